@@ -1,0 +1,185 @@
+/**
+ * Environment → one frozen, validated Config. The only reader of the environment: `index.ts` and
+ * `stdio.ts` pass `process.env` in, everything else gets the Config.
+ */
+import { readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { isAbsolute } from 'node:path';
+
+import { ConfigError } from './errors';
+import { isLogLevel, type LogLevel } from './log';
+
+export type AuthMode = 'bearer' | 'none';
+export type IsolationSetting = 'auto' | 'bwrap' | 'none';
+
+/** How callers prove who they are. */
+export interface AuthConfig {
+  /** `bearer`: every /mcp request needs one of `tokens`; an empty list refuses everything. */
+  readonly mode: AuthMode;
+  /** MCP_AUTH_TOKENS (comma-separated) and MCP_AUTH_TOKEN_FILE (one per line), merged. Never logged. */
+  readonly tokens: readonly string[];
+  /** Where the tokens came from, for the start-up banner (never the tokens themselves). */
+  readonly source: 'MCP_AUTH_TOKENS' | 'MCP_AUTH_TOKEN_FILE' | 'both' | 'none';
+}
+
+/** The local sandbox backend's settings. */
+export interface LocalSandboxConfig {
+  /** LOCAL_SANDBOX_ROOT: where session workspaces live. @default the OS temp dir */
+  readonly root: string;
+  /** LOCAL_SANDBOX_ISOLATION: `auto` uses bubblewrap when it works, `bwrap` requires it. @default 'auto' */
+  readonly isolation: IsolationSetting;
+  /** LOCAL_SANDBOX_NETWORK=on lets sandboxed processes reach the network under bubblewrap. @default false */
+  readonly allowNetwork: boolean;
+  /** LOCAL_SANDBOX_PYTHON: the interpreter for run_code. @default 'python3' */
+  readonly python: string;
+  /** Paths that must never be visible inside the sandbox (the token file). */
+  readonly hiddenPaths: readonly string[];
+}
+
+/** The whole server configuration. */
+export interface Config {
+  /** PORT (or FC_CUSTOM_LISTEN_PORT on FC). @default 9000 */
+  readonly port: number;
+  /** HOST; forced to 0.0.0.0 on FC. @default '127.0.0.1' */
+  readonly host: string;
+  /** True when FC_CUSTOM_LISTEN_PORT or FC_FUNCTION_NAME is present. */
+  readonly onFc: boolean;
+  readonly auth: AuthConfig;
+  /** MCP_SESSION_IDLE_TTL_S: a session unused this long is closed and its sandbox killed. @default 1800 */
+  readonly sessionIdleTtlS: number;
+  /** MCP_MAX_SESSIONS: sessions one instance holds. @default 100 */
+  readonly maxSessions: number;
+  /** MCP_ALLOWED_ORIGINS (comma-separated, `*` for any); `undefined` means loopback origins only. */
+  readonly allowedOrigins: readonly string[] | undefined;
+  /** MCP_ALLOWED_HOSTS (comma-separated host names); `undefined`: loopback names when bound to loopback, else any. */
+  readonly allowedHosts: readonly string[] | undefined;
+  /** MCP_MAX_BODY_BYTES: larger request bodies get 413. @default 4 MiB */
+  readonly maxBodyBytes: number;
+  /** MCP_TOOL_TIMEOUT_MAX_S: upper bound for any tool's `timeout_ms`. @default 300 */
+  readonly toolTimeoutMaxS: number;
+  /** SANDBOX_BACKEND. @default 'local' */
+  readonly sandboxBackend: 'local';
+  readonly local: LocalSandboxConfig;
+  /** LOG_LEVEL. @default 'info' */
+  readonly logLevel: LogLevel;
+}
+
+type Env = Record<string, string | undefined>;
+
+const DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024;
+const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '::1', '[::1]']);
+
+/** True when `host` is a loopback bind address. */
+export function isLoopbackHost(host: string): boolean {
+  return LOOPBACK_HOSTS.has(host) || host.startsWith('127.');
+}
+
+/** Splits a comma- or newline-separated list, trimming blanks and `#` comments. */
+export function parseList(value: string): string[] {
+  return value
+    .split(/[,\n]/)
+    .map((item) => item.replace(/#.*$/, '').trim())
+    .filter((item) => item.length > 0);
+}
+
+/** Reads and validates the configuration; throws one ConfigError that lists every problem. */
+export function loadConfig(env: Env): Config {
+  const problems: string[] = [];
+  const int = (name: string, fallback: number, min: number, max: number): number => {
+    const raw = env[name];
+    if (raw === undefined || raw.trim() === '') return fallback;
+    const value = Number(raw);
+    if (!Number.isInteger(value) || value < min || value > max) {
+      problems.push(`${name} must be an integer from ${min} to ${max} (got "${raw}")`);
+      return fallback;
+    }
+    return value;
+  };
+
+  const onFc = env.FC_CUSTOM_LISTEN_PORT !== undefined || env.FC_FUNCTION_NAME !== undefined;
+  const port = onFc ? int('FC_CUSTOM_LISTEN_PORT', 9000, 1, 65535) : int('PORT', 9000, 0, 65535);
+  const host = onFc ? '0.0.0.0' : env.HOST?.trim() || '127.0.0.1';
+
+  const auth = loadAuth(env, problems);
+  if (auth.mode === 'none' && env.MCP_AUTH !== 'none' && !isLoopbackHost(host)) {
+    problems.push(
+      `no auth token is configured and the server would listen on ${host}: set MCP_AUTH_TOKENS or MCP_AUTH_TOKEN_FILE, or set MCP_AUTH=none to run without auth on purpose`,
+    );
+  }
+
+  const backend = env.SANDBOX_BACKEND?.trim() || 'local';
+  if (backend !== 'local') {
+    problems.push(`SANDBOX_BACKEND must be "local" in this build (got "${backend}")`);
+  }
+
+  const isolation = env.LOCAL_SANDBOX_ISOLATION?.trim() || 'auto';
+  if (isolation !== 'auto' && isolation !== 'bwrap' && isolation !== 'none') {
+    problems.push(`LOCAL_SANDBOX_ISOLATION must be auto, bwrap or none (got "${isolation}")`);
+  }
+  const root = env.LOCAL_SANDBOX_ROOT?.trim() || tmpdir();
+  if (!isAbsolute(root)) problems.push(`LOCAL_SANDBOX_ROOT must be an absolute path (got "${root}")`);
+  const network = env.LOCAL_SANDBOX_NETWORK?.trim() || 'off';
+  if (network !== 'on' && network !== 'off') problems.push(`LOCAL_SANDBOX_NETWORK must be on or off (got "${network}")`);
+
+  const logLevel = env.LOG_LEVEL?.trim() || 'info';
+  if (!isLogLevel(logLevel)) problems.push(`LOG_LEVEL must be debug, info, warn or error (got "${logLevel}")`);
+
+  const config: Config = {
+    port,
+    host,
+    onFc,
+    auth,
+    sessionIdleTtlS: int('MCP_SESSION_IDLE_TTL_S', 1800, 1, 86_400),
+    maxSessions: int('MCP_MAX_SESSIONS', 100, 1, 100_000),
+    allowedOrigins: env.MCP_ALLOWED_ORIGINS === undefined ? undefined : parseList(env.MCP_ALLOWED_ORIGINS),
+    allowedHosts: env.MCP_ALLOWED_HOSTS === undefined ? undefined : parseList(env.MCP_ALLOWED_HOSTS).map((h) => h.toLowerCase()),
+    maxBodyBytes: int('MCP_MAX_BODY_BYTES', DEFAULT_MAX_BODY_BYTES, 1024, 32 * 1024 * 1024),
+    toolTimeoutMaxS: int('MCP_TOOL_TIMEOUT_MAX_S', 300, 1, 86_400),
+    sandboxBackend: 'local',
+    local: {
+      root,
+      isolation: isolation === 'bwrap' || isolation === 'none' ? isolation : 'auto',
+      allowNetwork: network === 'on',
+      python: env.LOCAL_SANDBOX_PYTHON?.trim() || 'python3',
+      hiddenPaths: env.MCP_AUTH_TOKEN_FILE ? [env.MCP_AUTH_TOKEN_FILE] : [],
+    },
+    logLevel: isLogLevel(logLevel) ? logLevel : 'info',
+  };
+  if (problems.length > 0) throw new ConfigError(problems);
+  return Object.freeze(config);
+}
+
+function loadAuth(env: Env, problems: string[]): AuthConfig {
+  const fromList = env.MCP_AUTH_TOKENS;
+  const file = env.MCP_AUTH_TOKEN_FILE;
+  if (env.MCP_AUTH !== undefined && env.MCP_AUTH !== 'none' && env.MCP_AUTH !== 'bearer') {
+    problems.push(`MCP_AUTH must be "bearer" or "none" (got "${env.MCP_AUTH}")`);
+  }
+  if (env.MCP_AUTH === 'none') {
+    if (fromList !== undefined || file !== undefined) {
+      problems.push('MCP_AUTH=none conflicts with MCP_AUTH_TOKENS / MCP_AUTH_TOKEN_FILE: set one or the other');
+    }
+    return { mode: 'none', tokens: [], source: 'none' };
+  }
+  if (fromList === undefined && file === undefined) {
+    if (env.MCP_AUTH === 'bearer') problems.push('MCP_AUTH=bearer needs MCP_AUTH_TOKENS or MCP_AUTH_TOKEN_FILE');
+    return { mode: 'none', tokens: [], source: 'none' };
+  }
+  const tokens = fromList === undefined ? [] : parseList(fromList);
+  if (file !== undefined) {
+    try {
+      tokens.push(...parseList(readFileSync(file, 'utf8')));
+    } catch (err: unknown) {
+      const reason = err instanceof Error && 'code' in err ? String(err.code) : 'unreadable';
+      problems.push(`MCP_AUTH_TOKEN_FILE cannot be read (${reason}): ${file}`);
+    }
+  }
+  for (const token of tokens) {
+    if (!/^[\x21-\x7e]+$/.test(token)) {
+      problems.push('auth tokens must be visible ASCII without spaces (one token is not; it is not shown here)');
+      break;
+    }
+  }
+  const source = fromList !== undefined && file !== undefined ? 'both' : fromList !== undefined ? 'MCP_AUTH_TOKENS' : 'MCP_AUTH_TOKEN_FILE';
+  return { mode: 'bearer', tokens, source };
+}

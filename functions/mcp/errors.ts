@@ -1,0 +1,42 @@
+/**
+ * The typed errors of the server. Third-party errors are translated into these where they enter
+ * (the sandbox adapters, the config loader); `http/error-response.ts` maps them to the wire.
+ */
+
+/** Machine-readable error codes; each has one row in the HTTP/JSON-RPC table. */
+export type ErrorCode =
+  | 'invalid_input'
+  | 'not_found'
+  | 'sandbox_timeout'
+  | 'sandbox_error'
+  | 'capacity'
+  | 'internal';
+
+/** An error whose message is safe to show to the caller: it names what was wrong and what to do. */
+export class AppError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    options?: ErrorOptions & { retryAfterS?: number },
+  ) {
+    super(message, options);
+    this.name = 'AppError';
+    this.retryAfterS = options?.retryAfterS;
+  }
+
+  /** Seconds after which a retry may succeed (capacity errors). */
+  readonly retryAfterS: number | undefined;
+}
+
+/** Start-up configuration problems, all of them at once. */
+export class ConfigError extends Error {
+  constructor(readonly problems: readonly string[]) {
+    super(`Invalid configuration:\n  - ${problems.join('\n  - ')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** True when `err` is an AppError, optionally with the given code. */
+export function isAppError(err: unknown, code?: ErrorCode): err is AppError {
+  return err instanceof AppError && (code === undefined || err.code === code);
+}

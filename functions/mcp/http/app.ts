@@ -1,0 +1,66 @@
+/** The web-standard app: routes, in one visible order of wrappers. Knows nothing of tools or sandboxes. */
+import type { Logger } from '../log';
+import { type BearerVerifier, withAuth } from './auth';
+import type { FetchHandler } from './context';
+import { jsonRpcError, RPC } from './json-rpc-error';
+import { type OriginPolicy, withOriginChecks } from './origin';
+import { withErrorBoundary, withRequestLog } from './request-log';
+
+/** What `/health` reports; no secrets. */
+export type HealthReport = Record<string, unknown>;
+
+export interface AppDeps {
+  /** Serves POST and DELETE on `/mcp` once the gates passed. */
+  mcp: FetchHandler;
+  /** Builds the `/health` body. */
+  health: () => HealthReport;
+  /** Runs when FC's PreStop hook calls: flush logs; never kill live sandboxes (another instance may adopt them). */
+  preStop: () => Promise<void>;
+  /** `undefined` when auth is off. */
+  verifier: BearerVerifier | undefined;
+  policy: OriginPolicy;
+  logger: Logger;
+}
+
+const MCP_ALLOW = 'POST, DELETE, OPTIONS';
+
+/** Composes the app: error boundary → request log → router → (for /mcp) origin checks → auth → MCP lanes. */
+export function createApp(deps: AppDeps): FetchHandler {
+  let mcp: FetchHandler = async (req, ctx) => {
+    if (req.method === 'POST' || req.method === 'DELETE') return deps.mcp(req, ctx);
+    // GET would open an idle SSE stream that holds one of FC's request slots until the function timeout.
+    return jsonRpcError({
+      status: 405,
+      code: RPC.SERVER_ERROR,
+      message: `Method not allowed: ${req.method} /mcp; use POST (and DELETE to end a session)`,
+      headers: { allow: MCP_ALLOW },
+    });
+  };
+  mcp = withAuth(mcp, deps.verifier);
+  mcp = withOriginChecks(mcp, deps.policy);
+
+  const router: FetchHandler = async (req, ctx) => {
+    const path = new URL(req.url).pathname;
+    switch (path) {
+      case '/mcp':
+        return mcp(req, ctx);
+      case '/health':
+        return req.method === 'GET' || req.method === 'HEAD'
+          ? Response.json(deps.health(), { headers: { 'cache-control': 'no-store' } })
+          : methodNotAllowed('GET');
+      case '/initialize':
+        return req.method === 'POST' ? new Response('ok\n') : methodNotAllowed('POST');
+      case '/pre-stop':
+        if (req.method !== 'GET') return methodNotAllowed('GET');
+        await deps.preStop();
+        return new Response('ok\n');
+      default:
+        return Response.json({ error: 'not_found', message: `No route for ${path}; the MCP endpoint is /mcp` }, { status: 404 });
+    }
+  };
+  return withErrorBoundary(withRequestLog(router, deps.logger), deps.logger);
+}
+
+function methodNotAllowed(allow: string): Response {
+  return Response.json({ error: 'method_not_allowed', message: `Use ${allow}` }, { status: 405, headers: { allow } });
+}

@@ -1,0 +1,23 @@
+/** The web-standard core's handler shape and the per-request context that travels with it. */
+
+/** Fields the request log line carries; lanes fill in the MCP ones as they learn them. */
+export interface RequestLogFields {
+  mcp_method?: string;
+  tool?: string;
+  session?: string;
+  protocol_version?: string;
+  era?: 'legacy' | 'modern';
+  error_code?: string;
+}
+
+/** Per-request state shared by the wrappers of `createApp`, outermost to innermost. */
+export interface RequestContext {
+  /** The platform's request id (FC: `x-fc-request-id`) or a random one. */
+  readonly requestId: string;
+  /** A stable, non-secret id of the credential that authenticated this request; set by `withAuth`. */
+  principal?: string;
+  readonly log: RequestLogFields;
+}
+
+/** Every layer below the Node shell speaks this. */
+export type FetchHandler = (req: Request, ctx: RequestContext) => Promise<Response>;

@@ -1,0 +1,34 @@
+/** The `/health` body: status, version, protocol versions, backend readiness, counts. No secrets. */
+import type { AuthMode } from '../config';
+import { HTTP_PROTOCOL_VERSIONS } from '../protocol/versions';
+import type { BackendStatus } from '../sandbox/types';
+import { SERVER_INFO } from '../version';
+import type { HealthReport } from './app';
+
+export interface HealthSources {
+  backend: () => BackendStatus;
+  counts: () => { sessions: number; sandboxes: number };
+  authMode: AuthMode;
+  startedAtMs: number;
+  /** @default Date.now */
+  now?: () => number;
+}
+
+/** Creates the `/health` report builder. */
+export function createHealthReport({ backend, counts, authMode, startedAtMs, now = Date.now }: HealthSources): () => HealthReport {
+  return () => {
+    const status = backend();
+    const { sessions, sandboxes } = counts();
+    return {
+      status: status.ready ? 'ok' : 'degraded',
+      name: SERVER_INFO.name,
+      version: SERVER_INFO.version,
+      protocol: { supported: [...HTTP_PROTOCOL_VERSIONS], preferred: HTTP_PROTOCOL_VERSIONS[0] },
+      backend: { name: status.backend, ready: status.ready, isolation: status.isolation },
+      auth: authMode,
+      sessions,
+      sandboxes,
+      uptime_s: Math.round((now() - startedAtMs) / 1000),
+    };
+  };
+}

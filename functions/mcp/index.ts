@@ -1,0 +1,125 @@
+/**
+ * The HTTP entry (FC custom runtime, or `npm start`): read config, wire the layers, listen.
+ * The only module besides config.ts that knows it may be running on FC.
+ */
+import { createServer } from 'node:http';
+
+import { isLoopbackHost, loadConfig, type Config } from './config';
+import { ConfigError } from './errors';
+import { createApp } from './http/app';
+import { createBearerVerifier } from './http/auth';
+import { createHealthReport } from './http/health';
+import { createNodeListener } from './http/node-listener';
+import { createLogger, type Logger } from './log';
+import { createLegacyLane } from './protocol/legacy-lane';
+import type { LegacySession } from './protocol/legacy-session';
+import { createSandboxProvider } from './sandbox/create-provider';
+import { createMemorySessionStore } from './sessions/store';
+import { createToolCatalog } from './tools';
+import { SERVER_INFO } from './version';
+
+/** FC adds this header to every request it forwards. */
+const FC_REQUEST_ID_HEADER = 'x-fc-request-id';
+
+function main(): void {
+  let config: Config;
+  try {
+    config = loadConfig(process.env);
+  } catch (err: unknown) {
+    process.stderr.write(`${err instanceof ConfigError ? err.message : String(err)}\n`);
+    process.exitCode = 1;
+    return;
+  }
+  const logger = createLogger(process.stdout, config.logLevel);
+  const startedAtMs = Date.now();
+  const { provider, ready } = createSandboxProvider(config, logger);
+  const lane = createLegacyLane({
+    store: createMemorySessionStore<LegacySession>(config.sessionIdleTtlS * 1000),
+    catalog: createToolCatalog(logger),
+    provider,
+    maxSessions: config.maxSessions,
+    idleTtlMs: config.sessionIdleTtlS * 1000,
+    maxBodyBytes: config.maxBodyBytes,
+    toolTimeoutMaxMs: config.toolTimeoutMaxS * 1000,
+    logger,
+  });
+  const app = createApp({
+    mcp: lane.handle,
+    health: createHealthReport({ backend: () => provider.status(), counts: lane.counts, authMode: config.auth.mode, startedAtMs }),
+    preStop: () => logger.flush(),
+    verifier: config.auth.mode === 'bearer' ? createBearerVerifier(config.auth.tokens) : undefined,
+    policy: { allowedOrigins: config.allowedOrigins, allowedHosts: config.allowedHosts, loopbackOnly: !config.onFc && isLoopbackHost(config.host) },
+    logger,
+  });
+  const server = createServer(
+    createNodeListener(app, {
+      requestIdHeader: FC_REQUEST_ID_HEADER,
+      onError: (err) => logger.error('response failed', { error: err instanceof Error ? err.message : 'unknown' }),
+    }),
+  );
+  // Tool calls run for minutes; their own timeouts bound them, not Node's request timeout.
+  server.requestTimeout = 0;
+  if (config.onFc) {
+    server.keepAliveTimeout = 0;
+    server.timeout = 0;
+  }
+  server.on('error', (err: NodeJS.ErrnoException) => {
+    process.stderr.write(`Cannot listen on ${config.host}:${config.port}: ${err.code ?? err.message}. Set PORT or HOST.\n`);
+    process.exitCode = 1;
+  });
+  server.listen(config.port, config.host, () => {
+    const address = server.address();
+    const port = typeof address === 'object' && address !== null ? address.port : config.port;
+    logger.info('listening', { host: config.host, port, auth: config.auth.mode, version: SERVER_INFO.version, on_fc: config.onFc });
+    if (!config.onFc) process.stderr.write(toBanner(config, port));
+    void ready();
+  });
+
+  let stopping = false;
+  const stop = (signal: string): void => {
+    if (stopping) return;
+    stopping = true;
+    logger.info('shutting down', { signal });
+    server.close();
+    server.closeAllConnections();
+    void lane
+      .closeAll('shutdown')
+      .then(() => logger.flush())
+      .finally(() => process.exit(0));
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+  warnAboutAuth(config, logger);
+}
+
+function warnAboutAuth(config: Config, logger: Logger): void {
+  if (config.auth.mode === 'none') {
+    logger.warn('auth is off: anyone who can reach this address can run commands in the sandbox', { host: config.host });
+  } else if (config.auth.tokens.length === 0) {
+    logger.warn('the configured token list is empty: every /mcp request will be refused', { source: config.auth.source });
+  } else if (config.auth.tokens.some((t) => t.length < 16)) {
+    logger.warn('an auth token is shorter than 16 characters; use long random tokens (openssl rand -hex 32)');
+  }
+}
+
+function toBanner(config: Config, port: number): string {
+  const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
+  const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}/mcp`;
+  const bearer = config.auth.mode === 'bearer';
+  const clientConfig = {
+    mcpServers: {
+      sandbox: { type: 'http', url, ...(bearer && { headers: { Authorization: 'Bearer ${MCP_TOKEN}' } }) },
+    },
+  };
+  return [
+    '',
+    `  ${SERVER_INFO.name} ${SERVER_INFO.version} — MCP endpoint: ${url}`,
+    `  auth: ${bearer ? `bearer token (${config.auth.source}; ${config.auth.tokens.length} configured)` : 'none (loopback only; set MCP_AUTH_TOKENS to require a token)'}`,
+    bearer ? '  client configuration (replace ${MCP_TOKEN} with your token):' : '  client configuration:',
+    ...JSON.stringify(clientConfig, null, 2).split('\n').map((line) => `    ${line}`),
+    '',
+    '',
+  ].join('\n');
+}
+
+main();

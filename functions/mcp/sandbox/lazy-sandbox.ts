@@ -1,0 +1,43 @@
+/** A session's sandbox, created on first use; concurrent first uses share one creation. */
+import type { Sandbox, SandboxProvider } from './types';
+
+/** The handle tools get: the sandbox, created when a tool first needs it. */
+export interface LazySandbox {
+  /** The sandbox, creating it if needed. */
+  get(): Promise<Sandbox>;
+  /** The sandbox if it exists, without creating it. */
+  current(): Sandbox | undefined;
+  /** Kills the sandbox (if any); the next `get()` creates a fresh one. */
+  kill(): Promise<void>;
+}
+
+/** Creates the lazy sandbox of `sessionKey`. */
+export function createLazySandbox(provider: SandboxProvider, sessionKey: string): LazySandbox {
+  let sandbox: Sandbox | undefined;
+  let creating: Promise<Sandbox> | undefined;
+  return {
+    get() {
+      if (sandbox !== undefined) return Promise.resolve(sandbox);
+      creating ??= provider.create(sessionKey).then(
+        (created) => {
+          sandbox = created;
+          creating = undefined;
+          return created;
+        },
+        (err: unknown) => {
+          creating = undefined;
+          throw err;
+        },
+      );
+      return creating;
+    },
+    current: () => sandbox,
+    async kill() {
+      const pending = creating;
+      creating = undefined;
+      const existing = sandbox ?? (await pending?.catch(() => undefined));
+      sandbox = undefined;
+      await existing?.kill();
+    },
+  };
+}

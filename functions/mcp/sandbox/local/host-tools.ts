@@ -1,0 +1,48 @@
+/** Finds the host programs the local backend relies on, and probes whether bubblewrap works here. */
+import { spawn } from 'node:child_process';
+import { accessSync, constants } from 'node:fs';
+import { join } from 'node:path';
+
+import type { HostTools } from './launch';
+
+/** Directories searched for host programs and interpreters (the sandbox's own PATH). */
+export const SANDBOX_PATH_DIRS = ['/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin'];
+
+/** The absolute path of `name` in the sandbox's PATH, or `undefined`. */
+export function findProgram(name: string): string | undefined {
+  for (const dir of SANDBOX_PATH_DIRS) {
+    const candidate = join(dir, name);
+    try {
+      accessSync(candidate, constants.X_OK);
+      return candidate;
+    } catch {
+      // not here
+    }
+  }
+  return undefined;
+}
+
+/** Locates bwrap, prlimit and setpriv. */
+export function findHostTools(): HostTools {
+  return { bwrap: findProgram('bwrap'), prlimit: findProgram('prlimit'), setpriv: findProgram('setpriv') };
+}
+
+/** Runs bubblewrap once, as the user sandboxes will run as, to see whether it can create namespaces here. */
+export function probeBwrap(tools: HostTools, uid: number | undefined): Promise<{ ok: boolean; detail: string }> {
+  if (tools.bwrap === undefined) return Promise.resolve({ ok: false, detail: 'bwrap is not installed' });
+  const argv: string[] = [];
+  if (uid !== undefined && tools.setpriv !== undefined) argv.push(tools.setpriv, `--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', '--');
+  argv.push(tools.bwrap, '--unshare-all', '--die-with-parent', '--ro-bind', '/', '/', '--proc', '/proc', '--dev', '/dev', 'true');
+  const [file, ...args] = argv;
+  return new Promise((resolve) => {
+    const child = spawn(file ?? tools.bwrap ?? 'bwrap', args, { stdio: ['ignore', 'ignore', 'pipe'], cwd: '/' });
+    let stderr = '';
+    child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
+      stderr += chunk;
+    });
+    child.once('error', (err) => resolve({ ok: false, detail: err.message }));
+    child.once('close', (code) =>
+      resolve(code === 0 ? { ok: true, detail: 'bubblewrap works' } : { ok: false, detail: stderr.trim().slice(0, 200) || `exit ${code}` }),
+    );
+  });
+}

@@ -1,0 +1,108 @@
+/**
+ * How a sandboxed process is started: rlimits (prlimit), a per-session user (setpriv, when the server
+ * is root), bubblewrap when isolation is on, and a minimal environment. Pure: builds argv and env only.
+ */
+import { BWRAP_WORKDIR, type Workspace } from './workspace';
+
+/** Host programs the launcher uses; absent ones are skipped (with a start-up warning elsewhere). */
+export interface HostTools {
+  readonly bwrap?: string;
+  readonly prlimit?: string;
+  readonly setpriv?: string;
+}
+
+/** Resource limits applied to every sandboxed process tree. */
+export interface ProcessLimits {
+  /** Processes the sandbox user may run at once (RLIMIT_NPROC). @default 512 */
+  readonly maxProcesses: number;
+  /** Open files per process (RLIMIT_NOFILE). @default 4096 */
+  readonly maxOpenFiles: number;
+  /** Largest file a process may write, in bytes (RLIMIT_FSIZE). @default 2 GiB */
+  readonly maxFileBytes: number;
+}
+
+export const DEFAULT_PROCESS_LIMITS: ProcessLimits = Object.freeze({
+  maxProcesses: 512,
+  maxOpenFiles: 4096,
+  maxFileBytes: 2 * 1024 * 1024 * 1024,
+});
+
+/** Host directories made visible (read-only) inside bubblewrap. */
+const BWRAP_RO_DIRS = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32', '/etc', '/opt'];
+
+export interface LaunchOptions {
+  isolation: 'bwrap' | 'none';
+  workspace: Workspace;
+  tools: HostTools;
+  limits: ProcessLimits;
+  /** Network access under bubblewrap (always on without it). */
+  allowNetwork: boolean;
+  /** Host files to hide inside bubblewrap (the token file). */
+  hiddenPaths: readonly string[];
+  /** Extra read-only host directories (an interpreter's install prefix). */
+  extraReadOnlyDirs: readonly string[];
+  /** The program and its arguments, as the sandbox sees them. */
+  argv: readonly string[];
+  /** Working directory as the sandbox sees it. */
+  cwd: string;
+  /** Variables beyond the minimal base environment. */
+  env: Readonly<Record<string, string>>;
+}
+
+/** A ready `spawn` call. */
+export interface LaunchSpec {
+  readonly file: string;
+  readonly args: readonly string[];
+  readonly env: Record<string, string>;
+  /** Host working directory for `spawn`. */
+  readonly cwd: string;
+}
+
+/** The environment every sandboxed process starts from: nothing of the server's own. */
+export function toBaseEnv(ws: Workspace, isolation: 'bwrap' | 'none'): Record<string, string> {
+  return {
+    PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
+    HOME: ws.workdir,
+    TMPDIR: isolation === 'bwrap' ? '/tmp' : ws.tmp,
+    LANG: 'C.UTF-8',
+    TERM: 'dumb',
+    USER: 'user',
+    PYTHONUNBUFFERED: '1',
+    MPLBACKEND: 'Agg',
+  };
+}
+
+/** Builds the argv and environment that start `argv` inside the sandbox. */
+export function buildLaunch(options: LaunchOptions): LaunchSpec {
+  const { isolation, workspace: ws, tools, limits } = options;
+  const env = { ...toBaseEnv(ws, isolation), ...options.env };
+  const argv: string[] = [];
+  if (tools.prlimit !== undefined) {
+    argv.push(
+      tools.prlimit,
+      `--nproc=${limits.maxProcesses}`,
+      `--nofile=${limits.maxOpenFiles}`,
+      `--fsize=${limits.maxFileBytes}`,
+      '--core=0',
+      '--',
+    );
+  }
+  if (ws.owner !== undefined && tools.setpriv !== undefined) {
+    argv.push(tools.setpriv, `--reuid=${ws.owner.uid}`, `--regid=${ws.owner.gid}`, '--clear-groups', '--');
+  }
+  if (isolation === 'bwrap' && tools.bwrap !== undefined) {
+    argv.push(tools.bwrap, '--unshare-all');
+    if (options.allowNetwork) argv.push('--share-net');
+    argv.push('--die-with-parent', '--hostname', 'sandbox');
+    for (const dir of [...BWRAP_RO_DIRS, ...options.extraReadOnlyDirs]) argv.push('--ro-bind-try', dir, dir);
+    for (const hidden of options.hiddenPaths) argv.push('--ro-bind-try', '/dev/null', hidden);
+    argv.push('--proc', '/proc', '--dev', '/dev', '--bind', ws.home, BWRAP_WORKDIR, '--bind', ws.tmp, '/tmp');
+    argv.push('--chdir', options.cwd, '--');
+    argv.push(...options.argv);
+    const [file, ...args] = argv;
+    return { file: file ?? tools.bwrap, args, env, cwd: ws.home };
+  }
+  argv.push(...options.argv);
+  const [file, ...args] = argv;
+  return { file: file ?? 'false', args, env, cwd: options.cwd };
+}

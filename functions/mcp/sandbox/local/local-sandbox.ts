@@ -1,0 +1,232 @@
+/** One session's local sandbox: a workspace, its processes, and a persistent Python kernel. */
+import { randomBytes } from 'node:crypto';
+import { chown, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+
+import { AppError } from '../../errors';
+import type {
+  CodeLanguage,
+  ListFilesRequest,
+  ListFilesResult,
+  ReadFileResult,
+  RunCodeRequest,
+  RunCodeResult,
+  RunCommandRequest,
+  RunCommandResult,
+  Sandbox,
+  SandboxInfo,
+} from '../types';
+import { listWorkspaceFiles, readWorkspaceFile, writeWorkspaceFile } from './files';
+import { findProgram } from './host-tools';
+import { KERNEL_SOURCE } from './kernel-source';
+import { buildLaunch, type HostTools, type LaunchSpec, type ProcessLimits } from './launch';
+import { runProcess } from './process-group';
+import { PythonKernel } from './python-kernel';
+import { removeWorkspace, resolveInWorkspace, type Workspace } from './workspace';
+
+export interface LocalSandboxOptions {
+  id: string;
+  workspace: Workspace;
+  isolation: 'bwrap' | 'none';
+  tools: HostTools;
+  limits: ProcessLimits;
+  allowNetwork: boolean;
+  hiddenPaths: readonly string[];
+  /** Interpreter for Python (LOCAL_SANDBOX_PYTHON). */
+  python: string;
+  /** Bytes kept per output stream. */
+  maxOutputBytes: number;
+}
+
+/** Interpreters for the stateless languages: program name and file extension. */
+const SCRIPT_RUNNERS: Partial<Record<CodeLanguage, { program: string; ext: string }>> = {
+  javascript: { program: 'node', ext: 'js' },
+  bash: { program: 'bash', ext: 'sh' },
+  r: { program: 'Rscript', ext: 'R' },
+  java: { program: 'java', ext: 'java' },
+};
+
+/** A sandbox on this machine. Nothing it runs outlives `kill()`. */
+export class LocalSandbox implements Sandbox {
+  readonly id: string;
+  private readonly createdAt = new Date().toISOString();
+  private readonly lifetime = new AbortController();
+  private kernel: Promise<PythonKernel> | undefined;
+
+  constructor(private readonly options: LocalSandboxOptions) {
+    this.id = options.id;
+  }
+
+  info(): SandboxInfo {
+    const { isolation, allowNetwork, workspace } = this.options;
+    return {
+      id: this.id,
+      backend: 'local',
+      workdir: workspace.workdir,
+      isolation,
+      network: isolation === 'none' ? 'host' : allowNetwork ? 'enabled' : 'disabled',
+      createdAt: this.createdAt,
+    };
+  }
+
+  async runCommand(req: RunCommandRequest): Promise<RunCommandResult> {
+    this.assertAlive();
+    const cwd = await this.resolveCwd(req.cwd);
+    return runProcess({
+      spec: this.launch(['bash', '-c', req.command], cwd, req.env),
+      timeoutMs: req.timeoutMs,
+      stdin: req.stdin,
+      maxOutputBytes: this.options.maxOutputBytes,
+      signal: this.callSignal(req.signal),
+      onOutput: req.onOutput,
+    });
+  }
+
+  async runCode(req: RunCodeRequest): Promise<RunCodeResult> {
+    this.assertAlive();
+    if (req.language === 'python') {
+      const kernel = await this.pythonKernel(req.env);
+      const result = await kernel.execute({
+        code: req.code,
+        env: req.env,
+        timeoutMs: req.timeoutMs,
+        maxOutputBytes: this.options.maxOutputBytes,
+        signal: this.callSignal(req.signal),
+        onOutput: req.onOutput,
+      });
+      if (result.stateLost) this.kernel = undefined;
+      return result;
+    }
+    return this.runScript(req);
+  }
+
+  readFile(path: string, maxBytes: number): Promise<ReadFileResult> {
+    this.assertAlive();
+    return readWorkspaceFile(this.options.workspace, path, maxBytes);
+  }
+
+  writeFile(path: string, data: Buffer): Promise<{ path: string; created: boolean }> {
+    this.assertAlive();
+    return writeWorkspaceFile(this.options.workspace, path, data);
+  }
+
+  listFiles(req: ListFilesRequest): Promise<ListFilesResult> {
+    this.assertAlive();
+    return listWorkspaceFiles(this.options.workspace, req);
+  }
+
+  async kill(): Promise<void> {
+    if (this.lifetime.signal.aborted) return;
+    this.lifetime.abort();
+    const kernel = this.kernel;
+    this.kernel = undefined;
+    await kernel?.then((k) => k.kill()).catch(() => undefined);
+    const owner = this.options.workspace.owner;
+    if (owner !== undefined) await killUserProcesses(owner.uid);
+    await removeWorkspace(this.options.workspace);
+  }
+
+  private assertAlive(): void {
+    if (this.lifetime.signal.aborted) throw new AppError('sandbox_error', 'This sandbox has been shut down; the next call starts a new one.');
+  }
+
+  private callSignal(signal: AbortSignal | undefined): AbortSignal {
+    return signal === undefined ? this.lifetime.signal : AbortSignal.any([signal, this.lifetime.signal]);
+  }
+
+  private launch(argv: readonly string[], cwd: string, env: Record<string, string> | undefined): LaunchSpec {
+    const { isolation, workspace, tools, limits, allowNetwork, hiddenPaths } = this.options;
+    return buildLaunch({ isolation, workspace, tools, limits, allowNetwork, hiddenPaths, extraReadOnlyDirs: [], argv, cwd, env: env ?? {} });
+  }
+
+  /** The working directory for a process, as the sandbox sees it (and as `spawn` needs it without bubblewrap). */
+  private async resolveCwd(cwd: string | undefined): Promise<string> {
+    const ws = this.options.workspace;
+    if (cwd === undefined) return this.options.isolation === 'bwrap' ? ws.workdir : ws.home;
+    const resolved = await resolveInWorkspace(ws, cwd);
+    return this.options.isolation === 'bwrap' ? resolved.sandboxPath : resolved.hostPath;
+  }
+
+  private pythonKernel(env: Record<string, string> | undefined): Promise<PythonKernel> {
+    const current = this.kernel;
+    if (current !== undefined) {
+      return current.then((k) => (k.alive ? k : this.startKernel(env)));
+    }
+    return this.startKernel(env);
+  }
+
+  private startKernel(env: Record<string, string> | undefined): Promise<PythonKernel> {
+    const spec = this.launch([this.options.python, '-u', '-c', KERNEL_SOURCE], this.options.isolation === 'bwrap' ? this.options.workspace.workdir : this.options.workspace.home, env);
+    const started = PythonKernel.start(spec);
+    this.kernel = started;
+    started.catch(() => {
+      if (this.kernel === started) this.kernel = undefined;
+    });
+    return started;
+  }
+
+  private async runScript(req: RunCodeRequest): Promise<RunCodeResult> {
+    const runner = SCRIPT_RUNNERS[req.language];
+    const program = runner === undefined ? undefined : findProgram(runner.program);
+    if (runner === undefined || program === undefined) {
+      const available = ['python', ...Object.entries(SCRIPT_RUNNERS).filter(([, r]) => r !== undefined && findProgram(r.program) !== undefined).map(([lang]) => lang)];
+      throw new AppError('invalid_input', `The language "${req.language}" is not available in this sandbox; available: ${available.join(', ')}. Use run_command to install or call other tools.`);
+    }
+    const ws = this.options.workspace;
+    // Java's single-file launcher wants the file named after its public class; Main is the convention.
+    const name = req.language === 'java' ? `Main-${randomBytes(6).toString('hex')}/Main.java` : `code-${randomBytes(6).toString('hex')}.${runner.ext}`;
+    const hostFile = join(ws.tmp, name);
+    if (req.language === 'java') {
+      await mkdir(join(hostFile, '..'));
+      if (ws.owner !== undefined) await chown(join(hostFile, '..'), ws.owner.uid, ws.owner.gid);
+    }
+    await writeFile(hostFile, req.code, { mode: 0o644 });
+    if (ws.owner !== undefined) await chown(hostFile, ws.owner.uid, ws.owner.gid);
+    const inside = this.options.isolation === 'bwrap' ? `/tmp/${name}` : hostFile;
+    try {
+      const result = await runProcess({
+        spec: this.launch([runner.program, inside], await this.resolveCwd(undefined), req.env),
+        timeoutMs: req.timeoutMs,
+        maxOutputBytes: this.options.maxOutputBytes,
+        signal: this.callSignal(req.signal),
+        onOutput: req.onOutput,
+      });
+      const failed = result.exitCode !== 0 && !result.timedOut && !result.cancelled;
+      return {
+        stdout: result.stdout,
+        stderr: result.stderr,
+        results: [],
+        error: failed ? { name: 'NonZeroExit', value: `exited with ${result.exitCode ?? result.signal}`, traceback: result.stderr.text } : null,
+        timedOut: result.timedOut,
+        cancelled: result.cancelled,
+        stateLost: false,
+        durationMs: result.durationMs,
+      };
+    } finally {
+      await rm(req.language === 'java' ? join(hostFile, '..') : hostFile, { recursive: true, force: true });
+    }
+  }
+}
+
+/** Kills every process running as `uid` (a sandbox's own user), wherever it is in the process tree. */
+export async function killUserProcesses(uid: number): Promise<void> {
+  // A fork bomb keeps making new processes: sweep until a pass finds none (bounded).
+  for (let pass = 0; pass < 10; pass += 1) {
+    const pids = await readdir('/proc').catch(() => [] as string[]);
+    const found = await Promise.all(
+      pids
+        .filter((pid) => /^\d+$/.test(pid))
+        .map(async (pid) => {
+          const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
+          if (/^Uid:\s+(\d+)/m.exec(status)?.[1] !== String(uid)) return false;
+          try {
+            process.kill(Number(pid), 'SIGKILL');
+          } catch {
+            // already gone
+          }
+          return true;
+        }),
+    );
+    if (!found.includes(true)) return;
+  }
+}

@@ -1,0 +1,118 @@
+/**
+ * Runs a launched process in its own process group with bounded output, a deadline and cancellation;
+ * the whole group is killed on timeout, on abort and when the sandbox ends.
+ */
+import { type ChildProcess, spawn, type StdioOptions } from 'node:child_process';
+
+import { AppError } from '../../errors';
+import { OutputCapture } from '../output-capture';
+import type { CallControls, RunCommandResult } from '../types';
+import type { LaunchSpec } from './launch';
+
+/** Time between SIGTERM and SIGKILL for a process group. */
+const KILL_GRACE_MS = 500;
+/** How long to wait for the pipes to close once the leader exited. */
+const PIPE_DRAIN_MS = 1000;
+
+/** Starts `spec` as the leader of a new process group. */
+export function spawnGroup(spec: LaunchSpec, stdio: StdioOptions): ChildProcess {
+  return spawn(spec.file, [...spec.args], { cwd: spec.cwd, env: spec.env, stdio, detached: true });
+}
+
+/** Sends SIGTERM to the group, then SIGKILL after a grace period unless it has exited. */
+export function killGroup(child: ChildProcess, graceMs = KILL_GRACE_MS): void {
+  const pid = child.pid;
+  if (pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
+  signalGroup(pid, 'SIGTERM');
+  const timer = setTimeout(() => signalGroup(pid, 'SIGKILL'), graceMs);
+  timer.unref();
+  child.once('exit', () => {
+    // The leader is gone; make sure no member of its group outlives it.
+    signalGroup(pid, 'SIGKILL');
+    clearTimeout(timer);
+  });
+}
+
+/** Sends `signal` to every process of the group led by `pid`; a group already gone is fine. */
+export function signalGroup(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    // ESRCH: the group is already gone.
+  }
+}
+
+export interface RunProcessOptions extends CallControls {
+  spec: LaunchSpec;
+  timeoutMs: number;
+  stdin?: string;
+  /** Bytes kept per stream (head and tail). */
+  maxOutputBytes: number;
+}
+
+/** Runs a process to completion (or deadline, or abort) and reports its exit and output. */
+export function runProcess(options: RunProcessOptions): Promise<RunCommandResult> {
+  const { spec, timeoutMs, stdin, maxOutputBytes, signal, onOutput } = options;
+  const started = performance.now();
+  const stdout = new OutputCapture(maxOutputBytes);
+  const stderr = new OutputCapture(maxOutputBytes);
+  return new Promise((resolve, reject) => {
+    const child = spawnGroup(spec, [stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe']);
+    let timedOut = false;
+    let cancelled = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      killGroup(child);
+    }, timeoutMs);
+    const onAbort = (): void => {
+      cancelled = true;
+      killGroup(child);
+    };
+    if (signal?.aborted) onAbort();
+    else signal?.addEventListener('abort', onAbort, { once: true });
+    child.stdout?.on('data', (chunk: Buffer) => {
+      stdout.push(chunk);
+      onOutput?.('stdout', chunk.toString('utf8'));
+    });
+    child.stderr?.on('data', (chunk: Buffer) => {
+      stderr.push(chunk);
+      onOutput?.('stderr', chunk.toString('utf8'));
+    });
+    if (stdin !== undefined && child.stdin !== null) {
+      child.stdin.on('error', () => undefined); // EPIPE when the process does not read its input
+      child.stdin.end(stdin);
+    }
+    child.once('error', (err: NodeJS.ErrnoException) => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+      reject(new AppError('sandbox_error', `Could not start the process (${err.code ?? 'error'}).`, { cause: err }));
+    });
+    child.once('exit', (code, sig) => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+      // Whatever the leader left behind in its group goes with it.
+      if (child.pid !== undefined) signalGroup(child.pid, 'SIGKILL');
+      const finish = (): void => {
+        resolve({
+          exitCode: code,
+          signal: sig,
+          stdout: stdout.result(),
+          stderr: stderr.result(),
+          timedOut,
+          cancelled,
+          durationMs: Math.round(performance.now() - started),
+        });
+      };
+      // A process that left the group (setsid) may still hold the pipes open: stop waiting for them.
+      const drain = setTimeout(() => {
+        child.stdout?.destroy();
+        child.stderr?.destroy();
+        finish();
+      }, PIPE_DRAIN_MS);
+      child.once('close', () => {
+        clearTimeout(drain);
+        finish();
+      });
+    });
+  });
+}

@@ -1,0 +1,96 @@
+/** The local backend: workspaces under LOCAL_SANDBOX_ROOT, isolated with bubblewrap where it works. */
+import type { LocalSandboxConfig } from '../../config';
+import { AppError } from '../../errors';
+import type { Logger } from '../../log';
+import type { BackendStatus, Sandbox, SandboxProvider } from '../types';
+import { findHostTools, probeBwrap } from './host-tools';
+import { DEFAULT_PROCESS_LIMITS, type ProcessLimits } from './launch';
+import { LocalSandbox } from './local-sandbox';
+import { createWorkspace, toSandboxUid, toWorkspaceName } from './workspace';
+
+export interface LocalProviderOptions {
+  config: LocalSandboxConfig;
+  logger: Logger;
+  /** Bytes kept per output stream. @default 65_536 */
+  maxOutputBytes?: number;
+  limits?: ProcessLimits;
+}
+
+export interface LocalSandboxProvider extends SandboxProvider {
+  /** Resolves once the isolation probe finished; logs the outcome. */
+  ready(): Promise<void>;
+}
+
+/** Creates the local provider. The bubblewrap probe runs in the background, off the start-up path. */
+export function createLocalSandboxProvider({
+  config,
+  logger,
+  maxOutputBytes = 65_536,
+  limits = DEFAULT_PROCESS_LIMITS,
+}: LocalProviderOptions): LocalSandboxProvider {
+  const tools = findHostTools();
+  // As root, each sandbox runs as its own unprivileged user: rlimits then hold and sessions cannot reach each other.
+  const dropPrivileges = process.getuid?.() === 0 && tools.setpriv !== undefined;
+  let isolation: 'bwrap' | 'none' | undefined;
+  let detail = 'probing';
+  let probe: Promise<void> | undefined;
+
+  const ready = (): Promise<void> => {
+    probe ??= (async () => {
+      if (config.isolation === 'none') {
+        isolation = 'none';
+        detail = 'isolation off (LOCAL_SANDBOX_ISOLATION=none)';
+      } else {
+        const result = await probeBwrap(tools, dropPrivileges ? toSandboxUid('probe') : undefined);
+        isolation = result.ok ? 'bwrap' : 'none';
+        detail = result.detail;
+      }
+      if (isolation === 'none') {
+        const level = config.isolation === 'bwrap' ? 'error' : 'warn';
+        logger[level]('local sandbox runs plain processes: this is NOT a security boundary; install bubblewrap for isolation', {
+          reason: detail,
+          required: config.isolation === 'bwrap',
+        });
+      } else {
+        logger.info('local sandbox isolation: bubblewrap', { network: config.allowNetwork ? 'enabled' : 'disabled' });
+      }
+      if (tools.prlimit === undefined) logger.warn('prlimit not found: sandboxed processes run without rlimits');
+    })();
+    return probe;
+  };
+
+  return {
+    ready,
+    status(): BackendStatus {
+      const usable = isolation !== undefined && !(config.isolation === 'bwrap' && isolation !== 'bwrap');
+      return { backend: 'local', ready: usable, isolation: isolation ?? 'probing', detail };
+    },
+    async create(sessionKey: string): Promise<Sandbox> {
+      await ready();
+      if (config.isolation === 'bwrap' && isolation !== 'bwrap') {
+        throw new AppError('sandbox_error', `LOCAL_SANDBOX_ISOLATION=bwrap but bubblewrap does not work here (${detail}).`);
+      }
+      const mode = isolation === 'bwrap' ? 'bwrap' : 'none';
+      const uid = toSandboxUid(sessionKey);
+      const workspace = await createWorkspace({
+        root: config.root,
+        sessionKey,
+        virtualHome: mode === 'bwrap',
+        owner: dropPrivileges ? { uid, gid: uid } : undefined,
+      }).catch((err: unknown) => {
+        throw new AppError('sandbox_error', `Could not create the sandbox workspace under LOCAL_SANDBOX_ROOT (${config.root}).`, { cause: err });
+      });
+      return new LocalSandbox({
+        id: `local-${toWorkspaceName(sessionKey).slice(-16)}`,
+        workspace,
+        isolation: mode,
+        tools,
+        limits,
+        allowNetwork: config.allowNetwork,
+        hiddenPaths: config.hiddenPaths,
+        python: config.python,
+        maxOutputBytes,
+      });
+    },
+  };
+}

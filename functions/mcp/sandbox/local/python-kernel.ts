@@ -1,0 +1,221 @@
+/**
+ * A persistent Python process per session: variables and imports survive between `run_code` calls.
+ * Executions run one at a time; a timeout or a cancel interrupts the code (KeyboardInterrupt) and, if
+ * that does not stop it, kills the process, losing the state (the result says so).
+ */
+import type { ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import type { Socket } from 'node:net';
+
+import { AppError } from '../../errors';
+import { OutputCapture } from '../output-capture';
+import type { CallControls, CodeError, CodeOutput, RunCodeResult } from '../types';
+import type { LaunchSpec } from './launch';
+import { killGroup, spawnGroup } from './process-group';
+
+/** Time for the interpreter to start and report ready. */
+const KERNEL_START_TIMEOUT_MS = 15_000;
+/** Time the code gets to stop after an interrupt before the process is killed. */
+const INTERRUPT_GRACE_MS = 2_000;
+/** How long to wait for the output markers once the code finished. */
+const PIPE_DRAIN_MS = 1_000;
+
+type Frame =
+  | { t: 'ready' }
+  | { t: 'result'; d: string }
+  | { t: 'image'; mime: string; d: string }
+  | { t: 'done'; id: number; error: CodeError | null };
+
+export interface ExecuteOptions extends CallControls {
+  code: string;
+  /** Variables set in the interpreter's environment before the code runs (they persist). */
+  env?: Record<string, string>;
+  timeoutMs: number;
+  maxOutputBytes: number;
+}
+
+/** Removes an end-of-execution marker from a stream, holding back a chunk end that may start one. */
+class MarkerFilter {
+  private pending = '';
+  found = false;
+  constructor(private readonly marker: string) {}
+
+  feed(chunk: string): string {
+    const text = this.pending + chunk;
+    const at = text.indexOf(this.marker);
+    if (at !== -1) {
+      this.found = true;
+      this.pending = '';
+      return text.slice(0, at);
+    }
+    let keep = Math.min(this.marker.length - 1, text.length);
+    while (keep > 0 && !this.marker.startsWith(text.slice(text.length - keep))) keep -= 1;
+    this.pending = text.slice(text.length - keep);
+    return text.slice(0, text.length - keep);
+  }
+}
+
+/** One Python interpreter running the kernel loop. */
+export class PythonKernel {
+  private nextId = 1;
+  private queue: Promise<unknown> = Promise.resolve();
+  private frameListener: ((frame: Frame) => void) | undefined;
+  private outputListener: ((stream: 'stdout' | 'stderr', chunk: string) => void) | undefined;
+  private exited = false;
+  private exitListeners: Array<() => void> = [];
+
+  private constructor(
+    private readonly child: ChildProcess,
+    private readonly channel: Socket,
+  ) {
+    child.stdout?.setEncoding('utf8').on('data', (chunk: string) => this.outputListener?.('stdout', chunk));
+    child.stderr?.setEncoding('utf8').on('data', (chunk: string) => this.outputListener?.('stderr', chunk));
+    createInterface({ input: channel }).on('line', (line) => {
+      try {
+        this.frameListener?.(JSON.parse(line) as Frame);
+      } catch {
+        // A malformed frame can only come from user code writing to fd 3; ignore it.
+      }
+    });
+    child.once('exit', () => {
+      this.exited = true;
+      for (const listener of this.exitListeners.splice(0)) listener();
+    });
+  }
+
+  /** Starts the interpreter described by `spec` and waits until it is ready. */
+  static async start(spec: LaunchSpec): Promise<PythonKernel> {
+    const child = spawnGroup(spec, ['ignore', 'pipe', 'pipe', 'pipe']);
+    const channel = child.stdio[3] as Socket | null;
+    if (channel === null) throw new AppError('sandbox_error', 'The Python kernel has no control channel.');
+    const kernel = new PythonKernel(child, channel);
+    const stderr: string[] = [];
+    kernel.outputListener = (stream, chunk) => {
+      if (stream === 'stderr' && stderr.length < 20) stderr.push(chunk);
+    };
+    try {
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error('timeout')), KERNEL_START_TIMEOUT_MS);
+        child.once('error', reject);
+        kernel.exitListeners.push(() => reject(new Error('exited')));
+        kernel.frameListener = (frame) => {
+          if (frame.t !== 'ready') return;
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+    } catch (err: unknown) {
+      kernel.kill();
+      const detail = stderr.join('').trim().split('\n').slice(-3).join(' | ');
+      throw new AppError(
+        'sandbox_error',
+        `Python could not start in the sandbox (LOCAL_SANDBOX_PYTHON)${detail ? `: ${detail.slice(0, 300)}` : ''}.`,
+        { cause: err },
+      );
+    } finally {
+      kernel.outputListener = undefined;
+      kernel.frameListener = undefined;
+    }
+    return kernel;
+  }
+
+  /** True while the interpreter process runs. */
+  get alive(): boolean {
+    return !this.exited;
+  }
+
+  /** Runs `code` in the kernel's namespace, after any execution already queued. */
+  execute(options: ExecuteOptions): Promise<RunCodeResult> {
+    const run = this.queue.then(() => this.executeNow(options));
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Kills the interpreter and everything it started. */
+  kill(): void {
+    killGroup(this.child, 0);
+    this.channel.destroy();
+  }
+
+  private executeNow({ code, env, timeoutMs, maxOutputBytes, signal, onOutput }: ExecuteOptions): Promise<RunCodeResult> {
+    const started = performance.now();
+    const id = this.nextId++;
+    const marker = `\n\0end-${id}\0\n`;
+    const filters = { stdout: new MarkerFilter(marker), stderr: new MarkerFilter(marker) };
+    const captures = { stdout: new OutputCapture(maxOutputBytes), stderr: new OutputCapture(maxOutputBytes) };
+    const results: CodeOutput[] = [];
+    let interrupted: 'timeout' | 'cancel' | undefined;
+
+    return new Promise<RunCodeResult>((resolve) => {
+      let done: { error: CodeError | null } | undefined;
+      let hardKill: NodeJS.Timeout | undefined;
+      let settled = false;
+      const finish = (stateLost: boolean, error: CodeError | null): void => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(deadline);
+        clearTimeout(hardKill);
+        signal?.removeEventListener('abort', onAbort);
+        this.frameListener = undefined;
+        this.outputListener = undefined;
+        this.exitListeners = this.exitListeners.filter((l) => l !== onExit);
+        resolve({
+          stdout: captures.stdout.result(),
+          stderr: captures.stderr.result(),
+          results,
+          error,
+          timedOut: interrupted === 'timeout',
+          cancelled: interrupted === 'cancel',
+          stateLost,
+          durationMs: Math.round(performance.now() - started),
+        });
+      };
+      const maybeFinish = (): void => {
+        if (done !== undefined && filters.stdout.found && filters.stderr.found) finish(false, done.error);
+      };
+      const interrupt = (why: 'timeout' | 'cancel'): void => {
+        if (interrupted !== undefined) return;
+        interrupted = why;
+        this.channel.write(`${JSON.stringify({ interrupt: true })}\n`);
+        hardKill = setTimeout(() => {
+          this.kill();
+        }, INTERRUPT_GRACE_MS);
+      };
+      const onAbort = (): void => interrupt('cancel');
+      const onExit = (): void => {
+        const how = interrupted === undefined ? 'The Python process exited' : 'The code did not stop when interrupted, so the Python process was killed';
+        finish(true, { name: 'KernelRestarted', value: `${how}; variables and imports from earlier calls are gone.`, traceback: '' });
+      };
+      // The kernel interrupts itself at the deadline; this is the backstop for code that ignores it.
+      const deadline = setTimeout(() => interrupt('timeout'), timeoutMs + 250);
+      this.exitListeners.push(onExit);
+      if (signal?.aborted) onAbort();
+      else signal?.addEventListener('abort', onAbort, { once: true });
+
+      this.outputListener = (stream, chunk) => {
+        const text = filters[stream].feed(chunk);
+        if (text.length > 0) {
+          captures[stream].push(Buffer.from(text, 'utf8'));
+          onOutput?.(stream, text);
+        }
+        maybeFinish();
+      };
+      this.frameListener = (frame) => {
+        if (frame.t === 'result') results.push({ type: 'text', text: frame.d });
+        else if (frame.t === 'image') results.push({ type: 'image', mimeType: frame.mime, data: frame.d });
+        else if (frame.t === 'done' && frame.id === id) {
+          if (frame.error?.name === 'KeyboardInterrupt' && interrupted === undefined) interrupted = 'timeout';
+          done = { error: frame.error };
+          maybeFinish();
+          // Code that closed its own stdout never writes the marker: do not wait for it long.
+          setTimeout(() => finish(false, frame.error), PIPE_DRAIN_MS).unref();
+        }
+      };
+      if (this.exited) {
+        onExit();
+        return;
+      }
+      this.channel.write(`${JSON.stringify({ id, code, env: env ?? {}, timeout_s: timeoutMs / 1000 })}\n`);
+    });
+  }
+}

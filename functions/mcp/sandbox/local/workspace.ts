@@ -1,0 +1,118 @@
+/**
+ * A session's workspace on the host, and the confinement of every path a tool names to it.
+ * The sandbox sees `home` as its working directory (`/home/user` under bubblewrap).
+ */
+import { createHash } from 'node:crypto';
+import { chown, lstat, mkdir, realpath, rm } from 'node:fs/promises';
+import { dirname, isAbsolute, join, posix, relative, sep } from 'node:path';
+
+import { AppError } from '../../errors';
+
+/** Where a session's files live on the host. */
+export interface Workspace {
+  /** The session's directory: holds `home` and `tmp`. */
+  readonly dir: string;
+  /** The working directory (host path). */
+  readonly home: string;
+  /** The sandbox's `/tmp` (host path). */
+  readonly tmp: string;
+  /** The working directory as sandboxed processes see it. */
+  readonly workdir: string;
+  /** Owner of the files when the server drops privileges for the sandbox; `undefined` otherwise. */
+  readonly owner: { uid: number; gid: number } | undefined;
+}
+
+/** The working directory's path inside a bubblewrap sandbox. */
+export const BWRAP_WORKDIR = '/home/user';
+
+/** A directory name for a session that does not reveal the session id. */
+export function toWorkspaceName(sessionKey: string): string {
+  return `mcp-sandbox-${createHash('sha256').update(sessionKey).digest('hex').slice(0, 32)}`;
+}
+
+/** A per-session user id in 100000–1148575, so that sessions cannot touch each other's processes or files. */
+export function toSandboxUid(sessionKey: string): number {
+  return 100_000 + (createHash('sha256').update(`uid:${sessionKey}`).digest().readUInt32BE(0) % 1_048_576);
+}
+
+export interface CreateWorkspaceOptions {
+  root: string;
+  sessionKey: string;
+  /** True when processes see the workspace at `/home/user` (bubblewrap). */
+  virtualHome: boolean;
+  owner: { uid: number; gid: number } | undefined;
+}
+
+/** Creates (or re-opens) the workspace of `sessionKey`, owned by the sandbox user, mode 0700. */
+export async function createWorkspace({ root, sessionKey, virtualHome, owner }: CreateWorkspaceOptions): Promise<Workspace> {
+  const dir = join(root, toWorkspaceName(sessionKey));
+  const home = join(dir, 'home');
+  const tmp = join(dir, 'tmp');
+  for (const path of [dir, home, tmp]) {
+    await mkdir(path, { recursive: true, mode: 0o700 });
+    if (owner !== undefined) await chown(path, owner.uid, owner.gid);
+  }
+  return { dir, home, tmp, workdir: virtualHome ? BWRAP_WORKDIR : home, owner };
+}
+
+/** Deletes the workspace and everything in it. */
+export async function removeWorkspace(ws: Workspace): Promise<void> {
+  await rm(ws.dir, { recursive: true, force: true, maxRetries: 3 });
+}
+
+/** A path resolved inside the workspace. */
+export interface ResolvedPath {
+  /** The path on the host. */
+  readonly hostPath: string;
+  /** The path as the sandbox sees it (what results report). */
+  readonly sandboxPath: string;
+}
+
+/**
+ * Resolves a tool's path (relative to the working directory, or absolute under it) to a host path
+ * inside the workspace, refusing `..` escapes, outside absolute paths, and symlinks that lead out.
+ */
+export async function resolveInWorkspace(ws: Workspace, path: string): Promise<ResolvedPath> {
+  if (path.includes('\0')) throw new AppError('invalid_input', 'Path contains a NUL byte.');
+  const virtual = posix.normalize(isAbsolute(path) ? path : posix.join(ws.workdir, path));
+  const rel = posix.relative(ws.workdir, virtual);
+  if (rel.startsWith('..') || isAbsolute(rel)) {
+    throw new AppError(
+      'invalid_input',
+      `Path "${path}" is outside the sandbox's working directory ${ws.workdir}; use a relative path or one under ${ws.workdir}.`,
+    );
+  }
+  const hostPath = rel === '' ? ws.home : join(ws.home, ...rel.split('/'));
+  await assertNoEscape(ws, hostPath, path);
+  return { hostPath, sandboxPath: rel === '' ? ws.workdir : posix.join(ws.workdir, rel) };
+}
+
+/** The sandbox's view of a host path inside the workspace. */
+export function toSandboxPath(ws: Workspace, hostPath: string): string {
+  const rel = relative(ws.home, hostPath);
+  return rel === '' ? ws.workdir : posix.join(ws.workdir, ...rel.split(sep));
+}
+
+async function assertNoEscape(ws: Workspace, hostPath: string, shown: string): Promise<void> {
+  const homeReal = await realpath(ws.home);
+  // Walk up to the deepest part of the path that exists and check where it really leads.
+  let probe = hostPath;
+  for (;;) {
+    try {
+      const real = await realpath(probe);
+      if (real !== homeReal && !real.startsWith(homeReal + sep)) {
+        throw new AppError('invalid_input', `Path "${shown}" leads outside the sandbox's working directory through a symbolic link.`);
+      }
+      break;
+    } catch (err: unknown) {
+      if (err instanceof AppError) throw err;
+      const stat = await lstat(probe).catch(() => undefined);
+      if (stat?.isSymbolicLink()) {
+        throw new AppError('invalid_input', `Path "${shown}" is a symbolic link that points nowhere; refusing to follow it.`);
+      }
+      const parent = dirname(probe);
+      if (parent === probe) break;
+      probe = parent;
+    }
+  }
+}

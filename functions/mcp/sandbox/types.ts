@@ -1,0 +1,137 @@
+/** The Sandbox interface every backend implements. Backends know nothing of MCP or HTTP. */
+import type { CapturedOutput } from './output-capture';
+
+export type BackendName = 'local';
+export type OutputStream = 'stdout' | 'stderr';
+
+/** The sandbox's bearings, as `sandbox_status` reports them. */
+export interface SandboxInfo {
+  readonly id: string;
+  readonly backend: BackendName;
+  /** The working directory as the sandbox's own processes see it. */
+  readonly workdir: string;
+  /** How the sandbox is isolated from the host (`bwrap`, `none`). */
+  readonly isolation: string;
+  /** Whether processes can reach the network (`enabled`, `disabled`, `host`). */
+  readonly network: string;
+  readonly createdAt: string;
+}
+
+/** Live output and cancellation for one call. */
+export interface CallControls {
+  /** Aborts the call: the sandbox stops the process or execution. */
+  signal?: AbortSignal;
+  /** Receives output as it is produced. */
+  onOutput?: (stream: OutputStream, text: string) => void;
+}
+
+export interface RunCommandRequest extends CallControls {
+  command: string;
+  /** Relative to the working directory, or absolute inside the sandbox. @default the working directory */
+  cwd?: string;
+  env?: Record<string, string>;
+  timeoutMs: number;
+  /** Written to the process's stdin, which is then closed. @default no stdin */
+  stdin?: string;
+}
+
+export interface RunCommandResult {
+  /** `null` when the process was killed by a signal. */
+  readonly exitCode: number | null;
+  readonly signal: string | null;
+  readonly stdout: CapturedOutput;
+  readonly stderr: CapturedOutput;
+  readonly timedOut: boolean;
+  readonly cancelled: boolean;
+  readonly durationMs: number;
+}
+
+export type CodeLanguage = 'python' | 'javascript' | 'typescript' | 'bash' | 'r' | 'java';
+
+export interface RunCodeRequest extends CallControls {
+  code: string;
+  language: CodeLanguage;
+  timeoutMs: number;
+  env?: Record<string, string>;
+}
+
+/** A rich result of code execution (the value of the last expression, a chart). */
+export type CodeOutput = { type: 'text'; text: string } | { type: 'image'; mimeType: string; data: string };
+
+export interface CodeError {
+  readonly name: string;
+  readonly value: string;
+  readonly traceback: string;
+}
+
+export interface RunCodeResult {
+  readonly stdout: CapturedOutput;
+  readonly stderr: CapturedOutput;
+  readonly results: readonly CodeOutput[];
+  readonly error: CodeError | null;
+  readonly timedOut: boolean;
+  readonly cancelled: boolean;
+  /** True when the interpreter's state (variables, imports) was lost during this call. */
+  readonly stateLost: boolean;
+  readonly durationMs: number;
+}
+
+export interface FileEntry {
+  /** Path relative to the listed directory. */
+  readonly path: string;
+  readonly type: 'file' | 'directory' | 'symlink' | 'other';
+  readonly size: number;
+  readonly mtime: string;
+}
+
+export interface ListFilesRequest {
+  path: string;
+  /** 1 lists the directory itself; deeper levels recurse. */
+  depth: number;
+  includeHidden: boolean;
+  maxEntries: number;
+}
+
+export interface ListFilesResult {
+  /** The listed directory as the sandbox sees it. */
+  readonly path: string;
+  readonly entries: readonly FileEntry[];
+  readonly truncated: boolean;
+}
+
+export interface ReadFileResult {
+  /** The file as the sandbox sees it. */
+  readonly path: string;
+  readonly bytes: Buffer;
+  readonly sizeBytes: number;
+}
+
+/** A running sandbox owned by one session. */
+export interface Sandbox {
+  readonly id: string;
+  info(): SandboxInfo;
+  runCommand(req: RunCommandRequest): Promise<RunCommandResult>;
+  runCode(req: RunCodeRequest): Promise<RunCodeResult>;
+  /** Reads a whole file; refuses one larger than `maxBytes` with an `invalid_input` AppError. */
+  readFile(path: string, maxBytes: number): Promise<ReadFileResult>;
+  /** Writes a file, creating parent directories. */
+  writeFile(path: string, data: Buffer): Promise<{ path: string; created: boolean }>;
+  listFiles(req: ListFilesRequest): Promise<ListFilesResult>;
+  /** Stops every process and deletes the sandbox with its files. */
+  kill(): Promise<void>;
+}
+
+/** What `/health` says about the backend. */
+export interface BackendStatus {
+  readonly backend: BackendName;
+  readonly ready: boolean;
+  readonly isolation: string;
+  readonly detail?: string;
+}
+
+/** Creates sandboxes; one per process. */
+export interface SandboxProvider {
+  status(): BackendStatus;
+  /** Creates (or, for a key seen before, re-attaches) the sandbox of `sessionKey`. */
+  create(sessionKey: string): Promise<Sandbox>;
+}

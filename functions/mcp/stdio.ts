@@ -1,0 +1,93 @@
+/**
+ * The stdio entry: the same tools for local clients that speak stdio only. One connection, one
+ * sandbox, killed when stdin closes. Lines that are not JSON-RPC get a JSON-RPC error; serving goes on.
+ */
+import { randomBytes } from 'node:crypto';
+import { createInterface } from 'node:readline';
+import { PassThrough } from 'node:stream';
+
+import { parseJSONRPCMessage } from '@modelcontextprotocol/server';
+import { StdioServerTransport } from '@modelcontextprotocol/server/stdio';
+
+import { loadConfig, type Config } from './config';
+import { ConfigError } from './errors';
+import { createLogger } from './log';
+import { createProtocolServer } from './protocol/server-factory';
+import { STDIO_PROTOCOL_VERSIONS } from './protocol/versions';
+import { createSandboxProvider } from './sandbox/create-provider';
+import { createLazySandbox } from './sandbox/lazy-sandbox';
+import { createToolCatalog } from './tools';
+
+const DEFAULT_TOOL_TIMEOUT_MS = 60_000;
+
+/** Answers a line that is not a JSON-RPC message; returns true when the line may go to the SDK. */
+function screenLine(line: string, write: (text: string) => void): boolean {
+  if (line.trim() === '') return false;
+  let value: unknown;
+  try {
+    value = JSON.parse(line);
+  } catch {
+    write(`${JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32700, message: 'Parse error: the line is not valid JSON' } })}\n`);
+    return false;
+  }
+  try {
+    parseJSONRPCMessage(value);
+    return true;
+  } catch {
+    const id = typeof value === 'object' && value !== null && 'id' in value && (typeof value.id === 'string' || typeof value.id === 'number') ? value.id : null;
+    write(`${JSON.stringify({ jsonrpc: '2.0', id, error: { code: -32600, message: 'Invalid Request: each line must be one JSON-RPC 2.0 message object' } })}\n`);
+    return false;
+  }
+}
+
+async function main(): Promise<void> {
+  let config: Config;
+  try {
+    config = loadConfig({ ...process.env, MCP_AUTH: 'none', MCP_AUTH_TOKENS: undefined, MCP_AUTH_TOKEN_FILE: undefined, HOST: '127.0.0.1' });
+  } catch (err: unknown) {
+    process.stderr.write(`${err instanceof ConfigError ? err.message : String(err)}\n`);
+    process.exitCode = 1;
+    return;
+  }
+  // stdout carries the protocol: logs go to stderr.
+  const logger = createLogger(process.stderr, config.logLevel);
+  const { provider } = createSandboxProvider(config, logger);
+  const sandbox = createLazySandbox(provider, `stdio-${randomBytes(16).toString('hex')}`);
+  const startedMs = Date.now();
+  const server = createProtocolServer({
+    catalog: createToolCatalog(logger),
+    versions: STDIO_PROTOCOL_VERSIONS,
+    toolContext: (ctx) => ({
+      sandbox,
+      backend: () => provider.status(),
+      expiresAt: () => new Date(startedMs + 365 * 24 * 3600 * 1000),
+      signal: ctx.mcpReq.signal,
+      timeoutMs: (requested) => Math.min(requested ?? DEFAULT_TOOL_TIMEOUT_MS, config.toolTimeoutMaxS * 1000),
+    }),
+  });
+
+  const input = new PassThrough();
+  const write = (text: string): void => void process.stdout.write(text);
+  createInterface({ input: process.stdin, crlfDelay: Infinity })
+    .on('line', (line) => {
+      if (screenLine(line, write)) input.write(`${line}\n`);
+    })
+    .on('close', () => input.end());
+
+  let closing = false;
+  const shutdown = async (): Promise<void> => {
+    if (closing) return;
+    closing = true;
+    await sandbox.kill().catch(() => undefined);
+    await logger.flush();
+    process.exit(0);
+  };
+  const transport = new StdioServerTransport(input, process.stdout);
+  transport.onclose = () => void shutdown();
+  process.on('SIGTERM', () => void shutdown());
+  process.on('SIGINT', () => void shutdown());
+  await server.connect(transport);
+  logger.info('serving MCP over stdio', { versions: STDIO_PROTOCOL_VERSIONS.join(',') });
+}
+
+void main();

@@ -1,0 +1,80 @@
+/** The tool set, registered in one place; schemas become JSON Schema once per process. */
+import { ProtocolError, ProtocolErrorCode, type CallToolResult, type Tool } from '@modelcontextprotocol/server';
+import { z } from 'zod';
+
+import { isAppError } from '../errors';
+import type { Logger } from '../log';
+import { editFileTool } from './edit-file';
+import { listFilesTool } from './list-files';
+import { readFileTool } from './read-file';
+import { runCodeTool } from './run-code';
+import { runCommandTool } from './run-command';
+import { sandboxStatusTool } from './sandbox-status';
+import type { ToolContext, ToolDefinition } from './tool';
+import { writeFileTool } from './write-file';
+
+/** Every tool the server offers, in the order `tools/list` shows them. */
+export const TOOLS: readonly ToolDefinition[] = [
+  runCodeTool,
+  runCommandTool,
+  readFileTool,
+  writeFileTool,
+  listFilesTool,
+  editFileTool,
+  sandboxStatusTool,
+] as readonly ToolDefinition[];
+
+/** The tools as `tools/list` describes them, and the dispatcher for `tools/call`. */
+export interface ToolCatalog {
+  readonly list: readonly Tool[];
+  call(name: string, args: unknown, ctx: ToolContext): Promise<CallToolResult>;
+}
+
+function toJsonSchema(schema: z.ZodType, io: 'input' | 'output'): Tool['inputSchema'] {
+  const { $schema: _dialect, ...json } = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as Record<string, unknown>;
+  return { ...json, type: 'object' } as Tool['inputSchema'];
+}
+
+/** Builds the catalog (JSON schemas computed here, once). */
+export function createToolCatalog(logger: Logger, tools: readonly ToolDefinition[] = TOOLS): ToolCatalog {
+  const byName = new Map(tools.map((tool) => [tool.name, tool]));
+  const list: Tool[] = tools.map((tool) => ({
+    name: tool.name,
+    title: tool.title,
+    description: tool.description,
+    inputSchema: toJsonSchema(tool.input, 'input'),
+    outputSchema: toJsonSchema(tool.output, 'output'),
+    annotations: { title: tool.title, ...tool.annotations },
+  }));
+  return {
+    list,
+    async call(name, args, ctx) {
+      const tool = byName.get(name);
+      if (tool === undefined) {
+        throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown tool: ${name}. Call tools/list for the available tools.`);
+      }
+      const parsed = tool.input.safeParse(args ?? {});
+      if (!parsed.success) {
+        throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Invalid arguments for ${name}: ${z.prettifyError(parsed.error)}`);
+      }
+      try {
+        const outcome = await tool.run(parsed.data, ctx);
+        return {
+          content: [{ type: 'text', text: outcome.text }, ...(outcome.images ?? [])],
+          structuredContent: outcome.structured as Record<string, unknown>,
+          ...(outcome.isError === true && { isError: true }),
+        };
+      } catch (err: unknown) {
+        if (isAppError(err)) {
+          return { content: [{ type: 'text', text: err.message }], isError: true };
+        }
+        logger.error('tool failed unexpectedly', {
+          tool: name,
+          error: err instanceof Error ? `${err.name}: ${err.message}` : 'non-error thrown',
+          stack: err instanceof Error ? err.stack : undefined,
+        });
+        throw new ProtocolError(ProtocolErrorCode.InternalError, `Internal error in ${name}; the failure was logged.`);
+      }
+    },
+  };
+}

@@ -1,0 +1,75 @@
+/** `run_code`: code in a stateful interpreter (Python) or a one-shot one (other languages). */
+import { z } from 'zod';
+
+import { EnvSchema, renderStream, TimeoutSchema } from './shared-schemas';
+import { defineTool, type ImageBlock } from './tool';
+
+const Input = z.strictObject({
+  code: z.string().min(1).max(1_000_000).describe('The code to run.'),
+  language: z
+    .enum(['python', 'javascript', 'typescript', 'bash', 'r', 'java'])
+    .default('python')
+    .describe('Python keeps variables and imports between calls; the others run each call on its own.'),
+  timeout_ms: TimeoutSchema.optional(),
+  env: EnvSchema.optional(),
+});
+
+const Output = z.object({
+  stdout: z.string(),
+  stderr: z.string(),
+  results: z
+    .array(z.object({ type: z.enum(['text', 'image']), text: z.string().optional(), mime_type: z.string().optional() }))
+    .describe('Rich results: the value of the last expression, charts (images are also sent as image content).'),
+  error: z.object({ name: z.string(), value: z.string(), traceback: z.string() }).nullable(),
+  timed_out: z.boolean(),
+  state_lost: z.boolean().describe('True when the interpreter restarted and earlier variables are gone.'),
+  duration_ms: z.number().int(),
+});
+
+export const runCodeTool = defineTool({
+  name: 'run_code',
+  title: 'Run code',
+  description:
+    'Run code in the sandbox. Python runs in a persistent interpreter: variables and imports survive between calls, the value of a final ' +
+    'expression is returned, and matplotlib figures come back as images. Exceptions come back with name, value and traceback.',
+  input: Input,
+  output: Output,
+  annotations: { destructiveHint: true, openWorldHint: true },
+  async run(args, ctx) {
+    const sandbox = await ctx.sandbox.get();
+    const timeoutMs = ctx.timeoutMs(args.timeout_ms);
+    const result = await sandbox.runCode({
+      code: args.code,
+      language: args.language,
+      env: args.env,
+      timeoutMs,
+      signal: ctx.signal,
+      onOutput: ctx.onOutput,
+    });
+    const images: ImageBlock[] = [];
+    const lines: string[] = [];
+    for (const item of result.results) {
+      if (item.type === 'image') images.push({ type: 'image', data: item.data, mimeType: item.mimeType });
+      else lines.push(`Result: ${item.text}`);
+    }
+    if (result.timedOut) lines.unshift(`Timed out after ${timeoutMs} ms and was interrupted. Pass a larger timeout_ms or split the work.`);
+    if (result.cancelled) lines.unshift('Cancelled.');
+    if (result.error !== null) lines.push(`${result.error.name}: ${result.error.value}`, result.error.traceback);
+    if (result.stateLost) lines.push('The interpreter was restarted: variables and imports from earlier calls are gone.');
+    const text = [renderStream('stdout', result.stdout), renderStream('stderr', result.stderr), ...lines].filter(Boolean).join('\n') || '(no output)';
+    return {
+      text,
+      images,
+      isError: result.error !== null || result.timedOut || result.cancelled,
+      structured: {
+        stdout: result.stdout.text,
+        stderr: result.stderr.text,
+        results: result.results.map((r) => (r.type === 'text' ? { type: 'text' as const, text: r.text } : { type: 'image' as const, mime_type: r.mimeType })),
+        error: result.error,
+        timed_out: result.timedOut,
+        state_lost: result.stateLost,
+        duration_ms: result.durationMs,
+      },
+    };
+  },
+});

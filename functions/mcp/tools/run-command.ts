@@ -1,0 +1,68 @@
+/** `run_command`: a shell command in the sandbox; a non-zero exit is a normal result. */
+import { z } from 'zod';
+
+import { EnvSchema, PathSchema, renderStream, TimeoutSchema } from './shared-schemas';
+import { defineTool } from './tool';
+
+const Input = z.strictObject({
+  command: z.string().min(1).max(1_000_000).describe('A bash command line, run with `bash -c`.'),
+  cwd: PathSchema.optional().describe('Working directory (default: the sandbox working directory).'),
+  env: EnvSchema.optional(),
+  timeout_ms: TimeoutSchema.optional(),
+  stdin: z.string().max(4_000_000).optional().describe('Text written to the command’s standard input (default: none).'),
+});
+
+const Output = z.object({
+  exit_code: z.number().int().nullable().describe('null when the process was killed by a signal.'),
+  stdout: z.string(),
+  stderr: z.string(),
+  stdout_bytes: z.number().int().describe('Bytes the command wrote to stdout (stdout may hold only the head and tail).'),
+  stderr_bytes: z.number().int(),
+  timed_out: z.boolean(),
+  duration_ms: z.number().int(),
+});
+
+export const runCommandTool = defineTool({
+  name: 'run_command',
+  title: 'Run a shell command',
+  description:
+    'Run a bash command in the sandbox and return its exit code, stdout and stderr. A non-zero exit code is a normal result. ' +
+    'Output is bounded (head and tail are kept). The command and everything it started are killed at the timeout.',
+  input: Input,
+  output: Output,
+  annotations: { destructiveHint: true, openWorldHint: true },
+  async run(args, ctx) {
+    const sandbox = await ctx.sandbox.get();
+    const timeoutMs = ctx.timeoutMs(args.timeout_ms);
+    const result = await sandbox.runCommand({
+      command: args.command,
+      cwd: args.cwd,
+      env: args.env,
+      stdin: args.stdin,
+      timeoutMs,
+      signal: ctx.signal,
+      onOutput: ctx.onOutput,
+    });
+    const status = result.timedOut
+      ? `Timed out after ${timeoutMs} ms; the command and its child processes were killed. Pass a larger timeout_ms or split the work.`
+      : result.cancelled
+        ? 'Cancelled; the command and its child processes were killed.'
+        : result.exitCode === null
+          ? `Killed by ${result.signal ?? 'a signal'}.`
+          : `Exit code ${result.exitCode}.`;
+    const text = [status, renderStream('stdout', result.stdout), renderStream('stderr', result.stderr)].filter(Boolean).join('\n');
+    return {
+      text,
+      isError: result.timedOut || result.cancelled,
+      structured: {
+        exit_code: result.exitCode,
+        stdout: result.stdout.text,
+        stderr: result.stderr.text,
+        stdout_bytes: result.stdout.totalBytes,
+        stderr_bytes: result.stderr.totalBytes,
+        timed_out: result.timedOut,
+        duration_ms: result.durationMs,
+      },
+    };
+  },
+});

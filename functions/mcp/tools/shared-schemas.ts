@@ -1,0 +1,27 @@
+/** Schema pieces and renderers shared by several tools. */
+import { z } from 'zod';
+
+import type { CapturedOutput } from '../sandbox/output-capture';
+
+/** Environment variables for a process: POSIX names only. */
+export const EnvSchema = z
+  .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'environment variable names are letters, digits and _'), z.string().max(32_768))
+  .refine((env) => Object.keys(env).length <= 100, 'at most 100 environment variables')
+  .describe('Extra environment variables for this call.');
+
+/** A timeout argument in milliseconds; the server caps it at MCP_TOOL_TIMEOUT_MAX_S. */
+export const TimeoutSchema = z
+  .number()
+  .int()
+  .positive()
+  .describe('Wall-clock limit in milliseconds (default 60000; capped by the server maximum).');
+
+/** A path argument: relative to the working directory, or absolute under it. */
+export const PathSchema = z.string().min(1).max(4096);
+
+/** Renders a captured stream with its label, or nothing when it is empty. */
+export function renderStream(label: string, output: CapturedOutput): string {
+  if (output.totalBytes === 0) return '';
+  const note = output.truncated ? ` (${output.totalBytes} bytes in all; the middle is omitted)` : '';
+  return `${label}${note}:\n${output.text}${output.text.endsWith('\n') ? '' : '\n'}`;
+}
