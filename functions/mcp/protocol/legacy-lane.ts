@@ -15,7 +15,7 @@ import { mintSessionId, toSessionTag } from '../sessions/session-id';
 import type { SessionStore } from '../sessions/store';
 import type { ToolCatalog } from '../tools';
 import { type LegacySession, openLegacySession } from './legacy-session';
-import { BATCH_PROTOCOL_VERSION } from './versions';
+import { BATCH_PROTOCOL_VERSION, HTTP_PROTOCOL_VERSIONS } from './versions';
 
 export interface LegacyLaneOptions {
   store: SessionStore<LegacySession>;
@@ -142,8 +142,17 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
       return session.transport.handleRequest(req, { parsedBody: body });
     }
 
+    if (isInitializeMethod(body)) body = withDefaultVersion(body);
     if (!isInitializeRequest(body)) {
-      if (Array.isArray(body) && body.some((m) => isInitializeRequest(m))) {
+      if (isInitializeMethod(body)) {
+        return jsonRpcError({
+          status: 400,
+          code: RPC.INVALID_PARAMS,
+          message: 'Invalid params: initialize needs params.protocolVersion, params.capabilities and params.clientInfo {name, version}',
+          id: requestIdOf(body),
+        });
+      }
+      if (Array.isArray(body) && body.some((m) => isInitializeMethod(m))) {
         return jsonRpcError({ status: 400, code: RPC.INVALID_REQUEST, message: 'Invalid Request: initialize must not be part of a JSON-RPC batch' });
       }
       if (!isJsonRpcShaped(body)) {
@@ -199,6 +208,20 @@ function sessionNotFound(ctx: RequestContext): Response {
     code: RPC.SESSION_NOT_FOUND,
     message: 'Session not found: it expired, was deleted, or was never issued to this credential. Send initialize to start a new session.',
   });
+}
+
+function isInitializeMethod(body: unknown): body is { method: 'initialize'; params?: unknown } {
+  return typeof body === 'object' && body !== null && !Array.isArray(body) && 'method' in body && body.method === 'initialize';
+}
+
+/**
+ * A client that names no protocol version is treated like one that names an unknown version: it is
+ * answered with the preferred version (what `/health` reports as preferred).
+ */
+function withDefaultVersion(body: { method: 'initialize'; params?: unknown }): unknown {
+  const params = body.params;
+  if (typeof params !== 'object' || params === null || Array.isArray(params) || 'protocolVersion' in params) return body;
+  return { ...body, params: { ...params, protocolVersion: HTTP_PROTOCOL_VERSIONS[0] } };
 }
 
 function requestIdOf(body: unknown): string | number | null {

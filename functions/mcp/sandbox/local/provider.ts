@@ -1,4 +1,7 @@
 /** The local backend: workspaces under LOCAL_SANDBOX_ROOT, isolated with bubblewrap where it works. */
+import { stat } from 'node:fs/promises';
+import { dirname } from 'node:path';
+
 import type { LocalSandboxConfig } from '../../config';
 import { AppError } from '../../errors';
 import type { Logger } from '../../log';
@@ -34,6 +37,7 @@ export function createLocalSandboxProvider({
   let isolation: 'bwrap' | 'none' | undefined;
   let detail = 'probing';
   let probe: Promise<void> | undefined;
+  let rootProblem: string | undefined;
 
   const ready = (): Promise<void> => {
     probe ??= (async () => {
@@ -55,6 +59,12 @@ export function createLocalSandboxProvider({
         logger.info('local sandbox isolation: bubblewrap', { network: config.allowNetwork ? 'enabled' : 'disabled' });
       }
       if (tools.prlimit === undefined) logger.warn('prlimit not found: sandboxed processes run without rlimits');
+      if (dropPrivileges) {
+        rootProblem = await findUnsearchableDir(config.root);
+        if (rootProblem !== undefined) {
+          logger.error('sandbox users cannot reach LOCAL_SANDBOX_ROOT', { path: rootProblem });
+        }
+      }
     })();
     return probe;
   };
@@ -62,13 +72,16 @@ export function createLocalSandboxProvider({
   return {
     ready,
     status(): BackendStatus {
-      const usable = isolation !== undefined && !(config.isolation === 'bwrap' && isolation !== 'bwrap');
+      const usable = isolation !== undefined && rootProblem === undefined && !(config.isolation === 'bwrap' && isolation !== 'bwrap');
       return { backend: 'local', ready: usable, isolation: isolation ?? 'probing', detail };
     },
     async create(sessionKey: string): Promise<Sandbox> {
       await ready();
       if (config.isolation === 'bwrap' && isolation !== 'bwrap') {
         throw new AppError('sandbox_error', `LOCAL_SANDBOX_ISOLATION=bwrap but bubblewrap does not work here (${detail}).`);
+      }
+      if (rootProblem !== undefined) {
+        throw new AppError('sandbox_error', `The sandbox users cannot enter ${rootProblem}: run chmod o+x on it (LOCAL_SANDBOX_ROOT and its parents must be searchable).`);
       }
       const mode = isolation === 'bwrap' ? 'bwrap' : 'none';
       const uid = toSandboxUid(sessionKey);
@@ -93,4 +106,19 @@ export function createLocalSandboxProvider({
       });
     },
   };
+}
+
+/** The first directory from `/` down to `path` that other users cannot search (o+x), if any. */
+async function findUnsearchableDir(path: string): Promise<string | undefined> {
+  const chain: string[] = [];
+  for (let dir = path; ; dir = dirname(dir)) {
+    chain.unshift(dir);
+    if (dirname(dir) === dir) break;
+  }
+  for (const dir of chain) {
+    const info = await stat(dir).catch(() => undefined);
+    if (info === undefined) return undefined; // created later by mkdir, with searchable modes
+    if ((info.mode & 0o001) === 0) return dir;
+  }
+  return undefined;
 }

@@ -1,0 +1,59 @@
+/** Raw HTTP helpers for the status-table and bad-input suites. */
+
+export const ACCEPT_BOTH = 'application/json, text/event-stream';
+
+export interface RawResponse {
+  status: number;
+  headers: Headers;
+  text: string;
+  /** The JSON body, or the first `data:` of an SSE body, parsed; `undefined` when neither. */
+  json: unknown;
+}
+
+/** Sends a request and reads the whole answer (SSE bodies included, which end after the response). */
+export async function request(url: string, init: RequestInit = {}): Promise<RawResponse> {
+  const res = await fetch(url, init);
+  const text = await res.text();
+  let json: unknown;
+  const type = res.headers.get('content-type') ?? '';
+  try {
+    if (type.includes('text/event-stream')) {
+      const data = text.split('\n').find((line) => line.startsWith('data: '));
+      json = data === undefined ? undefined : JSON.parse(data.slice(6));
+    } else if (text.length > 0) {
+      json = JSON.parse(text);
+    }
+  } catch {
+    json = undefined;
+  }
+  return { status: res.status, headers: res.headers, text, json };
+}
+
+/** POSTs a JSON-RPC body to /mcp with the right headers (override any with `headers`). */
+export function postMcp(url: string, body: unknown, headers: Record<string, string> = {}): Promise<RawResponse> {
+  return request(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: ACCEPT_BOTH, ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+}
+
+/** An `initialize` request body. */
+export function initializeBody(protocolVersion: string | undefined = '2025-11-25', id: number | string = 1): unknown {
+  return {
+    jsonrpc: '2.0',
+    id,
+    method: 'initialize',
+    params: { ...(protocolVersion !== undefined && { protocolVersion }), capabilities: {}, clientInfo: { name: 'raw-test', version: '1.0.0' } },
+  };
+}
+
+/** Initializes a session over raw HTTP; returns its id and the negotiated version. */
+export async function openRawSession(url: string, headers: Record<string, string> = {}, protocolVersion = '2025-11-25'): Promise<{ sessionId: string; version: string }> {
+  const res = await postMcp(url, initializeBody(protocolVersion), headers);
+  const sessionId = res.headers.get('mcp-session-id');
+  if (res.status !== 200 || sessionId === null) throw new Error(`initialize failed: ${res.status} ${res.text}`);
+  const version = (res.json as { result: { protocolVersion: string } }).result.protocolVersion;
+  await postMcp(url, { jsonrpc: '2.0', method: 'notifications/initialized' }, { ...headers, 'mcp-session-id': sessionId, 'mcp-protocol-version': version });
+  return { sessionId, version };
+}

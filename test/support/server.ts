@@ -1,0 +1,131 @@
+/**
+ * Starts the built bundle (`dist/index.js`) as a child process on a free loopback port, the way a user
+ * runs it, and stops it (and everything it started) after the test.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+export const BUNDLE = resolve(__dirname, '../../dist/index.js');
+
+export interface StartedServer {
+  /** `http://127.0.0.1:<port>` */
+  readonly origin: string;
+  /** `http://127.0.0.1:<port>/mcp` */
+  readonly url: string;
+  readonly port: number;
+  readonly child: ChildProcess;
+  /** Where this server's sandbox workspaces live (LOCAL_SANDBOX_ROOT). */
+  readonly sandboxRoot: string;
+  /** Everything the server wrote to stdout (JSON log lines) and stderr so far. */
+  stdout(): string;
+  stderr(): string;
+  /** Parsed JSON log lines. */
+  logs(): Array<Record<string, unknown>>;
+  stop(): Promise<void>;
+}
+
+export interface StartServerOptions {
+  /** Extra environment variables (merged over a clean base). */
+  env?: Record<string, string>;
+  /** Path of the bundle to run. @default dist/index.js */
+  bundle?: string;
+  /** Working directory of the process. */
+  cwd?: string;
+}
+
+const running = new Set<StartedServer>();
+
+/** Starts a server; resolves once it logged `listening`. */
+export async function startServer(options: StartServerOptions = {}): Promise<StartedServer> {
+  const sandboxRoot = mkdtempSync(join(tmpdir(), 'mcp-test-root-'));
+  // Sandbox processes run as their own users: they must be able to pass through the root.
+  chmodSync(sandboxRoot, 0o711);
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    HOME: process.env.HOME ?? '/tmp',
+    PORT: '0',
+    LOCAL_SANDBOX_ROOT: sandboxRoot,
+    LOG_LEVEL: 'info',
+    ...options.env,
+  };
+  const child = spawn(process.execPath, [options.bundle ?? BUNDLE], { env, cwd: options.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+    out += chunk;
+  });
+  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
+    err += chunk;
+  });
+  const port = await new Promise<number>((resolvePort, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start in time:\n${err}\n${out}`)), 15_000);
+    const check = (): void => {
+      const match = /"msg":"listening".*?"port":(\d+)/.exec(out);
+      if (match?.[1] !== undefined) {
+        clearTimeout(timer);
+        resolvePort(Number(match[1]));
+      }
+    };
+    child.stdout?.on('data', check);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited with ${code} before listening:\n${err}\n${out}`));
+    });
+  });
+  const server: StartedServer = {
+    origin: `http://127.0.0.1:${port}`,
+    url: `http://127.0.0.1:${port}/mcp`,
+    port,
+    child,
+    sandboxRoot,
+    stdout: () => out,
+    stderr: () => err,
+    logs: () =>
+      out
+        .split('\n')
+        .filter((line) => line.startsWith('{'))
+        .map((line) => JSON.parse(line) as Record<string, unknown>),
+    async stop() {
+      running.delete(server);
+      if (child.exitCode === null && child.signalCode === null) {
+        const exited = new Promise((r) => child.once('exit', r));
+        child.kill('SIGTERM');
+        const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+        await exited;
+        clearTimeout(timer);
+      }
+      rmSync(sandboxRoot, { recursive: true, force: true });
+    },
+  };
+  running.add(server);
+  return server;
+}
+
+/** Stops every server still running (registered in each e2e file's afterAll/afterEach). */
+export async function stopAllServers(): Promise<void> {
+  await Promise.all([...running].map((s) => s.stop()));
+}
+
+/** Runs the server with `env` and resolves with its exit code and output (for start-up refusals). */
+export function runServerToExit(env: Record<string, string>, timeoutMs = 10_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolveRun, reject) => {
+    const child = spawn(process.execPath, [BUNDLE], {
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', PORT: '0', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout?.setEncoding('utf8').on('data', (c: string) => (stdout += c));
+    child.stderr?.setEncoding('utf8').on('data', (c: string) => (stderr += c));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`server did not exit within ${timeoutMs} ms:\n${stderr}`));
+    }, timeoutMs);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      resolveRun({ code, stdout, stderr });
+    });
+  });
+}
