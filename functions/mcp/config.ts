@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { isAbsolute } from 'node:path';
 
-import { ConfigError } from './errors';
+import { ConfigError, toErrnoCode } from './errors';
 import { isLogLevel, type LogLevel } from './log';
 
 export type AuthMode = 'bearer' | 'none';
@@ -170,7 +170,7 @@ function loadAuth(env: Env, problems: string[]): AuthConfig {
     try {
       tokens.push(...parseList(readFileSync(file, 'utf8')));
     } catch (err: unknown) {
-      const reason = err instanceof Error && 'code' in err ? String(err.code) : 'unreadable';
+      const reason = toErrnoCode(err) ?? 'unreadable';
       problems.push(`MCP_AUTH_TOKEN_FILE cannot be read (${reason}): ${file}`);
     }
   }

@@ -40,3 +40,9 @@ export class ConfigError extends Error {
 export function isAppError(err: unknown, code?: ErrorCode): err is AppError {
   return err instanceof AppError && (code === undefined || err.code === code);
 }
+
+/** The `code` of a Node system error (`ENOENT`, `EACCES`, …), or `undefined`. */
+export function toErrnoCode(err: unknown): string | undefined {
+  if (typeof err !== 'object' || err === null || !('code' in err)) return undefined;
+  return typeof err.code === 'string' ? err.code : undefined;
+}

@@ -3,14 +3,14 @@ import { constants } from 'node:fs';
 import { chown, lstat, mkdir, open, readdir, stat } from 'node:fs/promises';
 import { dirname, join, posix } from 'node:path';
 
-import { AppError } from '../../errors';
+import { AppError, toErrnoCode } from '../../errors';
 import type { FileEntry, ListFilesRequest, ListFilesResult, ReadFileResult } from '../types';
 import { resolveInWorkspace, type Workspace } from './workspace';
 
 /** Translates a file-system error into a message the model can act on. */
 export function toFileError(err: unknown, shownPath: string): AppError {
   if (err instanceof AppError) return err;
-  const code = err instanceof Error && 'code' in err ? String(err.code) : '';
+  const code = toErrnoCode(err) ?? '';
   switch (code) {
     case 'ENOENT':
       return new AppError('not_found', `No such file or directory: ${shownPath}`, { cause: err });

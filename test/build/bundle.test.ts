@@ -1,0 +1,52 @@
+/** The artifact that deploys: one self-contained file per entry, that runs alone in an empty directory. */
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+import { startServer, stopAllServers } from '../support/server';
+
+interface Metafile {
+  outputs: Record<string, { bytes: number; imports: Array<{ path: string; external?: boolean }> }>;
+}
+
+const ROOT = resolve(__dirname, '../..');
+/** Size budget for each bundle (minified). */
+const MAX_BUNDLE_BYTES = 1_200_000;
+
+afterAll(stopAllServers);
+
+it('builds dist/index.js and dist/stdio.js, each one file importing only Node built-ins', async () => {
+  const outdir = mkdtempSync(join(tmpdir(), 'bundle-'));
+  try {
+    // build.mjs is an ES module: run its exported build() in a child Node, as npm run build does.
+    const script = `import('${pathToFileURL(resolve(ROOT, 'build.mjs')).href}').then((m) => m.build({ outdir: process.argv[1], metafile: true, logLevel: 'silent' })).then((r) => process.stdout.write(JSON.stringify(r.metafile)))`;
+    const metafile = JSON.parse(execFileSync(process.execPath, ['-e', script, outdir], { cwd: ROOT, encoding: 'utf8' })) as Metafile;
+    const outputs = Object.keys(metafile.outputs).map((p) => p.slice(p.lastIndexOf('/') + 1));
+    expect(outputs.sort()).toEqual(['index.js', 'stdio.js']);
+    for (const [path, output] of Object.entries(metafile.outputs)) {
+      expect(output.bytes).toBeLessThan(MAX_BUNDLE_BYTES);
+      const externals = output.imports.filter((i) => i.external).map((i) => i.path);
+      for (const external of externals) expect(`${path}: ${external}`).toMatch(/: (node:)?[a-z_]+(\/[a-z_]+)?$/);
+    }
+  } finally {
+    rmSync(outdir, { recursive: true, force: true });
+  }
+});
+
+it('serves MCP from index.js copied alone into an empty directory', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'lonely-'));
+  copyFileSync(resolve(ROOT, 'dist/index.js'), join(dir, 'index.js'));
+  const server = await startServer({ bundle: join(dir, 'index.js'), cwd: dir });
+  const res = await fetch(server.url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } }),
+  });
+  expect(res.status).toBe(200);
+  expect(res.headers.get('mcp-session-id')).toBeTruthy();
+  expect(await res.text()).toContain('"protocolVersion":"2025-06-18"');
+  await server.stop();
+  rmSync(dir, { recursive: true, force: true });
+});

@@ -1,0 +1,195 @@
+/** FACTS.md §2, row by row, over raw HTTP against the built bundle with bearer auth on; plus the FC routes. */
+import { ACCEPT_BOTH, initializeBody, postMcp, request } from '../support/http';
+import { authed, errorCodeOf, messagesOf, openSession, rpc } from '../support/raw-session';
+import { startServer, stopAllServers, type StartedServer } from '../support/server';
+
+const TOKEN = 'status-table-token-0123456789abcdef';
+const WRONG = 'status-table-token-0123456789abcdeX';
+const UNKNOWN_SESSION = 'AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA';
+
+let server: StartedServer;
+beforeAll(async () => {
+  server = await startServer({ env: { MCP_AUTH_TOKENS: TOKEN } });
+});
+afterAll(stopAllServers);
+
+describe('POST /mcp', () => {
+  it.each(['text/html', 'application/json', 'text/event-stream'])(
+    'answers 406 when Accept is "%s" instead of listing both application/json and text/event-stream',
+    async (accept) => {
+      const res = await postMcp(server.url, initializeBody(), { ...authed(TOKEN), accept });
+      expect(res.status).toBe(406);
+      expect(res.headers.get('mcp-session-id')).toBeNull();
+    },
+  );
+
+  it('answers 202 with an empty body when the POST carries only a notification', async () => {
+    const { headers } = await openSession(server.url, TOKEN);
+    const res = await postMcp(server.url, { jsonrpc: '2.0', method: 'notifications/initialized' }, headers);
+    expect(res.status).toBe(202);
+    expect(res.text).toBe('');
+  });
+
+  it('answers a request with 200 and one JSON object or an SSE stream that ends after the response', async () => {
+    const { headers } = await openSession(server.url, TOKEN);
+    const res = await postMcp(server.url, rpc('ping', 'p-1'), headers);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^(application\/json|text\/event-stream)/);
+    expect(messagesOf(res)).toEqual([{ jsonrpc: '2.0', id: 'p-1', result: {} }]);
+  });
+
+  it('answers both requests of a JSON-RPC batch when the session negotiated 2025-03-26', async () => {
+    const { headers, version } = await openSession(server.url, TOKEN, '2025-03-26');
+    expect(version).toBe('2025-03-26');
+    const res = await postMcp(server.url, [rpc('ping', 11), rpc('ping', 12)], headers);
+    expect(res.status).toBe(200);
+    const answers = messagesOf(res);
+    expect(answers.map((m) => m.id).sort()).toEqual([11, 12]);
+    for (const answer of answers) expect(answer).toMatchObject({ jsonrpc: '2.0', result: {} });
+  });
+
+  it.each(['2025-11-25', '2025-06-18'])('refuses a JSON-RPC batch with 400 when the session negotiated %s', async (asked) => {
+    const { headers, version } = await openSession(server.url, TOKEN, asked);
+    expect(version).toBe(asked);
+    const res = await postMcp(server.url, [rpc('ping', 21), rpc('ping', 22)], headers);
+    expect(res.status).toBe(400);
+    expect(errorCodeOf(res)).toBe(-32600);
+  });
+
+  it('answers 400 to a non-initialize request that carries no Mcp-Session-Id', async () => {
+    const res = await postMcp(server.url, rpc('tools/list'), authed(TOKEN));
+    expect(res.status).toBe(400);
+    expect(res.json).toMatchObject({ jsonrpc: '2.0', error: { message: expect.stringContaining('Mcp-Session-Id') } });
+  });
+
+  it('answers 404 with JSON-RPC error -32001 to a session id it never issued', async () => {
+    const res = await postMcp(server.url, rpc('tools/list'), authed(TOKEN, UNKNOWN_SESSION));
+    expect(res.status).toBe(404);
+    expect(res.json).toMatchObject({ jsonrpc: '2.0', error: { code: -32001 } });
+  });
+
+  it('checks the token before the session: an unknown session with a wrong or missing token is 401, never 404', async () => {
+    const wrong = await postMcp(server.url, rpc('tools/list'), authed(WRONG, UNKNOWN_SESSION));
+    expect(wrong.status).toBe(401);
+    const missing = await postMcp(server.url, rpc('tools/list'), authed(undefined, UNKNOWN_SESSION));
+    expect(missing.status).toBe(401);
+    const { sessionId } = await openSession(server.url, TOKEN);
+    const live = await postMcp(server.url, rpc('tools/list'), authed(WRONG, sessionId));
+    expect(live.status).toBe(401);
+    const deleted = await request(server.url, { method: 'DELETE', headers: authed(WRONG, UNKNOWN_SESSION) });
+    expect(deleted.status).toBe(401);
+  });
+
+  it('answers 400 when the MCP-Protocol-Version header names a version it does not support', async () => {
+    const { headers } = await openSession(server.url, TOKEN);
+    for (const unsupported of ['1999-01-01', 'banana']) {
+      const res = await postMcp(server.url, rpc('ping', 31), { ...headers, 'mcp-protocol-version': unsupported });
+      expect(res.status).toBe(400);
+    }
+  });
+
+  it('accepts a request inside a session that sends no MCP-Protocol-Version header', async () => {
+    const { sessionId } = await openSession(server.url, TOKEN);
+    const res = await postMcp(server.url, rpc('ping', 32), { ...authed(TOKEN), 'mcp-session-id': sessionId });
+    expect(res.status).toBe(200);
+    expect(messagesOf(res)).toEqual([{ jsonrpc: '2.0', id: 32, result: {} }]);
+  });
+
+  it('answers 403 when an Origin is present and not allowed, even with a valid token and session', async () => {
+    const { headers } = await openSession(server.url, TOKEN);
+    const res = await postMcp(server.url, rpc('ping', 41), { ...headers, origin: 'http://evil.example.com' });
+    expect(res.status).toBe(403);
+    expect(res.headers.get('access-control-allow-origin')).toBeNull();
+  });
+});
+
+describe('other methods on /mcp', () => {
+  it('answers GET /mcp with 405 and an Allow header instead of opening a stream', async () => {
+    const { headers } = await openSession(server.url, TOKEN);
+    const res = await request(server.url, { method: 'GET', headers: { ...headers, accept: 'text/event-stream' } });
+    expect(res.status).toBe(405);
+    expect(res.headers.get('allow')).toMatch(/POST/);
+    expect(res.headers.get('content-type')).not.toMatch(/event-stream/);
+  });
+
+  it('terminates a session on DELETE with 2xx, and the id is unknown (404) from then on', async () => {
+    const { headers } = await openSession(server.url, TOKEN);
+    const deleted = await request(server.url, { method: 'DELETE', headers });
+    expect(deleted.status).toBe(200);
+    const after = await postMcp(server.url, rpc('ping', 51), headers);
+    expect(after.status).toBe(404);
+    expect(after.json).toMatchObject({ error: { code: -32001 } });
+    const again = await request(server.url, { method: 'DELETE', headers });
+    expect(again.status).toBe(404);
+  });
+
+  it.each(['PUT', 'PATCH'])('answers %s /mcp with 405 and an Allow header listing POST and DELETE', async (method) => {
+    const { headers } = await openSession(server.url, TOKEN);
+    const res = await request(server.url, {
+      method,
+      headers: { ...headers, 'content-type': 'application/json', accept: ACCEPT_BOTH },
+      body: JSON.stringify(rpc('ping', 61)),
+    });
+    expect(res.status).toBe(405);
+    expect(res.headers.get('allow')).toMatch(/POST/);
+    expect(res.headers.get('allow')).toMatch(/DELETE/);
+  });
+
+  it('answers an OPTIONS preflight from an allowed Origin with 204 and CORS headers, without a token', async () => {
+    const res = await request(server.url, {
+      method: 'OPTIONS',
+      headers: {
+        origin: 'http://localhost:5173',
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'authorization, content-type, mcp-session-id',
+      },
+    });
+    expect(res.status).toBe(204);
+    expect(res.headers.get('access-control-allow-origin')).toBe('http://localhost:5173');
+    expect(res.headers.get('access-control-allow-methods')).toMatch(/POST/);
+    expect(res.headers.get('access-control-allow-methods')).toMatch(/DELETE/);
+    expect(res.headers.get('access-control-allow-headers')?.toLowerCase()).toEqual(expect.stringContaining('mcp-session-id'));
+    expect(res.headers.get('access-control-allow-headers')?.toLowerCase()).toEqual(expect.stringContaining('authorization'));
+    expect(res.headers.get('access-control-expose-headers')?.toLowerCase()).toEqual(expect.stringContaining('mcp-session-id'));
+  });
+});
+
+describe('session ids', () => {
+  it('mints visible-ASCII ids of at least 128 bits, different for every session', async () => {
+    const a = await openSession(server.url, TOKEN);
+    const b = await openSession(server.url, TOKEN);
+    for (const id of [a.sessionId, b.sessionId]) {
+      expect(id).toMatch(/^[\x21-\x7e]+$/);
+      expect(id.length).toBeGreaterThanOrEqual(22);
+    }
+    expect(a.sessionId).not.toBe(b.sessionId);
+  });
+});
+
+describe('the Function Compute routes', () => {
+  it('reports health without a token: status, version, protocol versions, backend and sessions, and no secret', async () => {
+    const res = await request(`${server.origin}/health`);
+    expect(res.status).toBe(200);
+    expect(res.json).toMatchObject({
+      status: expect.stringMatching(/^(ok|degraded)$/),
+      version: expect.any(String),
+      protocol: { supported: expect.arrayContaining(['2025-11-25', '2025-03-26']), preferred: '2025-11-25' },
+      backend: expect.objectContaining({ name: 'local' }),
+      sessions: expect.any(Number),
+    });
+    expect(res.text).not.toContain(TOKEN);
+  });
+
+  it('answers the Initializer hook POST /initialize with 200', async () => {
+    expect((await request(`${server.origin}/initialize`, { method: 'POST' })).status).toBe(200);
+  });
+
+  it('answers the PreStop hook GET /pre-stop with 200', async () => {
+    expect((await request(`${server.origin}/pre-stop`)).status).toBe(200);
+  });
+
+  it('answers 404 for a path it does not serve', async () => {
+    expect((await request(`${server.origin}/nope`)).status).toBe(404);
+    expect((await request(`${server.origin}/mcp/extra`, { method: 'POST', headers: authed(TOKEN) })).status).toBe(404);
+  });
+});

@@ -1,0 +1,91 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { loadConfig, parseList } from '../../functions/mcp/config';
+import { ConfigError } from '../../functions/mcp/errors';
+
+function problemsOf(env: Record<string, string>): readonly string[] {
+  try {
+    loadConfig(env);
+  } catch (err: unknown) {
+    if (err instanceof ConfigError) return err.problems;
+    throw err;
+  }
+  return [];
+}
+
+describe('loadConfig', () => {
+  it('defaults to 127.0.0.1:9000, the local backend, no auth, and FC-compatible session limits', () => {
+    const config = loadConfig({});
+    expect(config).toMatchObject({
+      host: '127.0.0.1',
+      port: 9000,
+      onFc: false,
+      auth: { mode: 'none', tokens: [] },
+      sessionIdleTtlS: 1800,
+      maxSessions: 100,
+      maxBodyBytes: 4 * 1024 * 1024,
+      sandboxBackend: 'local',
+      local: { isolation: 'auto', allowNetwork: false },
+    });
+    expect(Object.isFrozen(config)).toBe(true);
+  });
+
+  it('listens on 0.0.0.0:$FC_CUSTOM_LISTEN_PORT on FC, whatever HOST says', () => {
+    const config = loadConfig({ FC_CUSTOM_LISTEN_PORT: '9100', HOST: '127.0.0.1', MCP_AUTH_TOKENS: 'a-long-enough-token-value' });
+    expect(config).toMatchObject({ host: '0.0.0.0', port: 9100, onFc: true });
+  });
+
+  it('refuses a non-loopback bind without a token unless MCP_AUTH=none', () => {
+    expect(problemsOf({ HOST: '0.0.0.0' }).join()).toMatch(/MCP_AUTH_TOKENS/);
+    expect(problemsOf({ FC_FUNCTION_NAME: 'f' }).join()).toMatch(/MCP_AUTH=none/);
+    expect(loadConfig({ HOST: '0.0.0.0', MCP_AUTH: 'none' }).auth.mode).toBe('none');
+  });
+
+  it('treats a configured but empty token list as bearer auth with no valid token (fail closed)', () => {
+    expect(loadConfig({ MCP_AUTH_TOKENS: '' }).auth).toEqual({ mode: 'bearer', tokens: [], source: 'MCP_AUTH_TOKENS' });
+    expect(loadConfig({ MCP_AUTH_TOKENS: ' , ,' }).auth.tokens).toEqual([]);
+  });
+
+  it('merges tokens from MCP_AUTH_TOKENS and MCP_AUTH_TOKEN_FILE, skipping comments and blanks', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cfg-'));
+    const file = join(dir, 'tokens');
+    writeFileSync(file, '# team tokens\nfile-token-1\n\nfile-token-2 # ci\n');
+    const config = loadConfig({ MCP_AUTH_TOKENS: 'env-token-1,env-token-2', MCP_AUTH_TOKEN_FILE: file });
+    expect(config.auth.tokens).toEqual(['env-token-1', 'env-token-2', 'file-token-1', 'file-token-2']);
+    expect(config.auth.source).toBe('both');
+    expect(config.local.hiddenPaths).toEqual([file]);
+  });
+
+  it('reports every problem at once, naming each variable, without echoing token values', () => {
+    const problems = problemsOf({
+      MCP_SESSION_IDLE_TTL_S: 'abc',
+      MCP_MAX_SESSIONS: '0',
+      LOCAL_SANDBOX_ISOLATION: 'docker',
+      LOG_LEVEL: 'loud',
+      MCP_AUTH_TOKENS: 'has space',
+      SANDBOX_BACKEND: 'kubernetes',
+    });
+    const text = problems.join('\n');
+    for (const name of ['MCP_SESSION_IDLE_TTL_S', 'MCP_MAX_SESSIONS', 'LOCAL_SANDBOX_ISOLATION', 'LOG_LEVEL', 'SANDBOX_BACKEND']) {
+      expect(text).toContain(name);
+    }
+    expect(text).toContain('visible ASCII');
+    expect(text).not.toContain('has space');
+  });
+
+  it('names an unreadable token file by its error code', () => {
+    expect(problemsOf({ MCP_AUTH_TOKEN_FILE: '/nonexistent/tokens' }).join()).toMatch(/MCP_AUTH_TOKEN_FILE cannot be read \(ENOENT\)/);
+  });
+
+  it('rejects MCP_AUTH=none together with tokens, as an ambiguous setup', () => {
+    expect(problemsOf({ MCP_AUTH: 'none', MCP_AUTH_TOKENS: 'x' }).join()).toMatch(/conflicts/);
+  });
+});
+
+describe('parseList', () => {
+  it('splits on commas and newlines and trims', () => {
+    expect(parseList(' a, b\nc ,, ')).toEqual(['a', 'b', 'c']);
+  });
+});

@@ -1,0 +1,48 @@
+import { buildLaunch, DEFAULT_PROCESS_LIMITS, type LaunchOptions } from '../../../../functions/mcp/sandbox/local/launch';
+import type { Workspace } from '../../../../functions/mcp/sandbox/local/workspace';
+
+const ws: Workspace = { dir: '/r/ws', home: '/r/ws/home', tmp: '/r/ws/tmp', workdir: '/home/user', owner: { uid: 123456, gid: 123456 } };
+const base: LaunchOptions = {
+  isolation: 'bwrap',
+  workspace: ws,
+  tools: { bwrap: '/usr/bin/bwrap', prlimit: '/usr/bin/prlimit', setpriv: '/usr/bin/setpriv' },
+  limits: DEFAULT_PROCESS_LIMITS,
+  allowNetwork: false,
+  hiddenPaths: ['/etc/mcp/tokens'],
+  extraReadOnlyDirs: [],
+  argv: ['bash', '-c', 'echo hi'],
+  cwd: '/home/user',
+  env: { FOO: 'bar' },
+};
+
+describe('buildLaunch', () => {
+  it('chains prlimit, setpriv and bubblewrap, with the workspace at /home/user and no network', () => {
+    const spec = buildLaunch(base);
+    const argv = [spec.file, ...spec.args];
+    expect(argv.slice(0, 1)).toEqual(['/usr/bin/prlimit']);
+    expect(argv).toContain(`--nproc=${DEFAULT_PROCESS_LIMITS.maxProcesses}`);
+    expect(argv.join(' ')).toContain('/usr/bin/setpriv --reuid=123456 --regid=123456 --clear-groups -- /usr/bin/bwrap --unshare-all');
+    expect(argv).not.toContain('--share-net');
+    expect(argv.join(' ')).toContain('--bind /r/ws/home /home/user --bind /r/ws/tmp /tmp');
+    expect(argv.join(' ')).toContain('--ro-bind-try /dev/null /etc/mcp/tokens');
+    expect(argv.slice(-4)).toEqual(['--', 'bash', '-c', 'echo hi']);
+  });
+
+  it('shares the network only when allowed', () => {
+    expect(buildLaunch({ ...base, allowNetwork: true }).args).toContain('--share-net');
+  });
+
+  it('gives children a minimal environment plus the caller’s variables, nothing of the server', () => {
+    const spec = buildLaunch(base);
+    expect(Object.keys(spec.env).sort()).toEqual(['FOO', 'HOME', 'LANG', 'MPLBACKEND', 'PATH', 'PYTHONUNBUFFERED', 'TERM', 'TMPDIR', 'USER']);
+    expect(spec.env).toMatchObject({ HOME: '/home/user', TMPDIR: '/tmp', FOO: 'bar' });
+  });
+
+  it('runs plain processes in the host workspace without isolation', () => {
+    const spec = buildLaunch({ ...base, isolation: 'none', workspace: { ...ws, workdir: ws.home, owner: undefined }, cwd: '/r/ws/home' });
+    expect(spec.args).not.toContain('--unshare-all');
+    expect(spec.args).not.toContain('--reuid=123456');
+    expect(spec.cwd).toBe('/r/ws/home');
+    expect(spec.env).toMatchObject({ HOME: '/r/ws/home', TMPDIR: '/r/ws/tmp' });
+  });
+});
