@@ -13,7 +13,7 @@ export interface HostTools {
 
 /** Resource limits applied to every sandboxed process tree. */
 export interface ProcessLimits {
-  /** Processes the sandbox user may run at once (RLIMIT_NPROC). @default 512 */
+  /** Processes the sandbox user may run at once (RLIMIT_NPROC; only when sandboxes have their own user). @default 512 */
   readonly maxProcesses: number;
   /** Open files per process (RLIMIT_NOFILE). @default 4096 */
   readonly maxOpenFiles: number;
@@ -78,14 +78,10 @@ export function buildLaunch(options: LaunchOptions): LaunchSpec {
   const env = { ...toBaseEnv(ws, isolation), ...options.env };
   const argv: string[] = [];
   if (tools.prlimit !== undefined) {
-    argv.push(
-      tools.prlimit,
-      `--nproc=${limits.maxProcesses}`,
-      `--nofile=${limits.maxOpenFiles}`,
-      `--fsize=${limits.maxFileBytes}`,
-      '--core=0',
-      '--',
-    );
+    argv.push(tools.prlimit);
+    // RLIMIT_NPROC counts every process of the real user: only a sandbox-owned user can be given one.
+    if (ws.owner !== undefined) argv.push(`--nproc=${limits.maxProcesses}`);
+    argv.push(`--nofile=${limits.maxOpenFiles}`, `--fsize=${limits.maxFileBytes}`, '--core=0', '--');
   }
   if (ws.owner !== undefined && tools.setpriv !== undefined) {
     argv.push(tools.setpriv, `--reuid=${ws.owner.uid}`, `--regid=${ws.owner.gid}`, '--clear-groups', '--');

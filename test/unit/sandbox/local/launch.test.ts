@@ -42,6 +42,9 @@ describe('buildLaunch', () => {
     const spec = buildLaunch({ ...base, isolation: 'none', workspace: { ...ws, workdir: ws.home, owner: undefined }, cwd: '/r/ws/home' });
     expect(spec.args).not.toContain('--unshare-all');
     expect(spec.args).not.toContain('--reuid=123456');
+    // Without a user of its own, a process limit would count the server user's processes too.
+    expect(spec.args.some((a) => a.startsWith('--nproc'))).toBe(false);
+    expect(spec.args).toContain('--nofile=4096');
     expect(spec.cwd).toBe('/r/ws/home');
     expect(spec.env).toMatchObject({ HOME: '/r/ws/home', TMPDIR: '/r/ws/tmp' });
   });

@@ -1,0 +1,156 @@
+/** Bad input gets a clear error, and the server keeps serving afterwards; the session cap and idle expiry. */
+import { ACCEPT_BOTH, initializeBody, postMcp, request } from '../support/http';
+import { authed, errorCodeOf, expectServing, messagesOf, openSession, rpc } from '../support/raw-session';
+import { startServer, stopAllServers, type StartedServer } from '../support/server';
+
+const TOKEN = 'bad-input-token-0123456789abcdef';
+const MAX_BODY = 65_536;
+
+afterAll(stopAllServers);
+
+/** The first message's JSON-RPC error, if any. */
+const errorOf = (res: Awaited<ReturnType<typeof postMcp>>) => (messagesOf(res)[0] as { error?: { code: number; message: string } } | undefined)?.error;
+
+describe('malformed requests', () => {
+  let server: StartedServer;
+  let headers: Record<string, string>;
+  beforeAll(async () => {
+    server = await startServer({ env: { MCP_AUTH_TOKENS: TOKEN, MCP_MAX_BODY_BYTES: String(MAX_BODY) } });
+    ({ headers } = await openSession(server.url, TOKEN));
+  });
+  afterEach(async () => {
+    await expectServing(server.url, TOKEN);
+  });
+
+  it('answers a body that is not JSON with 400 and JSON-RPC parse error -32700', async () => {
+    for (const h of [authed(TOKEN), headers]) {
+      const res = await postMcp(server.url, '{"jsonrpc":"2.0","id":1,"method":', h);
+      expect(res.status).toBe(400);
+      expect(errorCodeOf(res)).toBe(-32700);
+    }
+  });
+
+  it.each([['{"hello":1}'], ['[]'], ['42'], ['"x"'], ['null'], ['[1,2]']])(
+    'answers the JSON %s, which is no JSON-RPC message, with 400 and a JSON-RPC error, in or out of a session',
+    async (body) => {
+      const outside = await postMcp(server.url, body, authed(TOKEN));
+      expect(outside.status).toBe(400);
+      expect(errorCodeOf(outside)).toBe(-32600);
+      const inside = await postMcp(server.url, body, headers);
+      expect(inside.status).toBe(400);
+      expect(errorCodeOf(inside)).toEqual(expect.any(Number));
+    },
+  );
+
+  it('answers a body over MCP_MAX_BODY_BYTES with 413 when Content-Length announces it', async () => {
+    const big = JSON.stringify(rpc('tools/call', 1, { name: 'write_file', arguments: { path: 'big.txt', content: 'x'.repeat(100_000) } }));
+    const res = await postMcp(server.url, big, headers);
+    expect(res.status).toBe(413);
+    expect(errorOf(res)?.message).toContain('MCP_MAX_BODY_BYTES');
+  });
+
+  it('answers a chunked body over MCP_MAX_BODY_BYTES with 413 while it streams in', async () => {
+    const chunk = new TextEncoder().encode('x'.repeat(10_000));
+    let sent = 0;
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(new TextEncoder().encode('{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"'));
+      },
+      pull(controller) {
+        if (sent >= 10) {
+          controller.enqueue(new TextEncoder().encode('"}}'));
+          controller.close();
+          return;
+        }
+        sent += 1;
+        controller.enqueue(chunk);
+      },
+    });
+    const init: RequestInit & { duplex: 'half' } = {
+      method: 'POST',
+      headers: { ...headers, 'content-type': 'application/json', accept: ACCEPT_BOTH },
+      body,
+      duplex: 'half',
+    };
+    const res = await request(server.url, init);
+    expect(res.status).toBe(413);
+  });
+
+  it('answers Content-Type text/plain with 415', async () => {
+    const res = await postMcp(server.url, rpc('ping'), { ...headers, 'content-type': 'text/plain' });
+    expect(res.status).toBe(415);
+  });
+
+  it('answers a call of an unknown tool with JSON-RPC error -32602, not a crash', async () => {
+    const res = await postMcp(server.url, rpc('tools/call', 5, { name: 'no_such_tool', arguments: {} }), headers);
+    expect(res.status).toBe(200);
+    expect(messagesOf(res)[0]).toMatchObject({ id: 5, error: { code: -32602 } });
+    expect(errorOf(res)?.message).toContain('no_such_tool');
+  });
+
+  it('answers an argument the schema does not declare with -32602 naming it', async () => {
+    const res = await postMcp(server.url, rpc('tools/call', 6, { name: 'run_command', arguments: { command: 'true', colour: 'blue' } }), headers);
+    expect(res.status).toBe(200);
+    expect(messagesOf(res)[0]).toMatchObject({ id: 6, error: { code: -32602 } });
+    expect(errorOf(res)?.message).toContain('colour');
+  });
+
+  it('answers an argument of the wrong type with -32602 naming it', async () => {
+    const res = await postMcp(server.url, rpc('tools/call', 7, { name: 'run_command', arguments: { command: 42 } }), headers);
+    expect(res.status).toBe(200);
+    expect(messagesOf(res)[0]).toMatchObject({ id: 7, error: { code: -32602 } });
+    expect(errorOf(res)?.message).toContain('command');
+  });
+
+  it('answers an initialize inside a batch with 400 and opens no session', async () => {
+    const res = await postMcp(server.url, [initializeBody(), rpc('ping', 2)], authed(TOKEN));
+    expect(res.status).toBe(400);
+    expect(errorCodeOf(res)).toBe(-32600);
+    expect(res.headers.get('mcp-session-id')).toBeNull();
+  });
+});
+
+describe('the session cap (MCP_MAX_SESSIONS=2)', () => {
+  let server: StartedServer;
+  beforeAll(async () => {
+    server = await startServer({ env: { MCP_AUTH_TOKENS: TOKEN, MCP_MAX_SESSIONS: '2' } });
+  });
+
+  it('answers a third initialize with 503, Retry-After and a message naming MCP_MAX_SESSIONS, and admits one after a DELETE', async () => {
+    const first = await openSession(server.url, TOKEN);
+    await openSession(server.url, TOKEN);
+    const refused = await postMcp(server.url, initializeBody(), authed(TOKEN));
+    expect(refused.status).toBe(503);
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(refused.headers.get('mcp-session-id')).toBeNull();
+    expect(errorOf(refused)?.message).toContain('MCP_MAX_SESSIONS');
+
+    // The sessions already open keep working at the cap.
+    expect((await postMcp(server.url, rpc('ping', 3), first.headers)).status).toBe(200);
+
+    expect((await request(server.url, { method: 'DELETE', headers: first.headers })).status).toBe(200);
+    const admitted = await postMcp(server.url, initializeBody(), authed(TOKEN));
+    expect(admitted.status).toBe(200);
+    expect(admitted.headers.get('mcp-session-id')).toMatch(/^[\x21-\x7e]{22,}$/);
+  });
+});
+
+describe('idle expiry (MCP_SESSION_IDLE_TTL_S=1, MCP_MAX_SESSIONS=1)', () => {
+  let server: StartedServer;
+  beforeAll(async () => {
+    server = await startServer({ env: { MCP_AUTH_TOKENS: TOKEN, MCP_SESSION_IDLE_TTL_S: '1', MCP_MAX_SESSIONS: '1' } });
+  });
+
+  it('forgets a session idle for longer than the TTL: it answers 404, and it no longer counts against the cap', async () => {
+    const idle = await openSession(server.url, TOKEN);
+    expect((await postMcp(server.url, initializeBody(), authed(TOKEN))).status).toBe(503);
+
+    await new Promise((resolve) => setTimeout(resolve, 1_500)); // the one allowed wait: real idle time
+
+    const replacement = await postMcp(server.url, initializeBody(), authed(TOKEN));
+    expect(replacement.status).toBe(200);
+    const expired = await postMcp(server.url, rpc('tools/list', 2), idle.headers);
+    expect(expired.status).toBe(404);
+    expect(expired.json).toMatchObject({ error: { code: -32001 } });
+  });
+});
