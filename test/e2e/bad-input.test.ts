@@ -11,6 +11,40 @@ afterAll(stopAllServers);
 /** The first message's JSON-RPC error, if any. */
 const errorOf = (res: Awaited<ReturnType<typeof postMcp>>) => (messagesOf(res)[0] as { error?: { code: number; message: string } } | undefined)?.error;
 
+/**
+ * POSTs a chunked body (no Content-Length) of `chunks` × 10 KB inside a JSON string; when `hold` is given,
+ * the stream stalls after 70 KB until it settles. Resolves with the status, or with how fetch failed.
+ */
+async function postStreamed(url: string, headers: Record<string, string>, chunks: number, hold?: Promise<void>): Promise<number | string> {
+  const encoder = new TextEncoder();
+  let sent = 0;
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      controller.enqueue(encoder.encode('{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"'));
+    },
+    async pull(controller) {
+      if (hold !== undefined && sent === 7) await hold;
+      if (sent >= chunks) {
+        controller.enqueue(encoder.encode('"}}'));
+        controller.close();
+        return;
+      }
+      sent += 1;
+      controller.enqueue(encoder.encode('x'.repeat(10_000)));
+    },
+  });
+  const init: RequestInit & { duplex: 'half' } = {
+    method: 'POST',
+    headers: { ...headers, 'content-type': 'application/json', accept: ACCEPT_BOTH },
+    body,
+    duplex: 'half',
+  };
+  return request(url, init).then(
+    (res) => res.status,
+    (err: unknown) => `fetch failed: ${String((err as { cause?: { code?: unknown } }).cause?.code ?? err)}`,
+  );
+}
+
 describe('malformed requests', () => {
   let server: StartedServer;
   let headers: Record<string, string>;
@@ -30,17 +64,22 @@ describe('malformed requests', () => {
     }
   });
 
-  it.each([['{"hello":1}'], ['[]'], ['42'], ['"x"'], ['null'], ['[1,2]']])(
-    'answers the JSON %s, which is no JSON-RPC message, with 400 and a JSON-RPC error, in or out of a session',
-    async (body) => {
-      const outside = await postMcp(server.url, body, authed(TOKEN));
-      expect(outside.status).toBe(400);
-      expect(errorCodeOf(outside)).toBe(-32600);
-      const inside = await postMcp(server.url, body, headers);
-      expect(inside.status).toBe(400);
-      expect(errorCodeOf(inside)).toEqual(expect.any(Number));
-    },
-  );
+  const NOT_JSON_RPC = ['{"hello":1}', '[]', '42', '"x"', 'null', '[1,2]'];
+
+  it.each(NOT_JSON_RPC)('answers the JSON %s, which is no JSON-RPC message, with 400 and -32600 Invalid Request', async (body) => {
+    const res = await postMcp(server.url, body, authed(TOKEN));
+    expect(res.status).toBe(400);
+    expect(errorCodeOf(res)).toBe(-32600);
+  });
+
+  it('answers JSON that is no JSON-RPC message inside a session with 400 and -32600 Invalid Request too', async () => {
+    const answers: Record<string, [number, number | undefined]> = {};
+    for (const body of NOT_JSON_RPC) {
+      const res = await postMcp(server.url, body, headers);
+      answers[body] = [res.status, errorCodeOf(res)];
+    }
+    expect(answers).toEqual(Object.fromEntries(NOT_JSON_RPC.map((body) => [body, [400, -32600]])));
+  });
 
   it('answers a body over MCP_MAX_BODY_BYTES with 413 when Content-Length announces it', async () => {
     const big = JSON.stringify(rpc('tools/call', 1, { name: 'write_file', arguments: { path: 'big.txt', content: 'x'.repeat(100_000) } }));
@@ -49,31 +88,15 @@ describe('malformed requests', () => {
     expect(errorOf(res)?.message).toContain('MCP_MAX_BODY_BYTES');
   });
 
-  it('answers a chunked body over MCP_MAX_BODY_BYTES with 413 while it streams in', async () => {
-    const chunk = new TextEncoder().encode('x'.repeat(10_000));
-    let sent = 0;
-    const body = new ReadableStream<Uint8Array>({
-      start(controller) {
-        controller.enqueue(new TextEncoder().encode('{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"'));
-      },
-      pull(controller) {
-        if (sent >= 10) {
-          controller.enqueue(new TextEncoder().encode('"}}'));
-          controller.close();
-          return;
-        }
-        sent += 1;
-        controller.enqueue(chunk);
-      },
-    });
-    const init: RequestInit & { duplex: 'half' } = {
-      method: 'POST',
-      headers: { ...headers, 'content-type': 'application/json', accept: ACCEPT_BOTH },
-      body,
-      duplex: 'half',
-    };
-    const res = await request(server.url, init);
-    expect(res.status).toBe(413);
+  it('answers a streamed body without Content-Length with 413 as soon as it passes MCP_MAX_BODY_BYTES', async () => {
+    let release = (): void => undefined;
+    const rest = new Promise<void>((resolve) => (release = resolve));
+    const res = await postStreamed(server.url, headers, 10, rest).finally(release);
+    expect(res).toBe(413);
+  });
+
+  it('lets a client that is still streaming a large body read the 413 instead of a reset connection', async () => {
+    expect(await postStreamed(server.url, headers, 1_000)).toBe(413);
   });
 
   it('answers Content-Type text/plain with 415', async () => {

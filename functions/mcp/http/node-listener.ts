@@ -1,7 +1,6 @@
 /** The thin Node shell: `node:http` request → web `Request` → core handler → streamed `ServerResponse`. */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { Readable } from 'node:stream';
 
 import type { FetchHandler } from './context';
 
@@ -22,6 +21,7 @@ export function createNodeListener(handler: FetchHandler, options: NodeListenerO
     });
     const headerId = requestIdHeader === undefined ? undefined : req.headers[requestIdHeader];
     const requestId = typeof headerId === 'string' && headerId.length > 0 && headerId.length <= 128 ? headerId : randomUUID();
+    res.once('finish', () => drain(req));
     void handler(toWebRequest(req, abort.signal), { requestId, log: {} })
       .then((response) => writeResponse(response, res, abort.signal))
       .catch((err: unknown) => {
@@ -44,10 +44,57 @@ function toWebRequest(req: IncomingMessage, signal: AbortSignal): Request {
   // The URL's authority is never trusted for routing; only the path is read from it.
   const init: RequestInit & { duplex?: 'half' } = { method, headers, signal };
   if (hasBody) {
-    init.body = Readable.toWeb(req) as ReadableStream<Uint8Array>;
+    init.body = toBodyStream(req);
     init.duplex = 'half';
   }
   return new Request(`http://localhost${req.url ?? '/'}`, init);
+}
+
+/** Bytes of an unread request body discarded after the answer, so that the client can read it (RFC 9112 §9.6). */
+const MAX_DRAIN_BYTES = 64 * 1024 * 1024;
+
+/**
+ * The request body as a web stream that reads on demand. Cancelling it, or answering before it was
+ * read (413), discards the rest instead of resetting the connection under a client that is still sending.
+ */
+function toBodyStream(req: IncomingMessage): ReadableStream<Uint8Array> {
+  let open = true;
+  return new ReadableStream<Uint8Array>({
+    start(controller) {
+      req.pause();
+      req.on('data', (chunk: Buffer) => {
+        if (!open) return;
+        controller.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+        if ((controller.desiredSize ?? 0) <= 0) req.pause();
+      });
+      req.once('end', () => {
+        if (open) controller.close();
+        open = false;
+      });
+      req.once('error', (err) => {
+        if (open) controller.error(err);
+        open = false;
+      });
+    },
+    pull() {
+      req.resume();
+    },
+    cancel() {
+      open = false;
+      drain(req);
+    },
+  });
+}
+
+function drain(req: IncomingMessage): void {
+  if (req.complete || req.destroyed) return;
+  req.removeAllListeners('data');
+  let discarded = 0;
+  req.on('data', (chunk: Buffer) => {
+    discarded += chunk.length;
+    if (discarded > MAX_DRAIN_BYTES) req.destroy();
+  });
+  req.resume();
 }
 
 async function writeResponse(response: Response, res: ServerResponse, signal: AbortSignal): Promise<void> {

@@ -111,11 +111,11 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
     const read = await readRequestBody(req, options.maxBodyBytes);
     if (read.tooLarge) {
       ctx.log.error_code = 'body_too_large';
+      await req.body?.cancel().catch(() => undefined);
       return jsonRpcError({
         status: 413,
         code: RPC.SERVER_ERROR,
         message: `Payload Too Large: request bodies are limited to ${options.maxBodyBytes} bytes (MCP_MAX_BODY_BYTES)`,
-        headers: { connection: 'close' },
       });
     }
     let body: unknown;
@@ -129,6 +129,7 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
     if (sessionId !== null) {
       const session = find(sessionId, ctx);
       if (session === undefined) return sessionNotFound(ctx);
+      if (!isJsonRpcShaped(body)) return notJsonRpc();
       ctx.log.session = session.tag;
       const version = session.protocolVersion();
       if (version !== undefined) ctx.log.protocol_version = version;
@@ -155,9 +156,7 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
       if (Array.isArray(body) && body.some((m) => isInitializeMethod(m))) {
         return jsonRpcError({ status: 400, code: RPC.INVALID_REQUEST, message: 'Invalid Request: initialize must not be part of a JSON-RPC batch' });
       }
-      if (!isJsonRpcShaped(body)) {
-        return jsonRpcError({ status: 400, code: RPC.INVALID_REQUEST, message: 'Invalid Request: the body is not a JSON-RPC 2.0 message' });
-      }
+      if (!isJsonRpcShaped(body)) return notJsonRpc();
       return missingSessionId();
     }
     if (store.size >= options.maxSessions) {
@@ -199,6 +198,10 @@ function missingSessionId(): Response {
     code: RPC.SERVER_ERROR,
     message: 'Bad Request: the Mcp-Session-Id header is required; send initialize first to start a session',
   });
+}
+
+function notJsonRpc(): Response {
+  return jsonRpcError({ status: 400, code: RPC.INVALID_REQUEST, message: 'Invalid Request: the body is not a JSON-RPC 2.0 message (or a batch of them)' });
 }
 
 function sessionNotFound(ctx: RequestContext): Response {
