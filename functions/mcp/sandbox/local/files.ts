@@ -1,7 +1,12 @@
-/** File operations on a local workspace; every path goes through `resolveInWorkspace` first. */
+/**
+ * File operations on a local workspace. The server may be root while the workspace belongs to the
+ * sandbox's user, whose processes can swap a directory for a symlink at any moment: so every file is
+ * opened first (`O_NOFOLLOW`), then checked through `/proc/self/fd` to lie inside the workspace, and only
+ * that verified descriptor is read, written or chowned. Nothing is ever chowned by path.
+ */
 import { constants } from 'node:fs';
-import { chown, lstat, mkdir, open, readdir, stat } from 'node:fs/promises';
-import { dirname, join, posix } from 'node:path';
+import { type FileHandle, lstat, mkdir, open, readdir, realpath } from 'node:fs/promises';
+import { basename, join, posix, relative, sep } from 'node:path';
 
 import { AppError, toErrnoCode } from '../../errors';
 import type { FileEntry, ListFilesRequest, ListFilesResult, ReadFileResult } from '../types';
@@ -31,79 +36,129 @@ export function toFileError(err: unknown, shownPath: string): AppError {
   }
 }
 
+/** True when `hostPath` is the workspace home or inside it. */
+function isInside(ws: Workspace, hostPath: string): boolean {
+  const rel = relative(ws.home, hostPath);
+  return rel === '' || (!rel.startsWith('..') && !rel.startsWith(sep) && rel !== '..');
+}
+
+/** Opens `hostPath` and proves the descriptor lies inside the workspace; closes it and throws otherwise. */
+async function openInside(ws: Workspace, hostPath: string, flags: number, shown: string, mode?: number): Promise<FileHandle> {
+  const handle = await open(hostPath, flags | constants.O_NOFOLLOW, mode);
+  const real = await realpath(`/proc/self/fd/${handle.fd}`).catch(() => '');
+  if (!isInside(ws, real)) {
+    await handle.close();
+    throw new AppError('invalid_input', `${shown} leads outside the sandbox's working directory; refusing to touch it.`);
+  }
+  return handle;
+}
+
 /** Reads a whole regular file of at most `maxBytes`. */
 export async function readWorkspaceFile(ws: Workspace, path: string, maxBytes: number): Promise<ReadFileResult> {
   const resolved = await resolveInWorkspace(ws, path);
+  const shown = resolved.sandboxPath;
   try {
-    const handle = await open(resolved.hostPath, constants.O_RDONLY | constants.O_NOFOLLOW);
+    const handle = await openInside(ws, resolved.hostPath, constants.O_RDONLY | constants.O_NONBLOCK, shown);
     try {
       const info = await handle.stat();
-      if (info.isDirectory()) throw new AppError('invalid_input', `${resolved.sandboxPath} is a directory; use list_files to see what it holds.`);
-      if (!info.isFile()) throw new AppError('invalid_input', `${resolved.sandboxPath} is not a regular file.`);
+      if (info.isDirectory()) throw new AppError('invalid_input', `${shown} is a directory; use list_files to see what it holds.`);
+      if (!info.isFile()) throw new AppError('invalid_input', `${shown} is not a regular file.`);
       if (info.size > maxBytes) {
         throw new AppError(
           'invalid_input',
-          `${resolved.sandboxPath} is ${info.size} bytes, over the ${maxBytes}-byte read limit; read it by lines (offset/limit) if it is text, or inspect it with run_command (head, tail, split).`,
+          `${shown} is ${info.size} bytes, over the ${maxBytes}-byte read limit; read it by lines (offset/limit) if it is text, or inspect it with run_command (head, tail, split).`,
         );
       }
       const bytes = await handle.readFile();
-      return { path: resolved.sandboxPath, bytes, sizeBytes: bytes.length };
+      return { path: shown, bytes, sizeBytes: bytes.length };
     } finally {
       await handle.close();
     }
   } catch (err: unknown) {
-    throw toFileError(err, resolved.sandboxPath);
+    throw toFileError(err, shown);
   }
 }
 
 /** Writes a file, creating parent directories owned by the sandbox user. */
 export async function writeWorkspaceFile(ws: Workspace, path: string, data: Buffer): Promise<{ path: string; created: boolean }> {
   const resolved = await resolveInWorkspace(ws, path);
+  const shown = resolved.sandboxPath;
   if (resolved.hostPath === ws.home) throw new AppError('invalid_input', 'Give a file name, not the working directory itself.');
   try {
-    await makeParents(ws, dirname(resolved.hostPath));
-    const existed = await lstat(resolved.hostPath).then(
-      () => true,
-      () => false,
-    );
-    const handle = await open(resolved.hostPath, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW, 0o644);
+    const parent = await openParentDir(ws, resolved.hostPath, shown);
     try {
-      await handle.writeFile(data);
-      if (ws.owner !== undefined) await handle.chown(ws.owner.uid, ws.owner.gid);
+      // Through the verified directory's descriptor: no path component can be swapped under us.
+      const target = `/proc/self/fd/${parent.fd}/${basename(resolved.hostPath)}`;
+      let created = true;
+      let handle: FileHandle;
+      try {
+        handle = await open(target, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o644);
+      } catch (err: unknown) {
+        if (toErrnoCode(err) !== 'EEXIST') throw err;
+        created = false;
+        handle = await open(target, constants.O_WRONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+      }
+      try {
+        if (!(await handle.stat()).isFile()) throw new AppError('invalid_input', `${shown} is not a regular file.`);
+        await handle.truncate(0);
+        await handle.writeFile(data);
+        if (created && ws.owner !== undefined) await handle.chown(ws.owner.uid, ws.owner.gid);
+      } finally {
+        await handle.close();
+      }
+      return { path: shown, created };
     } finally {
-      await handle.close();
+      await parent.close();
     }
-    return { path: resolved.sandboxPath, created: !existed };
   } catch (err: unknown) {
-    throw toFileError(err, resolved.sandboxPath);
+    throw toFileError(err, shown);
   }
 }
 
-async function makeParents(ws: Workspace, hostDir: string): Promise<void> {
-  const first = await mkdir(hostDir, { recursive: true, mode: 0o755 });
-  if (first === undefined || ws.owner === undefined) return;
-  // chown every directory mkdir created, from the first new one down.
-  let dir = hostDir;
-  const created: string[] = [];
-  while (dir.length >= first.length) {
-    created.push(dir);
-    dir = dirname(dir);
+/**
+ * Opens the directory that will hold `hostFile`, creating missing levels: each level is made and opened
+ * through its parent's descriptor with O_NOFOLLOW, so the chain cannot be redirected by a symlink.
+ */
+async function openParentDir(ws: Workspace, hostFile: string, shown: string): Promise<FileHandle> {
+  const parts = relative(ws.home, hostFile).split(sep).slice(0, -1);
+  let dir = await openInside(ws, ws.home, constants.O_RDONLY | constants.O_DIRECTORY, shown);
+  try {
+    for (const part of parts) {
+      const next = `/proc/self/fd/${dir.fd}/${part}`;
+      const made = await mkdir(next, { mode: 0o755 }).then(
+        () => true,
+        (err: unknown) => {
+          if (toErrnoCode(err) === 'EEXIST') return false;
+          throw err;
+        },
+      );
+      const child = await open(next, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+      await dir.close();
+      dir = child;
+      if (made && ws.owner !== undefined) await dir.chown(ws.owner.uid, ws.owner.gid);
+    }
+    return dir;
+  } catch (err: unknown) {
+    await dir.close().catch(() => undefined);
+    throw err;
   }
-  for (const path of created) await chown(path, ws.owner.uid, ws.owner.gid);
 }
 
 /** Lists a directory to `depth` levels, without following symbolic links. */
 export async function listWorkspaceFiles(ws: Workspace, req: ListFilesRequest): Promise<ListFilesResult> {
   const resolved = await resolveInWorkspace(ws, req.path);
+  const shown = resolved.sandboxPath;
   try {
-    const top = await stat(resolved.hostPath);
-    if (!top.isDirectory()) throw new AppError('invalid_input', `${resolved.sandboxPath} is not a directory; use read_file to read it.`);
+    const handle = await openInside(ws, resolved.hostPath, constants.O_RDONLY | constants.O_DIRECTORY, shown);
+    await handle.close();
   } catch (err: unknown) {
-    throw toFileError(err, resolved.sandboxPath);
+    throw toFileError(toErrnoCode(err) === 'ENOTDIR' ? new AppError('invalid_input', `${shown} is not a directory; use read_file to read it.`) : err, shown);
   }
   const entries: FileEntry[] = [];
   let truncated = false;
   const walk = async (hostDir: string, relDir: string, level: number): Promise<void> => {
+    // A directory swapped for a symlink since it was listed is not descended into.
+    if (!isInside(ws, await realpath(hostDir).catch(() => ''))) return;
     const names = await readdir(hostDir).catch(() => [] as string[]);
     names.sort();
     for (const name of names) {
@@ -122,5 +177,5 @@ export async function listWorkspaceFiles(ws: Workspace, req: ListFilesRequest): 
     }
   };
   await walk(resolved.hostPath, '', 1);
-  return { path: resolved.sandboxPath, entries, truncated };
+  return { path: shown, entries, truncated };
 }

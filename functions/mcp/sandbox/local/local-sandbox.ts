@@ -1,6 +1,6 @@
 /** One session's local sandbox: a workspace, its processes, and a persistent Python kernel. */
 import { randomBytes } from 'node:crypto';
-import { chown, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { readdir, readFile, rmdir, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 
 import { AppError } from '../../errors';
@@ -173,16 +173,13 @@ export class LocalSandbox implements Sandbox {
       throw new AppError('invalid_input', `The language "${req.language}" is not available in this sandbox; available: ${available.join(', ')}. Use run_command to install or call other tools.`);
     }
     const ws = this.options.workspace;
+    // The script goes to the sandbox's /tmp through the same race-safe writer as write_file.
+    const tmpView: Workspace = { ...ws, home: ws.tmp, workdir: this.options.isolation === 'bwrap' ? '/tmp' : ws.tmp };
     // Java's single-file launcher wants the file named after its public class; Main is the convention.
-    const name = req.language === 'java' ? `Main-${randomBytes(6).toString('hex')}/Main.java` : `code-${randomBytes(6).toString('hex')}.${runner.ext}`;
-    const hostFile = join(ws.tmp, name);
-    if (req.language === 'java') {
-      await mkdir(join(hostFile, '..'));
-      if (ws.owner !== undefined) await chown(join(hostFile, '..'), ws.owner.uid, ws.owner.gid);
-    }
-    await writeFile(hostFile, req.code, { mode: 0o644 });
-    if (ws.owner !== undefined) await chown(hostFile, ws.owner.uid, ws.owner.gid);
-    const inside = this.options.isolation === 'bwrap' ? `/tmp/${name}` : hostFile;
+    const dirName = req.language === 'java' ? `java-${randomBytes(6).toString('hex')}` : undefined;
+    const fileName = req.language === 'java' ? 'Main.java' : `code-${randomBytes(6).toString('hex')}.${runner.ext}`;
+    const relPath = dirName === undefined ? fileName : `${dirName}/${fileName}`;
+    const { path: inside } = await writeWorkspaceFile(tmpView, relPath, Buffer.from(req.code, 'utf8'));
     try {
       const result = await runProcess({
         spec: this.launch([runner.program, inside], await this.resolveCwd(undefined), req.env),
@@ -203,7 +200,9 @@ export class LocalSandbox implements Sandbox {
         durationMs: result.durationMs,
       };
     } finally {
-      await rm(req.language === 'java' ? join(hostFile, '..') : hostFile, { recursive: true, force: true });
+      // Never a recursive delete in a directory the sandbox user controls: one file, one empty directory.
+      await unlink(join(ws.tmp, relPath)).catch(() => undefined);
+      if (dirName !== undefined) await rmdir(join(ws.tmp, dirName)).catch(() => undefined);
     }
   }
 }

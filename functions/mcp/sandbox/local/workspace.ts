@@ -3,10 +3,11 @@
  * The sandbox sees `home` as its working directory (`/home/user` under bubblewrap).
  */
 import { createHash } from 'node:crypto';
-import { chown, lstat, mkdir, realpath, rm } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { lstat, mkdir, open, realpath, rm } from 'node:fs/promises';
 import { dirname, isAbsolute, join, posix, relative, sep } from 'node:path';
 
-import { AppError } from '../../errors';
+import { AppError, toErrnoCode } from '../../errors';
 
 /** Where a session's files live on the host. */
 export interface Workspace {
@@ -43,14 +44,25 @@ export interface CreateWorkspaceOptions {
   owner: { uid: number; gid: number } | undefined;
 }
 
-/** Creates (or re-opens) the workspace of `sessionKey`, owned by the sandbox user, mode 0700. */
+/**
+ * Creates (or re-opens) the workspace of `sessionKey`. Its directory stays the server's (mode 0711) so
+ * that the sandbox user cannot replace `home` or `tmp` with a symlink; those two are the sandbox user's, 0700.
+ */
 export async function createWorkspace({ root, sessionKey, virtualHome, owner }: CreateWorkspaceOptions): Promise<Workspace> {
   const dir = join(root, toWorkspaceName(sessionKey));
   const home = join(dir, 'home');
   const tmp = join(dir, 'tmp');
-  for (const path of [dir, home, tmp]) {
-    await mkdir(path, { recursive: true, mode: 0o700 });
-    if (owner !== undefined) await chown(path, owner.uid, owner.gid);
+  await mkdir(dir, { recursive: true, mode: 0o711 });
+  for (const path of [home, tmp]) {
+    await mkdir(path, { mode: 0o700 }).catch((err: unknown) => {
+      if (toErrnoCode(err) !== 'EEXIST') throw err;
+    });
+    const handle = await open(path, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+    try {
+      if (owner !== undefined) await handle.chown(owner.uid, owner.gid);
+    } finally {
+      await handle.close();
+    }
   }
   return { dir, home, tmp, workdir: virtualHome ? BWRAP_WORKDIR : home, owner };
 }
