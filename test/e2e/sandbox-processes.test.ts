@@ -1,5 +1,5 @@
 /** run_command in the local sandbox: bounded output, stdin/env, timeouts and cancellation that leave nothing behind, rlimits, isolation. */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -23,7 +23,9 @@ describe('run_command under bubblewrap', () => {
     // /opt is mounted read-only inside the sandbox: a token file there must be masked, not just out of view.
     secretsDir = mkdtempSync(join(process.getuid?.() === 0 ? '/opt' : tmpdir(), 'mcp-secrets-'));
     tokenFile = join(secretsDir, 'tokens');
-    writeFileSync(tokenFile, `${FILE_TOKEN}\n`, { mode: 0o600 });
+    // Readable by anyone (a careless setup): only the server's masking keeps it from the sandbox.
+    chmodSync(secretsDir, 0o755);
+    writeFileSync(tokenFile, `${FILE_TOKEN}\n`, { mode: 0o644 });
     server = await startServer({
       env: { MCP_AUTH_TOKENS: TOKEN, MCP_AUTH_TOKEN_FILE: tokenFile, E2B_API_KEY: E2B_KEY, MCP_SESSION_SECRET: SESSION_SECRET },
     });

@@ -38,6 +38,7 @@ export function createLocalSandboxProvider({
   let detail = 'probing';
   let probe: Promise<void> | undefined;
   let rootProblem: string | undefined;
+  let hiddenPaths = config.hiddenPaths;
 
   const ready = (): Promise<void> => {
     probe ??= (async () => {
@@ -60,6 +61,9 @@ export function createLocalSandboxProvider({
       }
       if (tools.prlimit === undefined) logger.warn('prlimit not found: sandboxed processes run without rlimits');
       if (dropPrivileges) {
+        // Mask only what a sandbox user could reach: bubblewrap cannot mount over a path it cannot see.
+        const reachable = await Promise.all(config.hiddenPaths.map(async (path) => (await findUnsearchableDir(dirname(path))) === undefined));
+        hiddenPaths = config.hiddenPaths.filter((_, i) => reachable[i]);
         rootProblem = await findUnsearchableDir(config.root);
         if (rootProblem !== undefined) {
           logger.error('sandbox users cannot reach LOCAL_SANDBOX_ROOT', { path: rootProblem });
@@ -100,7 +104,7 @@ export function createLocalSandboxProvider({
         tools,
         limits,
         allowNetwork: config.allowNetwork,
-        hiddenPaths: config.hiddenPaths,
+        hiddenPaths,
         python: config.python,
         maxOutputBytes,
       });
