@@ -13,6 +13,7 @@ import { createNodeListener } from './http/node-listener';
 import { createLogger, type Logger } from './log';
 import { createLegacyLane } from './protocol/legacy-lane';
 import type { LegacySession } from './protocol/legacy-session';
+import { HTTP_PROTOCOL_VERSIONS } from './protocol/versions';
 import { createSandboxProvider } from './sandbox/create-provider';
 import { createMemorySessionStore } from './sessions/store';
 import { createToolCatalog } from './tools';
@@ -45,7 +46,13 @@ function main(): void {
   });
   const app = createApp({
     mcp: lane.handle,
-    health: createHealthReport({ backend: () => provider.status(), counts: lane.counts, authMode: config.auth.mode, startedAtMs }),
+    health: createHealthReport({
+      backend: () => provider.status(),
+      counts: lane.counts,
+      authMode: config.auth.mode,
+      versions: HTTP_PROTOCOL_VERSIONS,
+      startedAtMs,
+    }),
     preStop: () => logger.flush(),
     verifier: config.auth.mode === 'bearer' ? createBearerVerifier(config.auth.tokens) : undefined,
     policy: { allowedOrigins: config.allowedOrigins, allowedHosts: config.allowedHosts, loopbackOnly: !config.onFc && isLoopbackHost(config.host) },

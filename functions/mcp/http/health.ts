@@ -1,6 +1,5 @@
 /** The `/health` body: status, version, protocol versions, backend readiness, counts. No secrets. */
 import type { AuthMode } from '../config';
-import { HTTP_PROTOCOL_VERSIONS } from '../protocol/versions';
 import type { BackendStatus } from '../sandbox/types';
 import { SERVER_INFO } from '../version';
 import type { HealthReport } from './app';
@@ -9,13 +8,15 @@ export interface HealthSources {
   backend: () => BackendStatus;
   counts: () => { sessions: number; sandboxes: number };
   authMode: AuthMode;
+  /** Protocol versions served, preferred first. */
+  versions: readonly string[];
   startedAtMs: number;
   /** @default Date.now */
   now?: () => number;
 }
 
 /** Creates the `/health` report builder. */
-export function createHealthReport({ backend, counts, authMode, startedAtMs, now = Date.now }: HealthSources): () => HealthReport {
+export function createHealthReport({ backend, counts, authMode, versions, startedAtMs, now = Date.now }: HealthSources): () => HealthReport {
   return () => {
     const status = backend();
     const { sessions, sandboxes } = counts();
@@ -23,7 +24,7 @@ export function createHealthReport({ backend, counts, authMode, startedAtMs, now
       status: status.ready ? 'ok' : 'degraded',
       name: SERVER_INFO.name,
       version: SERVER_INFO.version,
-      protocol: { supported: [...HTTP_PROTOCOL_VERSIONS], preferred: HTTP_PROTOCOL_VERSIONS[0] },
+      protocol: { supported: [...versions], preferred: versions[0] },
       backend: { name: status.backend, ready: status.ready, isolation: status.isolation },
       auth: authMode,
       sessions,

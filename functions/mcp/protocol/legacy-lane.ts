@@ -4,9 +4,10 @@
  * (only for the credential that made them), enforces the cap, sweeps idle ones, and rejects batches
  * outside 2025-03-26. The SDK transport does the rest of Streamable HTTP.
  */
-import { isInitializeRequest, isJsonContentType, readRequestBody } from '@modelcontextprotocol/server';
+import { isInitializeRequest } from '@modelcontextprotocol/server';
 
 import type { FetchHandler, RequestContext } from '../http/context';
+import { readJsonPost } from '../http/json-body';
 import { jsonRpcError, RPC } from '../http/json-rpc-error';
 import type { Logger } from '../log';
 import { createLazySandbox } from '../sandbox/lazy-sandbox';
@@ -88,62 +89,33 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
     return session;
   };
 
-  const handle: FetchHandler = async (req, ctx) => {
-    ctx.log.era = 'legacy';
-    sweep();
-    const sessionId = req.headers.get('mcp-session-id');
+  const deleteSession = async (req: Request, sessionId: string | null, ctx: RequestContext): Promise<Response> => {
+    if (sessionId === null) return missingSessionId();
+    const session = find(sessionId, ctx);
+    if (session === undefined) return sessionNotFound(ctx);
+    ctx.log.session = session.tag;
+    return session.transport.handleRequest(req);
+  };
 
-    if (req.method === 'DELETE') {
-      if (sessionId === null) return missingSessionId();
-      const session = find(sessionId, ctx);
-      if (session === undefined) return sessionNotFound(ctx);
-      ctx.log.session = session.tag;
-      return session.transport.handleRequest(req);
-    }
-
-    const accept = req.headers.get('accept') ?? '';
-    if (!/application\/json/i.test(accept) || !/text\/event-stream/i.test(accept)) {
-      return jsonRpcError({ status: 406, code: RPC.SERVER_ERROR, message: 'Not Acceptable: the Accept header must list application/json and text/event-stream' });
-    }
-    if (!isJsonContentType(req.headers.get('content-type'))) {
-      return jsonRpcError({ status: 415, code: RPC.SERVER_ERROR, message: 'Unsupported Media Type: send Content-Type: application/json' });
-    }
-    const read = await readRequestBody(req, options.maxBodyBytes);
-    if (read.tooLarge) {
-      ctx.log.error_code = 'body_too_large';
-      await req.body?.cancel().catch(() => undefined);
+  const forward = async (req: Request, sessionId: string, body: unknown, ctx: RequestContext): Promise<Response> => {
+    const session = find(sessionId, ctx);
+    if (session === undefined) return sessionNotFound(ctx);
+    if (!isJsonRpcShaped(body)) return notJsonRpc();
+    ctx.log.session = session.tag;
+    const version = session.protocolVersion();
+    if (version !== undefined) ctx.log.protocol_version = version;
+    if (Array.isArray(body) && version !== BATCH_PROTOCOL_VERSION) {
       return jsonRpcError({
-        status: 413,
-        code: RPC.SERVER_ERROR,
-        message: `Payload Too Large: request bodies are limited to ${options.maxBodyBytes} bytes (MCP_MAX_BODY_BYTES)`,
+        status: 400,
+        code: RPC.INVALID_REQUEST,
+        message: `Invalid Request: JSON-RPC batches are only allowed with protocol version ${BATCH_PROTOCOL_VERSION}; this session uses ${version ?? 'an unknown version'}`,
       });
     }
-    let body: unknown;
-    try {
-      body = JSON.parse(read.text);
-    } catch {
-      return jsonRpcError({ status: 400, code: RPC.PARSE_ERROR, message: 'Parse error: the body is not valid JSON' });
-    }
-    noteMessage(body, ctx);
+    return session.transport.handleRequest(req, { parsedBody: body });
+  };
 
-    if (sessionId !== null) {
-      const session = find(sessionId, ctx);
-      if (session === undefined) return sessionNotFound(ctx);
-      if (!isJsonRpcShaped(body)) return notJsonRpc();
-      ctx.log.session = session.tag;
-      const version = session.protocolVersion();
-      if (version !== undefined) ctx.log.protocol_version = version;
-      if (Array.isArray(body) && version !== BATCH_PROTOCOL_VERSION) {
-        return jsonRpcError({
-          status: 400,
-          code: RPC.INVALID_REQUEST,
-          message: `Invalid Request: JSON-RPC batches are only allowed with protocol version ${BATCH_PROTOCOL_VERSION}; this session uses ${version ?? 'an unknown version'}`,
-        });
-      }
-      return session.transport.handleRequest(req, { parsedBody: body });
-    }
-
-    if (isInitializeMethod(body)) body = withDefaultVersion(body);
+  const initialize = async (req: Request, message: unknown, ctx: RequestContext): Promise<Response> => {
+    const body = isInitializeMethod(message) ? withDefaultVersion(message) : message;
     if (!isInitializeRequest(body)) {
       if (isInitializeMethod(body)) {
         return jsonRpcError({
@@ -156,8 +128,7 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
       if (Array.isArray(body) && body.some((m) => isInitializeMethod(m))) {
         return jsonRpcError({ status: 400, code: RPC.INVALID_REQUEST, message: 'Invalid Request: initialize must not be part of a JSON-RPC batch' });
       }
-      if (!isJsonRpcShaped(body)) return notJsonRpc();
-      return missingSessionId();
+      return isJsonRpcShaped(body) ? missingSessionId() : notJsonRpc();
     }
     if (store.size >= options.maxSessions) {
       ctx.log.error_code = 'capacity';
@@ -177,6 +148,17 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
     const negotiated = session.protocolVersion();
     if (negotiated !== undefined) ctx.log.protocol_version = negotiated;
     return res;
+  };
+
+  const handle: FetchHandler = async (req, ctx) => {
+    ctx.log.era = 'legacy';
+    sweep();
+    const sessionId = req.headers.get('mcp-session-id');
+    if (req.method === 'DELETE') return deleteSession(req, sessionId, ctx);
+    const post = await readJsonPost(req, options.maxBodyBytes, ctx);
+    if (!post.ok) return post.response;
+    noteMessage(post.body, ctx);
+    return sessionId === null ? initialize(req, post.body, ctx) : forward(req, sessionId, post.body, ctx);
   };
 
   return {
