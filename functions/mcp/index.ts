@@ -5,6 +5,7 @@
 import { createServer } from 'node:http';
 
 import { isLoopbackHost, loadConfig, type Config } from './config';
+import { installCrashGuards } from './crash-guard';
 import { ConfigError } from './errors';
 import { createApp } from './http/app';
 import { createBearerVerifier } from './http/auth';
@@ -94,11 +95,7 @@ function main(): void {
       .then(() => logger.flush())
       .finally(() => process.exit(0));
   };
-  // A bug reached from one request must not take every session down with the process.
-  process.on('uncaughtException', (err) => logger.error('uncaught exception', { error: `${err.name}: ${err.message}`, stack: err.stack }));
-  process.on('unhandledRejection', (reason) =>
-    logger.error('unhandled rejection', { error: reason instanceof Error ? `${reason.name}: ${reason.message}` : 'non-error rejection', stack: reason instanceof Error ? reason.stack : undefined }),
-  );
+  installCrashGuards(logger);
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
   warnAboutAuth(config, logger);

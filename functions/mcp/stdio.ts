@@ -10,6 +10,7 @@ import { parseJSONRPCMessage } from '@modelcontextprotocol/server';
 import { StdioServerTransport } from '@modelcontextprotocol/server/stdio';
 
 import { loadConfig, type Config } from './config';
+import { installCrashGuards } from './crash-guard';
 import { ConfigError } from './errors';
 import { createLogger } from './log';
 import { createProtocolServer } from './protocol/server-factory';
@@ -51,6 +52,7 @@ async function main(): Promise<void> {
   }
   // stdout carries the protocol: logs go to stderr.
   const logger = createLogger(process.stderr, config.logLevel);
+  installCrashGuards(logger);
   const { provider } = createSandboxProvider(config, logger);
   const sandbox = createLazySandbox(provider, `stdio-${randomBytes(16).toString('hex')}`);
   const startedMs = Date.now();

@@ -111,3 +111,14 @@ it('answers initialize with the version the client asked for, or the preferred o
     expect(res.json).toMatchObject({ result: { protocolVersion: expected } });
   }
 });
+
+it('leaves live sessions and their sandboxes alone when FC calls the PreStop hook', async () => {
+  const client = await connectClient('v2', server.url, { token: TOKEN });
+  await client.callTool('write_file', { path: 'keep.txt', content: 'still here' });
+  expect((await fetch(`${server.origin}/pre-stop`)).status).toBe(200);
+  const read = await client.callTool('read_file', { path: 'keep.txt' });
+  expect(read.structuredContent).toMatchObject({ content: 'still here' });
+  const health = (await (await fetch(`${server.origin}/health`)).json()) as { sessions: number; sandboxes: number };
+  expect(health.sandboxes).toBeGreaterThanOrEqual(1);
+  await client.terminate();
+});

@@ -4,7 +4,7 @@
  * opened first (`O_NOFOLLOW`), then checked through `/proc/self/fd` to lie inside the workspace, and only
  * that verified descriptor is read, written or chowned. Nothing is ever chowned by path.
  */
-import { constants } from 'node:fs';
+import { constants, existsSync } from 'node:fs';
 import { type FileHandle, lstat, mkdir, open, readdir, realpath } from 'node:fs/promises';
 import { basename, join, posix, relative, sep } from 'node:path';
 
@@ -36,6 +36,18 @@ export function toFileError(err: unknown, shownPath: string): AppError {
   }
 }
 
+/**
+ * Linux names an open descriptor `/proc/self/fd/N`, a link that leads to the very file opened. Elsewhere
+ * (macOS laptops) the host path stands in: racy, but there the server is not root and drops no privileges.
+ */
+const FD_LINKS = existsSync('/proc/self/fd');
+
+/** A path that reaches what `handle` (opened at `hostPath`) refers to, or an entry `name` inside it. */
+function viaDescriptor(handle: FileHandle, hostPath: string, name?: string): string {
+  const base = FD_LINKS ? `/proc/self/fd/${handle.fd}` : hostPath;
+  return name === undefined ? base : join(base, name);
+}
+
 /** True when `hostPath` is the workspace home or inside it. */
 function isInside(ws: Workspace, hostPath: string): boolean {
   const rel = relative(ws.home, hostPath);
@@ -45,7 +57,7 @@ function isInside(ws: Workspace, hostPath: string): boolean {
 /** Opens `hostPath` and proves the descriptor lies inside the workspace; closes it and throws otherwise. */
 async function openInside(ws: Workspace, hostPath: string, flags: number, shown: string, mode?: number): Promise<FileHandle> {
   const handle = await open(hostPath, flags | constants.O_NOFOLLOW, mode);
-  const real = await realpath(`/proc/self/fd/${handle.fd}`).catch(() => '');
+  const real = await realpath(viaDescriptor(handle, hostPath)).catch(() => '');
   if (!isInside(ws, real)) {
     await handle.close();
     throw new AppError('invalid_input', `${shown} leads outside the sandbox's working directory; refusing to touch it.`);
@@ -88,7 +100,7 @@ export async function writeWorkspaceFile(ws: Workspace, path: string, data: Buff
     const parent = await openParentDir(ws, resolved.hostPath, shown);
     try {
       // Through the verified directory's descriptor: no path component can be swapped under us.
-      const target = `/proc/self/fd/${parent.fd}/${basename(resolved.hostPath)}`;
+      const target = viaDescriptor(parent.handle, parent.hostPath, basename(resolved.hostPath));
       let created = true;
       let handle: FileHandle;
       try {
@@ -108,7 +120,7 @@ export async function writeWorkspaceFile(ws: Workspace, path: string, data: Buff
       }
       return { path: shown, created };
     } finally {
-      await parent.close();
+      await parent.handle.close();
     }
   } catch (err: unknown) {
     throw toFileError(err, shown);
@@ -119,12 +131,13 @@ export async function writeWorkspaceFile(ws: Workspace, path: string, data: Buff
  * Opens the directory that will hold `hostFile`, creating missing levels: each level is made and opened
  * through its parent's descriptor with O_NOFOLLOW, so the chain cannot be redirected by a symlink.
  */
-async function openParentDir(ws: Workspace, hostFile: string, shown: string): Promise<FileHandle> {
+async function openParentDir(ws: Workspace, hostFile: string, shown: string): Promise<{ handle: FileHandle; hostPath: string }> {
   const parts = relative(ws.home, hostFile).split(sep).slice(0, -1);
-  let dir = await openInside(ws, ws.home, constants.O_RDONLY | constants.O_DIRECTORY, shown);
+  let hostPath = ws.home;
+  let dir = await openInside(ws, hostPath, constants.O_RDONLY | constants.O_DIRECTORY, shown);
   try {
     for (const part of parts) {
-      const next = `/proc/self/fd/${dir.fd}/${part}`;
+      const next = viaDescriptor(dir, hostPath, part);
       const made = await mkdir(next, { mode: 0o755 }).then(
         () => true,
         (err: unknown) => {
@@ -135,9 +148,10 @@ async function openParentDir(ws: Workspace, hostFile: string, shown: string): Pr
       const child = await open(next, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
       await dir.close();
       dir = child;
+      hostPath = join(hostPath, part);
       if (made && ws.owner !== undefined) await dir.chown(ws.owner.uid, ws.owner.gid);
     }
-    return dir;
+    return { handle: dir, hostPath };
   } catch (err: unknown) {
     await dir.close().catch(() => undefined);
     throw err;
