@@ -105,7 +105,9 @@ it('answers initialize with the version the client asked for, or the preferred o
   const health = (await (await fetch(`${server.origin}/health`)).json()) as { protocol: { supported: string[]; preferred: string } };
   expect(health.protocol.supported).toEqual(['2025-11-25', '2025-06-18', '2025-03-26']);
   for (const asked of [...health.protocol.supported, '2024-11-05', '1999-01-01', undefined]) {
-    const res = await postMcp(server.url, initializeBody(asked), { authorization: `Bearer ${TOKEN}` });
+    // A client that asks for no version sends no protocolVersion at all.
+    const body = asked === undefined ? { jsonrpc: '2.0', id: 1, method: 'initialize', params: { capabilities: {}, clientInfo: { name: 'no-version', version: '1' } } } : initializeBody(asked);
+    const res = await postMcp(server.url, body, { authorization: `Bearer ${TOKEN}` });
     const expected = asked !== undefined && health.protocol.supported.includes(asked) ? asked : health.protocol.preferred;
     expect(res.status).toBe(200);
     expect(res.json).toMatchObject({ result: { protocolVersion: expected } });

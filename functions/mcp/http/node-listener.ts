@@ -22,7 +22,14 @@ export function createNodeListener(handler: FetchHandler, options: NodeListenerO
     const headerId = requestIdHeader === undefined ? undefined : req.headers[requestIdHeader];
     const requestId = typeof headerId === 'string' && headerId.length > 0 && headerId.length <= 128 ? headerId : randomUUID();
     res.once('finish', () => drain(req));
-    void handler(toWebRequest(req, abort.signal), { requestId, log: {} })
+    let request: Request;
+    try {
+      request = toWebRequest(req, abort.signal);
+    } catch {
+      res.writeHead(400, { 'content-type': 'application/json' }).end('{"error":"bad_request","message":"The request target is not a valid path."}');
+      return;
+    }
+    void handler(request, { requestId, log: {} })
       .then((response) => writeResponse(response, res, abort.signal))
       .catch((err: unknown) => {
         onError?.(err);
