@@ -1,9 +1,17 @@
 /** Jest: TypeScript through SWC; e2e suites start the built bundle (npm test builds it first). */
+const swc = ['@swc/jest', { jsc: { target: 'es2022', parser: { syntax: 'typescript' } }, module: { type: 'commonjs' } }];
+// ESM-only packages that the E2B SDK's CommonJS build requires (the bundle gets them through esbuild).
+const ESM_ONLY = ['chalk'];
+
 module.exports = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
-  transform: { '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022', parser: { syntax: 'typescript' } }, module: { type: 'commonjs' } }] },
+  transform: {
+    '^.+\\.ts$': swc,
+    [`/node_modules/(.+/)?(${ESM_ONLY.join('|')})/.+\\.js$`]: ['@swc/jest', { jsc: { target: 'es2022' }, module: { type: 'commonjs' } }],
+  },
+  transformIgnorePatterns: [`/node_modules/(?!(.+/)?(${ESM_ONLY.join('|')})/)`],
   testTimeout: 60_000,
   maxWorkers: 2,
 };

@@ -36,6 +36,20 @@ export interface LocalSandboxConfig {
   readonly hiddenPaths: readonly string[];
 }
 
+/** The E2B backend's settings (E2B's cloud, or Alibaba Cloud's E2B-compatible service). */
+export interface E2BConfig {
+  /** E2B_API_KEY. Never logged, never passed into a sandbox. */
+  readonly apiKey: string | undefined;
+  /** E2B_TEMPLATE. @default 'code-interpreter-v1' */
+  readonly template: string;
+  /** E2B_DOMAIN (Alibaba Cloud: `<region>.e2b.fc.aliyuncs.com`). */
+  readonly domain: string | undefined;
+  /** E2B_API_URL (Alibaba Cloud: `https://api.<region>.e2b.fc.aliyuncs.com`). */
+  readonly apiUrl: string | undefined;
+  /** E2B_MAX_CREATES_PER_S: sandbox creations per second across the instance. @default 1 (Hobby plan) */
+  readonly maxCreatesPerS: number;
+}
+
 /** The whole server configuration. */
 export interface Config {
   /** PORT (or FC_CUSTOM_LISTEN_PORT on FC). @default 9000 */
@@ -57,9 +71,10 @@ export interface Config {
   readonly maxBodyBytes: number;
   /** MCP_TOOL_TIMEOUT_MAX_S: upper bound for any tool's `timeout_ms`. @default 300 */
   readonly toolTimeoutMaxS: number;
-  /** SANDBOX_BACKEND. @default 'local' */
-  readonly sandboxBackend: 'local';
+  /** SANDBOX_BACKEND. @default 'e2b' when E2B_API_KEY is set, else 'local' */
+  readonly sandboxBackend: 'local' | 'e2b';
   readonly local: LocalSandboxConfig;
+  readonly e2b: E2BConfig;
   /** LOG_LEVEL. @default 'info' */
   readonly logLevel: LogLevel;
 }
@@ -107,9 +122,15 @@ export function loadConfig(env: Env): Config {
     );
   }
 
-  const backend = env.SANDBOX_BACKEND?.trim() || 'local';
-  if (backend !== 'local') {
-    problems.push(`SANDBOX_BACKEND must be "local" in this build (got "${backend}")`);
+  const apiKey = env.E2B_API_KEY?.trim() || undefined;
+  const backend = env.SANDBOX_BACKEND?.trim() || (apiKey === undefined ? 'local' : 'e2b');
+  if (backend !== 'local' && backend !== 'e2b') problems.push(`SANDBOX_BACKEND must be "local" or "e2b" (got "${backend}")`);
+  if (backend === 'e2b' && apiKey === undefined) problems.push('SANDBOX_BACKEND=e2b needs E2B_API_KEY');
+  const apiUrl = env.E2B_API_URL?.trim() || undefined;
+  if (apiUrl !== undefined && !/^https?:\/\/[^/\s]+/.test(apiUrl)) problems.push(`E2B_API_URL must be an http(s) URL (got "${apiUrl}")`);
+  const maxCreatesPerS = Number(env.E2B_MAX_CREATES_PER_S ?? 1);
+  if (!Number.isFinite(maxCreatesPerS) || maxCreatesPerS <= 0 || maxCreatesPerS > 100) {
+    problems.push(`E2B_MAX_CREATES_PER_S must be a number above 0 and at most 100 (got "${env.E2B_MAX_CREATES_PER_S}")`);
   }
 
   const isolation = env.LOCAL_SANDBOX_ISOLATION?.trim() || 'auto';
@@ -135,13 +156,20 @@ export function loadConfig(env: Env): Config {
     allowedHosts: env.MCP_ALLOWED_HOSTS === undefined ? undefined : parseList(env.MCP_ALLOWED_HOSTS).map((h) => h.toLowerCase()),
     maxBodyBytes: int('MCP_MAX_BODY_BYTES', DEFAULT_MAX_BODY_BYTES, 1024, 32 * 1024 * 1024),
     toolTimeoutMaxS: int('MCP_TOOL_TIMEOUT_MAX_S', 300, 1, 86_400),
-    sandboxBackend: 'local',
+    sandboxBackend: backend === 'e2b' ? 'e2b' : 'local',
     local: {
       root,
       isolation: isolation === 'bwrap' || isolation === 'none' ? isolation : 'auto',
       allowNetwork: network === 'on',
       python: env.LOCAL_SANDBOX_PYTHON?.trim() || 'python3',
       hiddenPaths: env.MCP_AUTH_TOKEN_FILE ? [env.MCP_AUTH_TOKEN_FILE] : [],
+    },
+    e2b: {
+      apiKey,
+      template: env.E2B_TEMPLATE?.trim() || 'code-interpreter-v1',
+      domain: env.E2B_DOMAIN?.trim() || undefined,
+      apiUrl,
+      maxCreatesPerS: Number.isFinite(maxCreatesPerS) && maxCreatesPerS > 0 ? maxCreatesPerS : 1,
     },
     logLevel: isLogLevel(logLevel) ? logLevel : 'info',
   };

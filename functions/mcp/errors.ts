@@ -9,6 +9,11 @@ export type ErrorCode =
   | 'not_found'
   | 'sandbox_timeout'
   | 'sandbox_error'
+  | 'sandbox_gone'
+  | 'backend_auth'
+  | 'backend_busy'
+  | 'backend_unreachable'
+  | 'rate_limited'
   | 'capacity'
   | 'internal';
 

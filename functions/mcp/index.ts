@@ -78,7 +78,7 @@ function main(): void {
   server.listen(config.port, config.host, () => {
     const address = server.address();
     const port = typeof address === 'object' && address !== null ? address.port : config.port;
-    logger.info('listening', { host: config.host, port, auth: config.auth.mode, version: SERVER_INFO.version, on_fc: config.onFc });
+    logger.info('listening', { host: config.host, port, auth: config.auth.mode, backend: config.sandboxBackend, version: SERVER_INFO.version, on_fc: config.onFc });
     if (!config.onFc) process.stderr.write(toBanner(config, port));
     void ready();
   });
@@ -124,6 +124,7 @@ function toBanner(config: Config, port: number): string {
     '',
     `  ${SERVER_INFO.name} ${SERVER_INFO.version} — MCP endpoint: ${url}`,
     `  auth: ${bearer ? `bearer token (${config.auth.source}; ${config.auth.tokens.length} configured)` : 'none (loopback only; set MCP_AUTH_TOKENS to require a token)'}`,
+    `  sandboxes: ${config.sandboxBackend === 'e2b' ? `E2B (template ${config.e2b.template}${config.e2b.domain === undefined ? '' : `, ${config.e2b.domain}`})` : `local (workspaces under ${config.local.root})`}`,
     bearer ? '  client configuration (replace ${MCP_TOKEN} with your token):' : '  client configuration:',
     ...JSON.stringify(clientConfig, null, 2).split('\n').map((line) => `    ${line}`),
     '',

@@ -54,7 +54,7 @@ async function main(): Promise<void> {
   const logger = createLogger(process.stderr, config.logLevel);
   installCrashGuards(logger);
   const { provider } = createSandboxProvider(config, logger);
-  const sandbox = createLazySandbox(provider, `stdio-${randomBytes(16).toString('hex')}`);
+  const sandbox = createLazySandbox(provider, { sessionKey: `stdio-${randomBytes(16).toString('hex')}`, principal: 'stdio' });
   const startedMs = Date.now();
   const server = createProtocolServer({
     catalog: createToolCatalog(logger),

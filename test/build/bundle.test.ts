@@ -12,8 +12,8 @@ interface Metafile {
 }
 
 const ROOT = resolve(__dirname, '../..');
-/** Size budget for each bundle (minified). */
-const MAX_BUNDLE_BYTES = 1_200_000;
+/** Size budget for each bundle (minified): zod ~450 KB, the MCP SDK ~300 KB, the E2B SDK and its RPC stack ~500 KB. */
+const MAX_BUNDLE_BYTES = 1_500_000;
 
 afterAll(stopAllServers);
 

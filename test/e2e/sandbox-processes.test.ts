@@ -27,7 +27,14 @@ describe('run_command under bubblewrap', () => {
     chmodSync(secretsDir, 0o755);
     writeFileSync(tokenFile, `${FILE_TOKEN}\n`, { mode: 0o644 });
     server = await startServer({
-      env: { MCP_AUTH_TOKENS: TOKEN, MCP_AUTH_TOKEN_FILE: tokenFile, E2B_API_KEY: E2B_KEY, MCP_SESSION_SECRET: SESSION_SECRET },
+      env: {
+        MCP_AUTH_TOKENS: TOKEN,
+        MCP_AUTH_TOKEN_FILE: tokenFile,
+        // An E2B key alone would pick the E2B backend: this suite is about the local one.
+        SANDBOX_BACKEND: 'local',
+        E2B_API_KEY: E2B_KEY,
+        MCP_SESSION_SECRET: SESSION_SECRET,
+      },
     });
     client = await connectClient('v2', server.url, { token: TOKEN });
   });

@@ -75,6 +75,29 @@ describe('loadConfig', () => {
     expect(text).not.toContain('has space');
   });
 
+  it('picks the E2B backend when E2B_API_KEY is set, unless SANDBOX_BACKEND says local', () => {
+    expect(loadConfig({ E2B_API_KEY: 'e2b_x' })).toMatchObject({
+      sandboxBackend: 'e2b',
+      e2b: { apiKey: 'e2b_x', template: 'code-interpreter-v1', maxCreatesPerS: 1, domain: undefined, apiUrl: undefined },
+    });
+    expect(loadConfig({ E2B_API_KEY: 'e2b_x', SANDBOX_BACKEND: 'local' }).sandboxBackend).toBe('local');
+    const aliyun = loadConfig({
+      E2B_API_KEY: 'k',
+      E2B_DOMAIN: 'cn-hangzhou.e2b.fc.aliyuncs.com',
+      E2B_API_URL: 'https://api.cn-hangzhou.e2b.fc.aliyuncs.com',
+      E2B_TEMPLATE: 'my-template',
+      E2B_MAX_CREATES_PER_S: '5',
+    });
+    expect(aliyun.e2b).toMatchObject({ domain: 'cn-hangzhou.e2b.fc.aliyuncs.com', apiUrl: 'https://api.cn-hangzhou.e2b.fc.aliyuncs.com', template: 'my-template', maxCreatesPerS: 5 });
+  });
+
+  it('refuses SANDBOX_BACKEND=e2b without a key, and bad E2B settings', () => {
+    const problems = problemsOf({ SANDBOX_BACKEND: 'e2b', E2B_API_URL: 'ftp://x', E2B_MAX_CREATES_PER_S: '0' }).join('\n');
+    expect(problems).toContain('needs E2B_API_KEY');
+    expect(problems).toContain('E2B_API_URL');
+    expect(problems).toContain('E2B_MAX_CREATES_PER_S');
+  });
+
   it('names an unreadable token file by its error code', () => {
     expect(problemsOf({ MCP_AUTH_TOKEN_FILE: '/nonexistent/tokens' }).join()).toMatch(/MCP_AUTH_TOKEN_FILE cannot be read \(ENOENT\)/);
   });

@@ -6,6 +6,7 @@
  */
 import { isInitializeRequest } from '@modelcontextprotocol/server';
 
+import { ANONYMOUS_PRINCIPAL } from '../http/auth';
 import type { FetchHandler, RequestContext } from '../http/context';
 import { readJsonPost } from '../http/json-body';
 import { jsonRpcError, RPC } from '../http/json-rpc-error';
@@ -73,13 +74,14 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
 
   const open = (ctx: RequestContext): LegacySession => {
     const id = mintSessionId();
+    const principal = ctx.principal ?? ANONYMOUS_PRINCIPAL;
     const session = openLegacySession({
       id,
       tag: toSessionTag(id),
-      principal: ctx.principal ?? 'anonymous',
+      principal,
       nowMs: now(),
       catalog: options.catalog,
-      sandbox: createLazySandbox(options.provider, id),
+      sandbox: createLazySandbox(options.provider, { sessionKey: id, principal }),
       backendStatus: () => options.provider.status(),
       idleTtlMs: options.idleTtlMs,
       toolTimeoutMaxMs: options.toolTimeoutMaxMs,

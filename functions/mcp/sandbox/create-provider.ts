@@ -1,6 +1,7 @@
 /** Backend selection: the one place that knows which SandboxProvider a Config asks for. */
 import type { Config } from '../config';
 import type { Logger } from '../log';
+import { createE2BSandboxProvider } from './e2b/provider';
 import { createLocalSandboxProvider } from './local/provider';
 import type { SandboxProvider } from './types';
 
@@ -12,6 +13,11 @@ export interface SelectedProvider {
 
 /** Creates the provider named by SANDBOX_BACKEND. */
 export function createSandboxProvider(config: Config, logger: Logger): SelectedProvider {
+  if (config.sandboxBackend === 'e2b') {
+    // Nothing to probe: the SDK loads, and E2B is called, when the first sandbox is needed.
+    const provider = createE2BSandboxProvider({ config: config.e2b, leaseMs: config.sessionIdleTtlS * 1000, logger });
+    return { provider, ready: async () => undefined };
+  }
   const provider = createLocalSandboxProvider({ config: config.local, logger });
   return { provider, ready: provider.ready };
 }

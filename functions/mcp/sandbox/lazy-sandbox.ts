@@ -1,5 +1,5 @@
 /** A session's sandbox, created on first use; concurrent first uses share one creation. */
-import type { Sandbox, SandboxProvider } from './types';
+import type { Sandbox, SandboxOwner, SandboxProvider } from './types';
 
 /** The handle tools get: the sandbox, created when a tool first needs it. */
 export interface LazySandbox {
@@ -11,14 +11,15 @@ export interface LazySandbox {
   kill(): Promise<void>;
 }
 
-/** Creates the lazy sandbox of `sessionKey`. */
-export function createLazySandbox(provider: SandboxProvider, sessionKey: string): LazySandbox {
+/** Creates the lazy sandbox of `owner`. A sandbox found gone is replaced by a fresh one on the next `get()`. */
+export function createLazySandbox(provider: SandboxProvider, owner: SandboxOwner): LazySandbox {
   let sandbox: Sandbox | undefined;
   let creating: Promise<Sandbox> | undefined;
   return {
     get() {
+      if (sandbox?.isGone() === true) sandbox = undefined;
       if (sandbox !== undefined) return Promise.resolve(sandbox);
-      creating ??= provider.create(sessionKey).then(
+      creating ??= provider.create(owner).then(
         (created) => {
           sandbox = created;
           creating = undefined;
@@ -31,7 +32,7 @@ export function createLazySandbox(provider: SandboxProvider, sessionKey: string)
       );
       return creating;
     },
-    current: () => sandbox,
+    current: () => (sandbox?.isGone() === true ? undefined : sandbox),
     async kill() {
       const pending = creating;
       creating = undefined;

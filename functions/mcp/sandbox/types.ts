@@ -1,7 +1,7 @@
 /** The Sandbox interface every backend implements. Backends know nothing of MCP or HTTP. */
 import type { CapturedOutput } from './output-capture';
 
-export type BackendName = 'local';
+export type BackendName = 'local' | 'e2b';
 export type OutputStream = 'stdout' | 'stderr';
 
 /** The sandbox's bearings, as `sandbox_status` reports them. */
@@ -110,6 +110,8 @@ export interface ReadFileResult {
 export interface Sandbox {
   readonly id: string;
   info(): SandboxInfo;
+  /** True once the sandbox is known to be gone (killed, expired, lost): the next use needs a new one. */
+  isGone(): boolean;
   runCommand(req: RunCommandRequest): Promise<RunCommandResult>;
   runCode(req: RunCodeRequest): Promise<RunCodeResult>;
   /** Reads a whole file; refuses one larger than `maxBytes` with an `invalid_input` AppError. */
@@ -124,14 +126,23 @@ export interface Sandbox {
 /** What `/health` says about the backend. */
 export interface BackendStatus {
   readonly backend: BackendName;
+  /** Configured and usable, as far as can be told without calling out. */
   readonly ready: boolean;
   readonly isolation: string;
   readonly detail?: string;
 }
 
+/** Whom a sandbox belongs to. */
+export interface SandboxOwner {
+  /** The session's id: names the workspace (local) and, hashed, tags the sandbox (E2B). */
+  readonly sessionKey: string;
+  /** The non-secret id of the credential that owns the session. */
+  readonly principal: string;
+}
+
 /** Creates sandboxes; one per process. */
 export interface SandboxProvider {
   status(): BackendStatus;
-  /** Creates (or, for a key seen before, re-attaches) the sandbox of `sessionKey`. */
-  create(sessionKey: string): Promise<Sandbox>;
+  /** Creates (or, for a key seen before, re-attaches) the sandbox of `owner`. */
+  create(owner: SandboxOwner): Promise<Sandbox>;
 }

@@ -69,6 +69,10 @@ export class LocalSandbox implements Sandbox {
     };
   }
 
+  isGone(): boolean {
+    return this.lifetime.signal.aborted;
+  }
+
   async runCommand(req: RunCommandRequest): Promise<RunCommandResult> {
     this.assertAlive();
     const cwd = await this.resolveCwd(req.cwd);

@@ -5,7 +5,7 @@ import { dirname } from 'node:path';
 import type { LocalSandboxConfig } from '../../config';
 import { AppError } from '../../errors';
 import type { Logger } from '../../log';
-import type { BackendStatus, Sandbox, SandboxProvider } from '../types';
+import type { BackendStatus, Sandbox, SandboxOwner, SandboxProvider } from '../types';
 import { findHostTools, probeBwrap } from './host-tools';
 import { DEFAULT_PROCESS_LIMITS, type ProcessLimits } from './launch';
 import { LocalSandbox } from './local-sandbox';
@@ -79,7 +79,7 @@ export function createLocalSandboxProvider({
       const usable = isolation !== undefined && rootProblem === undefined && !(config.isolation === 'bwrap' && isolation !== 'bwrap');
       return { backend: 'local', ready: usable, isolation: isolation ?? 'probing', detail };
     },
-    async create(sessionKey: string): Promise<Sandbox> {
+    async create({ sessionKey }: SandboxOwner): Promise<Sandbox> {
       await ready();
       if (config.isolation === 'bwrap' && isolation !== 'bwrap') {
         throw new AppError('sandbox_error', `LOCAL_SANDBOX_ISOLATION=bwrap but bubblewrap does not work here (${detail}).`);

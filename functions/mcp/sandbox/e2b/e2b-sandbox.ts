@@ -1,0 +1,275 @@
+/** One session's E2B sandbox behind the Sandbox interface: commands, code, files, and the lease. */
+import { randomBytes } from 'node:crypto';
+import { posix } from 'node:path';
+
+import { AppError, isAppError } from '../../errors';
+import { OutputCapture } from '../output-capture';
+import type {
+  CodeError,
+  CodeOutput,
+  FileEntry,
+  ListFilesRequest,
+  ListFilesResult,
+  ReadFileResult,
+  RunCodeRequest,
+  RunCodeResult,
+  RunCommandRequest,
+  RunCommandResult,
+  Sandbox,
+  SandboxInfo,
+} from '../types';
+import { toE2BAppError } from './errors';
+import type { Clock } from './retry';
+import type { E2BErrorClasses, E2BSandboxApi } from './sdk';
+
+/** The working directory of E2B's templates. */
+export const E2B_WORKDIR = '/home/user';
+/** Grace beyond the in-sandbox `timeout -k 2` before the server kills the command itself. */
+const COMMAND_BACKSTOP_MS = 5_000;
+
+export interface E2BSandboxOptions {
+  api: E2BSandboxApi;
+  errors: E2BErrorClasses;
+  /** E2B_TEMPLATE, for messages. */
+  template: string;
+  /** For scrubbing SDK messages. */
+  apiKey: string | undefined;
+  /** The lease: the session idle TTL, renewed on use. */
+  leaseMs: number;
+  /** Renew the lease at most this often. */
+  renewEveryMs: number;
+  maxOutputBytes: number;
+  clock: Clock;
+}
+
+/** Quotes `text` for a POSIX shell. */
+export function shellQuote(text: string): string {
+  return `'${text.replace(/'/g, `'\\''`)}'`;
+}
+
+/** A sandbox on E2B. */
+export class E2BSandbox implements Sandbox {
+  readonly id: string;
+  private readonly createdAt = new Date().toISOString();
+  private gone = false;
+  private lastRenewMs: number;
+
+  constructor(private readonly options: E2BSandboxOptions) {
+    this.id = options.api.sandboxId;
+    this.lastRenewMs = options.clock.now();
+  }
+
+  info(): SandboxInfo {
+    return { id: this.id, backend: 'e2b', workdir: E2B_WORKDIR, isolation: 'e2b-microvm', network: 'enabled', createdAt: this.createdAt };
+  }
+
+  isGone(): boolean {
+    return this.gone;
+  }
+
+  async runCommand(req: RunCommandRequest): Promise<RunCommandResult> {
+    const { api, errors, clock } = this.options;
+    const cwd = this.resolve(req.cwd ?? '.');
+    return this.call(`running a command in ${cwd}`, async () => {
+      let stdinFile = '/dev/null';
+      if (req.stdin !== undefined) {
+        stdinFile = `/tmp/.mcp-stdin-${randomBytes(8).toString('hex')}`;
+        await api.writeFile(stdinFile, toArrayBuffer(Buffer.from(req.stdin, 'utf8')));
+      }
+      const seconds = Math.max(1, Math.ceil(req.timeoutMs / 1000));
+      // `timeout -k` stops the command inside the sandbox even if this server is gone by then.
+      const script = `timeout -k 2 ${seconds} bash -c ${shellQuote(req.command)} < ${stdinFile}; rc=$?; ${req.stdin === undefined ? '' : `rm -f ${stdinFile}; `}exit $rc`;
+      const stdout = new OutputCapture(this.options.maxOutputBytes);
+      const stderr = new OutputCapture(this.options.maxOutputBytes);
+      const started = clock.now();
+      const handle = await api.startCommand(script, {
+        cwd,
+        envs: req.env,
+        timeoutMs: req.timeoutMs + COMMAND_BACKSTOP_MS * 2,
+        onStdout: (text) => {
+          stdout.push(Buffer.from(text, 'utf8'));
+          req.onOutput?.('stdout', text);
+        },
+        onStderr: (text) => {
+          stderr.push(Buffer.from(text, 'utf8'));
+          req.onOutput?.('stderr', text);
+        },
+      });
+      let timedOut = false;
+      let cancelled = false;
+      const stop = (): void => void handle.kill().catch(() => false);
+      const backstop = setTimeout(() => {
+        timedOut = true;
+        stop();
+      }, req.timeoutMs + COMMAND_BACKSTOP_MS);
+      const onAbort = (): void => {
+        cancelled = true;
+        stop();
+      };
+      if (req.signal?.aborted) onAbort();
+      else req.signal?.addEventListener('abort', onAbort, { once: true });
+      let exitCode: number | null = null;
+      try {
+        exitCode = (await handle.wait()).exitCode;
+      } catch (err: unknown) {
+        // A non-zero exit is a normal result, not an error.
+        if (err instanceof errors.CommandExitError) exitCode = err.exitCode;
+        else if (!timedOut && !cancelled) throw err;
+      } finally {
+        clearTimeout(backstop);
+        req.signal?.removeEventListener('abort', onAbort);
+      }
+      const durationMs = Math.round(clock.now() - started);
+      // 124: `timeout` stopped it; 137: it ignored SIGTERM and `-k` killed it.
+      if (!cancelled && (exitCode === 124 || exitCode === 137) && durationMs >= seconds * 1000 - 50) timedOut = true;
+      if (timedOut || cancelled) exitCode = null;
+      return {
+        exitCode,
+        signal: timedOut || cancelled ? 'SIGKILL' : null,
+        stdout: stdout.result(),
+        stderr: stderr.result(),
+        timedOut,
+        cancelled,
+        durationMs,
+      };
+    });
+  }
+
+  async runCode(req: RunCodeRequest): Promise<RunCodeResult> {
+    const { api, clock } = this.options;
+    const stdout = new OutputCapture(this.options.maxOutputBytes);
+    const stderr = new OutputCapture(this.options.maxOutputBytes);
+    const started = clock.now();
+    const partial = (timedOut: boolean, error: CodeError | null, results: CodeOutput[] = []): RunCodeResult => ({
+      stdout: stdout.result(),
+      stderr: stderr.result(),
+      results,
+      error,
+      timedOut,
+      cancelled: false,
+      stateLost: false,
+      durationMs: Math.round(clock.now() - started),
+    });
+    try {
+      return await this.call(`running ${req.language} code`, async () => {
+        const execution = await api.runCode(req.code, {
+          language: req.language,
+          envs: req.env,
+          timeoutMs: req.timeoutMs,
+          onStdout: (msg) => {
+            stdout.push(Buffer.from(msg.line, 'utf8'));
+            req.onOutput?.('stdout', msg.line);
+          },
+          onStderr: (msg) => {
+            stderr.push(Buffer.from(msg.line, 'utf8'));
+            req.onOutput?.('stderr', msg.line);
+          },
+        });
+        const results: CodeOutput[] = [];
+        for (const result of execution.results) {
+          if (result.png !== undefined) results.push({ type: 'image', mimeType: 'image/png', data: result.png });
+          else if (result.jpeg !== undefined) results.push({ type: 'image', mimeType: 'image/jpeg', data: result.jpeg });
+          else if (result.text !== undefined) results.push({ type: 'text', text: result.text.slice(0, 65_536) });
+        }
+        const error = execution.error === undefined ? null : { name: execution.error.name, value: execution.error.value, traceback: execution.error.traceback };
+        return partial(false, error, results);
+      });
+    } catch (err: unknown) {
+      if (isAppError(err, 'sandbox_timeout')) return partial(true, null);
+      if (isAppError(err, 'sandbox_gone') && (await api.exists('/').catch(() => false))) {
+        // The sandbox answers, but nothing listens for code: the template has no interpreter.
+        this.gone = false;
+        throw new AppError(
+          'sandbox_error',
+          `The E2B template "${this.options.template}" has no code interpreter, so run_code cannot run here; use run_command, or set E2B_TEMPLATE to code-interpreter-v1 (or a template built on it).`,
+          { cause: err },
+        );
+      }
+      throw err;
+    }
+  }
+
+  async readFile(path: string, maxBytes: number): Promise<ReadFileResult> {
+    const target = this.resolve(path);
+    return this.call(`reading ${target}`, async () => {
+      const info = await this.options.api.getInfo(target);
+      if (info.type === 'dir') throw new AppError('invalid_input', `${target} is a directory; use list_files to see what it holds.`);
+      if (info.size > maxBytes) {
+        throw new AppError(
+          'invalid_input',
+          `${target} is ${info.size} bytes, over the ${maxBytes}-byte read limit; read it by lines (offset/limit) if it is text, or inspect it with run_command (head, tail, split).`,
+        );
+      }
+      const bytes = Buffer.from(await this.options.api.readFile(target));
+      return { path: target, bytes, sizeBytes: bytes.length };
+    });
+  }
+
+  async writeFile(path: string, data: Buffer): Promise<{ path: string; created: boolean }> {
+    const target = this.resolve(path);
+    return this.call(`writing ${target}`, async () => {
+      const existed = await this.options.api.exists(target);
+      await this.options.api.writeFile(target, toArrayBuffer(data));
+      return { path: target, created: !existed };
+    });
+  }
+
+  async listFiles(req: ListFilesRequest): Promise<ListFilesResult> {
+    const target = this.resolve(req.path);
+    return this.call(`listing ${target}`, async () => {
+      const info = await this.options.api.getInfo(target);
+      if (info.type !== 'dir') throw new AppError('invalid_input', `${target} is not a directory; use read_file to read it.`);
+      const found = await this.options.api.listFiles(target, req.depth);
+      const entries: FileEntry[] = [];
+      for (const entry of found) {
+        const rel = posix.relative(target, entry.path);
+        if (rel === '' || rel.startsWith('..')) continue;
+        if (!req.includeHidden && rel.split('/').some((part) => part.startsWith('.'))) continue;
+        const type = entry.type === 'dir' ? 'directory' : entry.type === 'symlink' ? 'symlink' : entry.type === 'file' ? 'file' : 'other';
+        entries.push({ path: type === 'directory' ? `${rel}/` : rel, type, size: entry.size, mtime: entry.modifiedTime?.toISOString() ?? '' });
+      }
+      entries.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+      return { path: target, entries: entries.slice(0, req.maxEntries), truncated: entries.length > req.maxEntries };
+    });
+  }
+
+  async kill(): Promise<void> {
+    if (this.gone) return;
+    this.gone = true;
+    await this.options.api.kill().catch(() => undefined);
+  }
+
+  /** Relative paths are under /home/user; the whole microVM is the sandbox, so absolute paths are allowed. */
+  private resolve(path: string): string {
+    if (path.includes('\0')) throw new AppError('invalid_input', 'Path contains a NUL byte.');
+    return posix.normalize(path.startsWith('/') ? path : posix.join(E2B_WORKDIR, path));
+  }
+
+  /** Runs an SDK operation: renews the lease when due, and maps every SDK error in one place. */
+  private async call<T>(operation: string, fn: () => Promise<T>): Promise<T> {
+    if (this.gone) {
+      throw new AppError('sandbox_gone', 'The sandbox is gone, so files and state from it are gone. The next call starts a fresh sandbox.');
+    }
+    try {
+      await this.renewLease();
+      return await fn();
+    } catch (err: unknown) {
+      const mapped = toE2BAppError(err, this.options.errors, { operation, template: this.options.template, apiKey: this.options.apiKey });
+      if (isAppError(mapped, 'sandbox_gone')) this.gone = true;
+      throw mapped;
+    }
+  }
+
+  private async renewLease(): Promise<void> {
+    const now = this.options.clock.now();
+    if (now - this.lastRenewMs < this.options.renewEveryMs) return;
+    this.lastRenewMs = now;
+    await this.options.api.setTimeout(this.options.leaseMs);
+  }
+}
+
+function toArrayBuffer(data: Buffer): ArrayBuffer {
+  const copy = new ArrayBuffer(data.byteLength);
+  new Uint8Array(copy).set(data);
+  return copy;
+}

@@ -1,0 +1,86 @@
+/** The E2B backend: sandboxes on E2B's cloud or on Alibaba Cloud's E2B-compatible service. */
+import { createHash } from 'node:crypto';
+
+import type { E2BConfig } from '../../config';
+import type { Logger } from '../../log';
+import { SERVER_INFO } from '../../version';
+import type { BackendStatus, Sandbox, SandboxOwner, SandboxProvider } from '../types';
+import { E2BSandbox } from './e2b-sandbox';
+import { toE2BAppError } from './errors';
+import { type Clock, createRateGate, retryWithBackoff, type RetryOptions, SYSTEM_CLOCK } from './retry';
+import { type E2BSdk, loadE2BSdk } from './sdk';
+
+export interface E2BProviderOptions {
+  config: E2BConfig;
+  /** The sandbox lease: the session idle TTL. */
+  leaseMs: number;
+  logger: Logger;
+  /** @default the real SDK, loaded on first use */
+  loadSdk?: () => Promise<E2BSdk>;
+  /** Renew a sandbox's lease at most this often. @default 30_000 */
+  renewEveryMs?: number;
+  /** Bytes kept per output stream. @default 65_536 */
+  maxOutputBytes?: number;
+  /** How long 429s on creation are retried. @default 10 s budget */
+  retry?: RetryOptions;
+  clock?: Clock;
+}
+
+/** Time one control-plane request may take. */
+const API_REQUEST_TIMEOUT_MS = 30_000;
+
+/** A stable, non-reversible tag for metadata (E2B metadata is visible to anyone with the API key). */
+function toTag(value: string): string {
+  return createHash('sha256').update(value).digest('hex').slice(0, 24);
+}
+
+/** Creates the provider. Nothing is loaded or called until the first sandbox is needed. */
+export function createE2BSandboxProvider(options: E2BProviderOptions): SandboxProvider {
+  const { config, leaseMs, logger, loadSdk = loadE2BSdk, renewEveryMs = 30_000, maxOutputBytes = 65_536, clock = SYSTEM_CLOCK } = options;
+  const gate = createRateGate(config.maxCreatesPerS, clock);
+  let sdk: Promise<E2BSdk> | undefined;
+
+  return {
+    status(): BackendStatus {
+      return {
+        backend: 'e2b',
+        ready: config.apiKey !== undefined,
+        isolation: 'e2b-microvm',
+        detail: config.apiKey === undefined ? 'E2B_API_KEY is not set' : `template ${config.template}`,
+      };
+    },
+    async create({ sessionKey, principal }: SandboxOwner): Promise<Sandbox> {
+      sdk ??= loadSdk();
+      const loaded = await sdk;
+      const started = clock.now();
+      try {
+        const api = await retryWithBackoff(
+          async () => {
+            await gate.acquire();
+            return loaded.create(config.template, {
+              apiKey: config.apiKey,
+              domain: config.domain,
+              apiUrl: config.apiUrl,
+              timeoutMs: leaseMs,
+              requestTimeoutMs: API_REQUEST_TIMEOUT_MS,
+              // One retry policy, ours: backoff with jitter within a bounded time.
+              retries: 0,
+              metadata: {
+                mcp_session: toTag(sessionKey),
+                mcp_owner: toTag(principal),
+                mcp_server: SERVER_INFO.name,
+                mcp_version: SERVER_INFO.version,
+              },
+            });
+          },
+          (err) => err instanceof loaded.errors.RateLimitError,
+          { clock, ...options.retry },
+        );
+        logger.info('sandbox created', { backend: 'e2b', sandbox: api.sandboxId, duration_ms: Math.round(clock.now() - started) });
+        return new E2BSandbox({ api, errors: loaded.errors, template: config.template, apiKey: config.apiKey, leaseMs, renewEveryMs, maxOutputBytes, clock });
+      } catch (err: unknown) {
+        throw toE2BAppError(err, loaded.errors, { operation: 'creating the sandbox', template: config.template, apiKey: config.apiKey });
+      }
+    },
+  };
+}

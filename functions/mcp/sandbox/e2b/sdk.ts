@@ -1,0 +1,71 @@
+/**
+ * The slice of the E2B SDK this backend uses, typed from the SDK's own exports so that an SDK change
+ * breaks the build (and the tests' stub), not production. The SDK itself is loaded on first use only:
+ * it costs ~80 ms of start-up, off the path to the first `initialize` answer.
+ */
+import type { Execution, RunCodeOpts, RunCodeLanguage } from '@e2b/code-interpreter';
+import type { CommandHandle, CommandStartOpts, EntryInfo, SandboxOpts } from 'e2b';
+
+/** A running E2B sandbox, as the backend uses it. */
+export interface E2BSandboxApi {
+  readonly sandboxId: string;
+  runCode(code: string, opts: RunCodeOpts & { language?: RunCodeLanguage }): Promise<Pick<Execution, 'results' | 'logs' | 'error'>>;
+  /** `commands.run(cmd, { background: true })`. */
+  startCommand(cmd: string, opts: Omit<CommandStartOpts, 'background'>): Promise<Pick<CommandHandle, 'pid' | 'wait' | 'kill'>>;
+  readFile(path: string): Promise<Uint8Array>;
+  writeFile(path: string, data: ArrayBuffer): Promise<unknown>;
+  listFiles(path: string, depth: number): Promise<EntryInfo[]>;
+  getInfo(path: string): Promise<EntryInfo>;
+  exists(path: string): Promise<boolean>;
+  setTimeout(timeoutMs: number): Promise<void>;
+  kill(): Promise<unknown>;
+}
+
+/** Options for creating a sandbox: the SDK's own. */
+export type E2BCreateOptions = SandboxOpts;
+
+/** The SDK entry points the backend needs, plus the error classes it maps. */
+export interface E2BSdk {
+  create(template: string, opts: E2BCreateOptions): Promise<E2BSandboxApi>;
+  readonly errors: E2BErrorClasses;
+}
+
+/** The SDK's error classes, for `instanceof` at the adapter. */
+export type E2BErrorClasses = Pick<
+  typeof import('e2b'),
+  | 'AuthenticationError'
+  | 'RateLimitError'
+  | 'ServiceBusyError'
+  | 'TimeoutError'
+  | 'NotEnoughSpaceError'
+  | 'SandboxNotFoundError'
+  | 'NotFoundError'
+  | 'FileNotFoundError'
+  | 'InvalidArgumentError'
+  | 'TemplateError'
+  | 'CommandExitError'
+  | 'SandboxError'
+>;
+
+/** Loads the real SDK (once) and adapts its sandbox objects. */
+export async function loadE2BSdk(): Promise<E2BSdk> {
+  const [e2b, codeInterpreter] = await Promise.all([import('e2b'), import('@e2b/code-interpreter')]);
+  return {
+    async create(template, opts) {
+      const sandbox = await codeInterpreter.Sandbox.create(template, opts);
+      return {
+        sandboxId: sandbox.sandboxId,
+        runCode: (code, runOpts) => sandbox.runCode(code, runOpts),
+        startCommand: (cmd, cmdOpts) => sandbox.commands.run(cmd, { ...cmdOpts, background: true }),
+        readFile: (path) => sandbox.files.read(path, { format: 'bytes' }),
+        writeFile: (path, data) => sandbox.files.write(path, data),
+        listFiles: (path, depth) => sandbox.files.list(path, { depth }),
+        getInfo: (path) => sandbox.files.getInfo(path),
+        exists: (path) => sandbox.files.exists(path),
+        setTimeout: (timeoutMs) => sandbox.setTimeout(timeoutMs),
+        kill: () => sandbox.kill(),
+      };
+    },
+    errors: e2b,
+  };
+}

@@ -1,0 +1,190 @@
+/**
+ * An in-memory stand-in for the E2B SDK, typed against the SDK's own exports (through `E2BSdk` and
+ * `E2BSandboxApi`): when the SDK changes shape, this file stops compiling. Errors are the SDK's real
+ * classes, so the adapter's `instanceof` mapping is exercised as in production.
+ */
+import * as e2b from 'e2b';
+
+import type { Clock } from '../../functions/mcp/sandbox/e2b/retry';
+import type { E2BCreateOptions, E2BSandboxApi, E2BSdk } from '../../functions/mcp/sandbox/e2b/sdk';
+
+type StartOpts = Parameters<E2BSandboxApi['startCommand']>[1];
+type RunCodeOpts = Parameters<E2BSandboxApi['runCode']>[1];
+type Execution = Awaited<ReturnType<E2BSandboxApi['runCode']>>;
+
+/** What a scripted command does. */
+export interface CommandScript {
+  stdout?: string;
+  stderr?: string;
+  exitCode?: number;
+  /** Never finishes on its own (until killed). */
+  hang?: boolean;
+}
+
+/**
+ * A fake clock: `sleep` records the wait and advances time at once, or, when `frozen`, leaves time
+ * where it is (so that concurrent waits show how they were scheduled).
+ */
+export function createFakeClock(start = 1_000_000, { frozen = false } = {}): Clock & { advance(ms: number): void; sleeps: number[] } {
+  let now = start;
+  const sleeps: number[] = [];
+  return {
+    now: () => now,
+    sleep: async (ms) => {
+      sleeps.push(ms);
+      if (!frozen) now += ms;
+    },
+    random: () => 0.5,
+    advance: (ms) => {
+      now += ms;
+    },
+    sleeps,
+  };
+}
+
+/** One stub sandbox: files in a map, commands and code answered by scripts, calls recorded. */
+export class StubSandbox implements E2BSandboxApi {
+  readonly files = new Map<string, Uint8Array>();
+  readonly dirs = new Set<string>(['/', '/home', '/home/user', '/tmp']);
+  readonly commands: Array<{ cmd: string; opts: StartOpts }> = [];
+  readonly setTimeouts: number[] = [];
+  readonly killedPids: number[] = [];
+  killed = false;
+  /** Thrown by the next operation (then cleared). */
+  failNext: Error | undefined;
+  /** Thrown by every operation from now on. */
+  failAlways: Error | undefined;
+  command: (cmd: string) => CommandScript = () => ({ exitCode: 0 });
+  code: (code: string, opts: RunCodeOpts) => Promise<Execution> = async () => ({ results: [], logs: { stdout: [], stderr: [] }, error: undefined });
+
+  constructor(readonly sandboxId: string) {}
+
+  private check(): void {
+    const err = this.failNext ?? this.failAlways;
+    this.failNext = undefined;
+    if (err !== undefined) throw err;
+  }
+
+  async runCode(code: string, opts: RunCodeOpts): Promise<Execution> {
+    this.check();
+    return this.code(code, opts);
+  }
+
+  async startCommand(cmd: string, opts: StartOpts) {
+    this.check();
+    this.commands.push({ cmd, opts });
+    const script = this.command(cmd);
+    const pid = this.commands.length;
+    let release: (() => void) | undefined;
+    const finished = new Promise<void>((resolve) => {
+      release = resolve;
+      if (script.hang !== true) setImmediate(resolve);
+    });
+    if (script.stdout !== undefined) opts.onStdout?.(script.stdout);
+    if (script.stderr !== undefined) opts.onStderr?.(script.stderr);
+    let killedHere = false;
+    return {
+      pid,
+      wait: async (): Promise<e2b.CommandResult> => {
+        await finished;
+        const result = { exitCode: killedHere ? 137 : (script.exitCode ?? 0), stdout: script.stdout ?? '', stderr: script.stderr ?? '' };
+        if (result.exitCode !== 0) throw new e2b.CommandExitError(result);
+        return result;
+      },
+      kill: async () => {
+        killedHere = true;
+        this.killedPids.push(pid);
+        release?.();
+        return true;
+      },
+    };
+  }
+
+  async readFile(path: string): Promise<Uint8Array> {
+    this.check();
+    const data = this.files.get(path);
+    if (data === undefined) throw new e2b.FileNotFoundError(`file ${path} not found`);
+    return data;
+  }
+
+  async writeFile(path: string, data: ArrayBuffer): Promise<unknown> {
+    this.check();
+    this.files.set(path, new Uint8Array(data));
+    return { name: path.split('/').pop() ?? '', path };
+  }
+
+  async listFiles(path: string, depth: number): Promise<e2b.EntryInfo[]> {
+    this.check();
+    const prefix = path.endsWith('/') ? path : `${path}/`;
+    const entries: e2b.EntryInfo[] = [];
+    for (const dir of this.dirs) {
+      const rel = dir.startsWith(prefix) ? dir.slice(prefix.length) : '';
+      if (rel !== '' && rel.split('/').length <= depth) entries.push(this.entry(dir, e2b.FileType.DIR, 4096));
+    }
+    for (const [file, data] of this.files) {
+      const rel = file.startsWith(prefix) ? file.slice(prefix.length) : '';
+      if (rel !== '' && rel.split('/').length <= depth) entries.push(this.entry(file, e2b.FileType.FILE, data.length));
+    }
+    return entries;
+  }
+
+  async getInfo(path: string): Promise<e2b.EntryInfo> {
+    this.check();
+    if (this.dirs.has(path)) return this.entry(path, e2b.FileType.DIR, 4096);
+    const data = this.files.get(path);
+    if (data === undefined) throw new e2b.FileNotFoundError(`path ${path} not found`);
+    return this.entry(path, e2b.FileType.FILE, data.length);
+  }
+
+  async exists(path: string): Promise<boolean> {
+    this.check();
+    return this.dirs.has(path) || this.files.has(path);
+  }
+
+  async setTimeout(timeoutMs: number): Promise<void> {
+    this.check();
+    this.setTimeouts.push(timeoutMs);
+  }
+
+  async kill(): Promise<unknown> {
+    this.killed = true;
+    return true;
+  }
+
+  private entry(path: string, type: e2b.FileType, size: number): e2b.EntryInfo {
+    return {
+      name: path.split('/').pop() ?? '',
+      type,
+      path,
+      size,
+      mode: 0o644,
+      permissions: '-rw-r--r--',
+      owner: 'user',
+      group: 'user',
+      modifiedTime: new Date('2026-01-02T03:04:05Z'),
+    };
+  }
+}
+
+/** A stub SDK: `create` answers from `createScript` (errors to throw first), records its options. */
+export class StubSdk implements E2BSdk {
+  readonly errors = e2b;
+  readonly created: Array<{ template: string; opts: E2BCreateOptions; at: number }> = [];
+  readonly sandboxes: StubSandbox[] = [];
+  /** Errors thrown by the next creates, in order. */
+  createFailures: Error[] = [];
+  /** Called on each new sandbox, to script it. */
+  onSandbox: (sandbox: StubSandbox) => void = () => undefined;
+
+  constructor(private readonly clock: Clock) {}
+
+  async create(template: string, opts: E2BCreateOptions): Promise<E2BSandboxApi> {
+    this.created.push({ template, opts, at: this.clock.now() });
+    const failure = this.createFailures.shift();
+    if (failure !== undefined) throw failure;
+    const sandbox = new StubSandbox(`sbx-${this.sandboxes.length + 1}`);
+    this.onSandbox(sandbox);
+    this.sandboxes.push(sandbox);
+    return sandbox;
+  }
+}

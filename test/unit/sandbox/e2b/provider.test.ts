@@ -1,0 +1,111 @@
+import * as e2b from 'e2b';
+
+import { SILENT_LOGGER } from '../../../../functions/mcp/log';
+import { createE2BSandboxProvider } from '../../../../functions/mcp/sandbox/e2b/provider';
+import { createLazySandbox } from '../../../../functions/mcp/sandbox/lazy-sandbox';
+import { SERVER_INFO } from '../../../../functions/mcp/version';
+import { createFakeClock, StubSdk } from '../../../support/e2b-stub';
+
+const CONFIG = { apiKey: 'e2b_0123456789abcdef0123456789abcdef', template: 'code-interpreter-v1', domain: 'cn-hangzhou.e2b.fc.aliyuncs.com', apiUrl: 'https://api.cn-hangzhou.e2b.fc.aliyuncs.com', maxCreatesPerS: 1 };
+const OWNER = { sessionKey: 'session-id-abc', principal: 'principal-123' };
+
+function setup(overrides: Partial<typeof CONFIG> = {}, frozen = false) {
+  const clock = createFakeClock(1_000_000, { frozen });
+  const sdk = new StubSdk(clock);
+  let loads = 0;
+  const provider = createE2BSandboxProvider({
+    config: { ...CONFIG, ...overrides },
+    leaseMs: 1_800_000,
+    logger: SILENT_LOGGER,
+    loadSdk: async () => {
+      loads += 1;
+      return sdk;
+    },
+    clock,
+  });
+  return { clock, sdk, provider, loads: () => loads };
+}
+
+describe('the E2B provider', () => {
+  it('reports the backend and whether it is configured without loading the SDK or calling E2B', () => {
+    const { provider, loads, sdk } = setup();
+    expect(provider.status()).toMatchObject({ backend: 'e2b', ready: true });
+    expect(setup({ apiKey: undefined as unknown as string }).provider.status()).toMatchObject({ ready: false, detail: 'E2B_API_KEY is not set' });
+    expect(loads()).toBe(0);
+    expect(sdk.created).toHaveLength(0);
+  });
+
+  it('creates with the template, the lease, the endpoints, no SDK retries, and hashed owner tags', async () => {
+    const { provider, sdk, loads } = setup();
+    const sandbox = await provider.create(OWNER);
+    expect(loads()).toBe(1);
+    expect(sandbox.info()).toMatchObject({ backend: 'e2b', workdir: '/home/user', id: 'sbx-1' });
+    const [call] = sdk.created;
+    expect(call?.template).toBe('code-interpreter-v1');
+    expect(call?.opts).toMatchObject({ apiKey: CONFIG.apiKey, domain: CONFIG.domain, apiUrl: CONFIG.apiUrl, timeoutMs: 1_800_000, retries: 0 });
+    const metadata = call?.opts.metadata ?? {};
+    expect(metadata).toEqual({ mcp_session: expect.stringMatching(/^[0-9a-f]{24}$/), mcp_owner: expect.stringMatching(/^[0-9a-f]{24}$/), mcp_server: SERVER_INFO.name, mcp_version: SERVER_INFO.version });
+    expect(JSON.stringify(metadata)).not.toContain(OWNER.sessionKey);
+    expect(JSON.stringify(metadata)).not.toContain(OWNER.principal);
+    expect(JSON.stringify(call?.opts.envs ?? {})).not.toContain(CONFIG.apiKey);
+  });
+
+  it('retries a 429 with growing, jittered backoff and then succeeds', async () => {
+    const { provider, sdk, clock } = setup();
+    sdk.createFailures = [new e2b.RateLimitError('429'), new e2b.RateLimitError('429')];
+    await expect(provider.create(OWNER)).resolves.toBeDefined();
+    expect(sdk.created).toHaveLength(3);
+    // Backoffs: 500 ms then 1000 ms ceilings, jittered to 75 % with the clock's random 0.5; plus the creation gate.
+    expect(clock.sleeps.filter((ms) => ms === 375 || ms === 750)).toEqual([375, 750]);
+  });
+
+  it('gives up on 429 within the time budget with a "retry later" error', async () => {
+    const { provider, sdk, clock } = setup();
+    sdk.createFailures = Array.from({ length: 50 }, () => new e2b.RateLimitError('Rate limit exceeded'));
+    const started = clock.now();
+    await expect(provider.create(OWNER)).rejects.toMatchObject({ code: 'rate_limited', message: expect.stringContaining('retry in a minute') });
+    expect(clock.now() - started).toBeLessThanOrEqual(10_000 + 1000);
+    expect(sdk.created.length).toBeGreaterThan(2);
+    expect(sdk.created.length).toBeLessThan(50);
+  });
+
+  it('maps an authentication failure to a message naming E2B_API_KEY, without the key', async () => {
+    const { provider, sdk } = setup();
+    sdk.createFailures = [new e2b.AuthenticationError(`Unauthorized - invalid key ${CONFIG.apiKey}`)];
+    const err = await provider.create(OWNER).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'backend_auth', message: expect.stringContaining('E2B_API_KEY') });
+    expect(String((err as Error).message)).not.toContain(CONFIG.apiKey);
+    expect(sdk.created).toHaveLength(1);
+  });
+
+  it('spaces creations to E2B_MAX_CREATES_PER_S across sessions', async () => {
+    // Time stands still, so each concurrent creation shows the wait the gate gave it.
+    const { provider, sdk, clock } = setup({ maxCreatesPerS: 2 }, true);
+    await Promise.all([1, 2, 3, 4].map((n) => provider.create({ sessionKey: `s${n}`, principal: 'p' })));
+    expect(sdk.created).toHaveLength(4);
+    expect(clock.sleeps).toEqual([500, 1000, 1500]);
+  });
+
+  it('coalesces concurrent first uses of one session into one creation', async () => {
+    const { provider, sdk } = setup();
+    const lazy = createLazySandbox(provider, OWNER);
+    const [a, b, c] = await Promise.all([lazy.get(), lazy.get(), lazy.get()]);
+    expect(sdk.created).toHaveLength(1);
+    expect(a).toBe(b);
+    expect(b).toBe(c);
+  });
+
+  it('replaces a sandbox found gone with a fresh one on the next use', async () => {
+    const { provider, sdk } = setup();
+    const lazy = createLazySandbox(provider, OWNER);
+    const first = await lazy.get();
+    const stub = sdk.sandboxes[0];
+    if (stub === undefined) throw new Error('no sandbox');
+    stub.failNext = new e2b.SandboxNotFoundError('sandbox sbx-1 not found');
+    await expect(first.runCommand({ command: 'ls', timeoutMs: 1000 })).rejects.toMatchObject({ code: 'sandbox_gone', message: expect.stringContaining('files and state from it are gone') });
+    expect(lazy.current()).toBeUndefined();
+    const second = await lazy.get();
+    expect(second).not.toBe(first);
+    expect(sdk.created).toHaveLength(2);
+  });
+});

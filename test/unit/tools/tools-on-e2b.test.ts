@@ -1,0 +1,90 @@
+/** Every tool on the E2B backend (SDK stub): same schemas and result shapes as locally, and the same error rules. */
+import * as e2b from 'e2b';
+
+import { SILENT_LOGGER } from '../../../functions/mcp/log';
+import { createE2BSandboxProvider } from '../../../functions/mcp/sandbox/e2b/provider';
+import { createLazySandbox } from '../../../functions/mcp/sandbox/lazy-sandbox';
+import { createToolCatalog, TOOLS } from '../../../functions/mcp/tools';
+import type { ToolContext } from '../../../functions/mcp/tools';
+import { createFakeClock, StubSdk } from '../../support/e2b-stub';
+
+function setup() {
+  const clock = createFakeClock();
+  const sdk = new StubSdk(clock);
+  const provider = createE2BSandboxProvider({
+    config: { apiKey: 'e2b_key_for_tests_0123456789', template: 'code-interpreter-v1', domain: undefined, apiUrl: undefined, maxCreatesPerS: 100 },
+    leaseMs: 600_000,
+    logger: SILENT_LOGGER,
+    loadSdk: async () => sdk,
+    clock,
+  });
+  const sandbox = createLazySandbox(provider, { sessionKey: 's', principal: 'p' });
+  const ctx: ToolContext = {
+    sandbox,
+    backend: () => provider.status(),
+    expiresAt: () => new Date(clock.now() + 600_000),
+    signal: new AbortController().signal,
+    timeoutMs: (requested) => Math.min(requested ?? 60_000, 300_000),
+  };
+  const catalog = createToolCatalog(SILENT_LOGGER);
+  const call = (name: string, args: Record<string, unknown> = {}) => catalog.call(name, args, ctx);
+  return { sdk, call };
+}
+
+const outputSchema = (name: string) => {
+  const tool = TOOLS.find((t) => t.name === name);
+  if (tool === undefined) throw new Error(`no tool ${name}`);
+  return tool.output;
+};
+
+it('answers every tool with structured content that matches the tool’s output schema', async () => {
+  const { sdk, call } = setup();
+  sdk.onSandbox = (sandbox) => {
+    sandbox.command = () => ({ stdout: 'hi\n', exitCode: 0 });
+    sandbox.code = async () => ({ results: [{ text: '2' }] as never, logs: { stdout: [], stderr: [] }, error: undefined });
+  };
+  const calls: Array<[string, Record<string, unknown>]> = [
+    ['sandbox_status', {}],
+    ['run_command', { command: 'echo hi' }],
+    ['run_code', { code: '1+1' }],
+    ['write_file', { path: 'a.txt', content: 'one\ntwo\n' }],
+    ['read_file', { path: 'a.txt' }],
+    ['edit_file', { path: 'a.txt', old_string: 'two', new_string: 'three' }],
+    ['list_files', {}],
+    ['sandbox_status', {}],
+  ];
+  for (const [name, args] of calls) {
+    const result = await call(name, args);
+    expect({ name, isError: result.isError ?? false }).toEqual({ name, isError: false });
+    expect(outputSchema(name).safeParse(result.structuredContent).success).toBe(true);
+  }
+  const status = await call('sandbox_status');
+  expect(status.structuredContent).toMatchObject({ backend: 'e2b', state: 'running', workdir: '/home/user', isolation: 'e2b-microvm' });
+  expect((await call('read_file', { path: 'a.txt' })).structuredContent).toMatchObject({ content: 'one\nthree\n' });
+  expect(sdk.created).toHaveLength(1);
+});
+
+it('tells the model its sandbox is gone, with its files, and serves the next call from a fresh one', async () => {
+  const { sdk, call } = setup();
+  await call('write_file', { path: 'keep.txt', content: 'x' });
+  const first = sdk.sandboxes[0];
+  if (first === undefined) throw new Error('no sandbox');
+  first.failAlways = new e2b.SandboxNotFoundError('sandbox not found');
+  const lost = await call('read_file', { path: 'keep.txt' });
+  expect(lost.isError).toBe(true);
+  expect(lost.content[0]).toMatchObject({ type: 'text', text: expect.stringMatching(/expired or was shut down.*files and state from it are gone.*fresh sandbox/s) });
+  const fresh = await call('read_file', { path: 'keep.txt' });
+  expect(fresh.isError).toBe(true);
+  expect(fresh.content[0]).toMatchObject({ text: expect.stringContaining('Not found') });
+  expect(sdk.created).toHaveLength(2);
+});
+
+it('answers E2B trouble as tool errors, never as crashes or protocol errors', async () => {
+  const { sdk, call } = setup();
+  sdk.createFailures = [new e2b.AuthenticationError('Unauthorized'), new e2b.ServiceBusyError('busy')];
+  const auth = await call('run_command', { command: 'ls' });
+  expect(auth).toMatchObject({ isError: true, content: [{ text: expect.stringContaining('E2B_API_KEY') }] });
+  const busy = await call('run_command', { command: 'ls' });
+  expect(busy).toMatchObject({ isError: true, content: [{ text: expect.stringContaining('temporarily unavailable') }] });
+  expect((await call('run_command', { command: 'ls' })).isError).toBeFalsy();
+});
