@@ -17,7 +17,11 @@ export function createLazySandbox(provider: SandboxProvider, owner: SandboxOwner
   let creating: Promise<Sandbox> | undefined;
   return {
     get() {
-      if (sandbox?.isGone() === true) sandbox = undefined;
+      if (sandbox?.isGone() === true) {
+        // Best effort: if only the path to it failed, the old one would otherwise run on until its lease ends.
+        void sandbox.kill().catch(() => undefined);
+        sandbox = undefined;
+      }
       if (sandbox !== undefined) return Promise.resolve(sandbox);
       creating ??= provider.create(owner).then(
         (created) => {

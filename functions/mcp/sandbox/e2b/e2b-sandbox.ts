@@ -52,6 +52,7 @@ export class E2BSandbox implements Sandbox {
   readonly id: string;
   private readonly createdAt = new Date().toISOString();
   private gone = false;
+  private killed = false;
   private lastRenewMs: number;
 
   constructor(private readonly options: E2BSandboxOptions) {
@@ -176,7 +177,8 @@ export class E2BSandbox implements Sandbox {
       });
     } catch (err: unknown) {
       if (isAppError(err, 'sandbox_timeout')) return partial(true, null);
-      if (isAppError(err, 'sandbox_gone') && (await api.exists('/').catch(() => false))) {
+      const noInterpreter = isAppError(err, 'not_found') || isAppError(err, 'sandbox_gone');
+      if (noInterpreter && (await api.exists('/').catch(() => false))) {
         // The sandbox answers, but nothing listens for code: the template has no interpreter.
         this.gone = false;
         throw new AppError(
@@ -233,8 +235,10 @@ export class E2BSandbox implements Sandbox {
     });
   }
 
+  /** Kills the microVM; also after it was found gone, in case only the path to it failed. */
   async kill(): Promise<void> {
-    if (this.gone) return;
+    if (this.killed) return;
+    this.killed = true;
     this.gone = true;
     await this.options.api.kill().catch(() => undefined);
   }
@@ -247,7 +251,7 @@ export class E2BSandbox implements Sandbox {
 
   /** Runs an SDK operation: renews the lease when due, and maps every SDK error in one place. */
   private async call<T>(operation: string, fn: () => Promise<T>): Promise<T> {
-    if (this.gone) {
+    if (this.gone || this.killed) {
       throw new AppError('sandbox_gone', 'The sandbox is gone, so files and state from it are gone. The next call starts a fresh sandbox.');
     }
     try {

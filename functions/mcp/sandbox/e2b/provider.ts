@@ -2,6 +2,7 @@
 import { createHash } from 'node:crypto';
 
 import type { E2BConfig } from '../../config';
+import { AppError } from '../../errors';
 import type { Logger } from '../../log';
 import { SERVER_INFO } from '../../version';
 import type { BackendStatus, Sandbox, SandboxOwner, SandboxProvider } from '../types';
@@ -79,6 +80,9 @@ export function createE2BSandboxProvider(options: E2BProviderOptions): SandboxPr
         logger.info('sandbox created', { backend: 'e2b', sandbox: api.sandboxId, duration_ms: Math.round(clock.now() - started) });
         return new E2BSandbox({ api, errors: loaded.errors, template: config.template, apiKey: config.apiKey, leaseMs, renewEveryMs, maxOutputBytes, clock });
       } catch (err: unknown) {
+        if (err instanceof loaded.errors.SandboxError && err.statusCode === 404) {
+          throw new AppError('sandbox_error', `E2B has no template "${config.template}" for this account; check E2B_TEMPLATE (and E2B_DOMAIN for Alibaba Cloud).`, { cause: err });
+        }
         throw toE2BAppError(err, loaded.errors, { operation: 'creating the sandbox', template: config.template, apiKey: config.apiKey });
       }
     },

@@ -97,6 +97,12 @@ describe('an E2B sandbox', () => {
     expect(sandbox.isGone()).toBe(false);
   });
 
+  it('says the same when the interpreter endpoint is missing (404)', async () => {
+    const { api, sandbox } = setup();
+    api.failNext = new e2b.NotFoundError('404 page not found');
+    await expect(sandbox.runCode({ code: '1', language: 'python', timeoutMs: 1000 })).rejects.toMatchObject({ message: expect.stringContaining('E2B_TEMPLATE') });
+  });
+
   it('checks a file’s size before reading it, and refuses directories', async () => {
     const { api, sandbox } = setup();
     api.files.set('/home/user/big.bin', new Uint8Array(5000));
@@ -117,6 +123,15 @@ describe('an E2B sandbox', () => {
     expect(listing.entries.map((e) => [e.path, e.type, e.size])).toEqual([['src/', 'directory', 4096], ['src/a.py', 'file', 8]]);
     const hidden = await sandbox.listFiles({ path: '.', depth: 1, includeHidden: true, maxEntries: 100 });
     expect(hidden.entries.map((e) => e.path)).toEqual(['.env', 'src/']);
+  });
+
+  it('still kills a sandbox that was found gone (only the path to it may have failed)', async () => {
+    const { api, sandbox } = setup();
+    api.failNext = new e2b.TimeoutError('502: This error is likely due to sandbox timeout.');
+    await expect(sandbox.readFile('a', 1)).rejects.toMatchObject({ code: 'sandbox_gone' });
+    expect(sandbox.isGone()).toBe(true);
+    await sandbox.kill();
+    expect(api.killed).toBe(true);
   });
 
   it('is gone after kill, and says so', async () => {

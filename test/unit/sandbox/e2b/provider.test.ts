@@ -78,6 +78,12 @@ describe('the E2B provider', () => {
     expect(sdk.created).toHaveLength(1);
   });
 
+  it('names E2B_TEMPLATE when E2B has no such template', async () => {
+    const { provider, sdk } = setup({ template: 'no-such-template' });
+    sdk.createFailures = [Object.assign(new e2b.SandboxError('404: template not found'), { statusCode: 404 })];
+    await expect(provider.create(OWNER)).rejects.toMatchObject({ code: 'sandbox_error', message: expect.stringContaining('no template "no-such-template"') });
+  });
+
   it('spaces creations to E2B_MAX_CREATES_PER_S across sessions', async () => {
     // Time stands still, so each concurrent creation shows the wait the gate gave it.
     const { provider, sdk, clock } = setup({ maxCreatesPerS: 2 }, true);
@@ -107,5 +113,7 @@ describe('the E2B provider', () => {
     const second = await lazy.get();
     expect(second).not.toBe(first);
     expect(sdk.created).toHaveLength(2);
+    // Only the path to it may have failed: the old microVM is killed rather than left to run out its lease.
+    expect(stub.killed).toBe(true);
   });
 });
