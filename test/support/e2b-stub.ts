@@ -48,7 +48,10 @@ export class StubSandbox implements E2BSandboxApi {
   readonly dirs = new Set<string>(['/', '/home', '/home/user', '/tmp']);
   readonly commands: Array<{ cmd: string; opts: StartOpts }> = [];
   readonly setTimeouts: number[] = [];
+  /** Pids stopped through E2B's own kill (SIGKILL to that process only). */
   readonly killedPids: number[] = [];
+  /** Pids stopped by a `kill -TERM` command inside the sandbox (the whole group). */
+  readonly terminatedPids: number[] = [];
   killed = false;
   /** Thrown by the next operation (then cleared). */
   failNext: Error | undefined;
@@ -70,15 +73,25 @@ export class StubSandbox implements E2BSandboxApi {
     return this.code(code, opts);
   }
 
+  /** What `kill -TERM <pid>` inside the sandbox would stop. */
+  private readonly running = new Map<number, () => void>();
+
   async startCommand(cmd: string, opts: StartOpts) {
     this.check();
     this.commands.push({ cmd, opts });
-    const script = this.command(cmd);
     const pid = this.commands.length;
+    const signalled = /^kill -TERM (\d+)/.exec(cmd);
+    if (signalled?.[1] !== undefined) this.running.get(Number(signalled[1]))?.();
+    const script = signalled === null ? this.command(cmd) : { exitCode: 0 };
     let release: (() => void) | undefined;
     const finished = new Promise<void>((resolve) => {
       release = resolve;
       if (script.hang !== true) setImmediate(resolve);
+    });
+    this.running.set(pid, () => {
+      killedHere = true;
+      this.terminatedPids.push(pid);
+      release?.();
     });
     if (script.stdout !== undefined) opts.onStdout?.(script.stdout);
     if (script.stderr !== undefined) opts.onStderr?.(script.stderr);

@@ -78,8 +78,10 @@ export class E2BSandbox implements Sandbox {
         await api.writeFile(stdinFile, toArrayBuffer(Buffer.from(req.stdin, 'utf8')));
       }
       const seconds = Math.max(1, Math.ceil(req.timeoutMs / 1000));
-      // `timeout -k` stops the command inside the sandbox even if this server is gone by then.
-      const script = `timeout -k 2 ${seconds} bash -c ${shellQuote(req.command)} < ${stdinFile}; rc=$?; ${req.stdin === undefined ? '' : `rm -f ${stdinFile}; `}exit $rc`;
+      // `timeout -k` stops the command inside the sandbox even if this server is gone by then. With `exec`
+      // the command's pid is timeout's, which leads a process group of everything the command starts.
+      const cleanup = req.stdin === undefined ? '' : `rm -f ${stdinFile}; `;
+      const script = `exec timeout -k 2 ${seconds} bash -c ${shellQuote(cleanup + req.command)} < ${stdinFile}`;
       const stdout = new OutputCapture(this.options.maxOutputBytes);
       const stderr = new OutputCapture(this.options.maxOutputBytes);
       const started = clock.now();
@@ -98,7 +100,15 @@ export class E2BSandbox implements Sandbox {
       });
       let timedOut = false;
       let cancelled = false;
-      const stop = (): void => void handle.kill().catch(() => false);
+      let lastResort: NodeJS.Timeout | undefined;
+      const stop = (): void => {
+        // SIGTERM to `timeout` reaches the whole group; then SIGKILL the group. Killing only the
+        // process E2B knows (handle.kill) would orphan its children, so that is the last resort.
+        void api
+          .startCommand(`kill -TERM ${handle.pid} 2>/dev/null; sleep 2; kill -KILL -- -${handle.pid} 2>/dev/null; true`, { timeoutMs: 15_000 })
+          .catch(() => undefined);
+        lastResort ??= setTimeout(() => void handle.kill().catch(() => false), COMMAND_BACKSTOP_MS);
+      };
       const backstop = setTimeout(() => {
         timedOut = true;
         stop();
@@ -118,6 +128,7 @@ export class E2BSandbox implements Sandbox {
         else if (!timedOut && !cancelled) throw err;
       } finally {
         clearTimeout(backstop);
+        clearTimeout(lastResort);
         req.signal?.removeEventListener('abort', onAbort);
       }
       const durationMs = Math.round(clock.now() - started);

@@ -31,7 +31,7 @@ describe('an E2B sandbox', () => {
     const result = await sandbox.runCommand({ command: `echo 'it''s'`, cwd: 'src', env: { A: '1' }, timeoutMs: 30_000 });
     expect(result).toMatchObject({ exitCode: 3, timedOut: false, cancelled: false, stdout: { text: 'out\n' }, stderr: { text: 'err\n' } });
     const [started] = api.commands;
-    expect(started?.cmd).toBe(`timeout -k 2 30 bash -c ${shellQuote(`echo 'it''s'`)} < /dev/null; rc=$?; exit $rc`);
+    expect(started?.cmd).toBe(`exec timeout -k 2 30 bash -c ${shellQuote(`echo 'it''s'`)} < /dev/null`);
     expect(started?.opts).toMatchObject({ cwd: '/home/user/src', envs: { A: '1' } });
   });
 
@@ -41,7 +41,7 @@ describe('an E2B sandbox', () => {
     const stdinFile = [...api.files.keys()].find((p) => p.startsWith('/tmp/.mcp-stdin-'));
     expect(stdinFile).toBeDefined();
     expect(Buffer.from(api.files.get(stdinFile ?? '') ?? []).toString()).toBe('abc');
-    expect(api.commands[0]?.cmd).toContain(`< ${stdinFile}; rc=$?; rm -f ${stdinFile}; exit $rc`);
+    expect(api.commands[0]?.cmd).toBe(`exec timeout -k 2 5 bash -c ${shellQuote(`rm -f ${stdinFile}; cat`)} < ${stdinFile}`);
   });
 
   it('reports exit 124 after the deadline as a timeout', async () => {
@@ -54,7 +54,7 @@ describe('an E2B sandbox', () => {
     expect(result).toMatchObject({ timedOut: true, exitCode: null });
   });
 
-  it('kills the command when the call is cancelled', async () => {
+  it('stops the command and everything it started when the call is cancelled', async () => {
     const { api, sandbox } = setup();
     api.command = () => ({ hang: true });
     const abort = new AbortController();
@@ -62,7 +62,9 @@ describe('an E2B sandbox', () => {
     await new Promise((r) => setImmediate(r));
     abort.abort();
     await expect(running).resolves.toMatchObject({ cancelled: true, exitCode: null });
-    expect(api.killedPids).toEqual([1]);
+    // The command's whole process group is signalled from inside the sandbox, not just its first process.
+    expect(api.commands[1]?.cmd).toBe('kill -TERM 1 2>/dev/null; sleep 2; kill -KILL -- -1 2>/dev/null; true');
+    expect(api.terminatedPids).toEqual([1]);
   });
 
   it('returns charts as images, the last value as text, and exceptions with name, value and traceback', async () => {
