@@ -2,6 +2,7 @@
  * Environment → one frozen, validated Config. The only reader of the environment: `index.ts` and
  * `stdio.ts` pass `process.env` in, everything else gets the Config.
  */
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { isAbsolute } from 'node:path';
@@ -61,6 +62,12 @@ export interface Config {
   readonly auth: AuthConfig;
   /** MCP_SESSION_IDLE_TTL_S: a session unused this long is closed and its sandbox killed. @default 1800 */
   readonly sessionIdleTtlS: number;
+  /** MCP_SESSION_MAX_AGE_S: session ids (and sandbox handles) older than this are expired. @default 21600 */
+  readonly sessionMaxAgeS: number;
+  /** MCP_SESSION_SECRET (≥ 32 bytes) signs session ids and sandbox handles; random per process when unset. Never logged. */
+  readonly sessionSecret: string;
+  /** Whether the secret was configured (sessions can move between instances) or made up for this process. */
+  readonly sessionSecretSource: 'configured' | 'generated';
   /** MCP_MAX_SESSIONS: sessions one instance holds. @default 100 */
   readonly maxSessions: number;
   /** MCP_ALLOWED_ORIGINS (comma-separated, `*` for any); `undefined` means loopback origins only. */
@@ -142,6 +149,11 @@ export function loadConfig(env: Env): Config {
   const network = env.LOCAL_SANDBOX_NETWORK?.trim() || 'off';
   if (network !== 'on' && network !== 'off') problems.push(`LOCAL_SANDBOX_NETWORK must be on or off (got "${network}")`);
 
+  const secret = env.MCP_SESSION_SECRET === undefined || env.MCP_SESSION_SECRET === '' ? undefined : env.MCP_SESSION_SECRET;
+  if (secret !== undefined && Buffer.byteLength(secret) < 32) {
+    problems.push('MCP_SESSION_SECRET must be at least 32 bytes (e.g. openssl rand -base64 32); it is not shown here');
+  }
+
   const logLevel = env.LOG_LEVEL?.trim() || 'info';
   if (!isLogLevel(logLevel)) problems.push(`LOG_LEVEL must be debug, info, warn or error (got "${logLevel}")`);
 
@@ -151,6 +163,9 @@ export function loadConfig(env: Env): Config {
     onFc,
     auth,
     sessionIdleTtlS: int('MCP_SESSION_IDLE_TTL_S', 1800, 1, 86_400),
+    sessionMaxAgeS: int('MCP_SESSION_MAX_AGE_S', 21_600, 60, 30 * 86_400),
+    sessionSecret: secret ?? randomBytes(32).toString('base64url'),
+    sessionSecretSource: secret === undefined ? 'generated' : 'configured',
     maxSessions: int('MCP_MAX_SESSIONS', 100, 1, 100_000),
     allowedOrigins: env.MCP_ALLOWED_ORIGINS === undefined ? undefined : parseList(env.MCP_ALLOWED_ORIGINS),
     allowedHosts: env.MCP_ALLOWED_HOSTS === undefined ? undefined : parseList(env.MCP_ALLOWED_HOSTS).map((h) => h.toLowerCase()),

@@ -16,6 +16,7 @@ import { createLegacyLane } from './protocol/legacy-lane';
 import type { LegacySession } from './protocol/legacy-session';
 import { HTTP_PROTOCOL_VERSIONS } from './protocol/versions';
 import { createSandboxProvider } from './sandbox/create-provider';
+import { createSignedIdCodec } from './sessions/session-id';
 import { createMemorySessionStore } from './sessions/store';
 import { createToolCatalog } from './tools';
 import { SERVER_INFO } from './version';
@@ -37,6 +38,7 @@ function main(): void {
   const { provider, ready } = createSandboxProvider(config, logger);
   const lane = createLegacyLane({
     store: createMemorySessionStore<LegacySession>(config.sessionIdleTtlS * 1000),
+    ids: createSignedIdCodec(config.sessionSecret, config.sessionMaxAgeS * 1000),
     catalog: createToolCatalog(logger),
     provider,
     maxSessions: config.maxSessions,
@@ -90,8 +92,10 @@ function main(): void {
     logger.info('shutting down', { signal });
     server.close();
     server.closeAllConnections();
-    void lane
-      .closeAll('shutdown')
+    // With a configured secret the sessions can go on elsewhere (or here after a restart): keep their
+    // sandboxes. With a per-process secret nobody can come back to them: clean up.
+    const ending = config.sessionSecretSource === 'configured' ? lane.releaseAll() : lane.closeAll('shutdown');
+    void ending
       .then(() => logger.flush())
       .finally(() => process.exit(0));
   };
@@ -102,6 +106,9 @@ function main(): void {
 }
 
 function warnAboutAuth(config: Config, logger: Logger): void {
+  if (config.sessionSecretSource === 'generated') {
+    logger.warn('MCP_SESSION_SECRET is not set: session ids are signed with a key made for this process, so sessions cannot move to another instance or survive a restart');
+  }
   if (config.auth.mode === 'none') {
     logger.warn('auth is off: anyone who can reach this address can run commands in the sandbox', { host: config.host });
   } else if (config.auth.tokens.length === 0) {

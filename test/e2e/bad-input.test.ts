@@ -1,6 +1,7 @@
 /** Bad input gets a clear error, and the server keeps serving afterwards; the session cap and idle expiry. */
 import { ACCEPT_BOTH, initializeBody, postMcp, request } from '../support/http';
 import { authed, errorCodeOf, expectServing, messagesOf, openSession, rpc } from '../support/raw-session';
+import { pollUntil, processesWithCmdline } from '../support/processes';
 import { startServer, stopAllServers, type StartedServer } from '../support/server';
 
 const TOKEN = 'bad-input-token-0123456789abcdef';
@@ -139,22 +140,26 @@ describe('the session cap (MCP_MAX_SESSIONS=2)', () => {
     server = await startServer({ env: { MCP_AUTH_TOKENS: TOKEN, MCP_MAX_SESSIONS: '2' } });
   });
 
-  it('answers a third initialize with 503, Retry-After and a message naming MCP_MAX_SESSIONS, and admits one after a DELETE', async () => {
+  it('answers 503 with Retry-After naming MCP_MAX_SESSIONS when every session is busy, and admits one when a call ends', async () => {
     const first = await openSession(server.url, TOKEN);
-    await openSession(server.url, TOKEN);
+    const second = await openSession(server.url, TOKEN);
+    // Both sessions are mid-call: neither may be evicted.
+    const busy = [first, second].map((s, i) =>
+      postMcp(server.url, rpc('tools/call', 10 + i, { name: 'run_command', arguments: { command: 'sleep 2.5' } }), s.headers),
+    );
+    await pollUntil(() => processesWithCmdline('sleep 2.5').length, (n) => n >= 2, 5_000);
     const refused = await postMcp(server.url, initializeBody(), authed(TOKEN));
     expect(refused.status).toBe(503);
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
     expect(refused.headers.get('mcp-session-id')).toBeNull();
     expect(errorOf(refused)?.message).toContain('MCP_MAX_SESSIONS');
 
-    // The sessions already open keep working at the cap.
-    expect((await postMcp(server.url, rpc('ping', 3), first.headers)).status).toBe(200);
-
-    expect((await request(server.url, { method: 'DELETE', headers: first.headers })).status).toBe(200);
+    await Promise.all(busy);
     const admitted = await postMcp(server.url, initializeBody(), authed(TOKEN));
     expect(admitted.status).toBe(200);
     expect(admitted.headers.get('mcp-session-id')).toMatch(/^[\x21-\x7e]{22,}$/);
+    // The session evicted to make room comes back on its next request.
+    expect((await postMcp(server.url, rpc('ping', 3), first.headers)).status).toBe(200);
   });
 });
 
@@ -166,7 +171,6 @@ describe('idle expiry (MCP_SESSION_IDLE_TTL_S=1, MCP_MAX_SESSIONS=1)', () => {
 
   it('forgets a session idle for longer than the TTL: it answers 404, and it no longer counts against the cap', async () => {
     const idle = await openSession(server.url, TOKEN);
-    expect((await postMcp(server.url, initializeBody(), authed(TOKEN))).status).toBe(503);
 
     await new Promise((resolve) => setTimeout(resolve, 1_500)); // the one allowed wait: real idle time
 

@@ -53,6 +53,8 @@ export class StubSandbox implements E2BSandboxApi {
   /** Pids stopped by a `kill -TERM` command inside the sandbox (the whole group). */
   readonly terminatedPids: number[] = [];
   killed = false;
+  /** The metadata it was created with. */
+  metadata: Record<string, string> = {};
   /** Thrown by the next operation (then cleared). */
   failNext: Error | undefined;
   /** Thrown by every operation from now on. */
@@ -191,11 +193,30 @@ export class StubSdk implements E2BSdk {
 
   constructor(private readonly clock: Clock) {}
 
+  /** What `findByMetadata` was asked, and what the stub "E2B" knows: sandboxes by their metadata. */
+  readonly lookups: Array<Record<string, string>> = [];
+  readonly connects: string[] = [];
+
+  async findByMetadata(metadata: Record<string, string>): Promise<string[]> {
+    this.lookups.push(metadata);
+    return this.sandboxes
+      .filter((sandbox) => !sandbox.killed && Object.entries(metadata).every(([k, v]) => sandbox.metadata[k] === v))
+      .map((sandbox) => sandbox.sandboxId);
+  }
+
+  async connect(sandboxId: string): Promise<E2BSandboxApi> {
+    this.connects.push(sandboxId);
+    const sandbox = this.sandboxes.find((s) => s.sandboxId === sandboxId && !s.killed);
+    if (sandbox === undefined) throw new e2b.SandboxNotFoundError(`sandbox ${sandboxId} not found`);
+    return sandbox;
+  }
+
   async create(template: string, opts: E2BCreateOptions): Promise<E2BSandboxApi> {
     this.created.push({ template, opts, at: this.clock.now() });
     const failure = this.createFailures.shift();
     if (failure !== undefined) throw failure;
     const sandbox = new StubSandbox(`sbx-${this.sandboxes.length + 1}`);
+    sandbox.metadata = opts.metadata ?? {};
     this.onSandbox(sandbox);
     this.sandboxes.push(sandbox);
     return sandbox;

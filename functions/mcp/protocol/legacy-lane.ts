@@ -1,8 +1,9 @@
 /**
- * The 2025-era lane: one SDK server and sessionful transport per session, held in the session store.
- * This lane owns the `Mcp-Session-Id` lifecycle around the transport: it mints ids, finds sessions
- * (only for the credential that made them), enforces the cap, sweeps idle ones, and rejects batches
- * outside 2025-03-26. The SDK transport does the rest of Streamable HTTP.
+ * The 2025-era lane: one SDK server and sessionful transport per session, held in the session store
+ * (a cache). This lane owns the `Mcp-Session-Id` lifecycle around the transport: it mints signed ids,
+ * finds sessions (only for the credential that made them), rebuilds a session it does not hold from its
+ * verified id, evicts the least recently used idle session at the cap, sweeps idle ones, and rejects
+ * batches outside 2025-03-26. The SDK transport does the rest of Streamable HTTP.
  */
 import { isInitializeRequest } from '@modelcontextprotocol/server';
 
@@ -13,14 +14,17 @@ import { jsonRpcError, RPC } from '../http/json-rpc-error';
 import type { Logger } from '../log';
 import { createLazySandbox } from '../sandbox/lazy-sandbox';
 import type { SandboxProvider } from '../sandbox/types';
-import { mintSessionId, toSessionTag } from '../sessions/session-id';
+import { RecentSet } from '../sessions/recent-set';
+import { type SignedIdCodec, toSessionTag } from '../sessions/session-id';
 import type { SessionStore } from '../sessions/store';
 import type { ToolCatalog } from '../tools';
-import { type LegacySession, openLegacySession } from './legacy-session';
+import { type LegacySession, openLegacySession, primeRecoveredSession } from './legacy-session';
 import { BATCH_PROTOCOL_VERSION, HTTP_PROTOCOL_VERSIONS } from './versions';
 
 export interface LegacyLaneOptions {
   store: SessionStore<LegacySession>;
+  /** Signs and checks session ids (MCP_SESSION_SECRET). */
+  ids: SignedIdCodec;
   catalog: ToolCatalog;
   provider: SandboxProvider;
   /** MCP_MAX_SESSIONS. */
@@ -41,19 +45,28 @@ export interface LegacyLane {
   handle: FetchHandler;
   /** Closes every session and kills its sandbox. */
   closeAll(reason: string): Promise<void>;
+  /** Lets go of every session, keeping its sandbox for the session to come back to (on any instance). */
+  releaseAll(): Promise<void>;
   /** Sessions held, and how many of them have a running sandbox. */
   counts(): { sessions: number; sandboxes: number };
 }
 
 /** Seconds a client is told to wait when the server is at its session cap. */
 const CAPACITY_RETRY_AFTER_S = 30;
+/** Ended (deleted or expired) session ids this instance remembers, to answer them 404. */
+const ENDED_IDS_REMEMBERED = 10_000;
+/** The version a rebuilt session assumes when the request names none (FACTS.md §2). */
+const DEFAULT_RECOVERY_VERSION = '2025-03-26';
 
 /** Creates the 2025-era lane. */
 export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
   const { store, logger, now = Date.now } = options;
 
+  const ended = new RecentSet(ENDED_IDS_REMEMBERED);
+
   const close = async (session: LegacySession, reason: string): Promise<void> => {
     store.remove(session.id);
+    ended.add(session.tag);
     try {
       await session.close();
       logger.info('session closed', { session: session.tag, reason });
@@ -66,42 +79,87 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
     for (const session of store.takeExpired(now())) void close(session, 'idle_expired');
   };
 
-  const find = (id: string, ctx: RequestContext): LegacySession | undefined => {
-    const session = store.get(id, now());
-    // A session is bound to the credential that created it: for any other it does not exist.
-    return session !== undefined && session.principal === ctx.principal ? session : undefined;
+  /** Makes room for one more session: expired ones are already gone; then the least recently used idle one. */
+  const makeRoom = (ctx: RequestContext): boolean => {
+    if (store.size < options.maxSessions) return true;
+    const evicted = store.evictLeastRecent((session) => session.activeCalls() === 0);
+    if (evicted === undefined) return false;
+    // Safe: it comes back on its next request, with its sandbox (DESIGN.md rule 2).
+    void evicted.release().catch(() => undefined);
+    logger.info('session evicted', { session: evicted.tag, reason: 'cap', request_id: ctx.requestId });
+    return true;
   };
 
-  const open = (ctx: RequestContext): LegacySession => {
-    const id = mintSessionId();
+  const open = (ctx: RequestContext, id: string, key: string, resume: boolean): LegacySession => {
     const principal = ctx.principal ?? ANONYMOUS_PRINCIPAL;
-    const session = openLegacySession({
+    return openLegacySession({
       id,
       tag: toSessionTag(id),
       principal,
       nowMs: now(),
       catalog: options.catalog,
-      sandbox: createLazySandbox(options.provider, { sessionKey: id, principal }),
+      sandbox: createLazySandbox(options.provider, { sessionKey: key, principal }, { resume }),
       backendStatus: () => options.provider.status(),
       idleTtlMs: options.idleTtlMs,
       toolTimeoutMaxMs: options.toolTimeoutMaxMs,
       onInitialized: (s) => store.add(s),
       onDeleted: (s) => close(s, 'deleted'),
     });
+  };
+
+  /** Rebuilds a session this instance does not hold, from an id that verifies for this credential. */
+  const recover = async (id: string, req: Request, ctx: RequestContext): Promise<LegacySession | 'capacity' | undefined> => {
+    const principal = ctx.principal ?? ANONYMOUS_PRINCIPAL;
+    if (ended.has(toSessionTag(id))) return undefined;
+    const check = options.ids.verify('session', id, principal, now());
+    if (!check.ok) {
+      ctx.log.error_code = `session_${check.reason}`;
+      return undefined;
+    }
+    if (!makeRoom(ctx)) return 'capacity';
+    const header = req.headers.get('mcp-protocol-version');
+    const version = header !== null && HTTP_PROTOCOL_VERSIONS.includes(header) ? header : DEFAULT_RECOVERY_VERSION;
+    const session = open(ctx, id, check.key, true);
+    await primeRecoveredSession(session, version);
+    store.add(session);
+    logger.info('session recovered', { session: session.tag, protocol_version: version, request_id: ctx.requestId });
     return session;
+  };
+
+  const find = async (id: string, req: Request, ctx: RequestContext): Promise<LegacySession | Response> => {
+    const held = store.get(id, now());
+    if (held !== undefined) {
+      // A session is bound to the credential that created it: for any other it does not exist.
+      return held.principal === ctx.principal ? held : sessionNotFound(ctx);
+    }
+    const recovered = await recover(id, req, ctx);
+    if (recovered === 'capacity') return atCapacity(ctx, null);
+    return recovered ?? sessionNotFound(ctx);
+  };
+
+  const atCapacity = (ctx: RequestContext, id: string | number | null): Response => {
+    ctx.log.error_code = 'capacity';
+    logger.warn('session cap reached', { sessions: store.size, max_sessions: options.maxSessions });
+    return jsonRpcError({
+      status: 503,
+      code: RPC.SERVER_ERROR,
+      message: `Server at capacity: ${store.size} sessions are busy (MCP_MAX_SESSIONS=${options.maxSessions}). Retry in ${CAPACITY_RETRY_AFTER_S} s, or end unused sessions with DELETE.`,
+      headers: { 'retry-after': String(CAPACITY_RETRY_AFTER_S) },
+      id,
+    });
   };
 
   const deleteSession = async (req: Request, sessionId: string | null, ctx: RequestContext): Promise<Response> => {
     if (sessionId === null) return missingSessionId();
-    const session = find(sessionId, ctx);
-    if (session === undefined) return sessionNotFound(ctx);
+    const session = await find(sessionId, req, ctx);
+    if (session instanceof Response) return session;
     ctx.log.session = session.tag;
     return session.transport.handleRequest(req);
   };
 
   const forward = async (req: Request, sessionId: string, body: unknown, ctx: RequestContext): Promise<Response> => {
-    const session = find(sessionId, ctx);
-    if (session === undefined) return sessionNotFound(ctx);
+    const session = await find(sessionId, req, ctx);
+    if (session instanceof Response) return session;
     if (!isJsonRpcShaped(body)) return notJsonRpc();
     ctx.log.session = session.tag;
     const version = session.protocolVersion();
@@ -132,18 +190,9 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
       }
       return isJsonRpcShaped(body) ? missingSessionId() : notJsonRpc();
     }
-    if (store.size >= options.maxSessions) {
-      ctx.log.error_code = 'capacity';
-      logger.warn('session cap reached', { sessions: store.size, max_sessions: options.maxSessions });
-      return jsonRpcError({
-        status: 503,
-        code: RPC.SERVER_ERROR,
-        message: `Server at capacity: ${store.size} sessions are open (MCP_MAX_SESSIONS=${options.maxSessions}). Retry in ${CAPACITY_RETRY_AFTER_S} s, or end unused sessions with DELETE.`,
-        headers: { 'retry-after': String(CAPACITY_RETRY_AFTER_S) },
-        id: requestIdOf(body),
-      });
-    }
-    const session = open(ctx);
+    if (!makeRoom(ctx)) return atCapacity(ctx, requestIdOf(body));
+    const minted = options.ids.mint('session', ctx.principal ?? ANONYMOUS_PRINCIPAL, now());
+    const session = open(ctx, minted.id, minted.key, false);
     ctx.log.session = session.tag;
     await session.server.connect(session.transport);
     const res = await session.transport.handleRequest(req, { parsedBody: body });
@@ -167,6 +216,11 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
     handle,
     async closeAll(reason) {
       await Promise.all([...store.values()].map((session) => close(session, reason)));
+    },
+    async releaseAll() {
+      const sessions = [...store.values()];
+      for (const session of sessions) store.remove(session.id);
+      await Promise.all(sessions.map((session) => session.release().catch(() => undefined)));
     },
     counts() {
       let sandboxes = 0;

@@ -1,4 +1,12 @@
-/** One 2025-era session: its SDK server and sessionful transport, its lazy sandbox, and its owner. */
+/**
+ * One 2025-era session: its SDK server and sessionful transport, its lazy sandbox, and its owner.
+ *
+ * DESIGN.md rule 8, first option: one sessionful transport per session. A session this instance does not
+ * hold (its id verified, its sandbox tagged) is rebuilt with a fresh transport brought to the initialized
+ * state by a synthetic `initialize` at the client's protocol version. Chosen over stateless transports
+ * because it keeps the SDK's own session checks and SSE handling per session; issue 7's benchmark decides
+ * whether idle sessions should shed their SDK objects.
+ */
 import { type Server, WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/server';
 
 import type { LazySandbox } from '../sandbox/lazy-sandbox';
@@ -17,10 +25,14 @@ export interface LegacySession extends StoredSession {
   readonly server: Server;
   readonly transport: WebStandardStreamableHTTPServerTransport;
   readonly sandbox: LazySandbox;
+  /** Tool calls running now: a session is not evicted while one runs. */
+  readonly activeCalls: () => number;
   /** The version negotiated in `initialize`, once it has been answered. */
   protocolVersion(): string | undefined;
   /** Closes the transport and kills the sandbox. */
   close(): Promise<void>;
+  /** Closes the transport and lets go of the sandbox, which stays for the session to come back to. */
+  release(): Promise<void>;
 }
 
 export interface OpenLegacySessionOptions {
@@ -45,6 +57,7 @@ const DEFAULT_TOOL_TIMEOUT_MS = 60_000;
 /** Builds a session around a fresh transport whose id generator returns the pre-minted `id`. */
 export function openLegacySession(options: OpenLegacySessionOptions): LegacySession {
   const { id, sandbox, idleTtlMs, toolTimeoutMaxMs } = options;
+  let calls = 0;
   const transport = new WebStandardStreamableHTTPServerTransport({
     sessionIdGenerator: () => id,
     onsessioninitialized: () => options.onInitialized(session),
@@ -60,6 +73,14 @@ export function openLegacySession(options: OpenLegacySessionOptions): LegacySess
       signal: ctx.mcpReq.signal,
       timeoutMs: (requested) => Math.min(requested ?? DEFAULT_TOOL_TIMEOUT_MS, toolTimeoutMaxMs),
     }),
+    async trackCall(run) {
+      calls += 1;
+      try {
+        return await run();
+      } finally {
+        calls -= 1;
+      }
+    },
   });
   const session: LegacySession = {
     id,
@@ -69,11 +90,39 @@ export function openLegacySession(options: OpenLegacySessionOptions): LegacySess
     server,
     transport,
     sandbox,
+    activeCalls: () => calls,
     protocolVersion: () => server.getNegotiatedProtocolVersion(),
     async close() {
       await transport.close();
       await sandbox.kill();
     },
+    async release() {
+      await transport.close();
+      await sandbox.release();
+    },
   };
   return session;
+}
+
+/**
+ * Brings a rebuilt session's fresh transport and server to the initialized state at `protocolVersion`,
+ * as if the client's `initialize` had reached this instance. The answers are discarded.
+ */
+export async function primeRecoveredSession(session: LegacySession, protocolVersion: string): Promise<void> {
+  const post = (extra: Record<string, string> = {}): Request =>
+    new Request('http://localhost/mcp', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...extra },
+    });
+  const initialize = {
+    jsonrpc: '2.0',
+    id: 'mcp-session-recovery',
+    method: 'initialize',
+    params: { protocolVersion, capabilities: {}, clientInfo: { name: 'recovered-session', version: '0' } },
+  };
+  await session.server.connect(session.transport);
+  await (await session.transport.handleRequest(post(), { parsedBody: initialize })).text();
+  const initialized = { jsonrpc: '2.0', method: 'notifications/initialized' };
+  const sessionHeaders = { 'mcp-session-id': session.id, 'mcp-protocol-version': protocolVersion };
+  await (await session.transport.handleRequest(post(sessionHeaders), { parsedBody: initialized })).text();
 }

@@ -15,16 +15,18 @@ export interface ProtocolServerOptions {
   versions: readonly string[];
   /** The tool context for one call, built from the SDK's request context. */
   toolContext: (ctx: ServerContext) => ToolContext;
+  /** Wraps every tool call (the session counts calls in flight, so that it is not evicted mid-call). */
+  trackCall?: <T>(run: () => Promise<T>) => Promise<T>;
 }
 
 /** A low-level SDK server answering `tools/list` from the prebuilt catalog and `tools/call` through it. */
-export function createProtocolServer({ catalog, versions, toolContext }: ProtocolServerOptions): Server {
+export function createProtocolServer({ catalog, versions, toolContext, trackCall = (run) => run() }: ProtocolServerOptions): Server {
   const server = new Server(SERVER_INFO, {
     capabilities: { tools: {} },
     instructions: INSTRUCTIONS,
     supportedProtocolVersions: [...versions],
   });
   server.setRequestHandler('tools/list', () => ({ tools: [...catalog.list] }));
-  server.setRequestHandler('tools/call', (request, ctx) => catalog.call(request.params.name, request.params.arguments, toolContext(ctx)));
+  server.setRequestHandler('tools/call', (request, ctx) => trackCall(() => catalog.call(request.params.name, request.params.arguments, toolContext(ctx))));
   return server;
 }

@@ -1,20 +1,46 @@
-/** A session's sandbox, created on first use; concurrent first uses share one creation. */
+/** A session's sandbox, created (or re-attached) on first use; concurrent first uses share one attempt. */
 import type { Sandbox, SandboxOwner, SandboxProvider } from './types';
 
 /** The handle tools get: the sandbox, created when a tool first needs it. */
 export interface LazySandbox {
-  /** The sandbox, creating it if needed. */
+  /** The sandbox, creating (or re-attaching) it if needed. */
   get(): Promise<Sandbox>;
   /** The sandbox if it exists, without creating it. */
   current(): Sandbox | undefined;
   /** Kills the sandbox (if any); the next `get()` creates a fresh one. */
   kill(): Promise<void>;
+  /** Lets go of the sandbox without destroying it (eviction, shutdown). */
+  release(): Promise<void>;
+  /** A note for the next tool result (e.g. that an earlier sandbox was not found), once. */
+  takeNotice(): string | undefined;
 }
 
+export interface LazySandboxOptions {
+  /** The session existed before (recovered from its signed id): look for its sandbox before creating one. */
+  resume?: boolean;
+}
+
+/** The note a recovered session gets when its earlier sandbox is gone. */
+export const FRESH_SANDBOX_NOTICE =
+  'Note: no earlier sandbox of this session was found (it expired, or lived on a server instance that is gone), so this is a fresh sandbox: files and state from before are gone.';
+
 /** Creates the lazy sandbox of `owner`. A sandbox found gone is replaced by a fresh one on the next `get()`. */
-export function createLazySandbox(provider: SandboxProvider, owner: SandboxOwner): LazySandbox {
+export function createLazySandbox(provider: SandboxProvider, owner: SandboxOwner, options: LazySandboxOptions = {}): LazySandbox {
   let sandbox: Sandbox | undefined;
   let creating: Promise<Sandbox> | undefined;
+  let resume = options.resume === true;
+  let notice: string | undefined;
+
+  const obtain = async (): Promise<Sandbox> => {
+    if (resume) {
+      resume = false;
+      const attached = await provider.attach(owner);
+      if (attached !== undefined) return attached;
+      notice = FRESH_SANDBOX_NOTICE;
+    }
+    return provider.create(owner);
+  };
+
   return {
     get() {
       if (sandbox?.isGone() === true) {
@@ -23,7 +49,7 @@ export function createLazySandbox(provider: SandboxProvider, owner: SandboxOwner
         sandbox = undefined;
       }
       if (sandbox !== undefined) return Promise.resolve(sandbox);
-      creating ??= provider.create(owner).then(
+      creating ??= obtain().then(
         (created) => {
           sandbox = created;
           creating = undefined;
@@ -38,11 +64,25 @@ export function createLazySandbox(provider: SandboxProvider, owner: SandboxOwner
     },
     current: () => (sandbox?.isGone() === true ? undefined : sandbox),
     async kill() {
-      const pending = creating;
+      let existing = sandbox ?? (await creating?.catch(() => undefined));
+      // A recovered session that has not touched its sandbox yet still owns one to kill.
+      if (existing === undefined && resume) existing = await provider.attach(owner).catch(() => undefined);
+      resume = false;
       creating = undefined;
-      const existing = sandbox ?? (await pending?.catch(() => undefined));
       sandbox = undefined;
       await existing?.kill();
+    },
+    async release() {
+      const existing = sandbox ?? (await creating?.catch(() => undefined));
+      creating = undefined;
+      sandbox = undefined;
+      resume = true;
+      await existing?.release();
+    },
+    takeNotice() {
+      const taken = notice;
+      notice = undefined;
+      return taken;
     },
   };
 }

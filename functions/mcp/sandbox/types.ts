@@ -121,6 +121,11 @@ export interface Sandbox {
   listFiles(req: ListFilesRequest): Promise<ListFilesResult>;
   /** Stops every process and deletes the sandbox with its files. */
   kill(): Promise<void>;
+  /**
+   * Lets go of the sandbox without destroying its files (eviction, shutdown): another instance, or this
+   * one later, re-attaches it. Processes may be stopped (local) or left running (E2B, until the lease ends).
+   */
+  release(): Promise<void>;
 }
 
 /** What `/health` says about the backend. */
@@ -143,6 +148,8 @@ export interface SandboxOwner {
 /** Creates sandboxes; one per process. */
 export interface SandboxProvider {
   status(): BackendStatus;
-  /** Creates (or, for a key seen before, re-attaches) the sandbox of `owner`. */
+  /** Creates the sandbox of `owner` (a new one, or the local workspace of a key seen before). */
   create(owner: SandboxOwner): Promise<Sandbox>;
+  /** Finds the existing sandbox of `owner` by its tag and re-attaches it; `undefined` when there is none. */
+  attach(owner: SandboxOwner): Promise<Sandbox | undefined>;
 }

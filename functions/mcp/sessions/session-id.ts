@@ -1,17 +1,52 @@
-/** Session ids: minted by the server, ≥ 128 random bits, visible ASCII only. */
-import { createHash, randomBytes } from 'node:crypto';
+/**
+ * Signed ids: `<128 random bits>.<issued, base36 seconds>.<HMAC>`, visible ASCII. The HMAC covers the
+ * random part, the issue time, a purpose (session id or sandbox handle) and the principal, so any
+ * instance with the same MCP_SESSION_SECRET can tell a real id from a forged one, and an id is only
+ * valid with the credential it was issued to (DESIGN.md rules 1, 2 and 4).
+ */
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 
-/** A new session id: 192 random bits as base64url (32 characters). */
-export function mintSessionId(): string {
-  return randomBytes(24).toString('base64url');
+/** What a signed id is for; ids of one purpose are never valid as the other. */
+export type SignedIdPurpose = 'session' | 'sandbox';
+
+export type SignedIdCheck = { ok: true; key: string; issuedAtMs: number } | { ok: false; reason: 'malformed' | 'bad_signature' | 'expired' };
+
+/** Mints and checks signed ids. */
+export interface SignedIdCodec {
+  /** A new id for `principal`, and its key (the random part, which names the sandbox). */
+  mint(purpose: SignedIdPurpose, principal: string, nowMs: number): { id: string; key: string };
+  /** Checks an id presented with `principal`; `key` is its random part (names the sandbox). */
+  verify(purpose: SignedIdPurpose, id: string, principal: string, nowMs: number): SignedIdCheck;
+}
+
+const ID_PATTERN = /^([A-Za-z0-9_-]{22})\.([0-9a-z]{1,10})\.([A-Za-z0-9_-]{22})$/;
+
+/**
+ * Creates the codec. `secret` is MCP_SESSION_SECRET (≥ 32 bytes); `maxAgeMs` is MCP_SESSION_MAX_AGE_S.
+ */
+export function createSignedIdCodec(secret: string, maxAgeMs: number): SignedIdCodec {
+  const sign = (purpose: SignedIdPurpose, random: string, issued: string, principal: string): string =>
+    createHmac('sha256', secret).update(`mcp-${purpose}-v1\n${random}\n${issued}\n${principal}`).digest('base64url').slice(0, 22);
+  return {
+    mint(purpose, principal, nowMs) {
+      const random = randomBytes(16).toString('base64url');
+      const issued = Math.floor(nowMs / 1000).toString(36);
+      return { id: `${random}.${issued}.${sign(purpose, random, issued, principal)}`, key: random };
+    },
+    verify(purpose, id, principal, nowMs) {
+      const match = ID_PATTERN.exec(id);
+      if (match === null) return { ok: false, reason: 'malformed' };
+      const [, random = '', issued = '', mac = ''] = match;
+      const expected = Buffer.from(sign(purpose, random, issued, principal));
+      if (!timingSafeEqual(expected, Buffer.from(mac))) return { ok: false, reason: 'bad_signature' };
+      const issuedAtMs = parseInt(issued, 36) * 1000;
+      if (!Number.isFinite(issuedAtMs) || nowMs - issuedAtMs > maxAgeMs || issuedAtMs - nowMs > 60_000) return { ok: false, reason: 'expired' };
+      return { ok: true, key: random, issuedAtMs };
+    },
+  };
 }
 
 /** A short, non-reversible tag of a session id for logs and metrics; never the id itself. */
 export function toSessionTag(id: string): string {
   return createHash('sha256').update(`mcp-session:${id}`).digest('hex').slice(0, 12);
-}
-
-/** True when `value` could be a session id at all (visible ASCII, bounded length). */
-export function isWellFormedSessionId(value: string): boolean {
-  return value.length > 0 && value.length <= 256 && /^[\x21-\x7e]+$/.test(value);
 }

@@ -57,16 +57,21 @@ export function createToolCatalog(logger: Logger, tools: readonly ToolDefinition
       if (!parsed.success) {
         throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Invalid arguments for ${name}: ${z.prettifyError(parsed.error)}`);
       }
+      // A note about the sandbox itself (e.g. a fresh one replaced a lost one) leads the next result.
+      const withNotice = (text: string): string => {
+        const notice = ctx.sandbox.takeNotice();
+        return notice === undefined ? text : `${notice}\n\n${text}`;
+      };
       try {
         const outcome = await tool.run(parsed.data, ctx);
         return {
-          content: [{ type: 'text', text: outcome.text }, ...(outcome.images ?? [])],
+          content: [{ type: 'text', text: withNotice(outcome.text) }, ...(outcome.images ?? [])],
           structuredContent: outcome.structured as Record<string, unknown>,
           ...(outcome.isError === true && { isError: true }),
         };
       } catch (err: unknown) {
         if (isAppError(err)) {
-          return { content: [{ type: 'text', text: err.message }], isError: true };
+          return { content: [{ type: 'text', text: withNotice(err.message) }], isError: true };
         }
         logger.error('tool failed unexpectedly', {
           tool: name,

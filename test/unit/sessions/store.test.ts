@@ -1,5 +1,5 @@
 import { createMemorySessionStore, type StoredSession } from '../../../functions/mcp/sessions/store';
-import { isWellFormedSessionId, mintSessionId, toSessionTag } from '../../../functions/mcp/sessions/session-id';
+import { createSignedIdCodec, toSessionTag } from '../../../functions/mcp/sessions/session-id';
 
 const session = (id: string, lastUsedMs: number): StoredSession => ({ id, lastUsedMs });
 
@@ -30,6 +30,16 @@ describe('the memory session store', () => {
     expect([...store.values()].map((s) => s.id)).toEqual(['old']);
   });
 
+  it('evicts the least recently used session that may go', () => {
+    const store = createMemorySessionStore(1000);
+    store.add(session('busy', 0));
+    store.add(session('idle', 10));
+    store.add(session('newest', 20));
+    expect(store.evictLeastRecent((s) => s.id !== 'busy')?.id).toBe('idle');
+    expect([...store.values()].map((s) => s.id)).toEqual(['busy', 'newest']);
+    expect(store.evictLeastRecent(() => false)).toBeUndefined();
+  });
+
   it('removes a session on request', () => {
     const store = createMemorySessionStore(1000);
     store.add(session('a', 0));
@@ -39,18 +49,38 @@ describe('the memory session store', () => {
   });
 });
 
-describe('session ids', () => {
-  it('are 192 random bits of visible ASCII, never repeated', () => {
-    const ids = new Set(Array.from({ length: 1000 }, mintSessionId));
+describe('signed session ids', () => {
+  const SECRET = 'a-session-secret-of-at-least-32-bytes!!';
+  const codec = createSignedIdCodec(SECRET, 3_600_000);
+  const NOW = 1_800_000_000_000;
+
+  it('carry 128 random bits, the issue time and an HMAC, in visible ASCII, never repeated', () => {
+    const ids = new Set(Array.from({ length: 1000 }, () => codec.mint('session', 'p', NOW).id));
     expect(ids.size).toBe(1000);
-    for (const id of ids) {
-      expect(id).toMatch(/^[A-Za-z0-9_-]{32}$/);
-      expect(isWellFormedSessionId(id)).toBe(true);
-    }
+    for (const id of ids) expect(id).toMatch(/^[A-Za-z0-9_-]{22}\.[0-9a-z]+\.[A-Za-z0-9_-]{22}$/);
+  });
+
+  it('verify on any instance with the same secret, and return the key that names the sandbox', () => {
+    const { id, key } = codec.mint('session', 'p', NOW);
+    expect(createSignedIdCodec(SECRET, 3_600_000).verify('session', id, 'p', NOW + 1000)).toEqual({ ok: true, key, issuedAtMs: Math.floor(NOW / 1000) * 1000 });
+    expect(id.startsWith(key)).toBe(true);
+  });
+
+  it('refuse forged, tampered, foreign, expired and cross-purpose ids', () => {
+    const { id } = codec.mint('session', 'p', NOW);
+    const [random, issued, mac] = id.split('.');
+    const flip = (text: string): string => (text.startsWith('A') ? `B${text.slice(1)}` : `A${text.slice(1)}`);
+    expect(codec.verify('session', `${random}.${issued}.${flip(mac ?? '')}`, 'p', NOW)).toEqual({ ok: false, reason: 'bad_signature' });
+    expect(codec.verify('session', `${flip(random ?? '')}.${issued}.${mac}`, 'p', NOW)).toEqual({ ok: false, reason: 'bad_signature' });
+    expect(codec.verify('session', id, 'another-principal', NOW)).toEqual({ ok: false, reason: 'bad_signature' });
+    expect(createSignedIdCodec('another-secret-of-at-least-32-bytes!!!', 3_600_000).verify('session', id, 'p', NOW)).toMatchObject({ ok: false });
+    expect(codec.verify('sandbox', id, 'p', NOW)).toEqual({ ok: false, reason: 'bad_signature' });
+    expect(codec.verify('session', id, 'p', NOW + 3_601_000)).toEqual({ ok: false, reason: 'expired' });
+    expect(codec.verify('session', 'not-an-id', 'p', NOW)).toEqual({ ok: false, reason: 'malformed' });
   });
 
   it('are logged only as a short tag', () => {
-    const id = mintSessionId();
+    const { id } = codec.mint('session', 'p', NOW);
     expect(toSessionTag(id)).toMatch(/^[0-9a-f]{12}$/);
     expect(id).not.toContain(toSessionTag(id));
   });

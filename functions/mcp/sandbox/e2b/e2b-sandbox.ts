@@ -246,6 +246,11 @@ export class E2BSandbox implements Sandbox {
     });
   }
 
+  /** Lets go: the microVM keeps running until its lease ends, for this session to re-attach. */
+  async release(): Promise<void> {
+    this.gone = true;
+  }
+
   /** Kills the microVM; also after it was found gone, in case only the path to it failed. */
   async kill(): Promise<void> {
     if (this.killed) return;

@@ -9,7 +9,7 @@ import type { BackendStatus, Sandbox, SandboxOwner, SandboxProvider } from '../t
 import { E2BSandbox } from './e2b-sandbox';
 import { toE2BAppError } from './errors';
 import { type Clock, createRateGate, retryWithBackoff, type RetryOptions, SYSTEM_CLOCK } from './retry';
-import { type E2BSdk, loadE2BSdk } from './sdk';
+import { type E2BSandboxApi, type E2BSdk, loadE2BSdk } from './sdk';
 
 export interface E2BProviderOptions {
   config: E2BConfig;
@@ -41,6 +41,11 @@ export function createE2BSandboxProvider(options: E2BProviderOptions): SandboxPr
   const gate = createRateGate(config.maxCreatesPerS, clock);
   let sdk: Promise<E2BSdk> | undefined;
 
+  const connection = { apiKey: config.apiKey, domain: config.domain, apiUrl: config.apiUrl, requestTimeoutMs: API_REQUEST_TIMEOUT_MS };
+  const wrap = (api: E2BSandboxApi, errors: E2BSdk['errors']): Sandbox =>
+    new E2BSandbox({ api, errors, template: config.template, apiKey: config.apiKey, leaseMs, renewEveryMs, maxOutputBytes, clock });
+  const tagsOf = ({ sessionKey, principal }: SandboxOwner): Record<string, string> => ({ mcp_session: toTag(sessionKey), mcp_owner: toTag(principal) });
+
   return {
     status(): BackendStatus {
       return {
@@ -59,31 +64,42 @@ export function createE2BSandboxProvider(options: E2BProviderOptions): SandboxPr
           async () => {
             await gate.acquire();
             return loaded.create(config.template, {
-              apiKey: config.apiKey,
-              domain: config.domain,
-              apiUrl: config.apiUrl,
+              ...connection,
               timeoutMs: leaseMs,
-              requestTimeoutMs: API_REQUEST_TIMEOUT_MS,
               // One retry policy, ours: backoff with jitter within a bounded time.
               retries: 0,
-              metadata: {
-                mcp_session: toTag(sessionKey),
-                mcp_owner: toTag(principal),
-                mcp_server: SERVER_INFO.name,
-                mcp_version: SERVER_INFO.version,
-              },
+              metadata: { ...tagsOf({ sessionKey, principal }), mcp_server: SERVER_INFO.name, mcp_version: SERVER_INFO.version },
             });
           },
           (err) => err instanceof loaded.errors.RateLimitError,
           { clock, ...options.retry },
         );
         logger.info('sandbox created', { backend: 'e2b', sandbox: api.sandboxId, duration_ms: Math.round(clock.now() - started) });
-        return new E2BSandbox({ api, errors: loaded.errors, template: config.template, apiKey: config.apiKey, leaseMs, renewEveryMs, maxOutputBytes, clock });
+        return wrap(api, loaded.errors);
       } catch (err: unknown) {
         if (err instanceof loaded.errors.SandboxError && err.statusCode === 404) {
           throw new AppError('sandbox_error', `E2B has no template "${config.template}" for this account; check E2B_TEMPLATE (and E2B_DOMAIN for Alibaba Cloud).`, { cause: err });
         }
         throw toE2BAppError(err, loaded.errors, { operation: 'creating the sandbox', template: config.template, apiKey: config.apiKey });
+      }
+    },
+    async attach(owner: SandboxOwner): Promise<Sandbox | undefined> {
+      sdk ??= loadSdk();
+      const loaded = await sdk;
+      try {
+        const [found] = await retryWithBackoff(
+          () => loaded.findByMetadata(tagsOf(owner), { ...connection, retries: 0 }),
+          (err) => err instanceof loaded.errors.RateLimitError,
+          { clock, ...options.retry },
+        );
+        if (found === undefined) return undefined;
+        // Connecting also renews the lease (and resumes a paused sandbox).
+        const api = await loaded.connect(found, { ...connection, timeoutMs: leaseMs });
+        logger.info('sandbox re-attached', { backend: 'e2b', sandbox: found });
+        return wrap(api, loaded.errors);
+      } catch (err: unknown) {
+        if (err instanceof loaded.errors.SandboxNotFoundError || err instanceof loaded.errors.NotFoundError) return undefined;
+        throw toE2BAppError(err, loaded.errors, { operation: 're-attaching the sandbox', template: config.template, apiKey: config.apiKey });
       }
     },
   };

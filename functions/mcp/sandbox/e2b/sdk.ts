@@ -3,8 +3,8 @@
  * breaks the build (and the tests' stub), not production. The SDK itself is loaded on first use only:
  * it costs ~80 ms of start-up, off the path to the first `initialize` answer.
  */
-import type { Execution, RunCodeOpts, RunCodeLanguage } from '@e2b/code-interpreter';
-import type { CommandHandle, CommandStartOpts, EntryInfo, SandboxOpts } from 'e2b';
+import type { Sandbox as CodeInterpreterSandbox, Execution, RunCodeOpts, RunCodeLanguage } from '@e2b/code-interpreter';
+import type { CommandHandle, CommandStartOpts, ConnectionOpts, EntryInfo, SandboxConnectOpts, SandboxOpts } from 'e2b';
 
 /** A running E2B sandbox, as the backend uses it. */
 export interface E2BSandboxApi {
@@ -27,6 +27,10 @@ export type E2BCreateOptions = SandboxOpts;
 /** The SDK entry points the backend needs, plus the error classes it maps. */
 export interface E2BSdk {
   create(template: string, opts: E2BCreateOptions): Promise<E2BSandboxApi>;
+  /** Ids of running or paused sandboxes whose metadata includes all of `metadata`. */
+  findByMetadata(metadata: Record<string, string>, opts: ConnectionOpts): Promise<string[]>;
+  /** Re-attaches a sandbox by id (resuming a paused one). */
+  connect(sandboxId: string, opts: SandboxConnectOpts): Promise<E2BSandboxApi>;
   readonly errors: E2BErrorClasses;
 }
 
@@ -50,22 +54,25 @@ export type E2BErrorClasses = Pick<
 /** Loads the real SDK (once) and adapts its sandbox objects. */
 export async function loadE2BSdk(): Promise<E2BSdk> {
   const [e2b, codeInterpreter] = await Promise.all([import('e2b'), import('@e2b/code-interpreter')]);
+  const adapt = (sandbox: CodeInterpreterSandbox): E2BSandboxApi => ({
+    sandboxId: sandbox.sandboxId,
+    runCode: (code, runOpts) => sandbox.runCode(code, runOpts),
+    startCommand: (cmd, cmdOpts) => sandbox.commands.run(cmd, { ...cmdOpts, background: true }),
+    readFile: (path) => sandbox.files.read(path, { format: 'bytes' }),
+    writeFile: (path, data) => sandbox.files.write(path, data),
+    listFiles: (path, depth) => sandbox.files.list(path, { depth }),
+    getInfo: (path) => sandbox.files.getInfo(path),
+    exists: (path) => sandbox.files.exists(path),
+    setTimeout: (timeoutMs) => sandbox.setTimeout(timeoutMs),
+    kill: () => sandbox.kill(),
+  });
   return {
-    async create(template, opts) {
-      const sandbox = await codeInterpreter.Sandbox.create(template, opts);
-      return {
-        sandboxId: sandbox.sandboxId,
-        runCode: (code, runOpts) => sandbox.runCode(code, runOpts),
-        startCommand: (cmd, cmdOpts) => sandbox.commands.run(cmd, { ...cmdOpts, background: true }),
-        readFile: (path) => sandbox.files.read(path, { format: 'bytes' }),
-        writeFile: (path, data) => sandbox.files.write(path, data),
-        listFiles: (path, depth) => sandbox.files.list(path, { depth }),
-        getInfo: (path) => sandbox.files.getInfo(path),
-        exists: (path) => sandbox.files.exists(path),
-        setTimeout: (timeoutMs) => sandbox.setTimeout(timeoutMs),
-        kill: () => sandbox.kill(),
-      };
+    create: async (template, opts) => adapt(await codeInterpreter.Sandbox.create(template, opts)),
+    async findByMetadata(metadata, opts) {
+      const page = await codeInterpreter.Sandbox.list({ ...opts, query: { metadata, state: ['running', 'paused'] } }).nextItems();
+      return page.map((info) => info.sandboxId);
     },
+    connect: async (sandboxId, opts) => adapt(await codeInterpreter.Sandbox.connect(sandboxId, opts)),
     errors: e2b,
   };
 }

@@ -36,6 +36,8 @@ export interface LocalSandboxOptions {
   python: string;
   /** Bytes kept per output stream. */
   maxOutputBytes: number;
+  /** The workspace was re-attached (the session moved or the server restarted): the interpreter starts fresh. */
+  resumed: boolean;
 }
 
 /** Interpreters for the stateless languages: program name and file extension. */
@@ -52,9 +54,12 @@ export class LocalSandbox implements Sandbox {
   private readonly createdAt = new Date().toISOString();
   private readonly lifetime = new AbortController();
   private kernel: Promise<PythonKernel> | undefined;
+  /** Set until the first Python run after a re-attach, which then reports the earlier state as lost. */
+  private stateLostOnResume: boolean;
 
   constructor(private readonly options: LocalSandboxOptions) {
     this.id = options.id;
+    this.stateLostOnResume = options.resumed;
   }
 
   info(): SandboxInfo {
@@ -99,6 +104,10 @@ export class LocalSandbox implements Sandbox {
         onOutput: req.onOutput,
       });
       if (result.stateLost) this.kernel = undefined;
+      if (this.stateLostOnResume) {
+        this.stateLostOnResume = false;
+        return { ...result, stateLost: true };
+      }
       return result;
     }
     return this.runScript(req);
@@ -120,6 +129,16 @@ export class LocalSandbox implements Sandbox {
   }
 
   async kill(): Promise<void> {
+    await this.stopProcesses();
+    await removeWorkspace(this.options.workspace);
+  }
+
+  /** Stops every process and keeps the files: the workspace is re-attached by its session later. */
+  async release(): Promise<void> {
+    await this.stopProcesses();
+  }
+
+  private async stopProcesses(): Promise<void> {
     if (this.lifetime.signal.aborted) return;
     this.lifetime.abort();
     const kernel = this.kernel;
@@ -127,7 +146,6 @@ export class LocalSandbox implements Sandbox {
     await kernel?.then((k) => k.kill()).catch(() => undefined);
     const owner = this.options.workspace.owner;
     if (owner !== undefined) await killUserProcesses(owner.uid);
-    await removeWorkspace(this.options.workspace);
   }
 
   private assertAlive(): void {

@@ -1,6 +1,6 @@
 /** The local backend: workspaces under LOCAL_SANDBOX_ROOT, isolated with bubblewrap where it works. */
 import { stat } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { dirname, join } from 'node:path';
 
 import type { LocalSandboxConfig } from '../../config';
 import { AppError } from '../../errors';
@@ -73,41 +73,51 @@ export function createLocalSandboxProvider({
     return probe;
   };
 
+  const open = async (sessionKey: string, resumed: boolean): Promise<Sandbox> => {
+    await ready();
+    if (config.isolation === 'bwrap' && isolation !== 'bwrap') {
+      throw new AppError('sandbox_error', `LOCAL_SANDBOX_ISOLATION=bwrap but bubblewrap does not work here (${detail}).`);
+    }
+    if (rootProblem !== undefined) {
+      throw new AppError('sandbox_error', `The sandbox users cannot enter ${rootProblem}: run chmod o+x on it (LOCAL_SANDBOX_ROOT and its parents must be searchable).`);
+    }
+    const mode = isolation === 'bwrap' ? 'bwrap' : 'none';
+    const uid = toSandboxUid(sessionKey);
+    const workspace = await createWorkspace({
+      root: config.root,
+      sessionKey,
+      virtualHome: mode === 'bwrap',
+      owner: dropPrivileges ? { uid, gid: uid } : undefined,
+    }).catch((err: unknown) => {
+      throw new AppError('sandbox_error', `Could not create the sandbox workspace under LOCAL_SANDBOX_ROOT (${config.root}).`, { cause: err });
+    });
+    return new LocalSandbox({
+      id: `local-${toWorkspaceName(sessionKey).slice(-16)}`,
+      workspace,
+      isolation: mode,
+      tools,
+      limits,
+      allowNetwork: config.allowNetwork,
+      hiddenPaths,
+      python: config.python,
+      maxOutputBytes,
+      resumed,
+    });
+  };
+
   return {
     ready,
     status(): BackendStatus {
       const usable = isolation !== undefined && rootProblem === undefined && !(config.isolation === 'bwrap' && isolation !== 'bwrap');
       return { backend: 'local', ready: usable, isolation: isolation ?? 'probing', detail };
     },
-    async create({ sessionKey }: SandboxOwner): Promise<Sandbox> {
-      await ready();
-      if (config.isolation === 'bwrap' && isolation !== 'bwrap') {
-        throw new AppError('sandbox_error', `LOCAL_SANDBOX_ISOLATION=bwrap but bubblewrap does not work here (${detail}).`);
-      }
-      if (rootProblem !== undefined) {
-        throw new AppError('sandbox_error', `The sandbox users cannot enter ${rootProblem}: run chmod o+x on it (LOCAL_SANDBOX_ROOT and its parents must be searchable).`);
-      }
-      const mode = isolation === 'bwrap' ? 'bwrap' : 'none';
-      const uid = toSandboxUid(sessionKey);
-      const workspace = await createWorkspace({
-        root: config.root,
-        sessionKey,
-        virtualHome: mode === 'bwrap',
-        owner: dropPrivileges ? { uid, gid: uid } : undefined,
-      }).catch((err: unknown) => {
-        throw new AppError('sandbox_error', `Could not create the sandbox workspace under LOCAL_SANDBOX_ROOT (${config.root}).`, { cause: err });
-      });
-      return new LocalSandbox({
-        id: `local-${toWorkspaceName(sessionKey).slice(-16)}`,
-        workspace,
-        isolation: mode,
-        tools,
-        limits,
-        allowNetwork: config.allowNetwork,
-        hiddenPaths,
-        python: config.python,
-        maxOutputBytes,
-      });
+    create: ({ sessionKey }: SandboxOwner) => open(sessionKey, false),
+    async attach({ sessionKey }: SandboxOwner): Promise<Sandbox | undefined> {
+      const exists = await stat(join(config.root, toWorkspaceName(sessionKey))).then(
+        (info) => info.isDirectory(),
+        () => false,
+      );
+      return exists ? open(sessionKey, true) : undefined;
     },
   };
 }
