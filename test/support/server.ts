@@ -33,19 +33,30 @@ export interface StartServerOptions {
   bundle?: string;
   /** Working directory of the process. */
   cwd?: string;
+  /** Reuse this LOCAL_SANDBOX_ROOT (kept on stop; the caller owns it). @default a fresh temp dir */
+  sandboxRoot?: string;
+  /** Listen on this port. @default a free one (PORT=0) */
+  port?: number;
+}
+
+/** A fresh LOCAL_SANDBOX_ROOT that sandbox users can pass through. */
+export function makeSandboxRoot(): string {
+  const root = mkdtempSync(join(tmpdir(), 'mcp-test-root-'));
+  // Sandbox processes run as their own users: they must be able to pass through the root.
+  chmodSync(root, 0o711);
+  return root;
 }
 
 const running = new Set<StartedServer>();
 
 /** Starts a server; resolves once it logged `listening`. */
 export async function startServer(options: StartServerOptions = {}): Promise<StartedServer> {
-  const sandboxRoot = mkdtempSync(join(tmpdir(), 'mcp-test-root-'));
-  // Sandbox processes run as their own users: they must be able to pass through the root.
-  chmodSync(sandboxRoot, 0o711);
+  const ownsRoot = options.sandboxRoot === undefined;
+  const sandboxRoot = options.sandboxRoot ?? makeSandboxRoot();
   const env: Record<string, string> = {
     PATH: process.env.PATH ?? '/usr/bin:/bin',
     HOME: process.env.HOME ?? '/tmp',
-    PORT: '0',
+    PORT: String(options.port ?? 0),
     LOCAL_SANDBOX_ROOT: sandboxRoot,
     LOG_LEVEL: 'info',
     ...options.env,
@@ -96,11 +107,25 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sta
         await exited;
         clearTimeout(timer);
       }
-      rmSync(sandboxRoot, { recursive: true, force: true });
+      if (ownsRoot) rmSync(sandboxRoot, { recursive: true, force: true });
     },
   };
   running.add(server);
   return server;
+}
+
+/** A port that was free a moment ago (for tests that restart a server on the same address). */
+export async function findFreePort(): Promise<number> {
+  const { createServer } = await import('node:net');
+  return new Promise((resolvePort, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const address = probe.address();
+      const port = typeof address === 'object' && address !== null ? address.port : 0;
+      probe.close(() => resolvePort(port));
+    });
+  });
 }
 
 /** Stops every server still running (registered in each e2e file's afterAll/afterEach). */

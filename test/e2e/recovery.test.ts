@@ -1,0 +1,122 @@
+/**
+ * Sessions survive instance loss on the local backend (DESIGN.md rule 2): a restart with the same
+ * secret, two instances without affinity, eviction at the cap. And ids that are not genuine are 404.
+ */
+import { rmSync } from 'node:fs';
+
+import { createSignedIdCodec } from '../../functions/mcp/sessions/session-id';
+import { toPrincipal } from '../../functions/mcp/http/auth';
+import { connectClient, textOf } from '../support/clients';
+import { initializeBody, postMcp } from '../support/http';
+import { startRoundRobinProxy } from '../support/round-robin-proxy';
+import { findFreePort, makeSandboxRoot, startServer, stopAllServers } from '../support/server';
+
+const TOKEN = 'recovery-token-0123456789abcdef';
+const OTHER_TOKEN = 'recovery-other-token-fedcba9876543210';
+const SECRET = 'recovery-secret-0123456789abcdef0123456789';
+const ENV = { MCP_AUTH_TOKENS: `${TOKEN},${OTHER_TOKEN}`, MCP_SESSION_SECRET: SECRET };
+
+let roots: string[] = [];
+const sharedRoot = (): string => {
+  const root = makeSandboxRoot();
+  roots.push(root);
+  return root;
+};
+afterEach(async () => {
+  await stopAllServers();
+  for (const root of roots) rmSync(root, { recursive: true, force: true });
+  roots = [];
+});
+
+it.each(['v2', 'v1'] as const)('goes on with the same %s client session after the server is SIGKILLed and restarted with the same secret', async (kind) => {
+  const root = sharedRoot();
+  const port = await findFreePort();
+  const first = await startServer({ env: ENV, sandboxRoot: root, port });
+  const client = await connectClient(kind, first.url, { token: TOKEN });
+  await client.callTool('write_file', { path: 'notes/plan.md', content: 'step 1\n' });
+  await client.callTool('run_code', { code: 'counter = 41' });
+
+  first.child.kill('SIGKILL');
+  await new Promise((resolve) => first.child.once('exit', resolve));
+  await startServer({ env: ENV, sandboxRoot: root, port });
+
+  const read = await client.callTool('read_file', { path: 'notes/plan.md' });
+  expect(read.structuredContent).toMatchObject({ content: 'step 1\n' });
+  const code = await client.callTool('run_code', { code: 'counter + 1' });
+  // The interpreter did not survive the process; the result says so plainly.
+  expect(code.structuredContent).toMatchObject({ state_lost: true });
+  expect(textOf(code)).toMatch(/variables and imports from earlier calls are gone/);
+  expect((await client.callTool('run_code', { code: 'counter = 1\ncounter + 1' })).structuredContent).toMatchObject({ results: [{ text: '2' }], state_lost: false });
+  await client.terminate();
+});
+
+it('serves a whole session that alternates between two instances behind a proxy without affinity', async () => {
+  const root = sharedRoot();
+  const a = await startServer({ env: ENV, sandboxRoot: root });
+  const b = await startServer({ env: ENV, sandboxRoot: root });
+  const proxy = await startRoundRobinProxy([a.port, b.port]);
+  try {
+    const client = await connectClient('v2', proxy.url, { token: TOKEN });
+    await client.callTool('write_file', { path: 'app.py', content: 'print("v1")\n' });
+    await client.callTool('edit_file', { path: 'app.py', old_string: 'v1', new_string: 'v2' });
+    expect((await client.callTool('run_command', { command: 'python3 app.py' })).structuredContent).toMatchObject({ exit_code: 0, stdout: 'v2\n' });
+    expect((await client.callTool('read_file', { path: 'app.py' })).structuredContent).toMatchObject({ content: 'print("v2")\n' });
+    const listed = await client.callTool('list_files');
+    expect((listed.structuredContent?.entries as Array<{ path: string }>).map((e) => e.path)).toEqual(['app.py']);
+    expect(new Set(proxy.served)).toEqual(new Set([0, 1]));
+    await client.terminate();
+  } finally {
+    await proxy.close();
+  }
+});
+
+it('brings back, with its files, a session evicted from memory at the cap', async () => {
+  const server = await startServer({ env: { ...ENV, MCP_MAX_SESSIONS: '1' } });
+  const evicted = await connectClient('v2', server.url, { token: TOKEN });
+  await evicted.callTool('write_file', { path: 'kept.txt', content: 'still here' });
+  const newcomer = await connectClient('v2', server.url, { token: TOKEN });
+  await newcomer.callTool('write_file', { path: 'mine.txt', content: 'other' });
+  expect(server.logs().some((line) => line.msg === 'session evicted')).toBe(true);
+  expect((await evicted.callTool('read_file', { path: 'kept.txt' })).structuredContent).toMatchObject({ content: 'still here' });
+  expect((await newcomer.callTool('read_file', { path: 'mine.txt' })).structuredContent).toMatchObject({ content: 'other' });
+  await Promise.all([evicted.terminate(), newcomer.terminate()]);
+});
+
+describe('ids that are not genuine', () => {
+  const headersFor = (id: string, token = TOKEN): Record<string, string> => ({
+    authorization: `Bearer ${token}`,
+    'mcp-session-id': id,
+    'mcp-protocol-version': '2025-11-25',
+  });
+  const toolsList = { jsonrpc: '2.0', id: 2, method: 'tools/list' };
+
+  it('answers forged, tampered, expired, foreign and deleted ids with 404, and only after authentication', async () => {
+    const server = await startServer({ env: ENV });
+    const opened = await postMcp(server.url, initializeBody(), { authorization: `Bearer ${TOKEN}` });
+    const id = opened.headers.get('mcp-session-id') ?? '';
+    expect((await postMcp(server.url, toolsList, headersFor(id))).status).toBe(200);
+    const [random = '', issued = '', mac = ''] = id.split('.');
+    const flip = (text: string): string => (text.startsWith('A') ? `B${text.slice(1)}` : `A${text.slice(1)}`);
+    const codec = createSignedIdCodec(SECRET, 21_600_000);
+    const expired = codec.mint('session', toPrincipal(TOKEN), Date.now() - 22_000_000).id;
+    const forgedWithOtherSecret = createSignedIdCodec('not-the-secret-but-just-as-long-as-it', 21_600_000).mint('session', toPrincipal(TOKEN), Date.now()).id;
+    const cases: Record<string, string> = {
+      forged: forgedWithOtherSecret,
+      'tampered signature': `${random}.${issued}.${flip(mac)}`,
+      'tampered random part': `${flip(random)}.${issued}.${mac}`,
+      expired,
+      malformed: 'hello',
+    };
+    for (const [name, bad] of Object.entries(cases)) {
+      const res = await postMcp(server.url, toolsList, headersFor(bad));
+      expect({ name, status: res.status }).toEqual({ name, status: 404 });
+      // Without a valid token the answer is 401, never a 404 that would leak what exists.
+      expect({ name, status: (await postMcp(server.url, toolsList, headersFor(bad, 'wrong-token'))).status }).toEqual({ name, status: 401 });
+    }
+    expect((await postMcp(server.url, toolsList, headersFor(id, OTHER_TOKEN))).status).toBe(404);
+
+    const deleted = await fetch(server.url, { method: 'DELETE', headers: headersFor(id) });
+    expect(deleted.status).toBe(200);
+    expect((await postMcp(server.url, toolsList, headersFor(id))).status).toBe(404);
+  });
+});
