@@ -13,6 +13,8 @@ import { createHealthReport } from './http/health';
 import { createNodeListener } from './http/node-listener';
 import { createLogger, type Logger } from './log';
 import { createLegacyLane } from './protocol/legacy-lane';
+import { createMcpEndpoint } from './protocol/mcp-endpoint';
+import { createModernLane } from './protocol/modern-lane';
 import type { LegacySession } from './protocol/legacy-session';
 import { HTTP_PROTOCOL_VERSIONS } from './protocol/versions';
 import { createSandboxProvider } from './sandbox/create-provider';
@@ -36,22 +38,27 @@ function main(): void {
   const logger = createLogger(process.stdout, config.logLevel);
   const startedAtMs = Date.now();
   const { provider, ready } = createSandboxProvider(config, logger);
+  const ids = createSignedIdCodec(config.sessionSecret, config.sessionMaxAgeS * 1000);
+  const catalog = createToolCatalog(logger);
+  const limits = { idleTtlMs: config.sessionIdleTtlS * 1000, toolTimeoutMaxMs: config.toolTimeoutMaxS * 1000 };
   const lane = createLegacyLane({
-    store: createMemorySessionStore<LegacySession>(config.sessionIdleTtlS * 1000),
-    ids: createSignedIdCodec(config.sessionSecret, config.sessionMaxAgeS * 1000),
-    catalog: createToolCatalog(logger),
+    store: createMemorySessionStore<LegacySession>(limits.idleTtlMs),
+    ids,
+    catalog,
     provider,
     maxSessions: config.maxSessions,
-    idleTtlMs: config.sessionIdleTtlS * 1000,
-    maxBodyBytes: config.maxBodyBytes,
-    toolTimeoutMaxMs: config.toolTimeoutMaxS * 1000,
+    ...limits,
     logger,
   });
+  const modern = createModernLane({ catalog, provider, ids, maxSandboxes: config.maxSessions, ...limits, logger });
   const app = createApp({
-    mcp: lane.handle,
+    mcp: createMcpEndpoint({ legacy: lane, modern, maxBodyBytes: config.maxBodyBytes }),
     health: createHealthReport({
       backend: () => provider.status(),
-      counts: lane.counts,
+      counts: () => {
+        const held = lane.counts();
+        return { sessions: held.sessions, sandboxes: held.sandboxes + modern.count() };
+      },
       authMode: config.auth.mode,
       versions: HTTP_PROTOCOL_VERSIONS,
       startedAtMs,
@@ -94,7 +101,10 @@ function main(): void {
     server.closeAllConnections();
     // With a configured secret the sessions can go on elsewhere (or here after a restart): keep their
     // sandboxes. With a per-process secret nobody can come back to them: clean up.
-    const ending = config.sessionSecretSource === 'configured' ? lane.releaseAll() : lane.closeAll('shutdown');
+    const ending =
+      config.sessionSecretSource === 'configured'
+        ? Promise.all([lane.releaseAll(), modern.releaseAll()])
+        : Promise.all([lane.closeAll('shutdown'), modern.closeAll()]);
     void ending
       .then(() => logger.flush())
       .finally(() => process.exit(0));

@@ -13,7 +13,7 @@ import { loadConfig, type Config } from './config';
 import { installCrashGuards } from './crash-guard';
 import { ConfigError } from './errors';
 import { createLogger } from './log';
-import { createProtocolServer } from './protocol/server-factory';
+import { createCatalogServer } from './protocol/server-factory';
 import { STDIO_PROTOCOL_VERSIONS } from './protocol/versions';
 import { createSandboxProvider } from './sandbox/create-provider';
 import { createLazySandbox } from './sandbox/lazy-sandbox';
@@ -56,7 +56,7 @@ async function main(): Promise<void> {
   const { provider } = createSandboxProvider(config, logger);
   const sandbox = createLazySandbox(provider, { sessionKey: `stdio-${randomBytes(16).toString('hex')}`, principal: 'stdio' });
   const startedMs = Date.now();
-  const server = createProtocolServer({
+  const server = createCatalogServer({
     catalog: createToolCatalog(logger),
     versions: STDIO_PROTOCOL_VERSIONS,
     toolContext: (ctx) => ({

@@ -9,6 +9,7 @@ import { createBearerVerifier } from '../../functions/mcp/http/auth';
 import { createNodeListener } from '../../functions/mcp/http/node-listener';
 import { SILENT_LOGGER } from '../../functions/mcp/log';
 import { createLegacyLane } from '../../functions/mcp/protocol/legacy-lane';
+import { createMcpEndpoint } from '../../functions/mcp/protocol/mcp-endpoint';
 import type { LegacySession } from '../../functions/mcp/protocol/legacy-session';
 import { createE2BSandboxProvider } from '../../functions/mcp/sandbox/e2b/provider';
 import { createSignedIdCodec } from '../../functions/mcp/sessions/session-id';
@@ -42,12 +43,11 @@ async function startInstance(sdk: StubSdk, port = 0): Promise<Instance> {
     provider,
     maxSessions: 10,
     idleTtlMs: 1_800_000,
-    maxBodyBytes: 4 * 1024 * 1024,
     toolTimeoutMaxMs: 300_000,
     logger: SILENT_LOGGER,
   });
   const app = createApp({
-    mcp: lane.handle,
+    mcp: createMcpEndpoint({ legacy: lane, modern: { handlePost: async () => new Response(null, { status: 400 }) }, maxBodyBytes: 4 * 1024 * 1024 }),
     health: () => ({}),
     preStop: async () => undefined,
     verifier: createBearerVerifier([TOKEN]),

@@ -8,8 +8,7 @@
 import { isInitializeRequest } from '@modelcontextprotocol/server';
 
 import { ANONYMOUS_PRINCIPAL } from '../http/auth';
-import type { FetchHandler, RequestContext } from '../http/context';
-import { readJsonPost } from '../http/json-body';
+import type { RequestContext } from '../http/context';
 import { jsonRpcError, RPC } from '../http/json-rpc-error';
 import type { Logger } from '../log';
 import { createLazySandbox } from '../sandbox/lazy-sandbox';
@@ -31,8 +30,6 @@ export interface LegacyLaneOptions {
   maxSessions: number;
   /** MCP_SESSION_IDLE_TTL_S in milliseconds. */
   idleTtlMs: number;
-  /** MCP_MAX_BODY_BYTES. */
-  maxBodyBytes: number;
   /** MCP_TOOL_TIMEOUT_MAX_S in milliseconds. */
   toolTimeoutMaxMs: number;
   logger: Logger;
@@ -40,9 +37,12 @@ export interface LegacyLaneOptions {
   now?: () => number;
 }
 
-/** The lane's handler plus what the process needs at shutdown and for `/health`. */
+/** The lane's handlers plus what the process needs at shutdown and for `/health`. */
 export interface LegacyLane {
-  handle: FetchHandler;
+  /** A POST whose body was read and parsed by the endpoint. */
+  handlePost(req: Request, body: unknown, ctx: RequestContext): Promise<Response>;
+  /** DELETE: ends the session (from any instance). */
+  handleDelete(req: Request, ctx: RequestContext): Promise<Response>;
   /** Closes every session and kills its sandbox. */
   closeAll(reason: string): Promise<void>;
   /** Lets go of every session, keeping its sandbox for the session to come back to (on any instance). */
@@ -201,19 +201,18 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
     return res;
   };
 
-  const handle: FetchHandler = async (req, ctx) => {
-    ctx.log.era = 'legacy';
-    sweep();
-    const sessionId = req.headers.get('mcp-session-id');
-    if (req.method === 'DELETE') return deleteSession(req, sessionId, ctx);
-    const post = await readJsonPost(req, options.maxBodyBytes, ctx);
-    if (!post.ok) return post.response;
-    noteMessage(post.body, ctx);
-    return sessionId === null ? initialize(req, post.body, ctx) : forward(req, sessionId, post.body, ctx);
-  };
-
   return {
-    handle,
+    async handlePost(req, body, ctx) {
+      ctx.log.era = 'legacy';
+      sweep();
+      const sessionId = req.headers.get('mcp-session-id');
+      return sessionId === null ? initialize(req, body, ctx) : forward(req, sessionId, body, ctx);
+    },
+    async handleDelete(req, ctx) {
+      ctx.log.era = 'legacy';
+      sweep();
+      return deleteSession(req, req.headers.get('mcp-session-id'), ctx);
+    },
     async closeAll(reason) {
       await Promise.all([...store.values()].map((session) => close(session, reason)));
     },
@@ -273,16 +272,4 @@ function requestIdOf(body: unknown): string | number | null {
 function isJsonRpcShaped(body: unknown): boolean {
   const isMessage = (m: unknown): boolean => typeof m === 'object' && m !== null && !Array.isArray(m) && (m as { jsonrpc?: unknown }).jsonrpc === '2.0';
   return Array.isArray(body) ? body.length > 0 && body.every(isMessage) : isMessage(body);
-}
-
-/** Puts the MCP method and tool name of a single message into the request log line. */
-function noteMessage(body: unknown, ctx: RequestContext): void {
-  if (typeof body !== 'object' || body === null) return;
-  if (Array.isArray(body)) {
-    ctx.log.mcp_method = 'batch';
-    return;
-  }
-  const { method, params } = body as { method?: unknown; params?: { name?: unknown } };
-  if (typeof method === 'string') ctx.log.mcp_method = method.slice(0, 64);
-  if (method === 'tools/call' && typeof params?.name === 'string') ctx.log.tool = params.name.slice(0, 64);
 }

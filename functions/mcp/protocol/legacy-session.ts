@@ -13,7 +13,7 @@ import type { LazySandbox } from '../sandbox/lazy-sandbox';
 import type { BackendStatus } from '../sandbox/types';
 import type { StoredSession } from '../sessions/store';
 import type { ToolCatalog } from '../tools';
-import { createProtocolServer } from './server-factory';
+import { createCatalogServer } from './server-factory';
 import { HTTP_PROTOCOL_VERSIONS } from './versions';
 
 /** A session as the store and the lane see it. */
@@ -63,7 +63,7 @@ export function openLegacySession(options: OpenLegacySessionOptions): LegacySess
     onsessioninitialized: () => options.onInitialized(session),
     onsessionclosed: () => options.onDeleted(session),
   });
-  const server = createProtocolServer({
+  const server = createCatalogServer({
     catalog: options.catalog,
     versions: HTTP_PROTOCOL_VERSIONS,
     toolContext: (ctx) => ({

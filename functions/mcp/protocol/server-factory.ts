@@ -1,5 +1,5 @@
-/** Builds the SDK server for one session (or one stdio connection): the tool catalog behind `tools/*`. */
-import { Server, type ServerContext } from '@modelcontextprotocol/server';
+/** Builds SDK servers (per session, per modern request, or per stdio connection) over a prebuilt tool list. */
+import { type CallToolResult, Server, type ServerContext, type Tool } from '@modelcontextprotocol/server';
 
 import type { ToolCatalog, ToolContext } from '../tools';
 import { SERVER_INFO } from '../version';
@@ -10,8 +10,28 @@ const INSTRUCTIONS =
   'Call sandbox_status for your bearings.';
 
 export interface ProtocolServerOptions {
-  catalog: ToolCatalog;
+  /** What `tools/list` answers (built once per process). */
+  tools: readonly Tool[];
+  /** Answers `tools/call`. */
+  call: (name: string, args: unknown, ctx: ServerContext) => Promise<CallToolResult>;
   /** Protocol versions this entry serves, preferred first. */
+  versions: readonly string[];
+}
+
+/** A low-level SDK server answering `tools/list` from the prebuilt list and `tools/call` through `call`. */
+export function createProtocolServer({ tools, call, versions }: ProtocolServerOptions): Server {
+  const server = new Server(SERVER_INFO, {
+    capabilities: { tools: {} },
+    instructions: INSTRUCTIONS,
+    supportedProtocolVersions: [...versions],
+  });
+  server.setRequestHandler('tools/list', () => ({ tools: [...tools] }));
+  server.setRequestHandler('tools/call', (request, ctx) => call(request.params.name, request.params.arguments, ctx));
+  return server;
+}
+
+export interface CatalogServerOptions {
+  catalog: ToolCatalog;
   versions: readonly string[];
   /** The tool context for one call, built from the SDK's request context. */
   toolContext: (ctx: ServerContext) => ToolContext;
@@ -19,14 +39,11 @@ export interface ProtocolServerOptions {
   trackCall?: <T>(run: () => Promise<T>) => Promise<T>;
 }
 
-/** A low-level SDK server answering `tools/list` from the prebuilt catalog and `tools/call` through it. */
-export function createProtocolServer({ catalog, versions, toolContext, trackCall = (run) => run() }: ProtocolServerOptions): Server {
-  const server = new Server(SERVER_INFO, {
-    capabilities: { tools: {} },
-    instructions: INSTRUCTIONS,
-    supportedProtocolVersions: [...versions],
+/** A server whose tools act on one known sandbox (a 2025 session, a stdio connection). */
+export function createCatalogServer({ catalog, versions, toolContext, trackCall = (run) => run() }: CatalogServerOptions): Server {
+  return createProtocolServer({
+    tools: catalog.list,
+    versions,
+    call: (name, args, ctx) => trackCall(() => catalog.call(name, args, toolContext(ctx))),
   });
-  server.setRequestHandler('tools/list', () => ({ tools: [...catalog.list] }));
-  server.setRequestHandler('tools/call', (request, ctx) => trackCall(() => catalog.call(request.params.name, request.params.arguments, toolContext(ctx))));
-  return server;
 }

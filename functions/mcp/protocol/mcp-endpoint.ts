@@ -1,0 +1,52 @@
+/**
+ * `/mcp` after the gates: reads the POST body once, then routes by protocol era with the SDK's own
+ * classifier (`isLegacyRequest`): 2025-era requests to the sessionful lane, 2026-07-28 requests to the
+ * stateless modern lane. DELETE is a 2025-era session operation.
+ */
+import { isLegacyRequest } from '@modelcontextprotocol/server';
+
+import type { FetchHandler, RequestContext } from '../http/context';
+import { readJsonPost } from '../http/json-body';
+import { jsonRpcError, RPC } from '../http/json-rpc-error';
+import type { LegacyLane } from './legacy-lane';
+
+/** A lane that serves already-read POST bodies. */
+export interface PostLane {
+  handlePost(req: Request, body: unknown, ctx: RequestContext): Promise<Response>;
+}
+
+export interface McpEndpointOptions {
+  legacy: LegacyLane;
+  modern: PostLane;
+  /** MCP_MAX_BODY_BYTES. */
+  maxBodyBytes: number;
+}
+
+/** Creates the endpoint for POST and DELETE on `/mcp`. */
+export function createMcpEndpoint({ legacy, modern, maxBodyBytes }: McpEndpointOptions): FetchHandler {
+  return async (req, ctx) => {
+    if (req.method === 'DELETE') {
+      if (req.headers.get('mcp-session-id') === null) {
+        // Only a 2025-era session can be deleted; the 2026-07-28 revision has no DELETE.
+        return jsonRpcError({ status: 405, code: RPC.SERVER_ERROR, message: 'Method not allowed: DELETE needs the Mcp-Session-Id of a session', headers: { allow: 'POST, DELETE' } });
+      }
+      return legacy.handleDelete(req, ctx);
+    }
+    const post = await readJsonPost(req, maxBodyBytes, ctx);
+    if (!post.ok) return post.response;
+    noteMessage(post.body, ctx);
+    return (await isLegacyRequest(req, post.body)) ? legacy.handlePost(req, post.body, ctx) : modern.handlePost(req, post.body, ctx);
+  };
+}
+
+/** Puts the MCP method and tool name of a single message into the request log line. */
+function noteMessage(body: unknown, ctx: RequestContext): void {
+  if (typeof body !== 'object' || body === null) return;
+  if (Array.isArray(body)) {
+    ctx.log.mcp_method = 'batch';
+    return;
+  }
+  const { method, params } = body as { method?: unknown; params?: { name?: unknown } };
+  if (typeof method === 'string') ctx.log.mcp_method = method.slice(0, 64);
+  if (method === 'tools/call' && typeof params?.name === 'string') ctx.log.tool = params.name.slice(0, 64);
+}

@@ -1,0 +1,55 @@
+/**
+ * The modern lane's one extra tool argument (DESIGN.md rule 7): `sandbox`, a signed handle that names the
+ * caller's sandbox. Tool schemas gain it once per process; every result gives it back.
+ */
+import type { CallToolResult, Tool } from '@modelcontextprotocol/server';
+
+/** The argument's name in every tool's input schema and in every structured result. */
+export const SANDBOX_ARGUMENT = 'sandbox';
+
+const INPUT_PROPERTY = {
+  type: 'string',
+  description: 'The sandbox handle from an earlier result. Omit it to get a new sandbox; pass it back to keep working in the same one.',
+} as const;
+const OUTPUT_PROPERTY = { type: 'string', description: 'The sandbox handle: pass it as the `sandbox` argument of the next call.' } as const;
+
+type Schema = Tool['inputSchema'];
+
+function withProperty(schema: Schema, property: typeof INPUT_PROPERTY | typeof OUTPUT_PROPERTY, required: boolean): Schema {
+  const properties = { ...(schema.properties ?? {}), [SANDBOX_ARGUMENT]: { ...property } };
+  const requiredList = required ? [...(schema.required ?? []), SANDBOX_ARGUMENT] : schema.required;
+  return { ...schema, properties, ...(requiredList !== undefined && { required: requiredList }) };
+}
+
+/** The tool list with the `sandbox` argument in every input schema and the handle in every output schema. */
+export function withSandboxArgument(tools: readonly Tool[]): Tool[] {
+  return tools.map((tool) => {
+    const output = tool.outputSchema;
+    return {
+      ...tool,
+      inputSchema: withProperty(tool.inputSchema, INPUT_PROPERTY, false),
+      ...(output !== undefined && { outputSchema: withProperty({ ...output, type: 'object' }, OUTPUT_PROPERTY, true) }),
+    };
+  });
+}
+
+/** Splits the handle off a call's arguments; the rest goes to the tool's own (strict) schema. */
+export function takeSandboxArgument(args: unknown): { handle: unknown; rest: unknown } {
+  if (typeof args !== 'object' || args === null || Array.isArray(args) || !(SANDBOX_ARGUMENT in args)) return { handle: undefined, rest: args };
+  const { [SANDBOX_ARGUMENT]: handle, ...rest } = args as Record<string, unknown>;
+  return { handle, rest };
+}
+
+/** Puts the handle into a result: its structured content and, for people and models reading text, its text. */
+export function withSandboxHandle(result: CallToolResult, handle: string): CallToolResult {
+  const line = `Sandbox: ${handle} (pass it as the "sandbox" argument to keep working in this sandbox)`;
+  const content = [...result.content];
+  const first = content[0];
+  if (first?.type === 'text') content[0] = { ...first, text: `${first.text}\n\n${line}` };
+  else content.unshift({ type: 'text', text: line });
+  return {
+    ...result,
+    content,
+    ...(result.structuredContent !== undefined && { structuredContent: { ...result.structuredContent, [SANDBOX_ARGUMENT]: handle } }),
+  };
+}
