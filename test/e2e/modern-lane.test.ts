@@ -1,0 +1,132 @@
+/**
+ * The 2026-07-28 revision on the same /mcp: the v2 client in modern mode runs every tool, carrying its
+ * sandbox handle from call to call; handles are bound to the credential and cannot be forged.
+ */
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+
+import { connectClient } from '../support/clients';
+import { startServer, stopAllServers, type StartedServer } from '../support/server';
+
+const TOKEN = 'modern-token-0123456789abcdef';
+const OTHER_TOKEN = 'modern-other-token-fedcba9876543210';
+const SECRET = 'modern-secret-0123456789abcdef0123456789ab';
+
+let server: StartedServer;
+beforeAll(async () => {
+  server = await startServer({ env: { MCP_AUTH_TOKENS: `${TOKEN},${OTHER_TOKEN}`, MCP_SESSION_SECRET: SECRET } });
+});
+afterAll(stopAllServers);
+
+async function connectModern(token = TOKEN): Promise<Client> {
+  const client = new Client({ name: 'modern-e2e', version: '1.0.0' }, { capabilities: {}, versionNegotiation: { mode: { pin: '2026-07-28' } } });
+  await client.connect(new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+  return client;
+}
+
+type Result = { content: Array<{ type: string; text?: string }>; structuredContent?: Record<string, unknown>; isError?: boolean };
+const call = async (client: Client, name: string, args: Record<string, unknown>): Promise<Result> => (await client.callTool({ name, arguments: args })) as Result;
+
+it('speaks 2026-07-28 without a session, and every tool schema takes a sandbox handle', async () => {
+  const client = await connectModern();
+  expect(client.getProtocolEra()).toBe('modern');
+  expect(client.getNegotiatedProtocolVersion()).toBe('2026-07-28');
+  const { tools } = await client.listTools();
+  expect(tools).toHaveLength(7);
+  for (const tool of tools) {
+    expect(tool.inputSchema.properties).toHaveProperty('sandbox');
+    expect(tool.inputSchema.required ?? []).not.toContain('sandbox');
+    expect(tool.outputSchema?.required).toContain('sandbox');
+  }
+  await client.close();
+});
+
+it('runs every tool, carrying the sandbox handle from call to call', async () => {
+  const client = await connectModern();
+  const first = await call(client, 'run_code', { code: 'import math\nr = 3' });
+  const sandbox = first.structuredContent?.sandbox as string;
+  expect(sandbox).toMatch(/^[A-Za-z0-9_-]{22}\.[0-9a-z]+\.[A-Za-z0-9_-]{22}$/);
+  expect(first.content[0]?.text).toContain(`Sandbox: ${sandbox}`);
+
+  const steps: Array<[string, Record<string, unknown>, Record<string, unknown>]> = [
+    ['run_code', { code: 'round(math.pi * r * r, 2)' }, { results: [{ type: 'text', text: '28.27' }] }],
+    ['run_command', { command: 'echo hello > greeting.txt && cat greeting.txt' }, { exit_code: 0, stdout: 'hello\n' }],
+    ['write_file', { path: 'src/main.py', content: 'print("a")\n' }, { created: true }],
+    ['edit_file', { path: 'src/main.py', old_string: '"a"', new_string: '"b"' }, { replacements: 1 }],
+    ['read_file', { path: 'src/main.py' }, { content: 'print("b")\n' }],
+    ['list_files', { depth: 2 }, { truncated: false }],
+    ['sandbox_status', {}, { state: 'running', backend: 'local' }],
+  ];
+  for (const [name, args, expected] of steps) {
+    const result = await call(client, name, { ...args, sandbox });
+    expect({ name, isError: result.isError ?? false }).toEqual({ name, isError: false });
+    expect(result.structuredContent).toMatchObject({ ...expected, sandbox });
+  }
+  await client.close();
+});
+
+it('gives a call without a handle a new sandbox of its own', async () => {
+  const client = await connectModern();
+  const a = await call(client, 'write_file', { path: 'only-a.txt', content: 'a' });
+  const b = await call(client, 'read_file', { path: 'only-a.txt' });
+  expect(b.isError).toBe(true);
+  expect(b.content[0]?.text).toContain('No such file');
+  expect(b.content[0]?.text).toMatch(/Sandbox: \S+/);
+  expect(a.structuredContent?.sandbox).not.toBe((b.content[0]?.text ?? '').match(/Sandbox: (\S+)/)?.[1]);
+  await client.close();
+});
+
+it('refuses forged handles and handles of another credential', async () => {
+  const client = await connectModern();
+  const mine = (await call(client, 'sandbox_status', {})).structuredContent?.sandbox as string;
+  const [random, issued, mac] = mine.split('.');
+  const flip = (text = ''): string => (text.startsWith('A') ? `B${text.slice(1)}` : `A${text.slice(1)}`);
+  for (const bad of [`${random}.${issued}.${flip(mac)}`, `${flip(random)}.${issued}.${mac}`, 'not-a-handle']) {
+    await expect(client.callTool({ name: 'sandbox_status', arguments: { sandbox: bad } })).rejects.toThrow(/not valid for this credential/);
+  }
+  const other = await connectModern(OTHER_TOKEN);
+  await expect(other.callTool({ name: 'sandbox_status', arguments: { sandbox: mine } })).rejects.toThrow(/not valid for this credential/);
+  await Promise.all([client.close(), other.close()]);
+});
+
+it('serves 2025-era clients on the same endpoint at the same time', async () => {
+  const legacy = await connectClient('v2', server.url, { token: TOKEN });
+  const modern = await connectModern();
+  expect(legacy.sessionId).toBeDefined();
+  const [l, m] = await Promise.all([legacy.callTool('run_command', { command: 'echo legacy' }), call(modern, 'run_command', { command: 'echo modern' })]);
+  expect(l.structuredContent).toMatchObject({ stdout: 'legacy\n' });
+  expect(l.structuredContent).not.toHaveProperty('sandbox');
+  expect(m.structuredContent).toMatchObject({ stdout: 'modern\n' });
+  await Promise.all([legacy.terminate(), modern.close()]);
+});
+
+it('answers GET and a session-less DELETE with 405', async () => {
+  const headers = { authorization: `Bearer ${TOKEN}` };
+  expect((await fetch(server.url, { method: 'GET', headers })).status).toBe(405);
+  expect((await fetch(server.url, { method: 'DELETE', headers })).status).toBe(405);
+});
+
+it('keeps a handle’s files when calls alternate between two instances without affinity', async () => {
+  const { startRoundRobinProxy } = await import('../support/round-robin-proxy');
+  const { makeSandboxRoot } = await import('../support/server');
+  const root = makeSandboxRoot();
+  const env = { MCP_AUTH_TOKENS: TOKEN, MCP_SESSION_SECRET: SECRET };
+  const a = await startServer({ env, sandboxRoot: root });
+  const b = await startServer({ env, sandboxRoot: root });
+  const proxy = await startRoundRobinProxy([a.port, b.port]);
+  try {
+    const client = new Client({ name: 'modern-rr', version: '1.0.0' }, { capabilities: {}, versionNegotiation: { mode: { pin: '2026-07-28' } } });
+    await client.connect(new StreamableHTTPClientTransport(new URL(proxy.url), { requestInit: { headers: { Authorization: `Bearer ${TOKEN}` } } }));
+    const sandbox = (await call(client, 'write_file', { path: 'shared.txt', content: 'one\n' })).structuredContent?.sandbox as string;
+    await call(client, 'edit_file', { path: 'shared.txt', old_string: 'one', new_string: 'two', sandbox });
+    expect((await call(client, 'read_file', { path: 'shared.txt', sandbox })).structuredContent).toMatchObject({ content: 'two\n', sandbox });
+    expect((await call(client, 'run_command', { command: 'cat shared.txt', sandbox })).structuredContent).toMatchObject({ stdout: 'two\n' });
+    expect(new Set(proxy.served)).toEqual(new Set([0, 1]));
+    await client.close();
+  } finally {
+    await proxy.close();
+    await a.stop();
+    await b.stop();
+    const { rmSync } = await import('node:fs');
+    rmSync(root, { recursive: true, force: true });
+  }
+});
