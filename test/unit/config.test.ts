@@ -98,6 +98,19 @@ describe('loadConfig', () => {
     expect(problems).toContain('E2B_MAX_CREATES_PER_S');
   });
 
+  it('uses MCP_SESSION_SECRET when it is long enough, and otherwise makes one per process', () => {
+    const secret = 'x'.repeat(32);
+    expect(loadConfig({ MCP_SESSION_SECRET: secret })).toMatchObject({ sessionSecret: secret, sessionSecretSource: 'configured', sessionMaxAgeS: 21_600 });
+    const generated = loadConfig({});
+    expect(generated.sessionSecretSource).toBe('generated');
+    expect(Buffer.byteLength(generated.sessionSecret)).toBeGreaterThanOrEqual(32);
+    expect(loadConfig({}).sessionSecret).not.toBe(generated.sessionSecret);
+    const problems = problemsOf({ MCP_SESSION_SECRET: 'too-short-secret', MCP_SESSION_MAX_AGE_S: '5' }).join('\n');
+    expect(problems).toContain('MCP_SESSION_SECRET must be at least 32 bytes');
+    expect(problems).not.toContain('too-short-secret');
+    expect(problems).toContain('MCP_SESSION_MAX_AGE_S');
+  });
+
   it('names an unreadable token file by its error code', () => {
     expect(problemsOf({ MCP_AUTH_TOKEN_FILE: '/nonexistent/tokens' }).join()).toMatch(/MCP_AUTH_TOKEN_FILE cannot be read \(ENOENT\)/);
   });
