@@ -159,6 +159,16 @@ export class StubSandbox implements E2BSandboxApi {
   async setTimeout(timeoutMs: number): Promise<void> {
     this.check();
     this.setTimeouts.push(timeoutMs);
+    this.endAtMs = this.nowMs() + timeoutMs;
+  }
+
+  /** The lease end, as E2B would report it; set by the SDK stub at creation and by setTimeout. */
+  endAtMs = 0;
+  nowMs: () => number = () => Date.now();
+
+  async leaseEnd(): Promise<Date> {
+    this.check();
+    return new Date(this.endAtMs);
   }
 
   async kill(): Promise<unknown> {
@@ -217,6 +227,8 @@ export class StubSdk implements E2BSdk {
     if (failure !== undefined) throw failure;
     const sandbox = new StubSandbox(`sbx-${this.sandboxes.length + 1}`);
     sandbox.metadata = opts.metadata ?? {};
+    sandbox.nowMs = () => this.clock.now();
+    sandbox.endAtMs = this.clock.now() + (opts.timeoutMs ?? 300_000);
     this.onSandbox(sandbox);
     this.sandboxes.push(sandbox);
     return sandbox;

@@ -5,15 +5,18 @@ export interface RoundRobinProxy {
   readonly url: string;
   /** Which backend (index) served each request, in order. */
   readonly served: number[];
+  /** Sends every request to one backend from now on (`undefined`: round robin again). */
+  pin(index: number | undefined): void;
   close(): Promise<void>;
 }
 
 /** Starts the proxy on 127.0.0.1 in front of `ports`. */
 export async function startRoundRobinProxy(ports: readonly number[]): Promise<RoundRobinProxy> {
   let next = 0;
+  let pinned: number | undefined;
   const served: number[] = [];
   const server: Server = createServer((req, res) => {
-    const index = next;
+    const index = pinned ?? next;
     next = (next + 1) % ports.length;
     served.push(index);
     const upstream = httpRequest(
@@ -35,6 +38,9 @@ export async function startRoundRobinProxy(ports: readonly number[]): Promise<Ro
   return {
     url: `http://127.0.0.1:${port}/mcp`,
     served,
+    pin: (index) => {
+      pinned = index;
+    },
     close: () =>
       new Promise((resolve) => {
         server.closeAllConnections();

@@ -75,8 +75,25 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
     }
   };
 
+  const expire = async (session: LegacySession): Promise<void> => {
+    try {
+      // Without affinity another instance may serve this session now: then only let go here.
+      const destroyed = await session.expire(options.idleTtlMs, now());
+      if (destroyed) ended.add(session.tag);
+      logger.info(destroyed ? 'session closed' : 'session released', { session: session.tag, reason: destroyed ? 'idle_expired' : 'idle_here_used_elsewhere' });
+    } catch (err: unknown) {
+      logger.error('session expiry failed', { session: session.tag, error: err instanceof Error ? err.message : 'unknown' });
+    }
+  };
+
+  /** Expiries still deciding whether the sandbox goes: a request for that session waits for the verdict. */
+  const expiring = new Map<string, Promise<void>>();
+
   const sweep = (): void => {
-    for (const session of store.takeExpired(now())) void close(session, 'idle_expired');
+    for (const session of store.takeExpired(now())) {
+      const done = expire(session).finally(() => expiring.delete(session.tag));
+      expiring.set(session.tag, done);
+    }
   };
 
   /** Makes room for one more session: expired ones are already gone; then the least recently used idle one. */
@@ -110,7 +127,9 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
   /** Rebuilds a session this instance does not hold, from an id that verifies for this credential. */
   const recover = async (id: string, req: Request, ctx: RequestContext): Promise<LegacySession | 'capacity' | undefined> => {
     const principal = ctx.principal ?? ANONYMOUS_PRINCIPAL;
-    if (ended.has(toSessionTag(id))) return undefined;
+    const tag = toSessionTag(id);
+    await expiring.get(tag);
+    if (ended.has(tag)) return undefined;
     const check = options.ids.verify('session', id, principal, now());
     if (!check.ok) {
       ctx.log.error_code = `session_${check.reason}`;

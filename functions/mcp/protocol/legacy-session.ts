@@ -33,6 +33,8 @@ export interface LegacySession extends StoredSession {
   close(): Promise<void>;
   /** Closes the transport and lets go of the sandbox, which stays for the session to come back to. */
   release(): Promise<void>;
+  /** Idle expiry here: closes the transport; destroys the sandbox unless another instance used it lately. */
+  expire(idleTtlMs: number, nowMs: number): Promise<boolean>;
 }
 
 export interface OpenLegacySessionOptions {
@@ -99,6 +101,10 @@ export function openLegacySession(options: OpenLegacySessionOptions): LegacySess
     async release() {
       await transport.close();
       await sandbox.release();
+    },
+    async expire(ttlMs, nowMs) {
+      await transport.close();
+      return sandbox.expire(ttlMs, nowMs);
     },
   };
   return session;

@@ -64,7 +64,7 @@ export function createModernLane(options: ModernLaneOptions): ModernLane {
     for (const entry of held.values()) {
       if (now() - entry.lastUsedMs <= options.idleTtlMs) break;
       held.delete(entry.key);
-      void entry.sandbox.kill().catch(() => undefined);
+      void entry.sandbox.expire(options.idleTtlMs, now()).catch(() => undefined);
     }
   };
 

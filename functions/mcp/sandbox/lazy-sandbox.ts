@@ -11,6 +11,11 @@ export interface LazySandbox {
   kill(): Promise<void>;
   /** Lets go of the sandbox without destroying it (eviction, shutdown). */
   release(): Promise<void>;
+  /**
+   * Idle expiry here: destroys the sandbox unless it was used (on any instance) within `idleTtlMs`, in
+   * which case it is only let go. Resolves true when the sandbox was destroyed (or there was none).
+   */
+  expire(idleTtlMs: number, nowMs: number): Promise<boolean>;
   /** A note for the next tool result (e.g. that an earlier sandbox was not found), once. */
   takeNotice(): string | undefined;
 }
@@ -71,6 +76,21 @@ export function createLazySandbox(provider: SandboxProvider, owner: SandboxOwner
       creating = undefined;
       sandbox = undefined;
       await existing?.kill();
+    },
+    async expire(idleTtlMs, nowMs) {
+      let existing = sandbox ?? (await creating?.catch(() => undefined));
+      if (existing === undefined && resume) existing = await provider.attach(owner).catch(() => undefined);
+      resume = true;
+      creating = undefined;
+      sandbox = undefined;
+      if (existing === undefined) return true;
+      const lastUsed = await existing.lastUsedMs().catch(() => undefined);
+      if (lastUsed !== undefined && nowMs - lastUsed < idleTtlMs) {
+        await existing.release();
+        return false;
+      }
+      await existing.kill();
+      return true;
     },
     async release() {
       const existing = sandbox ?? (await creating?.catch(() => undefined));

@@ -112,6 +112,12 @@ export interface Sandbox {
   info(): SandboxInfo;
   /** True once the sandbox is known to be gone (killed, expired, lost): the next use needs a new one. */
   isGone(): boolean;
+  /**
+   * When any instance last used the sandbox, as far as the sandbox itself can tell (a marker file, the
+   * E2B lease); `undefined` when unknown. Idle expiry on one instance must not destroy a sandbox that
+   * another instance still serves.
+   */
+  lastUsedMs(): Promise<number | undefined>;
   runCommand(req: RunCommandRequest): Promise<RunCommandResult>;
   runCode(req: RunCodeRequest): Promise<RunCodeResult>;
   /** Reads a whole file; refuses one larger than `maxBytes` with an `invalid_input` AppError. */

@@ -68,6 +68,13 @@ export class E2BSandbox implements Sandbox {
     return this.gone;
   }
 
+  /** The lease is renewed on use to `leaseMs` ahead, so its end tells when it was last used (by anyone). */
+  async lastUsedMs(): Promise<number | undefined> {
+    if (this.gone) return undefined;
+    const end = await this.options.api.leaseEnd().catch(() => undefined);
+    return end === undefined ? undefined : end.getTime() - this.options.leaseMs;
+  }
+
   async runCommand(req: RunCommandRequest): Promise<RunCommandResult> {
     const { api, errors, clock } = this.options;
     const cwd = this.resolve(req.cwd ?? '.');

@@ -18,6 +18,8 @@ export interface E2BSandboxApi {
   getInfo(path: string): Promise<EntryInfo>;
   exists(path: string): Promise<boolean>;
   setTimeout(timeoutMs: number): Promise<void>;
+  /** When the sandbox's lease ends (E2B's `endAt`). */
+  leaseEnd(): Promise<Date>;
   kill(): Promise<unknown>;
 }
 
@@ -64,6 +66,7 @@ export async function loadE2BSdk(): Promise<E2BSdk> {
     getInfo: (path) => sandbox.files.getInfo(path),
     exists: (path) => sandbox.files.exists(path),
     setTimeout: (timeoutMs) => sandbox.setTimeout(timeoutMs),
+    leaseEnd: async () => (await sandbox.getInfo()).endAt,
     kill: () => sandbox.kill(),
   });
   return {

@@ -1,6 +1,6 @@
 /** One session's local sandbox: a workspace, its processes, and a persistent Python kernel. */
 import { randomBytes } from 'node:crypto';
-import { readdir, readFile, rmdir, unlink } from 'node:fs/promises';
+import { readdir, readFile, rmdir, stat, unlink, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 import { AppError } from '../../errors';
@@ -78,6 +78,23 @@ export class LocalSandbox implements Sandbox {
     return this.lifetime.signal.aborted;
   }
 
+  async lastUsedMs(): Promise<number | undefined> {
+    return stat(this.usedMarker).then(
+      (info) => info.mtimeMs,
+      () => undefined,
+    );
+  }
+
+  /** Marks the sandbox used now, for every instance that shares the workspace root. */
+  private touch(): void {
+    const now = new Date();
+    void utimes(this.usedMarker, now, now).catch(() => writeFile(this.usedMarker, '').catch(() => undefined));
+  }
+
+  private get usedMarker(): string {
+    return join(this.options.workspace.dir, 'last-used');
+  }
+
   async runCommand(req: RunCommandRequest): Promise<RunCommandResult> {
     this.assertAlive();
     const cwd = await this.resolveCwd(req.cwd);
@@ -150,6 +167,7 @@ export class LocalSandbox implements Sandbox {
 
   private assertAlive(): void {
     if (this.lifetime.signal.aborted) throw new AppError('sandbox_error', 'This sandbox has been shut down; the next call starts a new one.');
+    this.touch();
   }
 
   private callSignal(signal: AbortSignal | undefined): AbortSignal {
