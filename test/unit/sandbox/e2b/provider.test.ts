@@ -101,6 +101,26 @@ describe('the E2B provider', () => {
     expect(b).toBe(c);
   });
 
+  it('on idle expiry kills the sandbox, unless its lease shows that another instance used it lately', async () => {
+    const { provider, sdk, clock } = setup();
+    const lazy = createLazySandbox(provider, OWNER);
+    await lazy.get();
+    const stub = sdk.sandboxes[0];
+    if (stub === undefined) throw new Error('no sandbox');
+    clock.advance(1_800_001);
+    // Someone else renewed the lease a minute ago: only let go here.
+    stub.endAtMs = clock.now() - 60_000 + 1_800_000;
+    await expect(lazy.expire(1_800_000, clock.now())).resolves.toBe(false);
+    expect(stub.killed).toBe(false);
+    // Nobody renewed it: destroy.
+    const again = createLazySandbox(provider, { sessionKey: 'other', principal: 'p' });
+    await again.get();
+    const idle = sdk.sandboxes[1];
+    clock.advance(1_800_001);
+    await expect(again.expire(1_800_000, clock.now())).resolves.toBe(true);
+    expect(idle?.killed).toBe(true);
+  });
+
   it('replaces a sandbox found gone with a fresh one on the next use', async () => {
     const { provider, sdk } = setup();
     const lazy = createLazySandbox(provider, OWNER);
