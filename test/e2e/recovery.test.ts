@@ -162,3 +162,18 @@ it('does not destroy, on idle expiry, a sandbox that another instance still serv
     await proxy.close();
   }
 });
+
+it('keeps sandboxes on SIGTERM when sessions can come back (secret configured), and cleans up when they cannot', async () => {
+  const { readdirSync } = await import('node:fs');
+  for (const [env, kept] of [
+    [ENV, 1],
+    [{ MCP_AUTH_TOKENS: TOKEN }, 0],
+  ] as const) {
+    const root = sharedRoot();
+    const server = await startServer({ env, sandboxRoot: root });
+    const client = await connectClient('v2', server.url, { token: TOKEN });
+    await client.callTool('write_file', { path: 'a.txt', content: 'a' });
+    await server.stop(); // SIGTERM
+    expect(readdirSync(root).filter((name) => name.startsWith('mcp-sandbox-'))).toHaveLength(kept);
+  }
+});
