@@ -112,18 +112,24 @@ describe('malformed requests', () => {
     expect(errorOf(res)?.message).toContain('no_such_tool');
   });
 
-  it('answers an argument the schema does not declare with -32602 naming it', async () => {
+  // Spec 2025-11-25 (SEP-1303): invalid arguments are tool execution errors, which the model can act on.
+  const toolErrorText = (res: Awaited<ReturnType<typeof postMcp>>): string => {
+    const result = messagesOf(res)[0]?.result as { isError?: boolean; content?: Array<{ text?: string }> } | undefined;
+    expect(result?.isError).toBe(true);
+    return result?.content?.[0]?.text ?? '';
+  };
+
+  it('answers an argument the schema does not declare with an isError result naming it', async () => {
     const res = await postMcp(server.url, rpc('tools/call', 6, { name: 'run_command', arguments: { command: 'true', colour: 'blue' } }), headers);
     expect(res.status).toBe(200);
-    expect(messagesOf(res)[0]).toMatchObject({ id: 6, error: { code: -32602 } });
-    expect(errorOf(res)?.message).toContain('colour');
+    expect(toolErrorText(res)).toMatch(/Invalid arguments for run_command.*colour/s);
   });
 
-  it('answers an argument of the wrong type with -32602 naming it', async () => {
-    const res = await postMcp(server.url, rpc('tools/call', 7, { name: 'run_command', arguments: { command: 42 } }), headers);
-    expect(res.status).toBe(200);
-    expect(messagesOf(res)[0]).toMatchObject({ id: 7, error: { code: -32602 } });
-    expect(errorOf(res)?.message).toContain('command');
+  it('answers an argument of the wrong type, or a missing one, with an isError result naming it', async () => {
+    const wrong = await postMcp(server.url, rpc('tools/call', 7, { name: 'run_command', arguments: { command: 42 } }), headers);
+    expect(toolErrorText(wrong)).toMatch(/Invalid arguments for run_command.*command/s);
+    const missing = await postMcp(server.url, rpc('tools/call', 8, { name: 'run_code', arguments: {} }), headers);
+    expect(toolErrorText(missing)).toMatch(/Invalid arguments for run_code.*code/s);
   });
 
   it('answers an initialize inside a batch with 400 and opens no session', async () => {

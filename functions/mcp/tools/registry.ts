@@ -55,7 +55,8 @@ export function createToolCatalog(logger: Logger, tools: readonly ToolDefinition
       }
       const parsed = tool.input.safeParse(args ?? {});
       if (!parsed.success) {
-        throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Invalid arguments for ${name}: ${z.prettifyError(parsed.error)}`);
+        // Spec 2025-11-25 (SEP-1303): input validation errors are tool execution errors, so the model can correct the call.
+        return { content: [{ type: 'text', text: `Invalid arguments for ${name}: ${z.prettifyError(parsed.error)}` }], isError: true };
       }
       // A note about the sandbox itself (e.g. a fresh one replaced a lost one) leads the next result.
       const withNotice = (text: string): string => {
