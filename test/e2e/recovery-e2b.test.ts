@@ -11,12 +11,11 @@ import { SILENT_LOGGER } from '../../functions/mcp/log';
 import { createLegacyLane } from '../../functions/mcp/protocol/legacy-lane';
 import { createMcpEndpoint } from '../../functions/mcp/protocol/mcp-endpoint';
 import type { LegacySession } from '../../functions/mcp/protocol/legacy-session';
-import { createE2BSandboxProvider } from '../../functions/mcp/sandbox/e2b/provider';
 import { createSignedIdCodec } from '../../functions/mcp/sessions/session-id';
 import { createMemorySessionStore } from '../../functions/mcp/sessions/store';
 import { createToolCatalog } from '../../functions/mcp/tools';
 import { connectClient, textOf } from '../support/clients';
-import { createFakeClock, StubSdk } from '../support/e2b-stub';
+import { createFakeClock, createStubProvider, StubSdk } from '../support/e2b-stub';
 
 const TOKEN = 'e2b-recovery-token-0123456789abcdef';
 const SECRET = 'e2b-recovery-secret-0123456789abcdef012345';
@@ -29,13 +28,7 @@ interface Instance {
 /** One server instance over the shared stub SDK. */
 async function startInstance(sdk: StubSdk, port = 0): Promise<Instance> {
   const clock = createFakeClock();
-  const provider = createE2BSandboxProvider({
-    config: { apiKey: 'e2b_stub_key_0123456789', template: 'code-interpreter-v1', domain: undefined, apiUrl: undefined, maxCreatesPerS: 100 },
-    leaseMs: 1_800_000,
-    logger: SILENT_LOGGER,
-    loadSdk: async () => sdk,
-    clock,
-  });
+  const provider = createStubProvider(sdk, clock, 1_800_000);
   const lane = createLegacyLane({
     store: createMemorySessionStore<LegacySession>(1_800_000),
     ids: createSignedIdCodec(SECRET, 21_600_000),

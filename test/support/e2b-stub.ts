@@ -5,7 +5,10 @@
  */
 import * as e2b from 'e2b';
 
+import { SILENT_LOGGER } from '../../functions/mcp/log';
+import { createE2BSandboxProvider } from '../../functions/mcp/sandbox/e2b/provider';
 import type { Clock } from '../../functions/mcp/sandbox/e2b/retry';
+import type { SandboxProvider } from '../../functions/mcp/sandbox/types';
 import type { E2BCreateOptions, E2BSandboxApi, E2BSdk } from '../../functions/mcp/sandbox/e2b/sdk';
 
 type StartOpts = Parameters<E2BSandboxApi['startCommand']>[1];
@@ -233,4 +236,15 @@ export class StubSdk implements E2BSdk {
     this.sandboxes.push(sandbox);
     return sandbox;
   }
+}
+
+/** The real E2B provider over `sdk`, with test settings (no creation throttle to speak of). */
+export function createStubProvider(sdk: StubSdk, clock: Clock, leaseMs = 1_800_000): SandboxProvider {
+  return createE2BSandboxProvider({
+    config: { apiKey: 'e2b_stub_key_0123456789', template: 'code-interpreter-v1', domain: undefined, apiUrl: undefined, maxCreatesPerS: 100 },
+    leaseMs,
+    logger: SILENT_LOGGER,
+    loadSdk: async () => sdk,
+    clock,
+  });
 }

@@ -2,22 +2,15 @@
 import * as e2b from 'e2b';
 
 import { SILENT_LOGGER } from '../../../functions/mcp/log';
-import { createE2BSandboxProvider } from '../../../functions/mcp/sandbox/e2b/provider';
 import { createLazySandbox } from '../../../functions/mcp/sandbox/lazy-sandbox';
 import { createToolCatalog, TOOLS } from '../../../functions/mcp/tools';
 import type { ToolContext } from '../../../functions/mcp/tools';
-import { createFakeClock, StubSdk } from '../../support/e2b-stub';
+import { createFakeClock, createStubProvider, StubSdk } from '../../support/e2b-stub';
 
 function setup() {
   const clock = createFakeClock();
   const sdk = new StubSdk(clock);
-  const provider = createE2BSandboxProvider({
-    config: { apiKey: 'e2b_key_for_tests_0123456789', template: 'code-interpreter-v1', domain: undefined, apiUrl: undefined, maxCreatesPerS: 100 },
-    leaseMs: 600_000,
-    logger: SILENT_LOGGER,
-    loadSdk: async () => sdk,
-    clock,
-  });
+  const provider = createStubProvider(sdk, clock, 600_000);
   const sandbox = createLazySandbox(provider, { sessionKey: 's', principal: 'p' });
   const ctx: ToolContext = {
     sandbox,
