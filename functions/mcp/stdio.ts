@@ -14,12 +14,11 @@ import { installCrashGuards } from './crash-guard';
 import { ConfigError } from './errors';
 import { createLogger } from './log';
 import { createCatalogServer } from './protocol/server-factory';
+import { toToolContext } from './protocol/tool-context';
 import { STDIO_PROTOCOL_VERSIONS } from './protocol/versions';
 import { createSandboxProvider } from './sandbox/create-provider';
 import { createLazySandbox } from './sandbox/lazy-sandbox';
 import { createToolCatalog } from './tools';
-
-const DEFAULT_TOOL_TIMEOUT_MS = 60_000;
 
 /** Answers a line that is not a JSON-RPC message; returns true when the line may go to the SDK. */
 function screenLine(line: string, write: (text: string) => void): boolean {
@@ -59,13 +58,14 @@ async function main(): Promise<void> {
   const server = createCatalogServer({
     catalog: createToolCatalog(logger),
     versions: STDIO_PROTOCOL_VERSIONS,
-    toolContext: (ctx) => ({
-      sandbox,
-      backend: () => provider.status(),
-      expiresAt: () => new Date(startedMs + 365 * 24 * 3600 * 1000),
-      signal: ctx.mcpReq.signal,
-      timeoutMs: (requested) => Math.min(requested ?? DEFAULT_TOOL_TIMEOUT_MS, config.toolTimeoutMaxS * 1000),
-    }),
+    toolContext: (ctx) =>
+      toToolContext(ctx, {
+        sandbox,
+        backend: () => provider.status(),
+        // One connection, one sandbox: it lasts as long as the process.
+        expiresAt: () => new Date(startedMs + 365 * 24 * 3600 * 1000),
+        toolTimeoutMaxMs: config.toolTimeoutMaxS * 1000,
+      }),
   });
 
   const input = new PassThrough();

@@ -14,6 +14,7 @@ import type { BackendStatus } from '../sandbox/types';
 import type { StoredSession } from '../sessions/store';
 import type { ToolCatalog } from '../tools';
 import { createCatalogServer } from './server-factory';
+import { toToolContext } from './tool-context';
 import { HTTP_PROTOCOL_VERSIONS } from './versions';
 
 /** A session as the store and the lane see it. */
@@ -53,8 +54,8 @@ export interface OpenLegacySessionOptions {
   onDeleted: (session: LegacySession) => Promise<void>;
 }
 
-/** Default for a tool's `timeout_ms`. */
-const DEFAULT_TOOL_TIMEOUT_MS = 60_000;
+/** Interval of `:` keep-alive comments on open response streams. */
+const SSE_KEEP_ALIVE_MS = 10_000;
 
 /** Builds a session around a fresh transport whose id generator returns the pre-minted `id`. */
 export function openLegacySession(options: OpenLegacySessionOptions): LegacySession {
@@ -62,19 +63,16 @@ export function openLegacySession(options: OpenLegacySessionOptions): LegacySess
   let calls = 0;
   const transport = new WebStandardStreamableHTTPServerTransport({
     sessionIdGenerator: () => id,
+    // A silent stream is cut by proxies (FACTS.md §2): a comment at least every 10 s.
+    keepAliveMs: SSE_KEEP_ALIVE_MS,
     onsessioninitialized: () => options.onInitialized(session),
     onsessionclosed: () => options.onDeleted(session),
   });
   const server = createCatalogServer({
     catalog: options.catalog,
     versions: HTTP_PROTOCOL_VERSIONS,
-    toolContext: (ctx) => ({
-      sandbox,
-      backend: options.backendStatus,
-      expiresAt: () => new Date(session.lastUsedMs + idleTtlMs),
-      signal: ctx.mcpReq.signal,
-      timeoutMs: (requested) => Math.min(requested ?? DEFAULT_TOOL_TIMEOUT_MS, toolTimeoutMaxMs),
-    }),
+    toolContext: (ctx) =>
+      toToolContext(ctx, { sandbox, backend: options.backendStatus, expiresAt: () => new Date(session.lastUsedMs + idleTtlMs), toolTimeoutMaxMs }),
     async trackCall(run) {
       calls += 1;
       try {

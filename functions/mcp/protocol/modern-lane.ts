@@ -17,6 +17,7 @@ import type { ToolCatalog } from '../tools';
 import type { PostLane } from './mcp-endpoint';
 import { takeSandboxArgument, withSandboxArgument, withSandboxHandle } from './sandbox-argument';
 import { createProtocolServer } from './server-factory';
+import { toToolContext } from './tool-context';
 import { HTTP_PROTOCOL_VERSIONS } from './versions';
 
 export interface ModernLaneOptions {
@@ -49,9 +50,6 @@ interface HeldSandbox {
   readonly sandbox: LazySandbox;
   lastUsedMs: number;
 }
-
-/** Default for a tool's `timeout_ms`. */
-const DEFAULT_TOOL_TIMEOUT_MS = 60_000;
 
 /** Creates the modern lane; its tool list is built here, once. */
 export function createModernLane(options: ModernLaneOptions): ModernLane {
@@ -104,13 +102,16 @@ export function createModernLane(options: ModernLaneOptions): ModernLane {
     const { handle, rest } = takeSandboxArgument(args);
     const resolved = resolve(handle, principal);
     const entry = resolved.entry;
-    const result = await catalog.call(name, rest, {
-      sandbox: entry.sandbox,
-      backend: () => provider.status(),
-      expiresAt: () => new Date(entry.lastUsedMs + options.idleTtlMs),
-      signal: ctx.mcpReq.signal,
-      timeoutMs: (requested) => Math.min(requested ?? DEFAULT_TOOL_TIMEOUT_MS, options.toolTimeoutMaxMs),
-    });
+    const result = await catalog.call(
+      name,
+      rest,
+      toToolContext(ctx, {
+        sandbox: entry.sandbox,
+        backend: () => provider.status(),
+        expiresAt: () => new Date(entry.lastUsedMs + options.idleTtlMs),
+        toolTimeoutMaxMs: options.toolTimeoutMaxMs,
+      }),
+    );
     return withSandboxHandle(result, resolved.handle);
   };
 

@@ -64,7 +64,7 @@ export function createToolCatalog(logger: Logger, tools: readonly ToolDefinition
         return notice === undefined ? text : `${notice}\n\n${text}`;
       };
       try {
-        const outcome = await tool.run(parsed.data, ctx);
+        const outcome = await tool.run(parsed.data, ctx).finally(() => ctx.settle?.());
         return {
           content: [{ type: 'text', text: withNotice(outcome.text) }, ...(outcome.images ?? [])],
           structuredContent: outcome.structured as Record<string, unknown>,

@@ -14,6 +14,8 @@ export interface ToolContext {
   signal: AbortSignal;
   /** Receives live output of commands and code. */
   onOutput?: (stream: OutputStream, text: string) => void;
+  /** Called once the tool is done, before its result goes out (flushes live output; nothing may follow the result). */
+  settle?: () => Promise<void>;
   /** Clamps a requested timeout to the configured maximum. */
   timeoutMs: (requested: number | undefined) => number;
 }
