@@ -76,8 +76,13 @@ export interface Config {
   readonly allowedHosts: readonly string[] | undefined;
   /** MCP_MAX_BODY_BYTES: larger request bodies get 413. @default 4 MiB */
   readonly maxBodyBytes: number;
-  /** MCP_TOOL_TIMEOUT_MAX_S: upper bound for any tool's `timeout_ms`. @default 300 */
+  /**
+   * MCP_TOOL_TIMEOUT_MAX_S: upper bound for any tool's `timeout_ms`. Must leave MCP_FUNCTION_TIMEOUT_S a
+   * margin, so the server always answers before FC cuts the request. @default 300, or the function timeout less the margin
+   */
   readonly toolTimeoutMaxS: number;
+  /** MCP_FUNCTION_TIMEOUT_S: FC's function timeout (set by the deploy artifact); `undefined` when not on a timed platform. */
+  readonly functionTimeoutS: number | undefined;
   /** SANDBOX_BACKEND. @default 'e2b' when E2B_API_KEY is set, else 'local' */
   readonly sandboxBackend: 'local' | 'e2b';
   readonly local: LocalSandboxConfig;
@@ -89,6 +94,8 @@ export interface Config {
 type Env = Record<string, string | undefined>;
 
 const DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024;
+/** Time kept between the longest tool call and the function timeout: the answer, the kill, the network. */
+const FUNCTION_TIMEOUT_MARGIN_S = 10;
 const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '::1', '[::1]']);
 
 /** True when `host` is a loopback bind address. */
@@ -149,6 +156,15 @@ export function loadConfig(env: Env): Config {
   const network = env.LOCAL_SANDBOX_NETWORK?.trim() || 'off';
   if (network !== 'on' && network !== 'off') problems.push(`LOCAL_SANDBOX_NETWORK must be on or off (got "${network}")`);
 
+  const functionTimeoutS = env.MCP_FUNCTION_TIMEOUT_S === undefined || env.MCP_FUNCTION_TIMEOUT_S === '' ? undefined : int('MCP_FUNCTION_TIMEOUT_S', 0, 1, 86_400);
+  const defaultToolMax = functionTimeoutS === undefined ? 300 : Math.min(300, functionTimeoutS - FUNCTION_TIMEOUT_MARGIN_S);
+  const toolTimeoutMaxS = int('MCP_TOOL_TIMEOUT_MAX_S', Math.max(1, defaultToolMax), 1, 86_400);
+  if (functionTimeoutS !== undefined && toolTimeoutMaxS + FUNCTION_TIMEOUT_MARGIN_S > functionTimeoutS) {
+    problems.push(
+      `MCP_TOOL_TIMEOUT_MAX_S (${toolTimeoutMaxS}) must be at least ${FUNCTION_TIMEOUT_MARGIN_S} s below MCP_FUNCTION_TIMEOUT_S (${functionTimeoutS}), so that every call is answered before the platform cuts it; raise the function timeout or lower the tool cap`,
+    );
+  }
+
   const secret = env.MCP_SESSION_SECRET === undefined || env.MCP_SESSION_SECRET === '' ? undefined : env.MCP_SESSION_SECRET;
   if (secret !== undefined && Buffer.byteLength(secret) < 32) {
     problems.push('MCP_SESSION_SECRET must be at least 32 bytes (e.g. openssl rand -base64 32); it is not shown here');
@@ -170,7 +186,8 @@ export function loadConfig(env: Env): Config {
     allowedOrigins: env.MCP_ALLOWED_ORIGINS === undefined ? undefined : parseList(env.MCP_ALLOWED_ORIGINS),
     allowedHosts: env.MCP_ALLOWED_HOSTS === undefined ? undefined : parseList(env.MCP_ALLOWED_HOSTS).map((h) => h.toLowerCase()),
     maxBodyBytes: int('MCP_MAX_BODY_BYTES', DEFAULT_MAX_BODY_BYTES, 1024, 32 * 1024 * 1024),
-    toolTimeoutMaxS: int('MCP_TOOL_TIMEOUT_MAX_S', 300, 1, 86_400),
+    toolTimeoutMaxS,
+    functionTimeoutS,
     sandboxBackend: backend === 'e2b' ? 'e2b' : 'local',
     local: {
       root,

@@ -111,6 +111,14 @@ describe('loadConfig', () => {
     expect(problems).toContain('MCP_SESSION_MAX_AGE_S');
   });
 
+  it('keeps every tool timeout safely below the function timeout', () => {
+    expect(loadConfig({ MCP_FUNCTION_TIMEOUT_S: '120' })).toMatchObject({ functionTimeoutS: 120, toolTimeoutMaxS: 110 });
+    expect(loadConfig({ MCP_FUNCTION_TIMEOUT_S: '600' }).toolTimeoutMaxS).toBe(300);
+    expect(loadConfig({ MCP_FUNCTION_TIMEOUT_S: '600', MCP_TOOL_TIMEOUT_MAX_S: '590' }).toolTimeoutMaxS).toBe(590);
+    expect(problemsOf({ MCP_FUNCTION_TIMEOUT_S: '600', MCP_TOOL_TIMEOUT_MAX_S: '595' }).join()).toMatch(/MCP_TOOL_TIMEOUT_MAX_S \(595\) must be at least 10 s below MCP_FUNCTION_TIMEOUT_S \(600\)/);
+    expect(loadConfig({}).functionTimeoutS).toBeUndefined();
+  });
+
   it('names an unreadable token file by its error code', () => {
     expect(problemsOf({ MCP_AUTH_TOKEN_FILE: '/nonexistent/tokens' }).join()).toMatch(/MCP_AUTH_TOKEN_FILE cannot be read \(ENOENT\)/);
   });
