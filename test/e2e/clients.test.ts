@@ -6,7 +6,7 @@ import { initializeBody, postMcp } from '../support/http';
 import { startServer, stopAllServers, type StartedServer } from '../support/server';
 
 const TOKEN = 'e2e-token-0123456789abcdef';
-const EXPECTED_TOOLS = ['run_code', 'run_command', 'read_file', 'write_file', 'list_files', 'edit_file', 'sandbox_status'];
+const EXPECTED_TOOLS = ['run_code', 'run_command', 'read_file', 'write_file', 'list_files', 'edit_file', 'sandbox_status', 'manage_process', 'get_preview_url', 'reset_sandbox'];
 
 let server: StartedServer;
 beforeAll(async () => {
@@ -15,7 +15,7 @@ beforeAll(async () => {
 afterAll(stopAllServers);
 
 describe.each(['v2', 'v1'] as const)('the %s client', (kind) => {
-  it('lists the seven tools with input and output schemas that forbid extra arguments', async () => {
+  it('lists the ten tools with input and output schemas that forbid extra arguments', async () => {
     const client = await connectClient(kind, server.url, { token: TOKEN });
     const { tools } = await client.listTools();
     expect(tools.map((t) => t.name)).toEqual(EXPECTED_TOOLS);

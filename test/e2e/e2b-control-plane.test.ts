@@ -81,7 +81,7 @@ describe('an E2B-backed server against a fake E2B control plane', () => {
 
   it('calls E2B for neither initialize, tools/list nor sandbox_status', async () => {
     const c = await connect();
-    expect((await c.listTools()).tools).toHaveLength(7);
+    expect((await c.listTools()).tools).toHaveLength(10);
     const status = await c.callTool('sandbox_status');
     expect(status.structuredContent).toMatchObject({ backend: 'e2b', state: 'not_started', sandbox_id: null });
     expect(fake.requests).toEqual([]);

@@ -59,7 +59,7 @@ it('answers malformed and non-object lines with JSON-RPC errors and keeps servin
   expect(await raw.next()).toMatchObject({ error: { code: -32700 } });
   raw.send(JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list' }));
   const list = await raw.next();
-  expect((list.result as { tools: unknown[] }).tools).toHaveLength(7);
+  expect((list.result as { tools: unknown[] }).tools).toHaveLength(10);
   const exited = new Promise((r) => raw.child.once('exit', r));
   raw.child.stdin.end();
   await exited;

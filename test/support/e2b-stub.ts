@@ -53,6 +53,8 @@ export class StubSandbox implements E2BSandboxApi {
   readonly setTimeouts: number[] = [];
   /** Pids stopped through E2B's own kill (SIGKILL to that process only). */
   readonly killedPids: number[] = [];
+  /** What was sent to commands' stdin, by pid. */
+  readonly stdinWrites: Array<[number, string]> = [];
   /** Pids stopped by a `kill -TERM` command inside the sandbox (the whole group). */
   readonly terminatedPids: number[] = [];
   killed = false;
@@ -115,6 +117,9 @@ export class StubSandbox implements E2BSandboxApi {
         release?.();
         return true;
       },
+      sendStdin: async (data: string | Uint8Array) => {
+        this.stdinWrites.push([pid, typeof data === 'string' ? data : Buffer.from(data).toString()]);
+      },
     };
   }
 
@@ -168,6 +173,10 @@ export class StubSandbox implements E2BSandboxApi {
   /** The lease end, as E2B would report it; set by the SDK stub at creation and by setTimeout. */
   endAtMs = 0;
   nowMs: () => number = () => Date.now();
+
+  getHost(port: number): string {
+    return `${port}-${this.sandboxId}.e2b.test`;
+  }
 
   async leaseEnd(): Promise<Date> {
     this.check();

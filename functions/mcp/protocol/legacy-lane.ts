@@ -99,7 +99,7 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
   /** Makes room for one more session: expired ones are already gone; then the least recently used idle one. */
   const makeRoom = (ctx: RequestContext): boolean => {
     if (store.size < options.maxSessions) return true;
-    const evicted = store.evictLeastRecent((session) => session.activeCalls() === 0);
+    const evicted = store.evictLeastRecent((session) => !session.busy());
     if (evicted === undefined) return false;
     // Safe: it comes back on its next request, with its sandbox (DESIGN.md rule 2).
     void evicted.release().catch(() => undefined);

@@ -26,8 +26,8 @@ export interface LegacySession extends StoredSession {
   readonly server: Server;
   readonly transport: WebStandardStreamableHTTPServerTransport;
   readonly sandbox: LazySandbox;
-  /** Tool calls running now: a session is not evicted while one runs. */
-  readonly activeCalls: () => number;
+  /** True while a tool call or a background process runs: such a session is not evicted. */
+  readonly busy: () => boolean;
   /** The version negotiated in `initialize`, once it has been answered. */
   protocolVersion(): string | undefined;
   /** Closes the transport and kills the sandbox. */
@@ -90,7 +90,7 @@ export function openLegacySession(options: OpenLegacySessionOptions): LegacySess
     server,
     transport,
     sandbox,
-    activeCalls: () => calls,
+    busy: () => calls > 0 || sandbox.current()?.hasRunningBackground() === true,
     protocolVersion: () => server.getNegotiatedProtocolVersion(),
     async close() {
       await transport.close();

@@ -106,6 +106,48 @@ export interface ReadFileResult {
   readonly sizeBytes: number;
 }
 
+/** Where a port in the sandbox can be reached from outside. */
+export interface PreviewInfo {
+  readonly url: string;
+  /** Whether something accepts connections on the port right now (as far as can be seen). */
+  readonly listening: boolean;
+  /** Whether the URL can be reached from outside the sandbox at all. */
+  readonly reachable: boolean;
+  /** What to do when it is not reachable. */
+  readonly note?: string;
+}
+
+/** A process started in the background (a dev server, a long job). */
+export interface BackgroundProcess {
+  /** The id tools use (`p1`, `p2`, …), unique within the sandbox. */
+  readonly id: string;
+  readonly command: string;
+  readonly startedAt: string;
+  readonly state: 'running' | 'exited';
+  /** Exit code once exited; `null` while running or when killed by a signal. */
+  readonly exitCode: number | null;
+  /** Bytes of output written so far (stdout and stderr together). */
+  readonly outputBytes: number;
+}
+
+/** A page of a background process's output log. */
+export interface ProcessLogPage {
+  readonly text: string;
+  /** Absolute byte offset of `text` in the process's output. */
+  readonly offset: number;
+  /** Where the next page starts; equals `totalBytes` at the end. */
+  readonly nextOffset: number;
+  readonly totalBytes: number;
+  /** Bytes at the start no longer kept (the log is capped). */
+  readonly droppedBytes: number;
+}
+
+export interface StartBackgroundRequest {
+  command: string;
+  cwd?: string;
+  env?: Record<string, string>;
+}
+
 /** A running sandbox owned by one session. */
 export interface Sandbox {
   readonly id: string;
@@ -125,6 +167,18 @@ export interface Sandbox {
   /** Writes a file, creating parent directories. */
   writeFile(path: string, data: Buffer): Promise<{ path: string; created: boolean }>;
   listFiles(req: ListFilesRequest): Promise<ListFilesResult>;
+  /** A URL for `port` (E2B host; loopback for local) and whether something listens there. */
+  preview(port: number): Promise<PreviewInfo>;
+  /** Starts a process that outlives the call (but never the sandbox); its output goes to a capped log. */
+  startBackground(req: StartBackgroundRequest): Promise<BackgroundProcess>;
+  listBackground(): Promise<BackgroundProcess[]>;
+  /** Reads the log: from `offset` on, or (without one) its last `limitBytes`. */
+  readBackgroundLog(id: string, options: { offset?: number; limitBytes: number }): Promise<ProcessLogPage>;
+  /** Sends `signal` to the process and everything it started. */
+  signalBackground(id: string, signal: NodeJS.Signals): Promise<BackgroundProcess>;
+  writeBackgroundStdin(id: string, input: string): Promise<void>;
+  /** True while any background process runs (such a session is not evicted). */
+  hasRunningBackground(): boolean;
   /** Stops every process and deletes the sandbox with its files. */
   kill(): Promise<void>;
   /**

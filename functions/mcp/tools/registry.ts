@@ -5,8 +5,11 @@ import { z } from 'zod';
 import { isAppError } from '../errors';
 import type { Logger } from '../log';
 import { editFileTool } from './edit-file';
+import { getPreviewUrlTool } from './get-preview-url';
 import { listFilesTool } from './list-files';
+import { manageProcessTool } from './manage-process';
 import { readFileTool } from './read-file';
+import { resetSandboxTool } from './reset-sandbox';
 import { runCodeTool } from './run-code';
 import { runCommandTool } from './run-command';
 import { sandboxStatusTool } from './sandbox-status';
@@ -22,6 +25,9 @@ export const TOOLS: readonly ToolDefinition[] = [
   listFilesTool,
   editFileTool,
   sandboxStatusTool,
+  manageProcessTool,
+  getPreviewUrlTool,
+  resetSandboxTool,
 ] as readonly ToolDefinition[];
 
 /** The tools as `tools/list` describes them, and the dispatcher for `tools/call`. */

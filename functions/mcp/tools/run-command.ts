@@ -10,6 +10,10 @@ const Input = z.strictObject({
   env: EnvSchema.optional(),
   timeout_ms: TimeoutSchema.optional(),
   stdin: z.string().max(4_000_000).optional().describe('Text written to the command’s standard input (default: none).'),
+  background: z
+    .boolean()
+    .default(false)
+    .describe('Start it in the background (a dev server, a long job) and return its process_id at once; see manage_process. timeout_ms does not apply; it ends with the sandbox.'),
 });
 
 const Output = z.object({
@@ -20,6 +24,7 @@ const Output = z.object({
   stderr_bytes: z.number().int(),
   timed_out: z.boolean(),
   duration_ms: z.number().int(),
+  process_id: z.string().nullable().describe('Set for background: true; pass it to manage_process.'),
 });
 
 export const runCommandTool = defineTool({
@@ -27,12 +32,21 @@ export const runCommandTool = defineTool({
   title: 'Run a shell command',
   description:
     'Run a bash command in the sandbox and return its exit code, stdout and stderr. A non-zero exit code is a normal result. ' +
-    'Output is bounded (head and tail are kept). The command and everything it started are killed at the timeout.',
+    'Output is bounded (head and tail are kept). The command and everything it started are killed at the timeout. ' +
+    'With background: true it keeps running (until killed or the sandbox ends) and is managed with manage_process.',
   input: Input,
   output: Output,
   annotations: { destructiveHint: true, openWorldHint: true },
   async run(args, ctx) {
     const sandbox = await ctx.sandbox.get();
+    if (args.background) {
+      const started = await sandbox.startBackground({ command: args.command, cwd: args.cwd, env: args.env });
+      if (args.stdin !== undefined) await sandbox.writeBackgroundStdin(started.id, args.stdin);
+      return {
+        text: `Started in the background as ${started.id}. Read its output with manage_process {"action": "logs", "process_id": "${started.id}"}; stop it with action "kill".`,
+        structured: { exit_code: null, stdout: '', stderr: '', stdout_bytes: 0, stderr_bytes: 0, timed_out: false, duration_ms: 0, process_id: started.id },
+      };
+    }
     const timeoutMs = ctx.timeoutMs(args.timeout_ms);
     const result = await sandbox.runCommand({
       command: args.command,
@@ -62,6 +76,7 @@ export const runCommandTool = defineTool({
         stderr_bytes: result.stderr.totalBytes,
         timed_out: result.timedOut,
         duration_ms: result.durationMs,
+        process_id: null,
       },
     };
   },

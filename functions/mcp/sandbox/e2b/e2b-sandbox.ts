@@ -5,11 +5,14 @@ import { posix } from 'node:path';
 import { AppError, isAppError } from '../../errors';
 import { OutputCapture } from '../output-capture';
 import type {
+  BackgroundProcess,
   CodeError,
   CodeOutput,
   FileEntry,
   ListFilesRequest,
   ListFilesResult,
+  PreviewInfo,
+  ProcessLogPage,
   ReadFileResult,
   RunCodeRequest,
   RunCodeResult,
@@ -17,10 +20,13 @@ import type {
   RunCommandResult,
   Sandbox,
   SandboxInfo,
+  StartBackgroundRequest,
 } from '../types';
+import { E2BBackgroundProcesses } from './background';
 import { toE2BAppError } from './errors';
 import type { Clock } from './retry';
 import type { E2BErrorClasses, E2BSandboxApi } from './sdk';
+import { shellQuote } from './shell';
 
 /** The working directory of E2B's templates. */
 export const E2B_WORKDIR = '/home/user';
@@ -42,11 +48,6 @@ export interface E2BSandboxOptions {
   clock: Clock;
 }
 
-/** Quotes `text` for a POSIX shell. */
-export function shellQuote(text: string): string {
-  return `'${text.replace(/'/g, `'\\''`)}'`;
-}
-
 /** A sandbox on E2B. */
 export class E2BSandbox implements Sandbox {
   readonly id: string;
@@ -55,9 +56,37 @@ export class E2BSandbox implements Sandbox {
   private killed = false;
   private lastRenewMs: number;
 
+  private readonly background: E2BBackgroundProcesses;
+
   constructor(private readonly options: E2BSandboxOptions) {
     this.id = options.api.sandboxId;
     this.lastRenewMs = options.clock.now();
+    this.background = new E2BBackgroundProcesses(options.api, options.errors);
+  }
+
+  startBackground(req: StartBackgroundRequest): Promise<BackgroundProcess> {
+    const cwd = this.resolve(req.cwd ?? '.');
+    return this.call(`starting a background process in ${cwd}`, () => this.background.start(req.command, cwd, req.env));
+  }
+
+  listBackground(): Promise<BackgroundProcess[]> {
+    return this.call('listing background processes', async () => this.background.list());
+  }
+
+  readBackgroundLog(id: string, options: { offset?: number; limitBytes: number }): Promise<ProcessLogPage> {
+    return this.call(`reading the log of ${id}`, () => this.background.read(id, options.offset, options.limitBytes));
+  }
+
+  signalBackground(id: string, signal: NodeJS.Signals): Promise<BackgroundProcess> {
+    return this.call(`signalling ${id}`, () => this.background.signal(id, signal));
+  }
+
+  writeBackgroundStdin(id: string, input: string): Promise<void> {
+    return this.call(`writing to ${id}`, () => this.background.writeStdin(id, input));
+  }
+
+  hasRunningBackground(): boolean {
+    return !this.gone && this.background.hasRunning();
   }
 
   info(): SandboxInfo {
@@ -251,6 +280,12 @@ export class E2BSandbox implements Sandbox {
       entries.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
       return { path: target, entries: entries.slice(0, req.maxEntries), truncated: entries.length > req.maxEntries };
     });
+  }
+
+  async preview(port: number): Promise<PreviewInfo> {
+    const url = `https://${this.options.api.getHost(port)}`;
+    const probe = await this.runCommand({ command: `(exec 3<>/dev/tcp/127.0.0.1/${port}) 2>/dev/null`, timeoutMs: 3_000 });
+    return { url, listening: probe.exitCode === 0, reachable: true };
   }
 
   /** Lets go: the microVM keeps running until its lease ends, for this session to re-attach. */

@@ -11,13 +11,15 @@ export interface E2BSandboxApi {
   readonly sandboxId: string;
   runCode(code: string, opts: RunCodeOpts & { language?: RunCodeLanguage }): Promise<Pick<Execution, 'results' | 'logs' | 'error'>>;
   /** `commands.run(cmd, { background: true })`. */
-  startCommand(cmd: string, opts: Omit<CommandStartOpts, 'background'>): Promise<Pick<CommandHandle, 'pid' | 'wait' | 'kill'>>;
+  startCommand(cmd: string, opts: Omit<CommandStartOpts, 'background'>): Promise<Pick<CommandHandle, 'pid' | 'wait' | 'kill' | 'sendStdin'>>;
   readFile(path: string): Promise<Uint8Array>;
   writeFile(path: string, data: ArrayBuffer): Promise<unknown>;
   listFiles(path: string, depth: number): Promise<EntryInfo[]>;
   getInfo(path: string): Promise<EntryInfo>;
   exists(path: string): Promise<boolean>;
   setTimeout(timeoutMs: number): Promise<void>;
+  /** The public host name for `port` (`sandbox.getHost`). */
+  getHost(port: number): string;
   /** When the sandbox's lease ends (E2B's `endAt`). */
   leaseEnd(): Promise<Date>;
   kill(): Promise<unknown>;
@@ -67,6 +69,7 @@ export async function loadE2BSdk(): Promise<E2BSdk> {
     exists: (path) => sandbox.files.exists(path),
     setTimeout: (timeoutMs) => sandbox.setTimeout(timeoutMs),
     leaseEnd: async () => (await sandbox.getInfo()).endAt,
+    getHost: (port) => sandbox.getHost(port),
     kill: () => sandbox.kill(),
   });
   return {

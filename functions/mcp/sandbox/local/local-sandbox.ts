@@ -1,13 +1,17 @@
 /** One session's local sandbox: a workspace, its processes, and a persistent Python kernel. */
 import { randomBytes } from 'node:crypto';
+import { connect } from 'node:net';
 import { readdir, readFile, rmdir, stat, unlink, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 import { AppError } from '../../errors';
 import type {
+  BackgroundProcess,
   CodeLanguage,
   ListFilesRequest,
   ListFilesResult,
+  PreviewInfo,
+  ProcessLogPage,
   ReadFileResult,
   RunCodeRequest,
   RunCodeResult,
@@ -15,7 +19,9 @@ import type {
   RunCommandResult,
   Sandbox,
   SandboxInfo,
+  StartBackgroundRequest,
 } from '../types';
+import { LocalBackgroundProcesses } from './background';
 import { listWorkspaceFiles, readWorkspaceFile, writeWorkspaceFile } from './files';
 import { findProgram } from './host-tools';
 import { KERNEL_SOURCE } from './kernel-source';
@@ -54,12 +60,15 @@ export class LocalSandbox implements Sandbox {
   private readonly createdAt = new Date().toISOString();
   private readonly lifetime = new AbortController();
   private kernel: Promise<PythonKernel> | undefined;
+  private readonly background: LocalBackgroundProcesses;
   /** Set until the first Python run after a re-attach, which then reports the earlier state as lost. */
   private stateLostOnResume: boolean;
 
   constructor(private readonly options: LocalSandboxOptions) {
     this.id = options.id;
     this.stateLostOnResume = options.resumed;
+    // Logs live beside the workspace, where the sandbox user cannot rewrite them.
+    this.background = new LocalBackgroundProcesses(join(options.workspace.dir, 'processes'));
   }
 
   info(): SandboxInfo {
@@ -145,6 +154,51 @@ export class LocalSandbox implements Sandbox {
     return listWorkspaceFiles(this.options.workspace, req);
   }
 
+  async startBackground(req: StartBackgroundRequest): Promise<BackgroundProcess> {
+    this.assertAlive();
+    const cwd = await this.resolveCwd(req.cwd);
+    return this.background.start(req.command, this.launch(['bash', '-c', req.command], cwd, req.env));
+  }
+
+  async listBackground(): Promise<BackgroundProcess[]> {
+    this.assertAlive();
+    return this.background.list();
+  }
+
+  readBackgroundLog(id: string, options: { offset?: number; limitBytes: number }): Promise<ProcessLogPage> {
+    this.assertAlive();
+    return this.background.read(id, options.offset, options.limitBytes);
+  }
+
+  signalBackground(id: string, signal: NodeJS.Signals): Promise<BackgroundProcess> {
+    this.assertAlive();
+    return this.background.signal(id, signal);
+  }
+
+  writeBackgroundStdin(id: string, input: string): Promise<void> {
+    this.assertAlive();
+    return this.background.writeStdin(id, input);
+  }
+
+  hasRunningBackground(): boolean {
+    return !this.lifetime.signal.aborted && this.background.hasRunning();
+  }
+
+  async preview(port: number): Promise<PreviewInfo> {
+    this.assertAlive();
+    const url = `http://127.0.0.1:${port}`;
+    const { isolation, allowNetwork } = this.options;
+    if (isolation === 'bwrap' && !allowNetwork) {
+      return {
+        url,
+        listening: false,
+        reachable: false,
+        note: 'Network isolation is on: each sandboxed process has its own network namespace, so its ports are not reachable from outside. The operator can set LOCAL_SANDBOX_NETWORK=on to share the host network.',
+      };
+    }
+    return { url, listening: await isListening(port), reachable: true };
+  }
+
   async kill(): Promise<void> {
     await this.stopProcesses();
     await removeWorkspace(this.options.workspace);
@@ -158,6 +212,7 @@ export class LocalSandbox implements Sandbox {
   private async stopProcesses(): Promise<void> {
     if (this.lifetime.signal.aborted) return;
     this.lifetime.abort();
+    this.background.stopAll();
     const kernel = this.kernel;
     this.kernel = undefined;
     await kernel?.then((k) => k.kill()).catch(() => undefined);
@@ -245,6 +300,20 @@ export class LocalSandbox implements Sandbox {
       if (dirName !== undefined) await rmdir(join(ws.tmp, dirName)).catch(() => undefined);
     }
   }
+}
+
+/** True when something accepts TCP connections on 127.0.0.1:`port` within a second. */
+function isListening(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: '127.0.0.1', port, timeout: 1000 });
+    const done = (ok: boolean): void => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.once('connect', () => done(true));
+    socket.once('error', () => done(false));
+    socket.once('timeout', () => done(false));
+  });
 }
 
 /** Kills every process running as `uid` (a sandbox's own user), wherever it is in the process tree. */

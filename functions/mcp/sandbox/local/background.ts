@@ -1,0 +1,120 @@
+/**
+ * Background processes of a local sandbox: each in its own process group (and, under bubblewrap, its own
+ * namespaces), output to a capped log in the workspace directory (which the sandbox user cannot touch),
+ * stdin kept open for `write_stdin`, and all of them killed with the sandbox.
+ */
+import type { ChildProcess } from 'node:child_process';
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+
+import { AppError } from '../../errors';
+import { ProcessLog } from '../process-log';
+import type { BackgroundProcess, ProcessLogPage } from '../types';
+import type { LaunchSpec } from './launch';
+import { signalGroup, spawnGroup } from './process-group';
+
+/** Output kept per background process (the oldest half goes when it is exceeded). */
+const LOG_CAP_BYTES = 8 * 1024 * 1024;
+/** How long `signal` waits to report the process gone. */
+const SIGNAL_WAIT_MS = 2_000;
+
+interface Entry {
+  readonly id: string;
+  readonly command: string;
+  readonly startedAt: string;
+  readonly child: ChildProcess;
+  readonly log: ProcessLog;
+  exitCode: number | null;
+  exited: boolean;
+}
+
+export class LocalBackgroundProcesses {
+  private readonly entries = new Map<string, Entry>();
+  private next = 1;
+
+  constructor(private readonly logDir: string) {}
+
+  async start(command: string, spec: LaunchSpec): Promise<BackgroundProcess> {
+    await mkdir(this.logDir, { recursive: true, mode: 0o700 });
+    const id = `p${this.next++}`;
+    const log = new ProcessLog(join(this.logDir, `${id}.log`), LOG_CAP_BYTES);
+    const child = spawnGroup(spec, ['pipe', 'pipe', 'pipe']);
+    const entry: Entry = { id, command, startedAt: new Date().toISOString(), child, log, exitCode: null, exited: false };
+    child.stdout?.on('data', (chunk: Buffer) => void log.append(chunk));
+    child.stderr?.on('data', (chunk: Buffer) => void log.append(chunk));
+    child.stdin?.on('error', () => undefined);
+    await new Promise<void>((resolve, reject) => {
+      child.once('spawn', resolve);
+      child.once('error', (err: NodeJS.ErrnoException) =>
+        reject(new AppError('sandbox_error', `Could not start the process (${err.code ?? 'error'}).`, { cause: err })),
+      );
+    });
+    child.once('exit', (code) => {
+      entry.exitCode = code;
+      entry.exited = true;
+      // Whatever it left behind in its group goes with it.
+      if (child.pid !== undefined) signalGroup(child.pid, 'SIGKILL');
+    });
+    this.entries.set(id, entry);
+    return this.describe(entry);
+  }
+
+  list(): BackgroundProcess[] {
+    return [...this.entries.values()].map((entry) => this.describe(entry));
+  }
+
+  read(id: string, offset: number | undefined, limitBytes: number): Promise<ProcessLogPage> {
+    return this.find(id).log.read(offset, limitBytes);
+  }
+
+  async signal(id: string, signal: NodeJS.Signals): Promise<BackgroundProcess> {
+    const entry = this.find(id);
+    if (!entry.exited && entry.child.pid !== undefined) {
+      signalGroup(entry.child.pid, signal);
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, SIGNAL_WAIT_MS);
+        entry.child.once('exit', () => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    }
+    return this.describe(entry);
+  }
+
+  async writeStdin(id: string, input: string): Promise<void> {
+    const entry = this.find(id);
+    if (entry.exited || entry.child.stdin === null || entry.child.stdin.destroyed) {
+      throw new AppError('invalid_input', `Process ${id} has exited; it reads no more input.`);
+    }
+    await new Promise<void>((resolve) => entry.child.stdin?.write(input, () => resolve()));
+  }
+
+  hasRunning(): boolean {
+    return [...this.entries.values()].some((entry) => !entry.exited);
+  }
+
+  /** Kills every background process group (the sandbox is ending or letting go). */
+  stopAll(): void {
+    for (const entry of this.entries.values()) {
+      if (!entry.exited && entry.child.pid !== undefined) signalGroup(entry.child.pid, 'SIGKILL');
+    }
+  }
+
+  private find(id: string): Entry {
+    const entry = this.entries.get(id);
+    if (entry === undefined) throw new AppError('not_found', `No background process "${id}" in this sandbox; manage_process with action "list" shows them.`);
+    return entry;
+  }
+
+  private describe(entry: Entry): BackgroundProcess {
+    return {
+      id: entry.id,
+      command: entry.command,
+      startedAt: entry.startedAt,
+      state: entry.exited ? 'exited' : 'running',
+      exitCode: entry.exitCode,
+      outputBytes: entry.log.totalBytes,
+    };
+  }
+}
