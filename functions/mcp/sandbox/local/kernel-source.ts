@@ -48,6 +48,28 @@ def charts():
         send({"t": "image", "mime": "image/png", "d": base64.b64encode(buf.getvalue()).decode()})
     plt.close("all")
 
+def kill_descendants():
+    # Processes the interrupted code started (subprocess.Popen, os.system) go with it.
+    me = os.getpid()
+    children = {}
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % pid) as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(pid))
+    todo = list(children.get(me, []))
+    while todo:
+        pid = todo.pop()
+        todo.extend(children.get(pid, []))
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
 def run(job):
     code = job["code"]
     os.environ.update(job.get("env") or {})
@@ -69,6 +91,8 @@ def run(job):
                 send({"t": "result", "d": repr(value)[:65536]})
         charts()
     except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt):
+            kill_descendants()
         if isinstance(exc, SystemExit):
             error = {"name": "SystemExit", "value": str(exc.code), "traceback": ""}
         else:
