@@ -28,6 +28,7 @@ export function createProgressForwarder(send: ProgressSend, options: ProgressFor
   let lastSentMs = -Infinity;
   let timer: NodeJS.Timeout | undefined;
   let closed = false;
+  let failed = false;
   let sending: Promise<void> = Promise.resolve();
 
   const flush = (): void => {
@@ -38,9 +39,13 @@ export function createProgressForwarder(send: ProgressSend, options: ProgressFor
     progress += 1;
     lastSentMs = Date.now();
     const update = { progress, message };
-    sending = sending.then(() => send(update)).catch(() => {
-      closed = true;
-    });
+    sending = sending
+      .then(() => (failed ? undefined : send(update)))
+      .catch(() => {
+        // The stream is gone (the client went away): stop forwarding.
+        failed = true;
+        closed = true;
+      });
     if (pending !== '') schedule();
   };
 

@@ -30,6 +30,10 @@ import { shellQuote } from './shell';
 
 /** The working directory of E2B's templates. */
 export const E2B_WORKDIR = '/home/user';
+/** Kills what running cells started, then interrupts the kernels (SIGINT, as Jupyter does). */
+const INTERRUPT_KERNELS =
+  't(){ for c in $(pgrep -P "$1"); do t "$c"; kill -KILL "$c" 2>/dev/null; done; }; ' +
+  'for k in $(pgrep -f ipykernel_launcher); do t "$k"; kill -INT "$k" 2>/dev/null; done; true';
 /** Grace beyond the in-sandbox `timeout -k 2` before the server kills the command itself. */
 const COMMAND_BACKSTOP_MS = 5_000;
 
@@ -188,16 +192,24 @@ export class E2BSandbox implements Sandbox {
     const stdout = new OutputCapture(this.options.maxOutputBytes);
     const stderr = new OutputCapture(this.options.maxOutputBytes);
     const started = clock.now();
+    let cancelled = false;
     const partial = (timedOut: boolean, error: CodeError | null, results: CodeOutput[] = []): RunCodeResult => ({
       stdout: stdout.result(),
       stderr: stderr.result(),
       results,
       error,
       timedOut,
-      cancelled: false,
+      cancelled,
       stateLost: false,
       durationMs: Math.round(clock.now() - started),
     });
+    // Cancel = Jupyter's interrupt: what the cell started is killed, then the kernel gets SIGINT (its state stays).
+    const onAbort = (): void => {
+      cancelled = true;
+      void api.startCommand(INTERRUPT_KERNELS, { timeoutMs: 15_000 }).then((h) => h.wait()).catch(() => undefined);
+    };
+    if (req.signal?.aborted) onAbort();
+    else req.signal?.addEventListener('abort', onAbort, { once: true });
     try {
       return await this.call(`running ${req.language} code`, async () => {
         const execution = await api.runCode(req.code, {
@@ -223,6 +235,7 @@ export class E2BSandbox implements Sandbox {
         return partial(false, error, results);
       });
     } catch (err: unknown) {
+      if (cancelled) return partial(false, null);
       if (isAppError(err, 'sandbox_timeout')) return partial(true, null);
       const noInterpreter = isAppError(err, 'not_found') || isAppError(err, 'sandbox_gone');
       if (noInterpreter && (await api.exists('/').catch(() => false))) {
@@ -235,6 +248,8 @@ export class E2BSandbox implements Sandbox {
         );
       }
       throw err;
+    } finally {
+      req.signal?.removeEventListener('abort', onAbort);
     }
   }
 
