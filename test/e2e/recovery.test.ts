@@ -177,3 +177,32 @@ it('keeps sandboxes on SIGTERM when sessions can come back (secret configured), 
     expect(readdirSync(root).filter((name) => name.startsWith('mcp-sandbox-'))).toHaveLength(kept);
   }
 });
+
+it('keeps the logs of background processes when the session moves to a new server process', async () => {
+  const root = sharedRoot();
+  const port = await findFreePort();
+  const first = await startServer({ env: ENV, sandboxRoot: root, port });
+  const client = await connectClient('v2', first.url, { token: TOKEN });
+  const started = await client.callTool('run_command', { command: 'echo "from the first instance"; sleep 1030', background: true });
+  const id = started.structuredContent?.process_id as string;
+  const { pollUntil, processesWithCmdline, waitUntilGone } = await import('../support/processes');
+  await pollUntil(
+    async () => ((await client.callTool('manage_process', { action: 'logs', process_id: id })).structuredContent?.log as { text: string }).text,
+    (text) => text.includes('first instance'),
+    5_000,
+  );
+  expect(processesWithCmdline('sleep 1030').length).toBeGreaterThan(0);
+  first.child.kill('SIGKILL');
+  await new Promise((resolve) => first.child.once('exit', resolve));
+  // Its processes went with it (they never outlive the server that started them here)...
+  expect(await waitUntilGone(() => processesWithCmdline('sleep 1030'), 3_000)).toEqual([]);
+  await startServer({ env: ENV, sandboxRoot: root, port });
+  // ...but its log stays readable, and new processes get new ids.
+  const listed = await client.callTool('manage_process', { action: 'list' });
+  expect(listed.structuredContent?.processes).toEqual([expect.objectContaining({ process_id: id, state: 'exited' })]);
+  const logs = await client.callTool('manage_process', { action: 'logs', process_id: id });
+  expect(logs.structuredContent?.log).toMatchObject({ text: 'from the first instance\n' });
+  const next = await client.callTool('run_command', { command: 'true', background: true });
+  expect(next.structuredContent?.process_id).not.toBe(id);
+  await client.terminate();
+});

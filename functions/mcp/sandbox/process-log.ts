@@ -7,14 +7,18 @@ import { appendFile, open, readFile, writeFile } from 'node:fs/promises';
 import type { ProcessLogPage } from './types';
 
 export class ProcessLog {
-  private size = 0;
+  private size: number;
   private dropped = 0;
   private writing: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly path: string,
     private readonly capBytes: number,
-  ) {}
+    /** Bytes already in the file (a log left by another server instance). */
+    existingBytes = 0,
+  ) {
+    this.size = existingBytes;
+  }
 
   /** Bytes written in all (kept or dropped). */
   get totalBytes(): number {

@@ -36,6 +36,8 @@ export class E2BBackgroundProcesses {
   ) {}
 
   async start(command: string, cwd: string, env: Record<string, string> | undefined): Promise<BackgroundProcess> {
+    // Ids continue after those an earlier instance started in this sandbox.
+    this.next = Math.max(this.next, ...(await this.loggedIds()).map((id) => Number(id.slice(1)) + 1));
     const id = `p${this.next++}`;
     const log = `${LOG_DIR}/${id}.log`;
     const script =
@@ -51,13 +53,24 @@ export class E2BBackgroundProcesses {
     return this.describe(entry);
   }
 
-  list(): BackgroundProcess[] {
-    return [...this.entries.values()].map((entry) => this.describe(entry));
+  /** This instance's processes, and those an earlier instance started (they may still run in the microVM). */
+  async list(): Promise<BackgroundProcess[]> {
+    const mine = [...this.entries.values()].map((entry) => this.describe(entry));
+    const earlier = (await this.loggedIds()).filter((id) => !this.entries.has(id));
+    const left = await Promise.all(
+      earlier.map(async (id): Promise<BackgroundProcess> => {
+        const code = await this.exitCodeOf(id);
+        return { id, command: '(started by an earlier server instance)', startedAt: '', state: code === undefined ? 'running' : 'exited', exitCode: code ?? null, outputBytes: 0 };
+      }),
+    );
+    return [...left, ...mine].sort((a, b) => Number(a.id.slice(1)) - Number(b.id.slice(1)));
   }
 
   async read(id: string, offset: number | undefined, limitBytes: number): Promise<ProcessLogPage> {
-    this.find(id);
-    const data = Buffer.from(await this.api.readFile(`${LOG_DIR}/${id}.log`).catch(() => new Uint8Array()));
+    if (!/^p\d+$/.test(id)) this.find(id);
+    const file = await this.api.readFile(`${LOG_DIR}/${id}.log`).catch(() => undefined);
+    if (file === undefined && !this.entries.has(id)) this.find(id);
+    const data = Buffer.from(file ?? new Uint8Array());
     const total = data.length;
     const from = Math.max(0, Math.min(total, offset ?? total - limitBytes));
     const slice = data.subarray(from, from + limitBytes);
@@ -87,8 +100,21 @@ export class E2BBackgroundProcesses {
 
   private async recordExit(entry: Entry): Promise<void> {
     entry.exited = true;
-    const code = Buffer.from(await this.api.readFile(`${LOG_DIR}/${entry.id}.log.exit`).catch(() => new Uint8Array())).toString().trim();
-    entry.exitCode = /^\d+$/.test(code) ? Number(code) : null;
+    entry.exitCode = (await this.exitCodeOf(entry.id)) ?? null;
+  }
+
+  /** The exit code a finished process left, `undefined` while it runs. */
+  private async exitCodeOf(id: string): Promise<number | undefined> {
+    const text = await this.api.readFile(`${LOG_DIR}/${id}.log.exit`).then(
+      (bytes) => Buffer.from(bytes).toString().trim(),
+      () => undefined,
+    );
+    return text !== undefined && /^\d+$/.test(text) ? Number(text) : undefined;
+  }
+
+  private async loggedIds(): Promise<string[]> {
+    const entries = await this.api.listFiles(LOG_DIR, 1).catch(() => []);
+    return entries.map((entry) => /^(p\d+)\.log$/.exec(entry.name)?.[1]).filter((id): id is string => id !== undefined);
   }
 
   private find(id: string): Entry {

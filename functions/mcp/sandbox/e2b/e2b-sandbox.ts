@@ -74,7 +74,7 @@ export class E2BSandbox implements Sandbox {
   }
 
   listBackground(): Promise<BackgroundProcess[]> {
-    return this.call('listing background processes', async () => this.background.list());
+    return this.call('listing background processes', () => this.background.list());
   }
 
   readBackgroundLog(id: string, options: { offset?: number; limitBytes: number }): Promise<ProcessLogPage> {

@@ -4,7 +4,7 @@
  * stdin kept open for `write_stdin`, and all of them killed with the sandbox.
  */
 import type { ChildProcess } from 'node:child_process';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 
 import { AppError } from '../../errors';
@@ -36,8 +36,10 @@ export class LocalBackgroundProcesses {
 
   async start(command: string, spec: LaunchSpec): Promise<BackgroundProcess> {
     await mkdir(this.logDir, { recursive: true, mode: 0o700 });
+    // Ids continue after those an earlier instance left logs for.
+    this.next = Math.max(this.next, ...(await this.loggedIds()).map((id) => Number(id.slice(1)) + 1));
     const id = `p${this.next++}`;
-    const log = new ProcessLog(join(this.logDir, `${id}.log`), LOG_CAP_BYTES);
+    const log = new ProcessLog(this.logPath(id), LOG_CAP_BYTES);
     const child = spawnGroup(spec, ['pipe', 'pipe', 'pipe']);
     const entry: Entry = { id, command, startedAt: new Date().toISOString(), child, log, exitCode: null, exited: false };
     child.stdout?.on('data', (chunk: Buffer) => void log.append(chunk));
@@ -59,12 +61,39 @@ export class LocalBackgroundProcesses {
     return this.describe(entry);
   }
 
-  list(): BackgroundProcess[] {
-    return [...this.entries.values()].map((entry) => this.describe(entry));
+  /** This instance's processes, and those an earlier instance left logs for (which ended with it). */
+  async list(): Promise<BackgroundProcess[]> {
+    const mine = [...this.entries.values()].map((entry) => this.describe(entry));
+    const earlier = (await this.loggedIds()).filter((id) => !this.entries.has(id));
+    const left = await Promise.all(
+      earlier.map(async (id) => ({
+        id,
+        command: '(started by an earlier server instance)',
+        startedAt: '',
+        state: 'exited' as const,
+        exitCode: null,
+        outputBytes: (await stat(this.logPath(id)).catch(() => undefined))?.size ?? 0,
+      })),
+    );
+    return [...left, ...mine].sort((a, b) => Number(a.id.slice(1)) - Number(b.id.slice(1)));
   }
 
-  read(id: string, offset: number | undefined, limitBytes: number): Promise<ProcessLogPage> {
-    return this.find(id).log.read(offset, limitBytes);
+  async read(id: string, offset: number | undefined, limitBytes: number): Promise<ProcessLogPage> {
+    const entry = this.entries.get(id);
+    if (entry !== undefined) return entry.log.read(offset, limitBytes);
+    // The log of a process an earlier instance started is still here.
+    const left = await stat(this.logPath(id)).catch(() => undefined);
+    if (left === undefined || !/^p\d+$/.test(id)) return this.find(id).log.read(offset, limitBytes);
+    return new ProcessLog(this.logPath(id), LOG_CAP_BYTES, left.size).read(offset, limitBytes);
+  }
+
+  private logPath(id: string): string {
+    return join(this.logDir, `${id}.log`);
+  }
+
+  private async loggedIds(): Promise<string[]> {
+    const names = await readdir(this.logDir).catch(() => [] as string[]);
+    return names.map((name) => /^(p\d+)\.log$/.exec(name)?.[1]).filter((id): id is string => id !== undefined);
   }
 
   async signal(id: string, signal: NodeJS.Signals): Promise<BackgroundProcess> {
