@@ -23,6 +23,9 @@ import { createMemorySessionStore } from './sessions/store';
 import { createToolCatalog } from './tools';
 import { SERVER_INFO } from './version';
 
+/** How long after listening the sandbox backend is probed (a sandbox needed sooner probes at once). */
+const STARTUP_PROBE_DELAY_MS = 500;
+
 /** FC adds this header to every request it forwards. */
 const FC_REQUEST_ID_HEADER = 'x-fc-request-id';
 
@@ -89,7 +92,8 @@ function main(): void {
     const port = typeof address === 'object' && address !== null ? address.port : config.port;
     logger.info('listening', { host: config.host, port, auth: config.auth.mode, backend: config.sandboxBackend, version: SERVER_INFO.version, on_fc: config.onFc });
     if (!config.onFc) process.stderr.write(toBanner(config, port));
-    void ready();
+    // The backend's probes (bubblewrap) run a moment later, off the path of the first request.
+    setTimeout(() => void ready(), STARTUP_PROBE_DELAY_MS).unref();
   });
 
   let stopping = false;

@@ -6,6 +6,8 @@
 import type { Sandbox as CodeInterpreterSandbox, Execution, RunCodeOpts, RunCodeLanguage } from '@e2b/code-interpreter';
 import type { CommandHandle, CommandStartOpts, ConnectionOpts, EntryInfo, SandboxConnectOpts, SandboxOpts } from 'e2b';
 
+import { loadE2BModules } from './sdk-modules';
+
 /** A running E2B sandbox, as the backend uses it. */
 export interface E2BSandboxApi {
   readonly sandboxId: string;
@@ -57,7 +59,7 @@ export type E2BErrorClasses = Pick<
 
 /** Loads the real SDK (once) and adapts its sandbox objects. */
 export async function loadE2BSdk(): Promise<E2BSdk> {
-  const [e2b, codeInterpreter] = await Promise.all([import('e2b'), import('@e2b/code-interpreter')]);
+  const { e2b, codeInterpreter } = await loadE2BModules();
   const adapt = (sandbox: CodeInterpreterSandbox): E2BSandboxApi => ({
     sandboxId: sandbox.sandboxId,
     runCode: (code, runOpts) => sandbox.runCode(code, runOpts),
