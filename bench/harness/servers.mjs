@@ -1,0 +1,147 @@
+// Starting and stopping the servers under test as child processes on free loopback ports, and reading
+// their memory. Every server is a bundle run with the same `node` as the benchmark.
+import { spawn, execFileSync } from 'node:child_process';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { connect, createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const BENCH_DIR = join(dirname(fileURLToPath(import.meta.url)), '..');
+const ROOT_DIR = join(BENCH_DIR, '..');
+
+/** The servers the benchmark knows, by name: the bundle to run. */
+export const BUNDLES = {
+  ours: join(ROOT_DIR, 'dist/index.js'),
+  r1: join(BENCH_DIR, 'dist/r1.js'),
+  r2: join(BENCH_DIR, 'dist/r2.js'),
+  bare: join(BENCH_DIR, 'dist/bare.js'),
+};
+
+/** A port on 127.0.0.1 that was free a moment ago. */
+export function findFreePort() {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address();
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+/** A fresh LOCAL_SANDBOX_ROOT that sandbox users (their own uids when run as root) can pass through. */
+export function createSandboxRoot() {
+  const root = mkdtempSync(join(tmpdir(), 'mcp-bench-root-'));
+  chmodSync(root, 0o711);
+  return root;
+}
+
+/** The environment each server gets: a clean base, loopback, and for ours auth off and quiet logs. */
+export function serverEnv(name, port, { sandboxRoot, maxSessions = 2000 } = {}) {
+  const base = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', PORT: String(port), HOST: '127.0.0.1' };
+  if (name !== 'ours') return base;
+  return { ...base, MCP_AUTH: 'none', LOG_LEVEL: 'warn', LOCAL_SANDBOX_ROOT: sandboxRoot, MCP_MAX_SESSIONS: String(maxSessions) };
+}
+
+const GC_HOOK = join(BENCH_DIR, 'harness/gc-on-signal.cjs');
+const GC_DONE = /^bench-gc-done (.*)$/gm;
+
+/**
+ * Spawns server `name` on `port` (stdout discarded, the tail of stderr kept for error messages). With
+ * `gcHook`, the server also runs a full GC on SIGUSR2 (see `collectGarbage`).
+ */
+export function spawnServer(name, port, options = {}) {
+  const args = options.gcHook === true ? ['--expose-gc', '--require', GC_HOOK, BUNDLES[name]] : [BUNDLES[name]];
+  const child = spawn(process.execPath, args, { env: serverEnv(name, port, options), stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.gcReports = [];
+  child.stderr.setEncoding('utf8').on('data', (chunk) => {
+    for (const match of chunk.matchAll(GC_DONE)) child.gcReports.push(JSON.parse(match[1]));
+    stderr = (stderr + chunk.replace(GC_DONE, '')).slice(-4000);
+    child.emit('bench-stderr');
+  });
+  child.stderrTail = () => stderr;
+  return child;
+}
+
+/**
+ * Makes a server started with `gcHook` run a full GC; resolves with its `process.memoryUsage()` right
+ * after (bytes).
+ */
+export function collectGarbage(server) {
+  const { child } = server;
+  const target = child.gcReports.length + 1;
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${server.name} did not run GC within 5 s`)), 5000);
+    const check = () => {
+      if (child.gcReports.length < target) return;
+      clearTimeout(timer);
+      child.off('bench-stderr', check);
+      resolve(child.gcReports[target - 1]);
+    };
+    child.on('bench-stderr', check);
+    child.kill('SIGUSR2');
+  });
+}
+
+/**
+ * Starts server `name` and waits until it accepts connections. Resolves with
+ * `{ name, url, origin, pid, child, sandboxRoot, stop() }`.
+ */
+export async function startServer(name, options = {}) {
+  const ownsRoot = name === 'ours' && options.sandboxRoot === undefined;
+  const sandboxRoot = name === 'ours' ? (options.sandboxRoot ?? createSandboxRoot()) : undefined;
+  const port = await findFreePort();
+  const child = spawnServer(name, port, { ...options, sandboxRoot });
+  const origin = `http://127.0.0.1:${port}`;
+  await waitForPort(port, child, 15_000);
+  return {
+    name,
+    origin,
+    url: `${origin}/mcp`,
+    pid: child.pid,
+    child,
+    sandboxRoot,
+    stop: async () => {
+      await stopChild(child, 30_000);
+      if (ownsRoot) rmSync(sandboxRoot, { recursive: true, force: true });
+    },
+  };
+}
+
+/** SIGTERM, then SIGKILL after `graceMs`; resolves once the process is gone. */
+export async function stopChild(child, graceMs = 10_000) {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+  await exited;
+  clearTimeout(timer);
+}
+
+/** Resident set size of a process, in KiB (`ps -o rss=`). */
+export function readRssKiB(pid) {
+  return Number(execFileSync('ps', ['-o', 'rss=', '-p', String(pid)], { encoding: 'utf8' }).trim());
+}
+
+async function waitForPort(port, child, timeoutMs) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}:\n${child.stderrTail()}`);
+    if (await canConnect(port)) return;
+    if (Date.now() > deadline) throw new Error(`server did not listen within ${timeoutMs} ms:\n${child.stderrTail()}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+function canConnect(port) {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}

@@ -1,0 +1,137 @@
+// Turns the measurements into the table (stdout) and bench/RESULTS.md: each figure with ours, R1, R2,
+// the ratio, the target and whether it is met.
+import { cpus, release, totalmem, type } from 'node:os';
+
+/** The machine the run is on. */
+export function describeMachine() {
+  const list = cpus();
+  return {
+    cpu: list[0]?.model ?? 'unknown',
+    cores: list.length,
+    memoryGiB: (totalmem() / 2 ** 30).toFixed(1),
+    node: process.version,
+    os: `${type()} ${release()}`,
+  };
+}
+
+const f = (n, digits = 0) => (Number.isFinite(n) ? n.toFixed(digits) : 'n/a');
+const verdict = (met, actual, target) => (met ? 'met' : `MISSED: ${actual} vs ${target}`);
+
+/** One row per figure (two for each mode of figure 2). */
+export function toRows({ coldStart, throughput, sessionMemory, overhead, liveOutput, sandboxMemory }) {
+  const rows = [];
+  const x = (a, b) => a / b;
+
+  const coldRatio = x(coldStart.ours, coldStart.node);
+  rows.push({
+    figure: '1 cold start: spawn → initialize answered (ms)',
+    ours: f(coldStart.ours),
+    r1: `${f(coldStart.r1)} (${f(x(coldStart.r1, coldStart.node), 2)}×)`,
+    r2: `${f(coldStart.r2)} (${f(x(coldStart.r2, coldStart.node), 2)}×)`,
+    ratio: `${f(coldRatio, 2)}× node -e 0 (${f(coldStart.node)} ms)`,
+    target: '≤ 1.3× node -e 0',
+    verdict: verdict(coldRatio <= 1.3, `${f(coldRatio, 2)}×`, '1.3×'),
+  });
+
+  for (const [sessions, byServer] of Object.entries(throughput)) {
+    const { ours, r1, r2 } = byServer;
+    const vsR1 = x(ours.rps, r1.rps);
+    const vsR2 = x(ours.rps, r2.rps);
+    const label = sessions === '1' ? '1 session' : `${sessions} sessions`;
+    const misses = [];
+    if (vsR1 < 1) misses.push(`${f(vsR1, 2)}× R1 vs 1.0×`);
+    if (vsR2 < 3) misses.push(`${f(vsR2, 2)}× R2 vs 3×`);
+    rows.push({
+      figure: `2 tools/call req/s, 32 conns, ${label}`,
+      ours: f(ours.rps),
+      r1: f(r1.rps),
+      r2: f(r2.rps),
+      ratio: `${f(vsR1, 2)}× R1, ${f(vsR2, 2)}× R2`,
+      target: '≥ 1.0× R1 and ≥ 3× R2',
+      verdict: misses.length === 0 ? 'met' : `MISSED: ${misses.join('; ')}`,
+    });
+    const p99Ratio = x(ours.p99Ms, r1.p99Ms);
+    rows.push({
+      figure: `2 tools/call p99 ms (p50), ${label}`,
+      ours: `${f(ours.p99Ms, 1)} (${f(ours.p50Ms, 1)})`,
+      r1: `${f(r1.p99Ms, 1)} (${f(r1.p50Ms, 1)})`,
+      r2: `${f(r2.p99Ms, 1)} (${f(r2.p50Ms, 1)})`,
+      ratio: `${f(p99Ratio, 2)}× R1`,
+      target: "p99 ≤ R1's",
+      verdict: verdict(ours.p99Ms <= r1.p99Ms, `${f(ours.p99Ms, 1)} ms`, `${f(r1.p99Ms, 1)} ms`),
+    });
+  }
+
+  const mem = sessionMemory;
+  const memRatio = x(mem.ours.kibPerSession, mem.r1.kibPerSession);
+  rows.push({
+    figure: '3 RSS per idle session (KiB), sessions 1,001-2,000',
+    ours: f(mem.ours.kibPerSession, 1),
+    r1: f(mem.r1.kibPerSession, 1),
+    r2: '—',
+    ratio:
+      `${f(memRatio, 2)}× R1 (JS heap ${f(x(mem.ours.heapKibPerSession, mem.r1.heapKibPerSession), 2)}×; ` +
+      `RSS over the first 1,000: ${f(mem.ours.firstKibPerSession, 1)} vs ${f(mem.r1.firstKibPerSession, 1)}, ` +
+      `${f(x(mem.ours.firstKibPerSession, mem.r1.firstKibPerSession), 2)}×)`,
+    target: '≤ 0.5× R1',
+    verdict: verdict(memRatio <= 0.5, `${f(memRatio, 2)}×`, '0.5×'),
+  });
+
+  rows.push({
+    figure: '4 server overhead at p50 (ms), 1 conn',
+    ours: f(overhead.ours.overheadMs, 3),
+    r1: f(overhead.r1.overheadMs, 3),
+    r2: f(overhead.r2.overheadMs, 3),
+    ratio: `over bare HTTP p50 ${f(overhead.bareP50Ms, 3)} ms`,
+    target: '≤ 0.5 ms',
+    verdict: verdict(overhead.ours.overheadMs <= 0.5, `${f(overhead.ours.overheadMs, 3)} ms`, '0.5 ms'),
+  });
+
+  rows.push({
+    figure: '5 live output: line printed → progress received, p95 (ms)',
+    ours: f(liveOutput.p95Ms),
+    r1: '—',
+    r2: '—',
+    ratio: `p50 ${f(liveOutput.p50Ms)} ms, max ${f(liveOutput.maxMs)} ms, ${liveOutput.linesReceived}/${liveOutput.linesExpected} lines`,
+    target: '≤ 300 ms',
+    verdict: verdict(liveOutput.p95Ms <= 300 && liveOutput.linesReceived === liveOutput.linesExpected, `${f(liveOutput.p95Ms)} ms`, '300 ms'),
+  });
+
+  rows.push({
+    figure: '6 server RSS, 200 sessions with a sandbox (MiB)',
+    ours: f(sandboxMemory.rssMiB),
+    r1: '—',
+    r2: '—',
+    ratio: '',
+    target: '≤ 200 MiB',
+    verdict: verdict(sandboxMemory.rssMiB <= 200, `${f(sandboxMemory.rssMiB)} MiB`, '200 MiB'),
+  });
+  return rows;
+}
+
+const COLUMNS = [
+  ['figure', 'figure'],
+  ['ours', 'ours'],
+  ['r1', 'R1'],
+  ['r2', 'R2'],
+  ['ratio', 'ratio'],
+  ['target', 'target'],
+  ['verdict', 'verdict'],
+];
+
+/** The rows as an aligned plain-text table. */
+export function renderTable(rows) {
+  const widths = COLUMNS.map(([key, title]) => Math.max(title.length, ...rows.map((r) => String(r[key]).length)));
+  const line = (cells) => cells.map((c, i) => String(c).padEnd(widths[i])).join('  ').trimEnd();
+  return [line(COLUMNS.map(([, title]) => title)), line(widths.map((w) => '-'.repeat(w))), ...rows.map((r) => line(COLUMNS.map(([key]) => r[key])))].join('\n');
+}
+
+/** The rows as a Markdown table. */
+export function renderMarkdownTable(rows) {
+  const esc = (s) => String(s).replaceAll('|', '\\|');
+  return [
+    `| ${COLUMNS.map(([, t]) => t).join(' | ')} |`,
+    `|${COLUMNS.map(() => '---').join('|')}|`,
+    ...rows.map((r) => `| ${COLUMNS.map(([key]) => esc(r[key])).join(' | ')} |`),
+  ].join('\n');
+}
