@@ -74,6 +74,7 @@ function main(): void {
   const server = createServer(
     createNodeListener(app, {
       requestIdHeader: FC_REQUEST_ID_HEADER,
+      maxBodyBytes: config.maxBodyBytes,
       onError: (err) => logger.error('response failed', { error: err instanceof Error ? err.message : 'unknown' }),
     }),
   );

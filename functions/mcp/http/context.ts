@@ -10,8 +10,13 @@ export interface RequestLogFields {
   error_code?: string;
 }
 
+/** A request body as the Node shell read it (at most MCP_MAX_BODY_BYTES). */
+export type RequestBody = { tooLarge: true } | { tooLarge: false; text: string };
+
 /** Per-request state shared by the wrappers of `createApp`, outermost to innermost. */
 export interface RequestContext {
+  /** The body, read once by the shell; `undefined` for GET/HEAD (or when the handler is used without the shell). */
+  readonly body?: RequestBody;
   /** The platform's request id (FC: `x-fc-request-id`) or a random one. */
   readonly requestId: string;
   /** A stable, non-secret id of the credential that authenticated this request; set by `withAuth`. */

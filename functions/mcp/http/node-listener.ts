@@ -2,18 +2,20 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 
-import type { FetchHandler } from './context';
+import type { FetchHandler, RequestBody } from './context';
 
 export interface NodeListenerOptions {
   /** Header that carries the platform's request id (FC: `x-fc-request-id`). */
   requestIdHeader?: string;
   /** Called when writing a response fails after its head was sent. */
   onError?: (err: unknown) => void;
+  /** Request bodies are read up to this many bytes (MCP_MAX_BODY_BYTES); beyond it they are marked too large. @default 4 MiB */
+  maxBodyBytes?: number;
 }
 
 /** Adapts a core handler to `http.createServer`. Client disconnects abort the request's signal. */
 export function createNodeListener(handler: FetchHandler, options: NodeListenerOptions = {}) {
-  const { requestIdHeader, onError } = options;
+  const { requestIdHeader, onError, maxBodyBytes = 4 * 1024 * 1024 } = options;
   return (req: IncomingMessage, res: ServerResponse): void => {
     const abort = new AbortController();
     res.on('close', () => {
@@ -29,7 +31,9 @@ export function createNodeListener(handler: FetchHandler, options: NodeListenerO
       res.writeHead(400, { 'content-type': 'application/json' }).end('{"error":"bad_request","message":"The request target is not a valid path."}');
       return;
     }
-    void handler(request, { requestId, log: {} })
+    // The body is read here, once, into the context: no web stream per request (they are costly in Node).
+    void readBody(req, maxBodyBytes)
+      .then((body) => handler(request, { requestId, log: {}, body }))
       .then((response) => writeResponse(response, res, abort.signal))
       .catch((err: unknown) => {
         onError?.(err);
@@ -46,52 +50,40 @@ function toWebRequest(req: IncomingMessage, signal: AbortSignal): Request {
     if (Array.isArray(value)) for (const item of value) headers.append(name, item);
     else headers.set(name, value);
   }
+  // The URL's authority is never trusted for routing; only the path is read from it. The body travels in
+  // the context (see readBody), so the Request itself carries none.
+  return new Request(`http://localhost${req.url ?? '/'}`, { method: req.method ?? 'GET', headers, signal });
+}
+
+/**
+ * Reads the request body, up to `maxBytes`: a declared or observed excess stops the reading (the rest is
+ * drained after the answer, so that a client still sending can read the 413).
+ */
+function readBody(req: IncomingMessage, maxBytes: number): Promise<RequestBody | undefined> {
   const method = req.method ?? 'GET';
-  const hasBody = method !== 'GET' && method !== 'HEAD';
-  // The URL's authority is never trusted for routing; only the path is read from it.
-  const init: RequestInit & { duplex?: 'half' } = { method, headers, signal };
-  if (hasBody) {
-    init.body = toBodyStream(req);
-    init.duplex = 'half';
-  }
-  return new Request(`http://localhost${req.url ?? '/'}`, init);
+  if (method === 'GET' || method === 'HEAD') return Promise.resolve(undefined);
+  if (Number(req.headers['content-length']) > maxBytes) return Promise.resolve({ tooLarge: true });
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let received = 0;
+    const onData = (chunk: Buffer): void => {
+      received += chunk.length;
+      if (received > maxBytes) {
+        req.off('data', onData);
+        req.pause();
+        resolve({ tooLarge: true });
+        return;
+      }
+      chunks.push(chunk);
+    };
+    req.on('data', onData);
+    req.once('end', () => resolve({ tooLarge: false, text: Buffer.concat(chunks).toString('utf8') }));
+    req.once('error', reject);
+  });
 }
 
 /** Bytes of an unread request body discarded after the answer, so that the client can read it (RFC 9112 §9.6). */
 const MAX_DRAIN_BYTES = 64 * 1024 * 1024;
-
-/**
- * The request body as a web stream that reads on demand. Cancelling it, or answering before it was
- * read (413), discards the rest instead of resetting the connection under a client that is still sending.
- */
-function toBodyStream(req: IncomingMessage): ReadableStream<Uint8Array> {
-  let open = true;
-  return new ReadableStream<Uint8Array>({
-    start(controller) {
-      req.pause();
-      req.on('data', (chunk: Buffer) => {
-        if (!open) return;
-        controller.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
-        if ((controller.desiredSize ?? 0) <= 0) req.pause();
-      });
-      req.once('end', () => {
-        if (open) controller.close();
-        open = false;
-      });
-      req.once('error', (err) => {
-        if (open) controller.error(err);
-        open = false;
-      });
-    },
-    pull() {
-      req.resume();
-    },
-    cancel() {
-      open = false;
-      drain(req);
-    },
-  });
-}
 
 function drain(req: IncomingMessage): void {
   if (req.complete || req.destroyed) return;
