@@ -1,0 +1,34 @@
+/**
+ * code.zip: the bundle as `index.js` at the zip root, deflated, with a fixed timestamp so that the same bundle
+ * always gives the same bytes (and the same checksum FC reports).
+ */
+'use strict';
+
+const { createHash } = require('node:crypto');
+const { ZipFile } = require('yazl');
+
+const { ENTRY_FILE } = require('./fc-limits');
+
+/** A fixed mtime: zips of the same bundle are byte-identical. */
+const FIXED_MTIME = new Date('2024-01-01T00:00:00Z');
+
+/**
+ * @param {Buffer} bundle the contents of dist/index.js
+ * @returns {Promise<{ zip: Buffer, sha256: string }>}
+ */
+function createCodeZip(bundle) {
+  return new Promise((resolve, reject) => {
+    const zipfile = new ZipFile();
+    zipfile.addBuffer(bundle, ENTRY_FILE, { mtime: FIXED_MTIME, mode: 0o100644, compress: true });
+    zipfile.end();
+    const chunks = [];
+    zipfile.outputStream.on('data', (chunk) => chunks.push(chunk));
+    zipfile.outputStream.once('error', reject);
+    zipfile.outputStream.once('end', () => {
+      const zip = Buffer.concat(chunks);
+      resolve({ zip, sha256: createHash('sha256').update(zip).digest('hex') });
+    });
+  });
+}
+
+module.exports = { createCodeZip };

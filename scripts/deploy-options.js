@@ -1,0 +1,100 @@
+/**
+ * Every option of `node scripts/deploy.js`: type, default and description (STYLE R18). The defaults here are the
+ * ones the repository's s.yaml uses too (test/deploy/repo-s-yaml.test.ts keeps them in step).
+ */
+'use strict';
+
+const { DEFAULT_RUNTIME, DEFAULT_TRIGGER_METHODS, HTTP_METHODS } = require('./fc-limits');
+
+/** Option groups, in the order --help shows them. */
+const GROUPS = Object.freeze({
+  function: 'Function:',
+  sessions: 'Sessions and trigger:',
+  auth: 'Auth (secrets come from files or the environment, never from flags):',
+  sandbox: 'Sandboxes (E2B; the key itself only from E2B_API_KEY in the environment):',
+  output: 'Output and deployment:',
+});
+
+/** @type {Record<string, import('yargs').Options>} */
+const DEPLOY_OPTIONS = {
+  name: { group: GROUPS.function, type: 'string', default: 'sandbox-mcp', describe: 'Function name (letters, digits, _ and -; starts with a letter or _; at most 64)' },
+  region: { group: GROUPS.function, type: 'string', default: 'cn-hangzhou', describe: 'Alibaba Cloud region, e.g. cn-hangzhou, ap-southeast-1' },
+  runtime: { group: GROUPS.function, type: 'string', default: DEFAULT_RUNTIME, describe: 'FC runtime; custom.debian10 runs the bundle on its built-in Node 20.10 (/var/fc/lang/nodejs20/bin/node)' },
+  'node-path': {
+    group: GROUPS.function,
+    type: 'string',
+    default: undefined,
+    defaultDescription: "the runtime's built-in Node",
+    describe: 'Node ≥ 20.10 inside the runtime; needed for custom runtimes other than custom.debian10',
+  },
+  memory: { group: GROUPS.function, type: 'number', default: 1024, describe: 'Memory in MB: a multiple of 64 from 128 to 32768, 1–4 GB per vCPU' },
+  cpu: { group: GROUPS.function, type: 'number', default: 1, describe: 'vCPUs: 0.05–16 in steps of 0.05' },
+  timeout: { group: GROUPS.function, type: 'number', default: 600, describe: 'Function timeout in seconds (also caps each streamed response); at least 10 s above --tool-timeout-max' },
+  'tool-timeout-max': {
+    group: GROUPS.function,
+    type: 'number',
+    default: undefined,
+    defaultDescription: 'the smaller of 300 and --timeout less 10',
+    describe: 'Upper bound of any tool call in seconds (MCP_TOOL_TIMEOUT_MAX_S)',
+  },
+  'log-level': { group: GROUPS.function, type: 'string', choices: ['debug', 'info', 'warn', 'error'], default: 'info', describe: 'LOG_LEVEL of the server' },
+  env: {
+    group: GROUPS.function,
+    type: 'string',
+    array: true,
+    default: [],
+    describe: 'Extra environment variable NAME=VALUE for the function (repeatable; not FC_*, 4 KB in all with the others)',
+  },
+  'enable-session-affinity': {
+    group: GROUPS.sessions,
+    type: 'boolean',
+    default: true,
+    describe: 'MCP_STREAMABLE session affinity: FC pins each Mcp-Session-Id to one instance (--no-enable-session-affinity to turn off)',
+  },
+  'session-concurrency': { group: GROUPS.sessions, type: 'number', default: 20, describe: 'Sessions per instance (1–200); also MCP_MAX_SESSIONS' },
+  'session-idle-ttl': { group: GROUPS.sessions, type: 'number', default: 1800, describe: 'Seconds a session may stay idle (≤ 21600; MCP_SESSION_IDLE_TTL_S)' },
+  'session-ttl': { group: GROUPS.sessions, type: 'number', default: 21_600, describe: 'Longest life of a session in seconds (≤ 21600; MCP_SESSION_MAX_AGE_S)' },
+  'trigger-methods': {
+    group: GROUPS.sessions,
+    type: 'string',
+    array: true,
+    choices: [...HTTP_METHODS],
+    default: [...DEFAULT_TRIGGER_METHODS],
+    describe: 'Methods the HTTP trigger allows; affinity needs GET, POST and DELETE',
+  },
+  'custom-domain': { group: GROUPS.sessions, type: 'string', default: undefined, defaultDescription: 'none', describe: 'Route this domain (CNAME to <account-id>.<region>.fc.aliyuncs.com) to the function' },
+  auth: { group: GROUPS.auth, type: 'boolean', default: true, describe: 'Require a bearer token; --no-auth deploys without one, on purpose' },
+  'generate-token': { group: GROUPS.auth, type: 'boolean', default: false, describe: 'Generate a token, write it to <output-dir>/auth-token (mode 0600) and show it once' },
+  'auth-token-file': {
+    group: GROUPS.auth,
+    type: 'string',
+    default: undefined,
+    defaultDescription: 'MCP_AUTH_TOKENS from the environment',
+    describe: 'File with the bearer tokens, one a line (# comments allowed)',
+  },
+  'e2b-domain': { group: GROUPS.sandbox, type: 'string', default: undefined, defaultDescription: "E2B's cloud", describe: 'E2B_DOMAIN, e.g. cn-hangzhou.e2b.fc.aliyuncs.com' },
+  'e2b-api-url': { group: GROUPS.sandbox, type: 'string', default: undefined, defaultDescription: "E2B's cloud", describe: 'E2B_API_URL, e.g. https://api.cn-hangzhou.e2b.fc.aliyuncs.com' },
+  template: { group: GROUPS.sandbox, type: 'string', default: undefined, defaultDescription: 'code-interpreter-v1', describe: 'E2B_TEMPLATE of new sandboxes' },
+  'output-dir': { group: GROUPS.output, type: 'string', default: 'fc-deploy', describe: 'Where to write code/, code.zip, config.yaml, s.yaml (and auth-token)' },
+  deploy: { group: GROUPS.output, type: 'boolean', default: false, describe: 'Also deploy through the FC API (credentials from ALIBABA_CLOUD_ACCESS_KEY_ID / _SECRET / _SECURITY_TOKEN)' },
+  'account-id': { group: GROUPS.output, type: 'string', default: undefined, defaultDescription: 'none', describe: 'Alibaba Cloud account id: the API endpoint <id>.<region>.fc.aliyuncs.com and the CNAME target' },
+  endpoint: {
+    group: GROUPS.output,
+    type: 'string',
+    default: undefined,
+    defaultDescription: 'from --account-id and --region, else fcv3.<region>.aliyuncs.com',
+    describe: 'FC API endpoint (host, or http://host:port for a local fake in tests)',
+  },
+  'dry-run': { group: GROUPS.output, type: 'boolean', default: false, describe: 'Validate and show what would be written and called; write and call nothing' },
+  json: { group: GROUPS.output, type: 'boolean', default: false, describe: 'Print one JSON document on stdout; progress and warnings go to stderr' },
+};
+
+/** Examples for --help. */
+const EXAMPLES = [
+  ['$0 --generate-token --output-dir fc-deploy', 'Write the artifact, a new token and the manual steps'],
+  ['$0 --generate-token --deploy --region cn-shanghai', 'Deploy through the FC API and print the MCP URL'],
+  ['$0 --e2b-domain cn-hangzhou.e2b.fc.aliyuncs.com --e2b-api-url https://api.cn-hangzhou.e2b.fc.aliyuncs.com', "Use Alibaba Cloud's E2B-compatible sandboxes"],
+  ['$0 --deploy --dry-run --json', 'Show the plan as JSON without writing or calling anything'],
+];
+
+module.exports = { DEPLOY_OPTIONS, EXAMPLES };

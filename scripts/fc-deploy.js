@@ -1,0 +1,235 @@
+/**
+ * --deploy: the FC API calls, idempotent and shown one by one. Function: get → create (409: update) or update; wait
+ * until it is active; HTTP trigger: get → create (409: update) or update; the optional custom-domain route; the URL.
+ */
+'use strict';
+
+const { randomBytes } = require('node:crypto');
+const { setTimeout: sleep } = require('node:timers/promises');
+
+const { DeployError } = require('./deploy-errors');
+const { FcApiError } = require('./fc-api');
+const { toErrorHint } = require('./fc-error-hints');
+const { toDomainRoute, toFunctionConfig, toHttpTriggerConfig } = require('./fc-function-config');
+const { MCP_PATH } = require('./fc-limits');
+const { withRetry } = require('./retry');
+
+/** Waits between status checks while FC prepares the function, then every 3 s. */
+const POLL_DELAYS_MS = [500, 1000, 2000];
+const POLL_STEADY_MS = 3000;
+/** How long a function may stay Pending before the deploy gives up. */
+const ACTIVE_TIMEOUT_MS = 5 * 60_000;
+
+/**
+ * @typedef {object} DeployOptions
+ * @property {import('./deploy-plan').DeploymentPlan} plan
+ * @property {import('./fc-api').FcApi} api
+ * @property {Buffer} zip code.zip
+ * @property {{ MCP_AUTH_TOKENS?: string, MCP_SESSION_SECRET?: string, E2B_API_KEY?: string }} secrets values from the environment or files
+ * @property {(line: string) => void} step told of each step as it happens
+ * @property {(ms: number) => Promise<unknown>} [wait] @default setTimeout from node:timers/promises
+ */
+
+/**
+ * @typedef {object} DeployResult
+ * @property {'created' | 'updated'} function
+ * @property {'created' | 'updated'} trigger
+ * @property {'created' | 'updated' | undefined} customDomain
+ * @property {string} url the MCP endpoint clients connect to
+ * @property {string | undefined} triggerUrl the trigger's own URL (FC's test domain)
+ * @property {'environment' | 'kept' | 'generated'} sessionSecret where MCP_SESSION_SECRET came from
+ */
+
+/**
+ * @param {DeployOptions} options
+ * @returns {Promise<DeployResult>}
+ */
+async function deployToFc(options) {
+  const { plan, api, step, wait = sleep } = options;
+  const call = (/** @type {string} */ what, /** @type {() => Promise<any>} */ fn) =>
+    withRetry(fn, {
+      wait,
+      onRetry: (err, attempt, delayMs) => step(`  ${what}: ${describeError(err)}; retrying in ${(delayMs / 1000).toFixed(1)} s (attempt ${attempt + 1})`),
+    }).catch((err) => {
+      throw toDeployError(what, err);
+    });
+
+  step(`Looking up function ${plan.name} in ${plan.region}…`);
+  const existing = await call('GetFunction', () => api.getFunction(plan.name));
+  const { variables, sessionSecret } = toVariables(plan, options.secrets, existing);
+  const input = { ...toFunctionConfig(plan, variables), code: { zipFile: options.zip.toString('base64') } };
+  if (existing !== undefined && existing.sessionAffinity && !plan.sessionAffinity) {
+    step(`  note: the function keeps its session affinity (${existing.sessionAffinity}); turn it off in the FC console if you mean to`);
+  }
+
+  let functionOutcome = /** @type {'created' | 'updated'} */ ('updated');
+  if (existing === undefined) {
+    step(`Creating function ${plan.name} (${plan.runtime}, ${plan.memoryMb} MB, ${plan.cpu} vCPU, timeout ${plan.timeoutS} s)…`);
+    const created = await call('CreateFunction', () => api.createFunction({ functionName: plan.name, ...input })).catch((err) => {
+      if (err instanceof DeployError && err.code === 'FunctionAlreadyExists') return undefined;
+      throw err;
+    });
+    if (created === undefined) {
+      step(`  ${plan.name} already exists (created meanwhile); updating it instead…`);
+      await call('UpdateFunction', () => api.updateFunction(plan.name, input));
+    } else {
+      functionOutcome = 'created';
+    }
+  } else {
+    step(`Updating function ${plan.name} (code and configuration)…`);
+    await call('UpdateFunction', () => api.updateFunction(plan.name, input));
+  }
+
+  await waitUntilActive({ plan, api, call, step, wait });
+
+  const triggerOutcome = await upsertTrigger({ plan, api, call, step });
+  const trigger = await call('GetTrigger', () => api.getTrigger(plan.name, plan.triggerName));
+  const triggerUrl = trigger?.httpTrigger?.urlInternet;
+
+  const domainOutcome = plan.customDomain === undefined ? undefined : await upsertCustomDomain({ plan, api, call, step });
+  const base = plan.customDomain === undefined ? triggerUrl : `http://${plan.customDomain}`;
+  if (typeof base !== 'string' || base === '') throw new DeployError('FC returned no URL for the HTTP trigger', { step: 'GetTrigger', hint: 'Open the function in the FC console: Triggers shows its URL.' });
+  const url = `${base.replace(/\/$/, '')}${MCP_PATH}`;
+  step(`Deployed: ${url}`);
+  return { function: functionOutcome, trigger: triggerOutcome, customDomain: domainOutcome, url, triggerUrl, sessionSecret };
+}
+
+/**
+ * The function's variables with their values; MCP_SESSION_SECRET from the environment, else the function's current
+ * one (so that sessions survive a re-deploy), else a new one.
+ * @param {import('./deploy-plan').DeploymentPlan} plan
+ * @param {DeployOptions['secrets']} secrets
+ * @param {Record<string, any> | undefined} existing
+ */
+function toVariables(plan, secrets, existing) {
+  /** @type {Record<string, string>} */
+  const variables = { ...plan.environment };
+  const current = existing?.environmentVariables?.MCP_SESSION_SECRET;
+  /** @type {DeployResult['sessionSecret']} */
+  let sessionSecret = 'generated';
+  for (const { name } of plan.secrets) {
+    let value = secrets[/** @type {keyof DeployOptions['secrets']} */ (name)];
+    if (name === 'MCP_SESSION_SECRET') {
+      if (value) sessionSecret = 'environment';
+      else if (typeof current === 'string' && current.length >= 32) [value, sessionSecret] = [current, 'kept'];
+      else value = randomBytes(32).toString('base64url');
+    }
+    if (value) variables[name] = value;
+  }
+  return { variables, sessionSecret };
+}
+
+/**
+ * @typedef {object} StepContext
+ * @property {import('./deploy-plan').DeploymentPlan} plan
+ * @property {import('./fc-api').FcApi} api
+ * @property {<T>(what: string, fn: () => Promise<T>) => Promise<T>} call one FC call, retried, errors translated
+ * @property {(line: string) => void} step
+ */
+
+/**
+ * Polls GetFunction until FC has the function ready: `state` not Pending and `lastUpdateStatus` not InProgress.
+ * @param {StepContext & { wait: (ms: number) => Promise<unknown> }} context
+ */
+async function waitUntilActive({ plan, api, call, step, wait }) {
+  step('Waiting for the function to become active…');
+  const deadline = Date.now() + ACTIVE_TIMEOUT_MS;
+  for (let poll = 0; ; poll++) {
+    const fn = await call('GetFunction', () => api.getFunction(plan.name));
+    if (fn === undefined) throw new DeployError(`function ${plan.name} vanished while it was being deployed`, { step: 'GetFunction', code: 'FunctionNotFound', hint: toErrorHint('FunctionNotFound', 404) });
+    const state = String(fn.state ?? 'Active');
+    const update = String(fn.lastUpdateStatus ?? 'Successful');
+    if (state === 'Failed' || update === 'Failed') {
+      const reason = [fn.stateReasonCode, fn.stateReason, fn.lastUpdateStatusReasonCode, fn.lastUpdateStatusReason].filter(Boolean).join(': ');
+      throw new DeployError(`FC could not make function ${plan.name} ready${reason ? ` (${reason})` : ''}`, {
+        step: 'GetFunction',
+        code: String(fn.lastUpdateStatusReasonCode ?? fn.stateReasonCode ?? 'FunctionFailed'),
+        hint: 'Read the reason above; fix the setting it names (or the code) and re-run. The function logs in the FC console may say more.',
+      });
+    }
+    if (state !== 'Pending' && update !== 'InProgress') {
+      step(`  active (state ${state}, last update ${update})`);
+      return;
+    }
+    if (Date.now() > deadline) {
+      throw new DeployError(`function ${plan.name} was still ${state}/${update} after ${ACTIVE_TIMEOUT_MS / 60_000} minutes`, { step: 'GetFunction', hint: 'Check the function in the FC console, then re-run.' });
+    }
+    step(`  still ${state === 'Pending' ? 'pending' : 'updating'} (state ${state}, last update ${update})…`);
+    await wait(POLL_DELAYS_MS[poll] ?? POLL_STEADY_MS);
+  }
+}
+
+/**
+ * The HTTP trigger: create it, or update it (also when a create meets 409).
+ * @param {StepContext} context
+ * @returns {Promise<'created' | 'updated'>}
+ */
+async function upsertTrigger({ plan, api, call, step }) {
+  const triggerConfig = JSON.stringify(toHttpTriggerConfig(plan));
+  const update = () => call('UpdateTrigger', () => api.updateTrigger(plan.name, plan.triggerName, { triggerConfig, qualifier: 'LATEST' }));
+  step(`Looking up HTTP trigger ${plan.triggerName}…`);
+  const existing = await call('GetTrigger', () => api.getTrigger(plan.name, plan.triggerName));
+  if (existing !== undefined) {
+    step(`Updating HTTP trigger ${plan.triggerName} (anonymous; ${plan.triggerMethods.join(', ')})…`);
+    await update();
+    return 'updated';
+  }
+  step(`Creating HTTP trigger ${plan.triggerName} (anonymous at the trigger, bearer auth in the function; ${plan.triggerMethods.join(', ')})…`);
+  try {
+    await call('CreateTrigger', () => api.createTrigger(plan.name, { triggerName: plan.triggerName, triggerType: 'http', qualifier: 'LATEST', triggerConfig }));
+    return 'created';
+  } catch (err) {
+    if (!(err instanceof DeployError && err.code === 'TriggerAlreadyExists')) throw err;
+    step(`  ${plan.triggerName} already exists (created meanwhile); updating it instead…`);
+    await update();
+    return 'updated';
+  }
+}
+
+/**
+ * The custom domain: route `/*` to the function, keeping the domain's other routes.
+ * @param {StepContext} context
+ * @returns {Promise<'created' | 'updated'>}
+ */
+async function upsertCustomDomain({ plan, api, call, step }) {
+  const domain = /** @type {string} */ (plan.customDomain);
+  const route = toDomainRoute(plan);
+  step(`Looking up custom domain ${domain}…`);
+  const existing = await call('GetCustomDomain', () => api.getCustomDomain(domain));
+  if (existing === undefined) {
+    step(`Creating custom domain ${domain} → ${plan.name}…`);
+    await call('CreateCustomDomain', () => api.createCustomDomain({ domainName: domain, protocol: 'HTTP', routeConfig: { routes: [route] } }));
+    return 'created';
+  }
+  const others = (existing.routeConfig?.routes ?? []).filter((/** @type {{ path?: string }} */ r) => r.path !== route.path);
+  step(`Updating custom domain ${domain}: ${route.path} → ${plan.name}…`);
+  await call('UpdateCustomDomain', () => api.updateCustomDomain(domain, { protocol: existing.protocol ?? 'HTTP', routeConfig: { routes: [...others, route] } }));
+  return 'updated';
+}
+
+/** @param {unknown} err */
+function describeError(err) {
+  if (err instanceof FcApiError) return `${err.code}${err.statusCode === undefined ? '' : ` (HTTP ${err.statusCode})`}`;
+  return err instanceof Error ? err.message : String(err);
+}
+
+/**
+ * @param {string} what the API action
+ * @param {unknown} err
+ */
+function toDeployError(what, err) {
+  if (err instanceof DeployError) return err;
+  if (err instanceof FcApiError) {
+    return new DeployError(`${what} failed: ${err.code}${err.statusCode === undefined ? '' : ` (HTTP ${err.statusCode})`}: ${err.message}`, {
+      step: what,
+      code: err.code,
+      statusCode: err.statusCode,
+      requestId: err.requestId,
+      hint: toErrorHint(err.code, err.statusCode),
+      cause: err,
+    });
+  }
+  return new DeployError(`${what} failed: ${err instanceof Error ? err.message : String(err)}`, { step: what, cause: err });
+}
+
+module.exports = { deployToFc };

@@ -1,0 +1,170 @@
+/**
+ * The rules a deployment plan must pass before anything is written or called. Each problem names the option to
+ * change and how; nothing here does I/O.
+ */
+'use strict';
+
+const {
+  AFFINITY_METHODS,
+  CPU,
+  ENV_MAX_BYTES,
+  FUNCTION_NAME_PATTERN,
+  FUNCTION_TIMEOUT_MARGIN_S,
+  MEMORY_GB_PER_CPU,
+  MEMORY_MB,
+  RUNTIMES,
+  SESSION_CONCURRENCY_RANGE,
+  SESSION_TTL_MAX_S,
+} = require('./fc-limits');
+
+const HOSTNAME_PATTERN = /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/i;
+const REGION_PATTERN = /^[a-z]{2,}-[a-z0-9]+(-[a-z0-9]+)*$/;
+
+/**
+ * Every problem of the plan (empty when it is valid).
+ * @param {import('./deploy-plan').DeploymentPlan} plan
+ * @param {{ secretSizes: Record<string, number> }} sizes byte lengths of the secret values known now (0 when unknown)
+ * @returns {string[]}
+ */
+function validatePlan(plan, sizes) {
+  return [
+    ...checkName(plan),
+    ...checkRuntime(plan),
+    ...checkResources(plan),
+    ...checkTimeouts(plan),
+    ...checkSessions(plan),
+    ...checkEnvironment(plan, sizes),
+    ...checkHosts(plan),
+  ];
+}
+
+/** @param {import('./deploy-plan').DeploymentPlan} plan */
+function checkName(plan) {
+  const problems = [];
+  if (!FUNCTION_NAME_PATTERN.test(plan.name)) {
+    problems.push(`--name "${plan.name}" is not a valid function name: use 1–64 letters, digits, _ or -, starting with a letter or _`);
+  }
+  if (!REGION_PATTERN.test(plan.region)) problems.push(`--region "${plan.region}" is not a region id such as cn-hangzhou or ap-southeast-1`);
+  return problems;
+}
+
+/** @param {import('./deploy-plan').DeploymentPlan} plan */
+function checkRuntime(plan) {
+  const runtime = Object.hasOwn(RUNTIMES, plan.runtime) ? RUNTIMES[/** @type {keyof typeof RUNTIMES} */ (plan.runtime)] : undefined;
+  if (runtime === undefined) {
+    return [`--runtime "${plan.runtime}" is not one this CLI knows (${Object.keys(RUNTIMES).join(', ')}); use custom.debian10`];
+  }
+  const problems = [];
+  if (!runtime.custom && plan.sessionAffinity) {
+    problems.push(
+      `--runtime ${plan.runtime} cannot hold session affinity (--enable-session-affinity): FC runs one request per instance on built-in runtimes, so MCP_STREAMABLE needs a custom runtime such as custom.debian10`,
+    );
+  }
+  if (!runtime.custom) {
+    problems.push(`--runtime ${plan.runtime} runs event handlers, not an HTTP server: this server needs a custom runtime such as custom.debian10`);
+  } else if (plan.nodePath === undefined) {
+    problems.push(`--runtime ${plan.runtime} has no Node 20 at a known path: pass --node-path (a Node ≥ 20.10 inside the runtime), or use custom.debian10`);
+  } else if (!plan.nodePath.startsWith('/')) {
+    problems.push(`--node-path must be an absolute path inside the runtime (got "${plan.nodePath}")`);
+  }
+  return problems;
+}
+
+/** @param {import('./deploy-plan').DeploymentPlan} plan */
+function checkResources(plan) {
+  const problems = [];
+  const { memoryMb, cpu } = plan;
+  const memoryOk = Number.isInteger(memoryMb) && memoryMb >= MEMORY_MB.min && memoryMb <= MEMORY_MB.max && memoryMb % MEMORY_MB.step === 0;
+  if (!memoryOk) problems.push(`--memory ${memoryMb} must be a multiple of ${MEMORY_MB.step} MB from ${MEMORY_MB.min} to ${MEMORY_MB.max}`);
+  const cpuSteps = cpu / CPU.step;
+  const cpuOk = Number.isFinite(cpu) && cpu >= CPU.min && cpu <= CPU.max && Math.abs(cpuSteps - Math.round(cpuSteps)) < 1e-9;
+  if (!cpuOk) problems.push(`--cpu ${cpu} must be from ${CPU.min} to ${CPU.max} vCPU in steps of ${CPU.step}`);
+  if (memoryOk && cpuOk) {
+    const gbPerCpu = memoryMb / 1024 / cpu;
+    if (gbPerCpu < MEMORY_GB_PER_CPU.min - 1e-9 || gbPerCpu > MEMORY_GB_PER_CPU.max + 1e-9) {
+      const low = Math.ceil((cpu * MEMORY_GB_PER_CPU.min * 1024) / MEMORY_MB.step) * MEMORY_MB.step;
+      const high = Math.floor((cpu * MEMORY_GB_PER_CPU.max * 1024) / MEMORY_MB.step) * MEMORY_MB.step;
+      problems.push(
+        `--cpu ${cpu} with --memory ${memoryMb}: FC needs ${MEMORY_GB_PER_CPU.min}–${MEMORY_GB_PER_CPU.max} GB of memory per vCPU; for ${cpu} vCPU use --memory ${Math.max(low, MEMORY_MB.min)}–${Math.min(high, MEMORY_MB.max)}, or change --cpu`,
+      );
+    }
+  }
+  return problems;
+}
+
+/** @param {import('./deploy-plan').DeploymentPlan} plan */
+function checkTimeouts(plan) {
+  const { timeoutS, toolTimeoutMaxS } = plan;
+  if (!Number.isInteger(timeoutS) || timeoutS < 1 || timeoutS > 86_400) return [`--timeout ${timeoutS} must be a whole number of seconds from 1 to 86400`];
+  if (!Number.isInteger(toolTimeoutMaxS) || toolTimeoutMaxS < 1) {
+    return [`--timeout ${timeoutS} leaves no time for tool calls: it must be above ${FUNCTION_TIMEOUT_MARGIN_S} s (and --tool-timeout-max a whole number ≥ 1)`];
+  }
+  if (timeoutS < toolTimeoutMaxS + FUNCTION_TIMEOUT_MARGIN_S) {
+    return [
+      `--timeout ${timeoutS} must be at least ${FUNCTION_TIMEOUT_MARGIN_S} s above the tool timeout cap (--tool-timeout-max ${toolTimeoutMaxS}), so that every call is answered before FC cuts it: raise --timeout to ${toolTimeoutMaxS + FUNCTION_TIMEOUT_MARGIN_S} or lower --tool-timeout-max to ${Math.max(1, timeoutS - FUNCTION_TIMEOUT_MARGIN_S)}`,
+    ];
+  }
+  return [];
+}
+
+/** @param {import('./deploy-plan').DeploymentPlan} plan */
+function checkSessions(plan) {
+  const problems = [];
+  const { min, max } = SESSION_CONCURRENCY_RANGE;
+  if (!Number.isInteger(plan.sessionConcurrency) || plan.sessionConcurrency < min || plan.sessionConcurrency > max) {
+    problems.push(`--session-concurrency ${plan.sessionConcurrency} must be a whole number from ${min} to ${max} (FC's sessions per instance)`);
+  }
+  if (!Number.isInteger(plan.sessionIdleTtlS) || plan.sessionIdleTtlS < 1 || plan.sessionIdleTtlS > SESSION_TTL_MAX_S) {
+    problems.push(`--session-idle-ttl ${plan.sessionIdleTtlS} must be a whole number of seconds from 1 to ${SESSION_TTL_MAX_S}`);
+  }
+  if (!Number.isInteger(plan.sessionTtlS) || plan.sessionTtlS < 60 || plan.sessionTtlS > SESSION_TTL_MAX_S) {
+    problems.push(`--session-ttl ${plan.sessionTtlS} must be a whole number of seconds from 60 to ${SESSION_TTL_MAX_S}`);
+  }
+  if (!plan.triggerMethods.includes('POST')) problems.push('--trigger-methods must include POST: every MCP request is a POST');
+  if (plan.sessionAffinity) {
+    const missing = AFFINITY_METHODS.filter((m) => !plan.triggerMethods.includes(m));
+    if (missing.length > 0) {
+      problems.push(
+        `--trigger-methods lacks ${missing.join(', ')}: with --enable-session-affinity FC needs the trigger to allow GET, POST and DELETE (DELETE frees a session's slot); add them or pass --no-enable-session-affinity`,
+      );
+    }
+  }
+  return problems;
+}
+
+/**
+ * @param {import('./deploy-plan').DeploymentPlan} plan
+ * @param {{ secretSizes: Record<string, number> }} sizes
+ */
+function checkEnvironment(plan, sizes) {
+  const problems = [];
+  const names = [...Object.keys(plan.environment), ...plan.secrets.map((s) => s.name)];
+  for (const name of names) {
+    if (/^FC_/i.test(name)) problems.push(`--env ${name}: FC reserves variables starting with FC_; rename it`);
+  }
+  const bytes =
+    Object.entries(plan.environment).reduce((sum, [name, value]) => sum + Buffer.byteLength(name) + Buffer.byteLength(value), 0) +
+    plan.secrets.reduce((sum, s) => sum + Buffer.byteLength(s.name) + (sizes.secretSizes[s.name] ?? 0), 0);
+  if (bytes > ENV_MAX_BYTES) {
+    problems.push(`--env: the function's environment variables come to ${bytes} bytes, over FC's ${ENV_MAX_BYTES}-byte limit; drop or shorten some --env values`);
+  }
+  return problems;
+}
+
+/** @param {import('./deploy-plan').DeploymentPlan} plan */
+function checkHosts(plan) {
+  const problems = [];
+  if (plan.customDomain !== undefined && !HOSTNAME_PATTERN.test(plan.customDomain)) {
+    problems.push(`--custom-domain "${plan.customDomain}" is not a domain name such as mcp.example.com`);
+  }
+  if (plan.e2b.domain !== undefined && !HOSTNAME_PATTERN.test(plan.e2b.domain)) {
+    problems.push(`--e2b-domain "${plan.e2b.domain}" is not a domain name such as cn-hangzhou.e2b.fc.aliyuncs.com`);
+  }
+  if (plan.e2b.apiUrl !== undefined && !/^https?:\/\/[^/\s]+/.test(plan.e2b.apiUrl)) {
+    problems.push(`--e2b-api-url "${plan.e2b.apiUrl}" must be an http(s) URL such as https://api.cn-hangzhou.e2b.fc.aliyuncs.com`);
+  }
+  if (plan.e2b.template !== undefined && !/^[\w.:/-]+$/.test(plan.e2b.template)) problems.push(`--template "${plan.e2b.template}" is not a template name or id`);
+  return problems;
+}
+
+module.exports = { validatePlan };

@@ -1,0 +1,276 @@
+/**
+ * `node scripts/deploy.js --deploy` against a loopback fake of the FC 3.0 API, through the real SDK
+ * (@alicloud/fc20230330 with --endpoint http://127.0.0.1:PORT). The fake recomputes the ACS3-HMAC-SHA256 signature
+ * of every request; each test also asserts that every request it recorded was signed correctly.
+ */
+import { createHash } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+
+import { OpenApiUtil } from '@alicloud/openapi-core';
+
+import { makeTempDir, removeTempDirs, ROOT, runDeployCli } from '../support/deploy-cli';
+import { type Credentials, type FakeFc, type RecordedCall, startFakeFc, verifyAcs3Signature } from '../support/fake-fc';
+import { readZip } from '../support/zip-reader';
+
+const CREDENTIALS: Credentials = { accessKeyId: 'LTAI5tTestKeyId0001', accessKeySecret: 'test-secret-9f8e7d6c5b4a' };
+const E2B_KEY = 'e2b_key_for_the_function_0123456789';
+const TRIGGER_URL = 'https://sandbox-mcp-abcdefghij.cn-hangzhou.fcapp.run';
+
+let fake: FakeFc;
+beforeEach(async () => {
+  fake = await startFakeFc(CREDENTIALS);
+});
+afterEach(async () => {
+  // Every request the CLI sent, in every test, carried a valid signature (the rejected-key test checks its own).
+  await fake.close();
+});
+afterAll(removeTempDirs);
+
+interface DeployJson {
+  ok: boolean;
+  url: string;
+  deployed: { function: string; trigger: string; customDomain?: string; url: string; sessionSecret: string };
+  error?: { kind: string; code: string; requestId: string; hint: string; step: string; message: string };
+}
+
+/** A token file shared by the runs of one test. */
+function tokenFile(): string {
+  const file = join(makeTempDir(), 'tokens');
+  writeFileSync(file, 'deploy-test-token-0123456789abcdef\n', { mode: 0o600 });
+  return file;
+}
+
+async function deploy(args: string[] = [], env: Record<string, string> = {}, tokens = tokenFile()) {
+  const run = await runDeployCli(
+    ['--output-dir', makeTempDir(), '--deploy', '--endpoint', fake.endpoint, '--auth-token-file', tokens, '--json', ...args],
+    {
+      env: {
+        ALIBABA_CLOUD_ACCESS_KEY_ID: CREDENTIALS.accessKeyId,
+        ALIBABA_CLOUD_ACCESS_KEY_SECRET: CREDENTIALS.accessKeySecret,
+        E2B_API_KEY: E2B_KEY,
+        ...env,
+      },
+    },
+  );
+  return { ...run, json: JSON.parse(run.stdout) as DeployJson };
+}
+
+const actions = (calls: RecordedCall[]) => calls.map((c) => c.action);
+const expectAllSigned = () => expect(fake.calls.filter((c) => !c.signature.ok).map((c) => ({ action: c.action, signature: c.signature }))).toEqual([]);
+
+describe('a first deploy', () => {
+  it('creates the function and the HTTP trigger, signs every request, and prints the URL', async () => {
+    const run = await deploy();
+    expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: expect.any(String) });
+    expect(actions(fake.calls)).toEqual(['GetFunction', 'CreateFunction', 'GetFunction', 'GetTrigger', 'CreateTrigger', 'GetTrigger']);
+    expect(fake.calls.map((c) => `${c.method} ${c.path}`).slice(0, 2)).toEqual(['GET /2023-03-30/functions/sandbox-mcp', 'POST /2023-03-30/functions']);
+    expectAllSigned();
+    expect(run.json).toMatchObject({ ok: true, url: `${TRIGGER_URL}/mcp`, deployed: { function: 'created', trigger: 'created', sessionSecret: 'generated' } });
+    for (const step of ['Looking up function sandbox-mcp', 'Creating function sandbox-mcp', 'Waiting for the function to become active', 'Creating HTTP trigger mcp', `Deployed: ${TRIGGER_URL}/mcp`]) {
+      expect(run.stderr).toContain(step);
+    }
+  });
+
+  it('sends the function FC needs: custom runtime, Node 20, port, hooks, affinity, limits and the code', async () => {
+    await deploy();
+    const body = fake.calls.find((c) => c.action === 'CreateFunction')?.body ?? {};
+    expect(body).toMatchObject({
+      functionName: 'sandbox-mcp',
+      runtime: 'custom.debian10',
+      memorySize: 1024,
+      cpu: 1,
+      diskSize: 512,
+      timeout: 600,
+      instanceConcurrency: 200,
+      customRuntimeConfig: { command: ['/var/fc/lang/nodejs20/bin/node'], args: ['/code/index.js'], port: 9000, healthCheckConfig: { httpGetUrl: '/health' } },
+      instanceLifecycleConfig: { initializer: { timeout: 30 }, preStop: { timeout: 10 } },
+      sessionAffinity: 'MCP_STREAMABLE',
+    });
+    expect(JSON.parse(String(body.sessionAffinityConfig))).toEqual({ sessionConcurrencyPerInstance: 20, sessionTTLInSeconds: 21600, sessionIdleTimeoutInSeconds: 1800 });
+    const env = body.environmentVariables as Record<string, string>;
+    expect(env).toMatchObject({
+      MCP_AUTH_TOKENS: 'deploy-test-token-0123456789abcdef',
+      E2B_API_KEY: E2B_KEY,
+      MCP_FUNCTION_TIMEOUT_S: '600',
+      MCP_TOOL_TIMEOUT_MAX_S: '300',
+    });
+    expect(Buffer.byteLength(String(env.MCP_SESSION_SECRET))).toBeGreaterThanOrEqual(32);
+    expect(Object.keys(env).filter((k) => k.startsWith('FC_'))).toEqual([]);
+    const zip = Buffer.from(String((body.code as { zipFile: string }).zipFile), 'base64');
+    const entries = readZip(zip);
+    expect(entries.map((e) => e.name)).toEqual(['index.js']);
+    expect(entries[0]?.data.equals(readFileSync(join(ROOT, 'dist/index.js')))).toBe(true);
+  });
+
+  it('creates an anonymous HTTP trigger allowing GET, POST, DELETE and OPTIONS', async () => {
+    await deploy();
+    const body = fake.calls.find((c) => c.action === 'CreateTrigger')?.body ?? {};
+    expect(body).toMatchObject({ triggerName: 'mcp', triggerType: 'http', qualifier: 'LATEST' });
+    expect(JSON.parse(String(body.triggerConfig))).toEqual({ authType: 'anonymous', methods: ['GET', 'POST', 'DELETE', 'OPTIONS'], disableURLInternet: false });
+  });
+
+  it('takes the session secret from MCP_SESSION_SECRET when it is set', async () => {
+    const secret = 'a-session-secret-of-at-least-32-bytes-long';
+    const run = await deploy([], { MCP_SESSION_SECRET: secret });
+    expect(run.json.deployed.sessionSecret).toBe('environment');
+    expect((fake.calls.find((c) => c.action === 'CreateFunction')?.body?.environmentVariables as Record<string, string>).MCP_SESSION_SECRET).toBe(secret);
+  });
+});
+
+describe('a re-deploy', () => {
+  it('updates the function and the trigger, keeping the session secret', async () => {
+    const tokens = tokenFile();
+    expect((await deploy([], {}, tokens)).code).toBe(0);
+    const firstSecret = (fake.functions.get('sandbox-mcp')?.environmentVariables as Record<string, string>).MCP_SESSION_SECRET;
+    fake.calls.length = 0;
+    const run = await deploy(['--memory', '2048'], {}, tokens);
+    expect(run.code).toBe(0);
+    expect(actions(fake.calls)).toEqual(['GetFunction', 'UpdateFunction', 'GetFunction', 'GetTrigger', 'UpdateTrigger', 'GetTrigger']);
+    expect(fake.calls.find((c) => c.action === 'UpdateFunction')).toMatchObject({ method: 'PUT', path: '/2023-03-30/functions/sandbox-mcp', body: { memorySize: 2048 } });
+    expect(fake.calls.find((c) => c.action === 'UpdateTrigger')).toMatchObject({ method: 'PUT', path: '/2023-03-30/functions/sandbox-mcp/triggers/mcp' });
+    expect(run.json.deployed).toMatchObject({ function: 'updated', trigger: 'updated', sessionSecret: 'kept' });
+    expect((fake.functions.get('sandbox-mcp')?.environmentVariables as Record<string, string>).MCP_SESSION_SECRET).toBe(firstSecret);
+    expectAllSigned();
+  });
+
+  it('meets 409 FunctionAlreadyExists on create and updates instead', async () => {
+    const tokens = tokenFile();
+    expect((await deploy([], {}, tokens)).code).toBe(0);
+    fake.calls.length = 0;
+    fake.hiddenGets = 1;
+    const run = await deploy([], {}, tokens);
+    expect(run.code).toBe(0);
+    expect(actions(fake.calls).slice(0, 3)).toEqual(['GetFunction', 'CreateFunction', 'UpdateFunction']);
+    expect(fake.calls[1]).toMatchObject({ status: 409, code: 'FunctionAlreadyExists' });
+    expect(run.stderr).toContain('already exists (created meanwhile); updating it instead');
+    expect(run.json.deployed.function).toBe('updated');
+    expectAllSigned();
+  });
+});
+
+it('polls while the function is pending, showing each state, until it is active', async () => {
+  fake.pendingPolls = 2;
+  const run = await deploy();
+  expect(run.code).toBe(0);
+  expect(actions(fake.calls).slice(0, 5)).toEqual(['GetFunction', 'CreateFunction', 'GetFunction', 'GetFunction', 'GetFunction']);
+  expect(run.stderr.match(/still pending \(state Pending, last update InProgress\)/g)).toHaveLength(2);
+  expect(run.stderr).toContain('active (state Active, last update Successful)');
+  expectAllSigned();
+});
+
+describe('retries', () => {
+  it('retries a throttled call with backoff, re-signing it', async () => {
+    fake.fail('CreateFunction', { status: 429, code: 'Throttling.User', message: 'Request was denied due to user flow control.' });
+    const run = await deploy();
+    expect(run.code).toBe(0);
+    const creates = fake.calls.filter((c) => c.action === 'CreateFunction');
+    expect(creates.map((c) => c.status)).toEqual([429, 200]);
+    expect(run.stderr).toMatch(/CreateFunction: Throttling\.User \(HTTP 429\); retrying in \d+\.\d s \(attempt 2\)/);
+    expectAllSigned();
+  });
+
+  it('retries a 5xx answer', async () => {
+    fake.fail('GetTrigger', { status: 503, code: 'ServiceUnavailable' });
+    const run = await deploy();
+    expect(run.code).toBe(0);
+    expect(fake.calls.filter((c) => c.action === 'GetTrigger').map((c) => c.status)).toEqual([503, 404, 200]);
+    expectAllSigned();
+  });
+});
+
+describe('errors', () => {
+  it('reports AccessDenied with its code, the request id and what to do, without retrying (exit 1)', async () => {
+    fake.fail('GetFunction', { status: 403, code: 'AccessDenied', message: 'You are not authorized to do this action. Resource: acs:fc:cn-hangzhou:123:functions/sandbox-mcp' });
+    const run = await deploy();
+    expect(run.code).toBe(1);
+    expect(fake.calls).toHaveLength(1);
+    const requestId = fake.calls[0]?.requestId;
+    expect(run.json.error).toMatchObject({ kind: 'deploy', step: 'GetFunction', code: 'AccessDenied', requestId, hint: expect.stringContaining('AliyunFCFullAccess') });
+    expect(run.json.error?.message).toContain('GetFunction failed: AccessDenied (HTTP 403): You are not authorized');
+    expect(run.stderr).toContain(`request id: ${requestId}`);
+    expect(run.stderr).toContain('what to do: The credentials lack permission');
+    expectAllSigned();
+  });
+
+  it('reports a rejected signature (a wrong AccessKey secret) and what to check', async () => {
+    const run = await deploy([], { ALIBABA_CLOUD_ACCESS_KEY_SECRET: 'not-the-right-secret' });
+    expect(run.code).toBe(1);
+    expect(fake.calls.map((c) => [c.action, c.signature.ok, c.status])).toEqual([['GetFunction', false, 403]]);
+    expect(run.json.error).toMatchObject({ code: 'SignatureDoesNotMatch', hint: expect.stringContaining('ALIBABA_CLOUD_ACCESS_KEY_SECRET') });
+  });
+
+  it('gives up on a throttled call after five attempts', async () => {
+    fake.fail('GetFunction', { status: 429, code: 'Throttling', times: 5 });
+    const run = await deploy([], {});
+    expect(run.code).toBe(1);
+    expect(fake.calls.map((c) => c.status)).toEqual([429, 429, 429, 429, 429]);
+    expect(run.json.error).toMatchObject({ code: 'Throttling', hint: expect.stringContaining('wait a minute') });
+  }, 60_000);
+});
+
+it('signs STS requests with the security token', async () => {
+  await fake.close();
+  fake = await startFakeFc({ ...CREDENTIALS, securityToken: 'sts-token-abc' });
+  const run = await deploy([], { ALIBABA_CLOUD_SECURITY_TOKEN: 'sts-token-abc' });
+  expect(run.code).toBe(0);
+  expectAllSigned();
+});
+
+it('creates, then updates, the custom-domain route', async () => {
+  const tokens = tokenFile();
+  const first = await deploy(['--custom-domain', 'mcp.example.com'], {}, tokens);
+  expect(first.code).toBe(0);
+  expect(first.json).toMatchObject({ url: 'http://mcp.example.com/mcp', deployed: { customDomain: 'created' } });
+  expect(fake.calls.find((c) => c.action === 'CreateCustomDomain')?.body).toEqual({
+    domainName: 'mcp.example.com',
+    protocol: 'HTTP',
+    routeConfig: { routes: [{ path: '/*', functionName: 'sandbox-mcp', qualifier: 'LATEST', methods: ['GET', 'POST', 'DELETE', 'OPTIONS'] }] },
+  });
+  const second = await deploy(['--custom-domain', 'mcp.example.com'], {}, tokens);
+  expect(second.json.deployed.customDomain).toBe('updated');
+  expect(fake.calls.filter((c) => c.action === 'UpdateCustomDomain')).toHaveLength(1);
+  expectAllSigned();
+});
+
+it('--dry-run with --deploy calls nothing and lists the calls it would make', async () => {
+  const run = await deploy(['--dry-run']);
+  expect(run.code).toBe(0);
+  expect(fake.calls).toEqual([]);
+  expect(JSON.parse(run.stdout)).toMatchObject({ plannedCalls: expect.arrayContaining([`GET  ${fake.endpoint}/2023-03-30/functions/sandbox-mcp`]) });
+});
+
+describe('the fake checks signatures the way FC does', () => {
+  /** A request signed by the SDK's own signer (openapi-core's getAuthorization), as the fake would receive it. */
+  function signedRequest(body: string, query: Record<string, string> = {}) {
+    const payloadHash = createHash('sha256').update(body).digest('hex');
+    const headers: Record<string, string> = {
+      host: '127.0.0.1:8080',
+      'x-acs-action': 'CreateFunction',
+      'x-acs-version': '2023-03-30',
+      'x-acs-date': new Date().toISOString().replace(/\.\d{3}Z$/, 'Z'),
+      'x-acs-signature-nonce': `nonce-${Math.random()}`,
+      'x-acs-content-sha256': payloadHash,
+      'content-type': 'application/json; charset=utf-8',
+    };
+    const pathname = '/2023-03-30/functions';
+    headers.authorization = OpenApiUtil.getAuthorization({ protocol: 'http', port: 8080, pathname, method: 'POST', query, headers, body: Readable.from([]) }, 'ACS3-HMAC-SHA256', payloadHash, CREDENTIALS.accessKeyId, CREDENTIALS.accessKeySecret);
+    const search = new URLSearchParams(query).toString();
+    return { method: 'POST', url: search === '' ? pathname : `${pathname}?${search}`, headers };
+  }
+
+  it('accepts what the SDK signs, query included', () => {
+    expect(verifyAcs3Signature(signedRequest('{"a":1}'), Buffer.from('{"a":1}'), CREDENTIALS)).toEqual({ ok: true });
+    expect(verifyAcs3Signature(signedRequest('', { z: '1', a: "b c!'()*" }), Buffer.alloc(0), CREDENTIALS)).toEqual({ ok: true });
+  });
+
+  it('rejects a changed body, query, signed header or key', () => {
+    const req = signedRequest('{"a":1}');
+    expect(verifyAcs3Signature(req, Buffer.from('{"a":2}'), CREDENTIALS)).toMatchObject({ ok: false, reason: expect.stringContaining('x-acs-content-sha256') });
+    expect(verifyAcs3Signature({ ...req, url: `${req.url}?x=1` }, Buffer.from('{"a":1}'), CREDENTIALS)).toMatchObject({ ok: false, reason: expect.stringContaining('signature') });
+    expect(verifyAcs3Signature({ ...req, headers: { ...req.headers, 'x-acs-action': 'DeleteFunction' } }, Buffer.from('{"a":1}'), CREDENTIALS)).toMatchObject({ ok: false });
+    expect(verifyAcs3Signature({ ...req, headers: { ...req.headers, 'x-acs-extra': '1' } }, Buffer.from('{"a":1}'), CREDENTIALS)).toMatchObject({ ok: false, reason: 'headers not signed: x-acs-extra' });
+    expect(verifyAcs3Signature(req, Buffer.from('{"a":1}'), { ...CREDENTIALS, accessKeySecret: 'other' })).toMatchObject({ ok: false });
+  });
+});

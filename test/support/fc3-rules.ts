@@ -1,0 +1,82 @@
+/**
+ * The rules the fc3 props of an s.yaml must follow for this server, checked without the fc3 component: `s preview`
+ * renders offline but does not fetch fc3's schema.json, so these restate the parts of it that matter here
+ * (FACTS.md §8: memory multiple of 64 in 128–32768, timeout 1–86400, instanceConcurrency ≤ 200, runtime enum,
+ * http triggerConfig {authType, methods}) plus FC's own rules (§6) and the server's (functions/mcp/config.ts).
+ */
+export interface Fc3Props {
+  region: string;
+  functionName: string;
+  runtime: string;
+  code: string;
+  handler: string;
+  memorySize: number;
+  cpu: number;
+  diskSize: number;
+  timeout: number;
+  instanceConcurrency: number;
+  customRuntimeConfig: { command: string[]; args: string[]; port: number; healthCheckConfig: { httpGetUrl: string } };
+  instanceLifecycleConfig: { initializer: { handler: string; timeout: number }; preStop: { handler: string; timeout: number } };
+  sessionAffinity?: string;
+  sessionAffinityConfig?: string;
+  environmentVariables: Record<string, string>;
+  triggers: Array<{ triggerName: string; triggerType: string; qualifier: string; triggerConfig: { authType: string; methods: string[]; disableURLInternet?: boolean } }>;
+}
+
+/** FC 3.0 runtimes in fc3's schema that hold an HTTP server. */
+const CUSTOM_RUNTIMES = ['custom', 'custom.debian10', 'custom.debian11', 'custom.debian12'];
+const FUNCTION_TIMEOUT_MARGIN_S = 10;
+
+/** Every rule the props break (empty when they pass). */
+export function checkFc3Props(props: Fc3Props): string[] {
+  const problems: string[] = [];
+  const fail = (condition: boolean, message: string): void => {
+    if (!condition) problems.push(message);
+  };
+  fail(/^[A-Za-z_][A-Za-z0-9_-]{0,63}$/.test(props.functionName), `functionName ${props.functionName}`);
+  fail(/^[a-z]{2,}-[a-z0-9-]+$/.test(props.region), `region ${props.region}`);
+  fail(CUSTOM_RUNTIMES.includes(props.runtime), `runtime ${props.runtime} is not a custom runtime`);
+  fail(typeof props.code === 'string' && props.code !== '', 'code must be a path');
+  fail(Number.isInteger(props.memorySize) && props.memorySize % 64 === 0 && props.memorySize >= 128 && props.memorySize <= 32768, `memorySize ${props.memorySize}`);
+  fail(props.cpu >= 0.05 && props.cpu <= 16, `cpu ${props.cpu}`);
+  const gbPerCpu = props.memorySize / 1024 / props.cpu;
+  fail(gbPerCpu >= 1 && gbPerCpu <= 4, `memory:cpu ratio ${gbPerCpu} GB per vCPU is outside 1–4`);
+  fail([512, 10240].includes(props.diskSize), `diskSize ${props.diskSize}`);
+  fail(Number.isInteger(props.timeout) && props.timeout >= 1 && props.timeout <= 86400, `timeout ${props.timeout}`);
+  fail(Number.isInteger(props.instanceConcurrency) && props.instanceConcurrency >= 1 && props.instanceConcurrency <= 200, `instanceConcurrency ${props.instanceConcurrency}`);
+
+  const crc = props.customRuntimeConfig;
+  fail(crc.command.length === 1 && crc.command[0] === '/var/fc/lang/nodejs20/bin/node', `command ${JSON.stringify(crc.command)} is not the runtime's Node 20`);
+  fail(JSON.stringify(crc.args) === JSON.stringify(['/code/index.js']), `args ${JSON.stringify(crc.args)}`);
+  fail(crc.port === 9000, `port ${crc.port}`);
+  fail(crc.healthCheckConfig.httpGetUrl === '/health', 'health check must GET /health');
+  const hooks = props.instanceLifecycleConfig;
+  fail(hooks.initializer.timeout >= 1 && hooks.initializer.timeout <= 300, 'initializer timeout must be 1–300 s');
+  fail(hooks.preStop.timeout >= 1 && hooks.preStop.timeout <= 90, 'preStop timeout must be 1–90 s');
+
+  const env = props.environmentVariables;
+  for (const name of Object.keys(env)) fail(!/^FC_/i.test(name), `environment variable ${name} starts with FC_`);
+  for (const [name, value] of Object.entries(env)) fail(typeof value === 'string', `environment variable ${name} is not a string`);
+  const functionTimeout = Number(env.MCP_FUNCTION_TIMEOUT_S);
+  const toolMax = Number(env.MCP_TOOL_TIMEOUT_MAX_S);
+  fail(functionTimeout === props.timeout, 'MCP_FUNCTION_TIMEOUT_S must equal timeout');
+  fail(Number.isInteger(toolMax) && toolMax >= 1 && toolMax + FUNCTION_TIMEOUT_MARGIN_S <= props.timeout, `MCP_TOOL_TIMEOUT_MAX_S ${toolMax} must be ≥ 10 s below timeout ${props.timeout}`);
+
+  const trigger = props.triggers.find((t) => t.triggerType === 'http');
+  fail(trigger !== undefined, 'no http trigger');
+  if (trigger !== undefined) {
+    fail(trigger.triggerConfig.authType === 'anonymous', 'the http trigger must be anonymous (the function checks the bearer token)');
+    fail(trigger.triggerConfig.methods.includes('POST'), 'the http trigger must allow POST');
+  }
+  if (props.sessionAffinity !== undefined) {
+    fail(props.sessionAffinity === 'MCP_STREAMABLE', `sessionAffinity ${props.sessionAffinity}`);
+    const config = JSON.parse(String(props.sessionAffinityConfig)) as Record<string, number>;
+    const perInstance = Number(config.sessionConcurrencyPerInstance);
+    fail(Number.isInteger(perInstance) && perInstance >= 1 && perInstance <= 200, `sessionConcurrencyPerInstance ${perInstance}`);
+    fail(Number(config.sessionTTLInSeconds) >= 1 && Number(config.sessionTTLInSeconds) <= 21600, 'sessionTTLInSeconds must be 1–21600');
+    fail(Number(config.sessionIdleTimeoutInSeconds) >= 0 && Number(config.sessionIdleTimeoutInSeconds) <= 21600, 'sessionIdleTimeoutInSeconds must be 0–21600');
+    fail(perInstance <= props.instanceConcurrency, 'sessions per instance cannot exceed instanceConcurrency');
+    for (const method of ['GET', 'POST', 'DELETE']) fail(trigger?.triggerConfig.methods.includes(method) === true, `affinity needs the trigger to allow ${method}`);
+  }
+  return problems;
+}
