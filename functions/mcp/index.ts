@@ -3,6 +3,7 @@
  * The only module besides config.ts that knows it may be running on FC.
  */
 import { createServer } from 'node:http';
+import type { Socket } from 'node:net';
 
 import { isLoopbackHost, loadConfig, type Config } from './config';
 import { installCrashGuards } from './crash-guard';
@@ -78,6 +79,10 @@ function main(): void {
       onError: (err) => logger.error('response failed', { error: err instanceof Error ? err.message : 'unknown' }),
     }),
   );
+  // CONNECT never reaches the request handler: answer it rather than drop the connection.
+  server.on('connect', (_req, socket: Socket) => {
+    socket.end('HTTP/1.1 405 Method Not Allowed\r\nAllow: GET, POST, DELETE, OPTIONS\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
+  });
   // Tool calls run for minutes; their own timeouts bound them, not Node's request timeout.
   server.requestTimeout = 0;
   if (config.onFc) {

@@ -13,6 +13,9 @@ export interface NodeListenerOptions {
   maxBodyBytes?: number;
 }
 
+/** Methods a web `Request` can carry; anything else is answered 405 here. */
+const WEB_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
+
 /** Adapts a core handler to `http.createServer`. Client disconnects abort the request's signal. */
 export function createNodeListener(handler: FetchHandler, options: NodeListenerOptions = {}) {
   const { requestIdHeader, onError, maxBodyBytes = 4 * 1024 * 1024 } = options;
@@ -24,6 +27,12 @@ export function createNodeListener(handler: FetchHandler, options: NodeListenerO
     const headerId = requestIdHeader === undefined ? undefined : req.headers[requestIdHeader];
     const requestId = typeof headerId === 'string' && headerId.length > 0 && headerId.length <= 128 ? headerId : randomUUID();
     res.once('finish', () => drain(req));
+    if (!WEB_METHODS.has(req.method ?? '')) {
+      // TRACE and the like cannot even become a web Request (the Fetch spec forbids them).
+      res.writeHead(405, { 'content-type': 'application/json', allow: 'GET, POST, DELETE, OPTIONS' });
+      res.end('{"error":"method_not_allowed","message":"Use POST (and DELETE to end a session)"}');
+      return;
+    }
     let request: Request;
     try {
       request = toWebRequest(req, abort.signal);

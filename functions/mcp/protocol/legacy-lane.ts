@@ -180,6 +180,14 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
     const session = await find(sessionId, req, ctx);
     if (session instanceof Response) return session;
     if (!isJsonRpcShaped(body)) return notJsonRpc();
+    if (isInitializeMethod(body) || (Array.isArray(body) && body.some((m) => isInitializeMethod(m)))) {
+      return jsonRpcError({
+        status: 400,
+        code: RPC.INVALID_REQUEST,
+        message: 'Invalid Request: this session is already initialized; to start a new one, send initialize without Mcp-Session-Id',
+        id: requestIdOf(body),
+      });
+    }
     ctx.log.session = session.tag;
     const version = session.protocolVersion();
     if (version !== undefined) ctx.log.protocol_version = version;
@@ -190,7 +198,7 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
         message: `Invalid Request: JSON-RPC batches are only allowed with protocol version ${BATCH_PROTOCOL_VERSION}; this session uses ${version ?? 'an unknown version'}`,
       });
     }
-    return session.transport.handleRequest(req, { parsedBody: body });
+    return session.transport.handleRequest(withCanonicalAccept(req), { parsedBody: body });
   };
 
   const initialize = async (req: Request, message: unknown, ctx: RequestContext): Promise<Response> => {
@@ -214,7 +222,7 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
     const session = open(ctx, minted.id, minted.key, false);
     ctx.log.session = session.tag;
     await session.server.connect(session.transport);
-    const res = await session.transport.handleRequest(req, { parsedBody: body });
+    const res = await session.transport.handleRequest(withCanonicalAccept(req), { parsedBody: body });
     const negotiated = session.protocolVersion();
     if (negotiated !== undefined) ctx.log.protocol_version = negotiated;
     return res;
@@ -267,6 +275,18 @@ function sessionNotFound(ctx: RequestContext): Response {
     code: RPC.SESSION_NOT_FOUND,
     message: 'Session not found: it expired, was deleted, or was never issued to this credential. Send initialize to start a new session.',
   });
+}
+
+/**
+ * Media types are case-insensitive (RFC 9110 §8.3.1), but the SDK transport looks for them in lower case:
+ * hand it a lower-cased Accept (the gate already checked it case-insensitively).
+ */
+function withCanonicalAccept(req: Request): Request {
+  const accept = req.headers.get('accept');
+  if (accept === null || accept === accept.toLowerCase()) return req;
+  const headers = new Headers(req.headers);
+  headers.set('accept', accept.toLowerCase());
+  return new Request(req.url, { method: req.method, headers, signal: req.signal });
 }
 
 function isInitializeMethod(body: unknown): body is { method: 'initialize'; params?: unknown } {

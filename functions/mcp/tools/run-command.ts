@@ -1,11 +1,11 @@
 /** `run_command`: a shell command in the sandbox; a non-zero exit is a normal result. */
 import { z } from 'zod';
 
-import { EnvSchema, PathSchema, renderStream, TimeoutSchema } from './shared-schemas';
+import { argumentText, EnvSchema, PathSchema, renderStream, TimeoutSchema } from './shared-schemas';
 import { defineTool } from './tool';
 
 const Input = z.strictObject({
-  command: z.string().min(1).max(1_000_000).describe('A bash command line, run with `bash -c`.'),
+  command: z.string().min(1).pipe(argumentText('the command')).describe('A bash command line, run with `bash -c`.'),
   cwd: PathSchema.optional().describe('Working directory (default: the sandbox working directory).'),
   env: EnvSchema.optional(),
   timeout_ms: TimeoutSchema.optional(),

@@ -3,9 +3,20 @@ import { z } from 'zod';
 
 import type { CapturedOutput } from '../sandbox/output-capture';
 
+/** Linux refuses a single argument or environment string longer than this (MAX_ARG_STRLEN, 128 KiB). */
+export const MAX_ARG_BYTES = 128 * 1024 - 1;
+
+/** Text that becomes a process argument or environment value: no NUL byte, within the kernel's size limit. */
+export function argumentText(what: string) {
+  return z
+    .string()
+    .refine((text) => !text.includes('\0'), `${what} must not contain a NUL byte (\\0)`)
+    .refine((text) => Buffer.byteLength(text) <= MAX_ARG_BYTES, `${what} is longer than ${MAX_ARG_BYTES} bytes, the most Linux passes to a process; write it to a file with write_file and run that`);
+}
+
 /** Environment variables for a process: POSIX names only. */
 export const EnvSchema = z
-  .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'environment variable names are letters, digits and _'), z.string().max(32_768))
+  .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'environment variable names are letters, digits and _'), argumentText('an environment variable value'))
   .refine((env) => Object.keys(env).length <= 100, 'at most 100 environment variables')
   .describe('Extra environment variables for this call.');
 
@@ -17,7 +28,11 @@ export const TimeoutSchema = z
   .describe('Wall-clock limit in milliseconds (default 60000; capped by the server maximum).');
 
 /** A path argument: relative to the working directory, or absolute under it. */
-export const PathSchema = z.string().min(1).max(4096);
+export const PathSchema = z
+  .string()
+  .min(1)
+  .max(4096)
+  .refine((path) => !path.includes('\0'), 'a path must not contain a NUL byte (\\0)');
 
 /** Renders a captured stream with its label, or nothing when it is empty. */
 export function renderStream(label: string, output: CapturedOutput): string {

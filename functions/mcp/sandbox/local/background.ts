@@ -11,7 +11,7 @@ import { AppError } from '../../errors';
 import { ProcessLog } from '../process-log';
 import type { BackgroundProcess, ProcessLogPage } from '../types';
 import type { LaunchSpec } from './launch';
-import { signalGroup, spawnGroup } from './process-group';
+import { signalGroup, spawnGroup, toSpawnError } from './process-group';
 
 /** Output kept per background process (the oldest half goes when it is exceeded). */
 const LOG_CAP_BYTES = 8 * 1024 * 1024;
@@ -40,16 +40,19 @@ export class LocalBackgroundProcesses {
     this.next = Math.max(this.next, ...(await this.loggedIds()).map((id) => Number(id.slice(1)) + 1));
     const id = `p${this.next++}`;
     const log = new ProcessLog(this.logPath(id), LOG_CAP_BYTES);
-    const child = spawnGroup(spec, ['pipe', 'pipe', 'pipe']);
+    let child: ChildProcess;
+    try {
+      child = spawnGroup(spec, ['pipe', 'pipe', 'pipe']);
+    } catch (err: unknown) {
+      throw toSpawnError(err);
+    }
     const entry: Entry = { id, command, startedAt: new Date().toISOString(), child, log, exitCode: null, exited: false };
     child.stdout?.on('data', (chunk: Buffer) => void log.append(chunk));
     child.stderr?.on('data', (chunk: Buffer) => void log.append(chunk));
     child.stdin?.on('error', () => undefined);
     await new Promise<void>((resolve, reject) => {
       child.once('spawn', resolve);
-      child.once('error', (err: NodeJS.ErrnoException) =>
-        reject(new AppError('sandbox_error', `Could not start the process (${err.code ?? 'error'}).`, { cause: err })),
-      );
+      child.once('error', (err) => reject(toSpawnError(err)));
     });
     child.once('exit', (code) => {
       entry.exitCode = code;

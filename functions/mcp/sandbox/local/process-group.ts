@@ -4,7 +4,7 @@
  */
 import { type ChildProcess, spawn, type StdioOptions } from 'node:child_process';
 
-import { AppError } from '../../errors';
+import { AppError, toErrnoCode } from '../../errors';
 import { OutputCapture } from '../output-capture';
 import type { CallControls, RunCommandResult } from '../types';
 import type { LaunchSpec } from './launch';
@@ -17,6 +17,13 @@ const PIPE_DRAIN_MS = 1000;
 /** Starts `spec` as the leader of a new process group. */
 export function spawnGroup(spec: LaunchSpec, stdio: StdioOptions): ChildProcess {
   return spawn(spec.file, [...spec.args], { cwd: spec.cwd, env: spec.env, stdio, detached: true });
+}
+
+/** A process that could not be started, as a message the model can act on. */
+export function toSpawnError(err: unknown): AppError {
+  const code = toErrnoCode(err) ?? 'error';
+  const hint = code === 'E2BIG' ? ': the command or its environment is too large; write a script with write_file and run it' : '';
+  return new AppError('sandbox_error', `Could not start the process (${code})${hint}.`, { cause: err });
 }
 
 /** Sends SIGTERM to the group, then SIGKILL after a grace period unless it has exited. */
@@ -57,7 +64,13 @@ export function runProcess(options: RunProcessOptions): Promise<RunCommandResult
   const stdout = new OutputCapture(maxOutputBytes);
   const stderr = new OutputCapture(maxOutputBytes);
   return new Promise((resolve, reject) => {
-    const child = spawnGroup(spec, [stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe']);
+    let child: ChildProcess;
+    try {
+      child = spawnGroup(spec, [stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe']);
+    } catch (err: unknown) {
+      reject(toSpawnError(err));
+      return;
+    }
     let timedOut = false;
     let cancelled = false;
     const timer = setTimeout(() => {
@@ -85,7 +98,7 @@ export function runProcess(options: RunProcessOptions): Promise<RunCommandResult
     child.once('error', (err: NodeJS.ErrnoException) => {
       clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);
-      reject(new AppError('sandbox_error', `Could not start the process (${err.code ?? 'error'}).`, { cause: err }));
+      reject(toSpawnError(err));
     });
     child.once('exit', (code, sig) => {
       clearTimeout(timer);

@@ -11,7 +11,7 @@ import { AppError } from '../../errors';
 import { OutputCapture } from '../output-capture';
 import type { CallControls, CodeError, CodeOutput, RunCodeResult } from '../types';
 import type { LaunchSpec } from './launch';
-import { killGroup, spawnGroup } from './process-group';
+import { killGroup, spawnGroup, toSpawnError } from './process-group';
 
 /** Time for the interpreter to start and report ready. */
 const KERNEL_START_TIMEOUT_MS = 15_000;
@@ -85,7 +85,12 @@ export class PythonKernel {
 
   /** Starts the interpreter described by `spec` and waits until it is ready. */
   static async start(spec: LaunchSpec): Promise<PythonKernel> {
-    const child = spawnGroup(spec, ['ignore', 'pipe', 'pipe', 'pipe']);
+    let child: ChildProcess;
+    try {
+      child = spawnGroup(spec, ['ignore', 'pipe', 'pipe', 'pipe']);
+    } catch (err: unknown) {
+      throw toSpawnError(err);
+    }
     const channel = child.stdio[3] as Socket | null;
     if (channel === null) throw new AppError('sandbox_error', 'The Python kernel has no control channel.');
     const kernel = new PythonKernel(child, channel);
