@@ -27,6 +27,11 @@ import { SERVER_INFO } from './version';
 /** How long after listening the sandbox backend is probed (a sandbox needed sooner probes at once). */
 const STARTUP_PROBE_DELAY_MS = 500;
 
+/** On SIGTERM, how long calls in flight may take to finish before their sandboxes are stopped. */
+const SHUTDOWN_GRACE_MS = 10_000;
+/** Time for the answers of calls stopped at shutdown to be written before the connections close. */
+const SHUTDOWN_FLUSH_MS = 300;
+
 /** FC adds this header to every request it forwards. */
 const FC_REQUEST_ID_HEADER = 'x-fc-request-id';
 
@@ -106,18 +111,30 @@ function main(): void {
   const stop = (signal: string): void => {
     if (stopping) return;
     stopping = true;
-    logger.info('shutting down', { signal });
-    server.close();
-    server.closeAllConnections();
-    // With a configured secret the sessions can go on elsewhere (or here after a restart): keep their
-    // sandboxes. With a per-process secret nobody can come back to them: clean up.
-    const ending =
-      config.sessionSecretSource === 'configured'
-        ? Promise.all([lane.releaseAll(), modern.releaseAll()])
-        : Promise.all([lane.closeAll('shutdown'), modern.closeAll()]);
-    void ending
-      .then(() => logger.flush())
-      .finally(() => process.exit(0));
+    logger.info('shutting down', { signal, grace_ms: SHUTDOWN_GRACE_MS });
+    let finished = false;
+    const finish = (): void => {
+      if (finished) return;
+      finished = true;
+      // With a configured secret the sessions can go on elsewhere (or here after a restart): keep their
+      // sandboxes. With a per-process secret nobody can come back to them: clean up. Either way their
+      // processes stop, so calls still running end with a clean result, written before the connections close.
+      const keepSandboxes = config.sessionSecretSource === 'configured';
+      const ending = Promise.all([
+        lane.shutdown({ keepSandboxes, flushMs: SHUTDOWN_FLUSH_MS }),
+        keepSandboxes ? modern.releaseAll() : modern.closeAll(),
+      ]);
+      void ending
+        .then(() => new Promise((resolve) => setTimeout(resolve, SHUTDOWN_FLUSH_MS)))
+        .then(() => {
+          server.closeAllConnections();
+          return logger.flush();
+        })
+        .finally(() => process.exit(0));
+    };
+    // No new connections; calls in flight get the grace period to finish.
+    server.close(finish);
+    setTimeout(finish, SHUTDOWN_GRACE_MS).unref();
   };
   installCrashGuards(logger);
   process.on('SIGTERM', () => stop('SIGTERM'));

@@ -43,10 +43,12 @@ export interface LegacyLane {
   handlePost(req: Request, body: unknown, ctx: RequestContext): Promise<Response>;
   /** DELETE: ends the session (from any instance). */
   handleDelete(req: Request, ctx: RequestContext): Promise<Response>;
-  /** Closes every session and kills its sandbox. */
-  closeAll(reason: string): Promise<void>;
-  /** Lets go of every session, keeping its sandbox for the session to come back to (on any instance). */
-  releaseAll(): Promise<void>;
+  /**
+   * Ends every session at shutdown: first the sandboxes stop (kept for the sessions to come back to, on any
+   * instance, when `keepSandboxes`; else destroyed), so calls still running end with a result; after
+   * `flushMs` for those answers to be written, the transports close.
+   */
+  shutdown(options: { keepSandboxes: boolean; flushMs: number }): Promise<void>;
   /** Sessions held, and how many of them have a running sandbox. */
   counts(): { sessions: number; sandboxes: number };
 }
@@ -240,13 +242,13 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
       sweep();
       return deleteSession(req, req.headers.get('mcp-session-id'), ctx);
     },
-    async closeAll(reason) {
-      await Promise.all([...store.values()].map((session) => close(session, reason)));
-    },
-    async releaseAll() {
+    async shutdown({ keepSandboxes, flushMs }) {
       const sessions = [...store.values()];
       for (const session of sessions) store.remove(session.id);
-      await Promise.all(sessions.map((session) => session.release().catch(() => undefined)));
+      await Promise.all(sessions.map((s) => (keepSandboxes ? s.sandbox.release() : s.sandbox.kill()).catch(() => undefined)));
+      await new Promise((resolve) => setTimeout(resolve, flushMs));
+      await Promise.all(sessions.map((s) => s.transport.close().catch(() => undefined)));
+      logger.info('sessions ended for shutdown', { sessions: sessions.length, sandboxes_kept: keepSandboxes });
     },
     counts() {
       let sandboxes = 0;

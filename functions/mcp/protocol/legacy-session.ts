@@ -92,13 +92,14 @@ export function openLegacySession(options: OpenLegacySessionOptions): LegacySess
     sandbox,
     busy: () => calls > 0 || sandbox.current()?.hasRunningBackground() === true,
     protocolVersion: () => server.getNegotiatedProtocolVersion(),
+    // The sandbox stops first: a call still running then ends with a result instead of a cut stream.
     async close() {
-      await transport.close();
       await sandbox.kill();
+      await transport.close();
     },
     async release() {
-      await transport.close();
       await sandbox.release();
+      await transport.close();
     },
     async expire(ttlMs, nowMs) {
       await transport.close();

@@ -41,6 +41,12 @@ export function isNetworkError(err: unknown): boolean {
   return false;
 }
 
+/** A fetch aborted by its timeout (DOMException TimeoutError / AbortError), in any realm. */
+function isAbortLike(err: unknown): boolean {
+  const name = typeof err === 'object' && err !== null && 'name' in err ? err.name : undefined;
+  return name === 'TimeoutError' || name === 'AbortError';
+}
+
 /** Maps an SDK error to an AppError; anything unrecognized is returned as is (logged upstream as internal). */
 export function toE2BAppError(err: unknown, classes: E2BErrorClasses, ctx: E2BErrorContext): unknown {
   if (err instanceof AppError) return err;
@@ -61,7 +67,8 @@ export function toE2BAppError(err: unknown, classes: E2BErrorClasses, ctx: E2BEr
       { cause: err },
     );
   }
-  if (err instanceof classes.TimeoutError) {
+  // The SDK's own timeouts are TimeoutErrors; a fetch that hit its request timeout is a DOMException named so.
+  if (err instanceof classes.TimeoutError || isAbortLike(err)) {
     return new AppError('sandbox_timeout', `E2B did not answer in time while ${ctx.operation}; retry, or split the work.`, { cause: err });
   }
   if (err instanceof classes.NotEnoughSpaceError) {

@@ -327,6 +327,8 @@ export async function killUserProcesses(uid: number): Promise<void> {
         .map(async (pid) => {
           const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
           if (/^Uid:\s+(\d+)/m.exec(status)?.[1] !== String(uid)) return false;
+          // A zombie is already dead; only its parent can reap it.
+          if (/^State:\s+Z/m.test(status)) return false;
           try {
             process.kill(Number(pid), 'SIGKILL');
           } catch {

@@ -32,6 +32,11 @@ describe('the E2B error mapping', () => {
     expect(map(Object.assign(new Error('getaddrinfo ENOTFOUND api.e2b.app'), { code: 'ENOTFOUND' }))).toMatchObject({ code: 'backend_unreachable' });
   });
 
+  it('maps a request that timed out in fetch (DOMException) to "did not answer in time"', () => {
+    expect(map(new DOMException('The operation was aborted due to timeout', 'TimeoutError'))).toMatchObject({ code: 'sandbox_timeout' });
+    expect(map(new DOMException('This operation was aborted', 'AbortError'))).toMatchObject({ code: 'sandbox_timeout' });
+  });
+
   it('passes anything unknown through unchanged (logged as an internal error upstream)', () => {
     const bug = new RangeError('our own bug');
     expect(map(bug)).toBe(bug);

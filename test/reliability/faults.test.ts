@@ -1,0 +1,397 @@
+/**
+ * Faults (issue 7), each with its expected outcome: the backend fails to create a sandbox, hangs past its
+ * timeout, answers 429 repeatedly, dies mid-command; the disk fills in a workspace (ENOSPC); a client
+ * disconnects mid-stream; SIGTERM arrives with calls in flight.
+ *
+ * The two slow E2B faults (a create that never answers waits out the SDK's 30 s request timeout; 429s are
+ * retried for 10 s) are started in the file's beforeAll and judged in the last describe, so that their
+ * waiting overlaps the other faults instead of adding to the suite's time.
+ */
+import { execFileSync } from 'node:child_process';
+import { chmodSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+
+import { connectClient, textOf, type TestClient, type ToolResult } from '../support/clients';
+import { apiError, created, type FakeE2B, startFakeE2B } from '../support/fake-e2b';
+import { ACCEPT_BOTH } from '../support/http';
+import { pollUntil, processesOfUid, processesWithCmdline, waitUntilGone } from '../support/processes';
+import { openSession, rpc } from '../support/raw-session';
+import { crashLines, descendantsOf, health } from '../support/reliability';
+import { makeSandboxRoot, startServer, stopAllServers, type StartedServer } from '../support/server';
+
+const TOKEN = 'faults-token-0123456789abcdef0123456789';
+const SECRET = 'faults-secret-0123456789abcdef0123456789abcd';
+const E2B_KEY = 'e2b_faults0123456789abcdef0123456789abcdef';
+
+const cleanups: Array<() => Promise<void> | void> = [];
+afterAll(async () => {
+  await stopAllServers();
+  for (const cleanup of cleanups.reverse()) await cleanup();
+});
+
+const e2bEnv = (url: string, extra: Record<string, string> = {}): Record<string, string> => ({
+  SANDBOX_BACKEND: 'e2b',
+  E2B_API_KEY: E2B_KEY,
+  E2B_API_URL: url,
+  E2B_SANDBOX_URL: url,
+  E2B_MAX_CREATES_PER_S: '50',
+  MCP_AUTH_TOKENS: TOKEN,
+  ...extra,
+});
+
+/** A clean tool failure: isError with one line of our text, no stack trace, no key. */
+function expectCleanError(result: ToolResult): string {
+  const text = textOf(result);
+  expect(result.isError).toBe(true);
+  expect(text).not.toMatch(/\n\s+at |\.js:\d+|Internal error/);
+  expect(JSON.stringify(result)).not.toContain(E2B_KEY.slice(4));
+  return text;
+}
+
+/** The server answers /health and a fresh session can list its tools. */
+async function expectHealthy(server: StartedServer): Promise<void> {
+  expect(server.child.exitCode).toBeNull();
+  expect((await health(server)).status).toBe(200);
+  const client = await connectClient('v2', server.url, { token: TOKEN });
+  expect((await client.listTools()).tools.map((t) => t.name)).toContain('run_command');
+  await client.close();
+  expect(crashLines(server)).toEqual([]);
+}
+
+/** An E2B control plane that accepts every request and never answers it. */
+async function startSilentE2B(): Promise<{ url: string; received: () => number; stop: () => Promise<void> }> {
+  const held: ServerResponse[] = [];
+  const server: Server = createServer((_req, res) => held.push(res));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    received: () => held.length,
+    stop: async () => {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+/** SIGKILL, where a process already gone (its parent took it along) is fine. */
+function killHard(pid: number): void {
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch (err: unknown) {
+    if ((err as NodeJS.ErrnoException).code !== 'ESRCH') throw err;
+  }
+}
+
+interface Timed {
+  result?: ToolResult;
+  error?: string;
+  seconds: number;
+}
+
+const timed = async (run: () => Promise<ToolResult>): Promise<Timed> => {
+  const started = performance.now();
+  try {
+    return { result: await run(), seconds: (performance.now() - started) / 1000 };
+  } catch (err: unknown) {
+    return { error: String(err), seconds: (performance.now() - started) / 1000 };
+  }
+};
+
+// The slow E2B faults, started at once (see the header).
+let hang: { server: StartedServer; silent: Awaited<ReturnType<typeof startSilentE2B>>; call: Promise<Timed> };
+let limited: { server: StartedServer; fake: FakeE2B; call: Promise<Timed> };
+beforeAll(async () => {
+  const silent = await startSilentE2B();
+  cleanups.push(() => silent.stop());
+  const hangServer = await startServer({ env: e2bEnv(silent.url) });
+  const hangClient = await connectClient('v2', hangServer.url, { token: TOKEN });
+  hang = { server: hangServer, silent, call: timed(() => hangClient.callTool('write_file', { path: 'a.txt', content: 'a' })) };
+
+  const fake = await startFakeE2B();
+  cleanups.push(() => fake.stop());
+  fake.setDefault('create', apiError(429, 'rate limited'));
+  const limitedServer = await startServer({ env: e2bEnv(fake.url) });
+  const limitedClient = await connectClient('v2', limitedServer.url, { token: TOKEN });
+  limited = { server: limitedServer, fake, call: timed(() => limitedClient.callTool('run_command', { command: 'true' })) };
+});
+
+describe('the backend fails to create a sandbox', () => {
+  it('local, LOCAL_SANDBOX_ROOT is a file: a clear isError result, and the server stays healthy', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'faults-file-root-'));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    chmodSync(dir, 0o711);
+    const file = join(dir, 'not-a-directory');
+    writeFileSync(file, 'x', { mode: 0o755 });
+    const server = await startServer({ env: { MCP_AUTH_TOKENS: TOKEN }, sandboxRoot: file });
+    const client = await connectClient('v2', server.url, { token: TOKEN });
+    for (const [tool, args] of [['write_file', { path: 'a.txt', content: 'a' }], ['run_command', { command: 'true' }]] as const) {
+      expect(expectCleanError(await client.callTool(tool, args))).toMatch(/Could not create the sandbox workspace under LOCAL_SANDBOX_ROOT/);
+    }
+    expect((await client.callTool('sandbox_status')).structuredContent).toMatchObject({ state: 'not_started' });
+    await client.close();
+    await expectHealthy(server);
+  });
+
+  it('local, LOCAL_SANDBOX_ROOT is mode 0500: a clear isError result naming chmod, and /health says degraded', async () => {
+    const root = makeSandboxRoot();
+    cleanups.push(() => rmSync(root, { recursive: true, force: true }));
+    chmodSync(root, 0o500);
+    const server = await startServer({ env: { MCP_AUTH_TOKENS: TOKEN }, sandboxRoot: root });
+    const client = await connectClient('v2', server.url, { token: TOKEN });
+    expect(expectCleanError(await client.callTool('write_file', { path: 'a.txt', content: 'a' }))).toMatch(/chmod o\+x/);
+    await client.close();
+    expect((await health(server)).body).toMatchObject({ status: 'degraded', backend: { ready: false } });
+    await expectHealthy(server);
+  });
+
+  it('E2B answers 500 on create: a clear isError result, the next call tries again, and the server stays healthy', async () => {
+    const fake = await startFakeE2B();
+    cleanups.push(() => fake.stop());
+    fake.script('create', apiError(500, 'internal failure'));
+    const server = await startServer({ env: e2bEnv(fake.url) });
+    const client = await connectClient('v2', server.url, { token: TOKEN });
+    expect(expectCleanError(await client.callTool('write_file', { path: 'a.txt', content: 'a' }))).toContain('creating the sandbox');
+    expect((await client.callTool('sandbox_status')).structuredContent).toMatchObject({ state: 'not_started' });
+    fake.script('create', created('sbx-second-try'));
+    await client.callTool('write_file', { path: 'a.txt', content: 'a' });
+    expect(fake.of('create')).toHaveLength(2);
+    expect((await client.callTool('sandbox_status')).structuredContent).toMatchObject({ state: 'running', sandbox_id: 'sbx-second-try' });
+    await client.close();
+    await expectHealthy(server);
+  });
+});
+
+describe('the sandbox dies mid-command', () => {
+  let server: StartedServer;
+  beforeAll(async () => {
+    server = await startServer({ env: { MCP_AUTH_TOKENS: TOKEN } });
+  });
+
+  it('local: SIGKILL of every sandbox process during run_command gives a clean result (killed by a signal), and the session goes on', async () => {
+    const client = await connectClient('v2', server.url, { token: TOKEN });
+    const uid = Number(String((await client.callTool('run_command', { command: 'id -u' })).structuredContent?.stdout).trim());
+    const call = timed(() => client.callTool('run_command', { command: 'echo started; sleep 41.5; echo never' }));
+    await pollUntil(() => processesWithCmdline('sleep 41.5').length, (n) => n > 0, 10_000);
+    // The sandbox dies the way an OOM kill or a crashed namespace would take it: every process of its user.
+    for (const p of processesOfUid(uid)) killHard(p.pid);
+    const { result, seconds } = await call;
+    expect(seconds).toBeLessThan(10);
+    expect(result?.isError).toBeFalsy();
+    expect(result?.structuredContent).toMatchObject({ timed_out: false });
+    const { exit_code: exitCode } = result?.structuredContent as { exit_code: number | null };
+    // The leader is bubblewrap: killed itself (null, "Killed by SIGKILL") or reporting its child's signal (128 + 9).
+    expect([null, 137]).toContain(exitCode);
+    expect(textOf(result as ToolResult)).toMatch(/Killed by SIGKILL|Exit code 137/);
+    expect((await client.callTool('run_command', { command: 'echo alive' })).structuredContent).toMatchObject({ exit_code: 0, stdout: 'alive\n' });
+    await client.terminate();
+  });
+
+  it('local: SIGKILL of the Python interpreter during run_code gives a clean result saying the state is lost, and the next run_code works', async () => {
+    const client = await connectClient('v2', server.url, { token: TOKEN });
+    await client.callTool('run_code', { code: 'kept = 1' });
+    const call = timed(() => client.callTool('run_code', { code: 'import time\ntime.sleep(42.5)' }));
+    const uid = Number(String((await client.callTool('run_command', { command: 'id -u' })).structuredContent?.stdout).trim());
+    const kernels = await pollUntil(() => processesOfUid(uid).filter((p) => /python/.test(p.cmdline)), (list) => list.length > 0, 10_000);
+    for (const p of kernels) killHard(p.pid);
+    const { result, seconds } = await call;
+    expect(seconds).toBeLessThan(10);
+    expect(result).toBeDefined();
+    expect(textOf(result as ToolResult)).not.toMatch(/Internal error/);
+    expect(result?.structuredContent).toMatchObject({ state_lost: true });
+    expect((await client.callTool('run_code', { code: '6 * 7' })).structuredContent).toMatchObject({ results: [{ text: '42' }] });
+    await client.terminate();
+  });
+
+  it('E2B: envd answering 502 during run_command says the sandbox is gone, and the next call gets a fresh one', async () => {
+    const fake = await startFakeE2B();
+    cleanups.push(() => fake.stop());
+    fake.script('create', created('sbx-dies'), created('sbx-fresh'));
+    fake.setDefault('envd', { status: 502, body: 'bad gateway' });
+    const e2bServer = await startServer({ env: e2bEnv(fake.url) });
+    const client = await connectClient('v2', e2bServer.url, { token: TOKEN });
+    const text = expectCleanError(await client.callTool('run_command', { command: 'sleep 5' }));
+    expect(text).toMatch(/^The sandbox has expired or was shut down outside this server/);
+    await client.callTool('run_command', { command: 'true' });
+    expect(fake.of('create')).toHaveLength(2);
+    expect(new Set(fake.of('envd').map((r) => r.headers['e2b-sandbox-id']))).toEqual(new Set(['sbx-dies', 'sbx-fresh']));
+    await client.close();
+    await expectHealthy(e2bServer);
+  });
+
+  afterAll(async () => {
+    await expectHealthy(server);
+  });
+});
+
+describe('the disk fills in a workspace (ENOSPC)', () => {
+  let mountPoint: string | undefined;
+  let skipped: string | undefined;
+  let server: StartedServer | undefined;
+  beforeAll(() => {
+    const dir = mkdtempSync(join(tmpdir(), 'faults-tmpfs-'));
+    try {
+      execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m,mode=0711', 'tmpfs', dir], { stdio: 'pipe' });
+      mountPoint = dir;
+    } catch (err: unknown) {
+      skipped = `cannot mount a 1 MiB tmpfs here (${String((err as { stderr?: Buffer }).stderr ?? err).trim()}): the ENOSPC fault was not tested`;
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+  afterAll(async () => {
+    // Only this server (the slow E2B faults are still running): its workspaces live on the mount.
+    await server?.stop();
+    if (mountPoint !== undefined) {
+      execFileSync('umount', [mountPoint]);
+      rmSync(mountPoint, { recursive: true, force: true });
+    }
+  });
+
+  it('write_file of 2 MB into a 1 MiB workspace gives the "out of disk space" isError; the server stays up and the session recovers after a delete', async () => {
+    if (mountPoint === undefined) {
+      console.log(`SKIPPED: ${skipped}`);
+      return;
+    }
+    server = await startServer({ env: { MCP_AUTH_TOKENS: TOKEN }, sandboxRoot: mountPoint });
+    const client = await connectClient('v2', server.url, { token: TOKEN });
+    const text = expectCleanError(await client.callTool('write_file', { path: 'big.bin', content: 'x'.repeat(2 * 1024 * 1024) }));
+    expect(text).toBe('The sandbox is out of disk space; delete files and retry.');
+    // Also from inside: a command that fills the disk fails in the ordinary way, and the call returns.
+    const dd = await client.callTool('run_command', { command: 'head -c 3000000 /dev/zero > filler.bin; echo "exit $?"' });
+    expect(dd.structuredContent).toMatchObject({ exit_code: 0 });
+    expect(String(dd.structuredContent?.stdout)).toMatch(/exit 1/);
+    await expectHealthy(server);
+    // What the message asks for works: delete files, then write.
+    await client.callTool('run_command', { command: 'rm -f big.bin filler.bin' });
+    expect((await client.callTool('write_file', { path: 'small.txt', content: 'fits' })).isError).toBeFalsy();
+    await client.terminate();
+  });
+});
+
+describe('a client disconnects mid-stream', () => {
+  it('2025 session: the server stays healthy, and the dropped stream does not cancel the command (FACTS §2: a dropped connection is not a cancel)', async () => {
+    const server = await startServer({ env: { MCP_AUTH_TOKENS: TOKEN } });
+    const { headers } = await openSession(server.url, TOKEN);
+    const abort = new AbortController();
+    // A progress token makes the server stream the command's first output at once: the stream is open and flowing.
+    const res = await fetch(server.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: ACCEPT_BOTH, ...headers },
+      body: JSON.stringify(
+        rpc('tools/call', 1, { name: 'run_command', arguments: { command: 'echo started; sleep 3.25; echo finished > after-disconnect.txt' }, _meta: { progressToken: 'disconnect' } }),
+      ),
+      signal: abort.signal,
+    });
+    expect(res.headers.get('content-type')).toMatch(/text\/event-stream/);
+    const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+    const first = new TextDecoder().decode((await reader.read()).value);
+    expect(first).toContain('notifications/progress');
+    expect(processesWithCmdline('sleep 3.25').length).toBeGreaterThan(0);
+    abort.abort();
+    await reader.read().catch(() => undefined);
+
+    // Half a second later the command still runs (a cancel would have killed it within a second)...
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const runningAfterDisconnect = processesWithCmdline('sleep 3.25').length > 0;
+    await expectHealthy(server);
+    // ...and runs to its end: its file appears.
+    const names = await pollUntil(
+      () => readdirSync(server.sandboxRoot).flatMap((ws) => readdirSync(join(server.sandboxRoot, ws, 'home'))),
+      (found) => found.includes('after-disconnect.txt'),
+      6_000,
+      100,
+    );
+    expect({ runningAfterDisconnect, fileWritten: names.includes('after-disconnect.txt') }).toEqual({ runningAfterDisconnect: true, fileWritten: true });
+    expect(crashLines(server)).toEqual([]);
+  });
+});
+
+describe('SIGTERM with calls in flight', () => {
+  /** Starts two calls (sleep 2 and sleep 30) in two sessions, sends SIGTERM, and reports what happened. */
+  async function sigtermWithCallsInFlight(env: Record<string, string>, marker: string) {
+    const root = makeSandboxRoot();
+    cleanups.push(() => rmSync(root, { recursive: true, force: true }));
+    const server = await startServer({ env: { MCP_AUTH_TOKENS: TOKEN, ...env }, sandboxRoot: root });
+    const [a, b] = await Promise.all([connectClient('v2', server.url, { token: TOKEN }), connectClient('v2', server.url, { token: TOKEN })]);
+    const uids = await Promise.all([a, b].map(async (c: TestClient) => Number(String((await c.callTool('run_command', { command: 'id -u' })).structuredContent?.stdout).trim())));
+    const short = timed(() => a.callTool('run_command', { command: `sleep 2.${marker}; echo done` }));
+    const long = timed(() => b.callTool('run_command', { command: `sleep 30.${marker}` }));
+    await pollUntil(() => processesWithCmdline(`sleep 2.${marker}`).length + processesWithCmdline(`sleep 30.${marker}`).length, (n) => n >= 2, 10_000);
+    const before = descendantsOf(server.child.pid ?? -1);
+    expect(before.length).toBeGreaterThan(0);
+
+    const exited = new Promise<{ code: number | null; signal: string | null; seconds: number }>((resolve) => {
+      const started = performance.now();
+      server.child.once('exit', (code, signal) => resolve({ code, signal, seconds: (performance.now() - started) / 1000 }));
+    });
+    server.child.kill('SIGTERM');
+    const grace = new Promise<'still running'>((resolve) => setTimeout(() => resolve('still running'), 15_000));
+    const exit = await Promise.race([exited, grace]);
+    const calls = await Promise.race([Promise.all([short, long]), new Promise<'hanging'>((resolve) => setTimeout(() => resolve('hanging'), 5_000))]);
+    const leftovers = await waitUntilGone(
+      () => [...processesWithCmdline(`sleep 2.${marker}`), ...processesWithCmdline(`sleep 30.${marker}`), ...uids.flatMap((uid) => processesOfUid(uid)), ...before.filter((p) => processesWithCmdline(p.cmdline).some((q) => q.pid === p.pid))],
+      3_000,
+    );
+    if (exit === 'still running') server.child.kill('SIGKILL');
+    await Promise.all([a.close(), b.close()]).catch(() => undefined);
+    return { exit, calls, leftovers, root, logs: server.logs() };
+  }
+
+  it('without MCP_SESSION_SECRET: exits 0 within 15 s, both in-flight calls end (a result or a clean connection end), no child process remains, workspaces removed', async () => {
+    const { exit, calls, leftovers, root } = await sigtermWithCallsInFlight({}, '101');
+    expect(exit).toMatchObject({ code: 0, signal: null });
+    expect(calls).not.toBe('hanging');
+    // Each call ends one way or the other; what each got is printed for the record.
+    console.log(`SIGTERM (no secret): exit ${JSON.stringify(exit)}; calls ${JSON.stringify(calls === 'hanging' ? calls : calls.map((c) => ({ isError: c.result?.isError, text: c.result ? textOf(c.result).slice(0, 80) : undefined, error: c.error?.slice(0, 120), seconds: Math.round(c.seconds * 10) / 10 })))}`);
+    expect(leftovers.map((p) => p.cmdline)).toEqual([]);
+    expect(readdirSync(root)).toEqual([]);
+  }, 40_000);
+
+  it('with MCP_SESSION_SECRET: exits 0 within 15 s, both in-flight calls end, no child process remains, and the workspaces are kept for the sessions to come back', async () => {
+    const { exit, calls, leftovers, root } = await sigtermWithCallsInFlight({ MCP_SESSION_SECRET: SECRET }, '202');
+    expect(exit).toMatchObject({ code: 0, signal: null });
+    expect(calls).not.toBe('hanging');
+    console.log(`SIGTERM (secret): exit ${JSON.stringify(exit)}; calls ${JSON.stringify(calls === 'hanging' ? calls : calls.map((c) => ({ isError: c.result?.isError, text: c.result ? textOf(c.result).slice(0, 80) : undefined, error: c.error?.slice(0, 120), seconds: Math.round(c.seconds * 10) / 10 })))}`);
+    expect(leftovers.map((p) => p.cmdline)).toEqual([]);
+    expect(readdirSync(root)).toHaveLength(2);
+  }, 40_000);
+});
+
+describe('E2B faults that take time (started in beforeAll)', () => {
+  it('a create that never answers comes back as a clear isError within the SDK request timeout (30 s) plus margin, and the server serves others meanwhile', async () => {
+    // While the create hangs, another session is served at once.
+    const other = await connectClient('v2', hang.server.url, { token: TOKEN });
+    const started = performance.now();
+    expect((await other.callTool('sandbox_status')).structuredContent).toMatchObject({ state: 'not_started' });
+    expect(performance.now() - started).toBeLessThan(2_000);
+    await other.close();
+
+    const { result, error, seconds } = await hang.call;
+    const unexpected = hang.server.logs().filter((l) => l.msg === 'tool failed unexpectedly').map((l) => l.error);
+    console.log(`E2B create hang: answered after ${seconds.toFixed(1)} s (${error ?? textOf(result as ToolResult)}); ${hang.silent.received()} request(s) to E2B; logged: ${JSON.stringify(unexpected)}`);
+    expect(error).toBeUndefined();
+    expect(seconds).toBeLessThan(40);
+    expect(seconds).toBeGreaterThan(25);
+    expect(expectCleanError(result as ToolResult)).toMatch(/E2B did not answer in time while creating the sandbox/);
+    expect(hang.silent.received()).toBeGreaterThanOrEqual(1);
+    await expectHealthy(hang.server);
+  }, 45_000);
+
+  it('429 on every create: "retry in a minute" within ~11 s, after a bounded number of tries', async () => {
+    const { result, error, seconds } = await limited.call;
+    expect(error).toBeUndefined();
+    expect(seconds).toBeLessThan(12);
+    const text = expectCleanError(result as ToolResult);
+    expect(text).toMatch(/HTTP 429/);
+    expect(text).toMatch(/retry in a minute/);
+    const tries = limited.fake.of('create').length;
+    expect(tries).toBeGreaterThanOrEqual(4);
+    expect(tries).toBeLessThanOrEqual(10);
+    console.log(`E2B 429: isError after ${seconds.toFixed(1)} s, ${tries} create attempts`);
+    await expectHealthy(limited.server);
+  }, 20_000);
+});
+
