@@ -10,7 +10,7 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { connectClient, textOf } from '../support/clients';
 import { initializeBody, postMcp } from '../support/http';
 import { pollUntil, processesWithCmdline, waitUntilGone } from '../support/processes';
-import { startServer, stopAllServers, type StartedServer } from '../support/server';
+import { findFreePort, startServer, stopAllServers, type StartedServer } from '../support/server';
 
 const TOKEN = 'long-running-token-0123456789abcdef';
 
@@ -71,7 +71,7 @@ it('stops a cancelled run_code within a second, with what it started, and the se
 it('serves a background http.server at the preview URL, shows its logs, and kill ends it and its children', async () => {
   const client = await connectClient('v2', server.url, { token: TOKEN });
   await client.callTool('write_file', { path: 'site/index.html', content: '<h1>preview works</h1>' });
-  const port = 43000 + Math.floor(Math.random() * 2000);
+  const port = await findFreePort();
   const started = await client.callTool('run_command', { command: `cd site && (sleep 1011 &) ; python3 -m http.server ${port} --bind 127.0.0.1`, background: true });
   const id = started.structuredContent?.process_id as string;
   expect(id).toMatch(/^p\d+$/);
@@ -172,8 +172,10 @@ it('keeps background logs in the workspace directory, out of the sandbox user’
       .filter((name) => name.startsWith('mcp-sandbox-'))
       .map((dir) => join(server.sandboxRoot, dir, 'processes', 'p1.log'))
       .filter((file) => existsSync(file));
-  const [log] = await pollUntil(logFiles, (files) => files.length > 0, 5_000);
-  expect(readFileSync(log ?? '', 'utf8')).toBe('logged\n');
+  // Other tests' sessions may have logs here too: this session's is the one with its output.
+  const mine = (): string[] => logFiles().filter((file) => readFileSync(file, 'utf8') === 'logged\n');
+  const [log] = await pollUntil(mine, (files) => files.length > 0, 5_000);
+  expect(log).toBeDefined();
   // The directory belongs to the server, not to the sandbox's user (which cannot rewrite the log).
   const dirStat = statSync(join(log ?? '', '..'));
   expect({ uid: dirStat.uid, mode: dirStat.mode & 0o777 }).toEqual({ uid: process.getuid?.() ?? 0, mode: 0o700 });
