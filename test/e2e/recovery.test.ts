@@ -206,3 +206,15 @@ it('keeps the logs of background processes when the session moves to a new serve
   expect(next.structuredContent?.process_id).not.toBe(id);
   await client.terminate();
 });
+
+it('rebuilds a moved session once when its first requests on the new instance arrive together', async () => {
+  const root = sharedRoot();
+  const a = await startServer({ env: ENV, sandboxRoot: root });
+  const b = await startServer({ env: ENV, sandboxRoot: root });
+  const client = await connectClient('v2', a.url, { token: TOKEN });
+  const headers = { authorization: `Bearer ${TOKEN}`, 'mcp-session-id': client.sessionId ?? '', 'mcp-protocol-version': '2025-11-25' };
+  const answers = await Promise.all(Array.from({ length: 5 }, (_, i) => postMcp(b.url, { jsonrpc: '2.0', id: 10 + i, method: 'tools/list' }, headers)));
+  expect(answers.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
+  expect(b.logs().filter((line) => line.msg === 'session recovered')).toHaveLength(1);
+  await client.terminate();
+});

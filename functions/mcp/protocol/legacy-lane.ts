@@ -147,13 +147,22 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
     return session;
   };
 
+  /** Recoveries under way, so that concurrent first requests of a moved session rebuild it once. */
+  const recovering = new Map<string, Promise<LegacySession | 'capacity' | undefined>>();
+
   const find = async (id: string, req: Request, ctx: RequestContext): Promise<LegacySession | Response> => {
     const held = store.get(id, now());
     if (held !== undefined) {
       // A session is bound to the credential that created it: for any other it does not exist.
       return held.principal === ctx.principal ? held : sessionNotFound(ctx);
     }
-    const recovered = await recover(id, req, ctx);
+    const key = `${ctx.principal ?? ANONYMOUS_PRINCIPAL}\n${id}`;
+    let pending = recovering.get(key);
+    if (pending === undefined) {
+      pending = recover(id, req, ctx).finally(() => recovering.delete(key));
+      recovering.set(key, pending);
+    }
+    const recovered = await pending;
     if (recovered === 'capacity') return atCapacity(ctx, null);
     return recovered ?? sessionNotFound(ctx);
   };
