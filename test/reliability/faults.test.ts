@@ -259,6 +259,8 @@ describe('the disk fills in a workspace (ENOSPC)', () => {
     const client = await connectClient('v2', server.url, { token: TOKEN });
     const text = expectCleanError(await client.callTool('write_file', { path: 'big.bin', content: 'x'.repeat(2 * 1024 * 1024) }));
     expect(text).toBe('The sandbox is out of disk space; delete files and retry.');
+    // The file it could not fill is not left behind half written.
+    expect((await client.callTool('read_file', { path: 'big.bin' })).isError).toBe(true);
     // Also from inside: a command that fills the disk fails in the ordinary way, and the call returns.
     const dd = await client.callTool('run_command', { command: 'head -c 3000000 /dev/zero > filler.bin; echo "exit $?"' });
     expect(dd.structuredContent).toMatchObject({ exit_code: 0 });

@@ -5,7 +5,7 @@
  * that verified descriptor is read, written or chowned. Nothing is ever chowned by path.
  */
 import { constants, existsSync } from 'node:fs';
-import { type FileHandle, lstat, mkdir, open, readdir, realpath } from 'node:fs/promises';
+import { type FileHandle, lstat, mkdir, open, readdir, realpath, unlink } from 'node:fs/promises';
 import { basename, join, posix, relative, sep } from 'node:path';
 
 import { AppError, toErrnoCode } from '../../errors';
@@ -115,6 +115,10 @@ export async function writeWorkspaceFile(ws: Workspace, path: string, data: Buff
         await handle.truncate(0);
         await handle.writeFile(data);
         if (created && ws.owner !== undefined) await handle.chown(ws.owner.uid, ws.owner.gid);
+      } catch (err: unknown) {
+        // A file this call created and could not fill (a full disk) is not left behind half written.
+        if (created) await unlink(target).catch(() => undefined);
+        throw err;
       } finally {
         await handle.close();
       }
