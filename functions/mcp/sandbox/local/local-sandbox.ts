@@ -1,7 +1,6 @@
 /** One session's local sandbox: a workspace, its processes, and a persistent Python kernel. */
 import { randomBytes } from 'node:crypto';
-import { connect } from 'node:net';
-import { readdir, readFile, rmdir, stat, unlink, utimes, writeFile } from 'node:fs/promises';
+import { rmdir, stat, unlink, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 import { AppError } from '../../errors';
@@ -24,6 +23,7 @@ import type {
 import { LocalBackgroundProcesses } from './background';
 import { listWorkspaceFiles, readWorkspaceFile, writeWorkspaceFile } from './files';
 import { findProgram } from './host-tools';
+import { isListening, killUserProcesses } from './host-processes';
 import { KERNEL_SOURCE } from './kernel-source';
 import { buildLaunch, type HostTools, type LaunchSpec, type ProcessLimits } from './launch';
 import { runProcess } from './process-group';
@@ -299,44 +299,5 @@ export class LocalSandbox implements Sandbox {
       await unlink(join(ws.tmp, relPath)).catch(() => undefined);
       if (dirName !== undefined) await rmdir(join(ws.tmp, dirName)).catch(() => undefined);
     }
-  }
-}
-
-/** True when something accepts TCP connections on 127.0.0.1:`port` within a second. */
-function isListening(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect({ host: '127.0.0.1', port, timeout: 1000 });
-    const done = (ok: boolean): void => {
-      socket.destroy();
-      resolve(ok);
-    };
-    socket.once('connect', () => done(true));
-    socket.once('error', () => done(false));
-    socket.once('timeout', () => done(false));
-  });
-}
-
-/** Kills every process running as `uid` (a sandbox's own user), wherever it is in the process tree. */
-export async function killUserProcesses(uid: number): Promise<void> {
-  // A fork bomb keeps making new processes: sweep until a pass finds none (bounded).
-  for (let pass = 0; pass < 10; pass += 1) {
-    const pids = await readdir('/proc').catch(() => [] as string[]);
-    const found = await Promise.all(
-      pids
-        .filter((pid) => /^\d+$/.test(pid))
-        .map(async (pid) => {
-          const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
-          if (/^Uid:\s+(\d+)/m.exec(status)?.[1] !== String(uid)) return false;
-          // A zombie is already dead; only its parent can reap it.
-          if (/^State:\s+Z/m.test(status)) return false;
-          try {
-            process.kill(Number(pid), 'SIGKILL');
-          } catch {
-            // already gone
-          }
-          return true;
-        }),
-    );
-    if (!found.includes(true)) return;
   }
 }
