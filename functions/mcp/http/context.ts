@@ -19,6 +19,8 @@ export interface RequestContext {
   readonly body?: RequestBody;
   /** The platform's request id (FC: `x-fc-request-id`) or a random one. */
   readonly requestId: string;
+  /** The request's path, parsed once by the shell for the router and the log. */
+  readonly path: string;
   /** A stable, non-secret id of the credential that authenticated this request; set by `withAuth`. */
   principal?: string;
   readonly log: RequestLogFields;

@@ -42,7 +42,7 @@ export function createNodeListener(handler: FetchHandler, options: NodeListenerO
     }
     // The body is read here, once, into the context: no web stream per request (they are costly in Node).
     void readBody(req, maxBodyBytes)
-      .then((body) => handler(request, { requestId, log: {}, body }))
+      .then((body) => handler(request, { requestId, path: new URL(request.url).pathname, log: {}, body }))
       .then((response) => writeResponse(response, res, abort.signal))
       .catch((err: unknown) => {
         onError?.(err);

@@ -8,7 +8,7 @@ export function withRequestLog(next: FetchHandler, logger: Logger, now: () => nu
   return async (req, ctx) => {
     const started = now();
     const res = await next(req, ctx);
-    const path = new URL(req.url).pathname;
+    const path = ctx.path;
     if (path !== '/health') {
       logger.info('request', {
         request_id: ctx.requestId,
