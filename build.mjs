@@ -2,6 +2,7 @@
 // CommonJS output: the E2B SDK fails at run time as ESM (a dynamic require of node:fs), FACTS.md §9.
 import { build as esbuild } from 'esbuild';
 import { fileURLToPath } from 'node:url';
+import { brotliCompressSync, constants as zlibConstants } from 'node:zlib';
 
 /** Entry points and the files they become. */
 export const ENTRY_POINTS = {
@@ -9,39 +10,58 @@ export const ENTRY_POINTS = {
   stdio: 'functions/mcp/stdio.ts',
 };
 
-/** The module whose code is embedded as a string and compiled on first use (the E2B SDK, ~500 KB). */
-const DEFERRED_MODULE = /sandbox[\\/]e2b[\\/]sdk-modules\.ts$/;
+/**
+ * Modules whose bundled code is embedded as a string and compiled on first use: V8 only scans a string
+ * literal at start-up. Each exports one loader function; its chunk is built with the plugins of the
+ * modules listed before it (the core carries the E2B SDK chunk inside it). `compress`: stored as
+ * base64 brotli, which also spares start-up reading the bytes (decompressed when first called, ~4 ms).
+ */
+const DEFERRED_MODULES = [
+  // The E2B SDK (~500 KB): only the E2B backend needs it, at its first sandbox.
+  { file: 'functions/mcp/sandbox/e2b/sdk-modules.ts', loader: 'loadE2BModules', name: 'e2b-sdk.js', compress: false },
+  // The HTTP entry's core (SDK, zod, tools, sandboxes; ~1.4 MB): needed after the first initialize.
+  { file: 'functions/mcp/core-modules.ts', loader: 'loadCore', name: 'mcp-core.js', compress: true },
+];
 
 const COMMON = { bundle: true, platform: 'node', target: 'node20.10', format: 'cjs', minify: true, legalComments: 'none' };
 
-/**
- * Replaces the deferred module with a stub that holds its bundled code as a string: V8 only scans a string
- * literal at start-up, and compiles the code when the E2B backend first needs it.
- */
-async function deferredModulePlugin() {
-  const chunk = await esbuild({ ...COMMON, entryPoints: ['functions/mcp/sandbox/e2b/sdk-modules.ts'], write: false, logLevel: 'silent' });
-  const source = chunk.outputFiles[0].text;
+/** The plugins that replace each deferred module with a stub holding its bundled code. */
+async function deferredModulePlugins() {
+  const plugins = [];
+  for (const deferred of DEFERRED_MODULES) {
+    const chunk = await esbuild({ ...COMMON, entryPoints: [deferred.file], write: false, logLevel: 'silent', plugins: [...plugins] });
+    plugins.push(deferredModulePlugin(deferred, chunk.outputFiles[0].text));
+  }
+  return plugins;
+}
+
+function deferredModulePlugin({ file, loader, name, compress }, source) {
+  const code = compress
+    ? `require('node:zlib').brotliDecompressSync(Buffer.from(${JSON.stringify(brotliCompressSync(source, BROTLI).toString('base64'))}, 'base64')).toString('utf8')`
+    : JSON.stringify(source);
+  const filter = new RegExp(`${file.replace(/[.]/g, '\\.').replace(/\//g, '[\\\\/]')}$`);
   return {
-    name: 'deferred-module',
+    name: `deferred:${name}`,
     setup(build) {
-      build.onLoad({ filter: DEFERRED_MODULE }, () => ({
+      build.onLoad({ filter }, () => ({
         loader: 'js',
         contents: `
-const source = ${JSON.stringify(source)};
 let loaded;
-exports.loadE2BModules = function () {
+exports.${loader} = function () {
   if (loaded === undefined) {
-    const wrapper = require('node:vm').runInThisContext('(function (exports, require, module) {' + source + '\\n})', { filename: 'e2b-sdk.js' });
+    const wrapper = require('node:vm').runInThisContext('(function (exports, require, module) {' + ${code} + '\\n})', { filename: ${JSON.stringify(name)} });
     const mod = { exports: {} };
     wrapper(mod.exports, require, mod);
     loaded = mod.exports;
   }
-  return loaded.loadE2BModules();
+  return loaded.${loader}.apply(this, arguments);
 };`,
       }));
     },
   };
 }
+
+const BROTLI = { params: { [zlibConstants.BROTLI_PARAM_QUALITY]: 9 } };
 
 /** Builds the bundles; resolves with esbuild's result (metafile included when asked). */
 export async function build({ outdir = 'dist', metafile = false, logLevel = 'warning' } = {}) {
@@ -52,7 +72,7 @@ export async function build({ outdir = 'dist', metafile = false, logLevel = 'war
     sourcemap: false,
     metafile,
     logLevel,
-    plugins: [await deferredModulePlugin()],
+    plugins: await deferredModulePlugins(),
   });
 }
 

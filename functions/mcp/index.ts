@@ -1,30 +1,24 @@
 /**
- * The HTTP entry (FC custom runtime, or `npm start`): read config, wire the layers, listen.
- * The only module besides config.ts that knows it may be running on FC.
+ * The HTTP entry (FC custom runtime, or `npm start`): read config, listen, and answer the first
+ * `initialize` early (http/early-listener.ts) while the core (core.ts: SDK, tools, sandboxes) is loaded
+ * only when first needed. The only module besides config.ts that knows it may be running on FC.
  */
-import { createServer } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 
 import { isLoopbackHost, loadConfig, type Config } from './config';
+import type { Core } from './core';
+import { loadCore } from './core-modules';
 import { installCrashGuards } from './crash-guard';
 import { ConfigError } from './errors';
-import { createApp } from './http/app';
 import { createBearerVerifier } from './http/auth';
-import { createHealthReport } from './http/health';
-import { createNodeListener } from './http/node-listener';
+import { createEarlyListener } from './http/early-listener';
 import { createLogger, type Logger } from './log';
-import { createLegacyLane } from './protocol/legacy-lane';
-import { createMcpEndpoint } from './protocol/mcp-endpoint';
-import { createModernLane } from './protocol/modern-lane';
-import type { LegacySession } from './protocol/legacy-session';
-import { HTTP_PROTOCOL_VERSIONS } from './protocol/versions';
-import { createSandboxProvider } from './sandbox/create-provider';
+import { FreshSessions } from './sessions/fresh-sessions';
 import { createSignedIdCodec } from './sessions/session-id';
-import { createMemorySessionStore } from './sessions/store';
-import { createToolCatalog } from './tools';
 import { SERVER_INFO } from './version';
 
-/** How long after listening the sandbox backend is probed (a sandbox needed sooner probes at once). */
+/** How long after the core is loaded the sandbox backend is probed (a sandbox needed sooner probes at once). */
 const STARTUP_PROBE_DELAY_MS = 500;
 
 /** On SIGTERM, how long calls in flight may take to finish before their sandboxes are stopped. */
@@ -46,44 +40,55 @@ function main(): void {
   }
   const logger = createLogger(process.stdout, config.logLevel);
   const startedAtMs = Date.now();
-  const { provider, ready } = createSandboxProvider(config, logger);
+  const verifier = config.auth.mode === 'bearer' ? createBearerVerifier(config.auth.tokens) : undefined;
   const ids = createSignedIdCodec(config.sessionSecret, config.sessionMaxAgeS * 1000);
-  const catalog = createToolCatalog(logger);
-  const limits = { idleTtlMs: config.sessionIdleTtlS * 1000, toolTimeoutMaxMs: config.toolTimeoutMaxS * 1000 };
-  const lane = createLegacyLane({
-    store: createMemorySessionStore<LegacySession>(limits.idleTtlMs),
+  const fresh = new FreshSessions();
+  const policy = { allowedOrigins: config.allowedOrigins, allowedHosts: config.allowedHosts, loopbackOnly: !config.onFc && isLoopbackHost(config.host) };
+
+  let core: Core | undefined;
+  const theCore = (): Core => {
+    if (core === undefined) {
+      const started = performance.now();
+      core = loadCore().createCore({ config, logger, verifier, ids, fresh, requestIdHeader: FC_REQUEST_ID_HEADER, startedAtMs });
+      logger.info('core loaded', { load_ms: Math.round(performance.now() - started) });
+      // The backend's probes (bubblewrap) a moment later, off the path of the request that needed the core.
+      const loaded = core;
+      setTimeout(() => void loaded.ready(), STARTUP_PROBE_DELAY_MS).unref();
+    }
+    return core;
+  };
+  const early = createEarlyListener({
     ids,
-    catalog,
-    provider,
+    fresh,
+    verifier,
+    policy,
     maxSessions: config.maxSessions,
-    ...limits,
+    maxBodyBytes: config.maxBodyBytes,
+    requestIdHeader: FC_REQUEST_ID_HEADER,
     logger,
   });
-  const modern = createModernLane({ catalog, provider, ids, maxSandboxes: config.maxSessions, ...limits, logger });
-  const app = createApp({
-    mcp: createMcpEndpoint({ legacy: lane, modern, maxBodyBytes: config.maxBodyBytes }),
-    health: createHealthReport({
-      backend: () => provider.status(),
-      counts: () => {
-        const held = lane.counts();
-        return { sessions: held.sessions, sandboxes: held.sandboxes + modern.count() };
-      },
-      authMode: config.auth.mode,
-      versions: HTTP_PROTOCOL_VERSIONS,
-      startedAtMs,
-    }),
-    preStop: () => logger.flush(),
-    verifier: config.auth.mode === 'bearer' ? createBearerVerifier(config.auth.tokens) : undefined,
-    policy: { allowedOrigins: config.allowedOrigins, allowedHosts: config.allowedHosts, loopbackOnly: !config.onFc && isLoopbackHost(config.host) },
-    logger,
-  });
-  const server = createServer(
-    createNodeListener(app, {
-      requestIdHeader: FC_REQUEST_ID_HEADER,
-      maxBodyBytes: config.maxBodyBytes,
-      onError: (err) => logger.error('response failed', { error: err instanceof Error ? err.message : 'unknown' }),
-    }),
-  );
+  const serve = (req: IncomingMessage, res: ServerResponse): void => {
+    if (core !== undefined) {
+      core.listener(req, res);
+      return;
+    }
+    void early(req, res)
+      .then((outcome) => {
+        if (outcome.answered) {
+          // The client's next request needs the core: load it now, after this answer was written.
+          setImmediate(theCore);
+          return;
+        }
+        theCore().listener(req, res, outcome.body);
+      })
+      .catch((err: unknown) => {
+        logger.error('request failed before the core was loaded', { error: err instanceof Error ? err.message : 'unknown' });
+        if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' });
+        res.end('{"error":"internal_error","message":"Internal server error"}');
+      });
+  };
+
+  const server = createServer(serve);
   // CONNECT never reaches the request handler: answer it rather than drop the connection.
   server.on('connect', (_req, socket: Socket) => {
     socket.end('HTTP/1.1 405 Method Not Allowed\r\nAllow: GET, POST, DELETE, OPTIONS\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
@@ -103,8 +108,6 @@ function main(): void {
     const port = typeof address === 'object' && address !== null ? address.port : config.port;
     logger.info('listening', { host: config.host, port, auth: config.auth.mode, backend: config.sandboxBackend, version: SERVER_INFO.version, on_fc: config.onFc });
     if (!config.onFc) process.stderr.write(toBanner(config, port));
-    // The backend's probes (bubblewrap) run a moment later, off the path of the first request.
-    setTimeout(() => void ready(), STARTUP_PROBE_DELAY_MS).unref();
   });
 
   let stopping = false;
@@ -119,11 +122,9 @@ function main(): void {
       // With a configured secret the sessions can go on elsewhere (or here after a restart): keep their
       // sandboxes. With a per-process secret nobody can come back to them: clean up. Either way their
       // processes stop, so calls still running end with a clean result, written before the connections close.
+      // Without the core there are no sandboxes yet.
       const keepSandboxes = config.sessionSecretSource === 'configured';
-      const ending = Promise.all([
-        lane.shutdown({ keepSandboxes, flushMs: SHUTDOWN_FLUSH_MS }),
-        keepSandboxes ? modern.releaseAll() : modern.closeAll(),
-      ]);
+      const ending = core === undefined ? Promise.resolve() : core.shutdown({ keepSandboxes, flushMs: SHUTDOWN_FLUSH_MS });
       void ending
         .then(() => new Promise((resolve) => setTimeout(resolve, SHUTDOWN_FLUSH_MS)))
         .then(() => {

@@ -8,7 +8,7 @@ import { pathToFileURL } from 'node:url';
 import { startServer, stopAllServers } from '../support/server';
 
 interface Metafile {
-  outputs: Record<string, { bytes: number; imports: Array<{ path: string; external?: boolean }> }>;
+  outputs: Record<string, { bytes: number; imports: Array<{ path: string; external?: boolean }>; inputs: Record<string, unknown> }>;
 }
 
 const ROOT = resolve(__dirname, '../..');
@@ -25,6 +25,11 @@ it('builds dist/index.js and dist/stdio.js, each one file importing only Node bu
     const metafile = JSON.parse(execFileSync(process.execPath, ['-e', script, outdir], { cwd: ROOT, encoding: 'utf8' })) as Metafile;
     const outputs = Object.keys(metafile.outputs).map((p) => p.slice(p.lastIndexOf('/') + 1));
     expect(outputs.sort()).toEqual(['index.js', 'stdio.js']);
+    // The HTTP entry starts without compiling the SDK, zod or the tools: they travel in the deferred core.
+    const index = Object.entries(metafile.outputs).find(([path]) => path.endsWith('index.js'))?.[1];
+    const startUpInputs = Object.keys(index?.inputs ?? {});
+    expect(startUpInputs).toContain('functions/mcp/core-modules.ts');
+    expect(startUpInputs.filter((input) => input.includes('node_modules') || input.startsWith('functions/mcp/tools/'))).toEqual([]);
     for (const [path, output] of Object.entries(metafile.outputs)) {
       expect(output.bytes).toBeLessThan(MAX_BUNDLE_BYTES);
       const externals = output.imports.filter((i) => i.external).map((i) => i.path);
@@ -45,8 +50,17 @@ it('serves MCP from index.js copied alone into an empty directory', async () => 
     body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } }),
   });
   expect(res.status).toBe(200);
-  expect(res.headers.get('mcp-session-id')).toBeTruthy();
+  const sessionId = res.headers.get('mcp-session-id');
+  expect(sessionId).toBeTruthy();
   expect(await res.text()).toContain('"protocolVersion":"2025-06-18"');
+  // The first initialize is answered before the core is loaded: a tool call proves the embedded core runs too.
+  const call = await fetch(server.url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-session-id': sessionId ?? '', 'mcp-protocol-version': '2025-06-18' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'run_command', arguments: { command: 'echo from-the-core' } } }),
+  });
+  expect(call.status).toBe(200);
+  expect(await call.text()).toContain('from-the-core');
   await server.stop();
   rmSync(dir, { recursive: true, force: true });
 });

@@ -16,16 +16,18 @@ export interface NodeListenerOptions {
 /** Methods a web `Request` can carry; anything else is answered 405 here. */
 const WEB_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
 
+/** A `node:http` request listener; `body` is passed when something before it already read the body. */
+export type NodeListener = (req: IncomingMessage, res: ServerResponse, body?: RequestBody) => void;
+
 /** Adapts a core handler to `http.createServer`. Client disconnects abort the request's signal. */
-export function createNodeListener(handler: FetchHandler, options: NodeListenerOptions = {}) {
-  const { requestIdHeader, onError, maxBodyBytes = 4 * 1024 * 1024 } = options;
-  return (req: IncomingMessage, res: ServerResponse): void => {
+export function createNodeListener(handler: FetchHandler, options: NodeListenerOptions = {}): NodeListener {
+  const { requestIdHeader, onError, maxBodyBytes = DEFAULT_MAX_BODY_BYTES } = options;
+  return (req, res, preRead) => {
     const abort = new AbortController();
     res.on('close', () => {
       if (!res.writableFinished) abort.abort();
     });
-    const headerId = requestIdHeader === undefined ? undefined : req.headers[requestIdHeader];
-    const requestId = typeof headerId === 'string' && headerId.length > 0 && headerId.length <= 128 ? headerId : randomUUID();
+    const requestId = requestIdOf(req, requestIdHeader);
     res.once('finish', () => drain(req));
     if (!WEB_METHODS.has(req.method ?? '')) {
       // TRACE and the like cannot even become a web Request (the Fetch spec forbids them).
@@ -41,7 +43,7 @@ export function createNodeListener(handler: FetchHandler, options: NodeListenerO
       return;
     }
     // The body is read here, once, into the context: no web stream per request (they are costly in Node).
-    void readBody(req, maxBodyBytes)
+    void (preRead === undefined ? readBody(req, maxBodyBytes) : Promise.resolve(preRead))
       .then((body) => handler(request, { requestId, path: new URL(request.url).pathname, log: {}, body }))
       .then((response) => writeResponse(response, res, abort.signal))
       .catch((err: unknown) => {
@@ -50,6 +52,15 @@ export function createNodeListener(handler: FetchHandler, options: NodeListenerO
         res.end();
       });
   };
+}
+
+/** Request bodies are read up to this many bytes unless configured (MCP_MAX_BODY_BYTES). */
+const DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024;
+
+/** The platform's request id from `header` when it looks like one, else a random one. */
+export function requestIdOf(req: IncomingMessage, header: string | undefined): string {
+  const value = header === undefined ? undefined : req.headers[header];
+  return typeof value === 'string' && value.length > 0 && value.length <= 128 ? value : randomUUID();
 }
 
 function toWebRequest(req: IncomingMessage, signal: AbortSignal): Request {
@@ -68,7 +79,7 @@ function toWebRequest(req: IncomingMessage, signal: AbortSignal): Request {
  * Reads the request body, up to `maxBytes`: a declared or observed excess stops the reading (the rest is
  * drained after the answer, so that a client still sending can read the 413).
  */
-function readBody(req: IncomingMessage, maxBytes: number): Promise<RequestBody | undefined> {
+export function readBody(req: IncomingMessage, maxBytes: number): Promise<RequestBody | undefined> {
   const method = req.method ?? 'GET';
   if (method === 'GET' || method === 'HEAD') return Promise.resolve(undefined);
   if (Number(req.headers['content-length']) > maxBytes) return Promise.resolve({ tooLarge: true });

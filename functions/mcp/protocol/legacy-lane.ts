@@ -13,11 +13,12 @@ import { jsonRpcError, RPC } from '../http/json-rpc-error';
 import type { Logger } from '../log';
 import { createLazySandbox } from '../sandbox/lazy-sandbox';
 import type { SandboxProvider } from '../sandbox/types';
+import type { FreshSession, FreshSessions } from '../sessions/fresh-sessions';
 import { RecentSet } from '../sessions/recent-set';
 import { type SignedIdCodec, toSessionTag } from '../sessions/session-id';
 import type { SessionStore } from '../sessions/store';
 import type { ToolCatalog } from '../tools';
-import { type LegacySession, openLegacySession, primeRecoveredSession } from './legacy-session';
+import { type LegacySession, openLegacySession, primeSession } from './legacy-session';
 import { BATCH_PROTOCOL_VERSION, HTTP_PROTOCOL_VERSIONS } from './versions';
 
 export interface LegacyLaneOptions {
@@ -33,6 +34,8 @@ export interface LegacyLaneOptions {
   /** MCP_TOOL_TIMEOUT_MAX_S in milliseconds. */
   toolTimeoutMaxMs: number;
   logger: Logger;
+  /** Sessions whose `initialize` was answered before the SDK was loaded (http/early-listener.ts). */
+  fresh?: FreshSessions;
   /** @default Date.now */
   now?: () => number;
 }
@@ -126,9 +129,35 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
     });
   };
 
-  /** Rebuilds a session this instance does not hold, from an id that verifies for this credential. */
+  /** Builds the SDK session of one whose `initialize` was answered early: a new session, its client known. */
+  const adopt = async (fresh: FreshSession, ctx: RequestContext): Promise<LegacySession | 'capacity'> => {
+    if (!makeRoom(ctx)) {
+      options.fresh?.add(fresh);
+      return 'capacity';
+    }
+    let session = open(ctx, fresh.id, fresh.key, false);
+    try {
+      await primeSession(session, fresh.protocolVersion, fresh);
+    } catch (err: unknown) {
+      // Not expected (early-initialize.ts takes only what the SDK accepts); the session still works.
+      logger.error('early session primed without its client hello', { session: session.tag, error: err instanceof Error ? err.message : 'unknown' });
+      await session.transport.close();
+      session = open(ctx, fresh.id, fresh.key, false);
+      await primeSession(session, fresh.protocolVersion);
+    }
+    store.add(session);
+    return session;
+  };
+
+  /**
+   * Finds or rebuilds a session this instance does not hold: one answered early, else one rebuilt from an id
+   * that verifies for this credential.
+   */
   const recover = async (id: string, req: Request, ctx: RequestContext): Promise<LegacySession | 'capacity' | undefined> => {
     const principal = ctx.principal ?? ANONYMOUS_PRINCIPAL;
+    const fresh = options.fresh?.take(id, principal);
+    // Idle past the TTL, it is treated like any session this instance does not hold.
+    if (fresh !== undefined && now() - fresh.createdMs <= options.idleTtlMs) return adopt(fresh, ctx);
     const tag = toSessionTag(id);
     await expiring.get(tag);
     if (ended.has(tag)) return undefined;
@@ -141,7 +170,7 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
     const header = req.headers.get('mcp-protocol-version');
     const version = header !== null && HTTP_PROTOCOL_VERSIONS.includes(header) ? header : DEFAULT_RECOVERY_VERSION;
     const session = open(ctx, id, check.key, true);
-    await primeRecoveredSession(session, version);
+    await primeSession(session, version);
     store.add(session);
     logger.info('session recovered', { session: session.tag, protocol_version: version, request_id: ctx.requestId });
     return session;
@@ -262,7 +291,7 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
     counts() {
       let sandboxes = 0;
       for (const session of store.values()) if (session.sandbox.current() !== undefined) sandboxes += 1;
-      return { sessions: store.size, sandboxes };
+      return { sessions: store.size + (options.fresh?.size ?? 0), sandboxes };
     },
   };
 }

@@ -109,11 +109,21 @@ export function openLegacySession(options: OpenLegacySessionOptions): LegacySess
   return session;
 }
 
+/** What the client said about itself in `initialize`, when known. */
+export interface ClientHello {
+  readonly capabilities: Readonly<Record<string, unknown>>;
+  readonly clientInfo: Readonly<Record<string, unknown>>;
+}
+
+/** Stands in for the client of a session rebuilt from its id alone. */
+const UNKNOWN_CLIENT: ClientHello = { capabilities: {}, clientInfo: { name: 'recovered-session', version: '0' } };
+
 /**
- * Brings a rebuilt session's fresh transport and server to the initialized state at `protocolVersion`,
- * as if the client's `initialize` had reached this instance. The answers are discarded.
+ * Brings a session's fresh transport and server to the initialized state at `protocolVersion`, as if the
+ * client's `initialize` had reached them: a session rebuilt from its id (the client unknown), or one whose
+ * `initialize` was answered early (`client` known). The answers are discarded.
  */
-export async function primeRecoveredSession(session: LegacySession, protocolVersion: string): Promise<void> {
+export async function primeSession(session: LegacySession, protocolVersion: string, client: ClientHello = UNKNOWN_CLIENT): Promise<void> {
   const post = (extra: Record<string, string> = {}): Request =>
     new Request('http://localhost/mcp', {
       method: 'POST',
@@ -123,10 +133,11 @@ export async function primeRecoveredSession(session: LegacySession, protocolVers
     jsonrpc: '2.0',
     id: 'mcp-session-recovery',
     method: 'initialize',
-    params: { protocolVersion, capabilities: {}, clientInfo: { name: 'recovered-session', version: '0' } },
+    params: { protocolVersion, capabilities: client.capabilities, clientInfo: client.clientInfo },
   };
   await session.server.connect(session.transport);
-  await (await session.transport.handleRequest(post(), { parsedBody: initialize })).text();
+  const answer = await (await session.transport.handleRequest(post(), { parsedBody: initialize })).text();
+  if (!answer.includes('"result"')) throw new Error('the SDK refused the primed initialize');
   const initialized = { jsonrpc: '2.0', method: 'notifications/initialized' };
   const sessionHeaders = { 'mcp-session-id': session.id, 'mcp-protocol-version': protocolVersion };
   await (await session.transport.handleRequest(post(sessionHeaders), { parsedBody: initialized })).text();

@@ -2,12 +2,7 @@
 import { type CallToolResult, Server, type ServerContext, type Tool } from '@modelcontextprotocol/server';
 
 import type { ToolCatalog, ToolContext } from '../tools';
-import { SERVER_INFO } from '../version';
-
-const INSTRUCTIONS =
-  'Tools act in a sandbox that belongs to this session: run code (Python keeps state between calls) and shell commands, ' +
-  'and read, write, edit and list files. Relative paths resolve against the sandbox working directory. ' +
-  'Call sandbox_status for your bearings.';
+import { SERVER_CAPABILITIES, SERVER_INFO, SERVER_INSTRUCTIONS } from './server-identity';
 
 export interface ProtocolServerOptions {
   /** What `tools/list` answers (built once per process). */
@@ -21,8 +16,8 @@ export interface ProtocolServerOptions {
 /** A low-level SDK server answering `tools/list` from the prebuilt list and `tools/call` through `call`. */
 export function createProtocolServer({ tools, call, versions }: ProtocolServerOptions): Server {
   const server = new Server(SERVER_INFO, {
-    capabilities: { tools: {} },
-    instructions: INSTRUCTIONS,
+    capabilities: { tools: { ...SERVER_CAPABILITIES.tools } },
+    instructions: SERVER_INSTRUCTIONS,
     supportedProtocolVersions: [...versions],
   });
   server.setRequestHandler('tools/list', () => ({ tools: [...tools] }));
