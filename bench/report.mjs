@@ -32,6 +32,16 @@ export function toRows({ coldStart, throughput, sessionMemory, overhead, liveOut
     target: '≤ 1.3× node -e 0',
     verdict: verdict(coldRatio <= 1.3, `${f(coldRatio, 2)}×`, '1.3×'),
   });
+  const list = coldStart.toolsList;
+  rows.push({
+    figure: '1 (beside it) spawn → first tools/list answered (ms)',
+    ours: f(list.ours),
+    r1: f(list.r1),
+    r2: f(list.r2),
+    ratio: `${f(x(list.ours, list.r1), 2)}× R1; bare node:http floor: initialize ${f(coldStart.bare)} ms, third answer ${f(list.bare)} ms`,
+    target: '— (no target)',
+    verdict: '—',
+  });
 
   for (const [sessions, byServer] of Object.entries(throughput)) {
     const { ours, r1, r2 } = byServer;

@@ -1,31 +1,39 @@
 // Figure 1: process spawn → first `initialize` answered, from the built bundle, against `node -e 0`
 // measured in the same rounds. The client retries the connection every millisecond until the server is up.
+// In the same spawn, the client goes on as clients do (`notifications/initialized`, then `tools/list`), and
+// the time to that first `tools/list` answer is recorded beside it: what a client waits before it can work.
 import { spawn } from 'node:child_process';
 import { request } from 'node:http';
 import { rmSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 
 import { median } from '../harness/load.mjs';
-import { initializeBody, mcpHeaders } from '../harness/mcp-wire.mjs';
+import { initializeBody, mcpHeaders, parseRpcResponse } from '../harness/mcp-wire.mjs';
 import { createSandboxRoot, findFreePort, spawnServer, stopChild } from '../harness/servers.mjs';
 
 const GIVE_UP_MS = 15_000;
 
 /**
  * Runs one uncounted warm-up round, then `runs` rounds of: `node -e 0`, then each server. Resolves with
- * the per-run milliseconds `{ node: [...], ours: [...], r1: [...], r2: [...] }`.
+ * the per-run milliseconds `{ node: [...], ours: [...], r1: [...], r2: [...], bare: [...], toolsList: { ours: [...], ... } }`
+ * (`bare`: a node:http server answering a fixed JSON, the floor of any server).
  */
-export async function measureColdStart({ runs = 15, servers = ['ours', 'r1', 'r2'] } = {}) {
+export async function measureColdStart({ runs = 15, servers = ['ours', 'r1', 'r2', 'bare'] } = {}) {
   const sandboxRoot = createSandboxRoot();
-  const samples = { node: [] };
-  for (const name of servers) samples[name] = [];
+  const samples = { node: [], toolsList: {} };
+  for (const name of servers) {
+    samples[name] = [];
+    samples.toolsList[name] = [];
+  }
   try {
     for (let round = -1; round < runs; round += 1) {
       const nodeMs = await timeNodeNoop();
       if (round >= 0) samples.node.push(nodeMs);
       for (const name of servers) {
-        const ms = await timeFirstInitialize(name, sandboxRoot);
-        if (round >= 0) samples[name].push(ms);
+        const { initializeMs, toolsListMs } = await timeFirstRequests(name, sandboxRoot);
+        if (round < 0) continue;
+        samples[name].push(initializeMs);
+        samples.toolsList[name].push(toolsListMs);
       }
     }
   } finally {
@@ -34,9 +42,10 @@ export async function measureColdStart({ runs = 15, servers = ['ours', 'r1', 'r2
   return samples;
 }
 
-/** Medians of `measureColdStart`'s samples, in ms. */
+/** Medians of `measureColdStart`'s samples, in ms: `{ node, ours, ..., toolsList: { ours, ... } }`. */
 export function summarizeColdStart(samples) {
-  return Object.fromEntries(Object.entries(samples).map(([name, values]) => [name, median(values)]));
+  const medians = (group) => Object.fromEntries(Object.entries(group).filter(([, v]) => Array.isArray(v)).map(([name, values]) => [name, median(values)]));
+  return { ...medians(samples), toolsList: medians(samples.toolsList) };
 }
 
 function timeNodeNoop() {
@@ -48,34 +57,48 @@ function timeNodeNoop() {
   });
 }
 
-async function timeFirstInitialize(name, sandboxRoot) {
+async function timeFirstRequests(name, sandboxRoot) {
   const port = await findFreePort();
   const body = initializeBody();
-  const headers = mcpHeaders(undefined);
   const start = performance.now();
   const child = spawnServer(name, port, { sandboxRoot });
   try {
+    let answer;
     for (;;) {
-      if (await tryInitialize(port, headers, body)) return performance.now() - start;
+      answer = await post(port, mcpHeaders(undefined), body);
+      if (answer.ok) break;
       if (child.exitCode !== null) throw new Error(`${name} exited with ${child.exitCode}:\n${child.stderrTail()}`);
       if (performance.now() - start > GIVE_UP_MS) throw new Error(`${name} did not answer initialize within ${GIVE_UP_MS} ms`);
       await new Promise((r) => setTimeout(r, 1));
     }
+    const initializeMs = performance.now() - start;
+    const sessionId = answer.sessionId;
+    await post(port, mcpHeaders(sessionId), JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }));
+    const list = await post(port, mcpHeaders(sessionId), JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }));
+    if (!list.ok || (name !== 'bare' && !Array.isArray(parseRpcResponse(list.text).result?.tools))) {
+      throw new Error(`${name}: tools/list after a cold start failed: ${list.text.slice(0, 200)}`);
+    }
+    return { initializeMs, toolsListMs: performance.now() - start };
   } finally {
     await stopChild(child);
   }
 }
 
-function tryInitialize(port, headers, body) {
+/** One POST on a new connection; `ok` for a 2xx answer carrying a JSON-RPC result (or for 202). */
+function post(port, headers, body) {
   return new Promise((resolve) => {
     const req = request({ host: '127.0.0.1', port, path: '/mcp', method: 'POST', headers, agent: false }, (res) => {
       let text = '';
       res.setEncoding('utf8');
       res.on('data', (chunk) => (text += chunk));
-      res.on('end', () => resolve(res.statusCode === 200 && text.includes('"result"')));
-      res.on('error', () => resolve(false));
+      res.on('end', () => {
+        const id = res.headers['mcp-session-id'];
+        const ok = res.statusCode === 202 || (res.statusCode === 200 && text.includes('"result"'));
+        resolve({ ok, text, sessionId: typeof id === 'string' ? id : undefined });
+      });
+      res.on('error', () => resolve({ ok: false, text: '' }));
     });
-    req.on('error', () => resolve(false));
+    req.on('error', () => resolve({ ok: false, text: '' }));
     req.end(body);
   });
 }
