@@ -19,6 +19,11 @@ export interface RequestContext {
   readonly body?: RequestBody;
   /** The platform's request id (FC: `x-fc-request-id`) or a random one. */
   readonly requestId: string;
+  /**
+   * Aborted when the client disconnects before the answer was written. The web `Request` carries no signal
+   * (see node-listener.ts); a lane whose SDK cancels through `Request.signal` attaches this one.
+   */
+  readonly signal?: AbortSignal;
   /** The request's path, parsed once by the shell for the router and the log. */
   readonly path: string;
   /** A stable, non-secret id of the credential that authenticated this request; set by `withAuth`. */

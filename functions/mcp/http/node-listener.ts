@@ -19,7 +19,12 @@ const WEB_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'O
 /** A `node:http` request listener; `body` is passed when something before it already read the body. */
 export type NodeListener = (req: IncomingMessage, res: ServerResponse, body?: RequestBody) => void;
 
-/** Adapts a core handler to `http.createServer`. Client disconnects abort the request's signal. */
+/**
+ * Adapts a core handler to `http.createServer`. A client that disconnects cancels the response stream and
+ * aborts `ctx.signal`. The web `Request` itself carries no signal: undici follows a given signal through a
+ * `WeakRef`, which V8's minor GC treats as strong, so every request's objects would be promoted to the old
+ * space (measured: more and longer GC pauses under load). The modern lane attaches the signal itself.
+ */
 export function createNodeListener(handler: FetchHandler, options: NodeListenerOptions = {}): NodeListener {
   const { requestIdHeader, onError, maxBodyBytes = DEFAULT_MAX_BODY_BYTES } = options;
   return (req, res, preRead) => {
@@ -37,14 +42,14 @@ export function createNodeListener(handler: FetchHandler, options: NodeListenerO
     }
     let request: Request;
     try {
-      request = toWebRequest(req, abort.signal);
+      request = toWebRequest(req);
     } catch {
       res.writeHead(400, { 'content-type': 'application/json' }).end('{"error":"bad_request","message":"The request target is not a valid path."}');
       return;
     }
     // The body is read here, once, into the context: no web stream per request (they are costly in Node).
     void (preRead === undefined ? readBody(req, maxBodyBytes) : Promise.resolve(preRead))
-      .then((body) => handler(request, { requestId, path: new URL(request.url).pathname, log: {}, body }))
+      .then((body) => handler(request, { requestId, path: new URL(request.url).pathname, log: {}, body, signal: abort.signal }))
       .then((response) => writeResponse(response, res, abort.signal))
       .catch((err: unknown) => {
         onError?.(err);
@@ -63,7 +68,7 @@ export function requestIdOf(req: IncomingMessage, header: string | undefined): s
   return typeof value === 'string' && value.length > 0 && value.length <= 128 ? value : randomUUID();
 }
 
-function toWebRequest(req: IncomingMessage, signal: AbortSignal): Request {
+function toWebRequest(req: IncomingMessage): Request {
   const headers = new Headers();
   for (const [name, value] of Object.entries(req.headers)) {
     if (value === undefined) continue;
@@ -72,7 +77,7 @@ function toWebRequest(req: IncomingMessage, signal: AbortSignal): Request {
   }
   // The URL's authority is never trusted for routing; only the path is read from it. The body travels in
   // the context (see readBody), so the Request itself carries none.
-  return new Request(`http://localhost${req.url ?? '/'}`, { method: req.method ?? 'GET', headers, signal });
+  return new Request(`http://localhost${req.url ?? '/'}`, { method: req.method ?? 'GET', headers });
 }
 
 /**

@@ -326,7 +326,7 @@ function withCanonicalAccept(req: Request): Request {
   if (accept === null || accept === accept.toLowerCase()) return req;
   const headers = new Headers(req.headers);
   headers.set('accept', accept.toLowerCase());
-  return new Request(req.url, { method: req.method, headers, signal: req.signal });
+  return new Request(req.url, { method: req.method, headers });
 }
 
 function isInitializeMethod(body: unknown): body is { method: 'initialize'; params?: unknown } {

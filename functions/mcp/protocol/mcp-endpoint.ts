@@ -9,6 +9,7 @@ import type { FetchHandler, RequestContext } from '../http/context';
 import { readJsonPost } from '../http/json-body';
 import { jsonRpcError, RPC } from '../http/json-rpc-error';
 import type { LegacyLane } from './legacy-lane';
+import { HTTP_PROTOCOL_VERSIONS } from './versions';
 
 /** A lane that serves already-read POST bodies. */
 export interface PostLane {
@@ -35,8 +36,30 @@ export function createMcpEndpoint({ legacy, modern, maxBodyBytes }: McpEndpointO
     const post = await readJsonPost(req, maxBodyBytes, ctx);
     if (!post.ok) return post.response;
     noteMessage(post.body, ctx);
-    return (await isLegacyRequest(req, post.body)) ? legacy.handlePost(req, post.body, ctx) : modern.handlePost(req, post.body, ctx);
+    const isLegacy = isPlainLegacyMessage(req, post.body) || (await isLegacyRequest(req, post.body));
+    return isLegacy ? legacy.handlePost(req, post.body, ctx) : modern.handlePost(req, post.body, ctx);
   };
+}
+
+const MESSAGE_KEYS = new Set(['jsonrpc', 'id', 'method', 'params']);
+
+/**
+ * The common 2025-era message, recognized without the SDK's classifier (which validates the body against
+ * four zod schemas, a measurable share of each request's cost): one JSON-RPC request or notification
+ * whose params carry no `_meta` (so no 2026-07-28 envelope claim), sent with no protocol version header or
+ * a 2025-era one. `isLegacyRequest` says "legacy" for every such message (test/unit/protocol/mcp-endpoint.test.ts);
+ * anything else is left to it.
+ */
+export function isPlainLegacyMessage(req: Request, body: unknown): boolean {
+  const header = req.headers.get('mcp-protocol-version');
+  if (header !== null && !HTTP_PROTOCOL_VERSIONS.includes(header)) return false;
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return false;
+  const message = body as Record<string, unknown>;
+  if (message.jsonrpc !== '2.0' || typeof message.method !== 'string') return false;
+  for (const key in message) if (!MESSAGE_KEYS.has(key)) return false;
+  const { id, params } = message;
+  if (id !== undefined && typeof id !== 'string' && !Number.isSafeInteger(id)) return false;
+  return params === undefined || (typeof params === 'object' && params !== null && !Array.isArray(params) && !('_meta' in params));
 }
 
 /** Puts the MCP method and tool name of a single message into the request log line. */

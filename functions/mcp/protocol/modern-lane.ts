@@ -128,7 +128,9 @@ export function createModernLane(options: ModernLaneOptions): ModernLane {
       ctx.log.era = 'modern';
       ctx.log.protocol_version = req.headers.get('mcp-protocol-version')?.slice(0, 16) ?? undefined;
       sweep();
-      return handler.fetch(req, { parsedBody: body, authInfo: { token: '', clientId: ctx.principal ?? ANONYMOUS_PRINCIPAL, scopes: [] } });
+      // The SDK cancels a modern call through the request's signal when the client goes away.
+      const request = ctx.signal === undefined ? req : new Request(req, { signal: ctx.signal });
+      return handler.fetch(request, { parsedBody: body, authInfo: { token: '', clientId: ctx.principal ?? ANONYMOUS_PRINCIPAL, scopes: [] } });
     },
     count: () => held.size,
     async closeAll() {
