@@ -83,7 +83,12 @@ export function createCore({ config, logger, verifier, ids, fresh, requestIdHead
     listener: createNodeListener(app, {
       requestIdHeader,
       maxBodyBytes: config.maxBodyBytes,
-      onError: (err) => logger.error('response failed', { error: err instanceof Error ? err.message : 'unknown' }),
+      onError: (err, clientGone) => {
+        const error = err instanceof Error ? err.message : 'unknown';
+        // A client that hangs up mid-request is routine, not a server fault.
+        if (clientGone) logger.info('request aborted by the client', { error });
+        else logger.error('response failed', { error });
+      },
     }),
     ready,
     async shutdown({ keepSandboxes, flushMs }) {

@@ -82,7 +82,9 @@ function main(): void {
         theCore().listener(req, res, outcome.body);
       })
       .catch((err: unknown) => {
-        logger.error('request failed before the core was loaded', { error: err instanceof Error ? err.message : 'unknown' });
+        const error = err instanceof Error ? err.message : 'unknown';
+        if (req.destroyed || res.destroyed) logger.info('request aborted by the client', { error });
+        else logger.error('request failed before the core was loaded', { error });
         if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' });
         res.end('{"error":"internal_error","message":"Internal server error"}');
       });

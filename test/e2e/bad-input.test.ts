@@ -1,6 +1,6 @@
 /** Bad input gets a clear error, and the server keeps serving afterwards; the session cap and idle expiry. */
 import { ACCEPT_BOTH, initializeBody, postMcp, request } from '../support/http';
-import { authed, errorCodeOf, expectServing, messagesOf, openSession, rpc } from '../support/raw-session';
+import { authed, errorCodeOf, expectServing, messagesOf, openSession, rawHttpStatus, rpc } from '../support/raw-session';
 import { pollUntil, processesWithCmdline } from '../support/processes';
 import { startServer, stopAllServers, type StartedServer } from '../support/server';
 
@@ -98,6 +98,14 @@ describe('malformed requests', () => {
 
   it('lets a client that is still streaming a large body read the 413 instead of a reset connection', async () => {
     expect(await postStreamed(server.url, headers, 1_000)).toBe(413);
+  });
+
+  it('answers a request with two Host headers with 400 (RFC 9112 §3.2), in a session too', async () => {
+    const lines = (extra: string[]): string =>
+      ['POST /mcp HTTP/1.1', 'Host: 127.0.0.1', 'Host: evil.example', 'Content-Type: application/json', `Accept: ${ACCEPT_BOTH}`, `Authorization: Bearer ${TOKEN}`, ...extra].join('\r\n');
+    expect(await rawHttpStatus(server.url, lines([]), JSON.stringify(initializeBody()))).toBe(400);
+    const inSession = Object.entries(headers).map(([name, value]) => `${name}: ${value}`).filter((line) => !line.startsWith('authorization'));
+    expect(await rawHttpStatus(server.url, lines(inSession), JSON.stringify(rpc('tools/list')))).toBe(400);
   });
 
   it('answers Content-Type text/plain with 415', async () => {

@@ -5,7 +5,7 @@
  */
 import { connectClient, textOf } from '../support/clients';
 import { initializeBody, postMcp, type RawResponse } from '../support/http';
-import { authed, messagesOf, nodeHttp, openSession, rpc, waitForLogs } from '../support/raw-session';
+import { authed, messagesOf, nodeHttp, openSession, rawHttpStatus, rpc, waitForLogs } from '../support/raw-session';
 import { startServer, stopAllServers, type StartedServer } from '../support/server';
 
 afterAll(stopAllServers);
@@ -139,6 +139,14 @@ it('leaves a first request with a foreign Host to the core, which answers 403', 
     body: JSON.stringify(initializeBody()),
   });
   expect(res.status).toBe(403);
+  await server.stop();
+});
+
+it('leaves a first request with two Host headers to the core, which answers 400', async () => {
+  const server = await startServer();
+  const head = ['POST /mcp HTTP/1.1', 'Host: 127.0.0.1', 'Host: localhost', 'Content-Type: application/json', 'Accept: application/json, text/event-stream'].join('\r\n');
+  expect(await rawHttpStatus(server.url, head, JSON.stringify(initializeBody()))).toBe(400);
+  expect(server.logs().filter(isInitializeLine)).toEqual([]);
   await server.stop();
 });
 

@@ -1,5 +1,6 @@
 /** Raw-HTTP helpers shared by the status-table, auth-origin and bad-input suites. */
 import { request as httpRequest } from 'node:http';
+import { connect } from 'node:net';
 
 import { openRawSession, postMcp, type RawResponse } from './http';
 import type { StartedServer } from './server';
@@ -98,5 +99,20 @@ export function waitForLogs(
       reject(new Error(`log lines did not appear within ${timeoutMs} ms:\n${server.stdout()}`));
     }, timeoutMs);
     if (!check()) stdout?.on('data', check);
+  });
+}
+
+/** Sends `head` (request line and header lines, CRLF-separated, no blank line) and `body` over a raw socket; resolves with the status code. */
+export function rawHttpStatus(url: string, head: string, body = ''): Promise<number> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname, () => {
+      socket.end(`${head}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    });
+    let text = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (chunk: string) => (text += chunk));
+    socket.on('end', () => resolve(Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1] ?? 0)));
+    socket.on('error', reject);
   });
 }

@@ -18,7 +18,7 @@ import type { FreshSessions } from '../sessions/fresh-sessions';
 import { type SignedIdCodec, toSessionTag } from '../sessions/session-id';
 import { ANONYMOUS_PRINCIPAL, type BearerVerifier } from './auth';
 import type { RequestBody } from './context';
-import { readBody, requestIdOf } from './node-listener';
+import { hasDuplicateHost, readBody, requestIdOf } from './node-listener';
 import { isHostAllowed, type OriginPolicy } from './origin';
 
 export interface EarlyListenerOptions {
@@ -93,7 +93,7 @@ function admit(req: IncomingMessage, options: EarlyListenerOptions): string | un
   const accept = headers.accept ?? '';
   if (!/application\/json/i.test(accept) || !/text\/event-stream/i.test(accept)) return undefined;
   if (!/^application\/json\s*(;|$)/i.test(headers['content-type'] ?? '')) return undefined;
-  if (!isHostAllowed(headers.host ?? null, options.policy)) return undefined;
+  if (hasDuplicateHost(req) || !isHostAllowed(headers.host ?? null, options.policy)) return undefined;
   if (options.verifier === undefined) return ANONYMOUS_PRINCIPAL;
   const check = options.verifier.check(headers.authorization ?? null);
   return check.ok ? check.principal : undefined;

@@ -7,8 +7,8 @@ import type { FetchHandler, RequestBody } from './context';
 export interface NodeListenerOptions {
   /** Header that carries the platform's request id (FC: `x-fc-request-id`). */
   requestIdHeader?: string;
-  /** Called when writing a response fails after its head was sent. */
-  onError?: (err: unknown) => void;
+  /** Called when serving a request fails; `clientGone` when the client went away first (not a server fault). */
+  onError?: (err: unknown, clientGone: boolean) => void;
   /** Request bodies are read up to this many bytes (MCP_MAX_BODY_BYTES); beyond it they are marked too large. @default 4 MiB */
   maxBodyBytes?: number;
 }
@@ -40,6 +40,10 @@ export function createNodeListener(handler: FetchHandler, options: NodeListenerO
       res.end('{"error":"method_not_allowed","message":"Use POST (and DELETE to end a session)"}');
       return;
     }
+    if (hasDuplicateHost(req)) {
+      res.writeHead(400, { 'content-type': 'application/json' }).end('{"error":"bad_request","message":"The request carries more than one Host header."}');
+      return;
+    }
     let request: Request;
     try {
       request = toWebRequest(req);
@@ -52,7 +56,7 @@ export function createNodeListener(handler: FetchHandler, options: NodeListenerO
       .then((body) => handler(request, { requestId, path: new URL(request.url).pathname, log: {}, body, signal: abort.signal }))
       .then((response) => writeResponse(response, res, abort.signal))
       .catch((err: unknown) => {
-        onError?.(err);
+        onError?.(err, req.destroyed || res.destroyed);
         if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' });
         res.end();
       });
@@ -66,6 +70,17 @@ const DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024;
 export function requestIdOf(req: IncomingMessage, header: string | undefined): string {
   const value = header === undefined ? undefined : req.headers[header];
   return typeof value === 'string' && value.length > 0 && value.length <= 128 ? value : randomUUID();
+}
+
+/** More than one Host line makes a request bad (RFC 9112 §3.2); Node keeps the first and says nothing. */
+export function hasDuplicateHost(req: IncomingMessage): boolean {
+  const raw = req.rawHeaders;
+  let seen = 0;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i] as string;
+    if (name.length === 4 && name.toLowerCase() === 'host' && ++seen > 1) return true;
+  }
+  return false;
 }
 
 function toWebRequest(req: IncomingMessage): Request {
