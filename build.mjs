@@ -1,7 +1,9 @@
 // Bundles the server into single files for Function Compute: dist/index.js (HTTP) and dist/stdio.js.
 // CommonJS output: the E2B SDK fails at run time as ESM (a dynamic require of node:fs), FACTS.md §9.
 import { build as esbuild } from 'esbuild';
+import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
+import { runInThisContext } from 'node:vm';
 import { brotliCompressSync, constants as zlibConstants } from 'node:zlib';
 
 /** Entry points and the files they become. */
@@ -63,8 +65,20 @@ exports.${loader} = function () {
 
 const BROTLI = { params: { [zlibConstants.BROTLI_PARAM_QUALITY]: 9 } };
 
+/**
+ * The SDK's own `tools/list` answers, one per protocol version, captured by running
+ * functions/mcp/protocol/tools-list-capture.ts; the entry embeds them as `__EARLY_TOOLS_LIST__`.
+ */
+async function captureToolsList(plugins) {
+  const probe = await esbuild({ ...COMMON, minify: false, entryPoints: ['functions/mcp/protocol/tools-list-capture.ts'], write: false, logLevel: 'silent', plugins });
+  const mod = { exports: {} };
+  runInThisContext(`(function (exports, require, module) {${probe.outputFiles[0].text}\n})`, { filename: 'tools-list-capture.js' })(mod.exports, createRequire(import.meta.url), mod);
+  return mod.exports.captureToolsListResults();
+}
+
 /** Builds the bundles; resolves with esbuild's result (metafile included when asked). */
 export async function build({ outdir = 'dist', metafile = false, logLevel = 'warning' } = {}) {
+  const plugins = await deferredModulePlugins();
   return esbuild({
     ...COMMON,
     entryPoints: ENTRY_POINTS,
@@ -72,7 +86,8 @@ export async function build({ outdir = 'dist', metafile = false, logLevel = 'war
     sourcemap: false,
     metafile,
     logLevel,
-    plugins: await deferredModulePlugins(),
+    plugins,
+    define: { __EARLY_TOOLS_LIST__: JSON.stringify(await captureToolsList(plugins)) },
   });
 }
 

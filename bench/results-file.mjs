@@ -47,11 +47,13 @@ ${renderMarkdownTable(rows)}
 1. **Cold start**: \`performance.now()\` before \`spawn(node, [bundle])\` to the end of the first \`200\` answer to
    an \`initialize\` POST; the client retries the connection every 1 ms until the port is open. \`node -e 0\`
    (spawn → exit) in the same rounds. ${settings.coldRuns} rounds after one uncounted warm-up round; medians. In the
-   same spawn the client then sends \`notifications/initialized\` and \`tools/list\` (new connection each, as the
-   first \`initialize\`); the time from spawn to the \`tools/list\` answer is the row beside it. Ours answers
-   the first \`initialize\` before its core (SDK, tools, sandboxes) is loaded and loads the core right after, so
-   the second request carries that load; R1 and R2 load everything before listening. The bare \`node:http\`
-   server (bench/references/bare.mjs) is the floor of any server on this machine.
+   same spawn the client then sends \`notifications/initialized\`, \`tools/list\` and one call of the cheap tool
+   (new connection each, as the first \`initialize\`); the times from spawn to the \`tools/list\` and to the
+   \`tools/call\` answers are the row beside it. Ours answers the handshake (\`initialize\`,
+   \`notifications/initialized\`, \`tools/list\`) before its core (SDK, tools, sandboxes) is loaded and loads the
+   core right after the \`tools/list\` answer, so the first \`tools/call\` carries that load (a real client
+   usually pauses there); R1 and R2 load everything before listening. The bare \`node:http\` server
+   (bench/references/bare.mjs) is the floor of any server on this machine.
 2. **Throughput and latency**: ${settings.connections} connections for ${settings.durationS} s (after ${settings.warmupS} s uncounted),
    ${settings.tpRuns} runs per server and mode, servers rotated each run; medians. Request *i* goes to session
    *i* mod N (N = 1 or 64); ours calls \`sandbox_status\` in sessions whose sandbox was created by one
@@ -81,6 +83,7 @@ ${renderMarkdownTable(rows)}
 
 - Cold start ms: node -e 0 [${list(coldStart.samples.node)}]; ours [${list(coldStart.samples.ours)}]; R1 [${list(coldStart.samples.r1)}]; R2 [${list(coldStart.samples.r2)}]; bare [${list(coldStart.samples.bare)}]
 - Spawn → first tools/list ms: ours [${list(coldStart.samples.toolsList.ours)}]; R1 [${list(coldStart.samples.toolsList.r1)}]; R2 [${list(coldStart.samples.toolsList.r2)}]; bare [${list(coldStart.samples.toolsList.bare)}]
+- Spawn → first tools/call ms: ours [${list(coldStart.samples.toolCall.ours)}]; R1 [${list(coldStart.samples.toolCall.r1)}]; R2 [${list(coldStart.samples.toolCall.r2)}]; bare [${list(coldStart.samples.toolCall.bare)}]
 ${tpRuns}
 ${['ours', 'r1'].map((name) => `- Idle sessions, ${name}: RSS KiB at 10 / 1,010 / 2,010 sessions ${sessionMemory[name].runs.map((r) => `[${r.rssKiB.join(', ')}]`).join(' ')}; heap KiB per session ${list(sessionMemory[name].runs.map((r) => r.heapKibPerSession))}`).join('\n')}
 - Overhead: bare p50 ${overhead.bareP50Ms.toFixed(3)} ms; p50 ours ${overhead.ours.p50Ms.toFixed(3)}, R1 ${overhead.r1.p50Ms.toFixed(3)}, R2 ${overhead.r2.p50Ms.toFixed(3)} ms

@@ -1,14 +1,14 @@
 // Figure 1: process spawn → first `initialize` answered, from the built bundle, against `node -e 0`
 // measured in the same rounds. The client retries the connection every millisecond until the server is up.
-// In the same spawn, the client goes on as clients do (`notifications/initialized`, then `tools/list`), and
-// the time to that first `tools/list` answer is recorded beside it: what a client waits before it can work.
+// In the same spawn, the client goes on as clients do (`notifications/initialized`, `tools/list`, then a call
+// of the cheap tool), and the times to the `tools/list` and `tools/call` answers are recorded beside it.
 import { spawn } from 'node:child_process';
 import { request } from 'node:http';
 import { rmSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 
 import { median } from '../harness/load.mjs';
-import { initializeBody, mcpHeaders, parseRpcResponse } from '../harness/mcp-wire.mjs';
+import { initializeBody, mcpHeaders, parseRpcResponse, toolCallBody } from '../harness/mcp-wire.mjs';
 import { createSandboxRoot, findFreePort, spawnServer, stopChild } from '../harness/servers.mjs';
 
 const GIVE_UP_MS = 15_000;
@@ -20,20 +20,22 @@ const GIVE_UP_MS = 15_000;
  */
 export async function measureColdStart({ runs = 15, servers = ['ours', 'r1', 'r2', 'bare'] } = {}) {
   const sandboxRoot = createSandboxRoot();
-  const samples = { node: [], toolsList: {} };
+  const samples = { node: [], toolsList: {}, toolCall: {} };
   for (const name of servers) {
     samples[name] = [];
     samples.toolsList[name] = [];
+    samples.toolCall[name] = [];
   }
   try {
     for (let round = -1; round < runs; round += 1) {
       const nodeMs = await timeNodeNoop();
       if (round >= 0) samples.node.push(nodeMs);
       for (const name of servers) {
-        const { initializeMs, toolsListMs } = await timeFirstRequests(name, sandboxRoot);
+        const { initializeMs, toolsListMs, toolCallMs } = await timeFirstRequests(name, sandboxRoot);
         if (round < 0) continue;
         samples[name].push(initializeMs);
         samples.toolsList[name].push(toolsListMs);
+        samples.toolCall[name].push(toolCallMs);
       }
     }
   } finally {
@@ -42,11 +44,14 @@ export async function measureColdStart({ runs = 15, servers = ['ours', 'r1', 'r2
   return samples;
 }
 
-/** Medians of `measureColdStart`'s samples, in ms: `{ node, ours, ..., toolsList: { ours, ... } }`. */
+/** Medians of `measureColdStart`'s samples, in ms: `{ node, ours, ..., toolsList: { ours, ... }, toolCall: { ours, ... } }`. */
 export function summarizeColdStart(samples) {
   const medians = (group) => Object.fromEntries(Object.entries(group).filter(([, v]) => Array.isArray(v)).map(([name, values]) => [name, median(values)]));
-  return { ...medians(samples), toolsList: medians(samples.toolsList) };
+  return { ...medians(samples), toolsList: medians(samples.toolsList), toolCall: medians(samples.toolCall) };
 }
+
+/** The cheap tool each server is called with (the bare server answers anything). */
+const CHEAP_TOOL = { ours: 'sandbox_status', r1: 'status', r2: 'status', bare: 'status' };
 
 function timeNodeNoop() {
   return new Promise((resolve, reject) => {
@@ -78,7 +83,10 @@ async function timeFirstRequests(name, sandboxRoot) {
     if (!list.ok || (name !== 'bare' && !Array.isArray(parseRpcResponse(list.text).result?.tools))) {
       throw new Error(`${name}: tools/list after a cold start failed: ${list.text.slice(0, 200)}`);
     }
-    return { initializeMs, toolsListMs: performance.now() - start };
+    const toolsListMs = performance.now() - start;
+    const call = await post(port, mcpHeaders(sessionId), toolCallBody(2, CHEAP_TOOL[name]));
+    if (!call.ok || parseRpcResponse(call.text).result?.isError === true) throw new Error(`${name}: the first tools/call failed: ${call.text.slice(0, 200)}`);
+    return { initializeMs, toolsListMs, toolCallMs: performance.now() - start };
   } finally {
     await stopChild(child);
   }

@@ -1,7 +1,7 @@
 /**
- * The HTTP entry (FC custom runtime, or `npm start`): read config, listen, and answer the first
- * `initialize` early (http/early-listener.ts) while the core (core.ts: SDK, tools, sandboxes) is loaded
- * only when first needed. The only module besides config.ts that knows it may be running on FC.
+ * The HTTP entry (FC custom runtime, or `npm start`): read config, listen, and answer a cold instance's
+ * handshakes early (http/early-listener.ts) while the core (core.ts: SDK, tools, sandboxes) is loaded only
+ * when first needed, or once a client has listed the tools. The only module besides config.ts that knows it may be running on FC.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
@@ -20,6 +20,12 @@ import { SERVER_INFO } from './version';
 
 /** How long after the core is loaded the sandbox backend is probed (a sandbox needed sooner probes at once). */
 const STARTUP_PROBE_DELAY_MS = 500;
+/**
+ * An instance that no request made load its core loads it this long after listening, so that the backend's
+ * start-up findings (no bubblewrap, no isolation) are logged at start-up. Long enough for a client's
+ * handshake to be answered early first.
+ */
+const IDLE_CORE_LOAD_DELAY_MS = 2_000;
 
 /** On SIGTERM, how long calls in flight may take to finish before their sandboxes are stopped. */
 const SHUTDOWN_GRACE_MS = 10_000;
@@ -63,6 +69,7 @@ function main(): void {
     verifier,
     policy,
     maxSessions: config.maxSessions,
+    idleTtlMs: config.sessionIdleTtlS * 1000,
     maxBodyBytes: config.maxBodyBytes,
     requestIdHeader: FC_REQUEST_ID_HEADER,
     logger,
@@ -75,8 +82,8 @@ function main(): void {
     void early(req, res)
       .then((outcome) => {
         if (outcome.answered) {
-          // The client's next request needs the core: load it now, after this answer was written.
-          setImmediate(theCore);
+          // Once the client listed the tools it usually pauses before its first call: load the core then.
+          if (outcome.handshakeDone) setImmediate(theCore);
           return;
         }
         theCore().listener(req, res, outcome.body);
@@ -110,6 +117,7 @@ function main(): void {
     const port = typeof address === 'object' && address !== null ? address.port : config.port;
     logger.info('listening', { host: config.host, port, auth: config.auth.mode, backend: config.sandboxBackend, version: SERVER_INFO.version, on_fc: config.onFc });
     if (!config.onFc) process.stderr.write(toBanner(config, port));
+    setTimeout(theCore, IDLE_CORE_LOAD_DELAY_MS).unref();
   });
 
   let stopping = false;

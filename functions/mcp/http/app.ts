@@ -22,7 +22,13 @@ export interface AppDeps {
   logger: Logger;
 }
 
-const MCP_ALLOW = 'POST, DELETE, OPTIONS';
+/** The methods `/mcp` serves (the `Allow` header of its 405s). */
+export const MCP_ALLOW = 'POST, DELETE, OPTIONS';
+
+/** The message of the 405 for any other method on `/mcp`. */
+export function mcpMethodNotAllowed(method: string): string {
+  return `Method not allowed: ${method} /mcp; use POST (and DELETE to end a session)`;
+}
 
 /** Composes the app: error boundary → request log → router → (for /mcp) origin checks → auth → MCP lanes. */
 export function createApp(deps: AppDeps): FetchHandler {
@@ -32,7 +38,7 @@ export function createApp(deps: AppDeps): FetchHandler {
     return jsonRpcError({
       status: 405,
       code: RPC.SERVER_ERROR,
-      message: `Method not allowed: ${req.method} /mcp; use POST (and DELETE to end a session)`,
+      message: mcpMethodNotAllowed(req.method),
       headers: { allow: MCP_ALLOW },
     });
   };

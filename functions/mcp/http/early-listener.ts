@@ -1,24 +1,26 @@
 /**
- * The cold instance's first `initialize` requests, answered on plain `node:http` before the core (SDK,
- * tools, sandboxes, web `Request`/`Response`) is loaded: a cold start costs about what bare Node costs
- * (issue 7's target). index.ts uses it only until the core is loaded.
+ * A cold instance's first requests, answered on plain `node:http` before the core (SDK, tools, sandboxes,
+ * web `Request`/`Response`) is loaded, so that a client connects and lists the tools at about the cost of
+ * bare Node (issue 7). index.ts uses it only until the core is loaded.
  *
- * It answers only what it can answer exactly as the core would: a POST to `/mcp` that passes the same gates
- * (Host, bearer token, Accept, Content-Type, size) and carries a plain initialize request
- * (protocol/early-initialize.ts), with no Origin (CORS is the core's) and no session. Everything else is
- * handed on, with the body when it was read. The session it starts is plain data (sessions/fresh-sessions.ts)
- * until its next request, which builds the SDK session in the core.
+ * It answers only what it can answer exactly as the core would (protocol/early-answers.ts): a POST to `/mcp`
+ * that passes the same gates (Host, bearer token, Accept, Content-Type, protocol version header, size), with
+ * no Origin (CORS is the core's), carrying a plain `initialize` without a session, or `notifications/initialized`
+ * or `tools/list` in a session it started; and GET, which the core refuses with a 405 (clients try it once). Everything else is handed on, with the body when it was read.
+ * The sessions it starts are plain data (sessions/fresh-sessions.ts) until a request needs the core.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 
 import type { Logger } from '../log';
-import { earlyInitializeResponse, negotiateVersion, readEarlyInitialize } from '../protocol/early-initialize';
+import { earlyInitializeResponse, earlyToolsListResponse, negotiateVersion, readEarlyInitialize, readEarlySessionRequest } from '../protocol/early-answers';
 import { HTTP_PROTOCOL_VERSIONS } from '../protocol/versions';
 import type { FreshSessions } from '../sessions/fresh-sessions';
 import { type SignedIdCodec, toSessionTag } from '../sessions/session-id';
 import { ANONYMOUS_PRINCIPAL, type BearerVerifier } from './auth';
 import type { RequestBody } from './context';
 import { hasDuplicateHost, readBody, requestIdOf } from './node-listener';
+import { MCP_ALLOW, mcpMethodNotAllowed } from './app';
+import { RPC } from './json-rpc-error';
 import { isHostAllowed, type OriginPolicy } from './origin';
 
 export interface EarlyListenerOptions {
@@ -29,6 +31,8 @@ export interface EarlyListenerOptions {
   policy: OriginPolicy;
   /** MCP_MAX_SESSIONS: beyond it the core decides (eviction, 503). */
   maxSessions: number;
+  /** MCP_SESSION_IDLE_TTL_S in milliseconds: a session idle for longer is the core's to judge. */
+  idleTtlMs: number;
   /** MCP_MAX_BODY_BYTES. */
   maxBodyBytes: number;
   /** Header that carries the platform's request id (FC: `x-fc-request-id`). */
@@ -38,62 +42,127 @@ export interface EarlyListenerOptions {
   now?: () => number;
 }
 
-/** Answered here, or to be handed to the core (with the body when it was read). */
-export type EarlyOutcome = { answered: true } | { answered: false; body?: RequestBody };
+/**
+ * Answered here (`handshakeDone` once the client listed the tools: a good moment to load the core), or to be
+ * handed to the core, with the body when it was read.
+ */
+export type EarlyOutcome = { answered: true; handshakeDone: boolean } | { answered: false; body?: RequestBody };
+
+/** What the core answers to GET /mcp (http/app.ts). */
+const GET_NOT_ALLOWED_BODY = JSON.stringify({
+  jsonrpc: '2.0',
+  error: { code: RPC.SERVER_ERROR, message: mcpMethodNotAllowed('GET') },
+  id: null,
+});
 
 const SSE_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', 'x-accel-buffering': 'no' };
 
 /** Creates the listener; it never writes to `res` unless it answers. */
 export function createEarlyListener(options: EarlyListenerOptions): (req: IncomingMessage, res: ServerResponse) => Promise<EarlyOutcome> {
   const { ids, fresh, logger, now = Date.now } = options;
-  return async (req, res) => {
-    const principal = admit(req, options);
-    if (principal === undefined || fresh.size >= options.maxSessions) return { answered: false };
-    const started = performance.now();
-    const body = await readBody(req, options.maxBodyBytes);
-    if (body === undefined || body.tooLarge) return { answered: false, body };
-    let request;
-    try {
-      request = readEarlyInitialize(JSON.parse(body.text));
-    } catch {
-      request = undefined;
-    }
-    if (request === undefined) return { answered: false, body };
-    const version = negotiateVersion(request.requestedVersion);
-    const nowMs = now();
-    const minted = ids.mint('session', principal, nowMs);
-    fresh.add({ id: minted.id, key: minted.key, principal, protocolVersion: version, capabilities: request.capabilities, clientInfo: request.clientInfo, createdMs: nowMs });
-    res.writeHead(200, { ...SSE_HEADERS, 'mcp-session-id': minted.id });
-    res.end(`event: message\ndata: ${earlyInitializeResponse(request)}\n\n`);
+
+  const logRequest = (req: IncomingMessage, started: number, status: number, method: string, sessionId: string, version: string): void => {
     logger.info('request', {
       request_id: requestIdOf(req, options.requestIdHeader),
       method: 'POST',
       path: '/mcp',
-      status: 200,
+      status,
       duration_ms: Math.round((performance.now() - started) * 10) / 10,
-      mcp_method: 'initialize',
+      mcp_method: method,
       era: 'legacy',
-      session: toSessionTag(minted.id),
+      session: toSessionTag(sessionId),
       protocol_version: version,
     });
-    return { answered: true };
+  };
+
+  /** A JSON body, or why not. */
+  const readMessage = async (req: IncomingMessage): Promise<{ body: RequestBody | undefined; message?: unknown }> => {
+    const body = await readBody(req, options.maxBodyBytes);
+    if (body === undefined || body.tooLarge) return { body };
+    try {
+      return { body, message: JSON.parse(body.text) as unknown };
+    } catch {
+      return { body };
+    }
+  };
+
+  const initialize = async (req: IncomingMessage, res: ServerResponse, principal: string): Promise<EarlyOutcome> => {
+    if (fresh.size >= options.maxSessions) return { answered: false };
+    const started = performance.now();
+    const { body, message } = await readMessage(req);
+    const request = readEarlyInitialize(message);
+    if (request === undefined) return { answered: false, body };
+    const version = negotiateVersion(request.requestedVersion);
+    const nowMs = now();
+    const minted = ids.mint('session', principal, nowMs);
+    fresh.add({ id: minted.id, key: minted.key, principal, protocolVersion: version, capabilities: request.capabilities, clientInfo: request.clientInfo, lastUsedMs: nowMs });
+    res.writeHead(200, { ...SSE_HEADERS, 'mcp-session-id': minted.id });
+    res.end(`event: message\ndata: ${earlyInitializeResponse(request)}\n\n`);
+    logRequest(req, started, 200, 'initialize', minted.id, version);
+    return { answered: true, handshakeDone: false };
+  };
+
+  const inSession = async (req: IncomingMessage, res: ServerResponse, principal: string, sessionId: string): Promise<EarlyOutcome> => {
+    const session = fresh.get(sessionId, principal);
+    if (session === undefined || now() - session.lastUsedMs > options.idleTtlMs) return { answered: false };
+    const started = performance.now();
+    const { body, message } = await readMessage(req);
+    const request = readEarlySessionRequest(message);
+    if (request === undefined) return { answered: false, body };
+    if (request.method === 'notifications/initialized') {
+      res.writeHead(202, {});
+      res.end();
+    } else {
+      const answer = earlyToolsListResponse(request.id, session.protocolVersion);
+      if (answer === undefined) return { answered: false, body };
+      res.writeHead(200, { ...SSE_HEADERS, 'mcp-session-id': sessionId });
+      res.end(`event: message\ndata: ${answer}\n\n`);
+    }
+    session.lastUsedMs = now();
+    logRequest(req, started, res.statusCode, request.method, sessionId, session.protocolVersion);
+    return { answered: true, handshakeDone: request.method === 'tools/list' };
+  };
+
+  /** GET /mcp: the 405 the core answers (clients try it once after the handshake, for a stream they do not need). */
+  const getNotAllowed = (req: IncomingMessage, res: ServerResponse): EarlyOutcome => {
+    const started = performance.now();
+    res.writeHead(405, { allow: MCP_ALLOW, 'content-type': 'application/json' });
+    res.end(GET_NOT_ALLOWED_BODY);
+    logger.info('request', {
+      request_id: requestIdOf(req, options.requestIdHeader),
+      method: 'GET',
+      path: '/mcp',
+      status: 405,
+      duration_ms: Math.round((performance.now() - started) * 10) / 10,
+    });
+    return { answered: true, handshakeDone: false };
+  };
+
+  return async (req, res) => {
+    const principal = admit(req, options);
+    if (principal === undefined) return { answered: false };
+    if (req.method === 'GET') return getNotAllowed(req, res);
+    const sessionId = req.headers['mcp-session-id'];
+    if (sessionId === undefined) return initialize(req, res, principal);
+    return typeof sessionId === 'string' ? inSession(req, res, principal, sessionId) : { answered: false };
   };
 }
 
 /**
- * The principal of a request the early path may take, or `undefined`: the request is not a session-less
- * POST to `/mcp` of a 2025-era client that passes the core's gates without CORS.
+ * The principal of a request the early path may take, or `undefined`: the request is not a GET, or a POST of
+ * a 2025-era client, to `/mcp` that passes the core's gates without CORS.
  */
 function admit(req: IncomingMessage, options: EarlyListenerOptions): string | undefined {
   const { headers } = req;
-  if (req.method !== 'POST' || req.url !== '/mcp') return undefined;
-  if (headers.origin !== undefined || headers['mcp-session-id'] !== undefined) return undefined;
-  const version = headers['mcp-protocol-version'];
-  if (version !== undefined && (typeof version !== 'string' || !HTTP_PROTOCOL_VERSIONS.includes(version))) return undefined;
-  const accept = headers.accept ?? '';
-  if (!/application\/json/i.test(accept) || !/text\/event-stream/i.test(accept)) return undefined;
-  if (!/^application\/json\s*(;|$)/i.test(headers['content-type'] ?? '')) return undefined;
+  if ((req.method !== 'POST' && req.method !== 'GET') || req.url !== '/mcp' || headers.origin !== undefined) return undefined;
   if (hasDuplicateHost(req) || !isHostAllowed(headers.host ?? null, options.policy)) return undefined;
+  if (req.method === 'POST') {
+    const version = headers['mcp-protocol-version'];
+    if (version !== undefined && (typeof version !== 'string' || !HTTP_PROTOCOL_VERSIONS.includes(version))) return undefined;
+    const accept = headers.accept ?? '';
+    if (!/application\/json/i.test(accept) || !/text\/event-stream/i.test(accept)) return undefined;
+    if (!/^application\/json\s*(;|$)/i.test(headers['content-type'] ?? '')) return undefined;
+  }
   if (options.verifier === undefined) return ANONYMOUS_PRINCIPAL;
   const check = options.verifier.check(headers.authorization ?? null);
   return check.ok ? check.principal : undefined;

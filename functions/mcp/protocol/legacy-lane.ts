@@ -139,7 +139,7 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
     try {
       await primeSession(session, fresh.protocolVersion, fresh);
     } catch (err: unknown) {
-      // Not expected (early-initialize.ts takes only what the SDK accepts); the session still works.
+      // Not expected (early-answers.ts takes only what the SDK accepts); the session still works.
       logger.error('early session primed without its client hello', { session: session.tag, error: err instanceof Error ? err.message : 'unknown' });
       await session.transport.close();
       session = open(ctx, fresh.id, fresh.key, false);
@@ -156,8 +156,12 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
   const recover = async (id: string, req: Request, ctx: RequestContext): Promise<LegacySession | 'capacity' | undefined> => {
     const principal = ctx.principal ?? ANONYMOUS_PRINCIPAL;
     const fresh = options.fresh?.take(id, principal);
-    // Idle past the TTL, it is treated like any session this instance does not hold.
-    if (fresh !== undefined && now() - fresh.createdMs <= options.idleTtlMs) return adopt(fresh, ctx);
+    if (fresh !== undefined) {
+      if (now() - fresh.lastUsedMs <= options.idleTtlMs) return adopt(fresh, ctx);
+      // Idle past the TTL while held here as data: it expires as a held session does (gone unless its
+      // sandbox was used elsewhere lately), and the request is judged like any other.
+      await expire(open(ctx, fresh.id, fresh.key, true));
+    }
     const tag = toSessionTag(id);
     await expiring.get(tag);
     if (ended.has(tag)) return undefined;

@@ -1,7 +1,8 @@
 /**
- * Sessions whose `initialize` was answered early (before the SDK was loaded) and that have not been used
- * since. Each is plain data until its next request, when the 2025 lane builds its SDK session from it: a
- * fresh session, with the client's own capabilities, and no search for an earlier sandbox.
+ * Sessions whose `initialize` was answered early (before the SDK was loaded). Each is plain data, answered
+ * early as long as it can be (protocol/early-answers.ts), until a request needs the core: then the 2025 lane
+ * builds its SDK session from it: a new session, with the client's own capabilities, and no search for an
+ * earlier sandbox.
  */
 
 /** What the early answer decided, kept for the lane. */
@@ -14,8 +15,8 @@ export interface FreshSession {
   readonly protocolVersion: string;
   readonly capabilities: Readonly<Record<string, unknown>>;
   readonly clientInfo: Readonly<Record<string, unknown>>;
-  /** When `initialize` was answered, in milliseconds since the epoch. */
-  readonly createdMs: number;
+  /** When the session was last used (its `initialize`, or a request answered early), in ms since the epoch. */
+  lastUsedMs: number;
 }
 
 /** Fresh sessions held at most; beyond it the oldest is dropped (its id stays valid: it is rebuilt like a moved one). */
@@ -32,7 +33,13 @@ export class FreshSessions {
     this.#sessions.set(session.id, session);
   }
 
-  /** Removes and returns the session with this id, if it belongs to `principal` (for any other it does not exist). */
+  /** The session with this id, if it belongs to `principal` (for any other it does not exist). */
+  get(id: string, principal: string): FreshSession | undefined {
+    const session = this.#sessions.get(id);
+    return session?.principal === principal ? session : undefined;
+  }
+
+  /** Removes and returns the session with this id, if it belongs to `principal`. */
   take(id: string, principal: string): FreshSession | undefined {
     const session = this.#sessions.get(id);
     if (session?.principal !== principal) return undefined;

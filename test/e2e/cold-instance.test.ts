@@ -1,11 +1,12 @@
 /**
- * A cold instance answers its first `initialize` before the core (SDK, tools, sandboxes) is loaded
- * (http/early-listener.ts). Every test starts a fresh server, so its first request meets that path: the
- * answer must be the core's, and the session it starts must be a normal, new session.
+ * A cold instance answers its first handshakes (`initialize`, `notifications/initialized`, `tools/list`) before
+ * the core (SDK, tools, sandboxes) is loaded (http/early-listener.ts). Every test starts a fresh server, so its
+ * first requests meet that path: the answers must be the core's, and the session must be a normal, new one.
  */
 import { connectClient, textOf } from '../support/clients';
-import { initializeBody, postMcp, type RawResponse } from '../support/http';
+import { initializeBody, postMcp, type RawResponse, request } from '../support/http';
 import { authed, messagesOf, nodeHttp, openSession, rawHttpStatus, rpc, waitForLogs } from '../support/raw-session';
+import { HTTP_PROTOCOL_VERSIONS } from '../../functions/mcp/protocol/versions';
 import { startServer, stopAllServers, type StartedServer } from '../support/server';
 
 afterAll(stopAllServers);
@@ -31,15 +32,18 @@ function stableHeaders(res: RawResponse): Record<string, string> {
 }
 
 describe.each(['v1', 'v2'] as const)('the official %s client on a cold instance', (kind) => {
-  it('is answered before the core is loaded, and its new session works with no note about an earlier sandbox', async () => {
+  it('connects and lists the tools before the core is loaded, and its new session works with no note about an earlier sandbox', async () => {
     const server = await startServer();
     const client = await connectClient(kind, server.url);
-    await waitForLogs(server, (logs) => logs.some(isCoreLoaded));
-    expect(logIndex(server, isInitializeLine)).toBeGreaterThanOrEqual(0);
-    expect(logIndex(server, isInitializeLine)).toBeLessThan(logIndex(server, isCoreLoaded));
-
     const tools = await client.listTools();
     expect(tools.tools.map((t) => t.name)).toContain('run_code');
+    await waitForLogs(server, (logs) => logs.some(isCoreLoaded));
+    const loadedAt = logIndex(server, isCoreLoaded);
+    for (const method of ['initialize', 'notifications/initialized', 'GET', 'tools/list']) {
+      const at = logIndex(server, (l) => l.msg === 'request' && (l.mcp_method === method || (method === 'GET' && l.method === 'GET')));
+      expect({ method, answeredBeforeTheCore: at >= 0 && at < loadedAt }).toEqual({ method, answeredBeforeTheCore: true });
+    }
+
     const written = await client.callTool('write_file', { path: 'a.txt', content: 'early' });
     expect(textOf(written)).not.toMatch(/no earlier sandbox/);
     const run = await client.callTool('run_code', { code: 'x = 41\nx + 1' });
@@ -52,21 +56,52 @@ describe.each(['v1', 'v2'] as const)('the official %s client on a cold instance'
   });
 });
 
-it('answers the first initialize with the same bytes and headers as the core answers a later one', async () => {
+/** A client's handshake as raw answers: initialize, notifications/initialized, the GET for a stream, tools/list. */
+async function handshake(url: string, version: string): Promise<RawResponse[]> {
+  const init = await postMcp(url, initializeBody(version, 'first'));
+  const inSession = { 'mcp-session-id': init.headers.get('mcp-session-id') ?? '', 'mcp-protocol-version': version };
+  const initialized = await postMcp(url, { jsonrpc: '2.0', method: 'notifications/initialized' }, inSession);
+  const stream = await request(url, { headers: { accept: 'text/event-stream', ...inSession } });
+  const list = await postMcp(url, rpc('tools/list', 'list'), inSession);
+  return [init, initialized, stream, list];
+}
+
+it.each(HTTP_PROTOCOL_VERSIONS)('answers the handshake at %s with the same bytes and headers as the core does', async (version) => {
   const server = await startServer();
-  const early = await postMcp(server.url, initializeBody('2025-06-18', 'first'));
+  const early = await handshake(server.url, version);
   await waitForLogs(server, (logs) => logs.some(isCoreLoaded));
-  const core = await postMcp(server.url, initializeBody('2025-06-18', 'first'));
-  expect(early.status).toBe(200);
-  expect(core.status).toBe(200);
-  expect(early.text).toBe(core.text);
-  expect(stableHeaders(early)).toEqual(stableHeaders(core));
-  expect(early.headers.get('mcp-session-id')).toMatch(/^[A-Za-z0-9_-]{22}\.[0-9a-z]+\.[A-Za-z0-9_-]{22}$/);
-  // Both log the same request line.
-  const lines = server.logs().filter(isInitializeLine);
-  expect(lines).toHaveLength(2);
-  const fields = (line: Record<string, unknown>): string[] => Object.keys(line).filter((k) => k !== 'duration_ms' && k !== 'time').sort();
-  expect(fields(lines[0] ?? {})).toEqual(fields(lines[1] ?? {}));
+  const loadedAt = logIndex(server, isCoreLoaded);
+  const core = await handshake(server.url, version);
+  expect(early.map((r) => r.status)).toEqual([200, 202, 405, 200]);
+  for (const [i, answer] of early.entries()) {
+    expect(answer.text).toBe(core[i]?.text);
+    expect(stableHeaders(answer)).toEqual(stableHeaders(core[i] as RawResponse));
+  }
+  expect((early[3]?.json as { result: { tools: unknown[] } }).result.tools.length).toBeGreaterThanOrEqual(10);
+  expect(early[0]?.headers.get('mcp-session-id')).toMatch(/^[A-Za-z0-9_-]{22}\.[0-9a-z]+\.[A-Za-z0-9_-]{22}$/);
+  // The early answers came before the core; each logs the same request line as the core's.
+  const lines = server.logs().filter((l) => l.msg === 'request');
+  expect(lines).toHaveLength(8);
+  expect(server.logs().findIndex((l) => l === lines[3])).toBeLessThan(loadedAt);
+  const fields = (line: Record<string, unknown>): string[] => Object.keys(line).filter((k) => k !== 'duration_ms' && k !== 'time' && k !== 'request_id');
+  const values = (line: Record<string, unknown>): unknown[] => fields(line).map((k) => (k === 'session' ? typeof line[k] : line[k]));
+  for (let i = 0; i < 4; i += 1) {
+    expect(fields(lines[i] ?? {})).toEqual(fields(lines[i + 4] ?? {}));
+    expect(values(lines[i] ?? {})).toEqual(values(lines[i + 4] ?? {}));
+  }
+  await server.stop();
+});
+
+it('leaves to the core what it cannot answer in a session it started, which then goes on there', async () => {
+  const server = await startServer();
+  const [init] = await handshake(server.url, '2025-11-25');
+  const inSession = { 'mcp-session-id': init?.headers.get('mcp-session-id') ?? '', 'mcp-protocol-version': '2025-11-25' };
+  // A cursor is the SDK's to judge: the core answers it (and is loaded for it).
+  const paged = await postMcp(server.url, rpc('tools/list', 2, { cursor: 'x' }), inSession);
+  expect(paged.status).toBe(200);
+  expect(logIndex(server, isCoreLoaded)).toBeGreaterThanOrEqual(0);
+  const call = await postMcp(server.url, rpc('tools/call', 3, { name: 'run_command', arguments: { command: 'echo adopted' } }), inSession);
+  expect(messagesOf(call)[0]).toMatchObject({ result: { structuredContent: { stdout: 'adopted\n' } } });
   await server.stop();
 });
 

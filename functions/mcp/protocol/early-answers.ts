@@ -1,11 +1,14 @@
 /**
- * `initialize` answered without the SDK, for the first requests of a cold instance (http/early-listener.ts):
- * the answer is plain data, so a client gets it before the ~1 MB of SDK, zod and tools are compiled.
+ * What a cold instance answers without the SDK (http/early-listener.ts): `initialize`, and in a session it
+ * started that way, `notifications/initialized` and `tools/list`. The answers are plain data, so a client
+ * connects and lists the tools before the ~1 MB of SDK, zod and tools are compiled.
  *
- * Only requests whose answer is certain are taken: a message the SDK would accept as an initialize request
- * (`InitializeRequestSchema`), in the shapes clients send. Anything else (batches, `_meta`, icons, task
- * capabilities, malformed values) is left to the SDK, which answers it as usual. The answer is the one the
- * SDK server writes, byte for byte (test/unit/protocol/early-initialize.test.ts holds both to that).
+ * Only requests whose answer is certain are taken: messages the SDK would accept, in the shapes clients send.
+ * Anything else (batches, `_meta`, icons, task capabilities, cursors, malformed values) is left to the SDK,
+ * which answers it as usual. The answers are the SDK's, byte for byte: `initialize` is built from the data
+ * the SDK servers are built from (test/unit/protocol/early-answers.test.ts compares them), and `tools/list`
+ * is the SDK's own answer, captured at build time (protocol/tools-list-capture.ts; test/e2e/cold-instance.test.ts
+ * compares them over HTTP).
  */
 import { SERVER_CAPABILITIES, SERVER_INFO, SERVER_INSTRUCTIONS } from './server-identity';
 import { HTTP_PROTOCOL_VERSIONS } from './versions';
@@ -49,6 +52,30 @@ export function earlyInitializeResponse(request: EarlyInitialize): string {
     instructions: SERVER_INSTRUCTIONS,
   };
   return JSON.stringify({ result, jsonrpc: '2.0', id: request.id });
+}
+
+/** The SDK's `tools/list` results per protocol version, embedded by build.mjs; absent when run from source. */
+declare const __EARLY_TOOLS_LIST__: Readonly<Record<string, string>> | undefined;
+const TOOLS_LIST_RESULTS: Readonly<Record<string, string>> | undefined = typeof __EARLY_TOOLS_LIST__ === 'undefined' ? undefined : __EARLY_TOOLS_LIST__;
+
+/** A request inside a session started early that is answered here too. */
+export type EarlySessionRequest = { method: 'notifications/initialized' } | { method: 'tools/list'; id: string | number };
+
+/** `message` as one of the requests answered here in a session, or `undefined` to let the SDK answer it. */
+export function readEarlySessionRequest(message: unknown): EarlySessionRequest | undefined {
+  if (!isObject(message) || message.jsonrpc !== '2.0') return undefined;
+  if (Object.keys(message).some((key) => !MESSAGE_KEYS.has(key))) return undefined;
+  const { id, method, params } = message;
+  if (params !== undefined && !(isObject(params) && Object.keys(params).length === 0)) return undefined;
+  if (method === 'notifications/initialized' && !('id' in message)) return { method };
+  if (method === 'tools/list' && TOOLS_LIST_RESULTS !== undefined && (typeof id === 'string' || Number.isSafeInteger(id))) return { method, id: id as string | number };
+  return undefined;
+}
+
+/** The SDK's answer to `tools/list` in a session at `protocolVersion`, or `undefined` when none was embedded. */
+export function earlyToolsListResponse(id: string | number, protocolVersion: string): string | undefined {
+  const result = TOOLS_LIST_RESULTS?.[protocolVersion];
+  return result === undefined ? undefined : `{"result":${result},"jsonrpc":"2.0","id":${JSON.stringify(id)}}`;
 }
 
 function isObject(value: unknown): value is JsonObject {

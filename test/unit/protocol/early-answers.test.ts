@@ -2,9 +2,9 @@
  * The early `initialize` answer must be the SDK's: it takes only messages the SDK accepts as initialize
  * requests, takes the shapes real clients send, and writes the bytes the SDK server writes.
  */
-import { isInitializeRequest, WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/server';
+import { isInitializeRequest, isJSONRPCNotification, WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/server';
 
-import { earlyInitializeResponse, negotiateVersion, readEarlyInitialize } from '../../../functions/mcp/protocol/early-initialize';
+import { earlyInitializeResponse, earlyToolsListResponse, negotiateVersion, readEarlyInitialize, readEarlySessionRequest } from '../../../functions/mcp/protocol/early-answers';
 import { createProtocolServer } from '../../../functions/mcp/protocol/server-factory';
 import { HTTP_PROTOCOL_VERSIONS } from '../../../functions/mcp/protocol/versions';
 
@@ -122,4 +122,35 @@ it('negotiates like the SDK: a served version is echoed, any other gets the pref
   for (const version of HTTP_PROTOCOL_VERSIONS) expect(negotiateVersion(version)).toBe(version);
   expect(negotiateVersion('2024-11-05')).toBe(HTTP_PROTOCOL_VERSIONS[0]);
   expect(negotiateVersion('')).toBe(HTTP_PROTOCOL_VERSIONS[0]);
+});
+
+describe('in a session started early', () => {
+  it('takes the plain notifications/initialized, which the SDK accepts as a notification', () => {
+    for (const message of [
+      { jsonrpc: '2.0', method: 'notifications/initialized' },
+      { method: 'notifications/initialized', jsonrpc: '2.0', params: {} },
+    ]) {
+      expect(readEarlySessionRequest(message)).toEqual({ method: 'notifications/initialized' });
+      expect(isJSONRPCNotification(message)).toBe(true);
+    }
+  });
+
+  it('leaves anything else to the SDK', () => {
+    for (const message of [
+      { jsonrpc: '2.0', id: 1, method: 'notifications/initialized' },
+      { jsonrpc: '2.0', method: 'notifications/initialized', params: { _meta: {} } },
+      { jsonrpc: '2.0', method: 'notifications/initialized', extra: 1 },
+      { jsonrpc: '2.0', id: 1, method: 'tools/list', params: { cursor: 'x' } },
+      { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'x' } },
+      [{ jsonrpc: '2.0', method: 'notifications/initialized' }],
+      null,
+    ]) {
+      expect(readEarlySessionRequest(message)).toBeUndefined();
+    }
+  });
+
+  it('answers no tools/list from source: the answers of the SDK are embedded by the build only (test/e2e/cold-instance.test.ts)', () => {
+    expect(readEarlySessionRequest({ jsonrpc: '2.0', id: 1, method: 'tools/list' })).toBeUndefined();
+    expect(earlyToolsListResponse(1, '2025-11-25')).toBeUndefined();
+  });
 });
