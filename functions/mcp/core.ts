@@ -44,6 +44,8 @@ export interface Core {
    * calls still running end with a result, given `flushMs` to be written.
    */
   shutdown(options: { keepSandboxes: boolean; flushMs: number }): Promise<void>;
+  /** Sessions the 2025 lane holds as SDK sessions (not counting those held as data). */
+  heldSessions(): number;
 }
 
 /** Wires the layers of DESIGN.md for the HTTP entry. */
@@ -91,6 +93,7 @@ export function createCore({ config, logger, verifier, ids, fresh, requestIdHead
       },
     }),
     ready,
+    heldSessions: () => lane.heldSessions(),
     async shutdown({ keepSandboxes, flushMs }) {
       await Promise.all([lane.shutdown({ keepSandboxes, flushMs }), keepSandboxes ? modern.releaseAll() : modern.closeAll()]);
     },

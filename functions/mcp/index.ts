@@ -1,7 +1,7 @@
 /**
- * The HTTP entry (FC custom runtime, or `npm start`): read config, listen, and answer a cold instance's
- * handshakes early (http/early-listener.ts) while the core (core.ts: SDK, tools, sandboxes) is loaded only
- * when first needed, or once a client has listed the tools. The only module besides config.ts that knows it may be running on FC.
+ * The HTTP entry (FC custom runtime, or `npm start`): read config, listen, answer handshakes without the SDK
+ * (http/early-listener.ts), and hand everything else to the core (core.ts: SDK, tools, sandboxes), which is
+ * loaded when first needed, once a client has listed the tools, or 2 s after listening. The only module besides config.ts that knows it may be running on FC.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
@@ -68,22 +68,23 @@ function main(): void {
     fresh,
     verifier,
     policy,
-    maxSessions: config.maxSessions,
+    canOpen: () => fresh.size + (core?.heldSessions() ?? 0) < config.maxSessions,
     idleTtlMs: config.sessionIdleTtlS * 1000,
     maxBodyBytes: config.maxBodyBytes,
     requestIdHeader: FC_REQUEST_ID_HEADER,
     logger,
   });
   const serve = (req: IncomingMessage, res: ServerResponse): void => {
-    if (core !== undefined) {
-      core.listener(req, res);
+    if (!early.mayAnswer(req)) {
+      theCore().listener(req, res);
       return;
     }
-    void early(req, res)
+    void early
+      .answer(req, res)
       .then((outcome) => {
         if (outcome.answered) {
           // Once the client listed the tools it usually pauses before its first call: load the core then.
-          if (outcome.handshakeDone) setImmediate(theCore);
+          if (outcome.handshakeDone && core === undefined) setImmediate(theCore);
           return;
         }
         theCore().listener(req, res, outcome.body);

@@ -56,12 +56,18 @@ describe.each(['v1', 'v2'] as const)('the official %s client on a cold instance'
   });
 });
 
-/** A client's handshake as raw answers: initialize, notifications/initialized, the GET for a stream, tools/list. */
-async function handshake(url: string, version: string): Promise<RawResponse[]> {
-  const init = await postMcp(url, initializeBody(version, 'first'));
+/**
+ * A client's handshake as raw answers: initialize, notifications/initialized, the GET for a stream, tools/list.
+ * `viaCore`: in forms the early path leaves to the core but the SDK treats alike (an empty `_meta`, a query
+ * string), so that the core answers them all (its session is not one held as data).
+ */
+async function handshake(url: string, version: string, viaCore = false): Promise<RawResponse[]> {
+  const body = initializeBody(version, 'first') as { params: Record<string, unknown> };
+  if (viaCore) body.params._meta = {};
+  const init = await postMcp(url, body);
   const inSession = { 'mcp-session-id': init.headers.get('mcp-session-id') ?? '', 'mcp-protocol-version': version };
   const initialized = await postMcp(url, { jsonrpc: '2.0', method: 'notifications/initialized' }, inSession);
-  const stream = await request(url, { headers: { accept: 'text/event-stream', ...inSession } });
+  const stream = await request(viaCore ? `${url}?via=core` : url, { headers: { accept: 'text/event-stream', ...inSession } });
   const list = await postMcp(url, rpc('tools/list', 'list'), inSession);
   return [init, initialized, stream, list];
 }
@@ -71,7 +77,7 @@ it.each(HTTP_PROTOCOL_VERSIONS)('answers the handshake at %s with the same bytes
   const early = await handshake(server.url, version);
   await waitForLogs(server, (logs) => logs.some(isCoreLoaded));
   const loadedAt = logIndex(server, isCoreLoaded);
-  const core = await handshake(server.url, version);
+  const core = await handshake(server.url, version, true);
   expect(early.map((r) => r.status)).toEqual([200, 202, 405, 200]);
   for (const [i, answer] of early.entries()) {
     expect(answer.text).toBe(core[i]?.text);
@@ -84,7 +90,7 @@ it.each(HTTP_PROTOCOL_VERSIONS)('answers the handshake at %s with the same bytes
   expect(lines).toHaveLength(8);
   expect(server.logs().findIndex((l) => l === lines[3])).toBeLessThan(loadedAt);
   const fields = (line: Record<string, unknown>): string[] => Object.keys(line).filter((k) => k !== 'duration_ms' && k !== 'time' && k !== 'request_id');
-  const values = (line: Record<string, unknown>): unknown[] => fields(line).map((k) => (k === 'session' ? typeof line[k] : line[k]));
+  const values = (line: Record<string, unknown>): unknown[] => fields(line).map((k) => (k === 'session' ? typeof line[k] : k === 'path' ? '/mcp' : line[k]));
   for (let i = 0; i < 4; i += 1) {
     expect(fields(lines[i] ?? {})).toEqual(fields(lines[i + 4] ?? {}));
     expect(values(lines[i] ?? {})).toEqual(values(lines[i + 4] ?? {}));
@@ -190,5 +196,20 @@ it('leaves a first request with a wrong token to the core, which answers 401', a
   const res = await postMcp(server.url, initializeBody(), { authorization: 'Bearer wrong-token-0123456789' });
   expect(res.status).toBe(401);
   expect(res.headers.get('www-authenticate')).toContain('invalid_token');
+  await server.stop();
+});
+
+it('holds a session that only connected as data, counted against MCP_MAX_SESSIONS: at the cap it goes first and comes back when used', async () => {
+  const server = await startServer({ env: { MCP_MAX_SESSIONS: '1' } });
+  const first = await openSession(server.url, undefined);
+  expect((await (await fetch(`${server.origin}/health`)).json()) as Record<string, unknown>).toMatchObject({ sessions: 1 });
+  // The cap is reached: the second session is the core's, and the first (held as data) is let go for it.
+  const second = await openSession(server.url, undefined);
+  expect(server.logs().filter((l) => l.msg === 'session evicted')).toHaveLength(1);
+  const call = (headers: Record<string, string>, id: number): Promise<RawResponse> =>
+    postMcp(server.url, rpc('tools/call', id, { name: 'run_command', arguments: { command: 'echo back' } }), headers);
+  expect(messagesOf(await call(second.headers, 2))[0]).toMatchObject({ result: { structuredContent: { stdout: 'back\n' } } });
+  // Its id is still valid: it is rebuilt like any session this instance let go.
+  expect(messagesOf(await call(first.headers, 3))[0]).toMatchObject({ result: { structuredContent: { stdout: 'back\n' } } });
   await server.stop();
 });

@@ -1,7 +1,7 @@
 /**
- * A cold instance's first requests, answered on plain `node:http` before the core (SDK, tools, sandboxes,
- * web `Request`/`Response`) is loaded, so that a client connects and lists the tools at about the cost of
- * bare Node (issue 7). index.ts uses it only until the core is loaded.
+ * Handshakes answered on plain `node:http`, without the core (SDK, tools, sandboxes, web `Request`/`Response`):
+ * on a cold instance before the core is even loaded, so that a client connects and lists the tools at about
+ * the cost of bare Node; on a warm one so that a session that only connected holds no SDK objects (issue 7).
  *
  * It answers only what it can answer exactly as the core would (protocol/early-answers.ts): a POST to `/mcp`
  * that passes the same gates (Host, bearer token, Accept, Content-Type, protocol version header, size), with
@@ -29,8 +29,8 @@ export interface EarlyListenerOptions {
   /** `undefined` when auth is off. */
   verifier: BearerVerifier | undefined;
   policy: OriginPolicy;
-  /** MCP_MAX_SESSIONS: beyond it the core decides (eviction, 503). */
-  maxSessions: number;
+  /** False when MCP_MAX_SESSIONS sessions are held (as data and by the core): then the core decides (eviction, 503). */
+  canOpen: () => boolean;
   /** MCP_SESSION_IDLE_TTL_S in milliseconds: a session idle for longer is the core's to judge. */
   idleTtlMs: number;
   /** MCP_MAX_BODY_BYTES. */
@@ -57,8 +57,15 @@ const GET_NOT_ALLOWED_BODY = JSON.stringify({
 
 const SSE_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', 'x-accel-buffering': 'no' };
 
-/** Creates the listener; it never writes to `res` unless it answers. */
-export function createEarlyListener(options: EarlyListenerOptions): (req: IncomingMessage, res: ServerResponse) => Promise<EarlyOutcome> {
+/** The early path: a cheap test of the request line and headers, and the answer. */
+export interface EarlyListener {
+  /** False for requests it surely leaves to the core (most of them: calls in sessions the core holds). */
+  mayAnswer(req: IncomingMessage): boolean;
+  /** Answers, or leaves to the core; it never writes to `res` unless it answers. */
+  answer(req: IncomingMessage, res: ServerResponse): Promise<EarlyOutcome>;
+}
+
+export function createEarlyListener(options: EarlyListenerOptions): EarlyListener {
   const { ids, fresh, logger, now = Date.now } = options;
 
   const logRequest = (req: IncomingMessage, started: number, status: number, method: string, sessionId: string, version: string): void => {
@@ -87,7 +94,7 @@ export function createEarlyListener(options: EarlyListenerOptions): (req: Incomi
   };
 
   const initialize = async (req: IncomingMessage, res: ServerResponse, principal: string): Promise<EarlyOutcome> => {
-    if (fresh.size >= options.maxSessions) return { answered: false };
+    if (!options.canOpen()) return { answered: false };
     const started = performance.now();
     const { body, message } = await readMessage(req);
     const request = readEarlyInitialize(message);
@@ -118,7 +125,7 @@ export function createEarlyListener(options: EarlyListenerOptions): (req: Incomi
       res.writeHead(200, { ...SSE_HEADERS, 'mcp-session-id': sessionId });
       res.end(`event: message\ndata: ${answer}\n\n`);
     }
-    session.lastUsedMs = now();
+    fresh.touch(session, now());
     logRequest(req, started, res.statusCode, request.method, sessionId, session.protocolVersion);
     return { answered: true, handshakeDone: request.method === 'tools/list' };
   };
@@ -138,13 +145,20 @@ export function createEarlyListener(options: EarlyListenerOptions): (req: Incomi
     return { answered: true, handshakeDone: false };
   };
 
-  return async (req, res) => {
-    const principal = admit(req, options);
-    if (principal === undefined) return { answered: false };
-    if (req.method === 'GET') return getNotAllowed(req, res);
-    const sessionId = req.headers['mcp-session-id'];
-    if (sessionId === undefined) return initialize(req, res, principal);
-    return typeof sessionId === 'string' ? inSession(req, res, principal, sessionId) : { answered: false };
+  return {
+    mayAnswer(req) {
+      if (req.url !== '/mcp' || (req.method !== 'POST' && req.method !== 'GET')) return false;
+      const sessionId = req.headers['mcp-session-id'];
+      return req.method === 'GET' || sessionId === undefined || (typeof sessionId === 'string' && fresh.has(sessionId));
+    },
+    async answer(req, res) {
+      const principal = admit(req, options);
+      if (principal === undefined) return { answered: false };
+      if (req.method === 'GET') return getNotAllowed(req, res);
+      const sessionId = req.headers['mcp-session-id'];
+      if (sessionId === undefined) return initialize(req, res, principal);
+      return typeof sessionId === 'string' ? inSession(req, res, principal, sessionId) : { answered: false };
+    },
   };
 }
 

@@ -52,8 +52,10 @@ export interface LegacyLane {
    * `flushMs` for those answers to be written, the transports close.
    */
   shutdown(options: { keepSandboxes: boolean; flushMs: number }): Promise<void>;
-  /** Sessions held, and how many of them have a running sandbox. */
+  /** Sessions held (as SDK sessions and as data), and how many of them have a running sandbox. */
   counts(): { sessions: number; sandboxes: number };
+  /** Sessions held as SDK sessions. */
+  heldSessions(): number;
 }
 
 /** Seconds a client is told to wait when the server is at its session cap. */
@@ -95,7 +97,11 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
   const expiring = new Map<string, Promise<void>>();
 
   const sweep = (): void => {
-    for (const session of store.takeExpired(now())) {
+    const nowMs = now();
+    const idle = store.takeExpired(nowMs);
+    // Sessions held as data expire the same way (their sandbox, if another instance made one, is judged).
+    for (const fresh of options.fresh?.takeExpired(nowMs, options.idleTtlMs) ?? []) idle.push(open(fresh.principal, fresh.id, fresh.key, true));
+    for (const session of idle) {
       const done = expire(session).finally(() => expiring.delete(session.tag));
       expiring.set(session.tag, done);
     }
@@ -103,7 +109,13 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
 
   /** Makes room for one more session: expired ones are already gone; then the least recently used idle one. */
   const makeRoom = (ctx: RequestContext): boolean => {
-    if (store.size < options.maxSessions) return true;
+    if (store.size + (options.fresh?.size ?? 0) < options.maxSessions) return true;
+    // A session held as data goes first: it has nothing to release, and comes back like an evicted one.
+    const dropped = options.fresh?.takeLeastRecent();
+    if (dropped !== undefined) {
+      logger.info('session evicted', { session: toSessionTag(dropped.id), reason: 'cap', request_id: ctx.requestId });
+      return true;
+    }
     const evicted = store.evictLeastRecent((session) => !session.busy());
     if (evicted === undefined) return false;
     // Safe: it comes back on its next request, with its sandbox (DESIGN.md rule 2).
@@ -112,8 +124,7 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
     return true;
   };
 
-  const open = (ctx: RequestContext, id: string, key: string, resume: boolean): LegacySession => {
-    const principal = ctx.principal ?? ANONYMOUS_PRINCIPAL;
+  const open = (principal: string, id: string, key: string, resume: boolean): LegacySession => {
     return openLegacySession({
       id,
       tag: toSessionTag(id),
@@ -135,14 +146,14 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
       options.fresh?.add(fresh);
       return 'capacity';
     }
-    let session = open(ctx, fresh.id, fresh.key, false);
+    let session = open(fresh.principal, fresh.id, fresh.key, false);
     try {
       await primeSession(session, fresh.protocolVersion, fresh);
     } catch (err: unknown) {
       // Not expected (early-answers.ts takes only what the SDK accepts); the session still works.
       logger.error('early session primed without its client hello', { session: session.tag, error: err instanceof Error ? err.message : 'unknown' });
       await session.transport.close();
-      session = open(ctx, fresh.id, fresh.key, false);
+      session = open(fresh.principal, fresh.id, fresh.key, false);
       await primeSession(session, fresh.protocolVersion);
     }
     store.add(session);
@@ -160,7 +171,7 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
       if (now() - fresh.lastUsedMs <= options.idleTtlMs) return adopt(fresh, ctx);
       // Idle past the TTL while held here as data: it expires as a held session does (gone unless its
       // sandbox was used elsewhere lately), and the request is judged like any other.
-      await expire(open(ctx, fresh.id, fresh.key, true));
+      await expire(open(fresh.principal, fresh.id, fresh.key, true));
     }
     const tag = toSessionTag(id);
     await expiring.get(tag);
@@ -173,7 +184,7 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
     if (!makeRoom(ctx)) return 'capacity';
     const header = req.headers.get('mcp-protocol-version');
     const version = header !== null && HTTP_PROTOCOL_VERSIONS.includes(header) ? header : DEFAULT_RECOVERY_VERSION;
-    const session = open(ctx, id, check.key, true);
+    const session = open(principal, id, check.key, true);
     await primeSession(session, version);
     store.add(session);
     logger.info('session recovered', { session: session.tag, protocol_version: version, request_id: ctx.requestId });
@@ -263,7 +274,7 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
     }
     if (!makeRoom(ctx)) return atCapacity(ctx, requestIdOf(body));
     const minted = options.ids.mint('session', ctx.principal ?? ANONYMOUS_PRINCIPAL, now());
-    const session = open(ctx, minted.id, minted.key, false);
+    const session = open(ctx.principal ?? ANONYMOUS_PRINCIPAL, minted.id, minted.key, false);
     ctx.log.session = session.tag;
     await session.server.connect(session.transport);
     const res = await session.transport.handleRequest(withCanonicalAccept(req), { parsedBody: body });
@@ -292,6 +303,7 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
       await Promise.all(sessions.map((s) => s.transport.close().catch(() => undefined)));
       logger.info('sessions ended for shutdown', { sessions: sessions.length, sandboxes_kept: keepSandboxes });
     },
+    heldSessions: () => store.size,
     counts() {
       let sandboxes = 0;
       for (const session of store.values()) if (session.sandbox.current() !== undefined) sandboxes += 1;

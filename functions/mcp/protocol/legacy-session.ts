@@ -4,8 +4,9 @@
  * DESIGN.md rule 8, first option: one sessionful transport per session. A session this instance does not
  * hold (its id verified, its sandbox tagged) is rebuilt with a fresh transport brought to the initialized
  * state by a synthetic `initialize` at the client's protocol version. Chosen over stateless transports
- * because it keeps the SDK's own session checks and SSE handling per session; issue 7's benchmark decides
- * whether idle sessions should shed their SDK objects.
+ * because it keeps the SDK's own session checks and SSE handling per session. A session that has only
+ * connected holds no SDK objects at all: its handshake is answered without the SDK (http/early-listener.ts)
+ * and this session is built on its first other request (`primeSession` with the client's own hello).
  */
 import { type Server, WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/server';
 

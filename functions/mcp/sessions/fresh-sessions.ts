@@ -1,8 +1,9 @@
 /**
- * Sessions whose `initialize` was answered early (before the SDK was loaded). Each is plain data, answered
- * early as long as it can be (protocol/early-answers.ts), until a request needs the core: then the 2025 lane
- * builds its SDK session from it: a new session, with the client's own capabilities, and no search for an
- * earlier sandbox.
+ * Sessions whose `initialize` was answered early, without the SDK (http/early-listener.ts). Each is plain
+ * data (a few hundred bytes), answered early as long as it can be (protocol/early-answers.ts), until a
+ * request needs the SDK: then the 2025 lane builds its SDK session from it: a new session, with the client's
+ * own capabilities, and no search for an earlier sandbox. An idle session thus holds no SDK objects
+ * (DESIGN.md rule 8, issue 7).
  */
 
 /** What the early answer decided, kept for the lane. */
@@ -19,17 +20,16 @@ export interface FreshSession {
   lastUsedMs: number;
 }
 
-/** Fresh sessions held at most; beyond it the oldest is dropped (its id stays valid: it is rebuilt like a moved one). */
-const MAX_FRESH_SESSIONS = 1_000;
-
+/**
+ * The fresh sessions, least recently used first. With the SDK sessions they count against MCP_MAX_SESSIONS
+ * (at the cap the 2025 lane lets the least recently used one go first); idle ones are taken out by the
+ * lane's sweep, which expires them as it expires SDK sessions.
+ */
 export class FreshSessions {
+  // Map iteration order is insertion order: re-inserting on use keeps the least recently used first.
   readonly #sessions = new Map<string, FreshSession>();
 
   add(session: FreshSession): void {
-    if (this.#sessions.size >= MAX_FRESH_SESSIONS) {
-      const oldest = this.#sessions.keys().next();
-      if (oldest.done !== true) this.#sessions.delete(oldest.value);
-    }
     this.#sessions.set(session.id, session);
   }
 
@@ -39,12 +39,42 @@ export class FreshSessions {
     return session?.principal === principal ? session : undefined;
   }
 
+  has(id: string): boolean {
+    return this.#sessions.has(id);
+  }
+
+  /** Marks the session used now. */
+  touch(session: FreshSession, nowMs: number): void {
+    session.lastUsedMs = nowMs;
+    this.#sessions.delete(session.id);
+    this.#sessions.set(session.id, session);
+  }
+
   /** Removes and returns the session with this id, if it belongs to `principal`. */
   take(id: string, principal: string): FreshSession | undefined {
     const session = this.#sessions.get(id);
     if (session?.principal !== principal) return undefined;
     this.#sessions.delete(id);
     return session;
+  }
+
+  /** Removes and returns the least recently used session, if any. */
+  takeLeastRecent(): FreshSession | undefined {
+    const oldest = this.#sessions.values().next();
+    if (oldest.done === true) return undefined;
+    this.#sessions.delete(oldest.value.id);
+    return oldest.value;
+  }
+
+  /** Removes and returns every session idle for longer than `idleTtlMs`. */
+  takeExpired(nowMs: number, idleTtlMs: number): FreshSession[] {
+    const expired: FreshSession[] = [];
+    for (const session of this.#sessions.values()) {
+      if (nowMs - session.lastUsedMs <= idleTtlMs) break;
+      expired.push(session);
+    }
+    for (const session of expired) this.#sessions.delete(session.id);
+    return expired;
   }
 
   get size(): number {
