@@ -60,7 +60,8 @@ ${renderMarkdownTable(rows)}
    \`run_command\`; R1 and R2 call \`status\`; R2 has no session. Latency is send → last byte of the answer.
    The load client shares the ${machine.cores} cores with the server under test.
 3. **Memory per idle session**: a fresh server (started with \`--expose-gc\` and a SIGUSR2 hook that runs a full
-   GC and reports \`process.memoryUsage()\`, \`bench/harness/gc-on-signal.cjs\`) opens 10 warm-up sessions, then
+   GC and reports \`process.memoryUsage()\`, \`bench/harness/gc-on-signal.cjs\`) opens 10 warm-up sessions (one of
+   them lists the tools, as clients do; ours loads its core then, a one-time cost that belongs to no session), then
    1,000 sessions, then 1,000 more (\`initialize\` + \`notifications/initialized\`, no tool called, 16 at a time);
    after each step a full GC and the RSS (\`ps -o rss\`). The figure is (RSS at 2,010 − RSS at 1,010) / 1,000, in
    KiB. Why not from zero: the first 1,000 sessions also grow V8's young generation and the allocator's arenas

@@ -1,11 +1,11 @@
 // Figure 3: memory per idle session (initialize + notifications/initialized, no tool called). A fresh
-// server opens 10 warm-up sessions, then 1,000 sessions, then 1,000 more; memory is read after a forced full
+// server opens 10 warm-up sessions (one lists the tools), then 1,000 sessions, then 1,000 more; memory is read after a forced full
 // GC at each step. The figure is the RSS the second 1,000 sessions add, per session: the first 1,000 also
 // grow V8's young generation and the allocator's arenas by a fixed ~30 MB that no session holds, which would
 // otherwise count as ~30 KiB "per session". Reported beside it: RSS over the first 1,000 (that fixed part
 // included) and the JS heap + external memory the second 1,000 retain.
 import { median } from '../harness/load.mjs';
-import { openSession, runPool } from '../harness/mcp-wire.mjs';
+import { openSession, postRpc, runPool } from '../harness/mcp-wire.mjs';
 import { collectGarbage, readRssKiB, startServer } from '../harness/servers.mjs';
 
 const WARMUP_SESSIONS = 10;
@@ -27,7 +27,10 @@ export async function measureSessionMemory({ servers = ['ours', 'r1'], sessions 
           const usage = await collectGarbage(server);
           return { rssKiB: readRssKiB(server.pid), heapKiB: (usage.heapUsed + usage.external) / 1024 };
         };
-        await open(WARMUP_SESSIONS);
+        // Warm-up: a few sessions, one of which lists the tools as clients do (ours loads its core then, a
+        // one-time cost that is no session's).
+        const warm = await open(WARMUP_SESSIONS);
+        await postRpc(server.url, JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }), warm[0]);
         const start = await read();
         await open(sessions);
         const first = await read();
