@@ -21,7 +21,7 @@ export const ENTRY_POINTS = {
 const DEFERRED_MODULES = [
   // The E2B SDK (~500 KB): only the E2B backend needs it, at its first sandbox.
   { file: 'functions/mcp/sandbox/e2b/sdk-modules.ts', loader: 'loadE2BModules', name: 'e2b-sdk.js', compress: false },
-  // The HTTP entry's core (SDK, zod, tools, sandboxes; ~1.4 MB): needed after the first initialize.
+  // The HTTP entry's core (SDK, zod, tools, sandboxes; ~1.4 MB): loaded once a client goes past its handshake.
   { file: 'functions/mcp/core-modules.ts', loader: 'loadCore', name: 'mcp-core.js', compress: true },
 ];
 
