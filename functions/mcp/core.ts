@@ -1,13 +1,14 @@
 /**
- * Everything behind the cold instance's first `initialize`: the sandbox backend, the tools, both MCP lanes
- * and the web-standard app, behind one Node listener. index.ts loads it on first need (core-modules.ts),
- * so that start-up compiles none of it.
+ * Everything past a client's handshake: the sandbox backend, the tools, both MCP lanes and the web-standard
+ * app, behind one Node listener. index.ts loads it on first need (core-modules.ts), so that start-up compiles
+ * none of it.
  */
-import { isLoopbackHost, type Config } from './config';
+import type { Config } from './config';
 import { createApp } from './http/app';
 import type { BearerVerifier } from './http/auth';
 import { createHealthReport } from './http/health';
 import { createNodeListener, type NodeListener } from './http/node-listener';
+import type { OriginPolicy } from './http/origin';
 import type { Logger } from './log';
 import { createLegacyLane } from './protocol/legacy-lane';
 import type { LegacySession } from './protocol/legacy-session';
@@ -26,6 +27,8 @@ export interface CoreDeps {
   logger: Logger;
   /** `undefined` when auth is off. */
   verifier: BearerVerifier | undefined;
+  /** Origin and Host rules (from config). */
+  policy: OriginPolicy;
   ids: SignedIdCodec;
   /** Sessions whose `initialize` was answered before the core was loaded. */
   fresh: FreshSessions;
@@ -49,7 +52,7 @@ export interface Core {
 }
 
 /** Wires the layers of DESIGN.md for the HTTP entry. */
-export function createCore({ config, logger, verifier, ids, fresh, requestIdHeader, startedAtMs }: CoreDeps): Core {
+export function createCore({ config, logger, verifier, policy, ids, fresh, requestIdHeader, startedAtMs }: CoreDeps): Core {
   const { provider, ready } = createSandboxProvider(config, logger);
   const catalog = createToolCatalog(logger);
   const limits = { idleTtlMs: config.sessionIdleTtlS * 1000, toolTimeoutMaxMs: config.toolTimeoutMaxS * 1000 };
@@ -78,7 +81,7 @@ export function createCore({ config, logger, verifier, ids, fresh, requestIdHead
     }),
     preStop: () => logger.flush(),
     verifier,
-    policy: { allowedOrigins: config.allowedOrigins, allowedHosts: config.allowedHosts, loopbackOnly: !config.onFc && isLoopbackHost(config.host) },
+    policy,
     logger,
   });
   return {

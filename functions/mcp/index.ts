@@ -1,7 +1,8 @@
 /**
  * The HTTP entry (FC custom runtime, or `npm start`): read config, listen, answer handshakes without the SDK
  * (http/early-listener.ts), and hand everything else to the core (core.ts: SDK, tools, sandboxes), which is
- * loaded when first needed, once a client has listed the tools, or 2 s after listening. The only module besides config.ts that knows it may be running on FC.
+ * loaded when first needed, once a client has listed the tools, or 2 s after listening.
+ * The only module besides config.ts that knows it may be running on FC.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
@@ -55,7 +56,7 @@ function main(): void {
   const theCore = (): Core => {
     if (core === undefined) {
       const started = performance.now();
-      core = loadCore().createCore({ config, logger, verifier, ids, fresh, requestIdHeader: FC_REQUEST_ID_HEADER, startedAtMs });
+      core = loadCore().createCore({ config, logger, verifier, policy, ids, fresh, requestIdHeader: FC_REQUEST_ID_HEADER, startedAtMs });
       logger.info('core loaded', { load_ms: Math.round(performance.now() - started) });
       // The backend's probes (bubblewrap) a moment later, off the path of the request that needed the core.
       const loaded = core;

@@ -17,11 +17,12 @@ import { HTTP_PROTOCOL_VERSIONS } from '../protocol/versions';
 import type { FreshSessions } from '../sessions/fresh-sessions';
 import { type SignedIdCodec, toSessionTag } from '../sessions/session-id';
 import { ANONYMOUS_PRINCIPAL, type BearerVerifier } from './auth';
-import type { RequestBody } from './context';
+import type { RequestBody, RequestLogFields } from './context';
 import { hasDuplicateHost, readBody, requestIdOf } from './node-listener';
 import { MCP_ALLOW, mcpMethodNotAllowed } from './app';
 import { RPC } from './json-rpc-error';
 import { isHostAllowed, type OriginPolicy } from './origin';
+import { logRequest } from './request-log';
 
 export interface EarlyListenerOptions {
   ids: SignedIdCodec;
@@ -68,19 +69,17 @@ export interface EarlyListener {
 export function createEarlyListener(options: EarlyListenerOptions): EarlyListener {
   const { ids, fresh, logger, now = Date.now } = options;
 
-  const logRequest = (req: IncomingMessage, started: number, status: number, method: string, sessionId: string, version: string): void => {
-    logger.info('request', {
-      request_id: requestIdOf(req, options.requestIdHeader),
-      method: 'POST',
-      path: '/mcp',
-      status,
-      duration_ms: Math.round((performance.now() - started) * 10) / 10,
-      mcp_method: method,
-      era: 'legacy',
-      session: toSessionTag(sessionId),
-      protocol_version: version,
-    });
+  /** The request line the core would log (http/request-log.ts), with the fields its 2025 lane adds. */
+  const logAnswer = (req: IncomingMessage, started: number, status: number, fields: RequestLogFields = {}): void => {
+    const line = { requestId: requestIdOf(req, options.requestIdHeader), method: req.method ?? 'POST', path: '/mcp', status, durationMs: performance.now() - started };
+    logRequest(logger, line, fields);
   };
+  const sessionFields = (method: string, sessionId: string, version: string): RequestLogFields => ({
+    mcp_method: method,
+    era: 'legacy',
+    session: toSessionTag(sessionId),
+    protocol_version: version,
+  });
 
   /** A JSON body, or why not. */
   const readMessage = async (req: IncomingMessage): Promise<{ body: RequestBody | undefined; message?: unknown }> => {
@@ -105,7 +104,7 @@ export function createEarlyListener(options: EarlyListenerOptions): EarlyListene
     fresh.add({ id: minted.id, key: minted.key, principal, protocolVersion: version, capabilities: request.capabilities, clientInfo: request.clientInfo, lastUsedMs: nowMs });
     res.writeHead(200, { ...SSE_HEADERS, 'mcp-session-id': minted.id });
     res.end(`event: message\ndata: ${earlyInitializeResponse(request)}\n\n`);
-    logRequest(req, started, 200, 'initialize', minted.id, version);
+    logAnswer(req, started, 200, sessionFields('initialize', minted.id, version));
     return { answered: true, handshakeDone: false };
   };
 
@@ -126,7 +125,7 @@ export function createEarlyListener(options: EarlyListenerOptions): EarlyListene
       res.end(`event: message\ndata: ${answer}\n\n`);
     }
     fresh.touch(session, now());
-    logRequest(req, started, res.statusCode, request.method, sessionId, session.protocolVersion);
+    logAnswer(req, started, res.statusCode, sessionFields(request.method, sessionId, session.protocolVersion));
     return { answered: true, handshakeDone: request.method === 'tools/list' };
   };
 
@@ -135,13 +134,7 @@ export function createEarlyListener(options: EarlyListenerOptions): EarlyListene
     const started = performance.now();
     res.writeHead(405, { allow: MCP_ALLOW, 'content-type': 'application/json' });
     res.end(GET_NOT_ALLOWED_BODY);
-    logger.info('request', {
-      request_id: requestIdOf(req, options.requestIdHeader),
-      method: 'GET',
-      path: '/mcp',
-      status: 405,
-      duration_ms: Math.round((performance.now() - started) * 10) / 10,
-    });
+    logAnswer(req, started, 405);
     return { answered: true, handshakeDone: false };
   };
 

@@ -1,7 +1,28 @@
 /** One JSON log line per request, and the boundary that turns anything unexpected into a plain 500. */
 import type { Logger } from '../log';
-import type { FetchHandler } from './context';
+import type { FetchHandler, RequestLogFields } from './context';
 import { jsonRpcError, RPC } from './json-rpc-error';
+
+/** The fixed part of a request's log line. */
+export interface RequestLine {
+  requestId: string;
+  method: string;
+  path: string;
+  status: number;
+  durationMs: number;
+}
+
+/** Writes the one log line of a request (also for the answers given without the core, http/early-listener.ts). */
+export function logRequest(logger: Logger, line: RequestLine, fields: RequestLogFields = {}): void {
+  logger.info('request', {
+    request_id: line.requestId,
+    method: line.method,
+    path: line.path,
+    status: line.status,
+    duration_ms: Math.round(line.durationMs * 10) / 10,
+    ...fields,
+  });
+}
 
 /** Logs method, path, status, duration and the MCP fields once the response head is ready. */
 export function withRequestLog(next: FetchHandler, logger: Logger, now: () => number = () => performance.now()): FetchHandler {
@@ -10,14 +31,7 @@ export function withRequestLog(next: FetchHandler, logger: Logger, now: () => nu
     const res = await next(req, ctx);
     const path = ctx.path;
     if (path !== '/health') {
-      logger.info('request', {
-        request_id: ctx.requestId,
-        method: req.method,
-        path,
-        status: res.status,
-        duration_ms: Math.round((now() - started) * 10) / 10,
-        ...ctx.log,
-      });
+      logRequest(logger, { requestId: ctx.requestId, method: req.method, path, status: res.status, durationMs: now() - started }, ctx.log);
     }
     return res;
   };

@@ -1,7 +1,8 @@
 /**
- * What a cold instance answers without the SDK (http/early-listener.ts): `initialize`, and in a session it
- * started that way, `notifications/initialized` and `tools/list`. The answers are plain data, so a client
- * connects and lists the tools before the ~1 MB of SDK, zod and tools are compiled.
+ * What is answered without the SDK (http/early-listener.ts): `initialize`, and in a session started that way,
+ * `notifications/initialized` and `tools/list`. The answers are plain data, so a cold instance lets a client
+ * connect and list the tools before the ~1 MB of SDK, zod and tools are compiled, and a session that only
+ * connected holds no SDK objects.
  *
  * Only requests whose answer is certain are taken: messages the SDK would accept, in the shapes clients send.
  * Anything else (batches, `_meta`, icons, task capabilities, cursors, malformed values) is left to the SDK,
@@ -10,6 +11,7 @@
  * is the SDK's own answer, captured at build time (protocol/tools-list-capture.ts; test/e2e/cold-instance.test.ts
  * compares them over HTTP).
  */
+import { isObject, readPlainMessage } from './plain-message';
 import { SERVER_CAPABILITIES, SERVER_INFO, SERVER_INSTRUCTIONS } from './server-identity';
 import { HTTP_PROTOCOL_VERSIONS } from './versions';
 
@@ -24,18 +26,15 @@ export interface EarlyInitialize {
 
 type JsonObject = Record<string, unknown>;
 
-const MESSAGE_KEYS = new Set(['jsonrpc', 'id', 'method', 'params']);
-
 /** `message` as an initialize request answered here, or `undefined` to let the SDK answer it. */
-export function readEarlyInitialize(message: unknown): EarlyInitialize | undefined {
-  if (!isObject(message) || message.jsonrpc !== '2.0' || message.method !== 'initialize') return undefined;
-  if (Object.keys(message).some((key) => !MESSAGE_KEYS.has(key))) return undefined;
-  const { id, params } = message;
-  if (typeof id !== 'string' && !Number.isSafeInteger(id)) return undefined;
-  if (!isObject(params) || '_meta' in params) return undefined;
+export function readEarlyInitialize(value: unknown): EarlyInitialize | undefined {
+  const message = readPlainMessage(value);
+  if (message?.method !== 'initialize' || message.id === undefined) return undefined;
+  const { params } = message;
+  if (params === undefined || '_meta' in params) return undefined;
   const { protocolVersion, capabilities, clientInfo } = params;
   if (typeof protocolVersion !== 'string' || !isClientCapabilities(capabilities) || !isClientInfo(clientInfo)) return undefined;
-  return { id: id as string | number, requestedVersion: protocolVersion, capabilities, clientInfo };
+  return { id: message.id, requestedVersion: protocolVersion, capabilities, clientInfo };
 }
 
 /** The version the server answers with: the client's when served here, else the preferred one (as the SDK does). */
@@ -62,13 +61,12 @@ const TOOLS_LIST_RESULTS: Readonly<Record<string, string>> | undefined = typeof 
 export type EarlySessionRequest = { method: 'notifications/initialized' } | { method: 'tools/list'; id: string | number };
 
 /** `message` as one of the requests answered here in a session, or `undefined` to let the SDK answer it. */
-export function readEarlySessionRequest(message: unknown): EarlySessionRequest | undefined {
-  if (!isObject(message) || message.jsonrpc !== '2.0') return undefined;
-  if (Object.keys(message).some((key) => !MESSAGE_KEYS.has(key))) return undefined;
-  const { id, method, params } = message;
-  if (params !== undefined && !(isObject(params) && Object.keys(params).length === 0)) return undefined;
-  if (method === 'notifications/initialized' && !('id' in message)) return { method };
-  if (method === 'tools/list' && TOOLS_LIST_RESULTS !== undefined && (typeof id === 'string' || Number.isSafeInteger(id))) return { method, id: id as string | number };
+export function readEarlySessionRequest(value: unknown): EarlySessionRequest | undefined {
+  const message = readPlainMessage(value);
+  if (message === undefined || (message.params !== undefined && Object.keys(message.params).length > 0)) return undefined;
+  const { method, id } = message;
+  if (method === 'notifications/initialized' && id === undefined) return { method };
+  if (method === 'tools/list' && id !== undefined && TOOLS_LIST_RESULTS !== undefined) return { method, id };
   return undefined;
 }
 
@@ -76,10 +74,6 @@ export function readEarlySessionRequest(message: unknown): EarlySessionRequest |
 export function earlyToolsListResponse(id: string | number, protocolVersion: string): string | undefined {
   const result = TOOLS_LIST_RESULTS?.[protocolVersion];
   return result === undefined ? undefined : `{"result":${result},"jsonrpc":"2.0","id":${JSON.stringify(id)}}`;
-}
-
-function isObject(value: unknown): value is JsonObject {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 function isOptional(value: unknown, check: (v: unknown) => boolean): boolean {

@@ -9,6 +9,7 @@ import type { FetchHandler, RequestContext } from '../http/context';
 import { readJsonPost } from '../http/json-body';
 import { jsonRpcError, RPC } from '../http/json-rpc-error';
 import type { LegacyLane } from './legacy-lane';
+import { readPlainMessage } from './plain-message';
 import { HTTP_PROTOCOL_VERSIONS } from './versions';
 
 /** A lane that serves already-read POST bodies. */
@@ -41,11 +42,9 @@ export function createMcpEndpoint({ legacy, modern, maxBodyBytes }: McpEndpointO
   };
 }
 
-const MESSAGE_KEYS = new Set(['jsonrpc', 'id', 'method', 'params']);
-
 /**
  * The common 2025-era message, recognized without the SDK's classifier (which validates the body against
- * four zod schemas, a measurable share of each request's cost): one JSON-RPC request or notification
+ * four zod schemas, a measurable share of each request's cost): one plain JSON-RPC request or notification
  * whose params carry no `_meta` (so no 2026-07-28 envelope claim), sent with no protocol version header or
  * a 2025-era one. `isLegacyRequest` says "legacy" for every such message (test/unit/protocol/mcp-endpoint.test.ts);
  * anything else is left to it.
@@ -53,13 +52,8 @@ const MESSAGE_KEYS = new Set(['jsonrpc', 'id', 'method', 'params']);
 export function isPlainLegacyMessage(req: Request, body: unknown): boolean {
   const header = req.headers.get('mcp-protocol-version');
   if (header !== null && !HTTP_PROTOCOL_VERSIONS.includes(header)) return false;
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) return false;
-  const message = body as Record<string, unknown>;
-  if (message.jsonrpc !== '2.0' || typeof message.method !== 'string') return false;
-  for (const key in message) if (!MESSAGE_KEYS.has(key)) return false;
-  const { id, params } = message;
-  if (id !== undefined && typeof id !== 'string' && !Number.isSafeInteger(id)) return false;
-  return params === undefined || (typeof params === 'object' && params !== null && !Array.isArray(params) && !('_meta' in params));
+  const message = readPlainMessage(body);
+  return message !== undefined && (message.params === undefined || !('_meta' in message.params));
 }
 
 /** Puts the MCP method and tool name of a single message into the request log line. */
