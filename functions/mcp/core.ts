@@ -3,43 +3,40 @@
  * app, behind one Node listener. index.ts loads it on first need (core-modules.ts), so that start-up compiles
  * none of it.
  */
+import { type Clock, SYSTEM_CLOCK } from './clock';
 import type { Config } from './config';
+import type { EntryDeps } from './entry-deps';
 import { createApp } from './http/app';
-import type { BearerVerifier } from './http/auth';
+import type { FetchHandler } from './http/context';
 import { createHealthReport } from './http/health';
 import { createNodeListener, type NodeListener } from './http/node-listener';
-import type { OriginPolicy } from './http/origin';
 import type { Logger } from './log';
 import { createLegacyLane } from './protocol/legacy-lane';
 import type { LegacySession } from './protocol/legacy-session';
 import { createMcpEndpoint } from './protocol/mcp-endpoint';
 import { createModernLane } from './protocol/modern-lane';
 import { HTTP_PROTOCOL_VERSIONS } from './protocol/versions';
-import { createSandboxProvider } from './sandbox/create-provider';
-import type { FreshSessions } from './sessions/fresh-sessions';
-import type { SignedIdCodec } from './sessions/session-id';
+import { createSandboxProvider, type SelectedProvider } from './sandbox/create-provider';
 import { createMemorySessionStore } from './sessions/store';
 import { createToolCatalog } from './tools';
 
 /** What the entry made before the core was needed; the core shares it rather than making its own. */
-export interface CoreDeps {
+export interface CoreDeps extends EntryDeps {
   config: Config;
   logger: Logger;
-  /** `undefined` when auth is off. */
-  verifier: BearerVerifier | undefined;
-  /** Origin and Host rules (from config). */
-  policy: OriginPolicy;
-  ids: SignedIdCodec;
-  /** Sessions whose `initialize` was answered before the core was loaded. */
-  fresh: FreshSessions;
   /** Header that carries the platform's request id (FC: `x-fc-request-id`). */
   requestIdHeader: string;
   startedAtMs: number;
+  /** The sandbox backend. @default the one SANDBOX_BACKEND names */
+  sandboxes?: SelectedProvider;
+  /** Time for session expiry, id signing and the E2B backend. @default SYSTEM_CLOCK */
+  clock?: Clock;
 }
 
-export interface Core {
-  /** Serves every request once the core is loaded. */
-  listener: NodeListener;
+/** The core as a web-standard handler, before the Node shell (what the in-process tests drive). */
+export interface CoreApp {
+  /** Serves every request that reaches the core. */
+  handle: FetchHandler;
   /** Probes the sandbox backend (bubblewrap); a sandbox needed sooner probes at once. */
   ready(): Promise<void>;
   /**
@@ -51,9 +48,16 @@ export interface Core {
   heldSessions(): number;
 }
 
-/** Wires the layers of DESIGN.md for the HTTP entry. */
-export function createCore({ config, logger, verifier, policy, ids, fresh, requestIdHeader, startedAtMs }: CoreDeps): Core {
-  const { provider, ready } = createSandboxProvider(config, logger);
+/** The core behind its Node shell. */
+export interface Core extends Omit<CoreApp, 'handle'> {
+  /** Serves every request once the core is loaded. */
+  listener: NodeListener;
+}
+
+/** Wires the layers of DESIGN.md into one web-standard handler. */
+export function createCoreApp({ config, logger, verifier, policy, ids, fresh, startedAtMs, sandboxes, clock = SYSTEM_CLOCK }: CoreDeps): CoreApp {
+  const { provider, ready } = sandboxes ?? createSandboxProvider(config, logger, clock);
+  const now = (): number => clock.now();
   const catalog = createToolCatalog(logger);
   const limits = { idleTtlMs: config.sessionIdleTtlS * 1000, toolTimeoutMaxMs: config.toolTimeoutMaxS * 1000 };
   const lane = createLegacyLane({
@@ -65,9 +69,10 @@ export function createCore({ config, logger, verifier, policy, ids, fresh, reque
     ...limits,
     logger,
     fresh,
+    now,
   });
-  const modern = createModernLane({ catalog, provider, ids, maxSandboxes: config.maxSessions, ...limits, logger });
-  const app = createApp({
+  const modern = createModernLane({ catalog, provider, ids, maxSandboxes: config.maxSessions, ...limits, logger, now });
+  const handle = createApp({
     mcp: createMcpEndpoint({ legacy: lane, modern, maxBodyBytes: config.maxBodyBytes }),
     health: createHealthReport({
       backend: () => provider.status(),
@@ -85,7 +90,22 @@ export function createCore({ config, logger, verifier, policy, ids, fresh, reque
     logger,
   });
   return {
-    listener: createNodeListener(app, {
+    handle,
+    ready,
+    heldSessions: () => lane.heldSessions(),
+    async shutdown({ keepSandboxes, flushMs }) {
+      await Promise.all([lane.shutdown({ keepSandboxes, flushMs }), keepSandboxes ? modern.releaseAll() : modern.closeAll()]);
+    },
+  };
+}
+
+/** Wires the core for the HTTP entry: the web-standard app behind the Node shell. */
+export function createCore(deps: CoreDeps): Core {
+  const { handle, ...rest } = createCoreApp(deps);
+  const { logger, config, requestIdHeader } = deps;
+  return {
+    ...rest,
+    listener: createNodeListener(handle, {
       requestIdHeader,
       maxBodyBytes: config.maxBodyBytes,
       onError: (err, clientGone) => {
@@ -95,10 +115,5 @@ export function createCore({ config, logger, verifier, policy, ids, fresh, reque
         else logger.error('response failed', { error });
       },
     }),
-    ready,
-    heldSessions: () => lane.heldSessions(),
-    async shutdown({ keepSandboxes, flushMs }) {
-      await Promise.all([lane.shutdown({ keepSandboxes, flushMs }), keepSandboxes ? modern.releaseAll() : modern.closeAll()]);
-    },
   };
 }

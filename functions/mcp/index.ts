@@ -7,16 +7,14 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 
-import { isLoopbackHost, loadConfig, type Config } from './config';
+import { loadConfig, type Config } from './config';
 import type { Core } from './core';
 import { loadCore } from './core-modules';
 import { installCrashGuards } from './crash-guard';
+import { createEntryDeps } from './entry-deps';
 import { ConfigError } from './errors';
-import { createBearerVerifier } from './http/auth';
 import { createEarlyListener } from './http/early-listener';
 import { createLogger, type Logger } from './log';
-import { FreshSessions } from './sessions/fresh-sessions';
-import { createSignedIdCodec } from './sessions/session-id';
 import { SERVER_INFO } from './version';
 
 /** How long after the core is loaded the sandbox backend is probed (a sandbox needed sooner probes at once). */
@@ -47,16 +45,14 @@ function main(): void {
   }
   const logger = createLogger(process.stdout, config.logLevel);
   const startedAtMs = Date.now();
-  const verifier = config.auth.mode === 'bearer' ? createBearerVerifier(config.auth.tokens) : undefined;
-  const ids = createSignedIdCodec(config.sessionSecret, config.sessionMaxAgeS * 1000);
-  const fresh = new FreshSessions();
-  const policy = { allowedOrigins: config.allowedOrigins, allowedHosts: config.allowedHosts, loopbackOnly: !config.onFc && isLoopbackHost(config.host) };
+  const shared = createEntryDeps(config);
+  const { verifier, ids, fresh, policy } = shared;
 
   let core: Core | undefined;
   const theCore = (): Core => {
     if (core === undefined) {
       const started = performance.now();
-      core = loadCore().createCore({ config, logger, verifier, policy, ids, fresh, requestIdHeader: FC_REQUEST_ID_HEADER, startedAtMs });
+      core = loadCore().createCore({ ...shared, config, logger, requestIdHeader: FC_REQUEST_ID_HEADER, startedAtMs });
       logger.info('core loaded', { load_ms: Math.round(performance.now() - started) });
       // The backend's probes (bubblewrap) a moment later, off the path of the request that needed the core.
       const loaded = core;

@@ -15,7 +15,8 @@ import { createSignedIdCodec } from '../../functions/mcp/sessions/session-id';
 import { createMemorySessionStore } from '../../functions/mcp/sessions/store';
 import { createToolCatalog } from '../../functions/mcp/tools';
 import { connectClient, textOf } from '../support/clients';
-import { createFakeClock, createStubProvider, StubSdk } from '../support/e2b-stub';
+import { createFakeClock } from '../support/fake-clock';
+import { createStubProvider, StubSdk } from '../support/e2b-stub';
 
 const TOKEN = 'e2b-recovery-token-0123456789abcdef';
 const SECRET = 'e2b-recovery-secret-0123456789abcdef012345';

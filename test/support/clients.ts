@@ -22,6 +22,8 @@ export interface ToolResult {
 
 export interface ConnectOptions {
   token?: string;
+  /** Sends the client's requests (the in-process harness's `fetch`). @default the global fetch */
+  fetch?: (input: string | URL, init?: RequestInit) => Promise<Response>;
 }
 
 /** Connects a client of the given kind to `url`. */
@@ -29,7 +31,7 @@ export async function connectClient(kind: 'v1' | 'v2', url: string, options: Con
   const requestInit: RequestInit = options.token === undefined ? {} : { headers: { Authorization: `Bearer ${options.token}` } };
   if (kind === 'v2') {
     const client = new ClientV2({ name: 'e2e-v2', version: '1.0.0' });
-    const transport = new TransportV2(new URL(url), { requestInit });
+    const transport = new TransportV2(new URL(url), { requestInit, ...(options.fetch !== undefined && { fetch: options.fetch }) });
     await client.connect(transport);
     return {
       kind,
@@ -47,7 +49,7 @@ export async function connectClient(kind: 'v1' | 'v2', url: string, options: Con
     };
   }
   const client = new ClientV1({ name: 'e2e-v1', version: '1.0.0' });
-  const transport = new TransportV1(new URL(url), { requestInit });
+  const transport = new TransportV1(new URL(url), { requestInit, ...(options.fetch !== undefined && { fetch: options.fetch }) });
   await client.connect(transport);
   return {
     kind,

@@ -7,7 +7,7 @@ import * as e2b from 'e2b';
 
 import { SILENT_LOGGER } from '../../functions/mcp/log';
 import { createE2BSandboxProvider } from '../../functions/mcp/sandbox/e2b/provider';
-import type { Clock } from '../../functions/mcp/sandbox/e2b/retry';
+import type { Clock } from '../../functions/mcp/clock';
 import type { SandboxProvider } from '../../functions/mcp/sandbox/types';
 import type { E2BCreateOptions, E2BSandboxApi, E2BSdk } from '../../functions/mcp/sandbox/e2b/sdk';
 
@@ -22,27 +22,8 @@ export interface CommandScript {
   exitCode?: number;
   /** Never finishes on its own (until killed). */
   hang?: boolean;
-}
-
-/**
- * A fake clock: `sleep` records the wait and advances time at once, or, when `frozen`, leaves time
- * where it is (so that concurrent waits show how they were scheduled).
- */
-export function createFakeClock(start = 1_000_000, { frozen = false } = {}): Clock & { advance(ms: number): void; sleeps: number[] } {
-  let now = start;
-  const sleeps: number[] = [];
-  return {
-    now: () => now,
-    sleep: async (ms) => {
-      sleeps.push(ms);
-      if (!frozen) now += ms;
-    },
-    random: () => 0.5,
-    advance: (ms) => {
-      now += ms;
-    },
-    sleeps,
-  };
+  /** Finishes when this settles (or when killed): a call the test holds open. */
+  until?: Promise<unknown>;
 }
 
 /** One stub sandbox: files in a map, commands and code answered by scripts, calls recorded. */
@@ -93,7 +74,8 @@ export class StubSandbox implements E2BSandboxApi {
     let release: (() => void) | undefined;
     const finished = new Promise<void>((resolve) => {
       release = resolve;
-      if (script.hang !== true) setImmediate(resolve);
+      if (script.until !== undefined) void script.until.finally(resolve);
+      else if (script.hang !== true) setImmediate(resolve);
     });
     this.running.set(pid, () => {
       killedHere = true;

@@ -12,7 +12,11 @@ export interface RawResponse {
 
 /** Sends a request and reads the whole answer (SSE bodies included, which end after the response). */
 export async function request(url: string, init: RequestInit = {}): Promise<RawResponse> {
-  const res = await fetch(url, init);
+  return readAnswer(await fetch(url, init));
+}
+
+/** Reads a whole answer (SSE bodies included, which end after the response). */
+export async function readAnswer(res: Response): Promise<RawResponse> {
   const text = await res.text();
   let json: unknown;
   const type = res.headers.get('content-type') ?? '';

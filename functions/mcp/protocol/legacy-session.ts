@@ -14,6 +14,7 @@ import type { LazySandbox } from '../sandbox/lazy-sandbox';
 import type { BackendStatus } from '../sandbox/types';
 import type { StoredSession } from '../sessions/store';
 import type { ToolCatalog } from '../tools';
+import { SSE_KEEP_ALIVE_MS } from './keep-alive';
 import { createCatalogServer } from './server-factory';
 import { toToolContext } from './tool-context';
 import { HTTP_PROTOCOL_VERSIONS } from './versions';
@@ -55,16 +56,12 @@ export interface OpenLegacySessionOptions {
   onDeleted: (session: LegacySession) => Promise<void>;
 }
 
-/** Interval of `:` keep-alive comments on open response streams. */
-const SSE_KEEP_ALIVE_MS = 10_000;
-
 /** Builds a session around a fresh transport whose id generator returns the pre-minted `id`. */
 export function openLegacySession(options: OpenLegacySessionOptions): LegacySession {
   const { id, sandbox, idleTtlMs, toolTimeoutMaxMs } = options;
   let calls = 0;
   const transport = new WebStandardStreamableHTTPServerTransport({
     sessionIdGenerator: () => id,
-    // A silent stream is cut by proxies (FACTS.md §2): a comment at least every 10 s.
     keepAliveMs: SSE_KEEP_ALIVE_MS,
     onsessioninitialized: () => options.onInitialized(session),
     onsessionclosed: () => options.onDeleted(session),

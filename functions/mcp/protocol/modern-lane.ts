@@ -15,6 +15,7 @@ import type { SandboxProvider } from '../sandbox/types';
 import type { SignedIdCodec } from '../sessions/session-id';
 import type { ToolCatalog } from '../tools';
 import type { PostLane } from './mcp-endpoint';
+import { SSE_KEEP_ALIVE_MS } from './keep-alive';
 import { takeSandboxArgument, withSandboxArgument, withSandboxHandle } from './sandbox-argument';
 import { createProtocolServer } from './server-factory';
 import { toToolContext } from './tool-context';
@@ -120,7 +121,7 @@ export function createModernLane(options: ModernLaneOptions): ModernLane {
       const principal = requestCtx.authInfo?.clientId ?? ANONYMOUS_PRINCIPAL;
       return createProtocolServer({ tools, versions: HTTP_PROTOCOL_VERSIONS, call: (name, args, ctx) => call(name, args, ctx, principal) });
     },
-    { legacy: 'reject', onerror: (err) => logger.debug('modern lane protocol error', { error: err.message }) },
+    { legacy: 'reject', keepAliveMs: SSE_KEEP_ALIVE_MS, onerror: (err) => logger.debug('modern lane protocol error', { error: err.message }) },
   );
 
   return {

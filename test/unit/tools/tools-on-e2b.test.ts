@@ -5,7 +5,8 @@ import { SILENT_LOGGER } from '../../../functions/mcp/log';
 import { createLazySandbox } from '../../../functions/mcp/sandbox/lazy-sandbox';
 import { createToolCatalog, TOOLS } from '../../../functions/mcp/tools';
 import type { ToolContext } from '../../../functions/mcp/tools';
-import { createFakeClock, createStubProvider, StubSdk } from '../../support/e2b-stub';
+import { createFakeClock } from '../../support/fake-clock';
+import { createStubProvider, StubSdk } from '../../support/e2b-stub';
 
 function setup() {
   const clock = createFakeClock();

@@ -2,6 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import { posix } from 'node:path';
 
+import type { Clock } from '../../clock';
 import { AppError, isAppError } from '../../errors';
 import { OutputCapture } from '../output-capture';
 import type {
@@ -24,7 +25,6 @@ import type {
 } from '../types';
 import { E2BBackgroundProcesses } from './background';
 import { toE2BAppError } from './errors';
-import type { Clock } from './retry';
 import type { E2BErrorClasses, E2BSandboxApi } from './sdk';
 import { shellQuote } from './shell';
 

@@ -3,12 +3,13 @@ import { createHash } from 'node:crypto';
 
 import type { E2BConfig } from '../../config';
 import { AppError } from '../../errors';
+import { type Clock, SYSTEM_CLOCK } from '../../clock';
 import type { Logger } from '../../log';
 import { SERVER_INFO } from '../../version';
 import type { BackendStatus, Sandbox, SandboxOwner, SandboxProvider } from '../types';
 import { E2BSandbox } from './e2b-sandbox';
 import { toE2BAppError } from './errors';
-import { type Clock, createRateGate, retryWithBackoff, type RetryOptions, SYSTEM_CLOCK } from './retry';
+import { createRateGate, retryWithBackoff, type RetryOptions } from './retry';
 import { type E2BSandboxApi, type E2BSdk, loadE2BSdk } from './sdk';
 
 export interface E2BProviderOptions {

@@ -1,17 +1,5 @@
 /** Bounded retry with exponential backoff and full jitter, and a gate that spaces sandbox creations. */
-
-/** Injected time, so tests need no real waiting. */
-export interface Clock {
-  now(): number;
-  sleep(ms: number): Promise<void>;
-  random(): number;
-}
-
-export const SYSTEM_CLOCK: Clock = {
-  now: () => Date.now(),
-  sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
-  random: () => Math.random(),
-};
+import { type Clock, SYSTEM_CLOCK } from '../../clock';
 
 export interface RetryOptions {
   /** Give up once this much time has passed since the first attempt. @default 10_000 */

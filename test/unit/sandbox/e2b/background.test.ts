@@ -1,7 +1,8 @@
 import * as e2b from 'e2b';
 
 import { E2BSandbox } from '../../../../functions/mcp/sandbox/e2b/e2b-sandbox';
-import { createFakeClock, StubSandbox } from '../../../support/e2b-stub';
+import { createFakeClock } from '../../../support/fake-clock';
+import { StubSandbox } from '../../../support/e2b-stub';
 
 function setup() {
   const clock = createFakeClock();

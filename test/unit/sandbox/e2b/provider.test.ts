@@ -4,7 +4,8 @@ import { SILENT_LOGGER } from '../../../../functions/mcp/log';
 import { createE2BSandboxProvider } from '../../../../functions/mcp/sandbox/e2b/provider';
 import { createLazySandbox } from '../../../../functions/mcp/sandbox/lazy-sandbox';
 import { SERVER_INFO } from '../../../../functions/mcp/version';
-import { createFakeClock, StubSdk } from '../../../support/e2b-stub';
+import { createFakeClock } from '../../../support/fake-clock';
+import { StubSdk } from '../../../support/e2b-stub';
 
 const CONFIG = { apiKey: 'e2b_0123456789abcdef0123456789abcdef', template: 'code-interpreter-v1', domain: 'cn-hangzhou.e2b.fc.aliyuncs.com', apiUrl: 'https://api.cn-hangzhou.e2b.fc.aliyuncs.com', maxCreatesPerS: 1 };
 const OWNER = { sessionKey: 'session-id-abc', principal: 'principal-123' };

@@ -1,0 +1,158 @@
+/**
+ * The core in-process: `createCoreApp` built from a real Config with fake dependencies (a fake clock, a
+ * logger that keeps its lines, the E2B backend over the in-memory SDK stub) and driven with web `Request`s,
+ * with no process spawned and no port opened. One harness is one server instance; harnesses that share an
+ * `sdk` (the "E2B" that outlives instances) and a `clock` are instances of one deployment.
+ *
+ * What only the real process shows (start-up, signals, the Node shell, FC hooks, the early answers) is
+ * tested through the bundle in test/e2e.
+ */
+import { randomUUID } from 'node:crypto';
+
+import { loadConfig } from '../../functions/mcp/config';
+import { type CoreApp, createCoreApp } from '../../functions/mcp/core';
+import { createEntryDeps } from '../../functions/mcp/entry-deps';
+import type { RequestBody } from '../../functions/mcp/http/context';
+import { createLogger } from '../../functions/mcp/log';
+import type { SelectedProvider } from '../../functions/mcp/sandbox/create-provider';
+import { createE2BSandboxProvider } from '../../functions/mcp/sandbox/e2b/provider';
+import { connectClient, type TestClient } from './clients';
+import { StubSdk } from './e2b-stub';
+import { createFakeClock, type FakeClock } from './fake-clock';
+import { ACCEPT_BOTH, initializeBody, readAnswer, type RawResponse } from './http';
+
+export const HARNESS_TOKEN = 'harness-token-0123456789abcdef0123';
+export const HARNESS_OTHER_TOKEN = 'harness-other-token-fedcba98765432';
+export const HARNESS_SECRET = 'harness-secret-0123456789abcdef0123456789';
+/** The URL the harness answers (any path works; the host passes the loopback Host check). */
+export const HARNESS_URL = 'http://127.0.0.1:9000/mcp';
+
+/** The environment every harness starts from; `HarnessOptions.env` goes over it. */
+const BASE_ENV: Record<string, string> = {
+  MCP_AUTH_TOKENS: `${HARNESS_TOKEN},${HARNESS_OTHER_TOKEN}`,
+  MCP_SESSION_SECRET: HARNESS_SECRET,
+  SANDBOX_BACKEND: 'e2b',
+  E2B_API_KEY: 'e2b_harness_key_0123456789abcdef',
+  // The creation gate is tested on its own; here it would only stretch fake time.
+  E2B_MAX_CREATES_PER_S: '100',
+  LOG_LEVEL: 'debug',
+};
+
+export interface HarnessOptions {
+  /** Environment for `loadConfig`, over the base (two tokens, a secret, the E2B backend). */
+  env?: Record<string, string>;
+  /**
+   * The E2B SDK behind the (real) E2B provider: a stub shared by the instances of a test, or `'real'` for the
+   * real SDK (pointed at a loopback fake with E2B_API_URL). @default a new StubSdk on the harness clock
+   */
+  sdk?: StubSdk | 'real';
+  /** @default a new fake clock */
+  clock?: FakeClock;
+  /** Another sandbox backend altogether (replaces the E2B provider). */
+  sandboxes?: SelectedProvider;
+}
+
+/** `fetch`-shaped, so that the official clients can use it. */
+export type FetchLike = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
+
+export interface Harness {
+  readonly url: string;
+  readonly clock: FakeClock;
+  /** The stub "E2B" (undefined with the real SDK or another backend). */
+  readonly sdk: StubSdk | undefined;
+  readonly core: CoreApp;
+  /** Serves one request through the core, as the Node shell would (the body read first, a signal for hang-ups). */
+  readonly fetch: FetchLike;
+  /** The JSON log lines written so far. */
+  logs(): Array<Record<string, unknown>>;
+  /** An official client (v2 by default) connected through `fetch`. */
+  connect(options?: { kind?: 'v1' | 'v2'; token?: string }): Promise<TestClient>;
+  /** POSTs a JSON-RPC body (or raw text) to /mcp with the usual headers, `headers` over them. */
+  post(body: unknown, headers?: Record<string, string>): Promise<RawResponse>;
+  /** Opens a 2025-era session over raw requests; `headers` carry the token, id and version for later requests. */
+  openSession(options?: { token?: string; version?: string }): Promise<{ sessionId: string; headers: Record<string, string> }>;
+  /** The instance goes away keeping its sandboxes (a restart elsewhere can re-attach them). */
+  close(): Promise<void>;
+}
+
+/** Builds one in-process instance. */
+export function createHarness(options: HarnessOptions = {}): Harness {
+  const clock = options.clock ?? createFakeClock(Date.parse('2026-11-30T12:00:00Z'));
+  const config = loadConfig({ ...BASE_ENV, ...options.env });
+  const lines: string[] = [];
+  const logger = createLogger(
+    {
+      write(chunk, callback) {
+        if (chunk !== '') lines.push(chunk);
+        callback?.();
+        return true;
+      },
+    },
+    config.logLevel,
+    () => new Date(clock.now()),
+  );
+  const sdk = options.sdk === 'real' ? undefined : (options.sdk ?? new StubSdk(clock));
+  const sandboxes: SelectedProvider = options.sandboxes ?? {
+    provider: createE2BSandboxProvider({
+      config: config.e2b,
+      leaseMs: config.sessionIdleTtlS * 1000,
+      logger,
+      clock,
+      ...(sdk !== undefined && { loadSdk: async () => sdk }),
+    }),
+    ready: async () => undefined,
+  };
+  const core = createCoreApp({ ...createEntryDeps(config), config, logger, requestIdHeader: 'x-fc-request-id', startedAtMs: clock.now(), sandboxes, clock });
+
+  const fetchLike: FetchLike = async (input, init) => {
+    const request = new Request(input, init);
+    const url = new URL(request.url);
+    const headers = new Headers(request.headers);
+    if (!headers.has('host')) headers.set('host', url.host);
+    let body: RequestBody | undefined;
+    if (request.method !== 'GET' && request.method !== 'HEAD') {
+      const text = await request.text();
+      body = Buffer.byteLength(text) > config.maxBodyBytes ? { tooLarge: true } : { tooLarge: false, text };
+    }
+    // As in the Node shell: the web Request carries no body or signal; the context does.
+    const bare = new Request(`http://localhost${url.pathname}${url.search}`, { method: request.method, headers });
+    const hangUp = new AbortController();
+    init?.signal?.addEventListener('abort', () => hangUp.abort(), { once: true });
+    const response = await core.handle(bare, { requestId: randomUUID(), path: url.pathname, log: {}, body, signal: hangUp.signal });
+    if (response.body === null) return response;
+    // A client that hangs up cancels the answer's stream, as a closed connection does.
+    const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
+    void response.body.pipeTo(writable, { signal: hangUp.signal }).catch(() => undefined);
+    return new Response(readable, { status: response.status, statusText: response.statusText, headers: response.headers });
+  };
+
+  const post = async (body: unknown, headers: Record<string, string> = {}): Promise<RawResponse> =>
+    readAnswer(
+      await fetchLike(HARNESS_URL, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${HARNESS_TOKEN}`, 'content-type': 'application/json', accept: ACCEPT_BOTH, ...headers },
+        body: typeof body === 'string' ? body : JSON.stringify(body),
+      }),
+    );
+
+  return {
+    url: HARNESS_URL,
+    clock,
+    sdk,
+    core,
+    fetch: fetchLike,
+    logs: () => lines.map((line) => JSON.parse(line) as Record<string, unknown>),
+    connect: ({ kind = 'v2', token = HARNESS_TOKEN } = {}) => connectClient(kind, HARNESS_URL, { token, fetch: fetchLike }),
+    post,
+    async openSession({ token = HARNESS_TOKEN, version = '2025-11-25' } = {}) {
+      const auth = { authorization: `Bearer ${token}` };
+      const opened = await post(initializeBody(version), auth);
+      const sessionId = opened.headers.get('mcp-session-id');
+      if (opened.status !== 200 || sessionId === null) throw new Error(`initialize failed: ${opened.status} ${opened.text}`);
+      const headers = { ...auth, 'mcp-session-id': sessionId, 'mcp-protocol-version': version };
+      await post({ jsonrpc: '2.0', method: 'notifications/initialized' }, headers);
+      return { sessionId, headers };
+    },
+    close: () => core.shutdown({ keepSandboxes: true, flushMs: 0 }),
+  };
+}
