@@ -83,6 +83,7 @@ export function createCoreApp({ config, logger, verifier, policy, ids, fresh, st
       authMode: config.auth.mode,
       versions: HTTP_PROTOCOL_VERSIONS,
       startedAtMs,
+      now,
     }),
     preStop: () => logger.flush(),
     verifier,

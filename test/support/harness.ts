@@ -9,11 +9,11 @@
  */
 import { randomUUID } from 'node:crypto';
 
-import { loadConfig } from '../../functions/mcp/config';
+import { type Config, loadConfig } from '../../functions/mcp/config';
 import { type CoreApp, createCoreApp } from '../../functions/mcp/core';
 import { createEntryDeps } from '../../functions/mcp/entry-deps';
 import type { RequestBody } from '../../functions/mcp/http/context';
-import { createLogger } from '../../functions/mcp/log';
+import { createLogger, type Logger } from '../../functions/mcp/log';
 import type { SelectedProvider } from '../../functions/mcp/sandbox/create-provider';
 import { createE2BSandboxProvider } from '../../functions/mcp/sandbox/e2b/provider';
 import { connectClient, type TestClient } from './clients';
@@ -48,8 +48,8 @@ export interface HarnessOptions {
   sdk?: StubSdk | 'real';
   /** @default a new fake clock */
   clock?: FakeClock;
-  /** Another sandbox backend altogether (replaces the E2B provider). */
-  sandboxes?: SelectedProvider;
+  /** Another sandbox backend altogether, made from the harness's config, logger and clock (replaces the E2B provider). */
+  sandboxes?: (deps: { config: Config; logger: Logger; clock: FakeClock }) => SelectedProvider;
 }
 
 /** `fetch`-shaped, so that the official clients can use it. */
@@ -58,7 +58,7 @@ export type FetchLike = (input: string | URL | Request, init?: RequestInit) => P
 export interface Harness {
   readonly url: string;
   readonly clock: FakeClock;
-  /** The stub "E2B" (undefined with the real SDK or another backend). */
+  /** The stub "E2B" (unused with the real SDK or another backend). */
   readonly sdk: StubSdk | undefined;
   readonly core: CoreApp;
   /** Serves one request through the core, as the Node shell would (the body read first, a signal for hang-ups). */
@@ -77,7 +77,7 @@ export interface Harness {
 
 /** Builds one in-process instance. */
 export function createHarness(options: HarnessOptions = {}): Harness {
-  const clock = options.clock ?? createFakeClock(Date.parse('2026-11-30T12:00:00Z'));
+  const clock = options.clock ?? createFakeClock(Date.parse('2030-01-01T00:00:00Z'));
   const config = loadConfig({ ...BASE_ENV, ...options.env });
   const lines: string[] = [];
   const logger = createLogger(
@@ -92,7 +92,7 @@ export function createHarness(options: HarnessOptions = {}): Harness {
     () => new Date(clock.now()),
   );
   const sdk = options.sdk === 'real' ? undefined : (options.sdk ?? new StubSdk(clock));
-  const sandboxes: SelectedProvider = options.sandboxes ?? {
+  const sandboxes: SelectedProvider = options.sandboxes?.({ config, logger, clock }) ?? {
     provider: createE2BSandboxProvider({
       config: config.e2b,
       leaseMs: config.sessionIdleTtlS * 1000,

@@ -12,13 +12,13 @@ export interface SelectedProvider {
   ready: () => Promise<void>;
 }
 
-/** Creates the provider named by SANDBOX_BACKEND; `clock` times E2B's retries, gate and lease renewal. */
+/** Creates the provider named by SANDBOX_BACKEND; `clock` times E2B's retries, gate and leases, and dates local workspaces' use. */
 export function createSandboxProvider(config: Config, logger: Logger, clock?: Clock): SelectedProvider {
   if (config.sandboxBackend === 'e2b') {
     // Nothing to probe: the SDK loads, and E2B is called, when the first sandbox is needed.
     const provider = createE2BSandboxProvider({ config: config.e2b, leaseMs: config.sessionIdleTtlS * 1000, logger, clock });
     return { provider, ready: async () => undefined };
   }
-  const provider = createLocalSandboxProvider({ config: config.local, logger });
+  const provider = createLocalSandboxProvider({ config: config.local, logger, clock });
   return { provider, ready: provider.ready };
 }

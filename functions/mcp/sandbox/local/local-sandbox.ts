@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { rmdir, stat, unlink, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
+import type { Clock } from '../../clock';
 import { AppError } from '../../errors';
 import type {
   BackgroundProcess,
@@ -44,6 +45,8 @@ export interface LocalSandboxOptions {
   maxOutputBytes: number;
   /** The workspace was re-attached (the session moved or the server restarted): the interpreter starts fresh. */
   resumed: boolean;
+  /** Dates the last-used marker. */
+  clock: Clock;
 }
 
 /** Interpreters for the stateless languages: program name and file extension. */
@@ -96,7 +99,7 @@ export class LocalSandbox implements Sandbox {
 
   /** Marks the sandbox used now, for every instance that shares the workspace root. */
   private touch(): void {
-    const now = new Date();
+    const now = new Date(this.options.clock.now());
     void utimes(this.usedMarker, now, now).catch(() => writeFile(this.usedMarker, '').catch(() => undefined));
   }
 

@@ -2,6 +2,7 @@
 import { stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 
+import { type Clock, SYSTEM_CLOCK } from '../../clock';
 import type { LocalSandboxConfig } from '../../config';
 import { AppError } from '../../errors';
 import type { Logger } from '../../log';
@@ -17,6 +18,8 @@ export interface LocalProviderOptions {
   /** Bytes kept per output stream. @default 65_536 */
   maxOutputBytes?: number;
   limits?: ProcessLimits;
+  /** Dates the workspace's last-used marker. @default SYSTEM_CLOCK */
+  clock?: Clock;
 }
 
 export interface LocalSandboxProvider extends SandboxProvider {
@@ -30,6 +33,7 @@ export function createLocalSandboxProvider({
   logger,
   maxOutputBytes = 65_536,
   limits = DEFAULT_PROCESS_LIMITS,
+  clock = SYSTEM_CLOCK,
 }: LocalProviderOptions): LocalSandboxProvider {
   const tools = findHostTools();
   // As root, each sandbox runs as its own unprivileged user: rlimits then hold and sessions cannot reach each other.
@@ -102,6 +106,7 @@ export function createLocalSandboxProvider({
       python: config.python,
       maxOutputBytes,
       resumed,
+      clock,
     });
   };
 
