@@ -22,7 +22,9 @@ export function isDeployToolInstalled(path: string, what: string): boolean {
 
 /**
  * Renders an s.yaml with `s preview -t FILE -o json`, offline and without credentials, and returns the document.
- * `s` prints a WARN line on stdout before the JSON when run as root; that line is dropped.
+ * `s` prints a WARN line on stdout before the JSON when run as root; that line is dropped. `s` runs in a HOME of
+ * its own (it keeps state in ~/.s), and with NODE_ENV=test: otherwise it starts detached daemons (update check,
+ * usage report) that reach the network for up to 30 s and write into that HOME after it has been removed.
  */
 export function sPreview(file: string, env: Record<string, string>): Promise<{ code: number; document: Record<string, unknown> | undefined; output: string }> {
   const home = mkdtempSync(join(tmpdir(), 's-home-'));
@@ -30,7 +32,7 @@ export function sPreview(file: string, env: Record<string, string>): Promise<{ c
     execFile(
       process.execPath,
       [S_CLI, 'preview', '-t', file, '-o', 'json'],
-      { cwd: dirname(file), env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, ...env }, timeout: 60_000, encoding: 'utf8' },
+      { cwd: dirname(file), env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, NODE_ENV: 'test', ...env }, timeout: 60_000, encoding: 'utf8' },
       (err, stdout, stderr) => {
         rmSync(home, { recursive: true, force: true });
         if (err !== null && typeof err.code !== 'number') return reject(err);

@@ -141,6 +141,14 @@ export function verifyAcs3Signature(req: SignedRequest, body: Buffer, credential
   return { ok: true };
 }
 
+/**
+ * The recorded calls the fake refused as badly signed (an empty list when every request was signed). A retried
+ * request that was sent again without being signed again fails too: its nonce was used before.
+ */
+export function unsignedCalls(calls: readonly RecordedCall[]): Array<{ action: string | undefined; signature: SignatureCheck }> {
+  return calls.filter((c) => !c.signature.ok).map((c) => ({ action: c.action, signature: c.signature }));
+}
+
 /** Starts the fake on a free loopback port. */
 export async function startFakeFc(credentials: Credentials, accountId = '1234567890123456'): Promise<FakeFc> {
   const calls: RecordedCall[] = [];

@@ -9,6 +9,8 @@
  */
 import { randomUUID } from 'node:crypto';
 
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+
 import { type Config, loadConfig } from '../../functions/mcp/config';
 import { type CoreApp, createCoreApp } from '../../functions/mcp/core';
 import { createEntryDeps } from '../../functions/mcp/entry-deps';
@@ -65,8 +67,10 @@ export interface Harness {
   readonly fetch: FetchLike;
   /** The JSON log lines written so far. */
   logs(): Array<Record<string, unknown>>;
-  /** An official client (v2 by default) connected through `fetch`. */
-  connect(options?: { kind?: 'v1' | 'v2'; token?: string }): Promise<TestClient>;
+  /** An official client (v2 by default) connected through `fetch` (or `options.fetch`, which may wrap it). */
+  connect(options?: { kind?: 'v1' | 'v2'; token?: string; fetch?: FetchLike }): Promise<TestClient>;
+  /** A v2 client pinned to 2026-07-28 (the modern lane), connected through `fetch`. */
+  connectModern(options?: { token?: string; fetch?: FetchLike }): Promise<Client>;
   /** POSTs a JSON-RPC body (or raw text) to /mcp with the usual headers, `headers` over them. */
   post(body: unknown, headers?: Record<string, string>): Promise<RawResponse>;
   /** Opens a 2025-era session over raw requests; `headers` carry the token, id and version for later requests. */
@@ -142,7 +146,12 @@ export function createHarness(options: HarnessOptions = {}): Harness {
     core,
     fetch: fetchLike,
     logs: () => lines.map((line) => JSON.parse(line) as Record<string, unknown>),
-    connect: ({ kind = 'v2', token = HARNESS_TOKEN } = {}) => connectClient(kind, HARNESS_URL, { token, fetch: fetchLike }),
+    connect: ({ kind = 'v2', token = HARNESS_TOKEN, fetch = fetchLike } = {}) => connectClient(kind, HARNESS_URL, { token, fetch }),
+    async connectModern({ token = HARNESS_TOKEN, fetch = fetchLike } = {}) {
+      const client = new Client({ name: 'harness-modern', version: '1.0.0' }, { capabilities: {}, versionNegotiation: { mode: { pin: '2026-07-28' } } });
+      await client.connect(new StreamableHTTPClientTransport(new URL(HARNESS_URL), { fetch, requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+      return client;
+    },
     post,
     async openSession({ token = HARNESS_TOKEN, version = '2025-11-25' } = {}) {
       const auth = { authorization: `Bearer ${token}` };

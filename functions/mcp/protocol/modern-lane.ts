@@ -121,7 +121,7 @@ export function createModernLane(options: ModernLaneOptions): ModernLane {
       const principal = requestCtx.authInfo?.clientId ?? ANONYMOUS_PRINCIPAL;
       return createProtocolServer({ tools, versions: HTTP_PROTOCOL_VERSIONS, call: (name, args, ctx) => call(name, args, ctx, principal) });
     },
-    { legacy: 'reject', keepAliveMs: SSE_KEEP_ALIVE_MS, onerror: (err) => logger.debug('modern lane protocol error', { error: err.message }) },
+    { legacy: 'reject', responseMode: 'sse', keepAliveMs: SSE_KEEP_ALIVE_MS, onerror: (err) => logger.debug('modern lane protocol error', { error: err.message }) },
   );
 
   return {

@@ -1,0 +1,88 @@
+/**
+ * The 2026-07-28 lane's sandbox table (protocol/modern-lane.ts), in-process with a fake clock: handles
+ * minted and honoured across instances, idle sandboxes destroyed after the TTL, the least recently used
+ * let go (not destroyed) at the cap, and a closed stream cancelling the call in the sandbox.
+ */
+import type { Client } from '@modelcontextprotocol/client';
+
+import { StubSdk } from '../support/e2b-stub';
+import { createFakeClock } from '../support/fake-clock';
+import { createHarness, type Harness } from '../support/harness';
+import { holdCommands, settle } from '../support/held-commands';
+
+type Result = { content: Array<{ type: string; text?: string }>; structuredContent?: Record<string, unknown>; isError?: boolean };
+const call = async (client: Client, name: string, args: Record<string, unknown> = {}): Promise<Result> =>
+  (await client.callTool({ name, arguments: args })) as Result;
+const handleOf = (result: Result): string => String(result.structuredContent?.sandbox);
+const TTL_S = 60;
+
+it('gives a handle-less call a new sandbox and its handle; the handle reaches the same sandbox on another instance', async () => {
+  const clock = createFakeClock(Date.parse('2030-01-01T00:00:00Z'));
+  const sdk = new StubSdk(clock);
+  const a = createHarness({ clock, sdk });
+  const b = createHarness({ clock, sdk });
+  const onA = await a.connectModern();
+  const sandbox = handleOf(await call(onA, 'write_file', { path: 'shared.txt', content: 'one\n' }));
+  expect(sdk.created).toHaveLength(1);
+  const onB = await b.connectModern();
+  expect((await call(onB, 'read_file', { path: 'shared.txt', sandbox })).structuredContent).toMatchObject({ content: 'one\n', sandbox });
+  expect(sdk.created).toHaveLength(1);
+  expect(sdk.connects).toEqual(['sbx-1']);
+  // Without the handle, a call gets a sandbox of its own.
+  expect(handleOf(await call(onB, 'sandbox_status'))).not.toBe(sandbox);
+});
+
+it(`destroys a sandbox whose handle went unused past MCP_SESSION_IDLE_TTL_S (${TTL_S} s), and keeps one used within it`, async () => {
+  const h = createHarness({ env: { MCP_SESSION_IDLE_TTL_S: String(TTL_S) } });
+  const client = await h.connectModern();
+  const kept = handleOf(await call(client, 'write_file', { path: 'a.txt', content: 'a' }));
+  const dropped = handleOf(await call(client, 'write_file', { path: 'b.txt', content: 'b' }));
+  h.clock.advance(TTL_S * 1000 - 1_000);
+  expect((await call(client, 'read_file', { path: 'a.txt', sandbox: kept })).structuredContent).toMatchObject({ content: 'a' });
+  h.clock.advance(1_100);
+  expect((await call(client, 'read_file', { path: 'a.txt', sandbox: kept })).structuredContent).toMatchObject({ content: 'a' }); // and sweeps
+  await settle(() => h.sdk?.sandboxes[1]?.killed === true);
+  expect(h.sdk?.sandboxes.map((s) => s.killed)).toEqual([false, true]);
+  // The destroyed sandbox's handle still verifies: it gets a fresh sandbox, and says so.
+  const again = await call(client, 'read_file', { path: 'b.txt', sandbox: dropped });
+  expect(again.isError).toBe(true);
+  expect(again.content.map((c) => c.text).join('\n')).toMatch(/no earlier sandbox/);
+});
+
+it('lets go of the least recently used sandbox at the cap (MCP_MAX_SESSIONS=2) without destroying it; its handle brings it back', async () => {
+  const h = createHarness({ env: { MCP_MAX_SESSIONS: '2' } });
+  const client = await h.connectModern();
+  const first = handleOf(await call(client, 'write_file', { path: 'first.txt', content: '1' }));
+  await call(client, 'write_file', { path: 'second.txt', content: '2' });
+  await call(client, 'write_file', { path: 'third.txt', content: '3' });
+  expect(h.sdk?.sandboxes.map((s) => s.killed)).toEqual([false, false, false]);
+  expect((await call(client, 'read_file', { path: 'first.txt', sandbox: first })).structuredContent).toMatchObject({ content: '1' });
+  expect(h.sdk?.connects).toEqual(['sbx-1']);
+  expect(h.sdk?.created).toHaveLength(3);
+});
+
+it('refuses a forged handle and another credential’s handle, telling the caller to omit it', async () => {
+  const h = createHarness();
+  const mine = handleOf(await call(await h.connectModern(), 'sandbox_status'));
+  const [random, issued, mac] = mine.split('.');
+  const forged = `${random}.${issued}.${mac?.startsWith('A') ? 'B' : 'A'}${mac?.slice(1)}`;
+  const client = await h.connectModern();
+  await expect(call(client, 'sandbox_status', { sandbox: forged })).rejects.toThrow(/not valid for this credential.*omit it/);
+  const { HARNESS_OTHER_TOKEN } = await import('../support/harness');
+  const other = await h.connectModern({ token: HARNESS_OTHER_TOKEN });
+  await expect(call(other, 'sandbox_status', { sandbox: mine })).rejects.toThrow(/not valid for this credential/);
+});
+
+it('stops the running command in the sandbox when the client closes its stream', async () => {
+  const h: Harness = createHarness();
+  const held = holdCommands(h);
+  const client = await h.connectModern();
+  const abort = new AbortController();
+  const running = client.callTool({ name: 'run_command', arguments: { command: 'hold-forever' } }, { signal: abort.signal });
+  await settle(() => held.started('hold-forever'));
+  abort.abort();
+  await expect(running).rejects.toThrow();
+  // The command's process group is signalled inside the sandbox (`kill -TERM -<pid>`), with no timer involved.
+  await settle(() => (h.sdk?.sandboxes[0]?.terminatedPids.length ?? 0) > 0);
+  expect(h.sdk?.sandboxes[0]?.terminatedPids).toEqual([1]);
+});
