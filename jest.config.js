@@ -1,4 +1,8 @@
-/** Jest: TypeScript through SWC; e2e suites start the built bundle (npm test builds it first). */
+/**
+ * Jest for `npm test`: the fast, deterministic suite (unit, the core in-process, the bundle over HTTP, deploy).
+ * TypeScript through SWC; e2e suites start the built bundle (npm test builds it first). What is slow by nature
+ * (load, real-time faults, the large fuzz) is jest.reliability.config.js (`npm run test:reliability`).
+ */
 const swc = ['@swc/jest', { jsc: { target: 'es2022', parser: { syntax: 'typescript' } }, module: { type: 'commonjs' } }];
 // ESM-only packages that the E2B SDK's CommonJS build requires (the bundle gets them through esbuild).
 const ESM_ONLY = ['chalk'];
@@ -7,6 +11,7 @@ module.exports = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
+  testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/reliability/'],
   transform: {
     '^.+\\.ts$': swc,
     [`/node_modules/(.+/)?(${ESM_ONLY.join('|')})/.+\\.js$`]: ['@swc/jest', { jsc: { target: 'es2022' }, module: { type: 'commonjs' } }],

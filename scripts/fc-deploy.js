@@ -27,6 +27,7 @@ const ACTIVE_TIMEOUT_MS = 5 * 60_000;
  * @property {Buffer} zip code.zip
  * @property {{ MCP_AUTH_TOKENS?: string, MCP_SESSION_SECRET?: string, E2B_API_KEY?: string }} secrets values from the environment or files
  * @property {(line: string) => void} step told of each step as it happens
+ * @property {() => number} [random] the retries' jitter source, in [0, 1); Math.random unless given
  * @property {(ms: number) => Promise<unknown>} [wait] @default setTimeout from node:timers/promises
  */
 
@@ -49,6 +50,7 @@ async function deployToFc(options) {
   const call = (/** @type {string} */ what, /** @type {() => Promise<any>} */ fn) =>
     withRetry(fn, {
       wait,
+      random: options.random,
       onRetry: (err, attempt, delayMs) => step(`  ${what}: ${describeError(err)}; retrying in ${(delayMs / 1000).toFixed(1)} s (attempt ${attempt + 1})`),
     }).catch((err) => {
       throw toDeployError(what, err);

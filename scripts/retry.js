@@ -21,11 +21,12 @@ function isRetryable(err) {
 
 /**
  * @typedef {object} RetryOptions
- * @property {number} [attempts] tries in all. @default 5
- * @property {number} [baseDelayMs] first backoff; doubles each time, plus up to 50 % jitter. @default 500
- * @property {number} [maxDelayMs] longest single wait. @default 8000
+ * @property {number} [attempts=5] tries in all
+ * @property {number} [baseDelayMs=500] first backoff; doubles each time, plus up to 50 % jitter
+ * @property {number} [maxDelayMs=8000] longest single wait
  * @property {(err: any, attempt: number, delayMs: number) => void} [onRetry] told before each wait
- * @property {(ms: number) => Promise<unknown>} [wait] @default setTimeout from node:timers/promises
+ * @property {() => number} [random] the jitter's source, in [0, 1); Math.random unless given
+ * @property {(ms: number) => Promise<unknown>} [wait] waits; setTimeout from node:timers/promises unless given
  */
 
 /**
@@ -36,14 +37,14 @@ function isRetryable(err) {
  * @returns {Promise<T>}
  */
 async function withRetry(call, options = {}) {
-  const { attempts = 5, baseDelayMs = 500, maxDelayMs = 8000, onRetry = () => {}, wait = sleep } = options;
+  const { attempts = 5, baseDelayMs = 500, maxDelayMs = 8000, onRetry = () => {}, random = Math.random, wait = sleep } = options;
   for (let attempt = 1; ; attempt++) {
     try {
       return await call();
     } catch (err) {
       const e = /** @type {{ code?: string, statusCode?: number, retryAfterMs?: number }} */ (err);
       if (attempt >= attempts || !isRetryable(e)) throw err;
-      const backoff = baseDelayMs * 2 ** (attempt - 1) * (1 + Math.random() / 2);
+      const backoff = baseDelayMs * 2 ** (attempt - 1) * (1 + random() / 2);
       const delayMs = Math.min(maxDelayMs, Math.max(backoff, e.retryAfterMs ?? 0));
       onRetry(err, attempt, delayMs);
       await wait(delayMs);

@@ -16,10 +16,59 @@ const describeIfInstalled = isDeployToolInstalled(NODE_20_10, 'Node 20.10.0 (nod
 
 const TOKEN = 'bundle-test-token-0123456789abcdef';
 
-describeIfInstalled('the bundle from code.zip on Node 20.10.0', () => {
-  let child: ChildProcess;
-  let base: string;
+/** A started bundle: the process, its base URL, and everything it printed so far. */
+interface RunningBundle {
+  child: ChildProcess;
+  base: string;
+  output: () => string;
+}
+
+/** Starts index.js as FC does, on FC_CUSTOM_LISTEN_PORT = `port`; resolves once it listens, or with why it exited. */
+function startOnFc(code: string, env: Record<string, string>, port: number): Promise<RunningBundle | { exitOutput: string }> {
+  const child = spawn(NODE_20_10, [join(code, 'index.js')], {
+    cwd: code,
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env, FC_CUSTOM_LISTEN_PORT: String(port) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
+  child.stdout?.setEncoding('utf8').on('data', (c: string) => (output += c));
+  child.stderr?.setEncoding('utf8').on('data', (c: string) => (output += c));
+  return new Promise((resolveStarted, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`the bundle did not listen within 15 s:\n${output}`));
+    }, 15_000);
+    const check = (): void => {
+      if (output.includes('"msg":"listening"')) {
+        clearTimeout(timer);
+        resolveStarted({ child, base: `http://127.0.0.1:${port}`, output: () => output });
+      }
+    };
+    child.stdout?.on('data', check);
+    // 'close', not 'exit': by then stdout and stderr are read to the end, the reason included.
+    child.once('close', () => {
+      clearTimeout(timer);
+      resolveStarted({ exitOutput: output });
+    });
+  });
+}
+
+/**
+ * FC gives the function a fixed port, so the test picks one that was free a moment ago. Another process (another
+ * copy of the suite, say) may take it first: then the bundle exits with EADDRINUSE and is started on another port.
+ */
+async function startOnFreePort(code: string, env: Record<string, string>): Promise<RunningBundle> {
+  for (let attempt = 1; ; attempt++) {
+    const started = await startOnFc(code, env, await findFreePort());
+    if (!('exitOutput' in started)) return started;
+    if (!started.exitOutput.includes('EADDRINUSE') || attempt === 3) throw new Error(`the bundle exited before listening:\n${started.exitOutput}`);
+  }
+}
+
+describeIfInstalled('the bundle from code.zip on Node 20.10.0', () => {
+  let bundle: RunningBundle | undefined;
+  let base: string;
+  let output = (): string => '';
 
   beforeAll(async () => {
     const out = makeTempDir();
@@ -33,41 +82,20 @@ describeIfInstalled('the bundle from code.zip on Node 20.10.0', () => {
 
     // The function's environment as s deploy would set it: the literal values of s.yaml, the secrets from the shell.
     const variables = Object.fromEntries(Object.entries(fc3Props(readYaml(join(out, 's.yaml'))).environmentVariables).filter(([, v]) => !v.startsWith('${')));
-    const port = await findFreePort();
-    base = `http://127.0.0.1:${port}`;
-    const sandboxRoot = makeTempDir('fc-sandboxes-');
-    child = spawn(NODE_20_10, [join(code, 'index.js')], {
-      cwd: code,
-      env: {
-        PATH: process.env.PATH ?? '/usr/bin:/bin',
-        ...variables,
-        MCP_AUTH_TOKENS: TOKEN,
-        MCP_SESSION_SECRET: 'bundle-test-session-secret-0123456789',
-        FC_CUSTOM_LISTEN_PORT: String(port),
-        FC_FUNCTION_NAME: 'sandbox-mcp',
-        FC_REGION: 'cn-hangzhou',
-        LOCAL_SANDBOX_ROOT: sandboxRoot,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
+    bundle = await startOnFreePort(code, {
+      ...variables,
+      MCP_AUTH_TOKENS: TOKEN,
+      MCP_SESSION_SECRET: 'bundle-test-session-secret-0123456789',
+      FC_FUNCTION_NAME: 'sandbox-mcp',
+      FC_REGION: 'cn-hangzhou',
+      LOCAL_SANDBOX_ROOT: makeTempDir('fc-sandboxes-'),
     });
-    child.stdout?.setEncoding('utf8').on('data', (c: string) => (output += c));
-    child.stderr?.setEncoding('utf8').on('data', (c: string) => (output += c));
-    await new Promise<void>((resolveListening, reject) => {
-      const timer = setTimeout(() => reject(new Error(`the bundle did not listen within 15 s:\n${output}`)), 15_000);
-      const check = (): void => {
-        if (output.includes('"msg":"listening"')) {
-          clearTimeout(timer);
-          resolveListening();
-        }
-      };
-      child.stdout?.on('data', check);
-      child.once('exit', (code) => reject(new Error(`the bundle exited with ${code}:\n${output}`)));
-      check();
-    });
+    ({ base, output } = bundle);
   });
 
   afterAll(async () => {
-    if (child.exitCode === null) {
+    const child = bundle?.child;
+    if (child !== undefined && child.exitCode === null) {
       const exited = new Promise((r) => child.once('exit', r));
       child.kill('SIGTERM');
       await exited;
@@ -76,8 +104,8 @@ describeIfInstalled('the bundle from code.zip on Node 20.10.0', () => {
   });
 
   it('runs on Node 20.10.0 and listens on 0.0.0.0 at FC_CUSTOM_LISTEN_PORT', () => {
-    expect(output).toMatch(/"msg":"listening".*"host":"0\.0\.0\.0"/);
-    expect(output).toContain('"on_fc":true');
+    expect(output()).toMatch(/"msg":"listening".*"host":"0\.0\.0\.0"/);
+    expect(output()).toContain('"on_fc":true');
   });
 
   it('answers GET /health', async () => {

@@ -1,7 +1,6 @@
-/** Bad input gets a clear error, and the server keeps serving afterwards; the session cap and idle expiry. */
+/** Bad input gets a clear error, and the server keeps serving afterwards. (The session cap and idle expiry: test/core/session-table.test.ts.) */
 import { ACCEPT_BOTH, initializeBody, postMcp, request } from '../support/http';
 import { authed, errorCodeOf, expectServing, messagesOf, openSession, rawHttpStatus, rpc } from '../support/raw-session';
-import { pollUntil, processesWithCmdline } from '../support/processes';
 import { startServer, stopAllServers, type StartedServer } from '../support/server';
 
 const TOKEN = 'bad-input-token-0123456789abcdef';

@@ -5,7 +5,6 @@
  * which answers them with a plain 404, so every tool that reaches into the sandbox fails fast.
  */
 import { randomBytes } from 'node:crypto';
-import { performance } from 'node:perf_hooks';
 
 import { connectClient, textOf, type TestClient, type ToolResult } from '../support/clients';
 import { apiError, created, type FakeE2B, type RecordedRequest, startFakeE2B } from '../support/fake-e2b';
@@ -184,35 +183,11 @@ describe('an E2B-backed server against a fake E2B control plane', () => {
     const c = await connect();
     await c.callTool('write_file', { path: 'a.txt', content: 'a' });
     const creates = fake.of('create');
+    // Retried once (the backoff's schedule is asserted on a fake clock in test/core/e2b-wire.test.ts).
     expect(creates).toHaveLength(2);
-    expect((creates[1]?.atMs ?? 0) - (creates[0]?.atMs ?? 0)).toBeGreaterThanOrEqual(200);
     const status = await c.callTool('sandbox_status');
     expect(status.structuredContent).toMatchObject({ state: 'running', sandbox_id: 'sbx-after-429' });
   });
-
-  it('gives up on a create that keeps getting 429 after a bounded, backed-off retry, saying to retry later', async () => {
-    fake.setDefault('create', apiError(429, 'rate limited'));
-    const c = await connect();
-    const started = performance.now();
-    const result = await c.callTool('write_file', { path: 'a.txt', content: 'a' });
-    const elapsed = performance.now() - started;
-    const text = expectCleanError(result);
-    expect(text).toMatch(/429/);
-    expect(text).toMatch(/retry/i);
-    expect(elapsed).toBeLessThan(12_000);
-
-    const at = fake.of('create').map((r) => r.atMs);
-    expect(at.length).toBeGreaterThanOrEqual(4);
-    expect(at.length).toBeLessThanOrEqual(10);
-    const gaps = at.slice(1).map((t, i) => t - (at[i] ?? 0));
-    // Exponential backoff with jitter from 500 ms: each of the first gaps is at least about the previous ceiling.
-    expect(gaps[0]).toBeGreaterThanOrEqual(200);
-    expect(gaps[1]).toBeGreaterThanOrEqual(450);
-    expect(gaps[2]).toBeGreaterThanOrEqual(950);
-    expect((at[at.length - 1] ?? 0) - (at[0] ?? 0)).toBeLessThanOrEqual(10_500);
-    const status = await c.callTool('sandbox_status');
-    expect(status.structuredContent).toMatchObject({ state: 'not_started' });
-  }, 40_000);
 
   it('never writes the API key (or any part of it) to stdout or stderr', () => {
     expect(server.logs().some((l) => l.msg === 'sandbox created')).toBe(true);
@@ -253,15 +228,12 @@ describe('an E2B-backed server with E2B_MAX_CREATES_PER_S=1', () => {
     await fake?.stop();
   });
 
-  it('spaces the creates of two sessions starting at once by about a second, with tags per session and one per owner', async () => {
+  it('tags the creates of two sessions starting at once per session, and with one owner', async () => {
     const [a, b] = await Promise.all([connectClient('v2', server.url, { token: TOKEN }), connectClient('v2', server.url, { token: TOKEN })]);
     await Promise.all([a.callTool('write_file', { path: 'a.txt', content: 'a' }), b.callTool('write_file', { path: 'b.txt', content: 'b' })]);
     const creates = fake.of('create');
+    // Both are created; the gate's spacing (1 s apart) is asserted on a fake clock in test/core/e2b-wire.test.ts.
     expect(creates).toHaveLength(2);
-    // The gate releases them 1000 ms apart (its exact schedule is unit-tested); what reaches the fake also
-    // carries each request's own latency, and the first one pays for the SDK's lazy initialisation. Without the
-    // gate they arrive within a few milliseconds of each other.
-    expect((creates[1]?.atMs ?? 0) - (creates[0]?.atMs ?? 0)).toBeGreaterThanOrEqual(500);
     const [ma, mb] = creates.map((r) => bodyOf(r).metadata);
     expect(ma?.mcp_session).not.toBe(mb?.mcp_session);
     expect(ma?.mcp_owner).toBe(mb?.mcp_owner);

@@ -132,13 +132,14 @@ it('keeps a handle’s files when calls alternate between two instances without 
 });
 
 it('stops the running command when a modern client closes its stream (cancellation)', async () => {
-  const { pollUntil, processesWithCmdline, waitUntilGone } = await import('../support/processes');
+  const { markedSleep, pollUntil, processesWithCmdline, SETTLE_MS, waitUntilGone } = await import('../support/processes');
   const client = await connectModern();
   const abort = new AbortController();
-  const running = client.callTool({ name: 'run_command', arguments: { command: 'sleep 1020' } }, { signal: abort.signal });
-  await pollUntil(() => processesWithCmdline('sleep 1020').length, (n) => n > 0, 10_000);
+  const sleep = markedSleep(1020);
+  const running = client.callTool({ name: 'run_command', arguments: { command: sleep } }, { signal: abort.signal });
+  await pollUntil(() => processesWithCmdline(sleep).length, (n) => n > 0, SETTLE_MS);
   abort.abort();
   await expect(running).rejects.toThrow();
-  expect(await waitUntilGone(() => processesWithCmdline('sleep 1020'), 3_000)).toEqual([]);
+  expect(await waitUntilGone(() => processesWithCmdline(sleep), SETTLE_MS)).toEqual([]);
   await client.close();
 });

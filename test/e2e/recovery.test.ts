@@ -8,6 +8,7 @@ import { createSignedIdCodec } from '../../functions/mcp/sessions/session-id';
 import { toPrincipal } from '../../functions/mcp/http/auth';
 import { connectClient, textOf } from '../support/clients';
 import { initializeBody, postMcp } from '../support/http';
+import { markedSleep, pollUntil, processesWithCmdline, SETTLE_MS, waitUntilGone } from '../support/processes';
 import { startRoundRobinProxy } from '../support/round-robin-proxy';
 import { findFreePort, makeSandboxRoot, startServer, stopAllServers } from '../support/server';
 
@@ -157,19 +158,19 @@ it('keeps the logs of background processes when the session moves to a new serve
   const port = await findFreePort();
   const first = await startServer({ env: ENV, sandboxRoot: root, port });
   const client = await connectClient('v2', first.url, { token: TOKEN });
-  const started = await client.callTool('run_command', { command: 'echo "from the first instance"; sleep 1030', background: true });
+  const sleep = markedSleep(1030);
+  const started = await client.callTool('run_command', { command: `echo "from the first instance"; ${sleep}`, background: true });
   const id = started.structuredContent?.process_id as string;
-  const { pollUntil, processesWithCmdline, waitUntilGone } = await import('../support/processes');
   await pollUntil(
     async () => ((await client.callTool('manage_process', { action: 'logs', process_id: id })).structuredContent?.log as { text: string }).text,
     (text) => text.includes('first instance'),
-    5_000,
+    SETTLE_MS,
   );
-  expect(processesWithCmdline('sleep 1030').length).toBeGreaterThan(0);
+  expect(processesWithCmdline(sleep).length).toBeGreaterThan(0);
   first.child.kill('SIGKILL');
   await new Promise((resolve) => first.child.once('exit', resolve));
   // Its processes went with it (they never outlive the server that started them here)...
-  expect(await waitUntilGone(() => processesWithCmdline('sleep 1030'), 3_000)).toEqual([]);
+  expect(await waitUntilGone(() => processesWithCmdline(sleep), SETTLE_MS)).toEqual([]);
   await startServer({ env: ENV, sandboxRoot: root, port });
   // ...but its log stays readable, and new processes get new ids.
   const listed = await client.callTool('manage_process', { action: 'list' });

@@ -2,7 +2,7 @@
 import { randomBytes } from 'node:crypto';
 
 import { connectClient, textOf, type TestClient, type ToolResult } from '../support/clients';
-import { processesOfUid, processesWithEnv, waitUntilGone } from '../support/processes';
+import { processesOfUid, processesWithEnv, SETTLE_MS, waitUntilGone } from '../support/processes';
 import { startServer, stopAllServers, type StartedServer } from '../support/server';
 
 const TOKEN = 'e2e-code-token-0123456789abcdef';
@@ -59,9 +59,8 @@ describe('run_code', () => {
 
   it('interrupts code at its timeout and keeps the earlier state', async () => {
     await run('kept = 41');
-    const started = Date.now();
+    // A 30 s sleep that comes back timed out was interrupted (how soon: test/reliability/real-time.test.ts).
     const { result, out } = await run('import time; time.sleep(30)', { timeout_ms: 1000 });
-    expect(Date.now() - started).toBeLessThan(10_000);
     expect(result.isError).toBe(true);
     expect(out).toMatchObject({ timed_out: true, state_lost: false });
     const after = await run('kept + 1');
@@ -70,10 +69,8 @@ describe('run_code', () => {
 
   it('kills code that ignores KeyboardInterrupt, says the state is lost, and then starts fresh', async () => {
     await run('doomed = "old state"');
-    const started = Date.now();
     const code = 'import time\nwhile True:\n  try:\n    time.sleep(1)\n  except KeyboardInterrupt:\n    pass';
     const { result, out } = await run(code, { timeout_ms: 1000 });
-    expect(Date.now() - started).toBeLessThan(10_000);
     expect(result.isError).toBe(true);
     expect(out).toMatchObject({ timed_out: true, state_lost: true });
     expect(textOf(result)).toContain('variables and imports from earlier calls are gone');
@@ -103,9 +100,8 @@ describe('run_code', () => {
   });
 
   it('gives input() an empty stdin instead of hanging', async () => {
-    const started = Date.now();
+    // Not timed out, but an EOFError: input() did not wait for the 20 s timeout.
     const { result, out } = await run('input("name? ")', { timeout_ms: 20_000 });
-    expect(Date.now() - started).toBeLessThan(5000);
     expect(result.isError).toBe(true);
     expect(out).toMatchObject({ timed_out: false, error: { name: 'EOFError' } });
   });
@@ -126,10 +122,10 @@ describe('run_code', () => {
     expect(kernel.some((p) => p.argv.some((a) => a.includes('python')))).toBe(true);
     expect(kernel.every((p) => process.getuid?.() !== 0 || p.uid === uid)).toBe(true);
     await session.terminate();
-    expect(await waitUntilGone(() => processesWithEnv(mark), 3000)).toEqual([]);
+    expect(await waitUntilGone(() => processesWithEnv(mark), SETTLE_MS)).toEqual([]);
     if (process.getuid?.() === 0) {
       expect(uid).toBeGreaterThanOrEqual(100_000);
-      expect(await waitUntilGone(() => processesOfUid(uid), 3000)).toEqual([]);
+      expect(await waitUntilGone(() => processesOfUid(uid), SETTLE_MS)).toEqual([]);
     } else {
       console.log('not root: the sandbox shares the test user, so only the kernel processes (by environment) are checked');
     }

@@ -1,10 +1,13 @@
-/** run_command in the local sandbox: bounded output, stdin/env, timeouts and cancellation that leave nothing behind, rlimits, isolation. */
+/**
+ * run_command in the local sandbox: bounded output, stdin/env, timeouts and cancellation that leave nothing behind,
+ * secrets kept out, isolation, per-session users. (The fork bomb is in test/reliability/real-time.test.ts.)
+ */
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { connectClient, textOf, type TestClient } from '../support/clients';
-import { pollUntil, processesWithCmdline, waitUntilGone } from '../support/processes';
+import { markedSleep, pollUntil, processesWithCmdline, SETTLE_MS, waitUntilGone } from '../support/processes';
 import { startServer, stopAllServers, type StartedServer } from '../support/server';
 
 const TOKEN = 'e2e-proc-token-0123456789abcdef';
@@ -63,73 +66,36 @@ describe('run_command under bubblewrap', () => {
     expect(env.structuredContent).toMatchObject({ exit_code: 0, stdout: 'hello world|/home/user' });
   });
 
+  // A command of 1,000 s that comes back timed out was ended by its timeout (how soon: test/reliability/real-time.test.ts).
   it('kills a command that never ends at its timeout and leaves no process behind', async () => {
-    const started = Date.now();
-    const result = await client.callTool('run_command', { command: 'sleep 1000', timeout_ms: 1000 });
-    expect(Date.now() - started).toBeLessThan(10_000);
+    const result = await client.callTool('run_command', { command: markedSleep(1000), timeout_ms: 1000 });
     expect(result.isError).toBe(true);
     expect(result.structuredContent).toMatchObject({ timed_out: true });
     expect(textOf(result)).toContain('Timed out after 1000 ms');
-    expect(await waitUntilGone(() => processesWithCmdline('sleep 1000'), 3000)).toEqual([]);
+    expect(await waitUntilGone(() => processesWithCmdline(markedSleep(1000)), SETTLE_MS)).toEqual([]);
   });
 
   it('kills background children of a timed-out command too', async () => {
-    const result = await client.callTool('run_command', { command: 'sleep 1001 & sleep 1002 & wait', timeout_ms: 1000 });
+    const result = await client.callTool('run_command', { command: `${markedSleep(1001)} & ${markedSleep(1002)} & wait`, timeout_ms: 1000 });
     expect(result.structuredContent).toMatchObject({ timed_out: true });
-    expect(await waitUntilGone(() => [...processesWithCmdline('sleep 1001'), ...processesWithCmdline('sleep 1002')], 3000)).toEqual([]);
+    expect(await waitUntilGone(() => [...processesWithCmdline(markedSleep(1001)), ...processesWithCmdline(markedSleep(1002))], SETTLE_MS)).toEqual([]);
   });
 
   it('kills a cancelled command, and the session keeps working', async () => {
     const controller = new AbortController();
-    const call = client.callTool('run_command', { command: 'sleep 1003' }, { signal: controller.signal });
+    const call = client.callTool('run_command', { command: markedSleep(1003) }, { signal: controller.signal });
     const outcome = call.then(
       () => 'resolved',
       () => 'rejected',
     );
-    const seen = await pollUntil(() => processesWithCmdline('sleep 1003'), (list) => list.length > 0, 10_000);
+    const seen = await pollUntil(() => processesWithCmdline(markedSleep(1003)), (list) => list.length > 0, SETTLE_MS);
     expect(seen.length).toBeGreaterThan(0);
     controller.abort();
     expect(await outcome).toBe('rejected');
-    expect(await waitUntilGone(() => processesWithCmdline('sleep 1003'), 3000)).toEqual([]);
+    expect(await waitUntilGone(() => processesWithCmdline(markedSleep(1003)), SETTLE_MS)).toEqual([]);
     const after = await client.callTool('run_command', { command: 'echo still-here' });
     expect(after.structuredContent).toMatchObject({ exit_code: 0, stdout: 'still-here\n' });
   });
-
-  it('holds a fork bomb: the call returns, other sessions are answered during and after it, and nothing of it remains', async () => {
-    const bomber = await connectClient('v2', server.url, { token: TOKEN });
-    const other = await connectClient('v2', server.url, { token: TOKEN });
-    // The classic bomb: its first shell returns at once, leaving the bomb to its descendants.
-    const classic = await bomber.callTool('run_command', { command: ':(){ :|:& };:', timeout_ms: 5000 });
-    expect(classic.structuredContent).toMatchObject({ timed_out: false });
-    expect(await waitUntilGone(() => processesWithCmdline(':|:&'), 5000)).toEqual([]);
-    // A bomb whose first shell stays: it runs until the timeout.
-    const started = Date.now();
-    let finished = false;
-    const held = bomber.callTool('run_command', { command: ':(){ :|:& };:; sleep 30', timeout_ms: 5000 }).finally(() => {
-      finished = true;
-    });
-    let most = 0;
-    const counted = await pollUntil(() => processesWithCmdline(':|:&').length, (n) => (most = Math.max(most, n)) > 50 || finished, 4000);
-    expect(counted).toBeGreaterThan(50);
-    const during = Date.now();
-    const answer = await other.callTool('run_command', { command: 'echo alive' });
-    expect(answer.structuredContent).toMatchObject({ exit_code: 0, stdout: 'alive\n' });
-    expect(Date.now() - during).toBeLessThan(4000);
-    expect(finished).toBe(false);
-    while (!finished) {
-      most = Math.max(most, processesWithCmdline(':|:&').length);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    const result = await held;
-    expect(result.isError).toBe(true);
-    expect(result.structuredContent).toMatchObject({ timed_out: true });
-    expect(Date.now() - started).toBeLessThan(12_000);
-    expect(most).toBeLessThanOrEqual(512); // RLIMIT_NPROC of the sandbox user
-    expect(await waitUntilGone(() => processesWithCmdline(':|:&'), 5000)).toEqual([]);
-    const afterwards = await other.callTool('run_command', { command: 'echo still-alive' });
-    expect(afterwards.structuredContent).toMatchObject({ exit_code: 0, stdout: 'still-alive\n' });
-    await Promise.all([bomber.terminate(), other.terminate()]);
-  }, 40_000);
 
   it('gives the sandbox none of the server secrets in its environment', async () => {
     const result = await client.callTool('run_command', { command: 'env' });
@@ -186,7 +152,7 @@ describe('run_command with LOCAL_SANDBOX_ISOLATION=none', () => {
   });
 
   it('warns on stdout that it is not a security boundary', async () => {
-    const logs = await pollUntil(() => server.logs(), (l) => l.some((line) => line.level === 'warn' && String(line.msg).includes('NOT a security boundary')), 5000);
+    const logs = await pollUntil(() => server.logs(), (l) => l.some((line) => line.level === 'warn' && String(line.msg).includes('NOT a security boundary')), SETTLE_MS);
     expect(logs).toContainEqual(expect.objectContaining({ level: 'warn', msg: expect.stringContaining('this is NOT a security boundary') }));
   });
 
@@ -198,8 +164,8 @@ describe('run_command with LOCAL_SANDBOX_ISOLATION=none', () => {
   });
 
   it('kills background children of a timed-out command without the help of a PID namespace', async () => {
-    const result = await client.callTool('run_command', { command: 'sleep 1004 & sleep 1005 & wait', timeout_ms: 1000 });
+    const result = await client.callTool('run_command', { command: `${markedSleep(1004)} & ${markedSleep(1005)} & wait`, timeout_ms: 1000 });
     expect(result.structuredContent).toMatchObject({ timed_out: true });
-    expect(await waitUntilGone(() => [...processesWithCmdline('sleep 1004'), ...processesWithCmdline('sleep 1005')], 3000)).toEqual([]);
+    expect(await waitUntilGone(() => [...processesWithCmdline(markedSleep(1004)), ...processesWithCmdline(markedSleep(1005))], SETTLE_MS)).toEqual([]);
   });
 });

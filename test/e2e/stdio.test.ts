@@ -25,7 +25,7 @@ function startRaw(root: string): { child: ChildProcessWithoutNullStreams; next: 
     send: (line) => child.stdin.write(`${line}\n`),
     next: () =>
       new Promise((resolveLine, reject) => {
-        const timer = setTimeout(() => reject(new Error('no answer on stdout')), 15_000);
+        const timer = setTimeout(() => reject(new Error('no answer on stdout')), 30_000);
         const take = (line: string): void => {
           clearTimeout(timer);
           resolveLine(JSON.parse(line) as Record<string, unknown>);

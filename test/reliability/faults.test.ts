@@ -5,20 +5,19 @@
  *
  * The two slow E2B faults (a create that never answers waits out the SDK's 30 s request timeout; 429s are
  * retried for 10 s) are started in the file's beforeAll and judged in the last describe, so that their
- * waiting overlaps the other faults instead of adding to the suite's time.
+ * waiting overlaps the other faults instead of adding to the suite's time. Bounds on time here are generous
+ * (SOON_S): they catch a hang, not a slow machine; exact schedules are asserted on fake clocks in test/core.
  */
 import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 
 import { connectClient, textOf, type TestClient, type ToolResult } from '../support/clients';
-import { apiError, created, type FakeE2B, startFakeE2B } from '../support/fake-e2b';
+import { apiError, created, type FakeE2B, type SilentE2B, startFakeE2B, startSilentE2B } from '../support/fake-e2b';
 import { ACCEPT_BOTH } from '../support/http';
-import { pollUntil, processesOfUid, processesWithCmdline, waitUntilGone } from '../support/processes';
+import { markedSleep, pollUntil, processesOfUid, processesWithCmdline, SETTLE_MS, waitUntilGone } from '../support/processes';
 import { openSession, rpc } from '../support/raw-session';
 import { crashLines, descendantsOf, health } from '../support/reliability';
 import { makeSandboxRoot, startServer, stopAllServers, type StartedServer } from '../support/server';
@@ -26,6 +25,8 @@ import { makeSandboxRoot, startServer, stopAllServers, type StartedServer } from
 const TOKEN = 'faults-token-0123456789abcdef0123456789';
 const SECRET = 'faults-secret-0123456789abcdef0123456789abcd';
 const E2B_KEY = 'e2b_faults0123456789abcdef0123456789abcdef';
+/** How soon "at once" must happen here: generous, it catches a hang, not a slow machine. */
+const SOON_S = 15;
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterAll(async () => {
@@ -62,21 +63,6 @@ async function expectHealthy(server: StartedServer): Promise<void> {
   expect(crashLines(server)).toEqual([]);
 }
 
-/** An E2B control plane that accepts every request and never answers it. */
-async function startSilentE2B(): Promise<{ url: string; received: () => number; stop: () => Promise<void> }> {
-  const held: ServerResponse[] = [];
-  const server: Server = createServer((_req, res) => held.push(res));
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    received: () => held.length,
-    stop: async () => {
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
-    },
-  };
-}
-
 /** SIGKILL, where a process already gone (its parent took it along) is fine. */
 function killHard(pid: number): void {
   try {
@@ -102,7 +88,7 @@ const timed = async (run: () => Promise<ToolResult>): Promise<Timed> => {
 };
 
 // The slow E2B faults, started at once (see the header).
-let hang: { server: StartedServer; silent: Awaited<ReturnType<typeof startSilentE2B>>; call: Promise<Timed> };
+let hang: { server: StartedServer; silent: SilentE2B; call: Promise<Timed> };
 let limited: { server: StartedServer; fake: FakeE2B; call: Promise<Timed> };
 beforeAll(async () => {
   const silent = await startSilentE2B();
@@ -174,14 +160,15 @@ describe('the sandbox dies mid-command', () => {
   it('local: SIGKILL of every sandbox process during run_command gives a clean result (killed by a signal), and the session goes on', async () => {
     const client = await connectClient('v2', server.url, { token: TOKEN });
     const uid = Number(String((await client.callTool('run_command', { command: 'id -u' })).structuredContent?.stdout).trim());
-    const call = timed(() => client.callTool('run_command', { command: 'echo started; sleep 41.5; echo never' }));
-    await pollUntil(() => processesWithCmdline('sleep 41.5').length, (n) => n > 0, 10_000);
+    const sleep = markedSleep(41);
+    const call = timed(() => client.callTool('run_command', { command: `echo started; ${sleep}; echo never` }));
+    await pollUntil(() => processesWithCmdline(sleep).length, (n) => n > 0, SETTLE_MS);
     // The sandbox dies the way an OOM kill or a crashed namespace would take it: every process of its user.
     // Without root the sandbox runs as our own user: kill only what descends from the command then.
-    const victims = process.getuid?.() === 0 ? processesOfUid(uid) : processesWithCmdline('sleep 41.5');
+    const victims = process.getuid?.() === 0 ? processesOfUid(uid) : processesWithCmdline(sleep);
     for (const p of victims) killHard(p.pid);
     const { result, seconds } = await call;
-    expect(seconds).toBeLessThan(10);
+    expect(seconds).toBeLessThan(SOON_S);
     expect(result?.isError).toBeFalsy();
     expect(result?.structuredContent).toMatchObject({ timed_out: false });
     const { exit_code: exitCode } = result?.structuredContent as { exit_code: number | null };
@@ -200,11 +187,11 @@ describe('the sandbox dies mid-command', () => {
     const kernels = await pollUntil(
       () => processesOfUid(uid).filter((p) => /python/.test(p.cmdline) && /import ast, base64/.test(p.cmdline)),
       (list) => list.length > 0,
-      10_000,
+      SETTLE_MS,
     );
     for (const p of kernels) killHard(p.pid);
     const { result, seconds } = await call;
-    expect(seconds).toBeLessThan(10);
+    expect(seconds).toBeLessThan(SOON_S);
     expect(result).toBeDefined();
     expect(textOf(result as ToolResult)).not.toMatch(/Internal error/);
     expect(result?.structuredContent).toMatchObject({ state_lost: true });
@@ -283,13 +270,14 @@ describe('a client disconnects mid-stream', () => {
   it('2025 session: the server stays healthy, and the dropped stream does not cancel the command (FACTS §2: a dropped connection is not a cancel)', async () => {
     const server = await startServer({ env: { MCP_AUTH_TOKENS: TOKEN } });
     const { headers } = await openSession(server.url, TOKEN);
+    const sleep = markedSleep(6);
     const abort = new AbortController();
     // A progress token makes the server stream the command's first output at once: the stream is open and flowing.
     const res = await fetch(server.url, {
       method: 'POST',
       headers: { 'content-type': 'application/json', accept: ACCEPT_BOTH, ...headers },
       body: JSON.stringify(
-        rpc('tools/call', 1, { name: 'run_command', arguments: { command: 'echo started; sleep 3.25; echo finished > after-disconnect.txt' }, _meta: { progressToken: 'disconnect' } }),
+        rpc('tools/call', 1, { name: 'run_command', arguments: { command: `echo started; ${sleep}; echo finished > after-disconnect.txt` }, _meta: { progressToken: 'disconnect' } }),
       ),
       signal: abort.signal,
     });
@@ -297,19 +285,19 @@ describe('a client disconnects mid-stream', () => {
     const reader = (res.body as ReadableStream<Uint8Array>).getReader();
     const first = new TextDecoder().decode((await reader.read()).value);
     expect(first).toContain('notifications/progress');
-    expect(processesWithCmdline('sleep 3.25').length).toBeGreaterThan(0);
+    expect(processesWithCmdline(sleep).length).toBeGreaterThan(0);
     abort.abort();
     await reader.read().catch(() => undefined);
 
     // Half a second later the command still runs (a cancel would have killed it within a second)...
     await new Promise((resolve) => setTimeout(resolve, 500));
-    const runningAfterDisconnect = processesWithCmdline('sleep 3.25').length > 0;
+    const runningAfterDisconnect = processesWithCmdline(sleep).length > 0;
     await expectHealthy(server);
     // ...and runs to its end: its file appears.
     const names = await pollUntil(
       () => readdirSync(server.sandboxRoot).flatMap((ws) => readdirSync(join(server.sandboxRoot, ws, 'home'))),
       (found) => found.includes('after-disconnect.txt'),
-      6_000,
+      SETTLE_MS,
       100,
     );
     expect({ runningAfterDisconnect, fileWritten: names.includes('after-disconnect.txt') }).toEqual({ runningAfterDisconnect: true, fileWritten: true });
@@ -318,16 +306,18 @@ describe('a client disconnects mid-stream', () => {
 });
 
 describe('SIGTERM with calls in flight', () => {
-  /** Starts two calls (sleep 2 and sleep 30) in two sessions, sends SIGTERM, and reports what happened. */
-  async function sigtermWithCallsInFlight(env: Record<string, string>, marker: string) {
+  /** Starts two calls (a short and a long sleep) in two sessions, sends SIGTERM, and reports what happened. */
+  async function sigtermWithCallsInFlight(env: Record<string, string>, [shortS, longS]: [number, number]) {
+    const shortSleep = markedSleep(shortS);
+    const longSleep = markedSleep(longS);
     const root = makeSandboxRoot();
     cleanups.push(() => rmSync(root, { recursive: true, force: true }));
     const server = await startServer({ env: { MCP_AUTH_TOKENS: TOKEN, ...env }, sandboxRoot: root });
     const [a, b] = await Promise.all([connectClient('v2', server.url, { token: TOKEN }), connectClient('v2', server.url, { token: TOKEN })]);
     const uids = await Promise.all([a, b].map(async (c: TestClient) => Number(String((await c.callTool('run_command', { command: 'id -u' })).structuredContent?.stdout).trim())));
-    const short = timed(() => a.callTool('run_command', { command: `sleep 2.${marker}; echo done` }));
-    const long = timed(() => b.callTool('run_command', { command: `sleep 30.${marker}` }));
-    await pollUntil(() => processesWithCmdline(`sleep 2.${marker}`).length + processesWithCmdline(`sleep 30.${marker}`).length, (n) => n >= 2, 10_000);
+    const short = timed(() => a.callTool('run_command', { command: `${shortSleep}; echo done` }));
+    const long = timed(() => b.callTool('run_command', { command: longSleep }));
+    await pollUntil(() => processesWithCmdline(shortSleep).length + processesWithCmdline(longSleep).length, (n) => n >= 2, SETTLE_MS);
     const before = descendantsOf(server.child.pid ?? -1);
     expect(before.length).toBeGreaterThan(0);
 
@@ -336,68 +326,74 @@ describe('SIGTERM with calls in flight', () => {
       server.child.once('exit', (code, signal) => resolve({ code, signal, seconds: (performance.now() - started) / 1000 }));
     });
     server.child.kill('SIGTERM');
-    const grace = new Promise<'still running'>((resolve) => setTimeout(() => resolve('still running'), 15_000));
+    // The server's grace for calls in flight is 10 s; beyond that it must be gone soon.
+    const grace = new Promise<'still running'>((resolve) => setTimeout(() => resolve('still running'), (10 + SOON_S) * 1000));
     const exit = await Promise.race([exited, grace]);
-    const calls = await Promise.race([Promise.all([short, long]), new Promise<'hanging'>((resolve) => setTimeout(() => resolve('hanging'), 5_000))]);
+    const calls = await Promise.race([Promise.all([short, long]), new Promise<'hanging'>((resolve) => setTimeout(() => resolve('hanging'), SOON_S * 1000))]);
     const leftovers = await waitUntilGone(
       () => [
-        ...processesWithCmdline(`sleep 2.${marker}`),
-        ...processesWithCmdline(`sleep 30.${marker}`),
+        ...processesWithCmdline(shortSleep),
+        ...processesWithCmdline(longSleep),
         // Sandbox users exist only when the server runs as root; otherwise this would be our own user.
         ...(process.getuid?.() === 0 ? uids.flatMap((uid) => processesOfUid(uid)) : []),
         ...before.filter((p) => processesWithCmdline(p.cmdline).some((q) => q.pid === p.pid)),
       ],
-      3_000,
+      SOON_S * 1000,
     );
     if (exit === 'still running') server.child.kill('SIGKILL');
     await Promise.all([a.close(), b.close()]).catch(() => undefined);
     return { exit, calls, leftovers, root, logs: server.logs() };
   }
 
-  it('without MCP_SESSION_SECRET: exits 0 within 15 s, both in-flight calls end (a result or a clean connection end), no child process remains, workspaces removed', async () => {
-    const { exit, calls, leftovers, root } = await sigtermWithCallsInFlight({}, '101');
+  it('without MCP_SESSION_SECRET: exits 0 after the 10 s grace at most, both in-flight calls end (a result or a clean connection end), no child process remains, workspaces removed', async () => {
+    const { exit, calls, leftovers, root } = await sigtermWithCallsInFlight({}, [2, 30]);
     expect(exit).toMatchObject({ code: 0, signal: null });
     expect(calls).not.toBe('hanging');
     // Each call ends one way or the other; what each got is printed for the record.
     console.log(`SIGTERM (no secret): exit ${JSON.stringify(exit)}; calls ${JSON.stringify(calls === 'hanging' ? calls : calls.map((c) => ({ isError: c.result?.isError, text: c.result ? textOf(c.result).slice(0, 80) : undefined, error: c.error?.slice(0, 120), seconds: Math.round(c.seconds * 10) / 10 })))}`);
     expect(leftovers.map((p) => p.cmdline)).toEqual([]);
     expect(readdirSync(root)).toEqual([]);
-  }, 40_000);
+  });
 
-  it('with MCP_SESSION_SECRET: exits 0 within 15 s, both in-flight calls end, no child process remains, and the workspaces are kept for the sessions to come back', async () => {
-    const { exit, calls, leftovers, root } = await sigtermWithCallsInFlight({ MCP_SESSION_SECRET: SECRET }, '202');
+  it('with MCP_SESSION_SECRET: exits 0 after the 10 s grace at most, both in-flight calls end, no child process remains, and the workspaces are kept for the sessions to come back', async () => {
+    const { exit, calls, leftovers, root } = await sigtermWithCallsInFlight({ MCP_SESSION_SECRET: SECRET }, [3, 31]);
     expect(exit).toMatchObject({ code: 0, signal: null });
     expect(calls).not.toBe('hanging');
     console.log(`SIGTERM (secret): exit ${JSON.stringify(exit)}; calls ${JSON.stringify(calls === 'hanging' ? calls : calls.map((c) => ({ isError: c.result?.isError, text: c.result ? textOf(c.result).slice(0, 80) : undefined, error: c.error?.slice(0, 120), seconds: Math.round(c.seconds * 10) / 10 })))}`);
     expect(leftovers.map((p) => p.cmdline)).toEqual([]);
     expect(readdirSync(root)).toHaveLength(2);
-  }, 40_000);
+  });
 });
 
 describe('E2B faults that take time (started in beforeAll)', () => {
-  it('a create that never answers comes back as a clear isError within the SDK request timeout (30 s) plus margin, and the server serves others meanwhile', async () => {
-    // While the create hangs, another session is served at once.
+  it('a create that never answers comes back as a clear isError after the SDK request timeout (30 s), and the server serves others meanwhile', async () => {
+    // While the create hangs, another session is served: its answer comes before the hanging call's.
+    let hangAnswered = false;
+    void hang.call.finally(() => {
+      hangAnswered = true;
+    });
     const other = await connectClient('v2', hang.server.url, { token: TOKEN });
-    const started = performance.now();
     expect((await other.callTool('sandbox_status')).structuredContent).toMatchObject({ state: 'not_started' });
-    expect(performance.now() - started).toBeLessThan(2_000);
+    expect(hangAnswered).toBe(false);
     await other.close();
 
     const { result, error, seconds } = await hang.call;
     const unexpected = hang.server.logs().filter((l) => l.msg === 'tool failed unexpectedly').map((l) => l.error);
     console.log(`E2B create hang: answered after ${seconds.toFixed(1)} s (${error ?? textOf(result as ToolResult)}); ${hang.silent.received()} request(s) to E2B; logged: ${JSON.stringify(unexpected)}`);
     expect(error).toBeUndefined();
-    expect(seconds).toBeLessThan(40);
+    // Not before the SDK's 30 s request timeout (give or take the start), and not long after it.
     expect(seconds).toBeGreaterThan(25);
+    expect(seconds).toBeLessThan(30 + SOON_S);
     expect(expectCleanError(result as ToolResult)).toMatch(/E2B did not answer in time while creating the sandbox/);
     expect(hang.silent.received()).toBeGreaterThanOrEqual(1);
     await expectHealthy(hang.server);
-  }, 45_000);
+  });
 
-  it('429 on every create: "retry in a minute" within ~11 s, after a bounded number of tries', async () => {
+  it('429 on every create: "retry in a minute" after the 10 s retry budget, after a bounded number of tries', async () => {
     const { result, error, seconds } = await limited.call;
     expect(error).toBeUndefined();
-    expect(seconds).toBeLessThan(12);
+    // The exact schedule is asserted on a fake clock (test/core/e2b-wire.test.ts); here, that it ends for real.
+    expect(seconds).toBeLessThan(10 + SOON_S);
     const text = expectCleanError(result as ToolResult);
     expect(text).toMatch(/HTTP 429/);
     expect(text).toMatch(/retry in a minute/);
@@ -406,6 +402,6 @@ describe('E2B faults that take time (started in beforeAll)', () => {
     expect(tries).toBeLessThanOrEqual(10);
     console.log(`E2B 429: isError after ${seconds.toFixed(1)} s, ${tries} create attempts`);
     await expectHealthy(limited.server);
-  }, 20_000);
+  });
 });
 

@@ -137,7 +137,7 @@ export async function startFakeE2B(): Promise<FakeE2B> {
       queues.clear();
       defaults.clear();
     },
-    waitFor(done, timeoutMs = 5_000) {
+    waitFor(done, timeoutMs = 20_000) {
       return new Promise<void>((resolve, reject) => {
         const check = (): void => {
           if (!done(requests)) return;
@@ -157,6 +157,30 @@ export async function startFakeE2B(): Promise<FakeE2B> {
     async stop() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** An E2B control plane that accepts every request and never answers it. */
+export interface SilentE2B {
+  /** `http://127.0.0.1:<port>` */
+  readonly url: string;
+  /** Requests received (and held) so far. */
+  received(): number;
+  stop(): Promise<void>;
+}
+
+/** Starts a control plane that holds every request unanswered. */
+export async function startSilentE2B(): Promise<SilentE2B> {
+  const held: unknown[] = [];
+  const server: Server = createServer((_req, res) => held.push(res));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    received: () => held.length,
+    stop: async () => {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
     },
   };
 }

@@ -47,7 +47,7 @@ export function holdCommands(h: Harness): HeldCommands {
 }
 
 /** Turns the event loop until `condition` holds; fails after `turns` turns (no wall-clock time involved). */
-export async function settle(condition: () => boolean, turns = 2_000): Promise<void> {
+export async function settle(condition: () => boolean, turns = 10_000): Promise<void> {
   for (let i = 0; i < turns; i += 1) {
     if (condition()) return;
     await new Promise((resolve) => setImmediate(resolve));

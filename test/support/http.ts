@@ -61,3 +61,25 @@ export async function openRawSession(url: string, headers: Record<string, string
   await postMcp(url, { jsonrpc: '2.0', method: 'notifications/initialized' }, { ...headers, 'mcp-session-id': sessionId, 'mcp-protocol-version': version });
   return { sessionId, version };
 }
+
+/** A fetch for the official clients that also hands the test the whole body of every tools/call answer. */
+export interface ToolCallTee {
+  fetch: (input: string | URL, init?: RequestInit) => Promise<Response>;
+  /** One per tools/call sent, in order; each resolves with the whole body once its stream has ended. */
+  readonly bodies: Array<Promise<string>>;
+}
+
+/** Creates a tee over `fetchImpl` (the global fetch by default). */
+export function teeToolCallBodies(fetchImpl: (input: string | URL, init?: RequestInit) => Promise<Response> = fetch): ToolCallTee {
+  const bodies: Array<Promise<string>> = [];
+  return {
+    bodies,
+    async fetch(input, init) {
+      const res = await fetchImpl(input, init);
+      if (typeof init?.body !== 'string' || !init.body.includes('"tools/call"') || res.body === null) return res;
+      const [forClient, forTest] = res.body.tee();
+      bodies.push(new Response(forTest).text());
+      return new Response(forClient, { status: res.status, headers: res.headers });
+    },
+  };
+}

@@ -5,6 +5,25 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
+/**
+ * A mark unique to this test process among all that run at once (its pid, fixed width), for the commands a
+ * test later looks for in /proc: a suite running beside this one (a second clone, say) never matches them.
+ */
+export const RUN_MARK = String(process.pid).padStart(7, '0');
+
+/**
+ * How long a test waits for something that should happen at once (a process gone after its kill, a log line
+ * after start-up) before it gives up. Generous, because a busy machine is slow: it bounds a hang, it is not a
+ * speed check.
+ */
+export const SETTLE_MS = 20_000;
+
+/** `sleep <seconds>.<RUN_MARK>`: as long as `sleep <seconds>` (the mark adds under a millisecond), and this test process's own. */
+export function markedSleep(seconds: number): string {
+  if (!Number.isInteger(seconds)) throw new Error('markedSleep takes whole seconds (the mark is the fraction)');
+  return `sleep ${seconds}.${RUN_MARK}`;
+}
+
 /** A live (non-zombie) process on the host. */
 export interface HostProcess {
   readonly pid: number;
@@ -54,7 +73,8 @@ export function processesOfUid(uid: number): HostProcess[] {
 
 /**
  * Polls `probe` every `intervalMs` until `done(value)` holds or `timeoutMs` passed; resolves with the
- * last value either way, so the caller asserts on what was really seen.
+ * last value either way, so the caller asserts on what was really seen. The bound only decides when to give
+ * up on something that should happen: make it generous (a busy machine is slow), never a speed check.
  */
 export async function pollUntil<T>(probe: () => T | Promise<T>, done: (value: T) => boolean, timeoutMs: number, intervalMs = 50): Promise<T> {
   const deadline = Date.now() + timeoutMs;

@@ -82,7 +82,7 @@ export function nodeHttp(url: string, options: { method?: string; headers?: Reco
 export function waitForLogs(
   server: StartedServer,
   predicate: (logs: Array<Record<string, unknown>>) => boolean,
-  timeoutMs = 5_000,
+  timeoutMs = 20_000,
 ): Promise<Array<Record<string, unknown>>> {
   return new Promise((resolve, reject) => {
     const stdout = server.child.stdout;

@@ -71,7 +71,7 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sta
     err += chunk;
   });
   const port = await new Promise<number>((resolvePort, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start in time:\n${err}\n${out}`)), 15_000);
+    const timer = setTimeout(() => reject(new Error(`server did not start in time:\n${err}\n${out}`)), 30_000);
     const check = (): void => {
       const match = /"msg":"listening".*?"port":(\d+)/.exec(out);
       if (match?.[1] !== undefined) {
@@ -134,7 +134,7 @@ export async function stopAllServers(): Promise<void> {
 }
 
 /** Runs the server with `env` and resolves with its exit code and output (for start-up refusals). */
-export function runServerToExit(env: Record<string, string>, timeoutMs = 10_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export function runServerToExit(env: Record<string, string>, timeoutMs = 30_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolveRun, reject) => {
     const child = spawn(process.execPath, [BUNDLE], {
       env: { PATH: process.env.PATH ?? '/usr/bin:/bin', PORT: '0', ...env },

@@ -1,15 +1,21 @@
 import { createProgressForwarder } from '../../../functions/mcp/tools/progress';
 
-describe('the progress forwarder', () => {
-  it('sends the first output at once, coalesces the rest per interval, and nothing after close', async () => {
+describe('the progress forwarder (on fake timers)', () => {
+  beforeEach(() => jest.useFakeTimers({ doNotFake: ['nextTick', 'queueMicrotask', 'setImmediate'] }));
+  afterEach(() => jest.useRealTimers());
+
+  it('sends the first output at once, coalesces the rest to one notification per interval, and nothing after close', async () => {
     const sent: Array<{ progress: number; message: string }> = [];
-    const forwarder = createProgressForwarder(async (update) => void sent.push(update), { intervalMs: 50 });
+    const forwarder = createProgressForwarder(async (update) => void sent.push(update), { intervalMs: 250 });
     forwarder.push('a');
-    await new Promise((resolve) => setTimeout(resolve, 5));
-    forwarder.push('b');
-    forwarder.push('c');
+    await jest.advanceTimersByTimeAsync(0);
     expect(sent).toEqual([{ progress: 1, message: 'a' }]);
-    await new Promise((resolve) => setTimeout(resolve, 80));
+    forwarder.push('b');
+    await jest.advanceTimersByTimeAsync(100);
+    forwarder.push('c');
+    await jest.advanceTimersByTimeAsync(149);
+    expect(sent).toHaveLength(1);
+    await jest.advanceTimersByTimeAsync(1);
     expect(sent).toEqual([
       { progress: 1, message: 'a' },
       { progress: 2, message: 'bc' },
@@ -17,7 +23,7 @@ describe('the progress forwarder', () => {
     forwarder.push('d');
     await forwarder.close();
     forwarder.push('e');
-    await new Promise((resolve) => setTimeout(resolve, 80));
+    await jest.advanceTimersByTimeAsync(1_000);
     expect(sent.map((u) => u.message).join('')).toBe('abcd');
     expect(sent.map((u) => u.progress)).toEqual([1, 2, 3]);
   });

@@ -25,11 +25,10 @@ export interface E2BProviderOptions {
   maxOutputBytes?: number;
   /** How long 429s on creation are retried. @default 10 s budget */
   retry?: RetryOptions;
+  /** Time one control-plane request may take (the SDK's own timer). @default 30_000 */
+  requestTimeoutMs?: number;
   clock?: Clock;
 }
-
-/** Time one control-plane request may take. */
-const API_REQUEST_TIMEOUT_MS = 30_000;
 
 /** A stable, non-reversible tag for metadata (E2B metadata is visible to anyone with the API key). */
 function toTag(value: string): string {
@@ -38,11 +37,11 @@ function toTag(value: string): string {
 
 /** Creates the provider. Nothing is loaded or called until the first sandbox is needed. */
 export function createE2BSandboxProvider(options: E2BProviderOptions): SandboxProvider {
-  const { config, leaseMs, logger, loadSdk = loadE2BSdk, renewEveryMs = 30_000, maxOutputBytes = 65_536, clock = SYSTEM_CLOCK } = options;
+  const { config, leaseMs, logger, loadSdk = loadE2BSdk, renewEveryMs = 30_000, maxOutputBytes = 65_536, requestTimeoutMs = 30_000, clock = SYSTEM_CLOCK } = options;
   const gate = createRateGate(config.maxCreatesPerS, clock);
   let sdk: Promise<E2BSdk> | undefined;
 
-  const connection = { apiKey: config.apiKey, domain: config.domain, apiUrl: config.apiUrl, requestTimeoutMs: API_REQUEST_TIMEOUT_MS };
+  const connection = { apiKey: config.apiKey, domain: config.domain, apiUrl: config.apiUrl, requestTimeoutMs };
   const wrap = (api: E2BSandboxApi, errors: E2BSdk['errors']): Sandbox =>
     new E2BSandbox({ api, errors, template: config.template, apiKey: config.apiKey, leaseMs, renewEveryMs, maxOutputBytes, clock });
   const tagsOf = ({ sessionKey, principal }: SandboxOwner): Record<string, string> => ({ mcp_session: toTag(sessionKey), mcp_owner: toTag(principal) });
