@@ -88,14 +88,24 @@ const timed = async (run: () => Promise<ToolResult>): Promise<Timed> => {
 };
 
 // The slow E2B faults, started at once (see the header).
-let hang: { server: StartedServer; silent: SilentE2B; call: Promise<Timed> };
+let hang: { server: StartedServer; silent: SilentE2B; call: Promise<Timed>; servedMeanwhile: { status: unknown; hangAnswered: boolean } };
 let limited: { server: StartedServer; fake: FakeE2B; call: Promise<Timed> };
 beforeAll(async () => {
   const silent = await startSilentE2B();
   cleanups.push(() => silent.stop());
   const hangServer = await startServer({ env: e2bEnv(silent.url) });
   const hangClient = await connectClient('v2', hangServer.url, { token: TOKEN });
-  hang = { server: hangServer, silent, call: timed(() => hangClient.callTool('write_file', { path: 'a.txt', content: 'a' })) };
+  let hangAnswered = false;
+  const call = timed(() => hangClient.callTool('write_file', { path: 'a.txt', content: 'a' })).finally(() => {
+    hangAnswered = true;
+  });
+  // While the create hangs, another session is served: its answer comes before the hanging call's.
+  await pollUntil(() => silent.received(), (n) => n >= 1, SETTLE_MS);
+  const other = await connectClient('v2', hangServer.url, { token: TOKEN });
+  const status = (await other.callTool('sandbox_status')).structuredContent;
+  const servedMeanwhile = { status, hangAnswered };
+  await other.close();
+  hang = { server: hangServer, silent, call, servedMeanwhile };
 
   const fake = await startFakeE2B();
   cleanups.push(() => fake.stop());
@@ -367,15 +377,7 @@ describe('SIGTERM with calls in flight', () => {
 
 describe('E2B faults that take time (started in beforeAll)', () => {
   it('a create that never answers comes back as a clear isError after the SDK request timeout (30 s), and the server serves others meanwhile', async () => {
-    // While the create hangs, another session is served: its answer comes before the hanging call's.
-    let hangAnswered = false;
-    void hang.call.finally(() => {
-      hangAnswered = true;
-    });
-    const other = await connectClient('v2', hang.server.url, { token: TOKEN });
-    expect((await other.callTool('sandbox_status')).structuredContent).toMatchObject({ state: 'not_started' });
-    expect(hangAnswered).toBe(false);
-    await other.close();
+    expect(hang.servedMeanwhile).toMatchObject({ status: { state: 'not_started' }, hangAnswered: false });
 
     const { result, error, seconds } = await hang.call;
     const unexpected = hang.server.logs().filter((l) => l.msg === 'tool failed unexpectedly').map((l) => l.error);
