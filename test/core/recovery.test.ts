@@ -120,23 +120,30 @@ it('lets any instance end a session: DELETE on one that never held it kills the 
   expect((await b.post(rpc('tools/list', 3), headers)).status).toBe(404);
 });
 
-it('does not destroy, on idle expiry, a sandbox that another instance still serves; destroys it once nobody has', async () => {
-  const ttlMs = 60_000;
-  const d = deployment({ env: { MCP_SESSION_IDLE_TTL_S: String(ttlMs / 1000) } });
+/**
+ * A session written on A moves to B and is used there while A's copy goes idle past the TTL; back on A, A's
+ * sweep lets its copy go (B used the sandbox lately) instead of destroying it, and the files are there.
+ */
+async function idleHereUsedElsewhere(d: ReturnType<typeof deployment>, ttlMs: number): Promise<{ a: Harness; b: Harness; client: TestClient }> {
   const a = d.current;
   const b = d.instance();
   const client = await d.connect();
   await client.callTool('write_file', { path: 'work.txt', content: 'precious' });
-  // The session moves to B and is used there while A's copy goes idle past the TTL.
   d.route(b);
   for (let i = 0; i < 4; i += 1) {
     d.clock.advance(ttlMs / 2);
     await client.callTool('list_files');
   }
-  // Back on A: its sweep lets its copy go (B used the sandbox lately) instead of destroying it.
   d.route(a);
   expect((await client.callTool('read_file', { path: 'work.txt' })).structuredContent).toMatchObject({ content: 'precious' });
   expect(logsOf(a, 'session released')).toEqual([expect.objectContaining({ reason: 'idle_here_used_elsewhere' })]);
+  return { a, b, client };
+}
+
+it('does not destroy, on idle expiry, a sandbox that another instance still serves; destroys it once nobody has', async () => {
+  const ttlMs = 60_000;
+  const d = deployment({ env: { MCP_SESSION_IDLE_TTL_S: String(ttlMs / 1000) } });
+  const { b, client } = await idleHereUsedElsewhere(d, ttlMs);
   expect(d.sdk.sandboxes.map((s) => s.killed)).toEqual([false]);
 
   // Nobody uses it for longer than the TTL: the next sweep on B destroys it, and the id is gone.
@@ -157,18 +164,7 @@ it('on the local backend too: a workspace another instance used within the TTL i
       env: { SANDBOX_BACKEND: 'local', LOCAL_SANDBOX_ROOT: root, MCP_SESSION_IDLE_TTL_S: String(ttlMs / 1000) },
       sandboxes: ({ config, logger, clock }) => createSandboxProvider(config, logger, clock),
     });
-    const a = d.current;
-    const b = d.instance();
-    const client = await d.connect();
-    await client.callTool('write_file', { path: 'work.txt', content: 'precious' });
-    d.route(b);
-    for (let i = 0; i < 4; i += 1) {
-      d.clock.advance(ttlMs / 2);
-      await client.callTool('list_files');
-    }
-    d.route(a);
-    expect((await client.callTool('read_file', { path: 'work.txt' })).structuredContent).toMatchObject({ content: 'precious' });
-    expect(logsOf(a, 'session released')).toEqual([expect.objectContaining({ reason: 'idle_here_used_elsewhere' })]);
+    const { client } = await idleHereUsedElsewhere(d, ttlMs);
     await client.terminate();
     expect(readdirSync(root)).toEqual([]);
   } finally {

@@ -76,13 +76,16 @@ function readExpectedFailures(file: string): Map<string, string[]> {
 
 const describeCheck = (c: ConformanceCheck): string => `${c.id} ${c.status}${c.errorMessage ? ` ${c.errorMessage}` : ''}`;
 
-/** Waits until the server has written nothing for a moment, so its log has every request of the last run. */
+/**
+ * Waits until the server has written nothing for 200 ms (at most 20 s), so that its log has every request of
+ * the last run (the suite's process has exited by then; a busy machine may still be writing the last lines).
+ */
 async function settle(server: StartedServer): Promise<void> {
-  for (let i = 0, last = -1; i < 40; i++) {
+  for (let i = 0, last = -1; i < 100; i++) {
     const length = server.stdout().length;
     if (length === last) return;
     last = length;
-    await new Promise((r) => setTimeout(r, 50));
+    await new Promise((r) => setTimeout(r, 200));
   }
 }
 

@@ -8,6 +8,8 @@ import { createInterface } from 'node:readline';
 import { Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 
+import { pollUntil, SETTLE_MS } from '../support/processes';
+
 const STDIO_BUNDLE = resolve(__dirname, '../../dist/stdio.js');
 
 /** A raw line-oriented stdio session with the bundle. */
@@ -85,6 +87,5 @@ it('serves the tools to the official client, and kills the sandbox when the clie
   await client.close();
   // The workspace goes with the process.
   const { readdirSync } = await import('node:fs');
-  for (let i = 0; i < 50 && readdirSync(root).length > 0; i += 1) await new Promise((r) => setTimeout(r, 100));
-  expect(readdirSync(root)).toEqual([]);
+  expect(await pollUntil(() => readdirSync(root), (names) => names.length === 0, SETTLE_MS)).toEqual([]);
 });
