@@ -36,22 +36,28 @@ describe('ids and the credential binding', () => {
     expect((await h.post(rpc('tools/list', 2), { ...headers, 'mcp-session-id': 'made-up', authorization: 'Bearer nope' })).status).toBe(401);
   });
 
-  it('answers 404 to forged, tampered and expired ids, and to ids signed with another secret', async () => {
+  it('answers 404 to forged, tampered, expired and malformed ids and to ids signed with another secret, and 401 to each without a valid token', async () => {
     const h = createHarness();
     const { headers } = await h.openSession();
     const codec = createSignedIdCodec(HARNESS_SECRET, 21_600_000);
     const principal = toPrincipal(HARNESS_TOKEN);
-    const real = headers['mcp-session-id'] ?? '';
+    const [random = '', issued = '', mac = ''] = (headers['mcp-session-id'] ?? '').split('.');
+    const flip = (text: string): string => (text.startsWith('A') ? `B${text.slice(1)}` : `A${text.slice(1)}`);
     const ids = {
       forged: 'AAAAAAAAAAAAAAAAAAAAAA.abc.AAAAAAAAAAAAAAAAAAAAAA',
-      tampered: `${real.slice(0, -1)}${real.endsWith('A') ? 'B' : 'A'}`,
+      'tampered signature': `${random}.${issued}.${flip(mac)}`,
+      'tampered random part': `${flip(random)}.${issued}.${mac}`,
       // MCP_SESSION_MAX_AGE_S (21600 s) ago and a second, on the harness clock.
       expired: codec.mint('session', principal, h.clock.now() - 21_601_000).id,
-      otherSecret: createSignedIdCodec('another-secret-just-as-long-0123456789ab', 21_600_000).mint('session', principal, h.clock.now()).id,
+      'signed with another secret': createSignedIdCodec('another-secret-just-as-long-0123456789ab', 21_600_000).mint('session', principal, h.clock.now()).id,
+      malformed: 'hello',
     };
     for (const [kind, id] of Object.entries(ids)) {
       const res = await h.post(rpc('tools/list', 2), { ...headers, 'mcp-session-id': id });
       expect({ kind, status: res.status, code: errorOf(res)?.code }).toEqual({ kind, status: 404, code: -32001 });
+      // Without a valid token the answer is 401, never a 404 that would tell what exists.
+      const unauthenticated = await h.post(rpc('tools/list', 3), { ...headers, 'mcp-session-id': id, authorization: 'Bearer wrong-token' });
+      expect({ kind, status: unauthenticated.status }).toEqual({ kind, status: 401 });
     }
     expect(h.logs().filter((l) => l.msg === 'session recovered')).toEqual([]);
   });

@@ -48,6 +48,11 @@ export function makeSandboxRoot(): string {
 }
 
 const running = new Set<StartedServer>();
+// A safety net for a test file that dies before its afterAll: no server outlives the test process (their
+// sandboxes run under bubblewrap's --die-with-parent and go with them).
+process.once('exit', () => {
+  for (const server of running) server.child.kill('SIGKILL');
+});
 
 /** Starts a server; resolves once it logged `listening`. */
 export async function startServer(options: StartServerOptions = {}): Promise<StartedServer> {

@@ -121,6 +121,8 @@ export function createModernLane(options: ModernLaneOptions): ModernLane {
       const principal = requestCtx.authInfo?.clientId ?? ANONYMOUS_PRINCIPAL;
       return createProtocolServer({ tools, versions: HTTP_PROTOCOL_VERSIONS, call: (name, args, ctx) => call(name, args, ctx, principal) });
     },
+    // Always a stream, as in the 2025 lane: in 'auto' mode a call that prints nothing sends no byte until its
+    // result (no keep-alive either), and a proxy may cut it.
     { legacy: 'reject', responseMode: 'sse', keepAliveMs: SSE_KEEP_ALIVE_MS, onerror: (err) => logger.debug('modern lane protocol error', { error: err.message }) },
   );
 
