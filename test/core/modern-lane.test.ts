@@ -41,8 +41,8 @@ it(`destroys a sandbox whose handle went unused past MCP_SESSION_IDLE_TTL_S (${T
   expect((await call(client, 'read_file', { path: 'a.txt', sandbox: kept })).structuredContent).toMatchObject({ content: 'a' });
   h.clock.advance(1_100);
   expect((await call(client, 'read_file', { path: 'a.txt', sandbox: kept })).structuredContent).toMatchObject({ content: 'a' }); // and sweeps
-  await settle(() => h.sdk?.sandboxes[1]?.killed === true);
-  expect(h.sdk?.sandboxes.map((s) => s.killed)).toEqual([false, true]);
+  await settle(() => h.sdk.sandboxes[1]?.killed === true);
+  expect(h.sdk.sandboxes.map((s) => s.killed)).toEqual([false, true]);
   // The destroyed sandbox's handle still verifies: it gets a fresh sandbox, and says so.
   const again = await call(client, 'read_file', { path: 'b.txt', sandbox: dropped });
   expect(again.isError).toBe(true);
@@ -55,10 +55,10 @@ it('lets go of the least recently used sandbox at the cap (MCP_MAX_SESSIONS=2) w
   const first = handleOf(await call(client, 'write_file', { path: 'first.txt', content: '1' }));
   await call(client, 'write_file', { path: 'second.txt', content: '2' });
   await call(client, 'write_file', { path: 'third.txt', content: '3' });
-  expect(h.sdk?.sandboxes.map((s) => s.killed)).toEqual([false, false, false]);
+  expect(h.sdk.sandboxes.map((s) => s.killed)).toEqual([false, false, false]);
   expect((await call(client, 'read_file', { path: 'first.txt', sandbox: first })).structuredContent).toMatchObject({ content: '1' });
-  expect(h.sdk?.connects).toEqual(['sbx-1']);
-  expect(h.sdk?.created).toHaveLength(3);
+  expect(h.sdk.connects).toEqual(['sbx-1']);
+  expect(h.sdk.created).toHaveLength(3);
 });
 
 it('refuses a forged handle and another credential’s handle, telling the caller to omit it', async () => {
@@ -83,6 +83,6 @@ it('stops the running command in the sandbox when the client closes its stream',
   abort.abort();
   await expect(running).rejects.toThrow();
   // The command's process group is signalled inside the sandbox (`kill -TERM -<pid>`), with no timer involved.
-  await settle(() => (h.sdk?.sandboxes[0]?.terminatedPids.length ?? 0) > 0);
-  expect(h.sdk?.sandboxes[0]?.terminatedPids).toEqual([1]);
+  await settle(() => (h.sdk.sandboxes[0]?.terminatedPids.length ?? 0) > 0);
+  expect(h.sdk.sandboxes[0]?.terminatedPids).toEqual([1]);
 });

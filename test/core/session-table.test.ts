@@ -95,7 +95,7 @@ describe(`idle expiry (MCP_SESSION_IDLE_TTL_S=${TTL_S}), on the fake clock`, () 
     const h = createHarness({ env: { ...env, MCP_MAX_SESSIONS: '1' } });
     const { headers } = await h.openSession();
     expect((await callTool(h, headers, 'write_file', { path: 'a.txt', content: 'a' })).status).toBe(200);
-    expect(h.sdk?.sandboxes.map((s) => s.killed)).toEqual([false]);
+    expect(h.sdk.sandboxes.map((s) => s.killed)).toEqual([false]);
 
     h.clock.advance(TTL_S * 1000 + 1);
     // At the cap of one, a new session is admitted: the idle one no longer counts.
@@ -103,7 +103,7 @@ describe(`idle expiry (MCP_SESSION_IDLE_TTL_S=${TTL_S}), on the fake clock`, () 
     expect(replacement.status).toBe(200);
     const expired = await h.post(rpc('tools/list', 2), headers);
     expect({ status: expired.status, code: errorOf(expired)?.code }).toEqual({ status: 404, code: -32001 });
-    expect(h.sdk?.sandboxes.map((s) => s.killed)).toEqual([true]);
+    expect(h.sdk.sandboxes.map((s) => s.killed)).toEqual([true]);
     expect(logsOf(h, 'session closed')).toEqual([expect.objectContaining({ reason: 'idle_expired' })]);
     expect(logsOf(h, 'session evicted')).toEqual([]);
   });
@@ -112,7 +112,7 @@ describe(`idle expiry (MCP_SESSION_IDLE_TTL_S=${TTL_S}), on the fake clock`, () 
     const h = createHarness({ env });
     const { headers } = await h.openSession();
     await callTool(h, headers, 'write_file', { path: 'work.txt', content: 'precious' });
-    const sandbox = h.sdk?.sandboxes[0];
+    const sandbox = h.sdk.sandboxes[0];
     h.clock.advance(TTL_S * 1000 + 1);
     // Another instance renewed the lease a moment ago (E2B's lease end is the sandbox's own record).
     if (sandbox !== undefined) sandbox.endAtMs = h.clock.now() - 1_000 + TTL_S * 1000;
@@ -138,7 +138,7 @@ describe('the cap (MCP_MAX_SESSIONS=2)', () => {
     await h.post(rpc('ping', 3), first.headers); // ...and now the first: the second goes
     const third = await h.openSession();
     expect(logsOf(h, 'session evicted')).toHaveLength(1);
-    expect(h.sdk?.sandboxes.every((s) => !s.killed)).toBe(true);
+    expect(h.sdk.sandboxes.every((s) => !s.killed)).toBe(true);
     // The second comes back (evicting the least recently used again), and so does the first with its file.
     expect((await h.post(rpc('ping', 4), second.headers)).status).toBe(200);
     const read = await callTool(h, first.headers, 'read_file', { path: 'first.txt' });
@@ -165,10 +165,12 @@ describe('the cap (MCP_MAX_SESSIONS=2)', () => {
     expect((await calls[0])?.status).toBe(200);
     const admitted = await h.post(initializeBody(), { authorization: `Bearer ${HARNESS_TOKEN}` });
     expect(admitted.status).toBe(200);
-    // The busy one was left alone; the one whose call ended made room.
+    // The busy one was left alone; the one whose call ended made room, and comes back on its next request.
     expect(logsOf(h, 'session evicted')).toHaveLength(1);
     held.release('hold-1');
     expect((await calls[1])?.status).toBe(200);
+    expect((await h.post(rpc('ping', 3), sessions[0]?.headers)).status).toBe(200);
+    expect(logsOf(h, 'session recovered')).toHaveLength(1);
   });
 
   it('counts a session held mid-call by a background process as busy: it is not evicted', async () => {
@@ -196,7 +198,7 @@ describe('DELETE and shutdown', () => {
     await callTool(h, headers, 'write_file', { path: 'a.txt', content: 'a' });
     const deleted = await h.fetch(h.url, { method: 'DELETE', headers });
     expect(deleted.status).toBe(200);
-    expect(h.sdk?.sandboxes.map((s) => s.killed)).toEqual([true]);
+    expect(h.sdk.sandboxes.map((s) => s.killed)).toEqual([true]);
     const after = await h.post(rpc('tools/list', 2), headers);
     expect({ status: after.status, code: errorOf(after)?.code }).toEqual({ status: 404, code: -32001 });
     expect(logsOf(h, 'session recovered')).toEqual([]);
@@ -209,7 +211,7 @@ describe('DELETE and shutdown', () => {
       const { headers } = await h.openSession();
       await callTool(h, headers, 'write_file', { path: 'a.txt', content: 'a' });
       await h.core.shutdown({ keepSandboxes, flushMs: 0 });
-      expect({ keepSandboxes, killed: h.sdk?.sandboxes.map((s) => s.killed) }).toEqual({ keepSandboxes, killed: [!keepSandboxes] });
+      expect({ keepSandboxes, killed: h.sdk.sandboxes.map((s) => s.killed) }).toEqual({ keepSandboxes, killed: [!keepSandboxes] });
       expect(logsOf(h, 'sessions ended for shutdown')).toEqual([expect.objectContaining({ sessions: 1, sandboxes_kept: keepSandboxes })]);
     }
   });

@@ -43,11 +43,8 @@ const BASE_ENV: Record<string, string> = {
 export interface HarnessOptions {
   /** Environment for `loadConfig`, over the base (two tokens, a secret, the E2B backend). */
   env?: Record<string, string>;
-  /**
-   * The E2B SDK behind the (real) E2B provider: a stub shared by the instances of a test, or `'real'` for the
-   * real SDK (pointed at a loopback fake with E2B_API_URL). @default a new StubSdk on the harness clock
-   */
-  sdk?: StubSdk | 'real';
+  /** The SDK stub behind the (real) E2B provider, shared by the instances of a test. @default a new one on the harness clock */
+  sdk?: StubSdk;
   /** @default a new fake clock */
   clock?: FakeClock;
   /** Another sandbox backend altogether, made from the harness's config, logger and clock (replaces the E2B provider). */
@@ -60,8 +57,8 @@ export type FetchLike = (input: string | URL | Request, init?: RequestInit) => P
 export interface Harness {
   readonly url: string;
   readonly clock: FakeClock;
-  /** The stub "E2B" (unused with the real SDK or another backend). */
-  readonly sdk: StubSdk | undefined;
+  /** The stub "E2B" (unused when `sandboxes` gave another backend). */
+  readonly sdk: StubSdk;
   readonly core: CoreApp;
   /** Serves one request through the core, as the Node shell would (the body read first, a signal for hang-ups). */
   readonly fetch: FetchLike;
@@ -95,14 +92,14 @@ export function createHarness(options: HarnessOptions = {}): Harness {
     config.logLevel,
     () => new Date(clock.now()),
   );
-  const sdk = options.sdk === 'real' ? undefined : (options.sdk ?? new StubSdk(clock));
+  const sdk = options.sdk ?? new StubSdk(clock);
   const sandboxes: SelectedProvider = options.sandboxes?.({ config, logger, clock }) ?? {
     provider: createE2BSandboxProvider({
       config: config.e2b,
       leaseMs: config.sessionIdleTtlS * 1000,
       logger,
       clock,
-      ...(sdk !== undefined && { loadSdk: async () => sdk }),
+      loadSdk: async () => sdk,
     }),
     ready: async () => undefined,
   };

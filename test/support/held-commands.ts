@@ -16,8 +16,7 @@ export interface HeldCommands {
  * `release('hold-<something>')` (or until killed); others finish at once.
  */
 export function holdCommands(h: Harness): HeldCommands {
-  const sdk = h.sdk;
-  if (sdk === undefined) throw new Error('holdCommands needs the harness stub SDK');
+  const { sdk } = h;
   const gates = new Map<string, { promise: Promise<void>; open: () => void }>();
   const gate = (name: string) => {
     let entry = gates.get(name);
