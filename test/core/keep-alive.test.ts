@@ -3,26 +3,9 @@
  * prints nothing. Jest's fake timers drive the SDK transports' keep-alive intervals (only setInterval is
  * faked; promises, streams and the event loop run as usual), and the test holds the call open.
  */
-import { createHarness, type FetchLike, type Harness } from '../support/harness';
+import { createHarness } from '../support/harness';
 import { holdCommands, settle } from '../support/held-commands';
-
-/** Wraps the harness's fetch so that the test sees every byte of each tools/call answer the client reads. */
-function recordingFetch(h: Harness): { fetch: FetchLike; toolCallStreams: string[] } {
-  const toolCallStreams: string[] = [];
-  const fetch: FetchLike = async (input, init) => {
-    const isToolCall = typeof init?.body === 'string' && init.body.includes('"tools/call"');
-    const res = await h.fetch(input, init);
-    if (!isToolCall || res.body === null) return res;
-    const [forClient, forTest] = res.body.tee();
-    const index = toolCallStreams.push('') - 1;
-    void (async () => {
-      const decoder = new TextDecoder();
-      for await (const chunk of forTest) toolCallStreams[index] += decoder.decode(chunk, { stream: true });
-    })();
-    return new Response(forClient, { status: res.status, headers: res.headers });
-  };
-  return { fetch, toolCallStreams };
-}
+import { teeToolCallBodies } from '../support/http';
 
 const keepAlives = (stream: string | undefined): number => (stream ?? '').split('\n').filter((line) => line.startsWith(':')).length;
 
@@ -42,7 +25,7 @@ describe.each([
   it('gets a keep-alive comment every 10 s on its stream, none before, and its result at the end', async () => {
     const h = createHarness();
     const held = holdCommands(h);
-    const recorder = recordingFetch(h);
+    const recorder = teeToolCallBodies(h.fetch);
     const args = { command: 'hold-silent' };
     let call: Promise<unknown>;
     if (modern) {
@@ -57,15 +40,15 @@ describe.each([
 
     await jest.advanceTimersByTimeAsync(9_999);
     await settle(() => true, 50);
-    expect(keepAlives(recorder.toolCallStreams[0])).toBe(0);
+    expect(keepAlives(recorder.texts[0])).toBe(0);
     await jest.advanceTimersByTimeAsync(1);
-    await settle(() => keepAlives(recorder.toolCallStreams[0]) === 1);
+    await settle(() => keepAlives(recorder.texts[0]) === 1);
     await jest.advanceTimersByTimeAsync(30_000);
-    await settle(() => keepAlives(recorder.toolCallStreams[0]) === 4);
+    await settle(() => keepAlives(recorder.texts[0]) === 4);
 
     held.release('hold-silent');
     expect(await call).toMatchObject({ structuredContent: { exit_code: 0 } });
-    await settle(() => (recorder.toolCallStreams[0] ?? '').includes('"exit_code":0'));
-    expect(keepAlives(recorder.toolCallStreams[0])).toBe(4);
+    await settle(() => (recorder.texts[0] ?? '').includes('"exit_code":0'));
+    expect(keepAlives(recorder.texts[0])).toBe(4);
   });
 });

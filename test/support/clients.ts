@@ -3,6 +3,8 @@ import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as TransportV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
+import type { ClientFetch } from './http';
+
 /** What the e2e suites use of either client. */
 export interface TestClient {
   readonly kind: 'v1' | 'v2';
@@ -23,7 +25,7 @@ export interface ToolResult {
 export interface ConnectOptions {
   token?: string;
   /** Sends the client's requests (the in-process harness's `fetch`). @default the global fetch */
-  fetch?: (input: string | URL, init?: RequestInit) => Promise<Response>;
+  fetch?: ClientFetch;
 }
 
 /** Connects a client of the given kind to `url`. */

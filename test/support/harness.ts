@@ -21,7 +21,7 @@ import { createE2BSandboxProvider } from '../../functions/mcp/sandbox/e2b/provid
 import { connectClient, type TestClient } from './clients';
 import { StubSdk } from './e2b-stub';
 import { createFakeClock, type FakeClock } from './fake-clock';
-import { ACCEPT_BOTH, initializeBody, readAnswer, type RawResponse } from './http';
+import { ACCEPT_BOTH, type ClientFetch, initializeBody, readAnswer, type RawResponse } from './http';
 
 export const HARNESS_TOKEN = 'harness-token-0123456789abcdef0123';
 export const HARNESS_OTHER_TOKEN = 'harness-other-token-fedcba98765432';
@@ -65,9 +65,9 @@ export interface Harness {
   /** The JSON log lines written so far. */
   logs(): Array<Record<string, unknown>>;
   /** An official client (v2 by default) connected through `fetch` (or `options.fetch`, which may wrap it). */
-  connect(options?: { kind?: 'v1' | 'v2'; token?: string; fetch?: FetchLike }): Promise<TestClient>;
+  connect(options?: { kind?: 'v1' | 'v2'; token?: string; fetch?: ClientFetch }): Promise<TestClient>;
   /** A v2 client pinned to 2026-07-28 (the modern lane), connected through `fetch`. */
-  connectModern(options?: { token?: string; fetch?: FetchLike }): Promise<Client>;
+  connectModern(options?: { token?: string; fetch?: ClientFetch }): Promise<Client>;
   /** POSTs a JSON-RPC body (or raw text) to /mcp with the usual headers, `headers` over them. */
   post(body: unknown, headers?: Record<string, string>): Promise<RawResponse>;
   /** Opens a 2025-era session over raw requests; `headers` carry the token, id and version for later requests. */

@@ -62,23 +62,37 @@ export async function openRawSession(url: string, headers: Record<string, string
   return { sessionId, version };
 }
 
-/** A fetch for the official clients that also hands the test the whole body of every tools/call answer. */
+/** The fetch the official clients' transports call (their `fetch` option). */
+export type ClientFetch = (input: string | URL, init?: RequestInit) => Promise<Response>;
+
+/** A fetch for the official clients that also shows the test every tools/call answer's body. */
 export interface ToolCallTee {
-  fetch: (input: string | URL, init?: RequestInit) => Promise<Response>;
-  /** One per tools/call sent, in order; each resolves with the whole body once its stream has ended. */
+  fetch: ClientFetch;
+  /** One per tools/call answer, in order: its text so far, growing as the stream flows. */
+  readonly texts: string[];
+  /** One per tools/call answer, in order: its whole text, once its stream has ended. */
   readonly bodies: Array<Promise<string>>;
 }
 
 /** Creates a tee over `fetchImpl` (the global fetch by default). */
-export function teeToolCallBodies(fetchImpl: (input: string | URL, init?: RequestInit) => Promise<Response> = fetch): ToolCallTee {
+export function teeToolCallBodies(fetchImpl: ClientFetch = fetch): ToolCallTee {
+  const texts: string[] = [];
   const bodies: Array<Promise<string>> = [];
   return {
+    texts,
     bodies,
     async fetch(input, init) {
       const res = await fetchImpl(input, init);
       if (typeof init?.body !== 'string' || !init.body.includes('"tools/call"') || res.body === null) return res;
       const [forClient, forTest] = res.body.tee();
-      bodies.push(new Response(forTest).text());
+      const index = texts.push('') - 1;
+      bodies.push(
+        (async () => {
+          const decoder = new TextDecoder();
+          for await (const chunk of forTest) texts[index] += decoder.decode(chunk, { stream: true });
+          return texts[index] ?? '';
+        })(),
+      );
       return new Response(forClient, { status: res.status, headers: res.headers });
     },
   };
