@@ -54,7 +54,7 @@ export interface Core extends Omit<CoreApp, 'handle'> {
   listener: NodeListener;
 }
 
-/** Wires the layers of DESIGN.md into one web-standard handler. */
+/** Wires the layers (HTTP gates, the two lanes, tools, the sandbox backend) into one web-standard handler. */
 export function createCoreApp({ config, logger, verifier, policy, ids, fresh, startedAtMs, sandboxes, clock = SYSTEM_CLOCK }: CoreDeps): CoreApp {
   const { provider, ready } = sandboxes ?? createSandboxProvider(config, logger, clock);
   const now = (): number => clock.now();

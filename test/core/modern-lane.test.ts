@@ -5,8 +5,6 @@
  */
 import type { Client } from '@modelcontextprotocol/client';
 
-import { StubSdk } from '../support/e2b-stub';
-import { createFakeClock } from '../support/fake-clock';
 import { createHarness, type Harness } from '../support/harness';
 import { holdCommands, settle } from '../support/held-commands';
 
@@ -17,10 +15,9 @@ const handleOf = (result: Result): string => String(result.structuredContent?.sa
 const TTL_S = 60;
 
 it('gives a handle-less call a new sandbox and its handle; the handle reaches the same sandbox on another instance', async () => {
-  const clock = createFakeClock(Date.parse('2030-01-01T00:00:00Z'));
-  const sdk = new StubSdk(clock);
-  const a = createHarness({ clock, sdk });
-  const b = createHarness({ clock, sdk });
+  const a = createHarness();
+  const { sdk } = a;
+  const b = createHarness({ clock: a.clock, sdk });
   const onA = await a.connectModern();
   const sandbox = handleOf(await call(onA, 'write_file', { path: 'shared.txt', content: 'one\n' }));
   expect(sdk.created).toHaveLength(1);

@@ -1,14 +1,13 @@
 /**
- * Sessions survive instance loss (DESIGN.md rule 2), in-process: instances are harnesses that share one
- * stub "E2B" (which outlives them, as E2B does) and one fake clock. A client's requests go to whichever
- * instance the test routes them to, as FC does without affinity, after a restart, or after eviction.
+ * Sessions survive instance loss (the session map is a cache; the signed id and the tagged sandbox are the
+ * truth), in-process: instances are harnesses that share one stub "E2B" (which outlives them, as E2B does)
+ * and one fake clock. A client's requests go to whichever instance the test routes them to, as FC does without
+ * affinity, after a restart, or after eviction.
  */
 import { readdirSync, rmSync } from 'node:fs';
 
 import { createSandboxProvider } from '../../functions/mcp/sandbox/create-provider';
 import { connectClient, type TestClient, textOf } from '../support/clients';
-import { StubSdk } from '../support/e2b-stub';
-import { createFakeClock } from '../support/fake-clock';
 import { createHarness, type Harness, type HarnessOptions, HARNESS_TOKEN, HARNESS_URL } from '../support/harness';
 import { settle } from '../support/held-commands';
 import { messagesOf, rpc } from '../support/raw-session';
@@ -18,10 +17,10 @@ const logsOf = (h: Harness, msg: string) => h.logs().filter((line) => line.msg =
 
 /** Instances of one deployment: one E2B, one clock, one secret. */
 function deployment(options: HarnessOptions = {}) {
-  const clock = createFakeClock(Date.parse('2030-01-01T00:00:00Z'));
-  const sdk = new StubSdk(clock);
+  const first = createHarness(options);
+  const { clock, sdk } = first;
   const instance = (): Harness => createHarness({ ...options, clock, sdk });
-  let current = instance();
+  let current = first;
   /** A client whose requests go to the instance `route` names at the time. */
   const connect = (kind: 'v1' | 'v2' = 'v2'): Promise<TestClient> =>
     connectClient(kind, HARNESS_URL, { token: HARNESS_TOKEN, fetch: (input, init) => current.fetch(input, init) });

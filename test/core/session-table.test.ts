@@ -7,12 +7,10 @@ import { createSignedIdCodec } from '../../functions/mcp/sessions/session-id';
 import { toPrincipal } from '../../functions/mcp/http/auth';
 import { type Harness, createHarness, HARNESS_OTHER_TOKEN, HARNESS_SECRET, HARNESS_TOKEN } from '../support/harness';
 import { initializeBody } from '../support/http';
-import { messagesOf, rpc } from '../support/raw-session';
+import { errorOf, messagesOf, rpc } from '../support/raw-session';
 import { holdCommands, settle } from '../support/held-commands';
 
 const TTL_S = 60;
-const errorOf = (res: { headers: Headers; text: string; json: unknown }) =>
-  (messagesOf(res as Parameters<typeof messagesOf>[0])[0] as { error?: { code: number; message: string } } | undefined)?.error;
 const logsOf = (h: Harness, msg: string) => h.logs().filter((line) => line.msg === msg);
 const callTool = (h: Harness, headers: Record<string, string>, name: string, args: Record<string, unknown>, id = 7) =>
   h.post(rpc('tools/call', id, { name, arguments: args }), headers);

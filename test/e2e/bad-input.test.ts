@@ -1,6 +1,6 @@
 /** Bad input gets a clear error, and the server keeps serving afterwards. (The session cap and idle expiry: test/core/session-table.test.ts.) */
 import { ACCEPT_BOTH, initializeBody, postMcp, request } from '../support/http';
-import { authed, errorCodeOf, expectServing, messagesOf, openSession, rawHttpStatus, rpc } from '../support/raw-session';
+import { authed, errorCodeOf, errorOf, expectServing, messagesOf, openSession, rawHttpStatus, rpc } from '../support/raw-session';
 import { startServer, stopAllServers, type StartedServer } from '../support/server';
 
 const TOKEN = 'bad-input-token-0123456789abcdef';
@@ -8,8 +8,6 @@ const MAX_BODY = 65_536;
 
 afterAll(stopAllServers);
 
-/** The first message's JSON-RPC error, if any. */
-const errorOf = (res: Awaited<ReturnType<typeof postMcp>>) => (messagesOf(res)[0] as { error?: { code: number; message: string } } | undefined)?.error;
 
 /**
  * POSTs a chunked body (no Content-Length) of `chunks` × 10 KB inside a JSON string; when `hold` is given,

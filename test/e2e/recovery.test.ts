@@ -1,5 +1,5 @@
 /**
- * Sessions survive instance loss on the local backend (DESIGN.md rule 2), through the bundle: a restart with
+ * Sessions survive instance loss on the local backend, through the bundle: a restart with
  * the same secret, two instances without affinity, eviction at the cap, DELETE from another instance, SIGTERM,
  * background logs across a restart. (The lane's rules for ids, recovery and expiry, on a fake clock:
  * test/core/session-table.test.ts and test/core/recovery.test.ts.)

@@ -7,6 +7,8 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 
+import { SETTLE_MS } from './processes';
+
 /** One request the fake received. */
 export interface RecordedRequest {
   readonly route: Route;
@@ -137,7 +139,7 @@ export async function startFakeE2B(): Promise<FakeE2B> {
       queues.clear();
       defaults.clear();
     },
-    waitFor(done, timeoutMs = 20_000) {
+    waitFor(done, timeoutMs = SETTLE_MS) {
       return new Promise<void>((resolve, reject) => {
         const check = (): void => {
           if (!done(requests)) return;

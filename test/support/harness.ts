@@ -21,7 +21,7 @@ import { createE2BSandboxProvider } from '../../functions/mcp/sandbox/e2b/provid
 import { connectClient, type TestClient } from './clients';
 import { StubSdk } from './e2b-stub';
 import { createFakeClock, type FakeClock } from './fake-clock';
-import { ACCEPT_BOTH, type ClientFetch, initializeBody, readAnswer, type RawResponse } from './http';
+import { type ClientFetch, initializeBody, postMcp, type RawResponse } from './http';
 
 export const HARNESS_TOKEN = 'harness-token-0123456789abcdef0123';
 export const HARNESS_OTHER_TOKEN = 'harness-other-token-fedcba98765432';
@@ -51,9 +51,6 @@ export interface HarnessOptions {
   sandboxes?: (deps: { config: Config; logger: Logger; clock: FakeClock }) => SelectedProvider;
 }
 
-/** `fetch`-shaped, so that the official clients can use it. */
-export type FetchLike = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
-
 export interface Harness {
   readonly url: string;
   readonly clock: FakeClock;
@@ -61,7 +58,7 @@ export interface Harness {
   readonly sdk: StubSdk;
   readonly core: CoreApp;
   /** Serves one request through the core, as the Node shell would (the body read first, a signal for hang-ups). */
-  readonly fetch: FetchLike;
+  readonly fetch: ClientFetch;
   /** The JSON log lines written so far. */
   logs(): Array<Record<string, unknown>>;
   /** An official client (v2 by default) connected through `fetch` (or `options.fetch`, which may wrap it). */
@@ -105,7 +102,7 @@ export function createHarness(options: HarnessOptions = {}): Harness {
   };
   const core = createCoreApp({ ...createEntryDeps(config), config, logger, requestIdHeader: 'x-fc-request-id', startedAtMs: clock.now(), sandboxes, clock });
 
-  const fetchLike: FetchLike = async (input, init) => {
+  const fetchLike: ClientFetch = async (input, init) => {
     const request = new Request(input, init);
     const url = new URL(request.url);
     const headers = new Headers(request.headers);
@@ -127,14 +124,8 @@ export function createHarness(options: HarnessOptions = {}): Harness {
     return new Response(readable, { status: response.status, statusText: response.statusText, headers: response.headers });
   };
 
-  const post = async (body: unknown, headers: Record<string, string> = {}): Promise<RawResponse> =>
-    readAnswer(
-      await fetchLike(HARNESS_URL, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${HARNESS_TOKEN}`, 'content-type': 'application/json', accept: ACCEPT_BOTH, ...headers },
-        body: typeof body === 'string' ? body : JSON.stringify(body),
-      }),
-    );
+  const post = (body: unknown, headers: Record<string, string> = {}): Promise<RawResponse> =>
+    postMcp(HARNESS_URL, body, { authorization: `Bearer ${HARNESS_TOKEN}`, ...headers }, fetchLike);
 
   return {
     url: HARNESS_URL,

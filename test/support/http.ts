@@ -11,12 +11,12 @@ export interface RawResponse {
 }
 
 /** Sends a request and reads the whole answer (SSE bodies included, which end after the response). */
-export async function request(url: string, init: RequestInit = {}): Promise<RawResponse> {
-  return readAnswer(await fetch(url, init));
+export async function request(url: string, init: RequestInit = {}, fetchImpl: ClientFetch = fetch): Promise<RawResponse> {
+  return readAnswer(await fetchImpl(url, init));
 }
 
 /** Reads a whole answer (SSE bodies included, which end after the response). */
-export async function readAnswer(res: Response): Promise<RawResponse> {
+async function readAnswer(res: Response): Promise<RawResponse> {
   const text = await res.text();
   let json: unknown;
   const type = res.headers.get('content-type') ?? '';
@@ -33,13 +33,17 @@ export async function readAnswer(res: Response): Promise<RawResponse> {
   return { status: res.status, headers: res.headers, text, json };
 }
 
-/** POSTs a JSON-RPC body to /mcp with the right headers (override any with `headers`). */
-export function postMcp(url: string, body: unknown, headers: Record<string, string> = {}): Promise<RawResponse> {
-  return request(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', accept: ACCEPT_BOTH, ...headers },
-    body: typeof body === 'string' ? body : JSON.stringify(body),
-  });
+/** POSTs a JSON-RPC body to /mcp with the right headers (override any with `headers`), through `fetchImpl`. */
+export function postMcp(url: string, body: unknown, headers: Record<string, string> = {}, fetchImpl: ClientFetch = fetch): Promise<RawResponse> {
+  return request(
+    url,
+    {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: ACCEPT_BOTH, ...headers },
+      body: typeof body === 'string' ? body : JSON.stringify(body),
+    },
+    fetchImpl,
+  );
 }
 
 /** An `initialize` request body. */

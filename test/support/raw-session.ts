@@ -3,6 +3,7 @@ import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
 
 import { openRawSession, postMcp, type RawResponse } from './http';
+import { SETTLE_MS } from './processes';
 import type { StartedServer } from './server';
 
 /** Headers for an authenticated request, optionally inside a session. */
@@ -40,9 +41,14 @@ export function messagesOf(res: RawResponse): Array<Record<string, unknown>> {
   return res.json === undefined ? [] : [res.json as Record<string, unknown>];
 }
 
+/** The JSON-RPC error of an answer's first message, if any. */
+export function errorOf(res: RawResponse): { code: number; message: string } | undefined {
+  return (messagesOf(res)[0] as { error?: { code: number; message: string } } | undefined)?.error;
+}
+
 /** The JSON-RPC error code of an answer's first message, if any. */
 export function errorCodeOf(res: RawResponse): number | undefined {
-  return (messagesOf(res)[0] as { error?: { code?: number } } | undefined)?.error?.code;
+  return errorOf(res)?.code;
 }
 
 /** Proves the server still serves: a fresh session lists the tools. */
@@ -82,7 +88,7 @@ export function nodeHttp(url: string, options: { method?: string; headers?: Reco
 export function waitForLogs(
   server: StartedServer,
   predicate: (logs: Array<Record<string, unknown>>) => boolean,
-  timeoutMs = 20_000,
+  timeoutMs = SETTLE_MS,
 ): Promise<Array<Record<string, unknown>>> {
   return new Promise((resolve, reject) => {
     const stdout = server.child.stdout;

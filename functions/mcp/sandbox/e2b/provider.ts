@@ -1,9 +1,9 @@
 /** The E2B backend: sandboxes on E2B's cloud or on Alibaba Cloud's E2B-compatible service. */
 import { createHash } from 'node:crypto';
 
+import { type Clock, SYSTEM_CLOCK } from '../../clock';
 import type { E2BConfig } from '../../config';
 import { AppError } from '../../errors';
-import { type Clock, SYSTEM_CLOCK } from '../../clock';
 import type { Logger } from '../../log';
 import { SERVER_INFO } from '../../version';
 import type { BackendStatus, Sandbox, SandboxOwner, SandboxProvider } from '../types';
