@@ -49,6 +49,12 @@ export interface E2BConfig {
   readonly apiUrl: string | undefined;
   /** E2B_MAX_CREATES_PER_S: sandbox creations per second across the instance. @default 1 (Hobby plan) */
   readonly maxCreatesPerS: number;
+  /**
+   * E2B_CHARTS: how the service's code interpreter returns charts. `inline`: as images in the results (E2B's
+   * cloud); `files`: only as files in the sandbox (Alibaba Cloud's service), so the backend saves open
+   * matplotlib figures itself. @default `files` when E2B_DOMAIN or E2B_API_URL is on aliyuncs.com, else `inline`
+   */
+  readonly charts: 'inline' | 'files';
 }
 
 /** The whole server configuration. */
@@ -142,6 +148,8 @@ export function loadConfig(env: Env): Config {
   if (backend === 'e2b' && apiKey === undefined) problems.push('SANDBOX_BACKEND=e2b needs E2B_API_KEY');
   const apiUrl = env.E2B_API_URL?.trim() || undefined;
   if (apiUrl !== undefined && !/^https?:\/\/[^/\s]+/.test(apiUrl)) problems.push(`E2B_API_URL must be an http(s) URL (got "${apiUrl}")`);
+  const charts = env.E2B_CHARTS?.trim() || (/aliyuncs\.com/i.test(`${env.E2B_DOMAIN ?? ''} ${apiUrl ?? ''}`) ? 'files' : 'inline');
+  if (charts !== 'inline' && charts !== 'files') problems.push(`E2B_CHARTS must be "inline" or "files" (got "${charts}")`);
   const maxCreatesPerS = Number(env.E2B_MAX_CREATES_PER_S ?? 1);
   if (!Number.isFinite(maxCreatesPerS) || maxCreatesPerS <= 0 || maxCreatesPerS > 100) {
     problems.push(`E2B_MAX_CREATES_PER_S must be a number above 0 and at most 100 (got "${env.E2B_MAX_CREATES_PER_S}")`);
@@ -202,6 +210,7 @@ export function loadConfig(env: Env): Config {
       domain: env.E2B_DOMAIN?.trim() || undefined,
       apiUrl,
       maxCreatesPerS: Number.isFinite(maxCreatesPerS) && maxCreatesPerS > 0 ? maxCreatesPerS : 1,
+      charts: charts === 'files' ? 'files' : 'inline',
     },
     logLevel: isLogLevel(logLevel) ? logLevel : 'info',
   };

@@ -169,7 +169,7 @@ it('keeps background logs in the workspace directory, out of the sandbox user’
   const logFiles = (): string[] =>
     readdirSync(server.sandboxRoot)
       .filter((name) => name.startsWith('mcp-sandbox-'))
-      .map((dir) => join(server.sandboxRoot, dir, 'processes', 'p1.log'))
+      .map((dir) => join(server.sandboxRoot, dir, 'processes', 'p1.log.0'))
       .filter((file) => existsSync(file));
   // Other tests' sessions may have logs here too: this session's is the one with its output.
   const mine = (): string[] => logFiles().filter((file) => readFileSync(file, 'utf8') === 'logged\n');

@@ -232,7 +232,7 @@ export class StubSdk implements E2BSdk {
 /** The real E2B provider over `sdk`, with test settings (no creation throttle to speak of). */
 export function createStubProvider(sdk: StubSdk, clock: Clock, leaseMs = 1_800_000): SandboxProvider {
   return createE2BSandboxProvider({
-    config: { apiKey: 'e2b_stub_key_0123456789', template: 'code-interpreter-v1', domain: undefined, apiUrl: undefined, maxCreatesPerS: 100 },
+    config: { apiKey: 'e2b_stub_key_0123456789', template: 'code-interpreter-v1', domain: undefined, apiUrl: undefined, maxCreatesPerS: 100, charts: 'inline' },
     leaseMs,
     logger: SILENT_LOGGER,
     loadSdk: async () => sdk,

@@ -37,6 +37,8 @@ export interface StartServerOptions {
   sandboxRoot?: string;
   /** Listen on this port. @default a free one (PORT=0) */
   port?: number;
+  /** The Node binary that runs the bundle (FC's Node 20.10.0, say). @default the one running the tests */
+  node?: string;
 }
 
 /** A fresh LOCAL_SANDBOX_ROOT that sandbox users can pass through. */
@@ -66,7 +68,7 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sta
     LOG_LEVEL: 'info',
     ...options.env,
   };
-  const child = spawn(process.execPath, [options.bundle ?? BUNDLE], { env, cwd: options.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(options.node ?? process.execPath, [options.bundle ?? BUNDLE], { env, cwd: options.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {

@@ -78,7 +78,7 @@ describe('loadConfig', () => {
   it('picks the E2B backend when E2B_API_KEY is set, unless SANDBOX_BACKEND says local', () => {
     expect(loadConfig({ E2B_API_KEY: 'e2b_x' })).toMatchObject({
       sandboxBackend: 'e2b',
-      e2b: { apiKey: 'e2b_x', template: 'code-interpreter-v1', maxCreatesPerS: 1, domain: undefined, apiUrl: undefined },
+      e2b: { apiKey: 'e2b_x', template: 'code-interpreter-v1', maxCreatesPerS: 1, domain: undefined, apiUrl: undefined, charts: 'inline' },
     });
     expect(loadConfig({ E2B_API_KEY: 'e2b_x', SANDBOX_BACKEND: 'local' }).sandboxBackend).toBe('local');
     const aliyun = loadConfig({
@@ -88,11 +88,14 @@ describe('loadConfig', () => {
       E2B_TEMPLATE: 'my-template',
       E2B_MAX_CREATES_PER_S: '5',
     });
-    expect(aliyun.e2b).toMatchObject({ domain: 'cn-hangzhou.e2b.fc.aliyuncs.com', apiUrl: 'https://api.cn-hangzhou.e2b.fc.aliyuncs.com', template: 'my-template', maxCreatesPerS: 5 });
+    expect(aliyun.e2b).toMatchObject({ domain: 'cn-hangzhou.e2b.fc.aliyuncs.com', apiUrl: 'https://api.cn-hangzhou.e2b.fc.aliyuncs.com', template: 'my-template', maxCreatesPerS: 5, charts: 'files' });
+    expect(loadConfig({ E2B_API_KEY: 'k', E2B_DOMAIN: 'cn-hangzhou.e2b.fc.aliyuncs.com', E2B_CHARTS: 'inline' }).e2b.charts).toBe('inline');
+    expect(loadConfig({ E2B_API_KEY: 'k', E2B_CHARTS: 'files' }).e2b.charts).toBe('files');
   });
 
   it('refuses SANDBOX_BACKEND=e2b without a key, and bad E2B settings', () => {
-    const problems = problemsOf({ SANDBOX_BACKEND: 'e2b', E2B_API_URL: 'ftp://x', E2B_MAX_CREATES_PER_S: '0' }).join('\n');
+    const problems = problemsOf({ SANDBOX_BACKEND: 'e2b', E2B_API_URL: 'ftp://x', E2B_MAX_CREATES_PER_S: '0', E2B_CHARTS: 'svg' }).join('\n');
+    expect(problems).toContain('E2B_CHARTS must be "inline" or "files"');
     expect(problems).toContain('needs E2B_API_KEY');
     expect(problems).toContain('E2B_API_URL');
     expect(problems).toContain('E2B_MAX_CREATES_PER_S');

@@ -1,60 +1,87 @@
 /**
- * A capped, append-only output log on disk with absolute offsets: when it outgrows its cap, the oldest
- * half is dropped and counted, so that offsets handed out earlier stay valid.
+ * A background process's output log on the host (the local backend), in segment files kept as
+ * `log-segments.ts` says: appended in order, the tail kept, offsets absolute.
  */
-import { appendFile, open, readFile, writeFile } from 'node:fs/promises';
+import { appendFile, open, readdir, rm, stat } from 'node:fs/promises';
+import { join } from 'node:path';
 
+import { extentOf, extentOfSegments, LOG_SEGMENT_BYTES, pageOf, parseSegmentName, segmentName, segmentRanges } from './log-segments';
 import type { ProcessLogPage } from './types';
 
 export class ProcessLog {
-  private size: number;
-  private dropped = 0;
   private writing: Promise<void> = Promise.resolve();
 
-  constructor(
-    private readonly path: string,
-    private readonly capBytes: number,
-    /** Bytes already in the file (a log left by another server instance). */
-    existingBytes = 0,
-  ) {
-    this.size = existingBytes;
+  private constructor(
+    private readonly dir: string,
+    private readonly id: string,
+    /** Bytes written in all (kept or dropped). */
+    private total: number,
+  ) {}
+
+  /** A new, empty log for process `id` in `dir`. */
+  static create(dir: string, id: string): ProcessLog {
+    return new ProcessLog(dir, id, 0);
   }
 
-  /** Bytes written in all (kept or dropped). */
+  /** The log process `id` left in `dir` (another server instance wrote it); `undefined` when there is none. */
+  static async open(dir: string, id: string): Promise<ProcessLog | undefined> {
+    const segments = (await segmentsIn(dir)).get(id);
+    return segments === undefined ? undefined : new ProcessLog(dir, id, extentOfSegments(segments).totalBytes);
+  }
+
   get totalBytes(): number {
-    return this.dropped + this.size;
+    return this.total;
   }
 
-  /** Appends a chunk (writes are serialized). */
+  /** Appends a chunk (writes are serialized); a full segment drops the one before it. */
   append(chunk: Buffer): Promise<void> {
-    this.writing = this.writing.then(async () => {
-      await appendFile(this.path, chunk);
-      this.size += chunk.length;
-      if (this.size > this.capBytes) {
-        const kept = (await readFile(this.path)).subarray(this.size - Math.floor(this.capBytes / 2));
-        await writeFile(this.path, kept);
-        this.dropped += this.size - kept.length;
-        this.size = kept.length;
-      }
-    }).catch(() => undefined);
+    this.writing = this.writing
+      .then(async () => {
+        for (let at = 0; at < chunk.length; ) {
+          const index = Math.floor(this.total / LOG_SEGMENT_BYTES);
+          const take = Math.min(chunk.length - at, LOG_SEGMENT_BYTES - (this.total - index * LOG_SEGMENT_BYTES));
+          await appendFile(this.segment(index), chunk.subarray(at, at + take));
+          at += take;
+          this.total += take;
+          if (this.total % LOG_SEGMENT_BYTES === 0 && index >= 1) await rm(this.segment(index - 1), { force: true });
+        }
+      })
+      .catch(() => undefined);
     return this.writing;
   }
 
   /** Reads from absolute `offset` on (clamped to what is kept), or the last `limitBytes` without one. */
   async read(offset: number | undefined, limitBytes: number): Promise<ProcessLogPage> {
     await this.writing;
-    const total = this.totalBytes;
-    const from = Math.max(this.dropped, Math.min(total, offset ?? total - limitBytes));
-    const length = Math.min(limitBytes, total - from);
-    const buffer = Buffer.alloc(length);
-    if (length > 0) {
-      const handle = await open(this.path, 'r');
+    const extent = extentOf(this.total);
+    const { from, length } = pageOf(extent, offset, limitBytes);
+    const parts: Buffer[] = [];
+    for (const range of segmentRanges(from, length)) {
+      const buffer = Buffer.alloc(range.length);
+      const handle = await open(this.segment(range.index), 'r');
       try {
-        await handle.read(buffer, 0, length, from - this.dropped);
+        await handle.read(buffer, 0, range.length, range.start);
       } finally {
         await handle.close();
       }
+      parts.push(buffer);
     }
-    return { text: buffer.toString('utf8'), offset: from, nextOffset: from + length, totalBytes: total, droppedBytes: this.dropped };
+    return { text: Buffer.concat(parts).toString('utf8'), offset: from, nextOffset: from + length, ...extent };
   }
+
+  private segment(index: number): string {
+    return join(this.dir, segmentName(this.id, index));
+  }
+}
+
+/** The log segments in `dir`, by process id. */
+export async function segmentsIn(dir: string): Promise<Map<string, Array<{ index: number; size: number }>>> {
+  const found = new Map<string, Array<{ index: number; size: number }>>();
+  for (const name of await readdir(dir).catch(() => [] as string[])) {
+    const parsed = parseSegmentName(name);
+    if (parsed === undefined) continue;
+    const size = (await stat(join(dir, name)).catch(() => undefined))?.size ?? 0;
+    found.set(parsed.id, [...(found.get(parsed.id) ?? []), { index: parsed.index, size }]);
+  }
+  return found;
 }

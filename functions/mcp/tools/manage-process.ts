@@ -24,6 +24,7 @@ const Process = z.object({
   started_at: z.string(),
   state: z.enum(['running', 'exited']),
   exit_code: z.number().int().nullable(),
+  output_bytes: z.number().int().describe('Bytes of output (stdout and stderr) written so far, kept or not.'),
 });
 
 const Output = z.object({
@@ -35,8 +36,8 @@ const Output = z.object({
     .optional(),
 });
 
-const toProcess = (p: BackgroundProcess) => ({ process_id: p.id, command: p.command, started_at: p.startedAt, state: p.state, exit_code: p.exitCode });
-const describe = (p: BackgroundProcess): string => `${p.id} ${p.state}${p.exitCode === null ? '' : ` (exit ${p.exitCode})`}: ${p.command}`;
+const toProcess = (p: BackgroundProcess) => ({ process_id: p.id, command: p.command, started_at: p.startedAt, state: p.state, exit_code: p.exitCode, output_bytes: p.outputBytes });
+const describe = (p: BackgroundProcess): string => `${p.id} ${p.state}${p.exitCode === null ? '' : ` (exit ${p.exitCode})`}, ${p.outputBytes} bytes of output: ${p.command}`;
 
 export const manageProcessTool = defineTool({
   name: 'manage_process',

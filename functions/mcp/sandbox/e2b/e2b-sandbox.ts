@@ -24,16 +24,20 @@ import type {
   StartBackgroundRequest,
 } from '../types';
 import { E2BBackgroundProcesses } from './background';
+import { saveOpenFigures } from './charts';
 import { toE2BAppError } from './errors';
 import type { E2BErrorClasses, E2BSandboxApi } from './sdk';
 import { shellQuote } from './shell';
 
 /** The working directory of E2B's templates. */
 export const E2B_WORKDIR = '/home/user';
-/** Kills what running cells started, then interrupts the kernels (SIGINT, as Jupyter does). */
+/**
+ * Kills what running cells started, then interrupts the kernels (SIGINT, as Jupyter does). The pattern is
+ * written `ipykernel_launche[r]` so that it does not match the shell running this very script.
+ */
 const INTERRUPT_KERNELS =
   't(){ for c in $(pgrep -P "$1"); do t "$c"; kill -KILL "$c" 2>/dev/null; done; }; ' +
-  'for k in $(pgrep -f ipykernel_launcher); do t "$k"; kill -INT "$k" 2>/dev/null; done; true';
+  "for k in $(pgrep -f 'ipykernel_launche[r]'); do t \"$k\"; kill -INT \"$k\" 2>/dev/null; done; true";
 /** Grace beyond the in-sandbox `timeout -k 2` before the server kills the command itself. */
 const COMMAND_BACKSTOP_MS = 5_000;
 
@@ -49,6 +53,8 @@ export interface E2BSandboxOptions {
   /** Renew the lease at most this often. */
   renewEveryMs: number;
   maxOutputBytes: number;
+  /** How the service returns charts (E2B_CHARTS). */
+  charts: 'inline' | 'files';
   clock: Clock;
 }
 
@@ -65,7 +71,7 @@ export class E2BSandbox implements Sandbox {
   constructor(private readonly options: E2BSandboxOptions) {
     this.id = options.api.sandboxId;
     this.lastRenewMs = options.clock.now();
-    this.background = new E2BBackgroundProcesses(options.api, options.errors);
+    this.background = new E2BBackgroundProcesses(options.api, options.errors, options.clock);
   }
 
   startBackground(req: StartBackgroundRequest): Promise<BackgroundProcess> {
@@ -203,10 +209,12 @@ export class E2BSandbox implements Sandbox {
       stateLost: false,
       durationMs: Math.round(clock.now() - started),
     });
-    // Cancel = Jupyter's interrupt: what the cell started is killed, then the kernel gets SIGINT (its state stays).
+    // Cancel and timeout = Jupyter's interrupt: what the cell started is killed, then the kernel gets SIGINT
+    // (its state stays). Without it the cell would run on and hold up the next call.
+    const interrupt = (): Promise<unknown> => api.startCommand(INTERRUPT_KERNELS, { timeoutMs: 15_000 }).then((h) => h.wait()).catch(() => undefined);
     const onAbort = (): void => {
       cancelled = true;
-      void api.startCommand(INTERRUPT_KERNELS, { timeoutMs: 15_000 }).then((h) => h.wait()).catch(() => undefined);
+      void interrupt();
     };
     if (req.signal?.aborted) onAbort();
     else req.signal?.addEventListener('abort', onAbort, { once: true });
@@ -231,12 +239,16 @@ export class E2BSandbox implements Sandbox {
           else if (result.jpeg !== undefined) results.push({ type: 'image', mimeType: 'image/jpeg', data: result.jpeg });
           else if (result.text !== undefined) results.push({ type: 'text', text: result.text.slice(0, 65_536) });
         }
+        if (this.options.charts === 'files' && req.language === 'python' && !cancelled) results.push(...(await saveOpenFigures(api)));
         const error = execution.error === undefined ? null : { name: execution.error.name, value: execution.error.value, traceback: execution.error.traceback };
         return partial(false, error, results);
       });
     } catch (err: unknown) {
       if (cancelled) return partial(false, null);
-      if (isAppError(err, 'sandbox_timeout')) return partial(true, null);
+      if (isAppError(err, 'sandbox_timeout')) {
+        await interrupt();
+        return partial(true, null);
+      }
       const noInterpreter = isAppError(err, 'not_found') || isAppError(err, 'sandbox_gone');
       if (noInterpreter && (await api.exists('/').catch(() => false))) {
         // The sandbox answers, but nothing listens for code: the template has no interpreter.

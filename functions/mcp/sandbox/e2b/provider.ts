@@ -40,10 +40,12 @@ export function createE2BSandboxProvider(options: E2BProviderOptions): SandboxPr
   const { config, leaseMs, logger, loadSdk = loadE2BSdk, renewEveryMs = 30_000, maxOutputBytes = 65_536, requestTimeoutMs = 30_000, clock = SYSTEM_CLOCK } = options;
   const gate = createRateGate(config.maxCreatesPerS, clock);
   let sdk: Promise<E2BSdk> | undefined;
+  /** Set once the service answered 404 to the sandbox listing (said in the log once). */
+  let listingMissing = false;
 
   const connection = { apiKey: config.apiKey, domain: config.domain, apiUrl: config.apiUrl, requestTimeoutMs };
   const wrap = (api: E2BSandboxApi, errors: E2BSdk['errors']): Sandbox =>
-    new E2BSandbox({ api, errors, template: config.template, apiKey: config.apiKey, leaseMs, renewEveryMs, maxOutputBytes, clock });
+    new E2BSandbox({ api, errors, template: config.template, apiKey: config.apiKey, leaseMs, renewEveryMs, maxOutputBytes, charts: config.charts, clock });
   const tagsOf = ({ sessionKey, principal }: SandboxOwner): Record<string, string> => ({ mcp_session: toTag(sessionKey), mcp_owner: toTag(principal) });
 
   return {
@@ -91,7 +93,18 @@ export function createE2BSandboxProvider(options: E2BProviderOptions): SandboxPr
           () => loaded.findByMetadata(tagsOf(owner), { ...connection, retries: 0 }),
           (err) => err instanceof loaded.errors.RateLimitError,
           { clock, ...options.retry },
-        );
+        ).catch((err: unknown) => {
+          // Alibaba Cloud's service does not serve the listing (404): no sandbox can be found by its tags.
+          if (!(err instanceof loaded.errors.SandboxError && err.statusCode === 404)) throw err;
+          if (!listingMissing) {
+            logger.warn('sandbox listing not served', {
+              backend: 'e2b',
+              detail: 'the E2B service answered 404 to GET /v2/sandboxes: a session that moves to another instance gets a fresh sandbox',
+            });
+          }
+          listingMissing = true;
+          return [];
+        });
         if (found === undefined) return undefined;
         // Connecting also renews the lease (and resumes a paused sandbox).
         const api = await loaded.connect(found, { ...connection, timeoutMs: leaseMs });

@@ -4,17 +4,14 @@
  * stdin kept open for `write_stdin`, and all of them killed with the sandbox.
  */
 import type { ChildProcess } from 'node:child_process';
-import { mkdir, readdir, stat } from 'node:fs/promises';
-import { join } from 'node:path';
+import { mkdir } from 'node:fs/promises';
 
 import { AppError } from '../../errors';
-import { ProcessLog } from '../process-log';
+import { ProcessLog, segmentsIn } from '../process-log';
 import type { BackgroundProcess, ProcessLogPage } from '../types';
 import type { LaunchSpec } from './launch';
 import { signalGroup, spawnGroup, toSpawnError } from './process-group';
 
-/** Output kept per background process (the oldest half goes when it is exceeded). */
-const LOG_CAP_BYTES = 8 * 1024 * 1024;
 /** How long `signal` waits to report the process gone. */
 const SIGNAL_WAIT_MS = 2_000;
 
@@ -39,7 +36,7 @@ export class LocalBackgroundProcesses {
     // Ids continue after those an earlier instance left logs for.
     this.next = Math.max(this.next, ...(await this.loggedIds()).map((id) => Number(id.slice(1)) + 1));
     const id = `p${this.next++}`;
-    const log = new ProcessLog(this.logPath(id), LOG_CAP_BYTES);
+    const log = ProcessLog.create(this.logDir, id);
     let child: ChildProcess;
     try {
       child = spawnGroup(spec, ['pipe', 'pipe', 'pipe']);
@@ -75,7 +72,7 @@ export class LocalBackgroundProcesses {
         startedAt: '',
         state: 'exited' as const,
         exitCode: null,
-        outputBytes: (await stat(this.logPath(id)).catch(() => undefined))?.size ?? 0,
+        outputBytes: (await ProcessLog.open(this.logDir, id))?.totalBytes ?? 0,
       })),
     );
     return [...left, ...mine].sort((a, b) => Number(a.id.slice(1)) - Number(b.id.slice(1)));
@@ -85,18 +82,12 @@ export class LocalBackgroundProcesses {
     const entry = this.entries.get(id);
     if (entry !== undefined) return entry.log.read(offset, limitBytes);
     // The log of a process an earlier instance started is still here.
-    const left = await stat(this.logPath(id)).catch(() => undefined);
-    if (left === undefined || !/^p\d+$/.test(id)) return this.find(id).log.read(offset, limitBytes);
-    return new ProcessLog(this.logPath(id), LOG_CAP_BYTES, left.size).read(offset, limitBytes);
-  }
-
-  private logPath(id: string): string {
-    return join(this.logDir, `${id}.log`);
+    const left = /^p\d+$/.test(id) ? await ProcessLog.open(this.logDir, id) : undefined;
+    return (left ?? this.find(id).log).read(offset, limitBytes);
   }
 
   private async loggedIds(): Promise<string[]> {
-    const names = await readdir(this.logDir).catch(() => [] as string[]);
-    return names.map((name) => /^(p\d+)\.log$/.exec(name)?.[1]).filter((id): id is string => id !== undefined);
+    return [...(await segmentsIn(this.logDir)).keys()];
   }
 
   async signal(id: string, signal: NodeJS.Signals): Promise<BackgroundProcess> {

@@ -7,7 +7,7 @@ import { SERVER_INFO } from '../../../../functions/mcp/version';
 import { createFakeClock } from '../../../support/fake-clock';
 import { StubSdk } from '../../../support/e2b-stub';
 
-const CONFIG = { apiKey: 'e2b_0123456789abcdef0123456789abcdef', template: 'code-interpreter-v1', domain: 'cn-hangzhou.e2b.fc.aliyuncs.com', apiUrl: 'https://api.cn-hangzhou.e2b.fc.aliyuncs.com', maxCreatesPerS: 1 };
+const CONFIG = { apiKey: 'e2b_0123456789abcdef0123456789abcdef', template: 'code-interpreter-v1', domain: 'cn-hangzhou.e2b.fc.aliyuncs.com', apiUrl: 'https://api.cn-hangzhou.e2b.fc.aliyuncs.com', maxCreatesPerS: 1, charts: 'files' as const };
 const OWNER = { sessionKey: 'session-id-abc', principal: 'principal-123' };
 
 function setup(overrides: Partial<typeof CONFIG> = {}, frozen = false) {

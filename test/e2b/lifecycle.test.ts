@@ -1,0 +1,97 @@
+/**
+ * A sandbox's life on the E2B backend, through the built bundle and the real SDK, against the local E2B
+ * service: previews, reset, DELETE, re-attach by tags after a server restart, a sandbox that dies or whose envd
+ * becomes unreachable mid-session.
+ */
+import type { TestClient } from '../support/clients';
+import { failure, NODES, ok, startWire, type Wire } from '../support/e2b-wire';
+import { pollUntil, SETTLE_MS } from '../support/processes';
+
+interface Status {
+  state: string;
+  sandbox_id: string | null;
+}
+
+describe.each(NODES)('the life of an E2B sandbox, server on %s', (_name, node) => {
+  let wire: Wire;
+  beforeAll(async () => {
+    wire = await startWire(node);
+  });
+  afterAll(() => wire?.stop());
+
+  const status = async (client: TestClient): Promise<Status> => ok<Status>(await client.callTool('sandbox_status'));
+  const live = (): string[] => wire.e2b.sandboxes().map((s) => s.sandboxId);
+  const started = async (client: TestClient): Promise<string> => {
+    ok(await client.callTool('write_file', { path: 'mark.txt', content: 'here' }));
+    return (await status(client)).sandbox_id as string;
+  };
+
+  it('gives the public preview URL of a port and whether a server listens there', async () => {
+    const client = await wire.connect();
+    const id = await started(client);
+    ok(await client.callTool('run_command', { command: 'python3 -m http.server 8123 --bind 127.0.0.1', background: true }));
+    const preview = await pollUntil(
+      async () => ok<{ url: string; listening: boolean }>(await client.callTool('get_preview_url', { port: 8123 })),
+      (p) => p.listening,
+      SETTLE_MS,
+      200,
+    );
+    expect(preview).toMatchObject({ url: `https://8123-${id}.e2b.app`, listening: true, reachable: true });
+    expect(ok(await client.callTool('get_preview_url', { port: 8124 }))).toMatchObject({ listening: false });
+  });
+
+  it('reset kills the sandbox and starts an empty one', async () => {
+    const client = await wire.connect();
+    const before = await started(client);
+    const reset = ok<{ previous_sandbox_id: string; sandbox_id: string }>(await client.callTool('reset_sandbox'));
+    expect(reset.previous_sandbox_id).toBe(before);
+    expect(reset.sandbox_id).not.toBe(before);
+    expect(live()).not.toContain(before);
+    expect(failure(await client.callTool('read_file', { path: 'mark.txt' }))).toContain('mark.txt');
+  });
+
+  it('DELETE of the session kills its sandbox', async () => {
+    const client = await wire.connect();
+    const id = await started(client);
+    await client.terminate();
+    await pollUntil(live, (ids) => !ids.includes(id), SETTLE_MS, 100);
+    expect(live()).not.toContain(id);
+  });
+
+  it('re-attaches the session’s sandbox by its tags after a server restart, with files and processes', async () => {
+    const client = await wire.connect();
+    const id = await started(client);
+    ok(await client.callTool('run_command', { command: 'exec sleep 1006', background: true }));
+    const creates = wire.e2b.requests().filter((r) => r.route === 'create').length;
+    await wire.restartServer();
+    expect(ok<{ content: string }>(await client.callTool('read_file', { path: 'mark.txt' })).content).toBe('here');
+    expect((await status(client)).sandbox_id).toBe(id);
+    expect(wire.e2b.requests().filter((r) => r.route === 'create')).toHaveLength(creates);
+    const listed = ok<{ processes: Array<{ process_id: string; state: string }> }>(await client.callTool('manage_process', { action: 'list' }));
+    expect(listed.processes).toContainEqual(expect.objectContaining({ process_id: 'p1', state: 'running' }));
+  });
+
+  it('reports a sandbox that died as gone, and the next call starts a fresh one', async () => {
+    const client = await wire.connect();
+    const id = await started(client);
+    await wire.e2b.killSandbox(id);
+    expect(failure(await client.callTool('read_file', { path: 'mark.txt' }))).toMatch(/^The sandbox has expired or was shut down outside this server/);
+    const fresh = await started(client);
+    expect(fresh).not.toBe(id);
+  });
+
+  it('ends a call whose envd becomes unreachable with a clean error, and replaces the sandbox', async () => {
+    const client = await wire.connect();
+    const id = await started(client);
+    const call = client.callTool('run_command', { command: 'sleep 30; echo late' });
+    await pollUntil(() => wire.e2b.requests().filter((r) => r.sandboxId === id && r.path.endsWith('/Start')).length, (n) => n >= 1, SETTLE_MS, 50);
+    wire.e2b.cutEnvd(id);
+    const text = failure(await call);
+    expect(text).not.toMatch(/\n\s+at /);
+    expect(text).not.toContain('late');
+    const fresh = await started(client);
+    expect(fresh).not.toBe(id);
+    // The unreachable one may only have lost its path: it is killed, not left billing.
+    await pollUntil(live, (ids) => !ids.includes(id), SETTLE_MS, 100);
+  });
+});

@@ -1,0 +1,474 @@
+/**
+ * The agent inside one local E2B sandbox (plain JS, run by Node as the first process under bwrap's init in
+ * the sandbox's PID and mount namespace, see sandbox-runtime.ts; it calls itself `envd`). It does what needs the sandbox's own view on the service's
+ * behalf: starts and signals processes (so their pids, /proc, /home/user and /tmp are the sandbox's), and does
+ * the file operations (so paths and symlinks resolve as the sandbox sees them, never on the host).
+ *
+ * Protocol (agent-protocol.ts): frames of [u32 header length][u32 payload length][JSON header][payload] on
+ * stdin (requests) and stdout (replies and events). Requests carry `id`; replies are `{t:'reply', id, ok}`
+ * with `result` or an error (`code`: a Connect code for filesystem calls, `status`: an HTTP status for file
+ * transfers). Events: `{t:'out', pid, fd}` + bytes, `{t:'exit', pid, code, signal}` once the process exited
+ * and its output pipes closed. When stdin ends (the service went away) the agent exits, and the kernel
+ * kills everything left in the namespace with it.
+ */
+'use strict';
+
+const { spawn } = require('node:child_process');
+const fs = require('node:fs');
+const path = require('node:path');
+
+process.title = 'envd';
+// A stray `kill` or `pkill` in the sandbox must not take the agent down (a SIGKILL still does, as for envd).
+for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP', 'SIGQUIT', 'SIGUSR1', 'SIGUSR2']) process.on(signal, () => undefined);
+
+// ---- framing ----
+
+function send(header, payload) {
+  const json = Buffer.from(JSON.stringify(header));
+  const prefix = Buffer.alloc(8);
+  prefix.writeUInt32BE(json.length, 0);
+  prefix.writeUInt32BE(payload ? payload.length : 0, 4);
+  process.stdout.write(Buffer.concat([prefix, json]));
+  if (payload && payload.length > 0) process.stdout.write(payload);
+}
+
+let chunks = [];
+let buffered = 0;
+function onInput(chunk) {
+  chunks.push(chunk);
+  buffered += chunk.length;
+  for (;;) {
+    if (buffered < 8) return;
+    if (chunks[0].length < 8) chunks = [Buffer.concat(chunks)];
+    const headerLength = chunks[0].readUInt32BE(0);
+    const total = 8 + headerLength + chunks[0].readUInt32BE(4);
+    if (buffered < total) return;
+    if (chunks[0].length < total) chunks = [Buffer.concat(chunks)];
+    const bytes = chunks[0].subarray(0, total);
+    if (chunks[0].length === total) chunks.shift();
+    else chunks[0] = chunks[0].subarray(total);
+    buffered -= total;
+    handle(JSON.parse(bytes.subarray(8, 8 + headerLength).toString('utf8')), bytes.subarray(8 + headerLength));
+  }
+}
+
+function reply(id, result, payload) {
+  send({ t: 'reply', id, ok: true, result }, payload);
+}
+
+function fail(id, error) {
+  send({ t: 'reply', id, ok: false, code: error.code || 'internal', status: error.status || 500, message: error.message });
+}
+
+class OpError extends Error {
+  constructor(code, status, message) {
+    super(message);
+    this.code = code;
+    this.status = status;
+  }
+}
+
+// ---- errors in the words envd (Go) uses ----
+
+const ERRNO_TEXT = {
+  ENOENT: 'no such file or directory',
+  EROFS: 'read-only file system',
+  EACCES: 'permission denied',
+  EPERM: 'operation not permitted',
+  EISDIR: 'is a directory',
+  ENOTDIR: 'not a directory',
+  EEXIST: 'file exists',
+  ELOOP: 'too many levels of symbolic links',
+  ENOTEMPTY: 'directory not empty',
+  EXDEV: 'invalid cross-device link',
+  ENOSPC: 'no space left on device',
+  ENAMETOOLONG: 'file name too long',
+  EBUSY: 'device or resource busy',
+};
+
+function goError(err) {
+  const text = ERRNO_TEXT[err.code];
+  if (!text) return err.message;
+  return err.path ? `${err.syscall} ${err.path}: ${text}` : `${err.syscall}: ${text}`;
+}
+
+// ---- processes ----
+
+const children = new Map();
+
+function spawnProcess(id, msg) {
+  const commandLine = [msg.cmd, ...msg.args].join(' ');
+  try {
+    fs.statSync(msg.cwd);
+  } catch {
+    throw new OpError('invalid_argument', 400, `cwd '${msg.cwd}' does not exist`);
+  }
+  let child;
+  try {
+    // A session of its own: a command's `kill 0` or `kill -- -$$` reaches its own group, not the agent.
+    child = spawn(msg.cmd, msg.args, { cwd: msg.cwd, env: msg.env, stdio: [msg.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'], detached: true });
+  } catch (err) {
+    throw new OpError('invalid_argument', 400, `error starting process '${commandLine}': ${goError(err)}`);
+  }
+  if (child.pid === undefined) {
+    child.once('error', (err) => fail(id, new OpError('invalid_argument', 400, `error starting process '${commandLine}': ${goError(err)}`)));
+    return;
+  }
+  const pid = child.pid;
+  const record = { child, stdin: child.stdin, cancelOutput: false };
+  children.set(pid, record);
+  child.on('error', () => undefined);
+  if (child.stdin) child.stdin.on('error', () => undefined);
+  child.stdout.on('data', (data) => send({ t: 'out', pid, fd: 1 }, data));
+  child.stderr.on('data', (data) => send({ t: 'out', pid, fd: 2 }, data));
+  child.on('exit', () => {
+    // After SIGKILL or SIGTERM from the service envd stops waiting for the output pipes (a child the process
+    // left behind may hold them open); otherwise the end waits until every writer closed them.
+    if (record.cancelOutput) {
+      child.stdout.destroy();
+      child.stderr.destroy();
+    }
+  });
+  child.on('close', (code, signal) => {
+    children.delete(pid);
+    send({ t: 'exit', pid, code, signal });
+  });
+  reply(id, { pid });
+}
+
+function childOf(pid) {
+  const record = children.get(pid);
+  if (!record) throw new OpError('not_found', 404, `process with pid ${pid} not found`);
+  return record;
+}
+
+function writeStdin(id, msg, payload) {
+  const record = childOf(msg.pid);
+  if (!record.stdin || record.stdin.destroyed || record.stdin.writableEnded) {
+    throw new OpError('internal', 500, 'error writing to stdin: stdin not enabled or closed');
+  }
+  record.stdin.write(payload, (err) => {
+    if (err) fail(id, new OpError('internal', 500, `error writing to stdin of process '${msg.pid}': ${goError(err)}`));
+    else reply(id, {});
+  });
+}
+
+function closeStdin(id, msg) {
+  const record = childOf(msg.pid);
+  if (record.stdin && !record.stdin.writableEnded) record.stdin.end();
+  record.stdin = null;
+  reply(id, {});
+}
+
+function signalProcess(id, msg) {
+  const record = childOf(msg.pid);
+  if (msg.signal === 'SIGKILL' || msg.signal === 'SIGTERM') record.cancelOutput = true;
+  if (record.child.exitCode !== null || record.child.signalCode !== null) {
+    if (record.cancelOutput) {
+      record.child.stdout.destroy();
+      record.child.stderr.destroy();
+    }
+    throw new OpError('internal', 500, 'error sending signal: os: process already finished');
+  }
+  if (!record.child.kill(msg.signal)) throw new OpError('internal', 500, `error sending signal: could not signal ${msg.pid}`);
+  reply(id, {});
+}
+
+// ---- filesystem ----
+
+let owners;
+function nameTables() {
+  if (!owners) {
+    const table = (file) => {
+      const names = new Map();
+      try {
+        for (const line of fs.readFileSync(file, 'utf8').split('\n')) {
+          const parts = line.split(':');
+          if (parts.length > 2 && !names.has(Number(parts[2]))) names.set(Number(parts[2]), parts[0]);
+        }
+      } catch {
+        // no table: numeric ids
+      }
+      return names;
+    };
+    owners = { users: table('/etc/passwd'), groups: table('/etc/group') };
+  }
+  return owners;
+}
+
+/** Go's os.FileMode.String(). */
+function modeString(stat) {
+  let kind = '';
+  if (stat.isDirectory()) kind += 'd';
+  if (stat.isSymbolicLink()) kind += 'L';
+  if (stat.isBlockDevice()) kind += 'D';
+  if (stat.isCharacterDevice()) kind += 'Dc';
+  if (stat.isFIFO()) kind += 'p';
+  if (stat.isSocket()) kind += 'S';
+  if (stat.mode & 0o4000) kind += 'u';
+  if (stat.mode & 0o2000) kind += 'g';
+  if (stat.mode & 0o1000) kind += 't';
+  if (kind === '') kind = '-';
+  const rwx = 'rwxrwxrwx';
+  let perm = '';
+  for (let i = 0; i < 9; i++) perm += stat.mode & (1 << (8 - i)) ? rwx[i] : '-';
+  return kind + perm;
+}
+
+function fileType(stat) {
+  if (stat.isFile()) return 'FILE_TYPE_FILE';
+  if (stat.isDirectory()) return 'FILE_TYPE_DIRECTORY';
+  if (stat.isSymbolicLink()) return 'FILE_TYPE_SYMLINK';
+  return 'FILE_TYPE_UNSPECIFIED';
+}
+
+/** envd's EntryInfo of `p` (not following a final symlink, but typed as its target). */
+function entryInfo(p) {
+  let stat;
+  try {
+    stat = fs.lstatSync(p);
+  } catch (err) {
+    if (err.code === 'ENOENT' || err.code === 'ENOTDIR') throw new OpError('not_found', 404, `file not found: ${goError(err)}`);
+    throw new OpError('internal', 500, `error getting file info: ${goError(err)}`);
+  }
+  const entry = {
+    name: path.basename(p),
+    type: fileType(stat),
+    path: p,
+    size: String(stat.size),
+    mode: stat.mode & 0o777,
+    permissions: modeString(stat),
+    owner: nameTables().users.get(stat.uid) ?? String(stat.uid),
+    group: nameTables().groups.get(stat.gid) ?? String(stat.gid),
+    modifiedTime: new Date(stat.mtimeMs).toISOString(),
+  };
+  if (stat.isSymbolicLink()) {
+    let target = p;
+    try {
+      target = fs.realpathSync(p);
+    } catch {
+      // unresolvable: the link's own path, as envd reports it
+    }
+    entry.symlinkTarget = target;
+    try {
+      const targetStat = fs.statSync(target);
+      entry.type = fileType(targetStat);
+      entry.mode = targetStat.mode & 0o777;
+    } catch {
+      entry.type = 'FILE_TYPE_UNSPECIFIED';
+      entry.mode = 0;
+    }
+  }
+  return entry;
+}
+
+/** envd's EnsureDirs: creates the missing directories of `dir`, failing on a component that is a file. */
+function ensureDirs(dir) {
+  const parts = [];
+  for (let p = dir; p !== '/' && p !== '.'; p = path.dirname(p)) parts.unshift(p);
+  for (const p of parts) {
+    let stat;
+    try {
+      stat = fs.statSync(p);
+    } catch (err) {
+      if (err.code !== 'ENOENT') throw new Error(`failed to stat directory: ${goError(err)}`);
+      try {
+        fs.mkdirSync(p, 0o755);
+      } catch (mkdirErr) {
+        if (mkdirErr.code !== 'EEXIST') throw new Error(`failed to create directory: ${goError(mkdirErr)}`);
+      }
+      continue;
+    }
+    if (!stat.isDirectory()) throw new Error(`path is a file: ${p}`);
+  }
+}
+
+function byteOrder(a, b) {
+  return Buffer.compare(Buffer.from(a), Buffer.from(b));
+}
+
+function listDir(msg) {
+  let resolved;
+  try {
+    resolved = fs.realpathSync(msg.path);
+  } catch (err) {
+    if (err.code === 'ENOENT' || err.code === 'ENOTDIR') throw new OpError('not_found', 404, `path not found: ${goError(err)}`);
+    if (err.code === 'ELOOP') throw new OpError('failed_precondition', 400, `cyclic symlink or chain >255 links at "${msg.path}"`);
+    throw new OpError('internal', 500, `error resolving symlink: ${goError(err)}`);
+  }
+  if (!fs.statSync(resolved).isDirectory()) throw new OpError('invalid_argument', 400, `path is not a directory: ${resolved}`);
+  const entries = [];
+  const walk = (dir, rel, depth) => {
+    let names;
+    try {
+      names = fs.readdirSync(dir).sort(byteOrder);
+    } catch (err) {
+      throw new OpError('internal', 500, `error reading directory ${resolved}: ${goError(err)}`);
+    }
+    for (const name of names) {
+      const full = path.join(dir, name);
+      const relPath = rel === '' ? name : `${rel}/${name}`;
+      let entry;
+      try {
+        entry = entryInfo(full);
+      } catch (err) {
+        if (err.code === 'not_found') continue;
+        throw err;
+      }
+      entry.path = path.join(msg.path, relPath);
+      entries.push(entry);
+      let isDir = false;
+      try {
+        isDir = fs.lstatSync(full).isDirectory();
+      } catch {
+        // gone meanwhile
+      }
+      if (isDir && depth < msg.depth) walk(full, relPath, depth + 1);
+    }
+  };
+  walk(resolved, '', 1);
+  return { entries };
+}
+
+function makeDir(msg) {
+  let stat;
+  try {
+    stat = fs.statSync(msg.path);
+  } catch (err) {
+    if (err.code !== 'ENOENT') throw new OpError('internal', 500, `error getting file info: ${goError(err)}`);
+  }
+  if (stat && stat.isDirectory()) throw new OpError('already_exists', 409, `directory already exists: ${msg.path}`);
+  if (stat) throw new OpError('invalid_argument', 400, `path already exists but it is not a directory: ${msg.path}`);
+  try {
+    ensureDirs(msg.path);
+  } catch (err) {
+    throw new OpError('internal', 500, err.message);
+  }
+  return { entry: entryInfo(msg.path) };
+}
+
+function move(msg) {
+  try {
+    ensureDirs(path.dirname(msg.destination));
+  } catch (err) {
+    throw new OpError('internal', 500, err.message);
+  }
+  try {
+    fs.renameSync(msg.source, msg.destination);
+  } catch (err) {
+    if (err.code === 'ENOENT') throw new OpError('not_found', 404, `source file not found: ${goError(err)}`);
+    if (err.code !== 'EXDEV') throw new OpError('internal', 500, `error renaming: ${goError(err)}`);
+    // /home/user and /tmp are separate mounts here (one disk in E2B's VM): copy, then remove.
+    try {
+      fs.cpSync(msg.source, msg.destination, { recursive: true, verbatimSymlinks: true, force: true });
+      fs.rmSync(msg.source, { recursive: true, force: true });
+    } catch (copyErr) {
+      throw new OpError('internal', 500, `error renaming: ${goError(copyErr)}`);
+    }
+  }
+  return { entry: entryInfo(msg.destination) };
+}
+
+function remove(msg) {
+  try {
+    fs.rmSync(msg.path, { recursive: true, force: true });
+  } catch (err) {
+    throw new OpError('internal', 500, `error removing file or directory: ${goError(err)}`);
+  }
+  return {};
+}
+
+// ---- file transfers (/files) ----
+
+function readFile(id, msg) {
+  let stat;
+  try {
+    stat = fs.statSync(msg.path);
+  } catch (err) {
+    if (err.code === 'ENOENT' || err.code === 'ENOTDIR') throw new OpError('not_found', 404, `path '${msg.path}' does not exist`);
+    throw new OpError('internal', 500, `error checking if path exists '${msg.path}': ${goError(err)}`);
+  }
+  if (stat.isDirectory()) throw new OpError('invalid_argument', 400, `path '${msg.path}' is a directory`);
+  let data;
+  try {
+    data = fs.readFileSync(msg.path);
+  } catch (err) {
+    throw new OpError('internal', 500, `error opening file '${msg.path}': ${goError(err)}`);
+  }
+  reply(id, { size: data.length, modifiedMs: stat.mtimeMs }, data);
+}
+
+function writeFile(msg, payload) {
+  try {
+    ensureDirs(path.dirname(msg.path));
+  } catch (err) {
+    throw new OpError('internal', 500, `error ensuring directories: ${err.message}`);
+  }
+  let stat;
+  try {
+    stat = fs.statSync(msg.path);
+  } catch (err) {
+    if (err.code !== 'ENOENT') throw new OpError('internal', 500, `error getting file info: ${goError(err)}`);
+  }
+  if (stat && stat.isDirectory()) throw new OpError('invalid_argument', 400, `path is a directory: ${msg.path}`);
+  try {
+    fs.writeFileSync(msg.path, payload);
+  } catch (err) {
+    if (err.code === 'ENOSPC') throw new OpError('resource_exhausted', 507, `not enough disk space available: ${goError(err)}`);
+    throw new OpError('internal', 500, `error opening file: ${goError(err)}`);
+  }
+  return { path: msg.path };
+}
+
+// ---- dispatch ----
+
+function handle(msg, payload) {
+  const id = msg.id;
+  try {
+    switch (msg.t) {
+      case 'spawn':
+        return spawnProcess(id, msg);
+      case 'stdin':
+        return writeStdin(id, msg, payload);
+      case 'closeStdin':
+        return closeStdin(id, msg);
+      case 'signal':
+        return signalProcess(id, msg);
+      case 'stat':
+        return reply(id, { entry: entryInfo(msg.path) });
+      case 'listDir':
+        return reply(id, listDir(msg));
+      case 'makeDir':
+        return reply(id, makeDir(msg));
+      case 'move':
+        return reply(id, move(msg));
+      case 'remove':
+        return reply(id, remove(msg));
+      case 'readFile':
+        return readFile(id, msg);
+      case 'writeFile':
+        return reply(id, writeFile(msg, payload));
+      default:
+        throw new OpError('unimplemented', 501, `unknown request ${msg.t}`);
+    }
+  } catch (err) {
+    fail(id, err instanceof OpError ? err : new OpError('internal', 500, err && err.message ? err.message : String(err)));
+  }
+}
+
+function shutdown() {
+  for (const { child } of children.values()) {
+    try {
+      child.kill('SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+  process.exit(0);
+}
+
+process.stdout.on('error', shutdown);
+process.stdin.on('data', onInput);
+process.stdin.on('end', shutdown);
+process.stdin.on('error', shutdown);
+send({ t: 'ready' });

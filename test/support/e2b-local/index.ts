@@ -1,0 +1,155 @@
+/**
+ * A local E2B-compatible service for tests and local runs: the real `e2b` and `@e2b/code-interpreter` SDKs talk
+ * to it over HTTP on 127.0.0.1 (`E2B_API_URL` and `E2B_SANDBOX_URL` both pointing here), and it runs real
+ * processes, one namespace and directory per sandbox. One port serves the control plane (control-plane.ts)
+ * and, told apart by the `E2b-Sandbox-Id` header, each sandbox's envd and interpreter (sandbox-traffic.ts).
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type IncomingHttpHeaders } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, posix, resolve } from 'node:path';
+
+import { ControlPlane, type ControlRoute, controlRouteOf, type Reply } from './control-plane';
+import type { Flavor } from './interpreter-loader';
+import { SandboxRegistry } from './sandboxes';
+import { INTERPRETER_PORT, isSandboxPath, portOf, serveSandboxTraffic, signerOf } from './sandbox-traffic';
+
+export type { ControlRoute, Reply } from './control-plane';
+export type { Flavor } from './interpreter-loader';
+export type { SandboxProcess } from './sandbox-runtime';
+
+export interface LocalE2BOptions {
+  /** The API key clients must send (random by default). */
+  apiKey?: string;
+  /** `alibaba`: Alibaba Cloud's E2B-compatible service (no `GET /v2/sandboxes`; charts only as files). */
+  flavor?: Flavor;
+  /** Where sandbox directories go (a fresh temporary directory, removed on stop, by default). */
+  root?: string;
+  /** The port on 127.0.0.1 (0: any free one). */
+  port?: number;
+}
+
+/** One request the service received. */
+export interface RecordedRequest {
+  /** A control-plane route, `api` for other control-plane paths, `envd` or `interpreter` for sandbox traffic. */
+  readonly route: ControlRoute | 'api' | 'envd' | 'interpreter';
+  readonly method: string;
+  /** Path and query. */
+  readonly path: string;
+  readonly sandboxId?: string;
+  /** Lower-cased, as node:http gives them. */
+  readonly headers: IncomingHttpHeaders;
+}
+
+export interface LocalE2B {
+  /** `http://127.0.0.1:<port>` */
+  readonly url: string;
+  readonly apiKey: string;
+  /** E2B_API_KEY, E2B_API_URL, E2B_SANDBOX_URL for an SDK client. */
+  env(): Record<string, string>;
+  /** The live sandboxes. */
+  sandboxes(): Array<{ sandboxId: string; templateId: string; metadata: Record<string, string>; endAt: Date }>;
+  /** Where a sandbox's `/home/user/...` or `/tmp/...` is on the host. */
+  hostPath(sandboxId: string, sandboxPath: string): string;
+  /** Queues answers for a control-plane route, used before anything else. */
+  fault(route: ControlRoute, ...replies: Reply[]): void;
+  /** Kills a sandbox as E2B would (lease end, OOM): gone everywhere. */
+  killSandbox(sandboxId: string): Promise<void>;
+  /** Makes a sandbox's envd and interpreter unreachable (connections in flight dropped, new ones 502); it still runs. */
+  cutEnvd(sandboxId: string): void;
+  /** Every request so far, in arrival order. */
+  requests(): ReadonlyArray<RecordedRequest>;
+  /** Kills every sandbox (no process left) and stops serving; removes the root it made. */
+  stop(): Promise<void>;
+}
+
+function headerValue(headers: IncomingHttpHeaders, name: string): string | undefined {
+  const value = headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<LocalE2B> {
+  const apiKey = options.apiKey ?? `e2b_local_${randomBytes(16).toString('hex')}`;
+  const flavor = options.flavor ?? 'e2b';
+  const ownRoot = options.root === undefined;
+  const root = ownRoot ? mkdtempSync(join(tmpdir(), 'e2b-local-')) : resolve(options.root!);
+  if (!ownRoot) mkdirSync(root, { recursive: true });
+
+  const registry = new SandboxRegistry(root, flavor);
+  const faults = new Map<ControlRoute, Reply[]>();
+  const recorded: RecordedRequest[] = [];
+  const controlPlane = new ControlPlane({ apiKey, flavor, registry, nextFault: (route) => faults.get(route)?.shift() });
+  const sockets = new Set<Socket>();
+
+  const server = createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+    const sandboxId = headerValue(req.headers, 'e2b-sandbox-id') ?? signerOf(registry, req, url);
+    const forSandbox = sandboxId !== undefined || isSandboxPath(url.pathname);
+    const control = forSandbox ? undefined : controlRouteOf(req.method ?? 'GET', url.pathname);
+    const route = control?.route ?? (portOf(req, url.pathname) === INTERPRETER_PORT ? 'interpreter' : 'envd');
+    const recordedId = sandboxId ?? control?.sandboxId;
+    const path = req.url ?? '/';
+    recorded.push({ route, method: req.method ?? 'GET', path, ...(recordedId === undefined ? {} : { sandboxId: recordedId }), headers: { ...req.headers } });
+    const served = forSandbox ? serveSandboxTraffic(registry, sandboxId, req, res, url) : controlPlane.handle(req, res, url);
+    served.catch((err: unknown) => {
+      if (!res.headersSent) {
+        res.writeHead(500, { 'Content-Type': 'application/json' });
+        res.end(JSON.stringify({ code: 500, message: err instanceof Error ? err.message : String(err) }));
+      } else res.destroy();
+    });
+  });
+  // Streams (commands, watches) last as long as their process: no request or socket timeout.
+  server.requestTimeout = 0;
+  server.on('connection', (socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolveListen, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, '127.0.0.1', () => resolveListen());
+  });
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+  let stopped: Promise<void> | undefined;
+  return {
+    url,
+    apiKey,
+    env: () => ({ E2B_API_KEY: apiKey, E2B_API_URL: url, E2B_SANDBOX_URL: url }),
+    sandboxes: () => registry.all().map((s) => ({ sandboxId: s.id, templateId: s.templateId, metadata: { ...s.metadata }, endAt: new Date(s.endAt) })),
+    hostPath(sandboxId, sandboxPath) {
+      const normalized = posix.normalize(sandboxPath);
+      for (const [inside, outside] of [
+        ['/home/user', 'home/user'],
+        ['/tmp', 'tmp'],
+      ] as const) {
+        if (normalized === inside || normalized.startsWith(`${inside}/`)) return join(root, sandboxId, outside, normalized.slice(inside.length));
+      }
+      throw new Error(`hostPath: ${sandboxPath} is not under /home/user or /tmp`);
+    },
+    fault(route, ...replies) {
+      faults.set(route, [...(faults.get(route) ?? []), ...replies]);
+    },
+    async killSandbox(sandboxId) {
+      await registry.kill(sandboxId);
+    },
+    cutEnvd(sandboxId) {
+      const sandbox = registry.get(sandboxId);
+      if (sandbox === undefined) throw new Error(`cutEnvd: no live sandbox ${sandboxId}`);
+      sandbox.envdCut = true;
+      sandbox.dropConnections();
+    },
+    requests: () => recorded,
+    stop() {
+      stopped ??= (async () => {
+        const closed = new Promise<void>((resolveClose) => server.close(() => resolveClose()));
+        for (const socket of sockets) socket.destroy();
+        await registry.killAll();
+        await closed;
+        if (ownRoot) rmSync(root, { recursive: true, force: true, maxRetries: 3 });
+      })();
+      return stopped;
+    },
+  };
+}
