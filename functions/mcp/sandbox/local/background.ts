@@ -7,6 +7,7 @@ import type { ChildProcess } from 'node:child_process';
 import { mkdir } from 'node:fs/promises';
 
 import { AppError } from '../../errors';
+import { extentOfSegments } from '../log-segments';
 import { ProcessLog, segmentsIn } from '../process-log';
 import type { BackgroundProcess, ProcessLogPage } from '../types';
 import type { LaunchSpec } from './launch';
@@ -64,17 +65,18 @@ export class LocalBackgroundProcesses {
   /** This instance's processes, and those an earlier instance left logs for (which ended with it). */
   async list(): Promise<BackgroundProcess[]> {
     const mine = [...this.entries.values()].map((entry) => this.describe(entry));
-    const earlier = (await this.loggedIds()).filter((id) => !this.entries.has(id));
-    const left = await Promise.all(
-      earlier.map(async (id) => ({
+    // One directory read for all of them: each earlier log's size is its segments' extent.
+    const logs = await segmentsIn(this.logDir);
+    const left = [...logs.keys()]
+      .filter((id) => !this.entries.has(id))
+      .map((id) => ({
         id,
         command: '(started by an earlier server instance)',
         startedAt: '',
         state: 'exited' as const,
         exitCode: null,
-        outputBytes: (await ProcessLog.open(this.logDir, id))?.totalBytes ?? 0,
-      })),
-    );
+        outputBytes: extentOfSegments(logs.get(id) ?? []).totalBytes,
+      }));
     return [...left, ...mine].sort((a, b) => Number(a.id.slice(1)) - Number(b.id.slice(1)));
   }
 
