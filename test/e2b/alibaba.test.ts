@@ -4,7 +4,7 @@
  * does not serve `GET /v2/sandboxes` (so a sandbox cannot be found by its tags after a restart).
  */
 import type { TestClient } from '../support/clients';
-import { NODES, ok, startWire, type Wire } from '../support/e2b-wire';
+import { alibabaDescribe, NODES, ok, startWire, type Wire } from '../support/e2b-wire';
 
 /** A 1×1 PNG. */
 const PNG_B64 = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
@@ -28,7 +28,7 @@ matplotlib.pyplot = plt
 sys.modules["matplotlib"] = matplotlib
 sys.modules["matplotlib.pyplot"] = plt`;
 
-describe.each(NODES)('the E2B backend on Alibaba Cloud’s service, server on %s', (_name, node) => {
+alibabaDescribe.each(NODES)('the E2B backend on Alibaba Cloud’s service, server on %s', (_name, node) => {
   let wire: Wire;
   let client: TestClient;
   beforeAll(async () => {
@@ -66,7 +66,6 @@ describe.each(NODES)('the E2B backend on Alibaba Cloud’s service, server on %s
     const after = await client.callTool('read_file', { path: 'mark.txt' });
     expect(after.isError).toBe(true);
     expect(ok<{ sandbox_id: string }>(await client.callTool('sandbox_status')).sandbox_id).not.toBe(before);
-    expect(wire.e2b.requests().some((r) => r.path.startsWith('/v2/sandboxes'))).toBe(true);
     expect(wire.server.logs().filter((l) => l.msg === 'sandbox listing not served')).toHaveLength(1);
   });
 });

@@ -1,10 +1,10 @@
 /**
  * A sandbox's life on the E2B backend, through the built bundle and the real SDK, against the local E2B
  * service: previews, reset, DELETE, re-attach by tags after a server restart, a sandbox that dies or whose envd
- * becomes unreachable mid-session.
+ * becomes unreachable mid-session, idle expiry.
  */
 import type { TestClient } from '../support/clients';
-import { failure, NODES, ok, startWire, type Wire } from '../support/e2b-wire';
+import { failure, NODES, ok, PREVIEW_DOMAIN, serviceIt, startWire, type Wire } from '../support/e2b-wire';
 import { pollUntil, SETTLE_MS } from '../support/processes';
 
 interface Status {
@@ -36,11 +36,11 @@ describe.each(NODES)('the life of an E2B sandbox, server on %s', (_name, node) =
       SETTLE_MS,
       200,
     );
-    expect(preview).toMatchObject({ url: `https://8123-${id}.e2b.app`, listening: true, reachable: true });
+    expect(preview).toMatchObject({ url: `https://8123-${id}.${PREVIEW_DOMAIN}`, listening: true, reachable: true });
     expect(ok(await client.callTool('get_preview_url', { port: 8124 }))).toMatchObject({ listening: false });
   });
 
-  it('reset kills the sandbox and starts an empty one', async () => {
+  serviceIt('reset kills the sandbox and starts an empty one', async () => {
     const client = await wire.connect();
     const before = await started(client);
     const reset = ok<{ previous_sandbox_id: string; sandbox_id: string }>(await client.callTool('reset_sandbox'));
@@ -50,7 +50,7 @@ describe.each(NODES)('the life of an E2B sandbox, server on %s', (_name, node) =
     expect(failure(await client.callTool('read_file', { path: 'mark.txt' }))).toContain('mark.txt');
   });
 
-  it('DELETE of the session kills its sandbox', async () => {
+  serviceIt('DELETE of the session kills its sandbox', async () => {
     const client = await wire.connect();
     const id = await started(client);
     await client.terminate();
@@ -58,7 +58,7 @@ describe.each(NODES)('the life of an E2B sandbox, server on %s', (_name, node) =
     expect(live()).not.toContain(id);
   });
 
-  it('re-attaches the session’s sandbox by its tags after a server restart, with files and processes', async () => {
+  serviceIt('re-attaches the session’s sandbox by its tags after a server restart, with files and processes', async () => {
     const client = await wire.connect();
     const id = await started(client);
     ok(await client.callTool('run_command', { command: 'exec sleep 1006', background: true }));
@@ -71,7 +71,7 @@ describe.each(NODES)('the life of an E2B sandbox, server on %s', (_name, node) =
     expect(listed.processes).toContainEqual(expect.objectContaining({ process_id: 'p1', state: 'running' }));
   });
 
-  it('reports a sandbox that died as gone, and the next call starts a fresh one', async () => {
+  serviceIt('reports a sandbox that died as gone, and the next call starts a fresh one', async () => {
     const client = await wire.connect();
     const id = await started(client);
     await wire.e2b.killSandbox(id);
@@ -80,7 +80,7 @@ describe.each(NODES)('the life of an E2B sandbox, server on %s', (_name, node) =
     expect(fresh).not.toBe(id);
   });
 
-  it('ends a call whose envd becomes unreachable with a clean error, and replaces the sandbox', async () => {
+  serviceIt('ends a call whose envd becomes unreachable with a clean error, and replaces the sandbox', async () => {
     const client = await wire.connect();
     const id = await started(client);
     const call = client.callTool('run_command', { command: 'sleep 30; echo late' });
@@ -93,5 +93,36 @@ describe.each(NODES)('the life of an E2B sandbox, server on %s', (_name, node) =
     expect(fresh).not.toBe(id);
     // The unreachable one may only have lost its path: it is killed, not left billing.
     await pollUntil(live, (ids) => !ids.includes(id), SETTLE_MS, 100);
+  });
+});
+
+describe.each(NODES)('idle expiry of an E2B sandbox (MCP_SESSION_IDLE_TTL_S=2), server on %s', (_name, node) => {
+  let wire: Wire;
+  beforeAll(async () => {
+    wire = await startWire(node, { env: { MCP_SESSION_IDLE_TTL_S: '2' } });
+  });
+  afterAll(() => wire?.stop());
+
+  serviceIt('closes a session idle past the TTL and kills its sandbox', async () => {
+    const idle = await wire.connect();
+    ok(await idle.callTool('write_file', { path: 'mark.txt', content: 'here' }));
+    const id = ok<Status>(await idle.callTool('sandbox_status')).sandbox_id as string;
+    // Another session's requests sweep: once the first is idle past the TTL, it is closed, not let go.
+    const other = await wire.connect();
+    const closed = (): unknown[] => wire.server.logs().filter((l) => l.msg === 'session closed' || l.msg === 'session released');
+    await pollUntil(
+      async () => {
+        ok(await other.callTool('sandbox_status'));
+        return closed();
+      },
+      (lines) => lines.length > 0,
+      SETTLE_MS,
+      300,
+    );
+    expect(closed()).toEqual([expect.objectContaining({ msg: 'session closed', reason: 'idle_expired' })]);
+    // Killed by the server (a kill even when the lease ended first and E2B had already ended it).
+    expect(wire.e2b.requests().filter((r) => r.route === 'kill' && r.sandboxId === id)).toHaveLength(1);
+    expect(wire.e2b.sandboxes().map((s) => s.sandboxId)).not.toContain(id);
+    await expect(idle.callTool('sandbox_status')).rejects.toThrow(/404|Session not found/);
   });
 });

@@ -4,7 +4,7 @@
  * interrupts at a timeout and on cancel that keep the state, and a template without an interpreter.
  */
 import type { TestClient, ToolResult } from '../support/clients';
-import { failure, NODES, ok, startWire, type Wire } from '../support/e2b-wire';
+import { failure, inlineImagesIt, NODES, ok, startWire, type Wire } from '../support/e2b-wire';
 import { pollUntil, SETTLE_MS } from '../support/processes';
 
 interface CodeOut {
@@ -52,7 +52,7 @@ describe.each(NODES)('run_code on E2B, server on %s', (_name, node) => {
     expect(out.error?.traceback).toContain('ZeroDivisionError');
   });
 
-  it('returns an image result as image content', async () => {
+  inlineImagesIt('returns an image result as image content', async () => {
     const code = `import base64\nclass Chart:\n    def _repr_png_(self):\n        return base64.b64decode("${PNG_B64}")\nChart()`;
     const { result, out } = await run(code);
     expect(out.results).toEqual([{ type: 'image', mime_type: 'image/png' }]);

@@ -1,6 +1,6 @@
 /**
  * Opt-in: every tool against real E2B (or Alibaba Cloud's E2B-compatible service), through the built bundle
- * and the official v2 client. Runs only when E2B_API_KEY is set; E2B_DOMAIN, E2B_API_URL and E2B_TEMPLATE are
+ * and the official v2 client. Runs only when E2B_API_KEY is set; E2B_DOMAIN, E2B_API_URL, E2B_SANDBOX_URL and E2B_TEMPLATE are
  * passed through when set. Without a key the suite is reported as skipped, and says so.
  */
 import { connectClient, textOf } from '../support/clients';
@@ -9,7 +9,7 @@ import { startServer, type StartedServer } from '../support/server';
 
 const KEY = process.env.E2B_API_KEY?.trim() || undefined;
 const TOKEN = 'live-e2b-token-0123456789abcdef';
-const PASS_THROUGH = ['E2B_DOMAIN', 'E2B_API_URL', 'E2B_TEMPLATE'] as const;
+const PASS_THROUGH = ['E2B_DOMAIN', 'E2B_API_URL', 'E2B_SANDBOX_URL', 'E2B_TEMPLATE'] as const;
 
 if (KEY === undefined) console.warn('E2B live suite skipped: E2B_API_KEY is not set');
 const describeLive = KEY === undefined ? describe.skip : describe;

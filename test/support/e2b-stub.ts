@@ -4,12 +4,13 @@
  * classes, so the adapter's `instanceof` mapping is exercised as in production.
  */
 import * as e2b from 'e2b';
+import type { SandboxConnectOpts } from 'e2b';
 
 import { SILENT_LOGGER } from '../../functions/mcp/log';
 import { createE2BSandboxProvider } from '../../functions/mcp/sandbox/e2b/provider';
 import type { Clock } from '../../functions/mcp/clock';
 import type { SandboxProvider } from '../../functions/mcp/sandbox/types';
-import type { E2BCreateOptions, E2BSandboxApi, E2BSdk } from '../../functions/mcp/sandbox/e2b/sdk';
+import type { E2BCreateOptions, E2BSandboxApi, E2BSdk, FoundSandbox } from '../../functions/mcp/sandbox/e2b/sdk';
 
 type StartOpts = Parameters<E2BSandboxApi['startCommand']>[1];
 type RunCodeOpts = Parameters<E2BSandboxApi['runCode']>[1];
@@ -201,17 +202,19 @@ export class StubSdk implements E2BSdk {
   readonly lookups: Array<Record<string, string>> = [];
   readonly connects: string[] = [];
 
-  async findByMetadata(metadata: Record<string, string>): Promise<string[]> {
+  async findByMetadata(metadata: Record<string, string>): Promise<FoundSandbox[]> {
     this.lookups.push(metadata);
     return this.sandboxes
       .filter((sandbox) => !sandbox.killed && Object.entries(metadata).every(([k, v]) => sandbox.metadata[k] === v))
-      .map((sandbox) => sandbox.sandboxId);
+      .map((sandbox) => ({ sandboxId: sandbox.sandboxId, endAt: new Date(sandbox.endAtMs) }));
   }
 
-  async connect(sandboxId: string): Promise<E2BSandboxApi> {
+  /** Like E2B's connect: the lease is only ever extended. */
+  async connect(sandboxId: string, opts: SandboxConnectOpts): Promise<E2BSandboxApi> {
     this.connects.push(sandboxId);
     const sandbox = this.sandboxes.find((s) => s.sandboxId === sandboxId && !s.killed);
     if (sandbox === undefined) throw new e2b.SandboxNotFoundError(`sandbox ${sandboxId} not found`);
+    sandbox.endAtMs = Math.max(sandbox.endAtMs, this.clock.now() + (opts.timeoutMs ?? 300_000));
     return sandbox;
   }
 
@@ -230,10 +233,10 @@ export class StubSdk implements E2BSdk {
 }
 
 /** The real E2B provider over `sdk`, with test settings (no creation throttle to speak of). */
-export function createStubProvider(sdk: StubSdk, clock: Clock, leaseMs = 1_800_000): SandboxProvider {
+export function createStubProvider(sdk: StubSdk, clock: Clock, idleTtlMs = 1_800_000): SandboxProvider {
   return createE2BSandboxProvider({
     config: { apiKey: 'e2b_stub_key_0123456789', template: 'code-interpreter-v1', domain: undefined, apiUrl: undefined, maxCreatesPerS: 100, charts: 'inline' },
-    leaseMs,
+    idleTtlMs,
     logger: SILENT_LOGGER,
     loadSdk: async () => sdk,
     clock,

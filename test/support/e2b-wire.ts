@@ -2,6 +2,12 @@
  * Set-up for the E2B wire suites (`test/e2b/`): the built bundle on the E2B backend, its real SDKs talking over
  * HTTP to the local E2B-compatible service (`test/support/e2b-local/`), on each Node the product must run on:
  * the one running the tests and FC's Node 20.10.0 (custom.debian10).
+ *
+ * With `E2B_WIRE_TARGET=live` (`npm run test:live`, jest.live.config.js) the same suites run against real E2B
+ * instead: E2B's cloud, or Alibaba Cloud's service with E2B_DOMAIN; E2B_API_KEY is required, E2B_DOMAIN,
+ * E2B_API_URL, E2B_SANDBOX_URL and E2B_TEMPLATE are passed through. Tests that look inside the service (its
+ * request log, its faults) are declared with `serviceIt`/`serviceDescribe` and reported as skipped there; the
+ * Alibaba suite runs live only against Alibaba Cloud's service.
  */
 import { connectClient, type TestClient, type ToolResult } from './clients';
 import { isDeployToolInstalled, NODE_20_10 } from './deploy-tools';
@@ -10,6 +16,24 @@ import { findFreePort, startServer, type StartedServer } from './server';
 
 export const WIRE_TOKEN = 'e2b-wire-token-0123456789abcdef';
 
+/** True when the suites run against real E2B (`E2B_WIRE_TARGET=live`). */
+export const LIVE = process.env.E2B_WIRE_TARGET === 'live';
+/** Settings passed to the server as they are, against real E2B. */
+const LIVE_PASS_THROUGH = ['E2B_API_KEY', 'E2B_DOMAIN', 'E2B_API_URL', 'E2B_SANDBOX_URL', 'E2B_TEMPLATE'] as const;
+
+/** A test that needs the local service itself (its files, request log or faults): skipped against real E2B. */
+export const serviceIt: jest.It = LIVE ? it.skip : it;
+/** A suite that needs the local service itself: skipped against real E2B. */
+export const serviceDescribe: jest.Describe = LIVE ? describe.skip : describe;
+/** True against Alibaba Cloud's real service (E2B_DOMAIN on aliyuncs.com). */
+const LIVE_ON_ALIBABA = LIVE && /aliyuncs\.com$/i.test(process.env.E2B_DOMAIN?.trim() ?? '');
+/** A suite for Alibaba Cloud's service: the local one switched to it, or the real one. */
+export const alibabaDescribe: jest.Describe = !LIVE || LIVE_ON_ALIBABA ? describe : describe.skip;
+/** A test of images returned inline by the interpreter, which Alibaba Cloud's service does not do. */
+export const inlineImagesIt: jest.It = LIVE_ON_ALIBABA ? it.skip : it;
+/** The domain preview hosts are under: E2B's default, or E2B_DOMAIN against real E2B. */
+export const PREVIEW_DOMAIN = (LIVE ? process.env.E2B_DOMAIN?.trim() : undefined) || 'e2b.app';
+
 /** [name, Node binary]: the current Node, and Node 20.10.0 when `npm run deploy-tools:install` put it there. */
 export const NODES: Array<[string, string]> = [
   ['the current Node', process.execPath],
@@ -17,6 +41,7 @@ export const NODES: Array<[string, string]> = [
 ];
 
 export interface Wire {
+  /** The local service (throws against real E2B: such tests are `serviceIt`). */
   readonly e2b: LocalE2B;
   readonly server: StartedServer;
   /** A v2 client with the suite's token. */
@@ -34,10 +59,10 @@ export interface WireOptions {
 
 /** Starts the service and a server on `node` pointed at it. */
 export async function startWire(node: string, options: WireOptions = {}): Promise<Wire> {
-  const e2b = await startLocalE2B({ flavor: options.flavor });
+  const e2b = LIVE ? undefined : await startLocalE2B({ flavor: options.flavor });
   const env = {
     SANDBOX_BACKEND: 'e2b',
-    ...e2b.env(),
+    ...(e2b === undefined ? liveEnv() : e2b.env()),
     MCP_AUTH_TOKENS: WIRE_TOKEN,
     MCP_SESSION_SECRET: 'e2b-wire-session-secret-0123456789abcdef',
     E2B_MAX_CREATES_PER_S: '50',
@@ -48,7 +73,10 @@ export async function startWire(node: string, options: WireOptions = {}): Promis
   let server = await startServer({ node, env, port });
   const clients: TestClient[] = [];
   return {
-    e2b,
+    get e2b() {
+      if (e2b === undefined) throw new Error('this test looks inside the local E2B service: declare it with serviceIt');
+      return e2b;
+    },
     get server() {
       return server;
     },
@@ -64,9 +92,20 @@ export async function startWire(node: string, options: WireOptions = {}): Promis
     async stop() {
       await Promise.all(clients.map((c) => c.close().catch(() => undefined)));
       await server.stop();
-      await e2b.stop();
+      await e2b?.stop();
     },
   };
+}
+
+/** The server's E2B settings against real E2B, from this process's environment. */
+function liveEnv(): Record<string, string> {
+  if (!process.env.E2B_API_KEY?.trim()) throw new Error('E2B_WIRE_TARGET=live needs E2B_API_KEY (and E2B_DOMAIN for Alibaba Cloud)');
+  const env: Record<string, string> = {};
+  for (const name of LIVE_PASS_THROUGH) {
+    const value = process.env[name]?.trim();
+    if (value) env[name] = value;
+  }
+  return env;
 }
 
 /** The structured result of a tool call that must have succeeded. */

@@ -93,7 +93,7 @@ export function createHarness(options: HarnessOptions = {}): Harness {
   const sandboxes: SelectedProvider = options.sandboxes?.({ config, logger, clock }) ?? {
     provider: createE2BSandboxProvider({
       config: config.e2b,
-      leaseMs: config.sessionIdleTtlS * 1000,
+      idleTtlMs: config.sessionIdleTtlS * 1000,
       logger,
       clock,
       loadSdk: async () => sdk,

@@ -16,7 +16,7 @@ export interface SelectedProvider {
 export function createSandboxProvider(config: Config, logger: Logger, clock?: Clock): SelectedProvider {
   if (config.sandboxBackend === 'e2b') {
     // Nothing to probe: the SDK loads, and E2B is called, when the first sandbox is needed.
-    const provider = createE2BSandboxProvider({ config: config.e2b, leaseMs: config.sessionIdleTtlS * 1000, logger, clock });
+    const provider = createE2BSandboxProvider({ config: config.e2b, idleTtlMs: config.sessionIdleTtlS * 1000, logger, clock });
     return { provider, ready: async () => undefined };
   }
   const provider = createLocalSandboxProvider({ config: config.local, logger, clock });

@@ -12,8 +12,8 @@ export interface LazySandbox {
   /** Lets go of the sandbox without destroying it (eviction, shutdown). */
   release(): Promise<void>;
   /**
-   * Idle expiry here: destroys the sandbox unless it was used (on any instance) within `idleTtlMs`, in
-   * which case it is only let go. Resolves true when the sandbox was destroyed (or there was none).
+   * Idle expiry here: destroys the sandbox unless another instance used it within `idleTtlMs` (or a call
+   * still runs), in which case it is only let go. Resolves true when the sandbox was destroyed (or there was none).
    */
   expire(idleTtlMs: number, nowMs: number): Promise<boolean>;
   /** A note for the next tool result (e.g. that an earlier sandbox was not found), once. */
@@ -84,7 +84,7 @@ export function createLazySandbox(provider: SandboxProvider, owner: SandboxOwner
       creating = undefined;
       sandbox = undefined;
       if (existing === undefined) return true;
-      const lastUsed = await existing.lastUsedMs().catch(() => undefined);
+      const lastUsed = await existing.lastUseElsewhereMs().catch(() => undefined);
       if (lastUsed !== undefined && nowMs - lastUsed < idleTtlMs) {
         await existing.release();
         return false;

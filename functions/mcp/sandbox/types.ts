@@ -155,11 +155,12 @@ export interface Sandbox {
   /** True once the sandbox is known to be gone (killed, expired, lost): the next use needs a new one. */
   isGone(): boolean;
   /**
-   * When any instance last used the sandbox, as far as the sandbox itself can tell (a marker file, the
-   * E2B lease); `undefined` when unknown. Idle expiry on one instance must not destroy a sandbox that
-   * another instance still serves.
+   * The latest use this instance's session did not account for: another instance's use after this
+   * instance's last (as the sandbox's shared record tells: a marker file, the E2B lease), or a call still in
+   * flight here (now); `undefined` when there is none. Idle expiry on one instance must not destroy a
+   * sandbox that another instance still serves, nor one a call is still using.
    */
-  lastUsedMs(): Promise<number | undefined>;
+  lastUseElsewhereMs(): Promise<number | undefined>;
   runCommand(req: RunCommandRequest): Promise<RunCommandResult>;
   runCode(req: RunCodeRequest): Promise<RunCodeResult>;
   /** Reads a whole file; refuses one larger than `maxBytes` with an `invalid_input` AppError. */

@@ -26,6 +26,7 @@ import type {
 import { E2BBackgroundProcesses } from './background';
 import { saveOpenFigures } from './charts';
 import { toE2BAppError } from './errors';
+import { Lease, type LeaseTerms } from './lease';
 import type { E2BErrorClasses, E2BSandboxApi } from './sdk';
 import { shellQuote } from './shell';
 
@@ -48,10 +49,10 @@ export interface E2BSandboxOptions {
   template: string;
   /** For scrubbing SDK messages. */
   apiKey: string | undefined;
-  /** The lease: the session idle TTL, renewed on use. */
-  leaseMs: number;
-  /** Renew the lease at most this often. */
-  renewEveryMs: number;
+  /** The lease terms (the session idle TTL); the sandbox was created or connected with `lease.lengthMs`. */
+  lease: LeaseTerms;
+  /** For a sandbox found and connected to: its lease end before this instance connected. */
+  priorLeaseEnd?: Date;
   maxOutputBytes: number;
   /** How the service returns charts (E2B_CHARTS). */
   charts: 'inline' | 'files';
@@ -64,13 +65,13 @@ export class E2BSandbox implements Sandbox {
   private readonly createdAt = new Date().toISOString();
   private gone = false;
   private killed = false;
-  private lastRenewMs: number;
+  private readonly lease: Lease;
 
   private readonly background: E2BBackgroundProcesses;
 
   constructor(private readonly options: E2BSandboxOptions) {
     this.id = options.api.sandboxId;
-    this.lastRenewMs = options.clock.now();
+    this.lease = new Lease(options.lease, options.clock, (ms) => options.api.setTimeout(ms), options.priorLeaseEnd);
     this.background = new E2BBackgroundProcesses(options.api, options.errors, options.clock);
   }
 
@@ -107,11 +108,11 @@ export class E2BSandbox implements Sandbox {
     return this.gone;
   }
 
-  /** The lease is renewed on use to `leaseMs` ahead, so its end tells when it was last used (by anyone). */
-  async lastUsedMs(): Promise<number | undefined> {
+  /** The lease is renewed on use by every instance, so its end tells whether another one used the sandbox. */
+  async lastUseElsewhereMs(): Promise<number | undefined> {
     if (this.gone) return undefined;
     const end = await this.options.api.leaseEnd().catch(() => undefined);
-    return end === undefined ? undefined : end.getTime() - this.options.leaseMs;
+    return end === undefined ? undefined : this.lease.lastUseElsewhereMs(end);
   }
 
   async runCommand(req: RunCommandRequest): Promise<RunCommandResult> {
@@ -190,7 +191,7 @@ export class E2BSandbox implements Sandbox {
         cancelled,
         durationMs,
       };
-    });
+    }, req.timeoutMs + COMMAND_BACKSTOP_MS * 2);
   }
 
   async runCode(req: RunCodeRequest): Promise<RunCodeResult> {
@@ -242,7 +243,7 @@ export class E2BSandbox implements Sandbox {
         if (this.options.charts === 'files' && req.language === 'python' && !cancelled) results.push(...(await saveOpenFigures(api)));
         const error = execution.error === undefined ? null : { name: execution.error.name, value: execution.error.value, traceback: execution.error.traceback };
         return partial(false, error, results);
-      });
+      }, req.timeoutMs);
     } catch (err: unknown) {
       if (cancelled) return partial(false, null);
       if (isAppError(err, 'sandbox_timeout')) {
@@ -334,14 +335,16 @@ export class E2BSandbox implements Sandbox {
     return posix.normalize(path.startsWith('/') ? path : posix.join(E2B_WORKDIR, path));
   }
 
-  /** Runs an SDK operation: renews the lease when due, and maps every SDK error in one place. */
-  private async call<T>(operation: string, fn: () => Promise<T>): Promise<T> {
+  /**
+   * Runs an SDK operation that may take `busyForMs`: renews the lease when due (or when it would end during
+   * the operation), and maps every SDK error in one place.
+   */
+  private async call<T>(operation: string, fn: () => Promise<T>, busyForMs = 0): Promise<T> {
     if (this.gone || this.killed) {
       throw new AppError('sandbox_gone', 'The sandbox is gone, so files and state from it are gone. The next call starts a fresh sandbox.');
     }
     try {
-      await this.renewLease();
-      return await fn();
+      return await this.lease.use(busyForMs, fn);
     } catch (err: unknown) {
       const mapped = toE2BAppError(err, this.options.errors, { operation, template: this.options.template, apiKey: this.options.apiKey });
       if (isAppError(mapped, 'sandbox_gone')) this.gone = true;
@@ -349,12 +352,6 @@ export class E2BSandbox implements Sandbox {
     }
   }
 
-  private async renewLease(): Promise<void> {
-    const now = this.options.clock.now();
-    if (now - this.lastRenewMs < this.options.renewEveryMs) return;
-    this.lastRenewMs = now;
-    await this.options.api.setTimeout(this.options.leaseMs);
-  }
 }
 
 function toArrayBuffer(data: Buffer): ArrayBuffer {

@@ -9,17 +9,18 @@ import { SERVER_INFO } from '../../version';
 import type { BackendStatus, Sandbox, SandboxOwner, SandboxProvider } from '../types';
 import { E2BSandbox } from './e2b-sandbox';
 import { toE2BAppError } from './errors';
+import { leaseTerms } from './lease';
 import { createRateGate, retryWithBackoff, type RetryOptions } from './retry';
 import { type E2BSandboxApi, type E2BSdk, loadE2BSdk } from './sdk';
 
 export interface E2BProviderOptions {
   config: E2BConfig;
-  /** The sandbox lease: the session idle TTL. */
-  leaseMs: number;
+  /** MCP_SESSION_IDLE_TTL_S in milliseconds: how long an unused sandbox lives (e2b/lease.ts). */
+  idleTtlMs: number;
   logger: Logger;
   /** @default the real SDK, loaded on first use */
   loadSdk?: () => Promise<E2BSdk>;
-  /** Renew a sandbox's lease at most this often. @default 30_000 */
+  /** Renew a sandbox's lease at most this often. @default 30 s, or a quarter of a shorter idle TTL's */
   renewEveryMs?: number;
   /** Bytes kept per output stream. @default 65_536 */
   maxOutputBytes?: number;
@@ -37,15 +38,16 @@ function toTag(value: string): string {
 
 /** Creates the provider. Nothing is loaded or called until the first sandbox is needed. */
 export function createE2BSandboxProvider(options: E2BProviderOptions): SandboxProvider {
-  const { config, leaseMs, logger, loadSdk = loadE2BSdk, renewEveryMs = 30_000, maxOutputBytes = 65_536, requestTimeoutMs = 30_000, clock = SYSTEM_CLOCK } = options;
+  const { config, logger, loadSdk = loadE2BSdk, maxOutputBytes = 65_536, requestTimeoutMs = 30_000, clock = SYSTEM_CLOCK } = options;
+  const lease = leaseTerms(options.idleTtlMs, options.renewEveryMs);
   const gate = createRateGate(config.maxCreatesPerS, clock);
   let sdk: Promise<E2BSdk> | undefined;
   /** Set once the service answered 404 to the sandbox listing (said in the log once). */
   let listingMissing = false;
 
   const connection = { apiKey: config.apiKey, domain: config.domain, apiUrl: config.apiUrl, requestTimeoutMs };
-  const wrap = (api: E2BSandboxApi, errors: E2BSdk['errors']): Sandbox =>
-    new E2BSandbox({ api, errors, template: config.template, apiKey: config.apiKey, leaseMs, renewEveryMs, maxOutputBytes, charts: config.charts, clock });
+  const wrap = (api: E2BSandboxApi, errors: E2BSdk['errors'], priorLeaseEnd?: Date): Sandbox =>
+    new E2BSandbox({ api, errors, template: config.template, apiKey: config.apiKey, lease, priorLeaseEnd, maxOutputBytes, charts: config.charts, clock });
   const tagsOf = ({ sessionKey, principal }: SandboxOwner): Record<string, string> => ({ mcp_session: toTag(sessionKey), mcp_owner: toTag(principal) });
 
   return {
@@ -67,7 +69,7 @@ export function createE2BSandboxProvider(options: E2BProviderOptions): SandboxPr
             await gate.acquire();
             return loaded.create(config.template, {
               ...connection,
-              timeoutMs: leaseMs,
+              timeoutMs: lease.lengthMs,
               // One retry policy, ours: backoff with jitter within a bounded time.
               retries: 0,
               metadata: { ...tagsOf({ sessionKey, principal }), mcp_server: SERVER_INFO.name, mcp_version: SERVER_INFO.version },
@@ -107,9 +109,9 @@ export function createE2BSandboxProvider(options: E2BProviderOptions): SandboxPr
         });
         if (found === undefined) return undefined;
         // Connecting also renews the lease (and resumes a paused sandbox).
-        const api = await loaded.connect(found, { ...connection, timeoutMs: leaseMs });
-        logger.info('sandbox re-attached', { backend: 'e2b', sandbox: found });
-        return wrap(api, loaded.errors);
+        const api = await loaded.connect(found.sandboxId, { ...connection, timeoutMs: lease.lengthMs });
+        logger.info('sandbox re-attached', { backend: 'e2b', sandbox: found.sandboxId });
+        return wrap(api, loaded.errors, found.endAt);
       } catch (err: unknown) {
         if (err instanceof loaded.errors.SandboxNotFoundError || err instanceof loaded.errors.NotFoundError) return undefined;
         throw toE2BAppError(err, loaded.errors, { operation: 're-attaching the sandbox', template: config.template, apiKey: config.apiKey });

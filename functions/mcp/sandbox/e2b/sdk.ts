@@ -27,14 +27,20 @@ export interface E2BSandboxApi {
   kill(): Promise<unknown>;
 }
 
+/** A sandbox found by its metadata, with its lease end as the listing reports it (before anyone connects). */
+export interface FoundSandbox {
+  readonly sandboxId: string;
+  readonly endAt: Date;
+}
+
 /** Options for creating a sandbox: the SDK's own. */
 export type E2BCreateOptions = SandboxOpts;
 
 /** The SDK entry points the backend needs, plus the error classes it maps. */
 export interface E2BSdk {
   create(template: string, opts: E2BCreateOptions): Promise<E2BSandboxApi>;
-  /** Ids of running or paused sandboxes whose metadata includes all of `metadata`. */
-  findByMetadata(metadata: Record<string, string>, opts: ConnectionOpts): Promise<string[]>;
+  /** Running or paused sandboxes whose metadata includes all of `metadata`. */
+  findByMetadata(metadata: Record<string, string>, opts: ConnectionOpts): Promise<FoundSandbox[]>;
   /** Re-attaches a sandbox by id (resuming a paused one). */
   connect(sandboxId: string, opts: SandboxConnectOpts): Promise<E2BSandboxApi>;
   readonly errors: E2BErrorClasses;
@@ -78,7 +84,7 @@ export async function loadE2BSdk(): Promise<E2BSdk> {
     create: async (template, opts) => adapt(await codeInterpreter.Sandbox.create(template, opts)),
     async findByMetadata(metadata, opts) {
       const page = await codeInterpreter.Sandbox.list({ ...opts, query: { metadata, state: ['running', 'paused'] } }).nextItems();
-      return page.map((info) => info.sandboxId);
+      return page.map((info) => ({ sandboxId: info.sandboxId, endAt: info.endAt }));
     },
     connect: async (sandboxId, opts) => adapt(await codeInterpreter.Sandbox.connect(sandboxId, opts)),
     errors: e2b,

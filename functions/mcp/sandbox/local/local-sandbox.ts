@@ -62,6 +62,8 @@ export class LocalSandbox implements Sandbox {
   readonly id: string;
   private readonly createdAt = new Date().toISOString();
   private readonly lifetime = new AbortController();
+  /** When this instance last marked the sandbox used (undefined: not yet, e.g. just re-attached). */
+  private touchedMs: number | undefined;
   private kernel: Promise<PythonKernel> | undefined;
   private readonly background: LocalBackgroundProcesses;
   /** Set until the first Python run after a re-attach, which then reports the earlier state as lost. */
@@ -90,16 +92,18 @@ export class LocalSandbox implements Sandbox {
     return this.lifetime.signal.aborted;
   }
 
-  async lastUsedMs(): Promise<number | undefined> {
+  /** The marker's time when another instance (sharing the workspace root) touched it after this one did. */
+  async lastUseElsewhereMs(): Promise<number | undefined> {
     return stat(this.usedMarker).then(
-      (info) => info.mtimeMs,
+      (info) => (this.touchedMs === undefined || info.mtimeMs > this.touchedMs + 1 ? info.mtimeMs : undefined),
       () => undefined,
     );
   }
 
   /** Marks the sandbox used now, for every instance that shares the workspace root. */
   private touch(): void {
-    const now = new Date(this.options.clock.now());
+    this.touchedMs = this.options.clock.now();
+    const now = new Date(this.touchedMs);
     void utimes(this.usedMarker, now, now).catch(() => writeFile(this.usedMarker, '').catch(() => undefined));
   }
 

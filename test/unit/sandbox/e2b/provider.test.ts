@@ -16,7 +16,7 @@ function setup(overrides: Partial<typeof CONFIG> = {}, frozen = false) {
   let loads = 0;
   const provider = createE2BSandboxProvider({
     config: { ...CONFIG, ...overrides },
-    leaseMs: 1_800_000,
+    idleTtlMs: 1_800_000,
     logger: SILENT_LOGGER,
     loadSdk: async () => {
       loads += 1;
@@ -43,7 +43,7 @@ describe('the E2B provider', () => {
     expect(sandbox.info()).toMatchObject({ backend: 'e2b', workdir: '/home/user', id: 'sbx-1' });
     const [call] = sdk.created;
     expect(call?.template).toBe('code-interpreter-v1');
-    expect(call?.opts).toMatchObject({ apiKey: CONFIG.apiKey, domain: CONFIG.domain, apiUrl: CONFIG.apiUrl, timeoutMs: 1_800_000, retries: 0 });
+    expect(call?.opts).toMatchObject({ apiKey: CONFIG.apiKey, domain: CONFIG.domain, apiUrl: CONFIG.apiUrl, timeoutMs: 1_830_000, retries: 0 });
     const metadata = call?.opts.metadata ?? {};
     expect(metadata).toEqual({ mcp_session: expect.stringMatching(/^[0-9a-f]{24}$/), mcp_owner: expect.stringMatching(/^[0-9a-f]{24}$/), mcp_server: SERVER_INFO.name, mcp_version: SERVER_INFO.version });
     expect(JSON.stringify(metadata)).not.toContain(OWNER.sessionKey);
