@@ -3,8 +3,7 @@
  * exit codes, stderr, stdin, env, cwd, bounded output, and timeouts and cancellation that stop everything the
  * command started (checked from inside the sandbox, whose processes the service runs for real).
  */
-import type { TestClient } from '../support/clients';
-import { failure, NODES, ok, startWire, type Wire } from '../support/e2b-wire';
+import { failure, NODES, ok, suiteWire } from '../support/e2b-wire';
 import { pollUntil, SETTLE_MS } from '../support/processes';
 
 interface CommandOut {
@@ -16,16 +15,10 @@ interface CommandOut {
 }
 
 describe.each(NODES)('run_command on E2B, server on %s', (_name, node) => {
-  let wire: Wire;
-  let client: TestClient;
-  beforeAll(async () => {
-    wire = await startWire(node);
-    client = await wire.connect();
-  });
-  afterAll(() => wire?.stop());
+  const suite = suiteWire(node);
 
   const run = async (args: Record<string, unknown>, options?: { signal?: AbortSignal }): Promise<CommandOut> =>
-    ok<CommandOut>(await client.callTool('run_command', args, options));
+    ok<CommandOut>(await suite.client.callTool('run_command', args, options));
   /** Whether a process whose command line contains `mark` runs in the sandbox. */
   const running = async (mark: string): Promise<boolean> => (await run({ command: `pgrep -f '${mark.slice(0, -1)}[${mark.slice(-1)}]' >/dev/null` })).exit_code === 0;
 
@@ -55,7 +48,7 @@ describe.each(NODES)('run_command on E2B, server on %s', (_name, node) => {
   });
 
   it('at its timeout stops the command and everything it started', async () => {
-    const result = await client.callTool('run_command', { command: 'sleep 1001 & sleep 1002', timeout_ms: 1000 });
+    const result = await suite.client.callTool('run_command', { command: 'sleep 1001 & sleep 1002', timeout_ms: 1000 });
     expect(result.isError).toBe(true);
     expect(result.structuredContent).toMatchObject({ timed_out: true, exit_code: null });
     await pollUntil(async () => (await running('sleep 1001')) || (await running('sleep 1002')), (alive) => !alive, SETTLE_MS, 200);
@@ -65,7 +58,7 @@ describe.each(NODES)('run_command on E2B, server on %s', (_name, node) => {
 
   it('stops a cancelled command and what it started, and the session goes on', async () => {
     const controller = new AbortController();
-    const call = client.callTool('run_command', { command: 'sleep 1003 & sleep 1004' }, { signal: controller.signal });
+    const call = suite.client.callTool('run_command', { command: 'sleep 1003 & sleep 1004' }, { signal: controller.signal });
     const outcome = call.then(
       () => 'resolved',
       () => 'rejected',
@@ -79,7 +72,7 @@ describe.each(NODES)('run_command on E2B, server on %s', (_name, node) => {
   });
 
   it('reports a cwd that does not exist as a clean error', async () => {
-    const text = failure(await client.callTool('run_command', { command: 'true', cwd: 'no/such/dir' }));
+    const text = failure(await suite.client.callTool('run_command', { command: 'true', cwd: 'no/such/dir' }));
     expect(text).not.toMatch(/\n\s+at /);
   });
 });

@@ -3,8 +3,7 @@
  * /files), against the local E2B service: unicode and binary round trips, sizes near the limits, edits,
  * listings, and paths anywhere in the VM.
  */
-import type { TestClient } from '../support/clients';
-import { failure, NODES, ok, startWire, type Wire } from '../support/e2b-wire';
+import { failure, NODES, ok, suiteWire } from '../support/e2b-wire';
 
 interface ReadOut {
   path: string;
@@ -20,15 +19,9 @@ interface ListOut {
 }
 
 describe.each(NODES)('the file tools on E2B, server on %s', (_name, node) => {
-  let wire: Wire;
-  let client: TestClient;
-  beforeAll(async () => {
-    wire = await startWire(node);
-    client = await wire.connect();
-  });
-  afterAll(() => wire?.stop());
+  const suite = suiteWire(node);
 
-  const call = (name: string, args: Record<string, unknown>) => client.callTool(name, args);
+  const call = (name: string, args: Record<string, unknown>) => suite.client.callTool(name, args);
 
   it('writes and reads back unicode text exactly, and the bytes land in the sandbox', async () => {
     const text = 'héllo ✓ 日本語 🎉\nsecond line\n';

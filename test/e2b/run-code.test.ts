@@ -3,8 +3,8 @@
  * E2B service's interpreter (a stateful Python per context): state across calls, exceptions, images,
  * interrupts at a timeout and on cancel that keep the state, and a template without an interpreter.
  */
-import type { TestClient, ToolResult } from '../support/clients';
-import { failure, inlineImagesIt, NODES, ok, startWire, type Wire } from '../support/e2b-wire';
+import type { ToolResult } from '../support/clients';
+import { failure, inlineImagesIt, NODES, ok, startWire, suiteWire, type Wire } from '../support/e2b-wire';
 import { pollUntil, SETTLE_MS } from '../support/processes';
 
 interface CodeOut {
@@ -20,16 +20,10 @@ interface CodeOut {
 const PNG_B64 = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
 
 describe.each(NODES)('run_code on E2B, server on %s', (_name, node) => {
-  let wire: Wire;
-  let client: TestClient;
-  beforeAll(async () => {
-    wire = await startWire(node);
-    client = await wire.connect();
-  });
-  afterAll(() => wire?.stop());
+  const suite = suiteWire(node);
 
   const run = async (code: string, extra: Record<string, unknown> = {}): Promise<{ result: ToolResult; out: CodeOut }> => {
-    const result = await client.callTool('run_code', { code, ...extra });
+    const result = await suite.client.callTool('run_code', { code, ...extra });
     return { result, out: result.structuredContent as unknown as CodeOut };
   };
 
@@ -71,12 +65,12 @@ describe.each(NODES)('run_code on E2B, server on %s', (_name, node) => {
   it('interrupts cancelled code, kills what it started, and keeps the state', async () => {
     await run('survivor = "still here"');
     const controller = new AbortController();
-    const call = client.callTool('run_code', { code: 'import subprocess\nsubprocess.run(["sleep", "1005"])' }, { signal: controller.signal });
+    const call = suite.client.callTool('run_code', { code: 'import subprocess\nsubprocess.run(["sleep", "1005"])' }, { signal: controller.signal });
     const outcome = call.then(
       () => 'resolved',
       () => 'rejected',
     );
-    const sleeping = async (): Promise<boolean> => ok<{ exit_code: number }>(await client.callTool('run_command', { command: "pgrep -f 'sleep 100[5]'" })).exit_code === 0;
+    const sleeping = async (): Promise<boolean> => ok<{ exit_code: number }>(await suite.client.callTool('run_command', { command: "pgrep -f 'sleep 100[5]'" })).exit_code === 0;
     await pollUntil(sleeping, (yes) => yes, SETTLE_MS, 200);
     controller.abort();
     expect(await outcome).toBe('rejected');

@@ -108,6 +108,35 @@ function liveEnv(): Record<string, string> {
   return env;
 }
 
+/** A suite's wire and one client on it, started before its tests and stopped after them. */
+export interface SuiteWire {
+  readonly wire: Wire;
+  readonly client: TestClient;
+}
+
+/** Registers `beforeAll`/`afterAll` for a suite that shares one wire and one connected client. */
+export function suiteWire(node: string, options: WireOptions = {}): SuiteWire {
+  let wire: Wire | undefined;
+  let client: TestClient | undefined;
+  beforeAll(async () => {
+    wire = await startWire(node, options);
+    client = await wire.connect();
+  });
+  afterAll(() => wire?.stop());
+  const started = <T>(value: T | undefined): T => {
+    if (value === undefined) throw new Error('the suite wire is not started (use it inside a test)');
+    return value;
+  };
+  return {
+    get wire() {
+      return started(wire);
+    },
+    get client() {
+      return started(client);
+    },
+  };
+}
+
 /** The structured result of a tool call that must have succeeded. */
 export function ok<T = Record<string, unknown>>(result: ToolResult): T {
   if (result.isError === true) throw new Error(`the tool failed: ${result.content.map((c) => c.text ?? '').join('\n')}`);
