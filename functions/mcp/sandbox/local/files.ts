@@ -162,22 +162,25 @@ async function openParentDir(ws: Workspace, hostFile: string, shown: string): Pr
   }
 }
 
-/** Lists a directory to `depth` levels, without following symbolic links. */
+/**
+ * Lists a directory to `depth` levels, without following symbolic links. The walk goes by descriptor: each
+ * directory is read through the descriptor it was opened as, its entries are looked at inside that very
+ * directory, and a subdirectory is opened from it with O_NOFOLLOW, so a directory swapped for a symlink
+ * mid-walk is never listed from its target.
+ */
 export async function listWorkspaceFiles(ws: Workspace, req: ListFilesRequest): Promise<ListFilesResult> {
   const resolved = await resolveInWorkspace(ws, req.path);
   const shown = resolved.sandboxPath;
+  let top: FileHandle;
   try {
-    const handle = await openInside(ws, resolved.hostPath, constants.O_RDONLY | constants.O_DIRECTORY, shown);
-    await handle.close();
+    top = await openInside(ws, resolved.hostPath, constants.O_RDONLY | constants.O_DIRECTORY, shown);
   } catch (err: unknown) {
     throw toFileError(toErrnoCode(err) === 'ENOTDIR' ? new AppError('invalid_input', `${shown} is not a directory; use read_file to read it.`) : err, shown);
   }
   const entries: FileEntry[] = [];
   let truncated = false;
-  const walk = async (hostDir: string, relDir: string, level: number): Promise<void> => {
-    // A directory swapped for a symlink since it was listed is not descended into.
-    if (!isInside(ws, await realpath(hostDir).catch(() => ''))) return;
-    const names = await readdir(hostDir).catch(() => [] as string[]);
+  const walk = async (dir: FileHandle, hostDir: string, relDir: string, level: number): Promise<void> => {
+    const names = await readdir(viaDescriptor(dir, hostDir)).catch(() => [] as string[]);
     names.sort();
     for (const name of names) {
       if (!req.includeHidden && name.startsWith('.')) continue;
@@ -185,15 +188,27 @@ export async function listWorkspaceFiles(ws: Workspace, req: ListFilesRequest): 
         truncated = true;
         return;
       }
-      const hostPath = join(hostDir, name);
-      const info = await lstat(hostPath).catch(() => undefined);
+      const info = await lstat(viaDescriptor(dir, hostDir, name)).catch(() => undefined);
       if (info === undefined) continue;
       const rel = relDir === '' ? name : posix.join(relDir, name);
       const type = info.isSymbolicLink() ? 'symlink' : info.isDirectory() ? 'directory' : info.isFile() ? 'file' : 'other';
       entries.push({ path: type === 'directory' ? `${rel}/` : rel, type, size: info.size, mtime: info.mtime.toISOString() });
-      if (type === 'directory' && level < req.depth) await walk(hostPath, rel, level + 1);
+      if (type !== 'directory' || level >= req.depth) continue;
+      // Swapped for a symlink (or a file) since: ELOOP or ENOTDIR, and it is not descended into.
+      const child = await open(viaDescriptor(dir, hostDir, name), constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW).catch(() => undefined);
+      if (child === undefined) continue;
+      try {
+        await walk(child, join(hostDir, name), rel, level + 1);
+      } finally {
+        await child.close();
+      }
+      if (truncated) return;
     }
   };
-  await walk(resolved.hostPath, '', 1);
+  try {
+    await walk(top, resolved.hostPath, '', 1);
+  } finally {
+    await top.close();
+  }
   return { path: shown, entries, truncated };
 }

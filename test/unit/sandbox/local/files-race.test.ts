@@ -1,13 +1,14 @@
 /**
  * The file tools run as the server (often root) inside a workspace whose owner can swap a directory for a
- * symlink at any moment. Hammer that race and check nothing outside the workspace is ever read or written.
+ * symlink at any moment. Hammer that race and check nothing outside the workspace is ever read, written or
+ * listed.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { readWorkspaceFile, writeWorkspaceFile } from '../../../../functions/mcp/sandbox/local/files';
+import { listWorkspaceFiles, readWorkspaceFile, writeWorkspaceFile } from '../../../../functions/mcp/sandbox/local/files';
 import { createWorkspace, type Workspace } from '../../../../functions/mcp/sandbox/local/workspace';
 
 const ROUNDS = 400;
@@ -15,6 +16,17 @@ let root: string;
 let outside: string;
 let ws: Workspace;
 let swapper: ChildProcess;
+let exchanger: ChildProcess;
+
+/**
+ * Swaps `x/d` (a directory) and `x/l` (a symlink to the outside) atomically and endlessly with
+ * renameat2(RENAME_EXCHANGE): at every instant one of the two names is a directory and the other the link.
+ */
+const EXCHANGE_LOOP = `import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+AT_FDCWD, RENAME_EXCHANGE = -100, 2
+while True:
+    libc.renameat2(AT_FDCWD, b"x/d", AT_FDCWD, b"x/l", RENAME_EXCHANGE)`;
 
 beforeAll(async () => {
   root = mkdtempSync(join(tmpdir(), 'race-'));
@@ -24,10 +36,15 @@ beforeAll(async () => {
   ws = await createWorkspace({ root, sessionKey: 'racer', virtualHome: false, owner: undefined });
   // Flip home/d between a real directory and a symlink to the outside directory, as fast as possible.
   swapper = spawn('bash', ['-c', `cd ${ws.home} && while true; do rm -rf d; mkdir d; echo inside > d/secret; rm -rf d; ln -s ${outside} d; done`], { stdio: 'ignore' });
+  mkdirSync(join(ws.home, 'x', 'd'), { recursive: true });
+  writeFileSync(join(ws.home, 'x', 'd', 'inside-entry'), 'inside');
+  symlinkSync(outside, join(ws.home, 'x', 'l'));
+  exchanger = spawn('python3', ['-c', EXCHANGE_LOOP], { cwd: ws.home, stdio: 'ignore' });
 });
 
 afterAll(() => {
   swapper.kill('SIGKILL');
+  exchanger.kill('SIGKILL');
   rmSync(root, { recursive: true, force: true });
 });
 
@@ -46,4 +63,15 @@ it('never reads through a directory swapped for a symlink', async () => {
     if (read !== undefined) contents.add(read.bytes.toString());
   }
   expect([...contents].filter((c) => c.includes('host secret'))).toEqual([]);
+});
+
+it('never lists a directory swapped for a symlink from its target', async () => {
+  const seen = new Set<string>();
+  for (let i = 0; i < ROUNDS; i += 1) {
+    const listed = await listWorkspaceFiles(ws, { path: 'x', depth: 2, includeHidden: true, maxEntries: 100 }).catch(() => undefined);
+    for (const entry of listed?.entries ?? []) seen.add(entry.path);
+  }
+  // The walk did see inside the real directory (under either name), so the race was run.
+  expect([...seen].some((path) => path.endsWith('/inside-entry'))).toBe(true);
+  expect([...seen].filter((path) => path.endsWith('/secret'))).toEqual([]);
 });
