@@ -1,6 +1,6 @@
 /** One session's local sandbox: a workspace, its processes, and a persistent Python kernel. */
 import { randomBytes } from 'node:crypto';
-import { rmdir, stat, unlink, utimes, writeFile } from 'node:fs/promises';
+import { stat, unlink, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 import type { Clock } from '../../clock';
@@ -277,11 +277,10 @@ export class LocalSandbox implements Sandbox {
     const ws = this.options.workspace;
     // The script goes to the sandbox's /tmp through the same race-safe writer as write_file.
     const tmpView: Workspace = { ...ws, home: ws.tmp, workdir: this.options.isolation === 'bwrap' ? '/tmp' : ws.tmp };
-    // Java's single-file launcher wants the file named after its public class; Main is the convention.
-    const dirName = req.language === 'java' ? `java-${randomBytes(6).toString('hex')}` : undefined;
-    const fileName = req.language === 'java' ? 'Main.java' : `code-${randomBytes(6).toString('hex')}.${runner.ext}`;
-    const relPath = dirName === undefined ? fileName : `${dirName}/${fileName}`;
-    const { path: inside } = await writeWorkspaceFile(tmpView, relPath, Buffer.from(req.code, 'utf8'));
+    // One file right in /tmp, never a directory of its own: the sandbox user could swap a directory for a
+    // symlink before the cleanup. (Java's single-file launcher does not need the file named after its class.)
+    const fileName = `code-${randomBytes(6).toString('hex')}.${runner.ext}`;
+    const { path: inside } = await writeWorkspaceFile(tmpView, fileName, Buffer.from(req.code, 'utf8'));
     try {
       const result = await runProcess({
         spec: this.launch([runner.program, inside], await this.resolveCwd(undefined), req.env),
@@ -302,9 +301,9 @@ export class LocalSandbox implements Sandbox {
         durationMs: result.durationMs,
       };
     } finally {
-      // Never a recursive delete in a directory the sandbox user controls: one file, one empty directory.
-      await unlink(join(ws.tmp, relPath)).catch(() => undefined);
-      if (dirName !== undefined) await rmdir(join(ws.tmp, dirName)).catch(() => undefined);
+      // The sandbox's tmp cannot be swapped (its parent is the server's), and unlink does not follow a
+      // symlink left in the file's place: only that name goes.
+      await unlink(join(ws.tmp, fileName)).catch(() => undefined);
     }
   }
 }

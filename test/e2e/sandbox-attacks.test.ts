@@ -1,0 +1,91 @@
+/**
+ * Attacks on the local sandbox's boundary from code running inside it, through the built bundle and the
+ * official client: the server (root in CI, bubblewrap, a user per sandbox) must never read, list or delete a
+ * path the sandbox controls with its own rights. The victim is another session's workspace on the same host.
+ */
+import { existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+
+import { connectClient, type TestClient } from '../support/clients';
+import { startServer, stopAllServers, type StartedServer } from '../support/server';
+
+const TOKEN = 'e2e-attack-token-0123456789abcdef';
+const VICTIM_MARK = 'victim-only-entry';
+
+interface Listed {
+  entries: Array<{ path: string }>;
+}
+
+describe('the local sandbox under attack from inside', () => {
+  let server: StartedServer;
+  let attacker: TestClient;
+  let victim: TestClient;
+  /** The victim's working directory on the host. */
+  let victimHome: string;
+
+  beforeAll(async () => {
+    server = await startServer({ env: { MCP_AUTH_TOKENS: TOKEN } });
+    attacker = await connectClient('v2', server.url, { token: TOKEN });
+    victim = await connectClient('v2', server.url, { token: TOKEN });
+    expect((await victim.callTool('write_file', { path: `${VICTIM_MARK}/Main.java`, content: 'the victim’s source' })).isError).toBeFalsy();
+    const workspace = readdirSync(server.sandboxRoot).find((name) => existsSync(join(server.sandboxRoot, name, 'home', VICTIM_MARK)));
+    if (workspace === undefined) throw new Error('the victim’s workspace was not found');
+    victimHome = join(server.sandboxRoot, workspace, 'home');
+  });
+  afterAll(async () => {
+    await attacker?.close();
+    await victim?.close();
+    await stopAllServers();
+  });
+
+  it('list_files never lists another workspace through a directory swapped for a symlink (RENAME_EXCHANGE)', async () => {
+    const swap = [
+      'import ctypes, os, time',
+      'os.makedirs("x/d", exist_ok=True)',
+      'open("x/d/own-entry", "w").close()',
+      `os.path.lexists("x/l") or os.symlink(${JSON.stringify(victimHome)}, "x/l")`,
+      'libc = ctypes.CDLL(None, use_errno=True)',
+      'end = time.time() + 120',
+      'while time.time() < end:',
+      '    libc.renameat2(-100, b"x/d", -100, b"x/l", 2)',
+    ].join('\n');
+    expect((await attacker.callTool('write_file', { path: 'swap.py', content: swap })).isError).toBeFalsy();
+    expect((await attacker.callTool('run_command', { command: 'python3 swap.py', background: true })).isError).toBeFalsy();
+    const seen = new Set<string>();
+    for (let i = 0; i < 200; i += 1) {
+      const listed = await attacker.callTool('list_files', { path: 'x', depth: 2 });
+      for (const entry of (listed.structuredContent as Listed | undefined)?.entries ?? []) seen.add(entry.path);
+    }
+    await attacker.callTool('manage_process', { action: 'kill', process_id: 'p1' });
+    // The race ran (the real directory was listed under both names), and nothing of the victim showed.
+    expect([...seen].filter((path) => path.endsWith('own-entry'))).toEqual(expect.arrayContaining(['d/own-entry']));
+    expect([...seen].filter((path) => path.includes(VICTIM_MARK))).toEqual([]);
+  });
+
+  it('cleaning up after a Java run never deletes through a symlink the program left in its place', async () => {
+    // The program swaps every Java source and scratch directory in /tmp for a link into the victim's files.
+    const java = `import java.nio.file.*;
+public class Main {
+  public static void main(String[] args) throws Exception {
+    try (DirectoryStream<Path> tmp = Files.newDirectoryStream(Paths.get("/tmp"))) {
+      for (Path p : tmp) {
+        String name = p.getFileName().toString();
+        if (Files.isDirectory(p, LinkOption.NOFOLLOW_LINKS) && name.startsWith("java-")) {
+          Files.walk(p).sorted(java.util.Comparator.reverseOrder()).forEach(q -> q.toFile().delete());
+          Files.createSymbolicLink(p, Paths.get(${JSON.stringify(join(victimHome, VICTIM_MARK))}));
+        } else if (name.endsWith(".java")) {
+          Files.delete(p);
+          Files.createSymbolicLink(p, Paths.get(${JSON.stringify(join(victimHome, VICTIM_MARK, 'Main.java'))}));
+        }
+      }
+    }
+    System.out.println("swapped");
+  }
+}`;
+    const ran = await attacker.callTool('run_code', { code: java, language: 'java', timeout_ms: 60_000 });
+    expect(ran.structuredContent).toMatchObject({ stdout: 'swapped\n', error: null });
+    expect(existsSync(join(victimHome, VICTIM_MARK, 'Main.java'))).toBe(true);
+    const read = await victim.callTool('read_file', { path: `${VICTIM_MARK}/Main.java` });
+    expect(read.structuredContent).toMatchObject({ content: 'the victim’s source' });
+  });
+});
