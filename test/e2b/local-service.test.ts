@@ -10,9 +10,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { Sandbox } from '@e2b/code-interpreter';
-import { AuthenticationError, CommandExitError, FileNotFoundError, SandboxError, SandboxNotFoundError, ServiceBusyError, TimeoutError } from 'e2b';
+import { AuthenticationError, CommandExitError, FileNotFoundError, RateLimitError, SandboxError, SandboxNotFoundError, ServiceBusyError, TimeoutError } from 'e2b';
 
-import { type LocalE2B, startLocalE2B } from '../support/e2b-local';
+import { type LocalE2B, NO_ANSWER, startLocalE2B } from '../support/e2b-local';
 import { listProcesses, markedSleep, pollUntil, RUN_MARK, SETTLE_MS } from '../support/processes';
 
 /** `pids` and all their descendants, from the parent pids in /proc. */
@@ -100,6 +100,59 @@ describe('the local E2B service, through the real SDK', () => {
       e2b.fault('create', { status: 503, body: { code: 503, message: 'no capacity' } });
       await expect(Sandbox.create(opts)).rejects.toBeInstanceOf(ServiceBusyError);
       expect(e2b.requests().filter((r) => r.route === 'create').at(-1)?.headers['x-api-key']).toBe(e2b.apiKey);
+    });
+
+    it('records the JSON body of control-plane requests, and none for sandbox traffic', async () => {
+      const creates = e2b.requests().filter((r) => r.route === 'create');
+      expect(creates.map((r) => r.body)).toContainEqual(
+        expect.objectContaining({ templateID: 'code-interpreter-v1', metadata, envVars: { FROM_CREATE: 'created' }, timeout: expect.any(Number) }),
+      );
+      await sbx.setTimeout(1_500_000);
+      expect(e2b.requests().filter((r) => r.route === 'timeout').at(-1)?.body).toEqual({ timeout: 1_500 });
+      // A Connect call whose body is JSON too.
+      const mark = e2b.requests().length;
+      expect(await sbx.files.makeDir('/tmp/no-body-recorded')).toBe(true);
+      const sandboxTraffic = e2b.requests().slice(mark);
+      expect(sandboxTraffic.map((r) => [r.route, r.body])).toEqual([['envd', undefined]]);
+    });
+
+    it('answers every request with a standing fault, after the one-shot ones, until it is cleared', async () => {
+      const get = () => Sandbox.getInfo(sbx.sandboxId, { ...opts, retries: 0 });
+      e2b.fault('get', { status: 429, body: { code: 429, message: 'slow down' } });
+      e2b.standingFault('get', { status: 503, body: { code: 503, message: 'no capacity' } });
+      await expect(get()).rejects.toBeInstanceOf(RateLimitError);
+      await expect(get()).rejects.toBeInstanceOf(ServiceBusyError);
+      await expect(get()).rejects.toBeInstanceOf(ServiceBusyError);
+      e2b.standingFault('get', undefined);
+      expect((await get()).sandboxId).toBe(sbx.sandboxId);
+    });
+
+    it('holds a request scripted NO_ANSWER unanswered until the client gives up, or until the service stops', async () => {
+      const hanging = await startLocalE2B();
+      try {
+        const hangingOpts = { apiKey: hanging.apiKey, apiUrl: hanging.url, sandboxUrl: hanging.url };
+        hanging.fault('create', NO_ANSWER);
+        // The SDK's own request timer gives up on it (a fetch aborted by its timeout).
+        await expect(Sandbox.create('base', { ...hangingOpts, requestTimeoutMs: 300 })).rejects.toMatchObject({ name: 'TimeoutError' });
+        // A standing one holds every create; stop drops them.
+        hanging.standingFault('create', NO_ANSWER);
+        let settled = false;
+        const held = fetch(`${hanging.url}/sandboxes`, {
+          method: 'POST',
+          headers: { 'X-API-Key': hanging.apiKey, 'Content-Type': 'application/json' },
+          body: JSON.stringify({ templateID: 'base' }),
+        }).finally(() => {
+          settled = true;
+        });
+        const creates = () => hanging.requests().filter((r) => r.route === 'create');
+        expect(await pollUntil(() => creates().length, (n) => n === 2, SETTLE_MS)).toBe(2);
+        expect(settled).toBe(false);
+        expect(hanging.sandboxes()).toEqual([]);
+        await hanging.stop();
+        await expect(held).rejects.toThrow();
+      } finally {
+        await hanging.stop();
+      }
     });
 
     it('kills a sandbox: gone from the control plane, envd answers it is not running', async () => {

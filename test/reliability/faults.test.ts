@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 
 import { connectClient, textOf, type TestClient, type ToolResult } from '../support/clients';
-import { apiError, created, type FakeE2B, type SilentE2B, startFakeE2B, startSilentE2B } from '../support/fake-e2b';
+import { type LocalE2B, NO_ANSWER, startLocalE2B } from '../support/e2b-local';
 import { ACCEPT_BOTH } from '../support/http';
 import { markedSleep, pollUntil, processesOfUid, processesWithCmdline, SETTLE_MS, waitUntilGone } from '../support/processes';
 import { openSession, rpc } from '../support/raw-session';
@@ -34,15 +34,26 @@ afterAll(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup();
 });
 
-const e2bEnv = (url: string, extra: Record<string, string> = {}): Record<string, string> => ({
+/** A local E2B service that takes E2B_KEY (test/support/e2b-local/), stopped after the file. */
+async function startE2B(): Promise<LocalE2B> {
+  const e2b = await startLocalE2B({ apiKey: E2B_KEY });
+  cleanups.push(() => e2b.stop());
+  return e2b;
+}
+
+const e2bEnv = (e2b: LocalE2B, extra: Record<string, string> = {}): Record<string, string> => ({
   SANDBOX_BACKEND: 'e2b',
-  E2B_API_KEY: E2B_KEY,
-  E2B_API_URL: url,
-  E2B_SANDBOX_URL: url,
+  ...e2b.env(),
   E2B_MAX_CREATES_PER_S: '50',
   MCP_AUTH_TOKENS: TOKEN,
   ...extra,
 });
+
+/** The creates the service received. */
+const createsOf = (e2b: LocalE2B): number => e2b.requests().filter((r) => r.route === 'create').length;
+
+/** An E2B-style error answer. */
+const apiError = (status: number, message: string) => ({ status, body: { code: status, message } });
 
 /** A clean tool failure: isError with one line of our text, no stack trace, no key. */
 function expectCleanError(result: ToolResult): string {
@@ -88,31 +99,31 @@ const timed = async (run: () => Promise<ToolResult>): Promise<Timed> => {
 };
 
 // The slow E2B faults, started at once (see the header).
-let hang: { server: StartedServer; silent: SilentE2B; call: Promise<Timed>; servedMeanwhile: { status: unknown; hangAnswered: boolean } };
-let limited: { server: StartedServer; fake: FakeE2B; call: Promise<Timed> };
+let hang: { server: StartedServer; e2b: LocalE2B; call: Promise<Timed>; servedMeanwhile: { status: unknown; hangAnswered: boolean } };
+let limited: { server: StartedServer; e2b: LocalE2B; call: Promise<Timed> };
 beforeAll(async () => {
-  const silent = await startSilentE2B();
-  cleanups.push(() => silent.stop());
-  const hangServer = await startServer({ env: e2bEnv(silent.url) });
+  const silent = await startE2B();
+  // Every create is held unanswered.
+  silent.standingFault('create', NO_ANSWER);
+  const hangServer = await startServer({ env: e2bEnv(silent) });
   const hangClient = await connectClient('v2', hangServer.url, { token: TOKEN });
   let hangAnswered = false;
   const call = timed(() => hangClient.callTool('write_file', { path: 'a.txt', content: 'a' })).finally(() => {
     hangAnswered = true;
   });
   // While the create hangs, another session is served: its answer comes before the hanging call's.
-  await pollUntil(() => silent.received(), (n) => n >= 1, SETTLE_MS);
+  await pollUntil(() => createsOf(silent), (n) => n >= 1, SETTLE_MS);
   const other = await connectClient('v2', hangServer.url, { token: TOKEN });
   const status = (await other.callTool('sandbox_status')).structuredContent;
   const servedMeanwhile = { status, hangAnswered };
   await other.close();
-  hang = { server: hangServer, silent, call, servedMeanwhile };
+  hang = { server: hangServer, e2b: silent, call, servedMeanwhile };
 
-  const fake = await startFakeE2B();
-  cleanups.push(() => fake.stop());
-  fake.setDefault('create', apiError(429, 'rate limited'));
-  const limitedServer = await startServer({ env: e2bEnv(fake.url) });
+  const limiting = await startE2B();
+  limiting.standingFault('create', apiError(429, 'rate limited'));
+  const limitedServer = await startServer({ env: e2bEnv(limiting) });
   const limitedClient = await connectClient('v2', limitedServer.url, { token: TOKEN });
-  limited = { server: limitedServer, fake, call: timed(() => limitedClient.callTool('run_command', { command: 'true' })) };
+  limited = { server: limitedServer, e2b: limiting, call: timed(() => limitedClient.callTool('run_command', { command: 'true' })) };
 });
 
 describe('the backend fails to create a sandbox', () => {
@@ -145,17 +156,16 @@ describe('the backend fails to create a sandbox', () => {
   });
 
   it('E2B answers 500 on create: a clear isError result, the next call tries again, and the server stays healthy', async () => {
-    const fake = await startFakeE2B();
-    cleanups.push(() => fake.stop());
-    fake.script('create', apiError(500, 'internal failure'));
-    const server = await startServer({ env: e2bEnv(fake.url) });
+    const e2b = await startE2B();
+    e2b.fault('create', apiError(500, 'internal failure'));
+    const server = await startServer({ env: e2bEnv(e2b) });
     const client = await connectClient('v2', server.url, { token: TOKEN });
     expect(expectCleanError(await client.callTool('write_file', { path: 'a.txt', content: 'a' }))).toContain('creating the sandbox');
     expect((await client.callTool('sandbox_status')).structuredContent).toMatchObject({ state: 'not_started' });
-    fake.script('create', created('sbx-second-try'));
-    await client.callTool('write_file', { path: 'a.txt', content: 'a' });
-    expect(fake.of('create')).toHaveLength(2);
-    expect((await client.callTool('sandbox_status')).structuredContent).toMatchObject({ state: 'running', sandbox_id: 'sbx-second-try' });
+    expect((await client.callTool('write_file', { path: 'a.txt', content: 'a' })).isError).toBeFalsy();
+    expect(createsOf(e2b)).toBe(2);
+    const [second] = e2b.sandboxes();
+    expect((await client.callTool('sandbox_status')).structuredContent).toMatchObject({ state: 'running', sandbox_id: second?.sandboxId });
     await client.close();
     await expectHealthy(server);
   });
@@ -209,18 +219,23 @@ describe('the sandbox dies mid-command', () => {
     await client.terminate();
   });
 
-  it('E2B: envd answering 502 during run_command says the sandbox is gone, and the next call gets a fresh one', async () => {
-    const fake = await startFakeE2B();
-    cleanups.push(() => fake.stop());
-    fake.script('create', created('sbx-dies'), created('sbx-fresh'));
-    fake.setDefault('envd', { status: 502, body: 'bad gateway' });
-    const e2bServer = await startServer({ env: e2bEnv(fake.url) });
+  it('E2B: the sandbox killed during run_command (as E2B ends one) says the sandbox is gone, and the next call gets a fresh one', async () => {
+    const e2b = await startE2B();
+    const e2bServer = await startServer({ env: e2bEnv(e2b) });
     const client = await connectClient('v2', e2bServer.url, { token: TOKEN });
-    const text = expectCleanError(await client.callTool('run_command', { command: 'sleep 5' }));
-    expect(text).toMatch(/^The sandbox has expired or was shut down outside this server/);
-    await client.callTool('run_command', { command: 'true' });
-    expect(fake.of('create')).toHaveLength(2);
-    expect(new Set(fake.of('envd').map((r) => r.headers['e2b-sandbox-id']))).toEqual(new Set(['sbx-dies', 'sbx-fresh']));
+    expect((await client.callTool('run_command', { command: 'true' })).structuredContent).toMatchObject({ exit_code: 0 });
+    const [dying] = e2b.sandboxes().map((s) => s.sandboxId);
+    const starts = () => e2b.requests().filter((r) => r.sandboxId === dying && r.path.endsWith('/Start')).length;
+    const before = starts();
+    const call = timed(() => client.callTool('run_command', { command: `echo started; ${markedSleep(43)}; echo never` }));
+    await pollUntil(starts, (n) => n > before, SETTLE_MS);
+    await e2b.killSandbox(dying!);
+    const { result, seconds } = await call;
+    expect(seconds).toBeLessThan(SOON_S);
+    expect(expectCleanError(result as ToolResult)).toMatch(/^The sandbox has expired or was shut down outside this server/);
+    expect((await client.callTool('run_command', { command: 'echo fresh' })).structuredContent).toMatchObject({ exit_code: 0, stdout: 'fresh\n' });
+    expect(createsOf(e2b)).toBe(2);
+    expect(e2b.sandboxes().map((s) => s.sandboxId)).not.toContain(dying);
     await client.close();
     await expectHealthy(e2bServer);
   });
@@ -381,25 +396,25 @@ describe('E2B faults that take time (started in beforeAll)', () => {
 
     const { result, error, seconds } = await hang.call;
     const unexpected = hang.server.logs().filter((l) => l.msg === 'tool failed unexpectedly').map((l) => l.error);
-    console.log(`E2B create hang: answered after ${seconds.toFixed(1)} s (${error ?? textOf(result as ToolResult)}); ${hang.silent.received()} request(s) to E2B; logged: ${JSON.stringify(unexpected)}`);
+    console.log(`E2B create hang: answered after ${seconds.toFixed(1)} s (${error ?? textOf(result as ToolResult)}); ${createsOf(hang.e2b)} create(s) to E2B; logged: ${JSON.stringify(unexpected)}`);
     expect(error).toBeUndefined();
     // Not before the SDK's 30 s request timeout (give or take the start), and not long after it.
     expect(seconds).toBeGreaterThan(25);
     expect(seconds).toBeLessThan(30 + SOON_S);
     expect(expectCleanError(result as ToolResult)).toMatch(/E2B did not answer in time while creating the sandbox/);
-    expect(hang.silent.received()).toBeGreaterThanOrEqual(1);
+    expect(createsOf(hang.e2b)).toBeGreaterThanOrEqual(1);
     await expectHealthy(hang.server);
   });
 
   it('429 on every create: "retry in a minute" after the 10 s retry budget, after a bounded number of tries', async () => {
     const { result, error, seconds } = await limited.call;
     expect(error).toBeUndefined();
-    // The exact schedule is asserted on a fake clock (test/core/e2b-wire.test.ts); here, that it ends for real.
+    // The exact schedule is asserted on a fake clock (test/core/e2b-create-schedule.test.ts); here, that it ends for real.
     expect(seconds).toBeLessThan(10 + SOON_S);
     const text = expectCleanError(result as ToolResult);
     expect(text).toMatch(/HTTP 429/);
     expect(text).toMatch(/retry in a minute/);
-    const tries = limited.fake.of('create').length;
+    const tries = createsOf(limited.e2b);
     expect(tries).toBeGreaterThanOrEqual(4);
     expect(tries).toBeLessThanOrEqual(10);
     console.log(`E2B 429: isError after ${seconds.toFixed(1)} s, ${tries} create attempts`);

@@ -3,8 +3,8 @@
  * node_modules/e2b/dist/index.d.ts): create (201 `Sandbox`), get (`SandboxDetail`), list (`GET /v2/sandboxes` with the metadata, state,
  * template, startedAfter, order, limit and nextToken queries, `X-Next-Token`; and the deprecated
  * `GET /sandboxes`), connect (TTL only extended), timeout (TTL set from now), kill. `X-API-Key` is required;
- * errors are `{code, message}` JSON (the SDK reads `code` to tell a 404). Scripted faults answer before
- * anything else. The `alibaba` flavor does not serve `/v2/sandboxes` (404).
+ * errors are `{code, message}` JSON (the SDK reads `code` to tell a 404). Scripted faults answer (or hold the
+ * request unanswered) before anything else. The `alibaba` flavor does not serve `/v2/sandboxes` (404).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 
@@ -20,6 +20,15 @@ export interface Reply {
   headers?: Record<string, string>;
   body?: unknown;
 }
+
+/**
+ * A scripted non-answer: the request is taken and held open, unanswered, until the client gives up or the
+ * service stops (a control plane that hangs, for the SDK's request timeout).
+ */
+export const NO_ANSWER = Object.freeze({ hold: true } as const);
+
+/** What a scripted fault does: answer with a `Reply`, or hold the request (`NO_ANSWER`). */
+export type Fault = Reply | typeof NO_ANSWER;
 
 /** The template that does not exist (for tests of that path). */
 export const MISSING_TEMPLATE = 'missing-template';
@@ -46,8 +55,8 @@ export interface ControlPlaneOptions {
   readonly apiKey: string;
   readonly flavor: Flavor;
   readonly registry: SandboxRegistry;
-  /** The next scripted reply for `route`, if any. */
-  readonly nextFault: (route: ControlRoute) => Reply | undefined;
+  /** The next scripted fault for `route`, if any. */
+  readonly nextFault: (route: ControlRoute) => Fault | undefined;
 }
 
 class ApiError extends Error {
@@ -166,7 +175,7 @@ export class ControlPlane {
       const fault = route === 'api' ? undefined : this.options.nextFault(route);
       if (fault !== undefined) {
         req.resume();
-        send(res, fault.status, fault.body, fault.headers);
+        if (!('hold' in fault)) send(res, fault.status, fault.body, fault.headers);
         return;
       }
       const key = req.headers['x-api-key'];

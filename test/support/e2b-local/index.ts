@@ -6,17 +6,17 @@
  */
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer, type IncomingHttpHeaders } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, posix, resolve } from 'node:path';
 
-import { ControlPlane, type ControlRoute, controlRouteOf, type Reply } from './control-plane';
+import { ControlPlane, type ControlRoute, controlRouteOf, type Fault } from './control-plane';
 import type { Flavor } from './interpreter-loader';
 import { SandboxRegistry } from './sandboxes';
 import { INTERPRETER_PORT, isSandboxPath, portOf, serveSandboxTraffic, signerOf } from './sandbox-traffic';
 
-export type { ControlRoute, Reply } from './control-plane';
+export { type ControlRoute, type Fault, NO_ANSWER, type Reply } from './control-plane';
 export type { Flavor } from './interpreter-loader';
 export type { SandboxProcess } from './sandbox-runtime';
 
@@ -41,6 +41,12 @@ export interface RecordedRequest {
   readonly sandboxId?: string;
   /** Lower-cased, as node:http gives them. */
   readonly headers: IncomingHttpHeaders;
+  /**
+   * A control-plane request's JSON body (create's `templateID`, `timeout`, `metadata`), set once the body has
+   * arrived (a request the service answered has it). `undefined` for sandbox traffic, and for a body that was
+   * empty or not JSON.
+   */
+  readonly body?: unknown;
 }
 
 export interface LocalE2B {
@@ -53,16 +59,35 @@ export interface LocalE2B {
   sandboxes(): Array<{ sandboxId: string; templateId: string; metadata: Record<string, string>; endAt: Date }>;
   /** Where a sandbox's `/home/user/...` or `/tmp/...` is on the host. */
   hostPath(sandboxId: string, sandboxPath: string): string;
-  /** Queues answers for a control-plane route, used before anything else. */
-  fault(route: ControlRoute, ...replies: Reply[]): void;
+  /** Queues one-shot faults for a control-plane route (an answer, or `NO_ANSWER`), used before anything else. */
+  fault(route: ControlRoute, ...faults: Fault[]): void;
+  /**
+   * Answers every request on `route` with `fault` from now on (once the one-shot faults queued by `fault` are
+   * used up), until called again with `undefined`: E2B that keeps answering 429, or keeps hanging.
+   */
+  standingFault(route: ControlRoute, fault: Fault | undefined): void;
   /** Kills a sandbox as E2B would (lease end, OOM): gone everywhere. */
   killSandbox(sandboxId: string): Promise<void>;
   /** Makes a sandbox's envd and interpreter unreachable (connections in flight dropped, new ones 502); it still runs. */
   cutEnvd(sandboxId: string): void;
   /** Every request so far, in arrival order. */
   requests(): ReadonlyArray<RecordedRequest>;
-  /** Kills every sandbox (no process left) and stops serving; removes the root it made. */
+  /** Kills every sandbox (no process left) and stops serving, dropping held requests; removes the root it made. */
   stop(): Promise<void>;
+}
+
+/** Keeps `req`'s JSON body on its record once it has arrived (beside whoever else reads the body). */
+function recordBody(req: IncomingMessage, record: { body?: unknown }): void {
+  const chunks: Buffer[] = [];
+  req.on('data', (chunk: Buffer) => chunks.push(chunk));
+  req.on('end', () => {
+    const raw = Buffer.concat(chunks).toString('utf8');
+    try {
+      if (raw !== '') record.body = JSON.parse(raw) as unknown;
+    } catch {
+      // Not JSON: no body on the record (the control plane answers 400 itself).
+    }
+  });
 }
 
 function headerValue(headers: IncomingHttpHeaders, name: string): string | undefined {
@@ -78,9 +103,10 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
   if (!ownRoot) mkdirSync(root, { recursive: true });
 
   const registry = new SandboxRegistry(root, flavor);
-  const faults = new Map<ControlRoute, Reply[]>();
+  const faults = new Map<ControlRoute, Fault[]>();
+  const standing = new Map<ControlRoute, Fault>();
   const recorded: RecordedRequest[] = [];
-  const controlPlane = new ControlPlane({ apiKey, flavor, registry, nextFault: (route) => faults.get(route)?.shift() });
+  const controlPlane = new ControlPlane({ apiKey, flavor, registry, nextFault: (route) => faults.get(route)?.shift() ?? standing.get(route) });
   const sockets = new Set<Socket>();
 
   const server = createServer((req, res) => {
@@ -91,7 +117,9 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
     const route = control?.route ?? (portOf(req, url.pathname) === INTERPRETER_PORT ? 'interpreter' : 'envd');
     const recordedId = sandboxId ?? control?.sandboxId;
     const path = req.url ?? '/';
-    recorded.push({ route, method: req.method ?? 'GET', path, ...(recordedId === undefined ? {} : { sandboxId: recordedId }), headers: { ...req.headers } });
+    const record: RecordedRequest = { route, method: req.method ?? 'GET', path, ...(recordedId === undefined ? {} : { sandboxId: recordedId }), headers: { ...req.headers } };
+    recorded.push(record);
+    if (control !== undefined) recordBody(req, record as { body?: unknown });
     const served = forSandbox ? serveSandboxTraffic(registry, sandboxId, req, res, url) : controlPlane.handle(req, res, url);
     served.catch((err: unknown) => {
       if (!res.headersSent) {
@@ -128,8 +156,12 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
       }
       throw new Error(`hostPath: ${sandboxPath} is not under /home/user or /tmp`);
     },
-    fault(route, ...replies) {
-      faults.set(route, [...(faults.get(route) ?? []), ...replies]);
+    fault(route, ...more) {
+      faults.set(route, [...(faults.get(route) ?? []), ...more]);
+    },
+    standingFault(route, fault) {
+      if (fault === undefined) standing.delete(route);
+      else standing.set(route, fault);
     },
     async killSandbox(sandboxId) {
       await registry.kill(sandboxId);
