@@ -14,7 +14,7 @@ import { installCrashGuards } from './crash-guard';
 import { createEntryDeps } from './entry-deps';
 import { ConfigError } from './errors';
 import { createEarlyListener } from './http/early-listener';
-import { createLogger, type Logger } from './log';
+import { createLogger, createProcessLogSink, type Logger } from './log';
 import { SERVER_INFO } from './version';
 
 /** How long after the core is loaded the sandbox backend is probed (a sandbox needed sooner probes at once). */
@@ -43,7 +43,7 @@ function main(): void {
     process.exitCode = 1;
     return;
   }
-  const logger = createLogger(process.stdout, config.logLevel);
+  const logger = createLogger(createProcessLogSink(process.stdout, process.stderr, 'stdout'), config.logLevel);
   const startedAtMs = Date.now();
   const shared = createEntryDeps(config);
   const { verifier, ids, fresh, policy } = shared;

@@ -12,7 +12,7 @@ import { StdioServerTransport } from '@modelcontextprotocol/server/stdio';
 import { loadConfig, type Config } from './config';
 import { installCrashGuards } from './crash-guard';
 import { ConfigError } from './errors';
-import { createLogger } from './log';
+import { createLogger, createStreamSink } from './log';
 import { createCatalogServer } from './protocol/server-factory';
 import { toToolContext } from './protocol/tool-context';
 import { STDIO_PROTOCOL_VERSIONS } from './protocol/versions';
@@ -50,7 +50,7 @@ async function main(): Promise<void> {
     return;
   }
   // stdout carries the protocol: logs go to stderr.
-  const logger = createLogger(process.stderr, config.logLevel);
+  const logger = createLogger(createStreamSink(process.stderr), config.logLevel);
   installCrashGuards(logger);
   const { provider } = createSandboxProvider(config, logger);
   const sandbox = createLazySandbox(provider, { sessionKey: `stdio-${randomBytes(16).toString('hex')}`, principal: 'stdio' });

@@ -89,5 +89,15 @@ export function toE2BAppError(err: unknown, classes: E2BErrorClasses, ctx: E2BEr
   if (err instanceof classes.SandboxError) {
     return new AppError('sandbox_error', `The E2B sandbox failed while ${ctx.operation}: ${detail}`, { cause: err });
   }
-  return err;
+  // Anything else is a bug or an error nobody classified: it is logged as such, so only a redacted copy goes on.
+  return err instanceof Error ? redactedCopy(err, detail) : err;
+}
+
+/** `err` with its message (and the message line of its stack) replaced by `detail`, its frames kept. */
+function redactedCopy(err: Error, detail: string): Error {
+  const copy = new Error(detail);
+  copy.name = err.name;
+  const frames = (err.stack ?? '').split('\n').filter((line) => /^\s+at /.test(line));
+  copy.stack = [`${err.name}: ${detail}`, ...frames].join('\n');
+  return copy;
 }

@@ -37,9 +37,16 @@ describe('the E2B error mapping', () => {
     expect(map(new DOMException('This operation was aborted', 'AbortError'))).toMatchObject({ code: 'sandbox_timeout' });
   });
 
-  it('passes anything unknown through unchanged (logged as an internal error upstream)', () => {
-    const bug = new RangeError('our own bug');
-    expect(map(bug)).toBe(bug);
+  it('passes anything unknown on as itself, redacted (logged as an internal error upstream)', () => {
+    const bug = new RangeError(`our own bug near ${KEY}`);
+    const passed = map(bug) as Error;
+    expect(passed).toBeInstanceOf(Error);
+    expect(passed.name).toBe('RangeError');
+    expect(passed.message).toBe('our own bug near [redacted]');
+    expect(passed.stack).not.toContain(KEY);
+    expect(passed.stack?.split('\n')[1]).toBe(bug.stack?.split('\n')[1]);
+    const thrown = 'a string';
+    expect(toE2BAppError(thrown, e2b, CTX)).toBe(thrown);
   });
 
   it('never lets a credential through in a detail', () => {
