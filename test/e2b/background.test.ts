@@ -1,7 +1,8 @@
 /**
  * Background processes on the E2B backend through the built bundle and the real SDK, against the local E2B
  * service; and the same scenario on the local backend, which must report the same: output visible while a
- * quiet process runs, stdin, the kept tail and true byte counts past the cap, exit codes, and kill.
+ * quiet process runs, stdin, the kept tail and true byte counts past the cap, exit codes, kill, and ids for
+ * processes started side by side.
  */
 import type { TestClient } from '../support/clients';
 import { NODES, ok, startWire, WIRE_TOKEN } from '../support/e2b-wire';
@@ -49,6 +50,9 @@ async function scenario(client: TestClient): Promise<Record<string, unknown>> {
   const first = await logs(flood, { offset: 0, limit_bytes: 3 });
   seen.floodFirstKept = first;
   seen.floodNext = await logs(flood, { offset: first.next_offset, limit_bytes: 2 });
+
+  // Two started side by side: each its own id.
+  seen.sideBySide = (await Promise.all([start('exit 0'), start('exit 0')])).sort();
   return seen;
 }
 
@@ -61,6 +65,7 @@ const EXPECTED = {
   floodTail: { text: 'aaEND', offset: 9 * MIB - 2, next_offset: 9 * MIB + 3, total_bytes: 9 * MIB + 3, dropped_bytes: 4 * MIB },
   floodFirstKept: { text: 'aaa', offset: 4 * MIB, next_offset: 4 * MIB + 3, total_bytes: 9 * MIB + 3, dropped_bytes: 4 * MIB },
   floodNext: { text: 'aa', offset: 4 * MIB + 3, next_offset: 4 * MIB + 5, total_bytes: 9 * MIB + 3, dropped_bytes: 4 * MIB },
+  sideBySide: ['p3', 'p4'],
 };
 
 describe.each(NODES)('background processes on E2B, server on %s', (_name, node) => {

@@ -50,6 +50,11 @@ export class ProcessLog {
     return this.writing;
   }
 
+  /** Settles once every chunk appended so far is written. */
+  flushed(): Promise<void> {
+    return this.writing;
+  }
+
   /** Reads from absolute `offset` on (clamped to what is kept), or the last `limitBytes` without one. */
   async read(offset: number | undefined, limitBytes: number): Promise<ProcessLogPage> {
     await this.writing;

@@ -65,8 +65,10 @@ export class E2BBackgroundProcesses {
   ) {}
 
   async start(command: string, cwd: string, env: Record<string, string> | undefined): Promise<BackgroundProcess> {
-    // Ids continue after those an earlier instance started in this sandbox.
-    this.next = Math.max(this.next, ...[...(await this.logs()).keys()].map((id) => Number(id.slice(1)) + 1));
+    // Ids continue after those an earlier instance started in this sandbox. Read `next` only after the
+    // await: starts running side by side must each get their own id.
+    const logged = [...(await this.logs()).keys()];
+    this.next = Math.max(this.next, ...logged.map((id) => Number(id.slice(1)) + 1));
     const id = `p${this.next++}`;
     const handle = await this.api.startCommand(launchScript(id, command), { cwd, envs: env, stdin: true, timeoutMs: STREAM_LIMIT_MS });
     const ended = handle.wait().then(

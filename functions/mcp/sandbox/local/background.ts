@@ -11,7 +11,7 @@ import { extentOfSegments } from '../log-segments';
 import { ProcessLog, segmentsIn } from '../process-log';
 import type { BackgroundProcess, ProcessLogPage } from '../types';
 import type { LaunchSpec } from './launch';
-import { signalGroup, spawnGroup, toSpawnError } from './process-group';
+import { signalGroup, spawnGroup, toSpawnError, whenDrained } from './process-group';
 
 /** How long `signal` waits to report the process gone. */
 const SIGNAL_WAIT_MS = 2_000;
@@ -23,7 +23,10 @@ interface Entry {
   readonly child: ChildProcess;
   readonly log: ProcessLog;
   exitCode: number | null;
+  /** True once the process exited and all its output is in the log. */
   exited: boolean;
+  /** Settles when `exited` turns true. */
+  readonly done: Promise<void>;
 }
 
 export class LocalBackgroundProcesses {
@@ -34,8 +37,10 @@ export class LocalBackgroundProcesses {
 
   async start(command: string, spec: LaunchSpec): Promise<BackgroundProcess> {
     await mkdir(this.logDir, { recursive: true, mode: 0o700 });
-    // Ids continue after those an earlier instance left logs for.
-    this.next = Math.max(this.next, ...(await this.loggedIds()).map((id) => Number(id.slice(1)) + 1));
+    // Ids continue after those an earlier instance left logs for. Read `next` only after the await: starts
+    // running side by side must each get their own id.
+    const logged = await this.loggedIds();
+    this.next = Math.max(this.next, ...logged.map((id) => Number(id.slice(1)) + 1));
     const id = `p${this.next++}`;
     const log = ProcessLog.create(this.logDir, id);
     let child: ChildProcess;
@@ -44,19 +49,19 @@ export class LocalBackgroundProcesses {
     } catch (err: unknown) {
       throw toSpawnError(err);
     }
-    const entry: Entry = { id, command, startedAt: new Date().toISOString(), child, log, exitCode: null, exited: false };
     child.stdout?.on('data', (chunk: Buffer) => void log.append(chunk));
     child.stderr?.on('data', (chunk: Buffer) => void log.append(chunk));
     child.stdin?.on('error', () => undefined);
+    // Exited only once everything it wrote is in the log: its byte count is final when it says "exited".
+    const done = whenDrained(child).then(async ({ code }) => {
+      await log.flushed();
+      entry.exitCode = code;
+      entry.exited = true;
+    });
+    const entry: Entry = { id, command, startedAt: new Date().toISOString(), child, log, exitCode: null, exited: false, done };
     await new Promise<void>((resolve, reject) => {
       child.once('spawn', resolve);
       child.once('error', (err) => reject(toSpawnError(err)));
-    });
-    child.once('exit', (code) => {
-      entry.exitCode = code;
-      entry.exited = true;
-      // Whatever it left behind in its group goes with it.
-      if (child.pid !== undefined) signalGroup(child.pid, 'SIGKILL');
     });
     this.entries.set(id, entry);
     return this.describe(entry);
@@ -96,13 +101,9 @@ export class LocalBackgroundProcesses {
     const entry = this.find(id);
     if (!entry.exited && entry.child.pid !== undefined) {
       signalGroup(entry.child.pid, signal);
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, SIGNAL_WAIT_MS);
-        entry.child.once('exit', () => {
-          clearTimeout(timer);
-          resolve();
-        });
-      });
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([entry.done, new Promise<void>((resolve) => (timer = setTimeout(resolve, SIGNAL_WAIT_MS)))]);
+      clearTimeout(timer);
     }
     return this.describe(entry);
   }

@@ -19,6 +19,29 @@ export function spawnGroup(spec: LaunchSpec, stdio: StdioOptions): ChildProcess 
   return spawn(spec.file, [...spec.args], { cwd: spec.cwd, env: spec.env, stdio, detached: true });
 }
 
+/**
+ * Resolves once the group's leader exited and its output is all read: the rest of the group is killed at
+ * the leader's exit, then the pipes are waited for (a process that left the group with setsid may hold them
+ * open: after PIPE_DRAIN_MS they are closed from this side).
+ */
+export function whenDrained(child: ChildProcess): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+  return new Promise((resolve) => {
+    child.once('exit', (code, signal) => {
+      // Whatever the leader left behind in its group goes with it.
+      if (child.pid !== undefined) signalGroup(child.pid, 'SIGKILL');
+      const drain = setTimeout(() => {
+        child.stdout?.destroy();
+        child.stderr?.destroy();
+        resolve({ code, signal });
+      }, PIPE_DRAIN_MS);
+      child.once('close', () => {
+        clearTimeout(drain);
+        resolve({ code, signal });
+      });
+    });
+  });
+}
+
 /** A process that could not be started, as a message the model can act on. */
 export function toSpawnError(err: unknown): AppError {
   const code = toErrnoCode(err) ?? 'error';
@@ -100,32 +123,20 @@ export function runProcess(options: RunProcessOptions): Promise<RunCommandResult
       signal?.removeEventListener('abort', onAbort);
       reject(toSpawnError(err));
     });
-    child.once('exit', (code, sig) => {
+    child.once('exit', () => {
       clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);
-      // Whatever the leader left behind in its group goes with it.
-      if (child.pid !== undefined) signalGroup(child.pid, 'SIGKILL');
-      const finish = (): void => {
-        resolve({
-          exitCode: code,
-          signal: sig,
-          stdout: stdout.result(),
-          stderr: stderr.result(),
-          timedOut,
-          cancelled,
-          durationMs: Math.round(performance.now() - started),
-        });
-      };
-      // A process that left the group (setsid) may still hold the pipes open: stop waiting for them.
-      const drain = setTimeout(() => {
-        child.stdout?.destroy();
-        child.stderr?.destroy();
-        finish();
-      }, PIPE_DRAIN_MS);
-      child.once('close', () => {
-        clearTimeout(drain);
-        finish();
-      });
     });
+    void whenDrained(child).then(({ code, signal: sig }) =>
+      resolve({
+        exitCode: code,
+        signal: sig,
+        stdout: stdout.result(),
+        stderr: stderr.result(),
+        timedOut,
+        cancelled,
+        durationMs: Math.round(performance.now() - started),
+      }),
+    );
   });
 }

@@ -1,0 +1,28 @@
+/** Local background processes: a process reported exited has all its output counted and readable. */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { LocalBackgroundProcesses } from '../../../../functions/mcp/sandbox/local/background';
+import { pollUntil, SETTLE_MS } from '../../../support/processes';
+
+const MIB = 1024 * 1024;
+let dir: string;
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'bg-'));
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const spec = (command: string) => ({ file: 'sh', args: ['-c', command], env: { PATH: '/usr/bin:/bin' }, cwd: dir });
+
+it('says "exited" only once every byte the process wrote is in its log, for starts side by side too', async () => {
+  const processes = new LocalBackgroundProcesses(join(dir, 'logs'));
+  // A flood that ends at once: the exit arrives while most of it is still on its way to the log.
+  const started = await Promise.all([0, 1, 2].map(() => processes.start('flood', spec(`head -c ${6 * MIB} /dev/zero; printf END; exit 3`))));
+  expect(new Set(started.map((p) => p.id)).size).toBe(3);
+  for (const { id } of started) {
+    const done = await pollUntil(async () => (await processes.list()).find((p) => p.id === id), (p) => p?.state === 'exited', SETTLE_MS, 5);
+    expect({ state: done?.state, exitCode: done?.exitCode, outputBytes: done?.outputBytes }).toEqual({ state: 'exited', exitCode: 3, outputBytes: 6 * MIB + 3 });
+    expect((await processes.read(id, undefined, 3)).text).toBe('END');
+  }
+});
