@@ -78,10 +78,22 @@ describe('path confinement', () => {
   });
 
   it('refuses a dangling symlink for reading and writing and creates nothing at its target', async () => {
-    await shell(`ln -s ${hostDir}/created-through-link.txt dangling`);
-    expectError(await call('read_file', { path: 'dangling' }), 'is a symbolic link that points nowhere');
-    expectError(await call('write_file', { path: 'dangling', content: 'x' }), 'is a symbolic link that points nowhere');
+    await shell(`ln -s ${hostDir}/created-through-link.txt dangling && ln -s not-there-yet.txt dangling-inside`);
+    expectError(await call('read_file', { path: 'dangling' }), 'leads outside the sandbox\'s working directory through a symbolic link');
+    expectError(await call('write_file', { path: 'dangling', content: 'x' }), 'leads outside the sandbox\'s working directory through a symbolic link');
     expect(existsSync(join(hostDir, 'created-through-link.txt'))).toBe(false);
+    expectError(await call('read_file', { path: 'dangling-inside' }), 'is a symbolic link that points nowhere');
+    expectError(await call('write_file', { path: 'dangling-inside', content: 'x' }), 'is a symbolic link that points nowhere');
+    expectError(await call('read_file', { path: 'not-there-yet.txt' }), 'No such file');
+  });
+
+  it('follows symlinks that stay inside, as the sandbox sees them (relative, or absolute under its working directory)', async () => {
+    await shell('mkdir -p real/sub && echo inside > real/sub/f.txt && ln -s real rel-link && ln -s "$PWD/real/sub" abs-link && ln -s ../f.txt real/sub/up && echo top > real/f.txt');
+    expect((await call('read_file', { path: 'rel-link/sub/f.txt' })).structuredContent).toMatchObject({ content: 'inside\n' });
+    expect((await call('read_file', { path: 'abs-link/f.txt' })).structuredContent).toMatchObject({ content: 'inside\n' });
+    expect((await call('read_file', { path: 'abs-link/up' })).structuredContent).toMatchObject({ content: 'top\n' });
+    expect((await call('write_file', { path: 'rel-link/sub/new.txt', content: 'n' })).structuredContent).toMatchObject({ created: true });
+    expect((await call('list_files', { path: 'abs-link' })).structuredContent).toMatchObject({ entries: expect.arrayContaining([expect.objectContaining({ path: 'new.txt' })]) });
   });
 });
 

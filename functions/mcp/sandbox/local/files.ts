@@ -1,16 +1,18 @@
 /**
  * File operations on a local workspace. The server may be root while the workspace belongs to the
- * sandbox's user, whose processes can swap a directory for a symlink at any moment: so every file is
- * opened first (`O_NOFOLLOW`), then checked through `/proc/self/fd` to lie inside the workspace, and only
- * that verified descriptor is read, written or chowned. Nothing is ever chowned by path.
+ * sandbox's user, whose processes can swap any name for a symlink at any moment: so paths are walked by
+ * descriptor beneath the working directory (beneath.ts), the last name is opened from its directory's
+ * descriptor with O_NOFOLLOW, and only that descriptor is read, written or chowned. Nothing is ever
+ * resolved by the kernel past a name the sandbox controls, and nothing is chowned by path.
  */
-import { constants, existsSync } from 'node:fs';
-import { type FileHandle, lstat, mkdir, open, readdir, realpath, unlink } from 'node:fs/promises';
-import { basename, join, posix, relative, sep } from 'node:path';
+import { constants } from 'node:fs';
+import { type FileHandle, lstat, open, readdir, unlink } from 'node:fs/promises';
+import { join, posix } from 'node:path';
 
 import { AppError, toErrnoCode } from '../../errors';
 import type { FileEntry, ListFilesRequest, ListFilesResult, ReadFileResult } from '../types';
-import { resolveInWorkspace, type Workspace } from './workspace';
+import { inside, locate, type OpenDir } from './beneath';
+import { toWorkspacePath, type Workspace } from './workspace';
 
 /** Translates a file-system error into a message the model can act on. */
 export function toFileError(err: unknown, shownPath: string): AppError {
@@ -36,55 +38,37 @@ export function toFileError(err: unknown, shownPath: string): AppError {
   }
 }
 
-/**
- * Linux names an open descriptor `/proc/self/fd/N`, a link that leads to the very file opened. Elsewhere
- * (macOS laptops) the host path stands in: racy, but there the server is not root and drops no privileges.
- */
-const FD_LINKS = existsSync('/proc/self/fd');
-
-/** A path that reaches what `handle` (opened at `hostPath`) refers to, or an entry `name` inside it. */
-function viaDescriptor(handle: FileHandle, hostPath: string, name?: string): string {
-  const base = FD_LINKS ? `/proc/self/fd/${handle.fd}` : hostPath;
-  return name === undefined ? base : join(base, name);
-}
-
-/** True when `hostPath` is the workspace home or inside it. */
-function isInside(ws: Workspace, hostPath: string): boolean {
-  const rel = relative(ws.home, hostPath);
-  return rel === '' || (!rel.startsWith('..') && !rel.startsWith(sep) && rel !== '..');
-}
-
-/** Opens `hostPath` and proves the descriptor lies inside the workspace; closes it and throws otherwise. */
-async function openInside(ws: Workspace, hostPath: string, flags: number, shown: string, mode?: number): Promise<FileHandle> {
-  const handle = await open(hostPath, flags | constants.O_NOFOLLOW, mode);
-  const real = await realpath(viaDescriptor(handle, hostPath)).catch(() => '');
-  if (!isInside(ws, real)) {
-    await handle.close();
-    throw new AppError('invalid_input', `${shown} leads outside the sandbox's working directory; refusing to touch it.`);
-  }
-  return handle;
-}
+/** The error for a symlink whose target does not exist. */
+const dangling = (shown: string): AppError => new AppError('invalid_input', `Path "${shown}" is a symbolic link that points nowhere; refusing to follow it.`);
 
 /** Reads a whole regular file of at most `maxBytes`. */
 export async function readWorkspaceFile(ws: Workspace, path: string, maxBytes: number): Promise<ReadFileResult> {
-  const resolved = await resolveInWorkspace(ws, path);
-  const shown = resolved.sandboxPath;
+  const target = toWorkspacePath(ws, path);
+  const shown = target.sandboxPath;
   try {
-    const handle = await openInside(ws, resolved.hostPath, constants.O_RDONLY | constants.O_NONBLOCK, shown);
+    const at = await locate(ws, target.parts, { shown: path });
     try {
-      const info = await handle.stat();
-      if (info.isDirectory()) throw new AppError('invalid_input', `${shown} is a directory; use list_files to see what it holds.`);
-      if (!info.isFile()) throw new AppError('invalid_input', `${shown} is not a regular file.`);
-      if (info.size > maxBytes) {
-        throw new AppError(
-          'invalid_input',
-          `${shown} is ${info.size} bytes, over the ${maxBytes}-byte read limit; read it by lines (offset/limit) if it is text, or inspect it with run_command (head, tail, split).`,
-        );
+      if (at.name === undefined) throw new AppError('invalid_input', `${shown} is a directory; use list_files to see what it holds.`);
+      if (!at.exists && at.lastWasLink) throw dangling(path);
+      // O_NONBLOCK: a FIFO put in its place does not hang the call (and is refused below).
+      const handle = await open(inside(at.parent, at.name), constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
+      try {
+        const info = await handle.stat();
+        if (info.isDirectory()) throw new AppError('invalid_input', `${shown} is a directory; use list_files to see what it holds.`);
+        if (!info.isFile()) throw new AppError('invalid_input', `${shown} is not a regular file.`);
+        if (info.size > maxBytes) {
+          throw new AppError(
+            'invalid_input',
+            `${shown} is ${info.size} bytes, over the ${maxBytes}-byte read limit; read it by lines (offset/limit) if it is text, or inspect it with run_command (head, tail, split).`,
+          );
+        }
+        const bytes = await handle.readFile();
+        return { path: shown, bytes, sizeBytes: bytes.length };
+      } finally {
+        await handle.close();
       }
-      const bytes = await handle.readFile();
-      return { path: shown, bytes, sizeBytes: bytes.length };
     } finally {
-      await handle.close();
+      await at.parent.handle.close();
     }
   } catch (err: unknown) {
     throw toFileError(err, shown);
@@ -93,22 +77,24 @@ export async function readWorkspaceFile(ws: Workspace, path: string, maxBytes: n
 
 /** Writes a file, creating parent directories owned by the sandbox user. */
 export async function writeWorkspaceFile(ws: Workspace, path: string, data: Buffer): Promise<{ path: string; created: boolean }> {
-  const resolved = await resolveInWorkspace(ws, path);
-  const shown = resolved.sandboxPath;
-  if (resolved.hostPath === ws.home) throw new AppError('invalid_input', 'Give a file name, not the working directory itself.');
+  const target = toWorkspacePath(ws, path);
+  const shown = target.sandboxPath;
+  if (target.parts.length === 0) throw new AppError('invalid_input', 'Give a file name, not the working directory itself.');
   try {
-    const parent = await openParentDir(ws, resolved.hostPath, shown);
+    const at = await locate(ws, target.parts, { shown: path, createDirs: true });
     try {
-      // Through the verified directory's descriptor: no path component can be swapped under us.
-      const target = viaDescriptor(parent.handle, parent.hostPath, basename(resolved.hostPath));
+      if (at.name === undefined) throw new AppError('invalid_input', `${shown} is a directory.`);
+      if (!at.exists && at.lastWasLink) throw dangling(path);
+      // Through the directory's descriptor: no name on the way can be swapped under us.
+      const file = inside(at.parent, at.name);
       let created = true;
       let handle: FileHandle;
       try {
-        handle = await open(target, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o644);
+        handle = await open(file, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o644);
       } catch (err: unknown) {
         if (toErrnoCode(err) !== 'EEXIST') throw err;
         created = false;
-        handle = await open(target, constants.O_WRONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+        handle = await open(file, constants.O_WRONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
       }
       try {
         if (!(await handle.stat()).isFile()) throw new AppError('invalid_input', `${shown} is not a regular file.`);
@@ -117,48 +103,17 @@ export async function writeWorkspaceFile(ws: Workspace, path: string, data: Buff
         if (created && ws.owner !== undefined) await handle.chown(ws.owner.uid, ws.owner.gid);
       } catch (err: unknown) {
         // A file this call created and could not fill (a full disk) is not left behind half written.
-        if (created) await unlink(target).catch(() => undefined);
+        if (created) await unlink(file).catch(() => undefined);
         throw err;
       } finally {
         await handle.close();
       }
       return { path: shown, created };
     } finally {
-      await parent.handle.close();
+      await at.parent.handle.close();
     }
   } catch (err: unknown) {
     throw toFileError(err, shown);
-  }
-}
-
-/**
- * Opens the directory that will hold `hostFile`, creating missing levels: each level is made and opened
- * through its parent's descriptor with O_NOFOLLOW, so the chain cannot be redirected by a symlink.
- */
-async function openParentDir(ws: Workspace, hostFile: string, shown: string): Promise<{ handle: FileHandle; hostPath: string }> {
-  const parts = relative(ws.home, hostFile).split(sep).slice(0, -1);
-  let hostPath = ws.home;
-  let dir = await openInside(ws, hostPath, constants.O_RDONLY | constants.O_DIRECTORY, shown);
-  try {
-    for (const part of parts) {
-      const next = viaDescriptor(dir, hostPath, part);
-      const made = await mkdir(next, { mode: 0o755 }).then(
-        () => true,
-        (err: unknown) => {
-          if (toErrnoCode(err) === 'EEXIST') return false;
-          throw err;
-        },
-      );
-      const child = await open(next, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
-      await dir.close();
-      dir = child;
-      hostPath = join(hostPath, part);
-      if (made && ws.owner !== undefined) await dir.chown(ws.owner.uid, ws.owner.gid);
-    }
-    return { handle: dir, hostPath };
-  } catch (err: unknown) {
-    await dir.close().catch(() => undefined);
-    throw err;
   }
 }
 
@@ -169,18 +124,27 @@ async function openParentDir(ws: Workspace, hostFile: string, shown: string): Pr
  * mid-walk is never listed from its target.
  */
 export async function listWorkspaceFiles(ws: Workspace, req: ListFilesRequest): Promise<ListFilesResult> {
-  const resolved = await resolveInWorkspace(ws, req.path);
-  const shown = resolved.sandboxPath;
-  let top: FileHandle;
+  const target = toWorkspacePath(ws, req.path);
+  const shown = target.sandboxPath;
+  let top: OpenDir;
   try {
-    top = await openInside(ws, resolved.hostPath, constants.O_RDONLY | constants.O_DIRECTORY, shown);
+    const at = await locate(ws, target.parts, { shown: req.path });
+    if (at.name === undefined) top = at.parent;
+    else {
+      try {
+        if (!at.exists && at.lastWasLink) throw dangling(req.path);
+        top = { handle: await open(inside(at.parent, at.name), constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW), hostPath: join(at.parent.hostPath, at.name) };
+      } finally {
+        await at.parent.handle.close();
+      }
+    }
   } catch (err: unknown) {
     throw toFileError(toErrnoCode(err) === 'ENOTDIR' ? new AppError('invalid_input', `${shown} is not a directory; use read_file to read it.`) : err, shown);
   }
   const entries: FileEntry[] = [];
   let truncated = false;
-  const walk = async (dir: FileHandle, hostDir: string, relDir: string, level: number): Promise<void> => {
-    const names = await readdir(viaDescriptor(dir, hostDir)).catch(() => [] as string[]);
+  const walk = async (dir: OpenDir, relDir: string, level: number): Promise<void> => {
+    const names = await readdir(inside(dir)).catch(() => [] as string[]);
     names.sort();
     for (const name of names) {
       if (!req.includeHidden && name.startsWith('.')) continue;
@@ -188,27 +152,27 @@ export async function listWorkspaceFiles(ws: Workspace, req: ListFilesRequest): 
         truncated = true;
         return;
       }
-      const info = await lstat(viaDescriptor(dir, hostDir, name)).catch(() => undefined);
+      const info = await lstat(inside(dir, name)).catch(() => undefined);
       if (info === undefined) continue;
       const rel = relDir === '' ? name : posix.join(relDir, name);
       const type = info.isSymbolicLink() ? 'symlink' : info.isDirectory() ? 'directory' : info.isFile() ? 'file' : 'other';
       entries.push({ path: type === 'directory' ? `${rel}/` : rel, type, size: info.size, mtime: info.mtime.toISOString() });
       if (type !== 'directory' || level >= req.depth) continue;
       // Swapped for a symlink (or a file) since: ELOOP or ENOTDIR, and it is not descended into.
-      const child = await open(viaDescriptor(dir, hostDir, name), constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW).catch(() => undefined);
-      if (child === undefined) continue;
+      const handle = await open(inside(dir, name), constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW).catch(() => undefined);
+      if (handle === undefined) continue;
       try {
-        await walk(child, join(hostDir, name), rel, level + 1);
+        await walk({ handle, hostPath: join(dir.hostPath, name) }, rel, level + 1);
       } finally {
-        await child.close();
+        await handle.close();
       }
       if (truncated) return;
     }
   };
   try {
-    await walk(top, resolved.hostPath, '', 1);
+    await walk(top, '', 1);
   } finally {
-    await top.close();
+    await top.handle.close();
   }
   return { path: shown, entries, truncated };
 }

@@ -80,11 +80,18 @@ export interface ResolvedPath {
   readonly sandboxPath: string;
 }
 
+/** A tool's path placed in the workspace by its text alone (no file system looked at). */
+export interface WorkspacePath extends ResolvedPath {
+  /** Its names below the working directory (empty for the working directory itself). */
+  readonly parts: readonly string[];
+}
+
 /**
- * Resolves a tool's path (relative to the working directory, or absolute under it) to a host path
- * inside the workspace, refusing `..` escapes, outside absolute paths, and symlinks that lead out.
+ * Places a tool's path (relative to the working directory, or absolute under it) in the workspace by its
+ * text, refusing NUL bytes, `..` escapes and absolute paths elsewhere. Symlinks are the walker's business
+ * (beneath.ts), which never lets the kernel resolve a name the sandbox controls.
  */
-export async function resolveInWorkspace(ws: Workspace, path: string): Promise<ResolvedPath> {
+export function toWorkspacePath(ws: Workspace, path: string): WorkspacePath {
   if (path.includes('\0')) throw new AppError('invalid_input', 'Path contains a NUL byte.');
   const virtual = posix.normalize(isAbsolute(path) ? path : posix.join(ws.workdir, path));
   const rel = posix.relative(ws.workdir, virtual);
@@ -94,9 +101,19 @@ export async function resolveInWorkspace(ws: Workspace, path: string): Promise<R
       `Path "${path}" is outside the sandbox's working directory ${ws.workdir}; use a relative path or one under ${ws.workdir}.`,
     );
   }
-  const hostPath = rel === '' ? ws.home : join(ws.home, ...rel.split('/'));
+  const parts = rel === '' ? [] : rel.split('/');
+  return { parts, hostPath: join(ws.home, ...parts), sandboxPath: rel === '' ? ws.workdir : posix.join(ws.workdir, rel) };
+}
+
+/**
+ * Resolves a working directory for a command: placed by its text, then checked not to lead out through a
+ * symlink. Only for a `cwd` (which the sandboxed process itself enters, with its own rights, under
+ * bubblewrap); file tools go through beneath.ts instead.
+ */
+export async function resolveInWorkspace(ws: Workspace, path: string): Promise<ResolvedPath> {
+  const { hostPath, sandboxPath } = toWorkspacePath(ws, path);
   await assertNoEscape(ws, hostPath, path);
-  return { hostPath, sandboxPath: rel === '' ? ws.workdir : posix.join(ws.workdir, rel) };
+  return { hostPath, sandboxPath };
 }
 
 /** The sandbox's view of a host path inside the workspace. */
