@@ -82,6 +82,13 @@ export interface Config {
   readonly allowedHosts: readonly string[] | undefined;
   /** MCP_MAX_BODY_BYTES: larger request bodies get 413. @default 4 MiB */
   readonly maxBodyBytes: number;
+  /** MCP_MAX_CONNECTIONS: open connections at most; more are closed at once. @default 1024 */
+  readonly maxConnections: number;
+  /**
+   * MCP_MAX_CONNECTIONS_PER_PEER: open connections from one address at most (0: no cap). @default 128, and 0
+   * on FC, where every connection comes from the platform's front end
+   */
+  readonly maxConnectionsPerPeer: number;
   /**
    * MCP_TOOL_TIMEOUT_MAX_S: upper bound for any tool's `timeout_ms`. Must leave MCP_FUNCTION_TIMEOUT_S a
    * margin, so the server always answers before FC cuts the request. @default 300, or the function timeout less the margin
@@ -194,6 +201,8 @@ export function loadConfig(env: Env): Config {
     allowedOrigins: env.MCP_ALLOWED_ORIGINS === undefined ? undefined : parseList(env.MCP_ALLOWED_ORIGINS),
     allowedHosts: env.MCP_ALLOWED_HOSTS === undefined ? undefined : parseList(env.MCP_ALLOWED_HOSTS).map((h) => h.toLowerCase()),
     maxBodyBytes: int('MCP_MAX_BODY_BYTES', DEFAULT_MAX_BODY_BYTES, 1024, 32 * 1024 * 1024),
+    maxConnections: int('MCP_MAX_CONNECTIONS', 1024, 1, 1_000_000),
+    maxConnectionsPerPeer: int('MCP_MAX_CONNECTIONS_PER_PEER', onFc ? 0 : 128, 0, 1_000_000),
     toolTimeoutMaxS,
     functionTimeoutS,
     sandboxBackend: backend === 'e2b' ? 'e2b' : 'local',

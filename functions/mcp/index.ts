@@ -13,6 +13,7 @@ import { loadCore } from './core-modules';
 import { installCrashGuards } from './crash-guard';
 import { createEntryDeps } from './entry-deps';
 import { ConfigError } from './errors';
+import { guardConnections, serverTimeouts } from './http/connection-guard';
 import { createEarlyListener } from './http/early-listener';
 import { createLogger, createProcessLogSink, type Logger } from './log';
 import { SERVER_INFO } from './version';
@@ -95,13 +96,14 @@ function main(): void {
       });
   };
 
-  const server = createServer(serve);
+  // On FC every connection is the platform's own (pooled, idle between requests): no first-request deadline.
+  const connectionLimits = { maxConnections: config.maxConnections, maxPerPeer: config.maxConnectionsPerPeer, firstRequestMs: config.onFc ? 0 : undefined };
+  const server = createServer(serverTimeouts(connectionLimits), serve);
+  guardConnections(server, connectionLimits);
   // CONNECT never reaches the request handler: answer it rather than drop the connection.
   server.on('connect', (_req, socket: Socket) => {
     socket.end('HTTP/1.1 405 Method Not Allowed\r\nAllow: GET, POST, DELETE, OPTIONS\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
   });
-  // Tool calls run for minutes; their own timeouts bound them, not Node's request timeout.
-  server.requestTimeout = 0;
   if (config.onFc) {
     server.keepAliveTimeout = 0;
     server.timeout = 0;

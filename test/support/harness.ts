@@ -116,7 +116,7 @@ export function createHarness(options: HarnessOptions = {}): Harness {
     const bare = new Request(`http://localhost${url.pathname}${url.search}`, { method: request.method, headers });
     const hangUp = new AbortController();
     init?.signal?.addEventListener('abort', () => hangUp.abort(), { once: true });
-    const response = await core.handle(bare, { requestId: randomUUID(), path: url.pathname, log: {}, body, signal: hangUp.signal });
+    const response = await core.handle(bare, { requestId: randomUUID(), path: url.pathname, log: {}, readBody: async () => body, signal: hangUp.signal });
     if (response.body === null) return response;
     // A client that hangs up cancels the answer's stream, as a closed connection does.
     const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();

@@ -15,8 +15,12 @@ export type RequestBody = { tooLarge: true } | { tooLarge: false; text: string }
 
 /** Per-request state shared by the wrappers of `createApp`, outermost to innermost. */
 export interface RequestContext {
-  /** The body, read once by the shell; `undefined` for GET/HEAD (or when the handler is used without the shell). */
-  readonly body?: RequestBody;
+  /**
+   * Reads the body (once; later calls get the same), as the shell does it: only when a handler past the
+   * gates asks, so that nothing of a request is read before its token is checked. `undefined` when the handler
+   * is used without the shell (the body is then the web `Request`'s).
+   */
+  readonly readBody?: () => Promise<RequestBody | undefined>;
   /** The platform's request id (FC: `x-fc-request-id`) or a random one. */
   readonly requestId: string;
   /**

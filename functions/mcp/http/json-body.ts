@@ -15,7 +15,7 @@ export async function readJsonPost(req: Request, maxBytes: number, ctx: RequestC
   if (!isJsonContentType(req.headers.get('content-type'))) {
     return refuse(415, RPC.SERVER_ERROR, 'Unsupported Media Type: send Content-Type: application/json');
   }
-  const read = ctx.body ?? (await readRequestBody(req, maxBytes));
+  const read = (await ctx.readBody?.()) ?? (await readRequestBody(req, maxBytes));
   if (read.tooLarge) {
     ctx.log.error_code = 'body_too_large';
     return refuse(413, RPC.SERVER_ERROR, `Payload Too Large: request bodies are limited to ${maxBytes} bytes (MCP_MAX_BODY_BYTES)`);

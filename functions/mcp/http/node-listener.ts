@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 
-import type { FetchHandler, RequestBody } from './context';
+import type { FetchHandler, RequestBody, RequestContext } from './context';
 
 export interface NodeListenerOptions {
   /** Header that carries the platform's request id (FC: `x-fc-request-id`). */
@@ -33,7 +33,6 @@ export function createNodeListener(handler: FetchHandler, options: NodeListenerO
       if (!res.writableFinished) abort.abort();
     });
     const requestId = requestIdOf(req, requestIdHeader);
-    res.once('finish', () => drain(req));
     if (!WEB_METHODS.has(req.method ?? '')) {
       // TRACE and the like cannot even become a web Request (the Fetch spec forbids them).
       res.writeHead(405, { 'content-type': 'application/json', allow: 'GET, POST, DELETE, OPTIONS' });
@@ -51,10 +50,25 @@ export function createNodeListener(handler: FetchHandler, options: NodeListenerO
       res.writeHead(400, { 'content-type': 'application/json' }).end('{"error":"bad_request","message":"The request target is not a valid path."}');
       return;
     }
-    // The body is read here, once, into the context: no web stream per request (they are costly in Node).
-    void (preRead === undefined ? readBody(req, maxBodyBytes) : Promise.resolve(preRead))
-      .then((body) => handler(request, { requestId, path: new URL(request.url).pathname, log: {}, body, signal: abort.signal }))
-      .then((response) => writeResponse(response, res, abort.signal))
+    // The body is read by the shell, once, when a handler past the gates asks (no web stream per request:
+    // they are costly in Node); a request refused before that (401) is answered without reading it.
+    let body: Promise<RequestBody | undefined> | undefined = preRead === undefined ? undefined : Promise.resolve(preRead);
+    // A body that cannot be read means the client went away: the request's signal says so before the error.
+    const readBodyOrHangUp = (): Promise<RequestBody | undefined> =>
+      readBody(req, maxBodyBytes).catch((err: unknown) => {
+        abort.abort();
+        throw err;
+      });
+    const ctx: RequestContext = { requestId, path: new URL(request.url).pathname, log: {}, readBody: () => (body ??= readBodyOrHangUp()), signal: abort.signal };
+    // Trusted: it got past the token check (or its body was wanted). An untrusted one still sending a body is
+    // answered with its connection closed, its body discarded up to a small budget.
+    const trusted = (): boolean => ctx.principal !== undefined || body !== undefined;
+    res.once('finish', () => discardUnread(req, trusted() ? MAX_DRAIN_BYTES : UNTRUSTED_DRAIN_BYTES));
+    void handler(request, ctx)
+      .then((response) => {
+        if (!trusted() && !req.complete) response.headers.set('connection', 'close');
+        return writeResponse(response, res, abort.signal);
+      })
       .catch((err: unknown) => {
         onError?.(err, req.destroyed || res.destroyed);
         if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' });
@@ -124,14 +138,17 @@ export function readBody(req: IncomingMessage, maxBytes: number): Promise<Reques
 
 /** Bytes of an unread request body discarded after the answer, so that the client can read it (RFC 9112 §9.6). */
 const MAX_DRAIN_BYTES = 64 * 1024 * 1024;
+/** The same for a request that was refused before anyone looked at its body (no valid token): a small budget. */
+const UNTRUSTED_DRAIN_BYTES = 64 * 1024;
 
-function drain(req: IncomingMessage): void {
+/** After the answer, the rest of an unread body is discarded, up to `budget` bytes; beyond it the connection goes. */
+function discardUnread(req: IncomingMessage, budget: number): void {
   if (req.complete || req.destroyed) return;
   req.removeAllListeners('data');
   let discarded = 0;
   req.on('data', (chunk: Buffer) => {
     discarded += chunk.length;
-    if (discarded > MAX_DRAIN_BYTES) req.destroy();
+    if (discarded > budget) req.destroy();
   });
   req.resume();
 }

@@ -43,6 +43,11 @@ export function withErrorBoundary(next: FetchHandler, logger: Logger): FetchHand
     try {
       return await next(req, ctx);
     } catch (err: unknown) {
+      if (ctx.signal?.aborted === true) {
+        // The client hung up (its body could not be read, say): routine, not a server fault.
+        logger.info('request aborted by the client', { request_id: ctx.requestId, error: err instanceof Error ? err.message : 'unknown' });
+        return jsonRpcError({ status: 400, code: RPC.INVALID_REQUEST, message: 'The client went away' });
+      }
       logger.error('unhandled error', {
         request_id: ctx.requestId,
         error: err instanceof Error ? `${err.name}: ${err.message}` : 'non-error thrown',
