@@ -11,7 +11,7 @@ import { connectClient, type TestClient, textOf } from '../support/clients';
 import { createHarness, type Harness, type HarnessOptions, HARNESS_TOKEN, HARNESS_URL } from '../support/harness';
 import { settle } from '../support/held-commands';
 import { messagesOf, rpc } from '../support/raw-session';
-import { makeSandboxRoot } from '../support/server';
+import { makeSandboxRoot, uidClaimsIn, workspacesIn } from '../support/server';
 
 const logsOf = (h: Harness, msg: string) => h.logs().filter((line) => line.msg === msg);
 
@@ -165,7 +165,7 @@ it('on the local backend too: a workspace another instance used within the TTL i
     });
     const { client } = await idleHereUsedElsewhere(d, ttlMs);
     await client.terminate();
-    expect(readdirSync(root)).toEqual([]);
+    expect({ workspaces: workspacesIn(root), uids: uidClaimsIn(root) }).toEqual({ workspaces: [], uids: [] });
   } finally {
     rmSync(root, { recursive: true, force: true });
   }

@@ -10,7 +10,7 @@ import { connectClient, textOf } from '../support/clients';
 import { postMcp } from '../support/http';
 import { markedSleep, pollUntil, processesWithCmdline, SETTLE_MS, waitUntilGone } from '../support/processes';
 import { startRoundRobinProxy } from '../support/round-robin-proxy';
-import { findFreePort, makeSandboxRoot, startServer, stopAllServers } from '../support/server';
+import { findFreePort, makeSandboxRoot, startServer, stopAllServers, workspacesIn } from '../support/server';
 
 const TOKEN = 'recovery-token-0123456789abcdef';
 const OTHER_TOKEN = 'recovery-other-token-fedcba9876543210';
@@ -90,11 +90,10 @@ it('lets any instance end a session: DELETE on an instance that never held it ki
   const client = await connectClient('v2', a.url, { token: TOKEN });
   await client.callTool('write_file', { path: 'x.txt', content: 'x' });
   const id = client.sessionId ?? '';
-  const { readdirSync } = await import('node:fs');
-  expect(readdirSync(root)).toHaveLength(1);
+  expect(workspacesIn(root)).toHaveLength(1);
   const headers = { authorization: `Bearer ${TOKEN}`, 'mcp-session-id': id, 'mcp-protocol-version': '2025-11-25' };
   expect((await fetch(b.url, { method: 'DELETE', headers })).status).toBe(200);
-  expect(readdirSync(root)).toHaveLength(0);
+  expect(workspacesIn(root)).toHaveLength(0);
   expect((await postMcp(b.url, { jsonrpc: '2.0', id: 3, method: 'tools/list' }, headers)).status).toBe(404);
   await client.close();
 });

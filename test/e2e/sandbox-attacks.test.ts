@@ -3,11 +3,11 @@
  * official client: the server (root in CI, bubblewrap, a user per sandbox) must never read, list or delete a
  * path the sandbox controls with its own rights. The victim is another session's workspace on the same host.
  */
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { connectClient, type TestClient } from '../support/clients';
-import { startServer, stopAllServers, type StartedServer } from '../support/server';
+import { startServer, stopAllServers, type StartedServer, uidClaimsIn, workspacesIn } from '../support/server';
 
 const TOKEN = 'e2e-attack-token-0123456789abcdef';
 const VICTIM_MARK = 'victim-only-entry';
@@ -87,5 +87,19 @@ public class Main {
     expect(existsSync(join(victimHome, VICTIM_MARK, 'Main.java'))).toBe(true);
     const read = await victim.callTool('read_file', { path: `${VICTIM_MARK}/Main.java` });
     expect(read.structuredContent).toMatchObject({ content: 'the victim’s source' });
+  });
+
+  const asRoot = process.getuid?.() === 0 ? it : it.skip;
+  asRoot('runs each sandbox as a user of its own, allocated (not derived from the session), recorded with its workspace and given back at the end', async () => {
+    const uidOf = async (client: TestClient): Promise<number> => Number(((await client.callTool('run_command', { command: 'id -u' })).structuredContent as { stdout: string }).stdout.trim());
+    const clients = await Promise.all([0, 1, 2].map(() => connectClient('v2', server.url, { token: TOKEN })));
+    const uids = await Promise.all(clients.map(uidOf));
+    expect(new Set(uids).size).toBe(3);
+    const recorded = workspacesIn(server.sandboxRoot).map((ws) => Number(readFileSync(join(server.sandboxRoot, ws, 'uid'), 'utf8')));
+    expect(recorded).toEqual(expect.arrayContaining(uids));
+    expect(uidClaimsIn(server.sandboxRoot)).toEqual(expect.arrayContaining(uids));
+    await clients[0]?.terminate();
+    expect(uidClaimsIn(server.sandboxRoot)).not.toContain(uids[0]);
+    for (const client of clients.slice(1)) await client.close();
   });
 });

@@ -20,7 +20,7 @@ import { ACCEPT_BOTH } from '../support/http';
 import { markedSleep, pollUntil, processesOfUid, processesWithCmdline, SETTLE_MS, waitUntilGone } from '../support/processes';
 import { openSession, rpc } from '../support/raw-session';
 import { crashLines, descendantsOf, health } from '../support/reliability';
-import { makeSandboxRoot, startServer, stopAllServers, type StartedServer } from '../support/server';
+import { makeSandboxRoot, startServer, stopAllServers, type StartedServer, workspacesIn } from '../support/server';
 
 const TOKEN = 'faults-token-0123456789abcdef0123456789';
 const SECRET = 'faults-secret-0123456789abcdef0123456789abcd';
@@ -320,7 +320,7 @@ describe('a client disconnects mid-stream', () => {
     await expectHealthy(server);
     // ...and runs to its end: its file appears.
     const names = await pollUntil(
-      () => readdirSync(server.sandboxRoot).flatMap((ws) => readdirSync(join(server.sandboxRoot, ws, 'home'))),
+      () => workspacesIn(server.sandboxRoot).flatMap((ws) => readdirSync(join(server.sandboxRoot, ws, 'home'))),
       (found) => found.includes('after-disconnect.txt'),
       SETTLE_MS,
       100,
@@ -377,7 +377,7 @@ describe('SIGTERM with calls in flight', () => {
     // Each call ends one way or the other; what each got is printed for the record.
     console.log(`SIGTERM (no secret): exit ${JSON.stringify(exit)}; calls ${JSON.stringify(calls === 'hanging' ? calls : calls.map((c) => ({ isError: c.result?.isError, text: c.result ? textOf(c.result).slice(0, 80) : undefined, error: c.error?.slice(0, 120), seconds: Math.round(c.seconds * 10) / 10 })))}`);
     expect(leftovers.map((p) => p.cmdline)).toEqual([]);
-    expect(readdirSync(root)).toEqual([]);
+    expect(workspacesIn(root)).toEqual([]);
   });
 
   it('with MCP_SESSION_SECRET: exits 0 after the 10 s grace at most, both in-flight calls end, no child process remains, and the workspaces are kept for the sessions to come back', async () => {
@@ -386,7 +386,7 @@ describe('SIGTERM with calls in flight', () => {
     expect(calls).not.toBe('hanging');
     console.log(`SIGTERM (secret): exit ${JSON.stringify(exit)}; calls ${JSON.stringify(calls === 'hanging' ? calls : calls.map((c) => ({ isError: c.result?.isError, text: c.result ? textOf(c.result).slice(0, 80) : undefined, error: c.error?.slice(0, 120), seconds: Math.round(c.seconds * 10) / 10 })))}`);
     expect(leftovers.map((p) => p.cmdline)).toEqual([]);
-    expect(readdirSync(root)).toHaveLength(2);
+    expect(workspacesIn(root)).toHaveLength(2);
   });
 });
 

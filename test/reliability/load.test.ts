@@ -12,7 +12,7 @@ import { performance } from 'node:perf_hooks';
 import { processesOfUid, SETTLE_MS } from '../support/processes';
 import { openSession } from '../support/raw-session';
 import { callToolRaw, crashLines, createLimiter, descendantsOf, freshRequest, health } from '../support/reliability';
-import { startServer, stopAllServers, type StartedServer } from '../support/server';
+import { startServer, stopAllServers, type StartedServer, workspacesIn } from '../support/server';
 
 /** Sandboxes get users of their own only when the server runs as root. */
 const AS_ROOT = process.getuid?.() === 0;
@@ -174,7 +174,7 @@ describe(`${SESSIONS} concurrent sessions × ${CALLS} mixed tool calls on the lo
     }
     expect(children.map((p) => p.cmdline)).toEqual([]);
     expect(sandboxUserProcesses.map((p) => `${p.uid}: ${p.cmdline}`)).toEqual([]);
-    expect(readdirSync(server.sandboxRoot)).toEqual([]);
+    expect(workspacesIn(server.sandboxRoot)).toEqual([]);
     expect(crashLines(server)).toEqual([]);
     expect(server.child.exitCode).toBeNull();
     // The figures, for the CI log and the benchmark notes.

@@ -3,7 +3,7 @@
  * runs it, and stops it (and everything it started) after the test.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
@@ -47,6 +47,16 @@ export function makeSandboxRoot(): string {
   // Sandbox processes run as their own users: they must be able to pass through the root.
   chmodSync(root, 0o711);
   return root;
+}
+
+/** The session workspaces under a LOCAL_SANDBOX_ROOT (beside them: `.uids`, the sandbox users' claims). */
+export function workspacesIn(root: string): string[] {
+  return readdirSync(root).filter((name) => name.startsWith('mcp-sandbox-'));
+}
+
+/** The sandbox uids claimed under a LOCAL_SANDBOX_ROOT. */
+export function uidClaimsIn(root: string): number[] {
+  return existsSync(join(root, '.uids')) ? readdirSync(join(root, '.uids')).map(Number) : [];
 }
 
 const running = new Set<StartedServer>();

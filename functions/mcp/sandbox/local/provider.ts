@@ -10,7 +10,8 @@ import type { BackendStatus, Sandbox, SandboxOwner, SandboxProvider } from '../t
 import { findHostTools, probeBwrap } from './host-tools';
 import { DEFAULT_PROCESS_LIMITS, type ProcessLimits } from './launch';
 import { LocalSandbox } from './local-sandbox';
-import { createWorkspace, toSandboxUid, toWorkspaceName } from './workspace';
+import { PROBE_UID } from './sandbox-users';
+import { createWorkspace, toWorkspaceName } from './workspace';
 
 export interface LocalProviderOptions {
   config: LocalSandboxConfig;
@@ -50,7 +51,7 @@ export function createLocalSandboxProvider({
         isolation = 'none';
         detail = 'isolation off (LOCAL_SANDBOX_ISOLATION=none)';
       } else {
-        const result = await probeBwrap(tools, dropPrivileges ? toSandboxUid('probe') : undefined);
+        const result = await probeBwrap(tools, dropPrivileges ? PROBE_UID : undefined);
         isolation = result.ok ? 'bwrap' : 'none';
         detail = result.detail;
       }
@@ -86,13 +87,7 @@ export function createLocalSandboxProvider({
       throw new AppError('sandbox_error', `The sandbox users cannot enter ${rootProblem}: run chmod o+x on it (LOCAL_SANDBOX_ROOT and its parents must be searchable).`);
     }
     const mode = isolation === 'bwrap' ? 'bwrap' : 'none';
-    const uid = toSandboxUid(sessionKey);
-    const workspace = await createWorkspace({
-      root: config.root,
-      sessionKey,
-      virtualHome: mode === 'bwrap',
-      owner: dropPrivileges ? { uid, gid: uid } : undefined,
-    }).catch((err: unknown) => {
+    const workspace = await createWorkspace({ root: config.root, sessionKey, virtualHome: mode === 'bwrap', sandboxUser: dropPrivileges }).catch((err: unknown) => {
       throw new AppError('sandbox_error', `Could not create the sandbox workspace under LOCAL_SANDBOX_ROOT (${config.root}).`, { cause: err });
     });
     return new LocalSandbox({

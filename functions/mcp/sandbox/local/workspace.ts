@@ -8,6 +8,7 @@ import { lstat, mkdir, open, realpath, rm } from 'node:fs/promises';
 import { dirname, isAbsolute, join, posix, relative, sep } from 'node:path';
 
 import { AppError, toErrnoCode } from '../../errors';
+import { releaseUid, workspaceUid } from './sandbox-users';
 
 /** Where a session's files live on the host. */
 export interface Workspace {
@@ -31,28 +32,26 @@ export function toWorkspaceName(sessionKey: string): string {
   return `mcp-sandbox-${createHash('sha256').update(sessionKey).digest('hex').slice(0, 32)}`;
 }
 
-/** A per-session user id in 100000–1148575, so that sessions cannot touch each other's processes or files. */
-export function toSandboxUid(sessionKey: string): number {
-  return 100_000 + (createHash('sha256').update(`uid:${sessionKey}`).digest().readUInt32BE(0) % 1_048_576);
-}
-
 export interface CreateWorkspaceOptions {
   root: string;
   sessionKey: string;
   /** True when processes see the workspace at `/home/user` (bubblewrap). */
   virtualHome: boolean;
-  owner: { uid: number; gid: number } | undefined;
+  /** True when the sandbox runs as a user of its own (the server is root): allocated in sandbox-users.ts. */
+  sandboxUser: boolean;
 }
 
 /**
  * Creates (or re-opens) the workspace of `sessionKey`. Its directory stays the server's (mode 0711) so
  * that the sandbox user cannot replace `home` or `tmp` with a symlink; those two are the sandbox user's, 0700.
  */
-export async function createWorkspace({ root, sessionKey, virtualHome, owner }: CreateWorkspaceOptions): Promise<Workspace> {
+export async function createWorkspace({ root, sessionKey, virtualHome, sandboxUser }: CreateWorkspaceOptions): Promise<Workspace> {
   const dir = join(root, toWorkspaceName(sessionKey));
   const home = join(dir, 'home');
   const tmp = join(dir, 'tmp');
   await mkdir(dir, { recursive: true, mode: 0o711 });
+  const uid = sandboxUser ? await workspaceUid(root, dir) : undefined;
+  const owner = uid === undefined ? undefined : { uid, gid: uid };
   for (const path of [home, tmp]) {
     await mkdir(path, { mode: 0o700 }).catch((err: unknown) => {
       if (toErrnoCode(err) !== 'EEXIST') throw err;
@@ -67,9 +66,10 @@ export async function createWorkspace({ root, sessionKey, virtualHome, owner }: 
   return { dir, home, tmp, workdir: virtualHome ? BWRAP_WORKDIR : home, owner };
 }
 
-/** Deletes the workspace and everything in it. */
+/** Deletes the workspace and everything in it, and gives its user back (once nothing runs as it any more). */
 export async function removeWorkspace(ws: Workspace): Promise<void> {
   await rm(ws.dir, { recursive: true, force: true, maxRetries: 3 });
+  if (ws.owner !== undefined) await releaseUid(dirname(ws.dir), ws.owner.uid);
 }
 
 /** A path resolved inside the workspace. */

@@ -11,7 +11,7 @@ let ws: Workspace;
 beforeAll(async () => {
   root = mkdtempSync(join(tmpdir(), 'beneath-'));
   // As under bubblewrap: the sandbox sees its working directory as /home/user.
-  ws = await createWorkspace({ root, sessionKey: 'walker', virtualHome: true, owner: undefined });
+  ws = await createWorkspace({ root, sessionKey: 'walker', virtualHome: true, sandboxUser: false });
   mkdirSync(join(ws.home, 'a', 'b'), { recursive: true });
   writeFileSync(join(ws.home, 'a', 'b', 'f'), 'f');
   symlinkSync('loop2', join(ws.home, 'loop1'));

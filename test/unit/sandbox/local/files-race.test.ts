@@ -33,7 +33,7 @@ beforeAll(async () => {
   outside = join(root, 'outside');
   mkdirSync(outside);
   writeFileSync(join(outside, 'secret'), 'host secret');
-  ws = await createWorkspace({ root, sessionKey: 'racer', virtualHome: false, owner: undefined });
+  ws = await createWorkspace({ root, sessionKey: 'racer', virtualHome: false, sandboxUser: false });
   // Flip home/d between a real directory and a symlink to the outside directory, as fast as possible.
   swapper = spawn('bash', ['-c', `cd ${ws.home} && while true; do rm -rf d; mkdir d; echo inside > d/secret; rm -rf d; ln -s ${outside} d; done`], { stdio: 'ignore' });
   mkdirSync(join(ws.home, 'x', 'd'), { recursive: true });

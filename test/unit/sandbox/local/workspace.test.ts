@@ -10,8 +10,8 @@ let plainWs: Workspace;
 
 beforeAll(async () => {
   root = mkdtempSync(join(tmpdir(), 'ws-test-'));
-  bwrapWs = await createWorkspace({ root, sessionKey: 'session-a', virtualHome: true, owner: undefined });
-  plainWs = await createWorkspace({ root, sessionKey: 'session-b', virtualHome: false, owner: undefined });
+  bwrapWs = await createWorkspace({ root, sessionKey: 'session-a', virtualHome: true, sandboxUser: false });
+  plainWs = await createWorkspace({ root, sessionKey: 'session-b', virtualHome: false, sandboxUser: false });
   mkdirSync(join(bwrapWs.home, 'src'));
   symlinkSync('/etc', join(bwrapWs.home, 'etc-link'));
   symlinkSync('src', join(bwrapWs.home, 'inner-link'));
