@@ -3,7 +3,7 @@
  * `stdio.ts` pass `process.env` in, everything else gets the Config.
  */
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { isAbsolute } from 'node:path';
 
@@ -35,6 +35,11 @@ export interface LocalSandboxConfig {
   readonly python: string;
   /** Paths that must never be visible inside the sandbox (the token file). */
   readonly hiddenPaths: readonly string[];
+  /**
+   * True when other hosts can reach the server (a non-loopback address, or FC): then `auto` never falls back to
+   * running sandbox code without isolation; only LOCAL_SANDBOX_ISOLATION=none does that, on purpose.
+   */
+  readonly exposed: boolean;
 }
 
 /** The E2B backend's settings (E2B's cloud, or Alibaba Cloud's E2B-compatible service). */
@@ -125,7 +130,13 @@ export function parseList(value: string): string[] {
 }
 
 /** Reads and validates the configuration; throws one ConfigError that lists every problem. */
-export function loadConfig(env: Env): Config {
+export interface LoadConfigOptions {
+  /** Whether the server runs as root (sandbox users then separate sandboxes). @default process.getuid() === 0 */
+  readonly asRoot?: boolean;
+}
+
+export function loadConfig(env: Env, options: LoadConfigOptions = {}): Config {
+  const asRoot = options.asRoot ?? process.getuid?.() === 0;
   const problems: string[] = [];
   const int = (name: string, fallback: number, min: number, max: number): number => {
     const raw = env[name];
@@ -165,6 +176,19 @@ export function loadConfig(env: Env): Config {
   const isolation = env.LOCAL_SANDBOX_ISOLATION?.trim() || 'auto';
   if (isolation !== 'auto' && isolation !== 'bwrap' && isolation !== 'none') {
     problems.push(`LOCAL_SANDBOX_ISOLATION must be auto, bwrap or none (got "${isolation}")`);
+  }
+  const exposed = onFc || !isLoopbackHost(host);
+  if (backend === 'local' && isolation === 'none') {
+    // Unisolated sandbox code runs as the server's own user unless the server is root (sandbox users).
+    if (!asRoot && exposed) {
+      problems.push(
+        `LOCAL_SANDBOX_ISOLATION=none runs sandbox code as the server's own user, with its files and secrets; refused on ${onFc ? 'FC' : host} (reachable from other hosts): run as root (each sandbox then has a user of its own), install bubblewrap, or listen on loopback`,
+      );
+    }
+    const tokenFile = env.MCP_AUTH_TOKEN_FILE;
+    if (tokenFile !== undefined && ((statSync(tokenFile, { throwIfNoEntry: false })?.mode ?? 0) & 0o004) !== 0) {
+      problems.push(`MCP_AUTH_TOKEN_FILE is readable by every user, and with LOCAL_SANDBOX_ISOLATION=none sandbox code could read it: chmod 600 ${tokenFile}`);
+    }
   }
   const root = env.LOCAL_SANDBOX_ROOT?.trim() || tmpdir();
   if (!isAbsolute(root)) problems.push(`LOCAL_SANDBOX_ROOT must be an absolute path (got "${root}")`);
@@ -212,6 +236,7 @@ export function loadConfig(env: Env): Config {
       allowNetwork: network === 'on',
       python: env.LOCAL_SANDBOX_PYTHON?.trim() || 'python3',
       hiddenPaths: env.MCP_AUTH_TOKEN_FILE ? [env.MCP_AUTH_TOKEN_FILE] : [],
+      exposed,
     },
     e2b: {
       apiKey,

@@ -1,13 +1,13 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { loadConfig, parseList } from '../../functions/mcp/config';
 import { ConfigError } from '../../functions/mcp/errors';
 
-function problemsOf(env: Record<string, string>): readonly string[] {
+function problemsOf(env: Record<string, string>, options: { asRoot?: boolean } = {}): readonly string[] {
   try {
-    loadConfig(env);
+    loadConfig(env, options);
   } catch (err: unknown) {
     if (err instanceof ConfigError) return err.problems;
     throw err;
@@ -41,6 +41,30 @@ describe('loadConfig', () => {
     expect(problemsOf({ HOST: '0.0.0.0' }).join()).toMatch(/MCP_AUTH_TOKENS/);
     expect(problemsOf({ FC_FUNCTION_NAME: 'f' }).join()).toMatch(/MCP_AUTH=none/);
     expect(loadConfig({ HOST: '0.0.0.0', MCP_AUTH: 'none' }).auth.mode).toBe('none');
+  });
+
+  it('refuses LOCAL_SANDBOX_ISOLATION=none where sandbox code would run as the server on a reachable address', () => {
+    const exposed = { HOST: '0.0.0.0', MCP_AUTH_TOKENS: 'token-0123456789abcdef', LOCAL_SANDBOX_ISOLATION: 'none' };
+    expect(problemsOf(exposed, { asRoot: false }).join()).toMatch(/LOCAL_SANDBOX_ISOLATION=none runs sandbox code as the server's own user.*refused on 0\.0\.0\.0/);
+    expect(problemsOf({ ...exposed, HOST: '127.0.0.1' }, { asRoot: false })).toEqual([]);
+    expect(problemsOf({ ...exposed, FC_FUNCTION_NAME: 'f' }, { asRoot: false }).join()).toMatch(/refused on FC/);
+    // As root each sandbox has a user of its own: allowed, on purpose.
+    expect(problemsOf(exposed, { asRoot: true })).toEqual([]);
+    // Not the local backend's business when the sandboxes are E2B's.
+    expect(problemsOf({ ...exposed, SANDBOX_BACKEND: 'e2b', E2B_API_KEY: 'e2b_x' }, { asRoot: false })).toEqual([]);
+    expect(loadConfig({ ...exposed }, { asRoot: true }).local.exposed).toBe(true);
+    expect(loadConfig({ MCP_AUTH_TOKENS: 'token-0123456789abcdef' }).local.exposed).toBe(false);
+  });
+
+  it('refuses a world-readable token file with LOCAL_SANDBOX_ISOLATION=none', () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'tokens-')), 'tokens');
+    writeFileSync(file, 'token-0123456789abcdef\n', { mode: 0o644 });
+    const env = { MCP_AUTH_TOKEN_FILE: file, LOCAL_SANDBOX_ISOLATION: 'none' };
+    expect(problemsOf(env, { asRoot: true }).join()).toMatch(/MCP_AUTH_TOKEN_FILE is readable by every user.*chmod 600/);
+    expect(problemsOf({ MCP_AUTH_TOKEN_FILE: file }, { asRoot: true })).toEqual([]);
+    writeFileSync(file, 'token-0123456789abcdef\n', { mode: 0o600 });
+    chmodSync(file, 0o600);
+    expect(problemsOf(env, { asRoot: true })).toEqual([]);
   });
 
   it('treats a configured but empty token list as bearer auth with no valid token (fail closed)', () => {

@@ -8,7 +8,7 @@ import { AppError } from '../../errors';
 import type { Logger } from '../../log';
 import type { BackendStatus, Sandbox, SandboxOwner, SandboxProvider } from '../types';
 import { findHostTools, probeBwrap } from './host-tools';
-import { DEFAULT_PROCESS_LIMITS, type ProcessLimits } from './launch';
+import { DEFAULT_PROCESS_LIMITS, type HostTools, type ProcessLimits } from './launch';
 import { LocalSandbox } from './local-sandbox';
 import { PROBE_UID } from './sandbox-users';
 import { createWorkspace, toWorkspaceName } from './workspace';
@@ -21,6 +21,8 @@ export interface LocalProviderOptions {
   limits?: ProcessLimits;
   /** Dates the workspace's last-used marker. @default SYSTEM_CLOCK */
   clock?: Clock;
+  /** bwrap, prlimit and setpriv. @default found on this host */
+  tools?: HostTools;
 }
 
 export interface LocalSandboxProvider extends SandboxProvider {
@@ -35,14 +37,16 @@ export function createLocalSandboxProvider({
   maxOutputBytes = 65_536,
   limits = DEFAULT_PROCESS_LIMITS,
   clock = SYSTEM_CLOCK,
+  tools = findHostTools(),
 }: LocalProviderOptions): LocalSandboxProvider {
-  const tools = findHostTools();
   // As root, each sandbox runs as its own unprivileged user: rlimits then hold and sessions cannot reach each other.
   const dropPrivileges = process.getuid?.() === 0 && tools.setpriv !== undefined;
   let isolation: 'bwrap' | 'none' | undefined;
   let detail = 'probing';
   let probe: Promise<void> | undefined;
   let rootProblem: string | undefined;
+  /** Why sandbox code is not run at all (bubblewrap missing on a server other hosts reach). */
+  let refusal: string | undefined;
   let hiddenPaths = config.hiddenPaths;
 
   const ready = (): Promise<void> => {
@@ -55,7 +59,10 @@ export function createLocalSandboxProvider({
         isolation = result.ok ? 'bwrap' : 'none';
         detail = result.detail;
       }
-      if (isolation === 'none') {
+      if (isolation === 'none' && config.isolation === 'auto' && config.exposed) {
+        refusal = `bubblewrap does not work here (${detail}) and other hosts can reach this server: sandbox code is not run without isolation. Install bubblewrap, or set LOCAL_SANDBOX_ISOLATION=none to run it unisolated on purpose.`;
+        logger.error('local sandbox refused: no isolation on a server other hosts can reach', { reason: detail });
+      } else if (isolation === 'none') {
         const level = config.isolation === 'bwrap' ? 'error' : 'warn';
         logger[level]('local sandbox runs plain processes: this is NOT a security boundary; install bubblewrap for isolation', {
           reason: detail,
@@ -83,6 +90,7 @@ export function createLocalSandboxProvider({
     if (config.isolation === 'bwrap' && isolation !== 'bwrap') {
       throw new AppError('sandbox_error', `LOCAL_SANDBOX_ISOLATION=bwrap but bubblewrap does not work here (${detail}).`);
     }
+    if (refusal !== undefined) throw new AppError('sandbox_error', refusal);
     if (rootProblem !== undefined) {
       throw new AppError('sandbox_error', `The sandbox users cannot enter ${rootProblem}: run chmod o+x on it (LOCAL_SANDBOX_ROOT and its parents must be searchable).`);
     }
@@ -108,8 +116,8 @@ export function createLocalSandboxProvider({
   return {
     ready,
     status(): BackendStatus {
-      const usable = isolation !== undefined && rootProblem === undefined && !(config.isolation === 'bwrap' && isolation !== 'bwrap');
-      return { backend: 'local', ready: usable, isolation: isolation ?? 'probing', detail };
+      const usable = isolation !== undefined && refusal === undefined && rootProblem === undefined && !(config.isolation === 'bwrap' && isolation !== 'bwrap');
+      return { backend: 'local', ready: usable, isolation: isolation ?? 'probing', detail: refusal ?? detail };
     },
     create: ({ sessionKey }: SandboxOwner) => open(sessionKey, false),
     async attach({ sessionKey }: SandboxOwner): Promise<Sandbox | undefined> {
