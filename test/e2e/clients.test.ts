@@ -1,9 +1,9 @@
 /** The official clients, v2 and v1, against the built bundle: initialize, list, every tool, DELETE, then 404. */
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 
 import { connectClient, textOf } from '../support/clients';
 import { initializeBody, postMcp } from '../support/http';
-import { startServer, stopAllServers, type StartedServer } from '../support/server';
+import { startServer, stopAllServers, type StartedServer, workspacesIn } from '../support/server';
 
 const TOKEN = 'e2e-token-0123456789abcdef';
 const EXPECTED_TOOLS = ['run_code', 'run_command', 'read_file', 'write_file', 'list_files', 'edit_file', 'sandbox_status', 'manage_process', 'get_preview_url', 'reset_sandbox'];
@@ -75,7 +75,7 @@ describe.each(['v2', 'v1'] as const)('the %s client', (kind) => {
     expect(path.startsWith(status.structuredContent?.workdir as string)).toBe(true);
     expect(Date.parse(status.structuredContent?.expires_at as string)).toBeGreaterThan(Date.now());
 
-    const workspaces = readdirSync(server.sandboxRoot);
+    const workspaces = workspacesIn(server.sandboxRoot);
     expect(workspaces).toHaveLength(1);
 
     await client.terminate();

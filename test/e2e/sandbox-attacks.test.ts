@@ -3,7 +3,7 @@
  * official client: the server (root in CI, bubblewrap, a user per sandbox) must never read, list or delete a
  * path the sandbox controls with its own rights. The victim is another session's workspace on the same host.
  */
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { connectClient, type TestClient } from '../support/clients';
@@ -101,5 +101,53 @@ public class Main {
     await clients[0]?.terminate();
     expect(uidClaimsIn(server.sandboxRoot)).not.toContain(uids[0]);
     for (const client of clients.slice(1)) await client.close();
+  });
+
+  it('refuses nested user namespaces and the system calls escapes start from (seccomp), and refuses x32 calls', async () => {
+    const probe = [
+      'import ctypes, os',
+      'libc = ctypes.CDLL(None, use_errno=True)',
+      'for name, nr in [("mount", 165), ("unshare", 272), ("keyctl", 250), ("bpf", 321), ("io_uring_setup", 425), ("userfaultfd", 323), ("perf_event_open", 298), ("open_by_handle_at", 304), ("getpid", 39)]:',
+      '    r = libc.syscall(nr, 0, 0, 0, 0, 0)',
+      '    print(name, "refused" if r < 0 and ctypes.get_errno() == 1 else "allowed")',
+    ].join('\n');
+    expect((await attacker.callTool('write_file', { path: 'probe.py', content: probe })).isError).toBeFalsy();
+    const out = ((await attacker.callTool('run_command', { command: 'python3 probe.py; unshare -U true 2>/dev/null && echo userns allowed || echo userns refused' })).structuredContent as { stdout: string }).stdout;
+    expect(out.trim().split('\n')).toEqual([
+      'mount refused',
+      'unshare refused',
+      'keyctl refused',
+      'bpf refused',
+      'io_uring_setup refused',
+      'userfaultfd refused',
+      'perf_event_open refused',
+      'open_by_handle_at refused',
+      'getpid allowed',
+      'userns refused',
+    ]);
+    // An x32 system call (getpid with the x32 bit) would slip past the numbers: the filter refuses it.
+    const x32 = ((await attacker.callTool('run_command', { command: `python3 -c 'import ctypes; print(ctypes.CDLL(None).syscall(0x40000000 | 39))'` })).structuredContent as { stdout: string }).stdout;
+    expect(x32.trim()).toBe('-1');
+  });
+});
+
+describe('a token file reached through a symlink', () => {
+  const asRoot = process.getuid?.() === 0 ? it : it.skip;
+  asRoot('is masked where it leads, and every sandbox still starts', async () => {
+    // Under /opt, which sandboxes see read-only: the file is world-readable, so only the mask keeps it out.
+    const dir = mkdtempSync('/opt/mcp-attack-');
+    chmodSync(dir, 0o755);
+    try {
+      writeFileSync(join(dir, 'tokens'), `${TOKEN}\n`, { mode: 0o644 });
+      symlinkSync(join(dir, 'tokens'), join(dir, 'link'));
+      const server = await startServer({ env: { MCP_AUTH_TOKEN_FILE: join(dir, 'link') } });
+      const client = await connectClient('v2', server.url, { token: TOKEN });
+      const read = await client.callTool('run_command', { command: `cat ${join(dir, 'tokens')}; cat ${join(dir, 'link')}; echo end` });
+      expect(read.structuredContent).toMatchObject({ stdout: 'end\n' });
+      expect(JSON.stringify(read)).not.toContain(TOKEN);
+      await client.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -9,6 +9,7 @@ import { Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 
 import { pollUntil, SETTLE_MS } from '../support/processes';
+import { workspacesIn } from '../support/server';
 
 const STDIO_BUNDLE = resolve(__dirname, '../../dist/stdio.js');
 
@@ -86,6 +87,5 @@ it('serves the tools to the official client, and kills the sandbox when the clie
   expect(read.structuredContent).toMatchObject({ content: '42\n' });
   await client.close();
   // The workspace goes with the process.
-  const { readdirSync } = await import('node:fs');
-  expect(await pollUntil(() => readdirSync(root), (names) => names.length === 0, SETTLE_MS)).toEqual([]);
+  expect(await pollUntil(() => workspacesIn(root), (names) => names.length === 0, SETTLE_MS)).toEqual([]);
 });

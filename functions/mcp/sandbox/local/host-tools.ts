@@ -3,7 +3,8 @@ import { spawn } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import { join } from 'node:path';
 
-import type { HostTools } from './launch';
+import { type BwrapHardening, hardeningArgs, type HostTools, NO_HARDENING } from './launch';
+import { spawnGroup } from './process-group';
 
 /** Directories searched for host programs and interpreters (the sandbox's own PATH). */
 export const SANDBOX_PATH_DIRS = ['/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin'];
@@ -27,15 +28,19 @@ export function findHostTools(): HostTools {
   return { bwrap: findProgram('bwrap'), prlimit: findProgram('prlimit'), setpriv: findProgram('setpriv') };
 }
 
-/** Runs bubblewrap once, as the user sandboxes will run as, to see whether it can create namespaces here. */
-export function probeBwrap(tools: HostTools, uid: number | undefined): Promise<{ ok: boolean; detail: string }> {
+/**
+ * Runs bubblewrap once, as the user sandboxes will run as, to see whether it can create namespaces here with
+ * `hardening` (a seccomp program is handed over as it will be for every sandbox).
+ */
+export function probeBwrap(tools: HostTools, uid: number | undefined, hardening: BwrapHardening = NO_HARDENING): Promise<{ ok: boolean; detail: string }> {
   if (tools.bwrap === undefined) return Promise.resolve({ ok: false, detail: 'bwrap is not installed' });
   const argv: string[] = [];
   if (uid !== undefined && tools.setpriv !== undefined) argv.push(tools.setpriv, `--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', '--');
-  argv.push(tools.bwrap, '--unshare-all', '--die-with-parent', '--ro-bind', '/', '/', '--proc', '/proc', '--dev', '/dev', 'true');
+  argv.push(tools.bwrap, '--unshare-all', ...hardeningArgs(hardening), '--die-with-parent', '--ro-bind', '/', '/', '--proc', '/proc', '--dev', '/dev', 'true');
   const [file, ...args] = argv;
   return new Promise((resolve) => {
-    const child = spawn(file ?? tools.bwrap ?? 'bwrap', args, { stdio: ['ignore', 'ignore', 'pipe'], cwd: '/' });
+    const spec = { file: file ?? tools.bwrap ?? 'bwrap', args, env: { PATH: '/usr/bin:/bin' }, cwd: '/', ...(hardening.seccomp === undefined ? {} : { seccomp: hardening.seccomp }) };
+    const child = spawnGroup(spec, ['ignore', 'ignore', 'pipe']);
     let stderr = '';
     child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
       stderr += chunk;

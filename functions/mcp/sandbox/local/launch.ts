@@ -27,6 +27,26 @@ export const DEFAULT_PROCESS_LIMITS: ProcessLimits = Object.freeze({
   maxFileBytes: 2 * 1024 * 1024 * 1024,
 });
 
+/**
+ * What hardens bubblewrap beyond its namespaces, as far as this host allows (found by the start-up probe):
+ * no nested user namespaces (`--disable-userns`, bubblewrap 0.8+) and the seccomp filter of seccomp.ts.
+ */
+export interface BwrapHardening {
+  readonly disableUserns: boolean;
+  /** The filter program, passed to bubblewrap on SECCOMP_FD. */
+  readonly seccomp: Buffer | undefined;
+}
+
+export const NO_HARDENING: BwrapHardening = Object.freeze({ disableUserns: false, seccomp: undefined });
+
+/** The descriptor the seccomp program reaches bubblewrap on (a pipe the spawner fills). */
+export const SECCOMP_FD = 9;
+
+/** bubblewrap's hardening arguments. */
+export function hardeningArgs(hardening: BwrapHardening): string[] {
+  return [...(hardening.disableUserns ? ['--unshare-user', '--disable-userns'] : []), ...(hardening.seccomp === undefined ? [] : ['--seccomp', String(SECCOMP_FD)])];
+}
+
 /** Host directories made visible (read-only) inside bubblewrap. */
 const BWRAP_RO_DIRS = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32', '/etc', '/opt'];
 
@@ -39,6 +59,8 @@ export interface LaunchOptions {
   allowNetwork: boolean;
   /** Host files to hide inside bubblewrap (the token file). */
   hiddenPaths: readonly string[];
+  /** What hardens bubblewrap here. @default none */
+  hardening?: BwrapHardening;
   /** Extra read-only host directories (an interpreter's install prefix). */
   extraReadOnlyDirs: readonly string[];
   /** The program and its arguments, as the sandbox sees them. */
@@ -56,6 +78,8 @@ export interface LaunchSpec {
   readonly env: Record<string, string>;
   /** Host working directory for `spawn`. */
   readonly cwd: string;
+  /** A seccomp program to hand the child on SECCOMP_FD. */
+  readonly seccomp?: Buffer;
 }
 
 /** The environment every sandboxed process starts from: nothing of the server's own. */
@@ -87,7 +111,8 @@ export function buildLaunch(options: LaunchOptions): LaunchSpec {
     argv.push(tools.setpriv, `--reuid=${ws.owner.uid}`, `--regid=${ws.owner.gid}`, '--clear-groups', '--');
   }
   if (isolation === 'bwrap' && tools.bwrap !== undefined) {
-    argv.push(tools.bwrap, '--unshare-all');
+    const hardening = options.hardening ?? NO_HARDENING;
+    argv.push(tools.bwrap, '--unshare-all', ...hardeningArgs(hardening));
     if (options.allowNetwork) argv.push('--share-net');
     argv.push('--die-with-parent', '--hostname', 'sandbox');
     for (const dir of [...BWRAP_RO_DIRS, ...options.extraReadOnlyDirs]) argv.push('--ro-bind-try', dir, dir);
@@ -96,7 +121,7 @@ export function buildLaunch(options: LaunchOptions): LaunchSpec {
     argv.push('--chdir', options.cwd, '--');
     argv.push(...options.argv);
     const [file, ...args] = argv;
-    return { file: file ?? tools.bwrap, args, env, cwd: ws.home };
+    return { file: file ?? tools.bwrap, args, env, cwd: ws.home, ...(hardening.seccomp === undefined ? {} : { seccomp: hardening.seccomp }) };
   }
   argv.push(...options.argv);
   const [file, ...args] = argv;

@@ -26,7 +26,7 @@ import { listWorkspaceFiles, readWorkspaceFile, writeWorkspaceFile } from './fil
 import { findProgram } from './host-tools';
 import { isListening, killUserProcesses } from './host-processes';
 import { KERNEL_SOURCE } from './kernel-source';
-import { buildLaunch, type HostTools, type LaunchSpec, type ProcessLimits } from './launch';
+import { buildLaunch, type BwrapHardening, type HostTools, type LaunchSpec, type ProcessLimits } from './launch';
 import { runProcess } from './process-group';
 import { PythonKernel } from './python-kernel';
 import { removeWorkspace, resolveInWorkspace, type Workspace } from './workspace';
@@ -39,6 +39,8 @@ export interface LocalSandboxOptions {
   limits: ProcessLimits;
   allowNetwork: boolean;
   hiddenPaths: readonly string[];
+  /** What hardens bubblewrap here (found by the provider's probe). */
+  hardening: BwrapHardening;
   /** Interpreter for Python (LOCAL_SANDBOX_PYTHON). */
   python: string;
   /** Bytes kept per output stream. */
@@ -237,8 +239,8 @@ export class LocalSandbox implements Sandbox {
   }
 
   private launch(argv: readonly string[], cwd: string, env: Record<string, string> | undefined): LaunchSpec {
-    const { isolation, workspace, tools, limits, allowNetwork, hiddenPaths } = this.options;
-    return buildLaunch({ isolation, workspace, tools, limits, allowNetwork, hiddenPaths, extraReadOnlyDirs: [], argv, cwd, env: env ?? {} });
+    const { isolation, workspace, tools, limits, allowNetwork, hiddenPaths, hardening } = this.options;
+    return buildLaunch({ isolation, workspace, tools, limits, allowNetwork, hiddenPaths, hardening, extraReadOnlyDirs: [], argv, cwd, env: env ?? {} });
   }
 
   /** The working directory for a process, as the sandbox sees it (and as `spawn` needs it without bubblewrap). */

@@ -2,21 +2,33 @@
  * Runs a launched process in its own process group with bounded output, a deadline and cancellation;
  * the whole group is killed on timeout, on abort and when the sandbox ends.
  */
-import { type ChildProcess, spawn, type StdioOptions } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
+import type { Writable } from 'node:stream';
 
 import { AppError, toErrnoCode } from '../../errors';
 import { OutputCapture } from '../output-capture';
 import type { CallControls, RunCommandResult } from '../types';
-import type { LaunchSpec } from './launch';
+import { type LaunchSpec, SECCOMP_FD } from './launch';
 
 /** Time between SIGTERM and SIGKILL for a process group. */
 const KILL_GRACE_MS = 500;
 /** How long to wait for the pipes to close once the leader exited. */
 const PIPE_DRAIN_MS = 1000;
 
-/** Starts `spec` as the leader of a new process group. */
-export function spawnGroup(spec: LaunchSpec, stdio: StdioOptions): ChildProcess {
-  return spawn(spec.file, [...spec.args], { cwd: spec.cwd, env: spec.env, stdio, detached: true });
+/** One entry of `spawn`'s stdio array. */
+type StdioSlot = 'pipe' | 'ignore' | 'inherit' | 'overlapped';
+
+/** Starts `spec` as the leader of a new process group (handing it its seccomp program, if any). */
+export function spawnGroup(spec: LaunchSpec, stdio: StdioSlot[]): ChildProcess {
+  if (spec.seccomp === undefined) return spawn(spec.file, [...spec.args], { cwd: spec.cwd, env: spec.env, stdio, detached: true });
+  const withFilter = [...stdio];
+  while (withFilter.length < SECCOMP_FD) withFilter.push('ignore');
+  withFilter[SECCOMP_FD] = 'pipe';
+  const child = spawn(spec.file, [...spec.args], { cwd: spec.cwd, env: spec.env, stdio: withFilter, detached: true });
+  const pipe = (child.stdio as unknown as Array<Writable | null>)[SECCOMP_FD];
+  pipe?.on('error', () => undefined);
+  pipe?.end(spec.seccomp);
+  return child;
 }
 
 /**

@@ -1,5 +1,5 @@
 /** The local backend: workspaces under LOCAL_SANDBOX_ROOT, isolated with bubblewrap where it works. */
-import { stat } from 'node:fs/promises';
+import { realpath, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 
 import { type Clock, SYSTEM_CLOCK } from '../../clock';
@@ -8,9 +8,10 @@ import { AppError } from '../../errors';
 import type { Logger } from '../../log';
 import type { BackendStatus, Sandbox, SandboxOwner, SandboxProvider } from '../types';
 import { findHostTools, probeBwrap } from './host-tools';
-import { DEFAULT_PROCESS_LIMITS, type HostTools, type ProcessLimits } from './launch';
+import { type BwrapHardening, DEFAULT_PROCESS_LIMITS, type HostTools, NO_HARDENING, type ProcessLimits } from './launch';
 import { LocalSandbox } from './local-sandbox';
 import { PROBE_UID } from './sandbox-users';
+import { seccompProgram } from './seccomp';
 import { createWorkspace, toWorkspaceName } from './workspace';
 
 export interface LocalProviderOptions {
@@ -48,6 +49,7 @@ export function createLocalSandboxProvider({
   /** Why sandbox code is not run at all (bubblewrap missing on a server other hosts reach). */
   let refusal: string | undefined;
   let hiddenPaths = config.hiddenPaths;
+  let hardening: BwrapHardening = NO_HARDENING;
 
   const ready = (): Promise<void> => {
     probe ??= (async () => {
@@ -55,9 +57,10 @@ export function createLocalSandboxProvider({
         isolation = 'none';
         detail = 'isolation off (LOCAL_SANDBOX_ISOLATION=none)';
       } else {
-        const result = await probeBwrap(tools, dropPrivileges ? PROBE_UID : undefined);
-        isolation = result.ok ? 'bwrap' : 'none';
-        detail = result.detail;
+        const probed = await probeHardening(tools, dropPrivileges ? PROBE_UID : undefined);
+        isolation = probed.ok ? 'bwrap' : 'none';
+        detail = probed.detail;
+        hardening = probed.hardening;
       }
       if (isolation === 'none' && config.isolation === 'auto' && config.exposed) {
         refusal = `bubblewrap does not work here (${detail}) and other hosts can reach this server: sandbox code is not run without isolation. Install bubblewrap, or set LOCAL_SANDBOX_ISOLATION=none to run it unisolated on purpose.`;
@@ -69,13 +72,23 @@ export function createLocalSandboxProvider({
           required: config.isolation === 'bwrap',
         });
       } else {
-        logger.info('local sandbox isolation: bubblewrap', { network: config.allowNetwork ? 'enabled' : 'disabled' });
+        logger.info('local sandbox isolation: bubblewrap', {
+          network: config.allowNetwork ? 'enabled' : 'disabled',
+          nested_user_namespaces: hardening.disableUserns ? 'refused' : 'allowed',
+          seccomp: hardening.seccomp === undefined ? 'off' : 'on',
+        });
+        if (!hardening.disableUserns || hardening.seccomp === undefined) {
+          logger.warn('bubblewrap runs without part of its hardening here', { detail });
+        }
       }
       if (tools.prlimit === undefined) logger.warn('prlimit not found: sandboxed processes run without rlimits');
+      // A hidden path that is a symlink is masked where it leads (bubblewrap cannot mount over a symlink,
+      // and would refuse to start every sandbox); the link then leads to the mask.
+      hiddenPaths = await Promise.all(config.hiddenPaths.map((path) => realpath(path).catch(() => path)));
       if (dropPrivileges) {
         // Mask only what a sandbox user could reach: bubblewrap cannot mount over a path it cannot see.
-        const reachable = await Promise.all(config.hiddenPaths.map(async (path) => (await findUnsearchableDir(dirname(path))) === undefined));
-        hiddenPaths = config.hiddenPaths.filter((_, i) => reachable[i]);
+        const reachable = await Promise.all(hiddenPaths.map(async (path) => (await findUnsearchableDir(dirname(path))) === undefined));
+        hiddenPaths = hiddenPaths.filter((_, i) => reachable[i]);
         rootProblem = await findUnsearchableDir(config.root);
         if (rootProblem !== undefined) {
           logger.error('sandbox users cannot reach LOCAL_SANDBOX_ROOT', { path: rootProblem });
@@ -106,6 +119,7 @@ export function createLocalSandboxProvider({
       limits,
       allowNetwork: config.allowNetwork,
       hiddenPaths,
+      hardening,
       python: config.python,
       maxOutputBytes,
       resumed,
@@ -128,6 +142,26 @@ export function createLocalSandboxProvider({
       return exists ? open(sessionKey, true) : undefined;
     },
   };
+}
+
+/**
+ * Probes bubblewrap with as much hardening as this host allows: no nested user namespaces and the seccomp
+ * filter, else the filter alone, else none. The detail says which.
+ */
+async function probeHardening(tools: HostTools, uid: number | undefined): Promise<{ ok: boolean; detail: string; hardening: BwrapHardening }> {
+  const seccomp = seccompProgram();
+  const candidates: BwrapHardening[] = [{ disableUserns: true, seccomp }, { disableUserns: false, seccomp }, NO_HARDENING];
+  let last = { ok: false, detail: 'bwrap is not installed' };
+  for (const hardening of candidates) {
+    if (hardening !== NO_HARDENING && hardening.seccomp === undefined && !hardening.disableUserns) continue;
+    last = await probeBwrap(tools, uid, hardening);
+    if (last.ok) {
+      const parts = [hardening.disableUserns ? 'nested user namespaces refused' : 'nested user namespaces allowed', hardening.seccomp === undefined ? `no seccomp filter (${process.arch})` : 'seccomp filter on'];
+      return { ok: true, detail: `${last.detail}; ${parts.join('; ')}`, hardening };
+    }
+    if (tools.bwrap === undefined) break;
+  }
+  return { ...last, hardening: NO_HARDENING };
 }
 
 /** The first directory from `/` down to `path` that other users cannot search (o+x), if any. */
