@@ -129,12 +129,12 @@ export function parseList(value: string): string[] {
     .filter((item) => item.length > 0);
 }
 
-/** Reads and validates the configuration; throws one ConfigError that lists every problem. */
 export interface LoadConfigOptions {
   /** Whether the server runs as root (sandbox users then separate sandboxes). @default process.getuid() === 0 */
   readonly asRoot?: boolean;
 }
 
+/** Reads and validates the configuration; throws one ConfigError that lists every problem. */
 export function loadConfig(env: Env, options: LoadConfigOptions = {}): Config {
   const asRoot = options.asRoot ?? process.getuid?.() === 0;
   const problems: string[] = [];

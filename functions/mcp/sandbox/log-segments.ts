@@ -20,6 +20,22 @@ export function parseSegmentName(name: string): { id: string; index: number } | 
   return match === null ? undefined : { id: match[1] as string, index: Number(match[2]) };
 }
 
+/** A log's segment files as found on disk: their numbers and sizes. */
+export type SegmentFile = { readonly index: number; readonly size: number };
+
+/** The log segments among `files` (name and size; other names are passed over), by process id. */
+export function groupSegments(files: Iterable<{ name: string; size: number }>): Map<string, SegmentFile[]> {
+  const found = new Map<string, SegmentFile[]>();
+  for (const { name, size } of files) {
+    const parsed = parseSegmentName(name);
+    if (parsed === undefined) continue;
+    const segments = found.get(parsed.id) ?? [];
+    segments.push({ index: parsed.index, size });
+    found.set(parsed.id, segments);
+  }
+  return found;
+}
+
 /** Bytes written in all, and bytes at the start no longer kept. */
 export interface LogExtent {
   readonly totalBytes: number;
@@ -32,8 +48,8 @@ export function extentOf(totalBytes: number): LogExtent {
 }
 
 /** The extent of a log from the segments found on disk (name index, size); an empty log when there are none. */
-export function extentOfSegments(segments: ReadonlyArray<{ index: number; size: number }>): LogExtent {
-  const newest = segments.reduce<{ index: number; size: number } | undefined>((a, b) => (a === undefined || b.index > a.index ? b : a), undefined);
+export function extentOfSegments(segments: readonly SegmentFile[]): LogExtent {
+  const newest = segments.reduce<SegmentFile | undefined>((a, b) => (a === undefined || b.index > a.index ? b : a), undefined);
   return extentOf(newest === undefined ? 0 : newest.index * LOG_SEGMENT_BYTES + newest.size);
 }
 

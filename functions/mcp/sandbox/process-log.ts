@@ -5,7 +5,7 @@
 import { appendFile, open, readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 
-import { extentOf, extentOfSegments, LOG_SEGMENT_BYTES, pageOf, parseSegmentName, segmentName, segmentRanges } from './log-segments';
+import { extentOf, extentOfSegments, groupSegments, LOG_SEGMENT_BYTES, pageOf, parseSegmentName, type SegmentFile, segmentName, segmentRanges } from './log-segments';
 import type { ProcessLogPage } from './types';
 
 export class ProcessLog {
@@ -37,13 +37,12 @@ export class ProcessLog {
   append(chunk: Buffer): Promise<void> {
     this.writing = this.writing
       .then(async () => {
-        for (let at = 0; at < chunk.length; ) {
-          const index = Math.floor(this.total / LOG_SEGMENT_BYTES);
-          const take = Math.min(chunk.length - at, LOG_SEGMENT_BYTES - (this.total - index * LOG_SEGMENT_BYTES));
-          await appendFile(this.segment(index), chunk.subarray(at, at + take));
-          at += take;
-          this.total += take;
-          if (this.total % LOG_SEGMENT_BYTES === 0 && index >= 1) await rm(this.segment(index - 1), { force: true });
+        let at = 0;
+        for (const range of segmentRanges(this.total, chunk.length)) {
+          await appendFile(this.segment(range.index), chunk.subarray(at, at + range.length));
+          at += range.length;
+          this.total += range.length;
+          if (this.total % LOG_SEGMENT_BYTES === 0 && range.index >= 1) await rm(this.segment(range.index - 1), { force: true });
         }
       })
       .catch(() => undefined);
@@ -80,13 +79,8 @@ export class ProcessLog {
 }
 
 /** The log segments in `dir`, by process id. */
-export async function segmentsIn(dir: string): Promise<Map<string, Array<{ index: number; size: number }>>> {
-  const found = new Map<string, Array<{ index: number; size: number }>>();
-  for (const name of await readdir(dir).catch(() => [] as string[])) {
-    const parsed = parseSegmentName(name);
-    if (parsed === undefined) continue;
-    const size = (await stat(join(dir, name)).catch(() => undefined))?.size ?? 0;
-    found.set(parsed.id, [...(found.get(parsed.id) ?? []), { index: parsed.index, size }]);
-  }
-  return found;
+export async function segmentsIn(dir: string): Promise<Map<string, SegmentFile[]>> {
+  const names = (await readdir(dir).catch(() => [] as string[])).filter((name) => parseSegmentName(name) !== undefined);
+  const files = await Promise.all(names.map(async (name) => ({ name, size: (await stat(join(dir, name)).catch(() => undefined))?.size ?? 0 })));
+  return groupSegments(files);
 }

@@ -7,7 +7,7 @@
  */
 import type { Clock } from '../../clock';
 import { AppError } from '../../errors';
-import { extentOfSegments, LOG_SEGMENT_BYTES, type LogExtent, pageOf, parseSegmentName, segmentRanges } from '../log-segments';
+import { extentOfSegments, groupSegments, LOG_SEGMENT_BYTES, type LogExtent, pageOf, type SegmentFile, segmentRanges } from '../log-segments';
 import type { BackgroundProcess, ProcessLogPage } from '../types';
 import type { E2BErrorClasses, E2BSandboxApi } from './sdk';
 import { shellQuote } from './shell';
@@ -163,13 +163,8 @@ export class E2BBackgroundProcesses {
   }
 
   /** The log segments in the sandbox, by process id. */
-  private async logs(): Promise<Map<string, Array<{ index: number; size: number }>>> {
-    const found = new Map<string, Array<{ index: number; size: number }>>();
-    for (const entry of await this.api.listFiles(LOG_DIR, 1).catch(() => [])) {
-      const parsed = parseSegmentName(entry.name);
-      if (parsed !== undefined) found.set(parsed.id, [...(found.get(parsed.id) ?? []), { index: parsed.index, size: entry.size }]);
-    }
-    return found;
+  private async logs(): Promise<Map<string, SegmentFile[]>> {
+    return groupSegments(await this.api.listFiles(LOG_DIR, 1).catch(() => []));
   }
 
   /** Bytes `[from, from + length)` of the log, read inside the sandbox (base64 on stdout: no text decoding). */

@@ -351,7 +351,6 @@ export class E2BSandbox implements Sandbox {
       throw mapped;
     }
   }
-
 }
 
 function toArrayBuffer(data: Buffer): ArrayBuffer {
