@@ -42,9 +42,16 @@ beforeAll(async () => {
   exchanger = spawn('python3', ['-c', EXCHANGE_LOOP], { cwd: ws.home, stdio: 'ignore' });
 });
 
-afterAll(() => {
-  swapper.kill('SIGKILL');
-  exchanger.kill('SIGKILL');
+/** Kills `child` and resolves once it is gone (it must not create files while the directory is removed). */
+function killed(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  const gone = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGKILL');
+  return gone;
+}
+
+afterAll(async () => {
+  await Promise.all([killed(swapper), killed(exchanger)]);
   rmSync(root, { recursive: true, force: true });
 });
 
