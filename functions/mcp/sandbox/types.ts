@@ -196,6 +196,24 @@ export interface BackendStatus {
   readonly ready: boolean;
   readonly isolation: string;
   readonly detail?: string;
+  /** Per-sandbox resource limits and what enforces each; absent where the backend's own platform sets them (E2B). */
+  readonly limits?: SandboxLimits;
+}
+
+/** One resource limit of a sandbox. */
+export interface ResourceLimit {
+  /** The limit (bytes for memory and disk, a count for processes, a share of one CPU for cpu); `null` when none holds. */
+  readonly value: number | null;
+  /** What enforces it here (for example `cgroup v1`, `rlimit`, `ext4 image`), or why nothing does. */
+  readonly enforcedBy: string;
+}
+
+/** The resource limits every sandbox of a backend runs under. */
+export interface SandboxLimits {
+  readonly memory: ResourceLimit;
+  readonly processes: ResourceLimit;
+  readonly cpu: ResourceLimit;
+  readonly disk: ResourceLimit;
 }
 
 /** Whom a sandbox belongs to. */

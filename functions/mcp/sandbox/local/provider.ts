@@ -6,7 +6,7 @@ import { type Clock, SYSTEM_CLOCK } from '../../clock';
 import type { LocalSandboxConfig } from '../../config';
 import { AppError } from '../../errors';
 import type { Logger } from '../../log';
-import type { BackendStatus, Sandbox, SandboxOwner, SandboxProvider } from '../types';
+import type { BackendStatus, Sandbox, SandboxLimits, SandboxOwner, SandboxProvider } from '../types';
 import { findHostTools, probeBwrap } from './host-tools';
 import { type BwrapHardening, DEFAULT_PROCESS_LIMITS, type HostTools, NO_HARDENING, type ProcessLimits } from './launch';
 import { LocalSandbox } from './local-sandbox';
@@ -98,6 +98,17 @@ export function createLocalSandboxProvider({
     return probe;
   };
 
+  /** What each sandbox runs under, by the mechanisms this host offers. */
+  const sandboxLimits = (): SandboxLimits => {
+    const none = { value: null, enforcedBy: 'none' };
+    return {
+      memory: none,
+      processes: dropPrivileges && tools.prlimit !== undefined ? { value: limits.maxProcesses, enforcedBy: 'rlimit' } : none,
+      cpu: none,
+      disk: none,
+    };
+  };
+
   const open = async (sessionKey: string, resumed: boolean): Promise<Sandbox> => {
     await ready();
     if (config.isolation === 'bwrap' && isolation !== 'bwrap') {
@@ -131,7 +142,7 @@ export function createLocalSandboxProvider({
     ready,
     status(): BackendStatus {
       const usable = isolation !== undefined && refusal === undefined && rootProblem === undefined && !(config.isolation === 'bwrap' && isolation !== 'bwrap');
-      return { backend: 'local', ready: usable, isolation: isolation ?? 'probing', detail: refusal ?? detail };
+      return { backend: 'local', ready: usable, isolation: isolation ?? 'probing', detail: refusal ?? detail, limits: sandboxLimits() };
     },
     create: ({ sessionKey }: SandboxOwner) => open(sessionKey, false),
     async attach({ sessionKey }: SandboxOwner): Promise<Sandbox | undefined> {
