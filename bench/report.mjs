@@ -17,11 +17,23 @@ export function describeMachine() {
 const f = (n, digits = 0) => (Number.isFinite(n) ? n.toFixed(digits) : 'n/a');
 const verdict = (met, actual, target) => (met ? 'met' : `MISSED: ${actual} vs ${target}`);
 
-/** One row per figure (two for each mode of figure 2). */
-export function toRows({ coldStart, throughput, sessionMemory, overhead, liveOutput, sandboxMemory }) {
+/** One row per figure (two for each mode of figure 2, one per tool of figure 7), for the figures measured. */
+export function toRows({ coldStart, throughput, sessionMemory, overhead, liveOutput, sandboxMemory, toolLatency }) {
   const rows = [];
-  const x = (a, b) => a / b;
+  if (coldStart !== undefined) rows.push(...coldStartRows(coldStart));
+  if (throughput !== undefined) rows.push(...throughputRows(throughput));
+  if (sessionMemory !== undefined) rows.push(sessionMemoryRow(sessionMemory));
+  if (overhead !== undefined) rows.push(overheadRow(overhead));
+  if (liveOutput !== undefined) rows.push(liveOutputRow(liveOutput));
+  if (sandboxMemory !== undefined) rows.push(sandboxMemoryRow(sandboxMemory));
+  if (toolLatency !== undefined) rows.push(...toolLatencyRows(toolLatency));
+  return rows;
+}
 
+const x = (a, b) => a / b;
+
+function coldStartRows(coldStart) {
+  const rows = [];
   const coldRatio = x(coldStart.ours, coldStart.node);
   rows.push({
     figure: '1 cold start: spawn → initialize answered (ms)',
@@ -42,7 +54,11 @@ export function toRows({ coldStart, throughput, sessionMemory, overhead, liveOut
     target: '— (no target)',
     verdict: '—',
   });
+  return rows;
+}
 
+function throughputRows(throughput) {
+  const rows = [];
   for (const [sessions, byServer] of Object.entries(throughput)) {
     const { ours, r1, r2 } = byServer;
     const vsR1 = x(ours.rps, r1.rps);
@@ -71,10 +87,12 @@ export function toRows({ coldStart, throughput, sessionMemory, overhead, liveOut
       verdict: verdict(ours.p99Ms <= r1.p99Ms, `${f(ours.p99Ms, 1)} ms`, `${f(r1.p99Ms, 1)} ms`),
     });
   }
+  return rows;
+}
 
-  const mem = sessionMemory;
+function sessionMemoryRow(mem) {
   const memRatio = x(mem.ours.kibPerSession, mem.r1.kibPerSession);
-  rows.push({
+  return {
     figure: '3 RSS per idle session (KiB), sessions 1,001-2,000',
     ours: f(mem.ours.kibPerSession, 1),
     r1: f(mem.r1.kibPerSession, 1),
@@ -85,9 +103,11 @@ export function toRows({ coldStart, throughput, sessionMemory, overhead, liveOut
       `${f(x(mem.ours.firstKibPerSession, mem.r1.firstKibPerSession), 2)}×)`,
     target: '≤ 0.5× R1',
     verdict: verdict(memRatio <= 0.5, `${f(memRatio, 2)}×`, '0.5×'),
-  });
+  };
+}
 
-  rows.push({
+function overheadRow(overhead) {
+  return {
     figure: '4 server overhead at p50 (ms), 1 conn',
     ours: f(overhead.ours.overheadMs, 3),
     r1: f(overhead.r1.overheadMs, 3),
@@ -95,9 +115,11 @@ export function toRows({ coldStart, throughput, sessionMemory, overhead, liveOut
     ratio: `over bare HTTP p50 ${f(overhead.bareP50Ms, 3)} ms`,
     target: '≤ 0.5 ms',
     verdict: verdict(overhead.ours.overheadMs <= 0.5, `${f(overhead.ours.overheadMs, 3)} ms`, '0.5 ms'),
-  });
+  };
+}
 
-  rows.push({
+function liveOutputRow(liveOutput) {
+  return {
     figure: '5 live output: line printed → progress received, p95 (ms)',
     ours: f(liveOutput.p95Ms),
     r1: '—',
@@ -105,9 +127,11 @@ export function toRows({ coldStart, throughput, sessionMemory, overhead, liveOut
     ratio: `p50 ${f(liveOutput.p50Ms)} ms, max ${f(liveOutput.maxMs)} ms, ${liveOutput.linesReceived}/${liveOutput.linesExpected} lines`,
     target: '≤ 300 ms',
     verdict: verdict(liveOutput.p95Ms <= 300 && liveOutput.linesReceived === liveOutput.linesExpected, `${f(liveOutput.p95Ms)} ms`, '300 ms'),
-  });
+  };
+}
 
-  rows.push({
+function sandboxMemoryRow(sandboxMemory) {
+  return {
     figure: '6 server RSS, 200 sessions with a sandbox (MiB)',
     ours: f(sandboxMemory.rssMiB),
     r1: '—',
@@ -115,7 +139,51 @@ export function toRows({ coldStart, throughput, sessionMemory, overhead, liveOut
     ratio: '',
     target: '≤ 200 MiB',
     verdict: verdict(sandboxMemory.rssMiB <= 200, `${f(sandboxMemory.rssMiB)} MiB`, '200 MiB'),
-  });
+  };
+}
+
+/** How far a file tool's p50 may be above sandbox_status's (ms), and run_command's p50 above the bare bwrap spawn's (×). */
+export const TOOL_LATENCY_TARGETS = { fileToolMs: 1, runCommandRatio: 1.3 };
+
+const TOOL_LABELS = {
+  sandbox_status: 'sandbox_status',
+  run_command: 'run_command `echo hi`',
+  read_file: 'read_file (small file)',
+  write_file: 'write_file (small file)',
+  list_files: 'list_files `.`',
+  run_code: 'run_code python `x+1`',
+};
+
+function toolLatencyRows(latency) {
+  const label = (tool) => `7 tool call p50 (p95) ms, local bwrap: ${tool}`;
+  if (latency.skipped !== undefined) {
+    return [{ figure: label('all'), ours: 'n/a', r1: '—', r2: '—', ratio: `not measured: ${latency.skipped}`, target: '—', verdict: 'not measured' }];
+  }
+  const { tools, bareSpawn } = latency;
+  const cell = (s) => `${f(s.p50Ms, 2)} (${f(s.p95Ms, 2)})`;
+  const row = (tool, fields) => ({ figure: label(TOOL_LABELS[tool]), ours: cell(tools[tool]), r1: '—', r2: '—', ...fields });
+  const status = tools.sandbox_status.p50Ms;
+  const runRatio = x(tools.run_command.p50Ms, bareSpawn.p50Ms);
+  const { fileToolMs, runCommandRatio } = TOOL_LATENCY_TARGETS;
+  const rows = [
+    row('sandbox_status', { ratio: 'no sandbox work: the floor of the file tools', target: '— (no target)', verdict: '—' }),
+    row('run_command', {
+      ratio: `${f(runRatio, 2)}× bare bwrap spawn (${cell(bareSpawn)} ms)`,
+      target: `≤ ${runCommandRatio}× bare bwrap spawn`,
+      verdict: verdict(runRatio <= runCommandRatio, `${f(runRatio, 2)}×`, `${runCommandRatio}×`),
+    }),
+  ];
+  for (const tool of ['read_file', 'write_file', 'list_files']) {
+    const over = tools[tool].p50Ms - status;
+    rows.push(
+      row(tool, {
+        ratio: `${over >= 0 ? '+' : ''}${f(over, 2)} ms over sandbox_status`,
+        target: `≤ sandbox_status + ${fileToolMs} ms`,
+        verdict: verdict(over <= fileToolMs, `+${f(over, 2)} ms`, `+${fileToolMs} ms`),
+      }),
+    );
+  }
+  rows.push(row('run_code', { ratio: `warm interpreter; ${f(x(tools.run_code.p50Ms, status), 1)}× sandbox_status`, target: '— (no target)', verdict: '—' }));
   return rows;
 }
 

@@ -1,6 +1,7 @@
 // `npm run bench`: every figure of issue 7 in one go, ours against the reference servers in the same run.
 // Prints the table on stdout (progress on stderr) and writes bench/RESULTS.md. `--quick` runs each figure
-// briefly to check the harness and writes nothing.
+// briefly to check the harness and writes nothing. `--only <figure>[,<figure>...]` (names in FIGURES below,
+// e.g. `--only tool-latency`) runs just those figures, prints their rows and writes nothing either.
 import { existsSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -12,6 +13,7 @@ import { measureOverhead } from './figures/overhead.mjs';
 import { measureSandboxMemory } from './figures/sandbox-memory.mjs';
 import { measureSessionMemory } from './figures/session-memory.mjs';
 import { measureThroughput } from './figures/throughput.mjs';
+import { measureToolLatency } from './figures/tool-latency.mjs';
 import { PROTOCOL_VERSION, SETUP_AGENT } from './harness/mcp-wire.mjs';
 import { BUNDLES } from './harness/servers.mjs';
 import { startSteadyServers } from './harness/targets.mjs';
@@ -21,9 +23,20 @@ import { renderResults } from './results-file.mjs';
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
 const quick = process.argv.includes('--quick');
 
+/** The figures, by the name `--only` takes: whether each needs the reference bundles, and the steady servers. */
+const FIGURES = {
+  'cold-start': { references: true },
+  throughput: { references: true, steady: true },
+  overhead: { references: true, steady: true },
+  'live-output': { steady: true },
+  'session-memory': { references: true },
+  'sandbox-memory': {},
+  'tool-latency': {},
+};
+
 const settings = quick
-  ? { coldRuns: 3, connections: 32, durationS: 1, warmupS: 0.2, tpRuns: 1, memRuns: 1, overheadS: 0.5, overheadRuns: 1, liveRuns: 1, sandboxRuns: 1 }
-  : { coldRuns: 15, connections: 32, durationS: 5, warmupS: 0.5, tpRuns: 3, memRuns: 3, overheadS: 1.5, overheadRuns: 3, liveRuns: 3, sandboxRuns: 3 };
+  ? { coldRuns: 3, connections: 32, durationS: 1, warmupS: 0.2, tpRuns: 1, memRuns: 1, overheadS: 0.5, overheadRuns: 1, liveRuns: 1, sandboxRuns: 1, toolReps: 10, toolWarmup: 3, toolWarmupS: 0.5 }
+  : { coldRuns: 15, connections: 32, durationS: 5, warmupS: 0.5, tpRuns: 3, memRuns: 3, overheadS: 1.5, overheadRuns: 3, liveRuns: 3, sandboxRuns: 3, toolReps: 60, toolWarmup: 10, toolWarmupS: 3 };
 settings.maxSessions = 2000;
 settings.protocolVersion = PROTOCOL_VERSION;
 
@@ -32,49 +45,84 @@ const progress = (text) => process.stderr.write(`[bench] ${text}\n`);
 async function main() {
   const started = Date.now();
   if (!existsSync(BUNDLES.ours)) throw new Error('dist/index.js is missing: run `node build.mjs` (or `npm run bench`) first');
-  await buildReferences();
+  const only = parseOnly(process.argv.slice(2));
+  const selected = (name) => only === undefined || only.includes(name);
+  const chosen = Object.keys(FIGURES).filter(selected);
+  if (chosen.some((name) => FIGURES[name].references)) await buildReferences();
+  const results = {};
 
-  progress(`1 cold start: ${settings.coldRuns} rounds`);
-  const samples = await measureColdStart({ runs: settings.coldRuns });
-  const coldStart = { ...summarizeColdStart(samples), samples };
-
-  progress('2, 4, 5: starting ours, R1, R2 and the bare floor; preparing 64 sessions each');
-  const steady = await startSteadyServers();
-  let throughput;
-  let overhead;
-  let liveOutput;
-  try {
-    progress(`2 throughput: ${settings.tpRuns} × ${settings.durationS} s per server, 1 and 64 sessions`);
-    throughput = await measureThroughput(steady.targets, {
-      connections: settings.connections,
-      runs: settings.tpRuns,
-      durationMs: settings.durationS * 1000,
-      warmupMs: settings.warmupS * 1000,
-    });
-    progress('4 server overhead');
-    overhead = await measureOverhead(steady.bare, steady.targets, { runs: settings.overheadRuns, durationMs: settings.overheadS * 1000 });
-    progress('5 live output');
-    liveOutput = await measureLiveOutput(steady.ours.url, { runs: settings.liveRuns });
-  } finally {
-    await steady.stopAll();
+  if (selected('cold-start')) {
+    progress(`1 cold start: ${settings.coldRuns} rounds`);
+    const samples = await measureColdStart({ runs: settings.coldRuns });
+    results.coldStart = { ...summarizeColdStart(samples), samples };
   }
 
-  progress(`3 memory per idle session: ${settings.memRuns} fresh servers each, 1,000 sessions`);
-  const sessionMemory = await measureSessionMemory({ runs: settings.memRuns });
-  progress(`6 memory with 200 sandboxes: ${settings.sandboxRuns} fresh server(s)`);
-  const sandboxMemory = await measureSandboxMemory({ runs: settings.sandboxRuns });
+  let isolation;
+  if (chosen.some((name) => FIGURES[name].steady)) {
+    progress('2, 4, 5: starting ours, R1, R2 and the bare floor; preparing 64 sessions each');
+    const steady = await startSteadyServers();
+    isolation = steady.isolation;
+    try {
+      if (selected('throughput')) {
+        progress(`2 throughput: ${settings.tpRuns} × ${settings.durationS} s per server, 1 and 64 sessions`);
+        results.throughput = await measureThroughput(steady.targets, {
+          connections: settings.connections,
+          runs: settings.tpRuns,
+          durationMs: settings.durationS * 1000,
+          warmupMs: settings.warmupS * 1000,
+        });
+      }
+      if (selected('overhead')) {
+        progress('4 server overhead');
+        results.overhead = await measureOverhead(steady.bare, steady.targets, { runs: settings.overheadRuns, durationMs: settings.overheadS * 1000 });
+      }
+      if (selected('live-output')) {
+        progress('5 live output');
+        results.liveOutput = await measureLiveOutput(steady.ours.url, { runs: settings.liveRuns });
+      }
+    } finally {
+      await steady.stopAll();
+    }
+  }
 
-  const results = { coldStart, throughput, sessionMemory, overhead, liveOutput, sandboxMemory };
+  if (selected('session-memory')) {
+    progress(`3 memory per idle session: ${settings.memRuns} fresh servers each, 1,000 sessions`);
+    results.sessionMemory = await measureSessionMemory({ runs: settings.memRuns });
+  }
+  if (selected('sandbox-memory')) {
+    progress(`6 memory with 200 sandboxes: ${settings.sandboxRuns} fresh server(s)`);
+    results.sandboxMemory = await measureSandboxMemory({ runs: settings.sandboxRuns });
+  }
+  if (selected('tool-latency')) {
+    progress(`7 tool latency: ${settings.toolReps} calls per tool (after ≥ ${settings.toolWarmup} uncounted and ≥ ${settings.toolWarmupS} s), one session`);
+    results.toolLatency = await measureToolLatency({ reps: settings.toolReps, warmup: settings.toolWarmup, warmupMs: settings.toolWarmupS * 1000 });
+    if (results.toolLatency.skipped !== undefined) progress(`7 tool latency not measured: ${results.toolLatency.skipped}`);
+    else isolation ??= results.toolLatency.isolation;
+  }
+
   const rows = toRows(results);
   process.stdout.write(`${renderTable(rows)}\n`);
   const durationS = Math.round((Date.now() - started) / 1000);
-  if (quick) {
-    progress(`quick run done in ${durationS} s; RESULTS.md not written`);
+  if (quick || only !== undefined) {
+    progress(`${quick ? 'quick ' : ''}run of ${chosen.join(', ')} done in ${durationS} s; RESULTS.md not written`);
     return;
   }
-  const text = renderResults({ date: new Date().toISOString(), machine: describeMachine(), isolation: steady.isolation, settings, rows, results, durationS });
+  const text = renderResults({ date: new Date().toISOString(), machine: describeMachine(), isolation, settings, rows, results, durationS });
   writeFileSync(join(BENCH_DIR, 'RESULTS.md'), text);
   progress(`done in ${durationS} s; wrote bench/RESULTS.md`);
+}
+
+/** The figure names of `--only a,b` (or `--only=a,b`); `undefined` without the flag. */
+function parseOnly(argv) {
+  const index = argv.findIndex((arg) => arg === '--only' || arg.startsWith('--only='));
+  if (index < 0) return undefined;
+  const value = argv[index].startsWith('--only=') ? argv[index].slice('--only='.length) : argv[index + 1];
+  const names = (value ?? '').split(',').map((n) => n.trim()).filter(Boolean);
+  const unknown = names.filter((n) => !(n in FIGURES));
+  if (names.length === 0 || unknown.length > 0) {
+    throw new Error(`--only takes figure names separated by commas${unknown.length > 0 ? ` (unknown: ${unknown.join(', ')})` : ''}; known: ${Object.keys(FIGURES).join(', ')}`);
+  }
+  return names;
 }
 
 try {
