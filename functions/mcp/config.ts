@@ -62,6 +62,19 @@ export interface E2BConfig {
   readonly charts: 'inline' | 'files';
 }
 
+/**
+ * One credential's share of an instance. The defaults leave room for others: half the instance's sessions
+ * (all of them with MCP_AUTH=none, where every client is the same credential).
+ */
+export interface PerCredentialLimits {
+  /** MCP_MAX_SESSIONS_PER_CREDENTIAL: 2025-era sessions. @default half of MCP_MAX_SESSIONS, rounded up */
+  readonly sessions: number;
+  /** MCP_MAX_SANDBOXES_PER_CREDENTIAL: running sandboxes, of both protocol eras together. @default as sessions */
+  readonly sandboxes: number;
+  /** MCP_MAX_CALLS_PER_CREDENTIAL: tool calls in flight at once. @default 64 */
+  readonly calls: number;
+}
+
 /** The whole server configuration. */
 export interface Config {
   /** PORT (or FC_CUSTOM_LISTEN_PORT on FC). @default 9000 */
@@ -81,6 +94,8 @@ export interface Config {
   readonly sessionSecretSource: 'configured' | 'generated';
   /** MCP_MAX_SESSIONS: sessions one instance holds. @default 100 */
   readonly maxSessions: number;
+  /** What one credential may take of the instance (sessions/fair-share.ts). */
+  readonly perCredential: PerCredentialLimits;
   /** MCP_ALLOWED_ORIGINS (comma-separated, `*` for any); `undefined` means loopback origins only. */
   readonly allowedOrigins: readonly string[] | undefined;
   /** MCP_ALLOWED_HOSTS (comma-separated host names); `undefined`: loopback names when bound to loopback, else any. */
@@ -212,6 +227,10 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): Config {
   const logLevel = env.LOG_LEVEL?.trim() || 'info';
   if (!isLogLevel(logLevel)) problems.push(`LOG_LEVEL must be debug, info, warn or error (got "${logLevel}")`);
 
+  const maxSessions = int('MCP_MAX_SESSIONS', 100, 1, 100_000);
+  const defaultShare = auth.mode === 'none' ? maxSessions : Math.ceil(maxSessions / 2);
+  const sessionsPerCredential = int('MCP_MAX_SESSIONS_PER_CREDENTIAL', defaultShare, 1, 100_000);
+
   const config: Config = {
     port,
     host,
@@ -221,7 +240,12 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): Config {
     sessionMaxAgeS: int('MCP_SESSION_MAX_AGE_S', 21_600, 60, 30 * 86_400),
     sessionSecret: secret ?? randomBytes(32).toString('base64url'),
     sessionSecretSource: secret === undefined ? 'generated' : 'configured',
-    maxSessions: int('MCP_MAX_SESSIONS', 100, 1, 100_000),
+    maxSessions,
+    perCredential: {
+      sessions: sessionsPerCredential,
+      sandboxes: int('MCP_MAX_SANDBOXES_PER_CREDENTIAL', sessionsPerCredential, 1, 100_000),
+      calls: int('MCP_MAX_CALLS_PER_CREDENTIAL', 64, 1, 100_000),
+    },
     allowedOrigins: env.MCP_ALLOWED_ORIGINS === undefined ? undefined : parseList(env.MCP_ALLOWED_ORIGINS),
     allowedHosts: env.MCP_ALLOWED_HOSTS === undefined ? undefined : parseList(env.MCP_ALLOWED_HOSTS).map((h) => h.toLowerCase()),
     maxBodyBytes: int('MCP_MAX_BODY_BYTES', DEFAULT_MAX_BODY_BYTES, 1024, 32 * 1024 * 1024),

@@ -13,10 +13,12 @@ import { createNodeListener, type NodeListener } from './http/node-listener';
 import type { Logger } from './log';
 import { createLegacyLane } from './protocol/legacy-lane';
 import type { LegacySession } from './protocol/legacy-session';
+import { createCallShare } from './protocol/call-share';
 import { createMcpEndpoint } from './protocol/mcp-endpoint';
 import { createModernLane } from './protocol/modern-lane';
 import { HTTP_PROTOCOL_VERSIONS } from './protocol/versions';
 import { createSandboxProvider, type SelectedProvider } from './sandbox/create-provider';
+import { createSandboxAdmission } from './sessions/fair-share';
 import { createMemorySessionStore } from './sessions/store';
 import { createToolCatalog } from './tools';
 
@@ -46,6 +48,8 @@ export interface CoreApp {
   shutdown(options: { keepSandboxes: boolean; flushMs: number }): Promise<void>;
   /** Sessions the 2025 lane holds as SDK sessions (not counting those held as data). */
   heldSessions(): number;
+  /** Sessions of both kinds one credential holds. */
+  sessionsOf(principal: string): number;
 }
 
 /** The core behind its Node shell. */
@@ -60,20 +64,38 @@ export function createCoreApp({ config, logger, verifier, policy, ids, fresh, st
   const now = (): number => clock.now();
   const catalog = createToolCatalog(logger);
   const limits = { idleTtlMs: config.sessionIdleTtlS * 1000, toolTimeoutMaxMs: config.toolTimeoutMaxS * 1000 };
+  // A credential's running sandboxes, of both eras, count against its share (sessions/fair-share.ts).
+  const admitSandbox = createSandboxAdmission(
+    () => [...lane.sandboxHolders(), ...modern.sandboxHolders()],
+    { max: config.perCredential.sandboxes, setting: 'MCP_MAX_SANDBOXES_PER_CREDENTIAL' },
+    () => logger.info('sandbox released', { reason: 'credential_share' }),
+  );
   const lane = createLegacyLane({
     store: createMemorySessionStore<LegacySession>(limits.idleTtlMs),
     ids,
     catalog,
     provider,
     maxSessions: config.maxSessions,
+    maxSessionsPerCredential: config.perCredential.sessions,
+    admitSandbox,
     ...limits,
     logger,
     fresh,
     now,
   });
-  const modern = createModernLane({ catalog, provider, ids, maxSandboxes: config.maxSessions, ...limits, logger, now });
+  const modern = createModernLane({
+    catalog,
+    provider,
+    ids,
+    maxSandboxes: config.maxSessions,
+    maxSandboxesPerCredential: config.perCredential.sandboxes,
+    admitSandbox,
+    ...limits,
+    logger,
+    now,
+  });
   const handle = createApp({
-    mcp: createMcpEndpoint({ legacy: lane, modern, maxBodyBytes: config.maxBodyBytes }),
+    mcp: createMcpEndpoint({ legacy: lane, modern, maxBodyBytes: config.maxBodyBytes, calls: createCallShare(config.perCredential.calls) }),
     health: createHealthReport({
       backend: () => provider.status(),
       counts: () => {
@@ -94,6 +116,7 @@ export function createCoreApp({ config, logger, verifier, policy, ids, fresh, st
     handle,
     ready,
     heldSessions: () => lane.heldSessions(),
+    sessionsOf: (principal) => lane.sessionsOf(principal),
     async shutdown({ keepSandboxes, flushMs }) {
       await Promise.all([lane.shutdown({ keepSandboxes, flushMs }), keepSandboxes ? modern.releaseAll() : modern.closeAll()]);
     },

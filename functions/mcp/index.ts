@@ -66,7 +66,8 @@ function main(): void {
     fresh,
     verifier,
     policy,
-    canOpen: () => fresh.size + (core?.heldSessions() ?? 0) < config.maxSessions,
+    canOpen: (principal) =>
+      fresh.size + (core?.heldSessions() ?? 0) < config.maxSessions && (core?.sessionsOf(principal) ?? fresh.countOf(principal)) < config.perCredential.sessions,
     idleTtlMs: config.sessionIdleTtlS * 1000,
     maxBodyBytes: config.maxBodyBytes,
     requestIdHeader: FC_REQUEST_ID_HEADER,

@@ -124,8 +124,9 @@ describe(`idle expiry (MCP_SESSION_IDLE_TTL_S=${TTL_S}), on the fake clock`, () 
   });
 });
 
-describe('the cap (MCP_MAX_SESSIONS=2)', () => {
-  const env = { MCP_MAX_SESSIONS: '2' };
+describe('the cap (MCP_MAX_SESSIONS=2), one credential allowed all of it', () => {
+  // Sharing between credentials is test/core/fair-share.test.ts.
+  const env = { MCP_MAX_SESSIONS: '2', MCP_MAX_SESSIONS_PER_CREDENTIAL: '2' };
 
   it('evicts the least recently used idle session for a new one; the evicted one comes back with its sandbox', async () => {
     const h = createHarness({ env });

@@ -30,8 +30,11 @@ export interface EarlyListenerOptions {
   /** `undefined` when auth is off. */
   verifier: BearerVerifier | undefined;
   policy: OriginPolicy;
-  /** False when MCP_MAX_SESSIONS sessions are held (as data and by the core): then the core decides (eviction, 503). */
-  canOpen: () => boolean;
+  /**
+   * False when MCP_MAX_SESSIONS sessions are held (as data and by the core), or `principal` holds its share
+   * (MCP_MAX_SESSIONS_PER_CREDENTIAL): then the core decides (eviction, 429, 503).
+   */
+  canOpen: (principal: string) => boolean;
   /** MCP_SESSION_IDLE_TTL_S in milliseconds: a session idle for longer is the core's to judge. */
   idleTtlMs: number;
   /** MCP_MAX_BODY_BYTES. */
@@ -93,7 +96,7 @@ export function createEarlyListener(options: EarlyListenerOptions): EarlyListene
   };
 
   const initialize = async (req: IncomingMessage, res: ServerResponse, principal: string): Promise<EarlyOutcome> => {
-    if (!options.canOpen()) return { answered: false };
+    if (!options.canOpen(principal)) return { answered: false };
     const started = performance.now();
     const { body, message } = await readMessage(req);
     const request = readEarlyInitialize(message);

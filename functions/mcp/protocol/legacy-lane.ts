@@ -2,7 +2,7 @@
  * The 2025-era lane: one SDK server and sessionful transport per session, held in the session store
  * (a cache). This lane owns the `Mcp-Session-Id` lifecycle around the transport: it mints signed ids,
  * finds sessions (only for the credential that made them), rebuilds a session it does not hold from its
- * verified id, evicts the least recently used idle session at the cap, sweeps idle ones, and rejects
+ * verified id, makes room at the caps as sessions/fair-share.ts decides, sweeps idle ones, and rejects
  * batches outside 2025-03-26. The SDK transport does the rest of Streamable HTTP.
  */
 import { isInitializeRequest } from '@modelcontextprotocol/server';
@@ -13,6 +13,7 @@ import { jsonRpcError, RPC } from '../http/json-rpc-error';
 import type { Logger } from '../log';
 import { createLazySandbox } from '../sandbox/lazy-sandbox';
 import type { SandboxProvider } from '../sandbox/types';
+import { type Holder, makeRoom, type Refusal, type SandboxHolder } from '../sessions/fair-share';
 import type { FreshSession, FreshSessions } from '../sessions/fresh-sessions';
 import { RecentSet } from '../sessions/recent-set';
 import { type SignedIdCodec, toSessionTag } from '../sessions/session-id';
@@ -29,6 +30,10 @@ export interface LegacyLaneOptions {
   provider: SandboxProvider;
   /** MCP_MAX_SESSIONS. */
   maxSessions: number;
+  /** MCP_MAX_SESSIONS_PER_CREDENTIAL. */
+  maxSessionsPerCredential: number;
+  /** The admit hook for a sandbox of `principal` (fair-share.ts `createSandboxAdmission`). @default none */
+  admitSandbox?: (principal: string) => () => void;
   /** MCP_SESSION_IDLE_TTL_S in milliseconds. */
   idleTtlMs: number;
   /** MCP_TOOL_TIMEOUT_MAX_S in milliseconds. */
@@ -56,10 +61,12 @@ export interface LegacyLane {
   counts(): { sessions: number; sandboxes: number };
   /** Sessions held as SDK sessions. */
   heldSessions(): number;
+  /** Sessions (both kinds) `principal` holds. */
+  sessionsOf(principal: string): number;
+  /** The running sandboxes of this lane's sessions, for the credentials' shares. */
+  sandboxHolders(): SandboxHolder[];
 }
 
-/** Seconds a client is told to wait when the server is at its session cap. */
-const CAPACITY_RETRY_AFTER_S = 30;
 /** Ended (deleted or expired) session ids this instance remembers, to answer them 404. */
 const ENDED_IDS_REMEMBERED = 10_000;
 /** The version a rebuilt session assumes when the request names none (FACTS.md §2). */
@@ -107,21 +114,37 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
     }
   };
 
-  /** Makes room for one more session: expired ones are already gone; then the least recently used idle one. */
-  const makeRoom = (ctx: RequestContext): boolean => {
-    if (store.size + (options.fresh?.size ?? 0) < options.maxSessions) return true;
-    // A session held as data goes first: it has nothing to release, and comes back like an evicted one.
-    const dropped = options.fresh?.takeLeastRecent();
-    if (dropped !== undefined) {
-      logger.info('session evicted', { session: toSessionTag(dropped.id), reason: 'cap', request_id: ctx.requestId });
-      return true;
+  /** Everything that holds a session here, for fair sharing: SDK sessions and sessions held as data. */
+  const sessionHolders = function* (): Generator<Holder & { readonly session?: LegacySession; readonly fresh?: FreshSession }> {
+    for (const session of store.values()) yield { principal: session.principal, lastUsedMs: session.lastUsedMs, busy: session.busy, session };
+    for (const fresh of options.fresh?.values() ?? []) yield { principal: fresh.principal, lastUsedMs: fresh.lastUsedMs, busy: () => false, fresh };
+  };
+
+  /**
+   * Makes room for one more session of `principal` (expired ones are already gone): its own least recently used
+   * idle one at its own cap, else the least recently used idle one of whoever holds the most (fair-share.ts).
+   */
+  const makeRoomFor = (principal: string, ctx: RequestContext): Refusal | undefined => {
+    const decision = makeRoom({
+      holders: sessionHolders(),
+      principal,
+      perCredential: { max: options.maxSessionsPerCredential, setting: 'MCP_MAX_SESSIONS_PER_CREDENTIAL' },
+      total: { max: options.maxSessions, setting: 'MCP_MAX_SESSIONS' },
+      noun: 'sessions',
+    });
+    if (!decision.ok) return decision.refusal;
+    const { evict } = decision;
+    if (evict?.fresh !== undefined) {
+      // A session held as data has nothing to release, and comes back like an evicted one.
+      options.fresh?.take(evict.fresh.id, evict.fresh.principal);
+      logger.info('session evicted', { session: toSessionTag(evict.fresh.id), reason: 'cap', request_id: ctx.requestId });
+    } else if (evict?.session !== undefined) {
+      store.remove(evict.session.id);
+      // Safe: it comes back on its next request, with its sandbox (DESIGN.md rule 2).
+      void evict.session.release().catch(() => undefined);
+      logger.info('session evicted', { session: evict.session.tag, reason: 'cap', request_id: ctx.requestId });
     }
-    const evicted = store.evictLeastRecent((session) => !session.busy());
-    if (evicted === undefined) return false;
-    // Safe: it comes back on its next request, with its sandbox (DESIGN.md rule 2).
-    void evicted.release().catch(() => undefined);
-    logger.info('session evicted', { session: evicted.tag, reason: 'cap', request_id: ctx.requestId });
-    return true;
+    return undefined;
   };
 
   const open = (principal: string, id: string, key: string, resume: boolean): LegacySession => {
@@ -131,7 +154,7 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
       principal,
       nowMs: now(),
       catalog: options.catalog,
-      sandbox: createLazySandbox(options.provider, { sessionKey: key, principal }, { resume }),
+      sandbox: createLazySandbox(options.provider, { sessionKey: key, principal }, { resume, admit: options.admitSandbox?.(principal) }),
       backendStatus: () => options.provider.status(),
       idleTtlMs: options.idleTtlMs,
       toolTimeoutMaxMs: options.toolTimeoutMaxMs,
@@ -141,10 +164,11 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
   };
 
   /** Builds the SDK session of one whose `initialize` was answered early: a new session, its client known. */
-  const adopt = async (fresh: FreshSession, ctx: RequestContext): Promise<LegacySession | 'capacity'> => {
-    if (!makeRoom(ctx)) {
+  const adopt = async (fresh: FreshSession, ctx: RequestContext): Promise<LegacySession | Refusal> => {
+    const refusal = makeRoomFor(fresh.principal, ctx);
+    if (refusal !== undefined) {
       options.fresh?.add(fresh);
-      return 'capacity';
+      return refusal;
     }
     let session = open(fresh.principal, fresh.id, fresh.key, false);
     try {
@@ -164,7 +188,7 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
    * Finds or rebuilds a session this instance does not hold: one answered early, else one rebuilt from an id
    * that verifies for this credential.
    */
-  const recover = async (id: string, req: Request, ctx: RequestContext): Promise<LegacySession | 'capacity' | undefined> => {
+  const recover = async (id: string, req: Request, ctx: RequestContext): Promise<LegacySession | Refusal | undefined> => {
     const principal = ctx.principal ?? ANONYMOUS_PRINCIPAL;
     const fresh = options.fresh?.take(id, principal);
     if (fresh !== undefined) {
@@ -181,7 +205,8 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
       ctx.log.error_code = `session_${check.reason}`;
       return undefined;
     }
-    if (!makeRoom(ctx)) return 'capacity';
+    const refusal = makeRoomFor(principal, ctx);
+    if (refusal !== undefined) return refusal;
     const header = req.headers.get('mcp-protocol-version');
     const version = header !== null && HTTP_PROTOCOL_VERSIONS.includes(header) ? header : DEFAULT_RECOVERY_VERSION;
     const session = open(principal, id, check.key, true);
@@ -192,7 +217,7 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
   };
 
   /** Recoveries under way, so that concurrent first requests of a moved session rebuild it once. */
-  const recovering = new Map<string, Promise<LegacySession | 'capacity' | undefined>>();
+  const recovering = new Map<string, Promise<LegacySession | Refusal | undefined>>();
 
   const find = async (id: string, req: Request, ctx: RequestContext): Promise<LegacySession | Response> => {
     const held = store.get(id, now());
@@ -207,20 +232,14 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
       recovering.set(key, pending);
     }
     const recovered = await pending;
-    if (recovered === 'capacity') return atCapacity(ctx, null);
-    return recovered ?? sessionNotFound(ctx);
+    if (recovered === undefined) return sessionNotFound(ctx);
+    return 'status' in recovered ? refused(recovered, ctx, null) : recovered;
   };
 
-  const atCapacity = (ctx: RequestContext, id: string | number | null): Response => {
-    ctx.log.error_code = 'capacity';
-    logger.warn('session cap reached', { sessions: store.size, max_sessions: options.maxSessions });
-    return jsonRpcError({
-      status: 503,
-      code: RPC.SERVER_ERROR,
-      message: `Server at capacity: ${store.size} sessions are busy (MCP_MAX_SESSIONS=${options.maxSessions}). Retry in ${CAPACITY_RETRY_AFTER_S} s, or end unused sessions with DELETE.`,
-      headers: { 'retry-after': String(CAPACITY_RETRY_AFTER_S) },
-      id,
-    });
+  const refused = (refusal: Refusal, ctx: RequestContext, id: string | number | null): Response => {
+    ctx.log.error_code = refusal.status === 429 ? 'credential_share' : 'capacity';
+    logger.warn(refusal.status === 429 ? 'credential session share reached' : 'session cap reached', { sessions: store.size, limit: refusal.setting });
+    return jsonRpcError({ status: refusal.status, code: RPC.SERVER_ERROR, message: refusal.message, headers: { 'retry-after': String(refusal.retryAfterS) }, id });
   };
 
   const deleteSession = async (req: Request, sessionId: string | null, ctx: RequestContext): Promise<Response> => {
@@ -272,7 +291,8 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
       }
       return isJsonRpcShaped(body) ? missingSessionId() : notJsonRpc();
     }
-    if (!makeRoom(ctx)) return atCapacity(ctx, requestIdOf(body));
+    const refusal = makeRoomFor(ctx.principal ?? ANONYMOUS_PRINCIPAL, ctx);
+    if (refusal !== undefined) return refused(refusal, ctx, requestIdOf(body));
     const minted = options.ids.mint('session', ctx.principal ?? ANONYMOUS_PRINCIPAL, now());
     const session = open(ctx.principal ?? ANONYMOUS_PRINCIPAL, minted.id, minted.key, false);
     ctx.log.session = session.tag;
@@ -304,6 +324,19 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
       logger.info('sessions ended for shutdown', { sessions: sessions.length, sandboxes_kept: keepSandboxes });
     },
     heldSessions: () => store.size,
+    sessionsOf(principal) {
+      let count = 0;
+      for (const holder of sessionHolders()) if (holder.principal === principal) count += 1;
+      return count;
+    },
+    sandboxHolders() {
+      const holders: SandboxHolder[] = [];
+      for (const session of store.values()) {
+        if (!session.sandbox.active()) continue;
+        holders.push({ principal: session.principal, lastUsedMs: session.lastUsedMs, busy: session.busy, release: () => session.sandbox.release() });
+      }
+      return holders;
+    },
     counts() {
       let sandboxes = 0;
       for (const session of store.values()) if (session.sandbox.current() !== undefined) sandboxes += 1;

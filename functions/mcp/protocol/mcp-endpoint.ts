@@ -5,9 +5,11 @@
  */
 import { isLegacyRequest } from '@modelcontextprotocol/server';
 
+import { ANONYMOUS_PRINCIPAL } from '../http/auth';
 import type { FetchHandler, RequestContext } from '../http/context';
 import { readJsonPost } from '../http/json-body';
 import { jsonRpcError, RPC } from '../http/json-rpc-error';
+import type { CallShare } from './call-share';
 import type { LegacyLane } from './legacy-lane';
 import { readPlainMessage } from './plain-message';
 import { HTTP_PROTOCOL_VERSIONS } from './versions';
@@ -22,10 +24,12 @@ export interface McpEndpointOptions {
   modern: PostLane;
   /** MCP_MAX_BODY_BYTES. */
   maxBodyBytes: number;
+  /** MCP_MAX_CALLS_PER_CREDENTIAL. */
+  calls: CallShare;
 }
 
 /** Creates the endpoint for POST and DELETE on `/mcp`. */
-export function createMcpEndpoint({ legacy, modern, maxBodyBytes }: McpEndpointOptions): FetchHandler {
+export function createMcpEndpoint({ legacy, modern, maxBodyBytes, calls }: McpEndpointOptions): FetchHandler {
   return async (req, ctx) => {
     if (req.method === 'DELETE') {
       if (req.headers.get('mcp-session-id') === null) {
@@ -37,8 +41,19 @@ export function createMcpEndpoint({ legacy, modern, maxBodyBytes }: McpEndpointO
     const post = await readJsonPost(req, maxBodyBytes, ctx);
     if (!post.ok) return post.response;
     noteMessage(post.body, ctx);
-    const isLegacy = isPlainLegacyMessage(req, post.body) || (await isLegacyRequest(req, post.body));
-    return isLegacy ? legacy.handlePost(req, post.body, ctx) : modern.handlePost(req, post.body, ctx);
+    const admitted = calls.admit(post.body, ctx.principal ?? ANONYMOUS_PRINCIPAL);
+    if (admitted instanceof Response) {
+      ctx.log.error_code = 'credential_calls';
+      return admitted;
+    }
+    try {
+      const isLegacy = isPlainLegacyMessage(req, post.body) || (await isLegacyRequest(req, post.body));
+      const response = await (isLegacy ? legacy.handlePost(req, post.body, ctx) : modern.handlePost(req, post.body, ctx));
+      return admitted === undefined ? response : admitted(response);
+    } catch (err: unknown) {
+      admitted?.(new Response(null));
+      throw err;
+    }
   };
 }
 

@@ -3,19 +3,24 @@
  * `createMcpHandler` (the SDK does the revision's header checks, error codes and `server/discover`).
  * There are no sessions: a tool call names its sandbox with a signed handle, bound to the credential;
  * a call without one gets a new sandbox. Sandboxes this instance touched are cached by handle, idle
- * ones are swept (and destroyed) after the idle TTL, and at the cap the least recently used is released.
+ * ones are swept (and destroyed) after the idle TTL, and at the caps an idle one is released as
+ * sessions/fair-share.ts decides (a busy one never is).
  */
 import { createMcpHandler, ProtocolError, ProtocolErrorCode, type ServerContext, type Tool } from '@modelcontextprotocol/server';
 
 import { ANONYMOUS_PRINCIPAL } from '../http/auth';
 import type { RequestContext } from '../http/context';
+import { AppError, isAppError } from '../errors';
+import { jsonRpcError, RPC } from '../http/json-rpc-error';
 import type { Logger } from '../log';
 import { createLazySandbox, type LazySandbox } from '../sandbox/lazy-sandbox';
 import type { SandboxProvider } from '../sandbox/types';
+import { type Holder, makeRoom, type RoomDecision, type SandboxHolder } from '../sessions/fair-share';
 import type { SignedIdCodec } from '../sessions/session-id';
 import type { ToolCatalog } from '../tools';
 import type { PostLane } from './mcp-endpoint';
 import { SSE_KEEP_ALIVE_MS } from './keep-alive';
+import { readPlainMessage } from './plain-message';
 import { takeSandboxArgument, withSandboxArgument, withSandboxHandle } from './sandbox-argument';
 import { createProtocolServer } from './server-factory';
 import { toToolContext } from './tool-context';
@@ -32,6 +37,10 @@ export interface ModernLaneOptions {
   toolTimeoutMaxMs: number;
   /** Sandboxes this instance holds for the modern lane (MCP_MAX_SESSIONS). */
   maxSandboxes: number;
+  /** MCP_MAX_SANDBOXES_PER_CREDENTIAL. */
+  maxSandboxesPerCredential: number;
+  /** The admit hook for a sandbox of `principal` (fair-share.ts `createSandboxAdmission`). @default none */
+  admitSandbox?: (principal: string) => () => void;
   logger: Logger;
   /** @default Date.now */
   now?: () => number;
@@ -44,12 +53,16 @@ export interface ModernLane extends PostLane {
   closeAll(): Promise<void>;
   /** Lets go of every held sandbox, keeping it for its handle to come back to. */
   releaseAll(): Promise<void>;
+  /** The running sandboxes held here, for the credentials' shares. */
+  sandboxHolders(): SandboxHolder[];
 }
 
-interface HeldSandbox {
+interface HeldSandbox extends Holder {
   readonly key: string;
   readonly sandbox: LazySandbox;
   lastUsedMs: number;
+  /** Calls using it now. */
+  calls: number;
 }
 
 /** Creates the modern lane; its tool list is built here, once. */
@@ -62,47 +75,94 @@ export function createModernLane(options: ModernLaneOptions): ModernLane {
   const sweep = (): void => {
     for (const entry of held.values()) {
       if (now() - entry.lastUsedMs <= options.idleTtlMs) break;
+      if (entry.calls > 0) continue; // a call longer than the TTL: its sandbox stays until it ends
       held.delete(entry.key);
       void entry.sandbox.expire(options.idleTtlMs, now()).catch(() => undefined);
     }
   };
 
-  /** The sandbox a call names (or a new one), and the handle to give back. */
+  /** Whether one more held sandbox of `principal` fits, and which to let go for it (fair-share.ts). */
+  const roomFor = (principal: string): RoomDecision<HeldSandbox> =>
+    makeRoom({
+      holders: held.values(),
+      principal,
+      perCredential: { max: options.maxSandboxesPerCredential, setting: 'MCP_MAX_SANDBOXES_PER_CREDENTIAL' },
+      total: { max: options.maxSandboxes, setting: 'MCP_MAX_SESSIONS' },
+      noun: 'sandboxes',
+    });
+
+  /** The key a call's handle names, when it is valid; `undefined` for a call without one. */
+  const keyOf = (handle: unknown, principal: string): string | undefined => {
+    if (handle === undefined) return undefined;
+    const check = typeof handle === 'string' ? ids.verify('sandbox', handle, principal, now()) : ({ ok: false } as const);
+    if (!check.ok) {
+      throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'The "sandbox" handle is not valid for this credential, or it expired; omit it to get a new sandbox.');
+    }
+    return check.key;
+  };
+
+  /** The sandbox a call names (or a new one), and the handle to give back; throws an AppError when there is no room. */
   const resolve = (handle: unknown, principal: string): { entry: HeldSandbox; handle: string } => {
-    let key: string;
-    let resume = true;
-    if (handle === undefined) {
-      const minted = ids.mint('sandbox', principal, now());
-      ({ key, id: handle } = minted);
-      resume = false;
-    } else {
-      const check = typeof handle === 'string' ? ids.verify('sandbox', handle, principal, now()) : ({ ok: false } as const);
-      if (!check.ok) {
-        throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'The "sandbox" handle is not valid for this credential, or it expired; omit it to get a new sandbox.');
-      }
-      key = check.key;
-    }
-    let entry = held.get(key);
+    let key = keyOf(handle, principal);
+    const resume = key !== undefined;
+    let entry = key === undefined ? undefined : held.get(key);
     if (entry === undefined) {
-      if (held.size >= options.maxSandboxes) {
-        const [oldest] = held.values();
-        if (oldest !== undefined) {
-          held.delete(oldest.key);
-          void oldest.sandbox.release().catch(() => undefined);
-        }
+      const decision = roomFor(principal);
+      if (!decision.ok) throw new AppError('capacity', decision.refusal.message, { retryAfterS: decision.refusal.retryAfterS });
+      if (decision.evict !== undefined) {
+        held.delete(decision.evict.key);
+        void decision.evict.sandbox.release().catch(() => undefined);
       }
-      entry = { key, sandbox: createLazySandbox(provider, { sessionKey: key, principal }, { resume }), lastUsedMs: now() };
+      if (key === undefined) ({ key, id: handle } = ids.mint('sandbox', principal, now()));
+      const sandbox = createLazySandbox(provider, { sessionKey: key, principal }, { resume, admit: options.admitSandbox?.(principal) });
+      const created: HeldSandbox = {
+        key,
+        principal,
+        sandbox,
+        lastUsedMs: now(),
+        calls: 0,
+        busy: () => created.calls > 0 || sandbox.current()?.hasRunningBackground() === true,
+      };
+      entry = created;
     }
-    held.delete(key);
+    held.delete(entry.key);
     entry.lastUsedMs = now();
-    held.set(key, entry);
+    held.set(entry.key, entry);
     return { entry, handle: String(handle) };
+  };
+
+  /**
+   * A call that would need a new held sandbox when there is no room is refused before the SDK sees it, with
+   * the status and Retry-After of fair-share.ts; `undefined` lets it through (resolve decides again).
+   */
+  const refusalFor = (body: unknown, principal: string): Response | undefined => {
+    const message = readPlainMessage(body);
+    if (message?.method !== 'tools/call') return undefined;
+    const { handle } = takeSandboxArgument((message.params as { arguments?: unknown } | undefined)?.arguments);
+    let key: string | undefined;
+    try {
+      key = keyOf(handle, principal);
+    } catch {
+      return undefined; // the SDK answers the bad handle
+    }
+    if (key !== undefined && held.has(key)) return undefined;
+    const decision = roomFor(principal);
+    if (decision.ok) return undefined;
+    const { refusal } = decision;
+    return jsonRpcError({ status: refusal.status, code: RPC.SERVER_ERROR, message: refusal.message, headers: { 'retry-after': String(refusal.retryAfterS) }, id: message.id ?? null });
   };
 
   const call = async (name: string, args: unknown, ctx: ServerContext, principal: string) => {
     const { handle, rest } = takeSandboxArgument(args);
-    const resolved = resolve(handle, principal);
+    let resolved: { entry: HeldSandbox; handle: string };
+    try {
+      resolved = resolve(handle, principal);
+    } catch (err: unknown) {
+      if (!isAppError(err)) throw err;
+      return { content: [{ type: 'text' as const, text: err.message }], isError: true };
+    }
     const entry = resolved.entry;
+    entry.calls += 1;
     const result = await catalog.call(
       name,
       rest,
@@ -112,7 +172,9 @@ export function createModernLane(options: ModernLaneOptions): ModernLane {
         expiresAt: () => new Date(entry.lastUsedMs + options.idleTtlMs),
         toolTimeoutMaxMs: options.toolTimeoutMaxMs,
       }),
-    );
+    ).finally(() => {
+      entry.calls -= 1;
+    });
     return withSandboxHandle(result, resolved.handle);
   };
 
@@ -131,6 +193,11 @@ export function createModernLane(options: ModernLaneOptions): ModernLane {
       ctx.log.era = 'modern';
       ctx.log.protocol_version = req.headers.get('mcp-protocol-version')?.slice(0, 16) ?? undefined;
       sweep();
+      const refusal = refusalFor(body, ctx.principal ?? ANONYMOUS_PRINCIPAL);
+      if (refusal !== undefined) {
+        ctx.log.error_code = refusal.status === 429 ? 'credential_share' : 'capacity';
+        return refusal;
+      }
       // The SDK cancels a modern call through the request's signal when the client goes away.
       const request = ctx.signal === undefined ? req : new Request(req, { signal: ctx.signal });
       return handler.fetch(request, { parsedBody: body, authInfo: { token: '', clientId: ctx.principal ?? ANONYMOUS_PRINCIPAL, scopes: [] } });
@@ -140,6 +207,13 @@ export function createModernLane(options: ModernLaneOptions): ModernLane {
       const entries = [...held.values()];
       held.clear();
       await Promise.all(entries.map((entry) => entry.sandbox.kill().catch(() => undefined)));
+    },
+    sandboxHolders() {
+      const holders: SandboxHolder[] = [];
+      for (const entry of held.values()) {
+        if (entry.sandbox.active()) holders.push({ principal: entry.principal, lastUsedMs: entry.lastUsedMs, busy: entry.busy, release: () => entry.sandbox.release() });
+      }
+      return holders;
     },
     async releaseAll() {
       const entries = [...held.values()];

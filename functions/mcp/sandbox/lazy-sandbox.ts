@@ -7,6 +7,8 @@ export interface LazySandbox {
   get(): Promise<Sandbox>;
   /** The sandbox if it exists, without creating it. */
   current(): Sandbox | undefined;
+  /** True while the sandbox exists or is being made (it counts against its credential's share). */
+  active(): boolean;
   /** Kills the sandbox (if any); the next `get()` creates a fresh one. */
   kill(): Promise<void>;
   /** Lets go of the sandbox without destroying it (eviction, shutdown). */
@@ -23,6 +25,11 @@ export interface LazySandbox {
 export interface LazySandboxOptions {
   /** The session existed before (recovered from its signed id): look for its sandbox before creating one. */
   resume?: boolean;
+  /**
+   * Asked, synchronously, before the sandbox is made (or re-attached): may make room by letting another of the
+   * credential's sandboxes go, or throw (an AppError naming the limit) to refuse.
+   */
+  admit?: () => void;
 }
 
 /** The note a recovered session gets when its earlier sandbox is gone. */
@@ -54,6 +61,13 @@ export function createLazySandbox(provider: SandboxProvider, owner: SandboxOwner
         sandbox = undefined;
       }
       if (sandbox !== undefined) return Promise.resolve(sandbox);
+      if (creating === undefined) {
+        try {
+          options.admit?.();
+        } catch (err: unknown) {
+          return Promise.reject(err);
+        }
+      }
       creating ??= obtain().then(
         (created) => {
           sandbox = created;
@@ -68,6 +82,7 @@ export function createLazySandbox(provider: SandboxProvider, owner: SandboxOwner
       return creating;
     },
     current: () => (sandbox?.isGone() === true ? undefined : sandbox),
+    active: () => creating !== undefined || (sandbox !== undefined && !sandbox.isGone()),
     async kill() {
       let existing = sandbox ?? (await creating?.catch(() => undefined));
       // A recovered session that has not touched its sandbox yet still owns one to kill.

@@ -22,7 +22,7 @@ export interface FreshSession {
 
 /**
  * The fresh sessions, least recently used first. With the SDK sessions they count against MCP_MAX_SESSIONS
- * (at the cap the 2025 lane lets the least recently used one go first); idle ones are taken out by the
+ * (at the cap they are let go like the others, by sessions/fair-share.ts); idle ones are taken out by the
  * lane's sweep, which expires them as it expires SDK sessions.
  */
 export class FreshSessions {
@@ -58,14 +58,6 @@ export class FreshSessions {
     return session;
   }
 
-  /** Removes and returns the least recently used session, if any. */
-  takeLeastRecent(): FreshSession | undefined {
-    const oldest = this.#sessions.values().next();
-    if (oldest.done === true) return undefined;
-    this.#sessions.delete(oldest.value.id);
-    return oldest.value;
-  }
-
   /** Removes and returns every session idle for longer than `idleTtlMs`. */
   takeExpired(nowMs: number, idleTtlMs: number): FreshSession[] {
     const expired: FreshSession[] = [];
@@ -75,6 +67,18 @@ export class FreshSessions {
     }
     for (const session of expired) this.#sessions.delete(session.id);
     return expired;
+  }
+
+  /** How many sessions `principal` holds here. */
+  countOf(principal: string): number {
+    let count = 0;
+    for (const session of this.#sessions.values()) if (session.principal === principal) count += 1;
+    return count;
+  }
+
+  /** Every fresh session, least recently used first. */
+  values(): IterableIterator<FreshSession> {
+    return this.#sessions.values();
   }
 
   get size(): number {

@@ -1,5 +1,5 @@
 /**
- * The instance-local session store: a cache with an idle TTL and a cap, swept lazily on requests
+ * The instance-local session store: a cache with an idle TTL, swept lazily on requests
  * (FC freezes timers between requests). Entries are kept in least-recently-used order.
  */
 
@@ -19,8 +19,6 @@ export interface SessionStore<S extends StoredSession> {
   remove(id: string): S | undefined;
   /** Removes and returns every session idle for longer than the TTL. */
   takeExpired(nowMs: number): S[];
-  /** Removes and returns the least recently used session that `evictable` accepts, if any. */
-  evictLeastRecent(evictable: (session: S) => boolean): S | undefined;
   readonly size: number;
   values(): IterableIterator<S>;
 }
@@ -54,15 +52,6 @@ export function createMemorySessionStore<S extends StoredSession>(idleTtlMs: num
       }
       for (const session of expired) sessions.delete(session.id);
       return expired;
-    },
-    evictLeastRecent(evictable) {
-      for (const session of sessions.values()) {
-        if (evictable(session)) {
-          sessions.delete(session.id);
-          return session;
-        }
-      }
-      return undefined;
     },
     get size() {
       return sessions.size;

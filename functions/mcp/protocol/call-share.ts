@@ -1,0 +1,91 @@
+/**
+ * MCP_MAX_CALLS_PER_CREDENTIAL: how many tool calls one credential has in flight at once, on this instance.
+ * A call holds its slot from the moment its request is admitted until its response has been sent or the
+ * client went away; one more is refused with 429 and Retry-After before anything runs.
+ */
+import { jsonRpcError, RPC } from '../http/json-rpc-error';
+import { isObject } from './plain-message';
+
+/** Seconds a client over its share of calls is told to wait. */
+const CALLS_RETRY_AFTER_S = 1;
+
+export interface CallShare {
+  /**
+   * Admits the tool calls in `body` for `principal`: `undefined` when there are none, a 429 response when they
+   * would pass the cap, else a function that hands the response back with the slots released once it is sent.
+   */
+  admit(body: unknown, principal: string): undefined | Response | ((response: Response) => Response);
+  /** Calls in flight for `principal`. */
+  inFlight(principal: string): number;
+}
+
+/** Creates the per-credential call counter. */
+export function createCallShare(maxPerCredential: number): CallShare {
+  const counts = new Map<string, number>();
+  const release = (principal: string, n: number): void => {
+    const left = (counts.get(principal) ?? 0) - n;
+    if (left > 0) counts.set(principal, left);
+    else counts.delete(principal);
+  };
+  return {
+    admit(body, principal) {
+      const calls = countToolCalls(body);
+      if (calls === 0) return undefined;
+      const held = counts.get(principal) ?? 0;
+      if (held + calls > maxPerCredential) {
+        return jsonRpcError({
+          status: 429,
+          code: RPC.SERVER_ERROR,
+          message: `Too many tool calls at once: this credential has ${held} running (MCP_MAX_CALLS_PER_CREDENTIAL=${maxPerCredential}). Retry in ${CALLS_RETRY_AFTER_S} s, once one has finished.`,
+          headers: { 'retry-after': String(CALLS_RETRY_AFTER_S) },
+          id: !Array.isArray(body) && isObject(body) && (typeof body.id === 'string' || typeof body.id === 'number') ? body.id : null,
+        });
+      }
+      counts.set(principal, held + calls);
+      return (response) => whenSent(response, () => release(principal, calls));
+    },
+    inFlight: (principal) => counts.get(principal) ?? 0,
+  };
+}
+
+function countToolCalls(body: unknown): number {
+  const isCall = (message: unknown): boolean => isObject(message) && message.method === 'tools/call';
+  if (Array.isArray(body)) return body.filter(isCall).length;
+  return isCall(body) ? 1 : 0;
+}
+
+/** `response` with `done` called once, when its body has been read to the end, failed, or was cancelled. */
+export function whenSent(response: Response, done: () => void): Response {
+  if (response.body === null) {
+    done();
+    return response;
+  }
+  let finished = false;
+  const finish = (): void => {
+    if (finished) return;
+    finished = true;
+    done();
+  };
+  const reader = response.body.getReader();
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const chunk = await reader.read();
+        if (chunk.done) {
+          finish();
+          controller.close();
+        } else {
+          controller.enqueue(chunk.value);
+        }
+      } catch (err: unknown) {
+        finish();
+        controller.error(err);
+      }
+    },
+    async cancel(reason) {
+      finish();
+      await reader.cancel(reason);
+    },
+  });
+  return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+}
