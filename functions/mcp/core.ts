@@ -77,6 +77,7 @@ export function createCoreApp({ config, logger, verifier, policy, ids, fresh, st
     provider,
     maxSessions: config.maxSessions,
     maxSessionsPerCredential: config.perCredential.sessions,
+    maxAgeMs: config.sessionMaxAgeS * 1000,
     admitSandbox,
     ...limits,
     logger,

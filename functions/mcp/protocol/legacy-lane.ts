@@ -36,6 +36,8 @@ export interface LegacyLaneOptions {
   admitSandbox?: (principal: string) => () => void;
   /** MCP_SESSION_IDLE_TTL_S in milliseconds. */
   idleTtlMs: number;
+  /** MCP_SESSION_MAX_AGE_S in milliseconds: how long an ended id's tombstone must hold. */
+  maxAgeMs: number;
   /** MCP_TOOL_TIMEOUT_MAX_S in milliseconds. */
   toolTimeoutMaxMs: number;
   logger: Logger;
@@ -78,10 +80,17 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
 
   const ended = new RecentSet(ENDED_IDS_REMEMBERED);
 
+  /** Ends the id on every instance (the backend keeps a tombstone) for as long as it could be valid. */
+  const recordEnded = (session: LegacySession): Promise<void> =>
+    options.provider.recordEnded(session.sandbox.owner, now() + options.maxAgeMs).catch((err: unknown) => {
+      logger.error('session tombstone not recorded: another instance could revive the id', { session: session.tag, error: err instanceof Error ? err.message : 'unknown' });
+    });
+
   const close = async (session: LegacySession, reason: string): Promise<void> => {
     store.remove(session.id);
     ended.add(session.tag);
     try {
+      await recordEnded(session);
       await session.close();
       logger.info('session closed', { session: session.tag, reason });
     } catch (err: unknown) {
@@ -93,7 +102,10 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
     try {
       // Without affinity another instance may serve this session now: then only let go here.
       const destroyed = await session.expire(options.idleTtlMs, now());
-      if (destroyed) ended.add(session.tag);
+      if (destroyed) {
+        ended.add(session.tag);
+        await recordEnded(session);
+      }
       logger.info(destroyed ? 'session closed' : 'session released', { session: session.tag, reason: destroyed ? 'idle_expired' : 'idle_here_used_elsewhere' });
     } catch (err: unknown) {
       logger.error('session expiry failed', { session: session.tag, error: err instanceof Error ? err.message : 'unknown' });
@@ -203,6 +215,11 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
     const check = options.ids.verify('session', id, principal, now());
     if (!check.ok) {
       ctx.log.error_code = `session_${check.reason}`;
+      return undefined;
+    }
+    if (await options.provider.hasEnded({ sessionKey: check.key, principal }, now())) {
+      ended.add(tag);
+      ctx.log.error_code = 'session_ended';
       return undefined;
     }
     const refusal = makeRoomFor(principal, ctx);

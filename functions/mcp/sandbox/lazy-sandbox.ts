@@ -3,6 +3,8 @@ import type { Sandbox, SandboxOwner, SandboxProvider } from './types';
 
 /** The handle tools get: the sandbox, created when a tool first needs it. */
 export interface LazySandbox {
+  /** Whom the sandbox belongs to. */
+  readonly owner: SandboxOwner;
   /** The sandbox, creating (or re-attaching) it if needed. */
   get(): Promise<Sandbox>;
   /** The sandbox if it exists, without creating it. */
@@ -54,6 +56,7 @@ export function createLazySandbox(provider: SandboxProvider, owner: SandboxOwner
   };
 
   return {
+    owner,
     get() {
       if (sandbox?.isGone() === true) {
         // Best effort: if only the path to it failed, the old one would otherwise run on until its lease ends.

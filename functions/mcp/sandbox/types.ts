@@ -231,4 +231,11 @@ export interface SandboxProvider {
   create(owner: SandboxOwner): Promise<Sandbox>;
   /** Finds the existing sandbox of `owner` by its tag and re-attaches it; `undefined` when there is none. */
   attach(owner: SandboxOwner): Promise<Sandbox | undefined>;
+  /**
+   * Records that `owner`'s session ended for good (DELETE, or expiry that destroyed its sandbox), so that no
+   * instance revives its id before `untilMs`; kept where the backend's instances all look (the local root).
+   */
+  recordEnded(owner: SandboxOwner, untilMs: number): Promise<void>;
+  /** True when `owner`'s session ended for good, as recorded by any instance. */
+  hasEnded(owner: SandboxOwner, nowMs: number): Promise<boolean>;
 }

@@ -87,6 +87,11 @@ export function createE2BSandboxProvider(options: E2BProviderOptions): SandboxPr
         throw toE2BAppError(err, loaded.errors, { operation: 'creating the sandbox', template: config.template, apiKey: config.apiKey });
       }
     },
+    // E2B keeps nothing an instance could record an ended session in: metadata is fixed at creation, and a
+    // killed sandbox is listed nowhere. An ended id is refused by the instance that ended it (legacy-lane.ts);
+    // replayed elsewhere, it gets a fresh, empty sandbox, for the same credential only (README, Security notes).
+    recordEnded: async () => undefined,
+    hasEnded: async () => false,
     async attach(owner: SandboxOwner): Promise<Sandbox | undefined> {
       sdk ??= loadSdk();
       const loaded = await sdk;

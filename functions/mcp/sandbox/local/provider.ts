@@ -12,6 +12,7 @@ import { type BwrapHardening, DEFAULT_PROCESS_LIMITS, type HostTools, NO_HARDENI
 import { LocalSandbox } from './local-sandbox';
 import { PROBE_UID } from './sandbox-users';
 import { seccompProgram } from './seccomp';
+import { hasTombstone, writeTombstone } from './tombstones';
 import { createWorkspace, toWorkspaceName } from './workspace';
 
 export interface LocalProviderOptions {
@@ -152,6 +153,8 @@ export function createLocalSandboxProvider({
       );
       return exists ? open(sessionKey, true) : undefined;
     },
+    recordEnded: ({ sessionKey }, untilMs) => writeTombstone(config.root, toWorkspaceName(sessionKey), untilMs),
+    hasEnded: ({ sessionKey }, nowMs) => hasTombstone(config.root, toWorkspaceName(sessionKey), nowMs),
   };
 }
 
