@@ -9,7 +9,9 @@ import { join } from 'node:path';
 import { createSandboxProvider } from '../../functions/mcp/sandbox/create-provider';
 import { hasTombstone, sweepTombstones, writeTombstone } from '../../functions/mcp/sandbox/local/tombstones';
 import { createFakeClock } from '../support/fake-clock';
-import { createHarness, type Harness } from '../support/harness';
+import { createHarness, type Harness, type HarnessOptions } from '../support/harness';
+
+type SandboxDeps = Parameters<NonNullable<HarnessOptions['sandboxes']>>[0];
 import { errorOf, rpc } from '../support/raw-session';
 import { makeSandboxRoot, workspacesIn } from '../support/server';
 
@@ -25,7 +27,7 @@ const instances = (): [Harness, Harness] => {
   const options = {
     clock,
     env: { SANDBOX_BACKEND: 'local', LOCAL_SANDBOX_ROOT: root, LOCAL_SANDBOX_ISOLATION: 'none', MCP_SESSION_IDLE_TTL_S: String(TTL_S) },
-    sandboxes: ({ config, logger, clock: c }: Parameters<NonNullable<Parameters<typeof createHarness>[0]>['sandboxes']>[0]) => createSandboxProvider(config, logger, c),
+    sandboxes: ({ config, logger, clock: c }: SandboxDeps) => createSandboxProvider(config, logger, c),
   };
   return [createHarness(options), createHarness(options)];
 };
