@@ -117,7 +117,8 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
 
   const sweep = (): void => {
     const nowMs = now();
-    const idle = store.takeExpired(nowMs);
+    // A session whose call runs on past the TTL stays until the call ends (its sandbox is in use).
+    const idle = store.takeExpired(nowMs, (session) => session.inCall());
     // Sessions held as data expire the same way (their sandbox, if another instance made one, is judged).
     for (const fresh of options.fresh?.takeExpired(nowMs, options.idleTtlMs) ?? []) idle.push(open(fresh.principal, fresh.id, fresh.key, true));
     for (const session of idle) {
@@ -172,6 +173,7 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
       toolTimeoutMaxMs: options.toolTimeoutMaxMs,
       onInitialized: (s) => store.add(s),
       onDeleted: (s) => close(s, 'deleted'),
+      onCallEnded: (s) => store.touch(s.id, now()),
     });
   };
 

@@ -30,6 +30,8 @@ export interface LegacySession extends StoredSession {
   readonly sandbox: LazySandbox;
   /** True while a tool call or a background process runs: such a session is not evicted. */
   readonly busy: () => boolean;
+  /** True while a tool call runs: such a session does not expire either. */
+  readonly inCall: () => boolean;
   /** The version negotiated in `initialize`, once it has been answered. */
   protocolVersion(): string | undefined;
   /** Closes the transport and kills the sandbox. */
@@ -54,6 +56,8 @@ export interface OpenLegacySessionOptions {
   onInitialized: (session: LegacySession) => void;
   /** Called when the client sent DELETE; the DELETE is answered once this settles. */
   onDeleted: (session: LegacySession) => Promise<void>;
+  /** Called when a tool call ended: the session counts as used then (its idle time starts). */
+  onCallEnded: (session: LegacySession) => void;
 }
 
 /** Builds a session around a fresh transport whose id generator returns the pre-minted `id`. */
@@ -77,6 +81,7 @@ export function openLegacySession(options: OpenLegacySessionOptions): LegacySess
         return await run();
       } finally {
         calls -= 1;
+        options.onCallEnded(session);
       }
     },
   });
@@ -89,6 +94,7 @@ export function openLegacySession(options: OpenLegacySessionOptions): LegacySess
     transport,
     sandbox,
     busy: () => calls > 0 || sandbox.current()?.hasRunningBackground() === true,
+    inCall: () => calls > 0,
     protocolVersion: () => server.getNegotiatedProtocolVersion(),
     // The sandbox stops first: a call still running then ends with a result instead of a cut stream.
     async close() {

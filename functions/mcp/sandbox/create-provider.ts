@@ -6,6 +6,9 @@ import { createE2BSandboxProvider } from './e2b/provider';
 import { createLocalSandboxProvider } from './local/provider';
 import type { SandboxProvider } from './types';
 
+/** Slack on top of the idle TTL and the longest call before an unused local workspace is deleted (clocks, marker writes). */
+const STALE_MARGIN_MS = 60_000;
+
 /** A provider and the promise of its readiness (start-up probes run off the request path). */
 export interface SelectedProvider {
   provider: SandboxProvider;
@@ -19,6 +22,8 @@ export function createSandboxProvider(config: Config, logger: Logger, clock?: Cl
     const provider = createE2BSandboxProvider({ config: config.e2b, idleTtlMs: config.sessionIdleTtlS * 1000, logger, clock });
     return { provider, ready: async () => undefined };
   }
-  const provider = createLocalSandboxProvider({ config: config.local, logger, clock });
+  // A session unused for the idle TTL has ended on every instance; a call may still run the longest tool timeout.
+  const staleAfterMs = (config.sessionIdleTtlS + config.toolTimeoutMaxS) * 1000 + STALE_MARGIN_MS;
+  const provider = createLocalSandboxProvider({ config: config.local, logger, clock, staleAfterMs });
   return { provider, ready: provider.ready };
 }

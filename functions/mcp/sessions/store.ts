@@ -17,8 +17,10 @@ export interface SessionStore<S extends StoredSession> {
   add(session: S): void;
   /** Removes and returns the session. */
   remove(id: string): S | undefined;
-  /** Removes and returns every session idle for longer than the TTL. */
-  takeExpired(nowMs: number): S[];
+  /** Removes and returns every session idle for longer than the TTL, except those `keep` holds on to (a call running). */
+  takeExpired(nowMs: number, keep?: (session: S) => boolean): S[];
+  /** Marks the session used at `nowMs` (a call that ended), if it is held. */
+  touch(id: string, nowMs: number): void;
   readonly size: number;
   values(): IterableIterator<S>;
 }
@@ -39,16 +41,23 @@ export function createMemorySessionStore<S extends StoredSession>(idleTtlMs: num
     add(session) {
       sessions.set(session.id, session);
     },
+    touch(id, nowMs) {
+      const session = sessions.get(id);
+      if (session === undefined) return;
+      session.lastUsedMs = Math.max(session.lastUsedMs, nowMs);
+      sessions.delete(id);
+      sessions.set(id, session);
+    },
     remove(id) {
       const session = sessions.get(id);
       sessions.delete(id);
       return session;
     },
-    takeExpired(nowMs) {
+    takeExpired(nowMs, keep) {
       const expired: S[] = [];
       for (const session of sessions.values()) {
         if (nowMs - session.lastUsedMs <= idleTtlMs) break;
-        expired.push(session);
+        if (keep?.(session) !== true) expired.push(session);
       }
       for (const session of expired) sessions.delete(session.id);
       return expired;

@@ -106,7 +106,12 @@ export class LocalSandbox implements Sandbox {
   private touch(): void {
     this.touchedMs = this.options.clock.now();
     const now = new Date(this.touchedMs);
-    void utimes(this.usedMarker, now, now).catch(() => writeFile(this.usedMarker, '').catch(() => undefined));
+    // Dated by the clock even when first written (the sweep compares it with the clock: workspace-sweep.ts).
+    void utimes(this.usedMarker, now, now).catch(() =>
+      writeFile(this.usedMarker, '')
+        .then(() => utimes(this.usedMarker, now, now))
+        .catch(() => undefined),
+    );
   }
 
   private get usedMarker(): string {

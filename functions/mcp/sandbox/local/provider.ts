@@ -13,6 +13,7 @@ import { LocalSandbox } from './local-sandbox';
 import { PROBE_UID } from './sandbox-users';
 import { seccompProgram } from './seccomp';
 import { hasTombstone, writeTombstone } from './tombstones';
+import { createWorkspaceJanitor } from './workspace-sweep';
 import { createWorkspace, toWorkspaceName } from './workspace';
 
 export interface LocalProviderOptions {
@@ -25,6 +26,11 @@ export interface LocalProviderOptions {
   clock?: Clock;
   /** bwrap, prlimit and setpriv. @default found on this host */
   tools?: HostTools;
+  /**
+   * A workspace unused for longer than this (the idle TTL plus the longest tool call) and not open here is
+   * deleted (workspace-sweep.ts). @default never
+   */
+  staleAfterMs?: number;
 }
 
 export interface LocalSandboxProvider extends SandboxProvider {
@@ -40,7 +46,9 @@ export function createLocalSandboxProvider({
   limits = DEFAULT_PROCESS_LIMITS,
   clock = SYSTEM_CLOCK,
   tools = findHostTools(),
+  staleAfterMs,
 }: LocalProviderOptions): LocalSandboxProvider {
+  const janitor = staleAfterMs === undefined ? undefined : createWorkspaceJanitor({ root: config.root, staleAfterMs, now: () => clock.now(), logger });
   // As root, each sandbox runs as its own unprivileged user: rlimits then hold and sessions cannot reach each other.
   const dropPrivileges = process.getuid?.() === 0 && tools.setpriv !== undefined;
   let isolation: 'bwrap' | 'none' | undefined;
@@ -95,6 +103,8 @@ export function createLocalSandboxProvider({
           logger.error('sandbox users cannot reach LOCAL_SANDBOX_ROOT', { path: rootProblem });
         }
       }
+      // Leftovers of earlier processes that no session can come back for.
+      janitor?.maybeSweep();
     })();
     return probe;
   };
@@ -119,6 +129,11 @@ export function createLocalSandboxProvider({
     if (rootProblem !== undefined) {
       throw new AppError('sandbox_error', `The sandbox users cannot enter ${rootProblem}: run chmod o+x on it (LOCAL_SANDBOX_ROOT and its parents must be searchable).`);
     }
+    const name = toWorkspaceName(sessionKey);
+    return janitor === undefined ? make(sessionKey, resumed) : janitor.track(name, () => make(sessionKey, resumed));
+  };
+
+  const make = async (sessionKey: string, resumed: boolean): Promise<Sandbox> => {
     const mode = isolation === 'bwrap' ? 'bwrap' : 'none';
     const workspace = await createWorkspace({ root: config.root, sessionKey, virtualHome: mode === 'bwrap', sandboxUser: dropPrivileges }).catch((err: unknown) => {
       throw new AppError('sandbox_error', `Could not create the sandbox workspace under LOCAL_SANDBOX_ROOT (${config.root}).`, { cause: err });
@@ -145,8 +160,14 @@ export function createLocalSandboxProvider({
       const usable = isolation !== undefined && refusal === undefined && rootProblem === undefined && !(config.isolation === 'bwrap' && isolation !== 'bwrap');
       return { backend: 'local', ready: usable, isolation: isolation ?? 'probing', detail: refusal ?? detail, limits: sandboxLimits() };
     },
-    create: ({ sessionKey }: SandboxOwner) => open(sessionKey, false),
+    create: ({ sessionKey }: SandboxOwner) => {
+      janitor?.maybeSweep();
+      return open(sessionKey, false);
+    },
     async attach({ sessionKey }: SandboxOwner): Promise<Sandbox | undefined> {
+      janitor?.maybeSweep();
+      // Unused past the idle TTL, its session has ended everywhere: a session that comes back starts afresh.
+      if ((await janitor?.removeIfStale(toWorkspaceName(sessionKey))) === true) return undefined;
       const exists = await stat(join(config.root, toWorkspaceName(sessionKey))).then(
         (info) => info.isDirectory(),
         () => false,

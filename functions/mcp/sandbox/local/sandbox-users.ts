@@ -48,6 +48,11 @@ async function readRecord(record: string): Promise<number | undefined> {
   return Number.isInteger(uid) && uid >= UID_BASE && uid < UID_BASE + UID_SPAN ? uid : undefined;
 }
 
+/** The uid recorded in the workspace in `dir`, if any. */
+export function recordedUid(dir: string): Promise<number | undefined> {
+  return readRecord(join(dir, 'uid'));
+}
+
 /**
  * The uid of the workspace in `dir` (server-owned): the one recorded there, or a fresh one, claimed and
  * recorded. When two instances make the same workspace at once, the first record wins and the other claim

@@ -67,7 +67,7 @@ export async function createWorkspace({ root, sessionKey, virtualHome, sandboxUs
 }
 
 /** Deletes the workspace and everything in it, and gives its user back (once nothing runs as it any more). */
-export async function removeWorkspace(ws: Workspace): Promise<void> {
+export async function removeWorkspace(ws: Pick<Workspace, 'dir' | 'owner'>): Promise<void> {
   await rm(ws.dir, { recursive: true, force: true, maxRetries: 3 });
   if (ws.owner !== undefined) await releaseUid(dirname(ws.dir), ws.owner.uid);
 }
