@@ -33,6 +33,11 @@ export interface LocalSandboxConfig {
   readonly allowNetwork: boolean;
   /** LOCAL_SANDBOX_PYTHON: the interpreter for run_code. @default 'python3' */
   readonly python: string;
+  /**
+   * LOCAL_SANDBOX_DISK_MB in bytes: the size of each new workspace's disk image, which holds all its files
+   * (sandbox/local/workspace-disk.ts); 0 or absent: no disk limit, on purpose. @default 1 GiB
+   */
+  readonly diskBytes?: number;
   /** Paths that must never be visible inside the sandbox (the token file). */
   readonly hiddenPaths: readonly string[];
   /**
@@ -205,6 +210,9 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): Config {
       problems.push(`MCP_AUTH_TOKEN_FILE is readable by every user, and with LOCAL_SANDBOX_ISOLATION=none sandbox code could read it: chmod 600 ${tokenFile}`);
     }
   }
+  const diskMb = int('LOCAL_SANDBOX_DISK_MB', 1024, 0, 1_048_576);
+  // Smaller, an ext4 image holds little but its own metadata.
+  if (diskMb > 0 && diskMb < 16) problems.push(`LOCAL_SANDBOX_DISK_MB must be 0 (no disk limit) or from 16 to 1048576 (got "${env.LOCAL_SANDBOX_DISK_MB}")`);
   const root = env.LOCAL_SANDBOX_ROOT?.trim() || tmpdir();
   if (!isAbsolute(root)) problems.push(`LOCAL_SANDBOX_ROOT must be an absolute path (got "${root}")`);
   const network = env.LOCAL_SANDBOX_NETWORK?.trim() || 'off';
@@ -256,6 +264,7 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): Config {
     sandboxBackend: backend === 'e2b' ? 'e2b' : 'local',
     local: {
       root,
+      diskBytes: diskMb * 2 ** 20,
       isolation: isolation === 'bwrap' || isolation === 'none' ? isolation : 'auto',
       allowNetwork: network === 'on',
       python: env.LOCAL_SANDBOX_PYTHON?.trim() || 'python3',

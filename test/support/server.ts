@@ -76,6 +76,9 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sta
     PORT: String(options.port ?? 0),
     LOCAL_SANDBOX_ROOT: sandboxRoot,
     LOG_LEVEL: 'info',
+    // Workspaces on disk images stay mounted when a server stops (their files are kept for the next one), and a
+    // mount under the root would stop its removal: only the disk-limit tests, which unmount what they made, turn them on.
+    LOCAL_SANDBOX_DISK_MB: '0',
     ...options.env,
   };
   const child = spawn(options.node ?? process.execPath, [options.bundle ?? BUNDLE], { env, cwd: options.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -154,7 +157,7 @@ export async function stopAllServers(): Promise<void> {
 export function runServerToExit(env: Record<string, string>, timeoutMs = 30_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolveRun, reject) => {
     const child = spawn(process.execPath, [BUNDLE], {
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', PORT: '0', ...env },
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', PORT: '0', LOCAL_SANDBOX_DISK_MB: '0', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';

@@ -44,6 +44,16 @@ export interface RunCommandResult {
   readonly timedOut: boolean;
   readonly cancelled: boolean;
   readonly durationMs: number;
+  /** Set when the sandbox's disk was full (or nearly) after the call. */
+  readonly diskFull?: DiskFull;
+}
+
+/** The sandbox's files reached its disk limit. */
+export interface DiskFull {
+  /** The sandbox's disk limit. */
+  readonly limitBytes: number;
+  /** What the model is told: the limit, the setting that chooses it (LOCAL_SANDBOX_DISK_MB), and what to do. */
+  readonly note: string;
 }
 
 export type CodeLanguage = 'python' | 'javascript' | 'typescript' | 'bash' | 'r' | 'java';

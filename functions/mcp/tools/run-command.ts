@@ -25,6 +25,10 @@ const Output = z.object({
   timed_out: z.boolean(),
   duration_ms: z.number().int(),
   process_id: z.string().nullable().describe('Set for background: true; pass it to manage_process.'),
+  disk_full: z
+    .object({ disk_limit_bytes: z.number().int().describe("The sandbox's disk limit.") })
+    .optional()
+    .describe("Present when the sandbox's disk was full (or nearly) after the command: writes fail with ENOSPC until files are deleted."),
 });
 
 export const runCommandTool = defineTool({
@@ -64,7 +68,7 @@ export const runCommandTool = defineTool({
         : result.exitCode === null
           ? `Killed by ${result.signal ?? 'a signal'}.`
           : `Exit code ${result.exitCode}.`;
-    const text = [status, renderStream('stdout', result.stdout), renderStream('stderr', result.stderr)].filter(Boolean).join('\n');
+    const text = [status, result.diskFull?.note, renderStream('stdout', result.stdout), renderStream('stderr', result.stderr)].filter(Boolean).join('\n');
     return {
       text,
       isError: result.timedOut || result.cancelled,
@@ -77,6 +81,7 @@ export const runCommandTool = defineTool({
         timed_out: result.timedOut,
         duration_ms: result.durationMs,
         process_id: null,
+        ...(result.diskFull === undefined ? {} : { disk_full: { disk_limit_bytes: result.diskFull.limitBytes } }),
       },
     };
   },

@@ -13,9 +13,10 @@ import { AppError, toErrnoCode } from '../../errors';
 import type { FileEntry, ListFilesRequest, ListFilesResult, ReadFileResult } from '../types';
 import { inside, locate, type OpenDir } from './beneath';
 import { toWorkspacePath, type Workspace } from './workspace';
+import { diskFullLead } from './workspace-disk';
 
-/** Translates a file-system error into a message the model can act on. */
-export function toFileError(err: unknown, shownPath: string): AppError {
+/** Translates a file-system error into a message the model can act on (`diskLimitBytes`: the workspace's disk limit, if any). */
+export function toFileError(err: unknown, shownPath: string, diskLimitBytes?: number): AppError {
   if (err instanceof AppError) return err;
   const code = toErrnoCode(err) ?? '';
   switch (code) {
@@ -32,6 +33,9 @@ export function toFileError(err: unknown, shownPath: string): AppError {
       return new AppError('invalid_input', `Permission denied: ${shownPath}`, { cause: err });
     case 'ENOSPC':
     case 'EDQUOT':
+      if (diskLimitBytes !== undefined) {
+        return new AppError('sandbox_error', `${diskFullLead(diskLimitBytes)}; delete files (in the working directory or /tmp) and retry.`, { cause: err });
+      }
       return new AppError('sandbox_error', 'The sandbox is out of disk space; delete files and retry.', { cause: err });
     default:
       return new AppError('sandbox_error', `File operation on ${shownPath} failed (${code || 'unknown error'}).`, { cause: err });
@@ -71,7 +75,7 @@ export async function readWorkspaceFile(ws: Workspace, path: string, maxBytes: n
       await at.parent.handle.close();
     }
   } catch (err: unknown) {
-    throw toFileError(err, shown);
+    throw toFileError(err, shown, ws.diskLimitBytes);
   }
 }
 
@@ -97,9 +101,9 @@ export async function writeWorkspaceFile(ws: Workspace, path: string, data: Buff
         handle = await open(file, constants.O_WRONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
       }
       try {
-        if (!(await handle.stat()).isFile()) throw new AppError('invalid_input', `${shown} is not a regular file.`);
-        await handle.truncate(0);
-        await handle.writeFile(data);
+        const info = await handle.stat();
+        if (!info.isFile()) throw new AppError('invalid_input', `${shown} is not a regular file.`);
+        await replaceContent(handle, info.size, data);
         if (created && ws.owner !== undefined) await handle.chown(ws.owner.uid, ws.owner.gid);
       } catch (err: unknown) {
         // A file this call created and could not fill (a full disk) is not left behind half written.
@@ -113,7 +117,32 @@ export async function writeWorkspaceFile(ws: Workspace, path: string, data: Buff
       await at.parent.handle.close();
     }
   } catch (err: unknown) {
-    throw toFileError(err, shown);
+    throw toFileError(err, shown, ws.diskLimitBytes);
+  }
+}
+
+/**
+ * Makes a file of `oldSize` bytes hold `data`, so that a full disk leaves it as it was: the part past the old end
+ * is written first (only it needs new blocks; on ENOSPC the file is cut back to its old size), then the old
+ * part is overwritten in place, then the file is cut to its new length.
+ */
+async function replaceContent(handle: FileHandle, oldSize: number, data: Buffer): Promise<void> {
+  if (data.length > oldSize) {
+    try {
+      await writeAt(handle, data.subarray(oldSize), oldSize);
+    } catch (err: unknown) {
+      await handle.truncate(oldSize).catch(() => undefined);
+      throw err;
+    }
+  }
+  await writeAt(handle, data.subarray(0, Math.min(oldSize, data.length)), 0);
+  await handle.truncate(data.length);
+}
+
+async function writeAt(handle: FileHandle, data: Buffer, position: number): Promise<void> {
+  for (let done = 0; done < data.length; ) {
+    const { bytesWritten } = await handle.write(data, done, data.length - done, position + done);
+    done += bytesWritten;
   }
 }
 
@@ -139,7 +168,7 @@ export async function listWorkspaceFiles(ws: Workspace, req: ListFilesRequest): 
       }
     }
   } catch (err: unknown) {
-    throw toFileError(toErrnoCode(err) === 'ENOTDIR' ? new AppError('invalid_input', `${shown} is not a directory; use read_file to read it.`) : err, shown);
+    throw toFileError(toErrnoCode(err) === 'ENOTDIR' ? new AppError('invalid_input', `${shown} is not a directory; use read_file to read it.`) : err, shown, ws.diskLimitBytes);
   }
   const entries: FileEntry[] = [];
   let truncated = false;

@@ -30,6 +30,7 @@ import { buildLaunch, type BwrapHardening, type HostTools, type LaunchSpec, type
 import { runProcess } from './process-group';
 import { PythonKernel } from './python-kernel';
 import { removeWorkspace, resolveInWorkspace, type Workspace } from './workspace';
+import { diskFullAfterCall } from './workspace-disk';
 
 export interface LocalSandboxOptions {
   id: string;
@@ -119,6 +120,13 @@ export class LocalSandbox implements Sandbox {
   }
 
   async runCommand(req: RunCommandRequest): Promise<RunCommandResult> {
+    const result = await this.runCommandOnly(req);
+    // After every command, not only failed ones (`cmd; true` hides a write that failed): one statfs, no process.
+    const diskFull = await diskFullAfterCall(this.options.workspace.dir, this.options.workspace.diskLimitBytes);
+    return diskFull === undefined ? result : { ...result, diskFull };
+  }
+
+  private async runCommandOnly(req: RunCommandRequest): Promise<RunCommandResult> {
     this.assertAlive();
     const cwd = await this.resolveCwd(req.cwd);
     return runProcess({

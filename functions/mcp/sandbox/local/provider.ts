@@ -15,6 +15,7 @@ import { seccompProgram } from './seccomp';
 import { hasTombstone, writeTombstone } from './tombstones';
 import { createWorkspaceJanitor } from './workspace-sweep';
 import { createWorkspace, toWorkspaceName } from './workspace';
+import { PROBING_DISKS, setUpWorkspaceDisks, type WorkspaceDisks } from './workspace-disk';
 
 export interface LocalProviderOptions {
   config: LocalSandboxConfig;
@@ -59,9 +60,13 @@ export function createLocalSandboxProvider({
   let refusal: string | undefined;
   let hiddenPaths = config.hiddenPaths;
   let hardening: BwrapHardening = NO_HARDENING;
+  /** The disk limit of new workspaces (LOCAL_SANDBOX_DISK_MB), once the probe found that images work here. */
+  let disks: WorkspaceDisks = PROBING_DISKS;
 
   const ready = (): Promise<void> => {
     probe ??= (async () => {
+      // Side by side with the other probes: a tiny image is formatted, mounted and unmounted (~40 ms).
+      const disksFound = setUpWorkspaceDisks(config.root, config.diskBytes, logger);
       if (config.isolation === 'none') {
         isolation = 'none';
         detail = 'isolation off (LOCAL_SANDBOX_ISOLATION=none)';
@@ -103,6 +108,7 @@ export function createLocalSandboxProvider({
           logger.error('sandbox users cannot reach LOCAL_SANDBOX_ROOT', { path: rootProblem });
         }
       }
+      disks = await disksFound;
       // Leftovers of earlier processes that no session can come back for.
       janitor?.maybeSweep();
     })();
@@ -116,7 +122,7 @@ export function createLocalSandboxProvider({
       memory: none,
       processes: dropPrivileges && tools.prlimit !== undefined ? { value: limits.maxProcesses, enforcedBy: 'rlimit' } : none,
       cpu: none,
-      disk: none,
+      disk: disks.limit,
     };
   };
 
@@ -135,7 +141,7 @@ export function createLocalSandboxProvider({
 
   const make = async (sessionKey: string, resumed: boolean): Promise<Sandbox> => {
     const mode = isolation === 'bwrap' ? 'bwrap' : 'none';
-    const workspace = await createWorkspace({ root: config.root, sessionKey, virtualHome: mode === 'bwrap', sandboxUser: dropPrivileges }).catch((err: unknown) => {
+    const workspace = await createWorkspace({ root: config.root, sessionKey, virtualHome: mode === 'bwrap', sandboxUser: dropPrivileges, diskBytes: disks.limitBytes }).catch((err: unknown) => {
       throw new AppError('sandbox_error', `Could not create the sandbox workspace under LOCAL_SANDBOX_ROOT (${config.root}).`, { cause: err });
     });
     return new LocalSandbox({

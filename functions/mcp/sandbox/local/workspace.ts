@@ -9,6 +9,7 @@ import { dirname, isAbsolute, join, posix, relative, sep } from 'node:path';
 
 import { AppError, toErrnoCode } from '../../errors';
 import { releaseUid, workspaceUid } from './sandbox-users';
+import { openWorkspaceDisk, removeWorkspaceDisk } from './workspace-disk';
 
 /** Where a session's files live on the host. */
 export interface Workspace {
@@ -22,6 +23,8 @@ export interface Workspace {
   readonly workdir: string;
   /** Owner of the files when the server drops privileges for the sandbox; `undefined` otherwise. */
   readonly owner: { uid: number; gid: number } | undefined;
+  /** The size of the disk image `dir` is mounted from: the limit on all the workspace's files (workspace-disk.ts); absent when none holds. */
+  readonly diskLimitBytes?: number;
 }
 
 /** The working directory's path inside a bubblewrap sandbox. */
@@ -39,17 +42,23 @@ export interface CreateWorkspaceOptions {
   virtualHome: boolean;
   /** True when the sandbox runs as a user of its own (the server is root): allocated in sandbox-users.ts. */
   sandboxUser: boolean;
+  /** The size of a new workspace's disk image (LOCAL_SANDBOX_DISK_MB, when images work here); absent: a plain directory. */
+  diskBytes?: number;
 }
 
 /**
  * Creates (or re-opens) the workspace of `sessionKey`. Its directory stays the server's (mode 0711) so
  * that the sandbox user cannot replace `home` or `tmp` with a symlink; those two are the sandbox user's, 0700.
+ * With `diskBytes`, a new workspace's directory is the root of a disk image of that size; an image made
+ * earlier is mounted again whatever `diskBytes` is (workspace-disk.ts).
  */
-export async function createWorkspace({ root, sessionKey, virtualHome, sandboxUser }: CreateWorkspaceOptions): Promise<Workspace> {
+export async function createWorkspace({ root, sessionKey, virtualHome, sandboxUser, diskBytes }: CreateWorkspaceOptions): Promise<Workspace> {
   const dir = join(root, toWorkspaceName(sessionKey));
   const home = join(dir, 'home');
   const tmp = join(dir, 'tmp');
   await mkdir(dir, { recursive: true, mode: 0o711 });
+  // Before anything is put in it: the uid record, home and tmp live on the image.
+  const diskLimitBytes = await openWorkspaceDisk(dir, diskBytes);
   const uid = sandboxUser ? await workspaceUid(root, dir) : undefined;
   const owner = uid === undefined ? undefined : { uid, gid: uid };
   for (const path of [home, tmp]) {
@@ -63,11 +72,15 @@ export async function createWorkspace({ root, sessionKey, virtualHome, sandboxUs
       await handle.close();
     }
   }
-  return { dir, home, tmp, workdir: virtualHome ? BWRAP_WORKDIR : home, owner };
+  return { dir, home, tmp, workdir: virtualHome ? BWRAP_WORKDIR : home, owner, ...(diskLimitBytes === undefined ? {} : { diskLimitBytes }) };
 }
 
-/** Deletes the workspace and everything in it, and gives its user back (once nothing runs as it any more). */
+/**
+ * Deletes the workspace and everything in it (its disk image unmounted and deleted, when it has one), and gives
+ * its user back (once nothing runs as it any more).
+ */
 export async function removeWorkspace(ws: Pick<Workspace, 'dir' | 'owner'>): Promise<void> {
+  await removeWorkspaceDisk(ws.dir);
   await rm(ws.dir, { recursive: true, force: true, maxRetries: 3 });
   if (ws.owner !== undefined) await releaseUid(dirname(ws.dir), ws.owner.uid);
 }

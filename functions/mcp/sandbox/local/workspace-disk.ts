@@ -1,0 +1,387 @@
+/**
+ * A workspace's disk: a sparse ext4 image (`<root>/.disks/<workspace name>.img`, the server's own, out of every
+ * sandbox user's reach) loop-mounted at the workspace's directory itself. Everything of the workspace lives in
+ * it — `home`, `tmp`, the uid record, the background logs — so the host pays at most the image's size for a
+ * sandbox, and a write past it fails inside the sandbox with ENOSPC. Only the server, as root, on a host with
+ * loop devices and mkfs.ext4 can do this; the start-up probe (`probeWorkspaceDisks`) finds out once.
+ *
+ * The file system: `-m 0` (no blocks kept for root: the server writes write_file's data as root, and must
+ * hit the same limit); a journal of mke2fs's default size (a server crash does not touch a mounted file
+ * system, but a host crash or power loss would leave one without a journal in need of fsck; with it, the
+ * metadata is replayed on the next mount), initialized lazily (a fresh sparse file reads as zeros already: mkfs
+ * takes ~13 ms and ~0.7 MiB of the host for a 1 GiB image, the same as without a journal). Mounted `nosuid`,
+ * `nodev`, and `discard`, so that deleted files give their blocks back to the host.
+ */
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { constants, existsSync } from 'node:fs';
+import { chmod, mkdir, open, readdir, readFile, realpath, rename, rm, stat, statfs, writeFile } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+
+import { toErrnoCode } from '../../errors';
+import type { Logger } from '../../log';
+import type { DiskFull, ResourceLimit } from '../types';
+import { findProgram } from './host-tools';
+
+/** The directory under LOCAL_SANDBOX_ROOT that holds the images (mode 0700, root's). */
+export const DISKS_DIR = '.disks';
+/** The size of the start-up probe's image. */
+const PROBE_BYTES = 16 * 1024 * 1024;
+/** How long a host program (mkfs, mount, umount) or the wait for another instance's lock may take. */
+const TOOL_TIMEOUT_MS = 60_000;
+/** Options of every mount: no set-uid programs or device files from the image; freed blocks go back to the host. */
+const MOUNT_OPTIONS = 'loop,nosuid,nodev,discard';
+
+/** The image of the workspace in `dir` (`<root>/<name>` → `<root>/.disks/<name>.img`). */
+export function imageOf(dir: string): string {
+  return join(dirname(dir), DISKS_DIR, `${basename(dir)}.img`);
+}
+
+/** One line of /proc/self/mountinfo, the parts used here. */
+export interface MountEntry {
+  readonly mountPoint: string;
+  readonly fsType: string;
+  readonly source: string;
+}
+
+/** The kernel writes a space, tab, newline or backslash in a mountinfo path as an octal escape (`\040`). */
+export function unescapeMountField(field: string): string {
+  return field.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(parseInt(octal, 8)));
+}
+
+/**
+ * Parses /proc/self/mountinfo: `id parent major:minor root mount-point options [optional fields…] - type source
+ * super-options` per line (proc(5)). Lines that do not have that shape are passed over.
+ */
+export function parseMountinfo(text: string): MountEntry[] {
+  const mounts: MountEntry[] = [];
+  for (const line of text.split('\n')) {
+    const fields = line.split(' ');
+    const separator = fields.indexOf('-', 6);
+    const mountPoint = fields[4];
+    const fsType = fields[separator + 1];
+    const source = fields[separator + 2];
+    if (separator === -1 || mountPoint === undefined || fsType === undefined || source === undefined) continue;
+    mounts.push({ mountPoint: unescapeMountField(mountPoint), fsType, source: unescapeMountField(source) });
+  }
+  return mounts;
+}
+
+/** How many file systems are mounted at `path` (a real path: no symlinks), stacked or not. */
+export function mountsAt(mounts: readonly MountEntry[], path: string): number {
+  return mounts.filter((mount) => mount.mountPoint === path).length;
+}
+
+/** What `openWorkspaceDisk` finds before it acts. */
+export interface DiskState {
+  /** A file system is mounted at the workspace's directory. */
+  readonly mounted: boolean;
+  /** The workspace's image exists. */
+  readonly imageExists: boolean;
+  /** The workspace's directory (unmounted) holds nothing. */
+  readonly dirEmpty: boolean;
+}
+
+/**
+ * What to do for a workspace: `mounted` (use it as it is), `mount` (its image exists: mount it, never format it),
+ * `format` (a new workspace gets an image), `plain` (a plain directory: no limit configured or possible, or a
+ * workspace made before disk images, whose files stay where they are, unlimited, not migrated).
+ */
+export type DiskAction = 'mounted' | 'mount' | 'format' | 'plain';
+
+/** Decides, from what is there and the limit for new workspaces (`undefined`: none). */
+export function decideDisk(state: DiskState, limitBytes: number | undefined): DiskAction {
+  if (state.mounted) return 'mounted';
+  // An image holds the workspace's files whatever the setting is now: it is mounted, never re-made.
+  if (state.imageExists) return 'mount';
+  if (limitBytes === undefined || !state.dirEmpty) return 'plain';
+  return 'format';
+}
+
+/** Runs a host program; rejects with its stderr. `fd` is handed to it as descriptor 3. */
+function runTool(file: string, args: readonly string[], fd?: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(file, [...args], { env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', LC_ALL: 'C' }, stdio: ['ignore', 'ignore', 'pipe', ...(fd === undefined ? [] : [fd])], timeout: TOOL_TIMEOUT_MS });
+    let stderr = '';
+    child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
+      if (stderr.length < 1000) stderr += chunk;
+    });
+    child.once('error', (err) => reject(new Error(`${basename(file)} failed: ${err.message}`)));
+    child.once('close', (code, signal) => {
+      if (code === 0) resolve();
+      else reject(new Error(`${basename(file)} failed: ${stderr.trim().slice(0, 300) || (signal ?? `exit ${code}`)}`));
+    });
+  });
+}
+
+/** The programs disks need, by absolute path. */
+interface DiskTools {
+  readonly mkfs: string;
+  readonly mount: string;
+  readonly umount: string;
+  readonly flock: string;
+}
+
+/** The programs, or which of them are missing. */
+function findDiskTools(): DiskTools | string {
+  const found = { mkfs: findProgram('mkfs.ext4'), mount: findProgram('mount'), umount: findProgram('umount'), flock: findProgram('flock') };
+  const missing = Object.entries({ 'mkfs.ext4 (e2fsprogs)': found.mkfs, 'mount (util-linux)': found.mount, 'umount (util-linux)': found.umount, 'flock (util-linux)': found.flock })
+    .filter(([, path]) => path === undefined)
+    .map(([name]) => name);
+  if (missing.length > 0) return `not installed: ${missing.join(', ')}`;
+  return found as DiskTools;
+}
+
+let tools: DiskTools | undefined;
+function diskTools(): DiskTools {
+  if (tools === undefined) {
+    const found = findDiskTools();
+    if (typeof found === 'string') throw new Error(`workspace disk images need programs that are ${found}`);
+    tools = found;
+  }
+  return tools;
+}
+
+/** The mounts this process sees; none where there is no /proc (macOS). */
+async function readMounts(): Promise<MountEntry[]> {
+  const text = await readFile('/proc/self/mountinfo', 'utf8').catch((err: unknown) => {
+    if (toErrnoCode(err) === 'ENOENT') return '';
+    throw err;
+  });
+  return parseMountinfo(text);
+}
+
+/** Creates `image` as a sparse file of `bytes` with an empty ext4 file system: formatted aside, then renamed into place. */
+async function formatImage(image: string, bytes: number): Promise<void> {
+  const aside = `${image}.new-${process.pid}-${randomBytes(4).toString('hex')}`;
+  try {
+    const handle = await open(aside, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+    try {
+      await handle.truncate(bytes);
+    } finally {
+      await handle.close();
+    }
+    await runTool(diskTools().mkfs, ['-q', '-F', '-m', '0', '-E', 'lazy_itable_init=1,lazy_journal_init=1,root_owner=0:0', aside]);
+    // A crash before this line leaves no half-made image under the name that is mounted.
+    await rename(aside, image);
+  } finally {
+    await rm(aside, { force: true });
+  }
+}
+
+async function mountImage(image: string, dir: string): Promise<void> {
+  await runTool(diskTools().mount, ['-t', 'ext4', '-o', MOUNT_OPTIONS, image, dir]);
+}
+
+/** Unmounts `dir`; busy (a process still holds a file), it is detached lazily and goes once that is let go. */
+async function unmount(dir: string): Promise<void> {
+  await runTool(diskTools().umount, [dir]).catch(() => runTool(diskTools().umount, ['-l', dir]));
+}
+
+/**
+ * Holds an exclusive lock on the directory `dir` until `release` is called (flock(2) on an open directory,
+ * taken by flock(1) on the descriptor handed to it: the lock belongs to the open file, which this process
+ * keeps, and goes with it if this process dies). Two instances opening the same workspace take turns.
+ */
+async function lockDirectory(dir: string): Promise<{ release: () => Promise<void> }> {
+  const handle = await open(dir, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+  try {
+    await runTool(diskTools().flock, ['-x', '-w', String(TOOL_TIMEOUT_MS / 1000), '3'], handle.fd);
+  } catch (err: unknown) {
+    await handle.close();
+    throw err;
+  }
+  return { release: () => handle.close() };
+}
+
+async function inspect(dir: string, image: string): Promise<DiskState> {
+  const [mounts, real, imageInfo, entries] = await Promise.all([
+    readMounts(),
+    realpath(dir),
+    stat(image).catch((err: unknown) => {
+      if (toErrnoCode(err) === 'ENOENT') return undefined;
+      throw err;
+    }),
+    readdir(dir),
+  ]);
+  return { mounted: mountsAt(mounts, real) > 0, imageExists: imageInfo !== undefined, dirEmpty: entries.length === 0 };
+}
+
+/**
+ * Gives the workspace in `dir` (just made, or re-opened) its disk: mounts its image when it has one and it is not
+ * mounted yet (after a host restart), formats one of `limitBytes` for a new workspace, or leaves a plain
+ * directory. Resolves with the limit that holds (the image's size), or `undefined` when none does. Two
+ * instances sharing the root take turns (a lock on the directory), so an image is never mounted twice.
+ */
+export async function openWorkspaceDisk(dir: string, limitBytes: number | undefined): Promise<number | undefined> {
+  const image = imageOf(dir);
+  const first = decideDisk(await inspect(dir, image), limitBytes);
+  if (first === 'plain') return undefined;
+  if (first !== 'mounted') {
+    const lock = await lockDirectory(dir);
+    try {
+      // Decided again under the lock: another instance may have mounted it meanwhile.
+      const action = decideDisk(await inspect(dir, image), limitBytes);
+      if (action === 'plain') return undefined;
+      if (action === 'format') {
+        await mkdir(dirname(image), { mode: 0o700 }).catch((err: unknown) => {
+          if (toErrnoCode(err) !== 'EEXIST') throw err;
+        });
+        await formatImage(image, limitBytes ?? 0);
+      }
+      if (action !== 'mounted') {
+        await mountImage(image, dir);
+        // The file system's root is the workspace's directory: the server's, searchable only (as createWorkspace makes it).
+        await chmod(dir, 0o711);
+      }
+    } finally {
+      await lock.release();
+    }
+  }
+  return (await stat(image).catch(() => undefined))?.size;
+}
+
+/**
+ * Takes the disk of the workspace in `dir` away, before its directory is deleted: unmounts it (lazily when a
+ * process still holds a file in it; the loop device, set to clear itself, is freed once the last holder lets
+ * go) and deletes the image. The files go with the image; a workspace without one is left to the caller's rm.
+ */
+export async function removeWorkspaceDisk(dir: string): Promise<void> {
+  const real = await realpath(dir).catch(() => undefined);
+  if (real !== undefined) {
+    // Stacked mounts never happen (openWorkspaceDisk locks), but each would need its own unmount.
+    for (let mounted = mountsAt(await readMounts(), real); mounted > 0; mounted -= 1) await unmount(dir).catch(() => undefined);
+    const left = mountsAt(await readMounts(), real);
+    if (left > 0) throw new Error(`the workspace's disk image is still mounted at ${dir}`);
+  }
+  await rm(imageOf(dir), { force: true });
+}
+
+/** A probe's image and mount point, or an image being formatted, and the server process it is of. */
+const LEFTOVER = /^(?:probe-(\d+)-[0-9a-f]+(?:\.img)?|.+\.img\.new-(\d+)-[0-9a-f]+)$/;
+
+/**
+ * Removes what a server process that died mid-probe or mid-format left in `disks` (a probe killed while its
+ * image was mounted would otherwise keep a loop device for good). Another live process's are left alone.
+ */
+async function removeLeftovers(disks: string): Promise<void> {
+  for (const name of await readdir(disks)) {
+    const match = LEFTOVER.exec(name);
+    const pid = Number(match?.[1] ?? match?.[2]);
+    if (!Number.isInteger(pid) || pid === process.pid || isAlive(pid)) continue;
+    const path = join(disks, name);
+    if (!name.endsWith('.img') && !name.includes('.img.new-') && mountsAt(await readMounts(), await realpath(path).catch(() => path)) > 0) await unmount(path).catch(() => undefined);
+    await rm(path, { recursive: true, force: true }).catch(() => undefined);
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err: unknown) {
+    return toErrnoCode(err) !== 'ESRCH';
+  }
+}
+
+/** What the start-up probe found: images work here (and whether LOCAL_SANDBOX_ROOT keeps them sparse), or why not. */
+export type DiskProbe = { readonly ok: true; readonly sparse: boolean } | { readonly ok: false; readonly reason: string };
+
+/**
+ * Finds out once, with a tiny image under `root`, whether workspaces can have disks here: root, the programs,
+ * loop devices, and a format, mount, write and unmount that work. Leaves nothing behind but `.disks`.
+ */
+export async function probeWorkspaceDisks(root: string): Promise<DiskProbe> {
+  if (process.platform !== 'linux') return { ok: false, reason: `${process.platform} has no loop-mounted ext4 images` };
+  if (process.getuid?.() !== 0) return { ok: false, reason: 'the server is not root: it cannot mount disk images' };
+  const found = findDiskTools();
+  if (typeof found === 'string') return { ok: false, reason: found };
+  tools = found;
+  if (!existsSync('/dev/loop-control')) return { ok: false, reason: 'no loop devices here (/dev/loop-control is missing)' };
+  const disks = join(root, DISKS_DIR);
+  const name = `probe-${process.pid}-${randomBytes(4).toString('hex')}`;
+  const dir = join(disks, name);
+  const image = join(disks, `${name}.img`);
+  let mounted = false;
+  try {
+    await mkdir(root, { recursive: true, mode: 0o711 });
+    await mkdir(disks, { mode: 0o700 }).catch((err: unknown) => {
+      if (toErrnoCode(err) !== 'EEXIST') throw err;
+    });
+    await removeLeftovers(disks);
+    await mkdir(dir, { mode: 0o700 });
+    await formatImage(image, PROBE_BYTES);
+    const info = await stat(image);
+    await mountImage(image, dir);
+    mounted = true;
+    await writeFile(join(dir, 'probe'), 'ok');
+    await unmount(dir);
+    mounted = false;
+    // A file system that does not keep holes has the whole size allocated, or near it, right away.
+    return { ok: true, sparse: info.blocks * 512 < PROBE_BYTES / 2 };
+  } catch (err: unknown) {
+    return { ok: false, reason: err instanceof Error ? err.message : String(err) };
+  } finally {
+    if (mounted) await unmount(dir).catch(() => undefined);
+    await rm(dir, { recursive: true, force: true }).catch(() => undefined);
+    await rm(image, { force: true }).catch(() => undefined);
+  }
+}
+
+/** The limit as a person says it: `64 MiB`, `1 GiB`, `1.5 GiB`. */
+export function describeDiskLimit(bytes: number): string {
+  const gib = bytes / 2 ** 30;
+  return gib >= 1 ? `${Number(gib.toFixed(1))} GiB` : `${Math.round(bytes / 2 ** 20)} MiB`;
+}
+
+/** The first words of every message about a full disk with a limit. */
+export function diskFullLead(limitBytes: number): string {
+  return `The sandbox's disk is full (limit ${describeDiskLimit(limitBytes)}, LOCAL_SANDBOX_DISK_MB)`;
+}
+
+/**
+ * What a call reports when the workspace's disk is full after it (or nearly: under 1 MiB or 1 % of the limit
+ * left, or no inode left), `undefined` otherwise or without a limit: one statfs(2), no process.
+ */
+export async function diskFullAfterCall(dir: string, limitBytes: number | undefined): Promise<DiskFull | undefined> {
+  if (limitBytes === undefined) return undefined;
+  const info = await statfs(dir).catch(() => undefined);
+  if (info === undefined) return undefined;
+  const free = info.bavail * info.bsize;
+  if (free >= Math.max(2 ** 20, limitBytes / 100) && info.ffree > 0) return undefined;
+  const left = info.ffree === 0 ? 'no file can be created' : `${free < 2 ** 20 ? `${Math.floor(free / 1024)} KiB` : describeDiskLimit(free)} left`;
+  return {
+    limitBytes,
+    note: `${diskFullLead(limitBytes)}: ${left}. Writes in the working directory and /tmp fail with "No space left on device" until files are deleted.`,
+  };
+}
+
+/** The disk limit the local backend reports, and the size new workspaces get (`undefined`: no limit). */
+export interface WorkspaceDisks {
+  readonly limitBytes: number | undefined;
+  readonly limit: ResourceLimit;
+}
+
+/** Before the probe finished. */
+export const PROBING_DISKS: WorkspaceDisks = Object.freeze({ limitBytes: undefined, limit: Object.freeze({ value: null, enforcedBy: 'none (probing)' }) });
+
+/**
+ * The disks of this server's workspaces: `configured` bytes (LOCAL_SANDBOX_DISK_MB; 0 or absent: none, on
+ * purpose) when the probe finds that images work under `root`; else none, with a warning that says why.
+ */
+export async function setUpWorkspaceDisks(root: string, configured: number | undefined, logger: Logger): Promise<WorkspaceDisks> {
+  if (configured === undefined || configured === 0) {
+    logger.info('no disk limit per sandbox (LOCAL_SANDBOX_DISK_MB=0)');
+    return { limitBytes: undefined, limit: { value: null, enforcedBy: 'none (LOCAL_SANDBOX_DISK_MB=0)' } };
+  }
+  const probed = await probeWorkspaceDisks(root).catch((err: unknown): DiskProbe => ({ ok: false, reason: err instanceof Error ? err.message : String(err) }));
+  if (!probed.ok) {
+    logger.warn('no disk limit per sandbox: a sandbox can fill the disk that holds LOCAL_SANDBOX_ROOT', { reason: probed.reason, disk_mb: configured / 2 ** 20 });
+    return { limitBytes: undefined, limit: { value: null, enforcedBy: `none (${probed.reason})` } };
+  }
+  if (!probed.sparse) {
+    logger.warn('LOCAL_SANDBOX_ROOT does not keep sparse files: each new workspace takes its whole LOCAL_SANDBOX_DISK_MB of the host at once', { root });
+  }
+  logger.info('sandbox disk limit: an ext4 image per workspace', { disk_mb: configured / 2 ** 20 });
+  return { limitBytes: configured, limit: { value: configured, enforcedBy: 'ext4 image' } };
+}
