@@ -41,7 +41,9 @@ export function createSandboxRoot() {
 export function serverEnv(name, port, { sandboxRoot, maxSessions = 2000 } = {}) {
   const base = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', PORT: String(port), HOST: '127.0.0.1' };
   if (name !== 'ours') return base;
-  return { ...base, MCP_AUTH: 'none', LOG_LEVEL: 'warn', LOCAL_SANDBOX_ROOT: sandboxRoot, MCP_MAX_SESSIONS: String(maxSessions) };
+  // No disk images: the figures measure calls, not workspace creation, and images of sessions the bench lets go
+  // would stay mounted under the root it deletes afterwards.
+  return { ...base, MCP_AUTH: 'none', LOG_LEVEL: 'warn', LOCAL_SANDBOX_ROOT: sandboxRoot, LOCAL_SANDBOX_DISK_MB: '0', MCP_MAX_SESSIONS: String(maxSessions) };
 }
 
 const GC_HOOK = join(BENCH_DIR, 'harness/gc-on-signal.cjs');

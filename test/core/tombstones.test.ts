@@ -26,7 +26,7 @@ const instances = (): [Harness, Harness] => {
   const clock = createFakeClock(Date.parse('2030-01-01T00:00:00Z'));
   const options = {
     clock,
-    env: { SANDBOX_BACKEND: 'local', LOCAL_SANDBOX_ROOT: root, LOCAL_SANDBOX_ISOLATION: 'none', MCP_SESSION_IDLE_TTL_S: String(TTL_S) },
+    env: { SANDBOX_BACKEND: 'local', LOCAL_SANDBOX_ROOT: root, LOCAL_SANDBOX_ISOLATION: 'none', LOCAL_SANDBOX_DISK_MB: '0', MCP_SESSION_IDLE_TTL_S: String(TTL_S) },
     sandboxes: ({ config, logger, clock: c }: SandboxDeps) => createSandboxProvider(config, logger, c),
   };
   return [createHarness(options), createHarness(options)];
