@@ -45,7 +45,16 @@ export interface LocalSandboxConfig {
    * running sandbox code without isolation; only LOCAL_SANDBOX_ISOLATION=none does that, on purpose.
    */
   readonly exposed: boolean;
+  /** LOCAL_SANDBOX_MEMORY_MB: memory per sandbox, in MiB (a cgroup, else RLIMIT_DATA per process). @default 1024 */
+  readonly memoryMb?: number;
+  /** LOCAL_SANDBOX_MAX_PROCESSES: processes (and threads) per sandbox (a pids cgroup, and RLIMIT_NPROC with a sandbox user). @default 512 */
+  readonly maxProcesses?: number;
+  /** LOCAL_SANDBOX_CPUS: CPU time per sandbox, in CPUs (decimals allowed; a cpu cgroup). @default 1 */
+  readonly cpus?: number;
 }
+
+/** The defaults of the local sandbox's resource limits. */
+export const LOCAL_LIMIT_DEFAULTS = Object.freeze({ memoryMb: 1024, maxProcesses: 512, cpus: 1 });
 
 /** The E2B backend's settings (E2B's cloud, or Alibaba Cloud's E2B-compatible service). */
 export interface E2BConfig {
@@ -217,6 +226,10 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): Config {
   if (!isAbsolute(root)) problems.push(`LOCAL_SANDBOX_ROOT must be an absolute path (got "${root}")`);
   const network = env.LOCAL_SANDBOX_NETWORK?.trim() || 'off';
   if (network !== 'on' && network !== 'off') problems.push(`LOCAL_SANDBOX_NETWORK must be on or off (got "${network}")`);
+  const cpusRaw = env.LOCAL_SANDBOX_CPUS?.trim() || String(LOCAL_LIMIT_DEFAULTS.cpus);
+  const cpus = Number(cpusRaw);
+  // A CFS quota is at least 1 ms per 100 ms period: 0.01 CPU.
+  if (!/^\d*\.?\d+$/.test(cpusRaw) || !(cpus >= 0.01 && cpus <= 1024)) problems.push(`LOCAL_SANDBOX_CPUS must be a number of CPUs from 0.01 to 1024, decimals allowed (got "${cpusRaw}")`);
 
   const functionTimeoutS = env.MCP_FUNCTION_TIMEOUT_S === undefined || env.MCP_FUNCTION_TIMEOUT_S === '' ? undefined : int('MCP_FUNCTION_TIMEOUT_S', 0, 1, 86_400);
   const defaultToolMax = functionTimeoutS === undefined ? 300 : Math.min(300, functionTimeoutS - FUNCTION_TIMEOUT_MARGIN_S);
@@ -270,6 +283,9 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): Config {
       python: env.LOCAL_SANDBOX_PYTHON?.trim() || 'python3',
       hiddenPaths: env.MCP_AUTH_TOKEN_FILE ? [env.MCP_AUTH_TOKEN_FILE] : [],
       exposed,
+      memoryMb: int('LOCAL_SANDBOX_MEMORY_MB', LOCAL_LIMIT_DEFAULTS.memoryMb, 16, 4_194_304),
+      maxProcesses: int('LOCAL_SANDBOX_MAX_PROCESSES', LOCAL_LIMIT_DEFAULTS.maxProcesses, 8, 4_194_304),
+      cpus: Number.isFinite(cpus) && cpus >= 0.01 && cpus <= 1024 ? cpus : LOCAL_LIMIT_DEFAULTS.cpus,
     },
     e2b: {
       apiKey,

@@ -7,6 +7,8 @@ import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
+import { removeCgroupsOf } from './cgroups';
+
 export const BUNDLE = resolve(__dirname, '../../dist/index.js');
 
 export interface StartedServer {
@@ -127,6 +129,8 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sta
         await exited;
         clearTimeout(timer);
       }
+      // A server killed outright leaves its sandboxes' cgroups; no later server will have its root to sweep them.
+      if (ownsRoot) await removeCgroupsOf(sandboxRoot);
       if (ownsRoot) rmSync(sandboxRoot, { recursive: true, force: true });
     },
   };

@@ -46,6 +46,16 @@ export interface RunCommandResult {
   readonly durationMs: number;
   /** Set when the sandbox's disk was full (or nearly) after the call. */
   readonly diskFull?: DiskFull;
+  /** Set when the call failed and the kernel killed a process of the sandbox for want of memory meanwhile. */
+  readonly outOfMemory?: OutOfMemory;
+}
+
+/** The sandbox reached its memory limit and the kernel killed a process of it. */
+export interface OutOfMemory {
+  /** The sandbox's memory limit. */
+  readonly limitBytes: number;
+  /** The setting that chooses it (LOCAL_SANDBOX_MEMORY_MB). */
+  readonly setting: string;
 }
 
 /** The sandbox's files reached its disk limit. */
@@ -84,6 +94,8 @@ export interface RunCodeResult {
   /** True when the interpreter's state (variables, imports) was lost during this call. */
   readonly stateLost: boolean;
   readonly durationMs: number;
+  /** Set when the call failed and the kernel killed a process of the sandbox (the interpreter, say) for want of memory meanwhile. */
+  readonly outOfMemory?: OutOfMemory;
 }
 
 export interface FileEntry {

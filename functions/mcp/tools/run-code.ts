@@ -1,7 +1,7 @@
 /** `run_code`: code in a stateful interpreter (Python) or a one-shot one (other languages). */
 import { z } from 'zod';
 
-import { EnvSchema, renderStream, TimeoutSchema } from './shared-schemas';
+import { describeMemoryLimit, EnvSchema, OutOfMemorySchema, outOfMemoryNote, renderStream, TimeoutSchema } from './shared-schemas';
 import { defineTool, type ImageBlock } from './tool';
 
 const Input = z.strictObject({
@@ -24,6 +24,7 @@ const Output = z.object({
   timed_out: z.boolean(),
   state_lost: z.boolean().describe('True when the interpreter restarted and earlier variables are gone.'),
   duration_ms: z.number().int(),
+  out_of_memory: OutOfMemorySchema,
 });
 
 export const runCodeTool = defineTool({
@@ -55,12 +56,15 @@ export const runCodeTool = defineTool({
     if (result.timedOut) lines.unshift(`Timed out after ${timeoutMs} ms and was interrupted. Pass a larger timeout_ms or split the work.`);
     if (result.cancelled) lines.unshift('Cancelled.');
     if (result.error !== null) lines.push(`${result.error.name}: ${result.error.value}`, result.error.traceback);
-    if (result.stateLost) lines.push('The interpreter was restarted: variables and imports from earlier calls are gone.');
+    const oom = result.outOfMemory;
+    if (oom !== undefined && result.stateLost) lines.push(`The interpreter was restarted because it ran out of memory (${describeMemoryLimit(oom)}): variables and imports from earlier calls are gone.`);
+    else if (oom !== undefined) lines.push(outOfMemoryNote(oom));
+    if (result.stateLost && oom === undefined) lines.push('The interpreter was restarted: variables and imports from earlier calls are gone.');
     const text = [renderStream('stdout', result.stdout), renderStream('stderr', result.stderr), ...lines].filter(Boolean).join('\n') || '(no output)';
     return {
       text,
       images,
-      isError: result.error !== null || result.timedOut || result.cancelled,
+      isError: result.error !== null || result.timedOut || result.cancelled || oom !== undefined,
       structured: {
         stdout: result.stdout.text,
         stderr: result.stderr.text,
@@ -69,6 +73,7 @@ export const runCodeTool = defineTool({
         timed_out: result.timedOut,
         state_lost: result.stateLost,
         duration_ms: result.durationMs,
+        ...(oom === undefined ? {} : { out_of_memory: { memory_limit_bytes: oom.limitBytes } }),
       },
     };
   },

@@ -1,7 +1,7 @@
 /** `run_command`: a shell command in the sandbox; a non-zero exit is a normal result. */
 import { z } from 'zod';
 
-import { argumentText, EnvSchema, PathSchema, renderStream, TimeoutSchema } from './shared-schemas';
+import { argumentText, EnvSchema, OutOfMemorySchema, outOfMemoryNote, PathSchema, renderStream, TimeoutSchema } from './shared-schemas';
 import { defineTool } from './tool';
 
 const Input = z.strictObject({
@@ -29,6 +29,7 @@ const Output = z.object({
     .object({ disk_limit_bytes: z.number().int().describe("The sandbox's disk limit.") })
     .optional()
     .describe("Present when the sandbox's disk was full (or nearly) after the command: writes fail with ENOSPC until files are deleted."),
+  out_of_memory: OutOfMemorySchema,
 });
 
 export const runCommandTool = defineTool({
@@ -61,17 +62,18 @@ export const runCommandTool = defineTool({
       signal: ctx.signal,
       onOutput: ctx.onOutput,
     });
-    const status = result.timedOut
+    const ended = result.timedOut
       ? `Timed out after ${timeoutMs} ms; the command and its child processes were killed. Pass a larger timeout_ms or split the work.`
       : result.cancelled
         ? 'Cancelled; the command and its child processes were killed.'
         : result.exitCode === null
           ? `Killed by ${result.signal ?? 'a signal'}.`
           : `Exit code ${result.exitCode}.`;
+    const status = result.outOfMemory === undefined ? ended : `${outOfMemoryNote(result.outOfMemory)} ${ended}`;
     const text = [status, result.diskFull?.note, renderStream('stdout', result.stdout), renderStream('stderr', result.stderr)].filter(Boolean).join('\n');
     return {
       text,
-      isError: result.timedOut || result.cancelled,
+      isError: result.timedOut || result.cancelled || result.outOfMemory !== undefined,
       structured: {
         exit_code: result.exitCode,
         stdout: result.stdout.text,
@@ -82,6 +84,7 @@ export const runCommandTool = defineTool({
         duration_ms: result.durationMs,
         process_id: null,
         ...(result.diskFull === undefined ? {} : { disk_full: { disk_limit_bytes: result.diskFull.limitBytes } }),
+        ...(result.outOfMemory === undefined ? {} : { out_of_memory: { memory_limit_bytes: result.outOfMemory.limitBytes } }),
       },
     };
   },

@@ -76,7 +76,8 @@ export function describeLimits(limits: SandboxLimits): string {
   ].join(', ');
 }
 
-function formatBytes(bytes: number): string {
+/** 1 GiB, 128 MiB. */
+export function formatBytes(bytes: number): string {
   const gib = bytes / 2 ** 30;
   return gib >= 1 ? `${Number(gib.toFixed(1))} GiB` : `${Math.round(bytes / 2 ** 20)} MiB`;
 }

@@ -2,6 +2,8 @@
 import { z } from 'zod';
 
 import type { CapturedOutput } from '../sandbox/output-capture';
+import type { OutOfMemory } from '../sandbox/types';
+import { formatBytes } from './sandbox-status';
 
 /** Linux refuses a single argument or environment string longer than this (MAX_ARG_STRLEN, 128 KiB). */
 export const MAX_ARG_BYTES = 128 * 1024 - 1;
@@ -33,6 +35,22 @@ export const PathSchema = z
   .min(1)
   .max(4096)
   .refine((path) => !path.includes('\0'), 'a path must not contain a NUL byte (\\0)');
+
+/** A call's `out_of_memory` field: present when the sandbox ran out of memory during it. */
+export const OutOfMemorySchema = z
+  .object({ memory_limit_bytes: z.number().int().describe("The sandbox's memory limit.") })
+  .optional()
+  .describe('Present when the sandbox reached its memory limit during the call and the kernel killed a process of it.');
+
+/** The memory limit as the model reads it: `the sandbox's limit is 1 GiB, LOCAL_SANDBOX_MEMORY_MB`. */
+export function describeMemoryLimit(oom: OutOfMemory): string {
+  return `the sandbox's limit is ${formatBytes(oom.limitBytes)}, ${oom.setting}`;
+}
+
+/** What a call says when the kernel killed a process of it for want of memory. */
+export function outOfMemoryNote(oom: OutOfMemory): string {
+  return `Killed: out of memory (${describeMemoryLimit(oom)}): the kernel killed a process when the sandbox reached its limit. Use less memory at once (smaller inputs, streaming), or ask the operator to raise ${oom.setting}.`;
+}
 
 /** Renders a captured stream with its label, or nothing when it is empty. */
 export function renderStream(label: string, output: CapturedOutput): string {

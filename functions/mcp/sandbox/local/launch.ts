@@ -1,6 +1,7 @@
 /**
- * How a sandboxed process is started: rlimits (prlimit), a per-session user (setpriv, when the server
- * is root), bubblewrap when isolation is on, and a minimal environment. Pure: builds argv and env only.
+ * How a sandboxed process is started: its sandbox's cgroups entered first (a tiny shell wrapper, when the
+ * host offers them), rlimits (prlimit), a per-session user (setpriv, when the server is root), bubblewrap when
+ * isolation is on, and a minimal environment. Pure: builds argv and env only.
  */
 import { BWRAP_WORKDIR, type Workspace } from './workspace';
 
@@ -19,6 +20,11 @@ export interface ProcessLimits {
   readonly maxOpenFiles: number;
   /** Largest file a process may write, in bytes (RLIMIT_FSIZE). @default 2 GiB */
   readonly maxFileBytes: number;
+  /**
+   * Private writable memory per process, in bytes (RLIMIT_DATA): the memory limit where no memory cgroup holds
+   * one. Unlike RLIMIT_AS it ignores reserved address space, so Java and V8 still start. @default none
+   */
+  readonly maxDataBytes?: number;
 }
 
 export const DEFAULT_PROCESS_LIMITS: ProcessLimits = Object.freeze({
@@ -50,6 +56,13 @@ export function hardeningArgs(hardening: BwrapHardening): string[] {
 /** Host directories made visible (read-only) inside bubblewrap. */
 const BWRAP_RO_DIRS = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32', '/etc', '/opt'];
 
+/**
+ * Writes its own pid to each `cgroup.procs` file named before `--`, then becomes the rest of its arguments: the
+ * process is in its sandbox's groups before anything the sandbox controls runs, so no fork escapes them. A
+ * group it cannot enter stops the launch (exit 125) rather than run the process unlimited.
+ */
+export const ENTER_CGROUPS_SCRIPT = 'while [ "$1" != -- ]; do echo $$ > "$1" || { echo "sandbox: cannot enter $1" >&2; exit 125; }; shift; done; shift; exec "$@"';
+
 export interface LaunchOptions {
   isolation: 'bwrap' | 'none';
   workspace: Workspace;
@@ -69,6 +82,8 @@ export interface LaunchOptions {
   cwd: string;
   /** Variables beyond the minimal base environment. */
   env: Readonly<Record<string, string>>;
+  /** The `cgroup.procs` files of the sandbox's groups, entered first (cgroups.ts). @default none */
+  cgroupProcs?: readonly string[];
 }
 
 /** A ready `spawn` call. */
@@ -101,10 +116,13 @@ export function buildLaunch(options: LaunchOptions): LaunchSpec {
   const { isolation, workspace: ws, tools, limits } = options;
   const env = { ...toBaseEnv(ws, isolation), ...options.env };
   const argv: string[] = [];
+  // As the server (root), before rlimits and the sandbox's user: entering a group needs the rights to it.
+  if (options.cgroupProcs !== undefined && options.cgroupProcs.length > 0) argv.push('/bin/sh', '-c', ENTER_CGROUPS_SCRIPT, 'sh', ...options.cgroupProcs, '--');
   if (tools.prlimit !== undefined) {
     argv.push(tools.prlimit);
     // RLIMIT_NPROC counts every process of the real user: only a sandbox-owned user can be given one.
     if (ws.owner !== undefined) argv.push(`--nproc=${limits.maxProcesses}`);
+    if (limits.maxDataBytes !== undefined) argv.push(`--data=${limits.maxDataBytes}`);
     argv.push(`--nofile=${limits.maxOpenFiles}`, `--fsize=${limits.maxFileBytes}`, '--core=0', '--');
   }
   if (ws.owner !== undefined && tools.setpriv !== undefined) {

@@ -4,12 +4,13 @@ import { stat, unlink, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 import type { Clock } from '../../clock';
-import { AppError } from '../../errors';
+import { AppError, toErrnoCode } from '../../errors';
 import type {
   BackgroundProcess,
   CodeLanguage,
   ListFilesRequest,
   ListFilesResult,
+  OutOfMemory,
   PreviewInfo,
   ProcessLogPage,
   ReadFileResult,
@@ -22,6 +23,7 @@ import type {
   StartBackgroundRequest,
 } from '../types';
 import { LocalBackgroundProcesses } from './background';
+import type { SandboxCgroup } from './cgroups';
 import { listWorkspaceFiles, readWorkspaceFile, writeWorkspaceFile } from './files';
 import { findProgram } from './host-tools';
 import { isListening, killUserProcesses } from './host-processes';
@@ -29,6 +31,7 @@ import { KERNEL_SOURCE } from './kernel-source';
 import { buildLaunch, type BwrapHardening, type HostTools, type LaunchSpec, type ProcessLimits } from './launch';
 import { runProcess } from './process-group';
 import { PythonKernel } from './python-kernel';
+import { outOfMemoryIf } from './resource-limits';
 import { removeWorkspace, resolveInWorkspace, type Workspace } from './workspace';
 import { diskFullAfterCall } from './workspace-disk';
 
@@ -50,6 +53,10 @@ export interface LocalSandboxOptions {
   resumed: boolean;
   /** Dates the last-used marker. */
   clock: Clock;
+  /** The sandbox's cgroups (memory, processes, CPU), where the host offers them. */
+  cgroup?: SandboxCgroup;
+  /** The sandbox's memory limit, reported when the kernel kills a process of it for want of memory. */
+  memoryLimitBytes: number;
 }
 
 /** Interpreters for the stateless languages: program name and file extension. */
@@ -58,6 +65,13 @@ const SCRIPT_RUNNERS: Partial<Record<CodeLanguage, { program: string; ext: strin
   bash: { program: 'bash', ext: 'sh' },
   r: { program: 'Rscript', ext: 'R' },
   java: { program: 'java', ext: 'java' },
+};
+
+/** The error of a Python run whose interpreter the kernel killed for want of memory. */
+const KERNEL_OUT_OF_MEMORY = {
+  name: 'KernelRestarted',
+  value: 'The Python process was killed because the sandbox ran out of memory; variables and imports from earlier calls are gone.',
+  traceback: '',
 };
 
 /** A sandbox on this machine. Nothing it runs outlives `kill()`. */
@@ -129,21 +143,26 @@ export class LocalSandbox implements Sandbox {
   private async runCommandOnly(req: RunCommandRequest): Promise<RunCommandResult> {
     this.assertAlive();
     const cwd = await this.resolveCwd(req.cwd);
-    return runProcess({
-      spec: this.launch(['bash', '-c', req.command], cwd, req.env),
+    const spec = await this.launch(['bash', '-c', req.command], cwd, req.env);
+    const oomBefore = await this.oomKills();
+    const result = await runProcess({
+      spec,
       timeoutMs: req.timeoutMs,
       stdin: req.stdin,
       maxOutputBytes: this.options.maxOutputBytes,
       signal: this.callSignal(req.signal),
       onOutput: req.onOutput,
     });
+    const outOfMemory = await this.outOfMemorySince(oomBefore, result.exitCode !== 0);
+    return outOfMemory === undefined ? result : { ...result, outOfMemory };
   }
 
   async runCode(req: RunCodeRequest): Promise<RunCodeResult> {
     this.assertAlive();
     if (req.language === 'python') {
       const kernel = await this.pythonKernel(req.env);
-      const result = await kernel.execute({
+      const oomBefore = await this.oomKills();
+      const executed = await kernel.execute({
         code: req.code,
         env: req.env,
         timeoutMs: req.timeoutMs,
@@ -151,6 +170,8 @@ export class LocalSandbox implements Sandbox {
         signal: this.callSignal(req.signal),
         onOutput: req.onOutput,
       });
+      const outOfMemory = await this.outOfMemorySince(oomBefore, executed.error !== null || executed.stateLost);
+      const result = outOfMemory === undefined ? executed : { ...executed, outOfMemory, error: executed.stateLost ? KERNEL_OUT_OF_MEMORY : executed.error };
       if (result.stateLost) this.kernel = undefined;
       if (this.stateLostOnResume) {
         this.stateLostOnResume = false;
@@ -179,7 +200,7 @@ export class LocalSandbox implements Sandbox {
   async startBackground(req: StartBackgroundRequest): Promise<BackgroundProcess> {
     this.assertAlive();
     const cwd = await this.resolveCwd(req.cwd);
-    return this.background.start(req.command, this.launch(['bash', '-c', req.command], cwd, req.env));
+    return this.background.start(req.command, await this.launch(['bash', '-c', req.command], cwd, req.env));
   }
 
   async listBackground(): Promise<BackgroundProcess[]> {
@@ -240,6 +261,20 @@ export class LocalSandbox implements Sandbox {
     await kernel?.then((k) => k.kill()).catch(() => undefined);
     const owner = this.options.workspace.owner;
     if (owner !== undefined) await killUserProcesses(owner.uid);
+    // Whatever is left in the sandbox's groups goes with them (a group that stays is swept at the next start-up).
+    await this.options.cgroup?.remove();
+  }
+
+  /** The kernel's count of processes it killed in this sandbox for want of memory (`undefined` without a memory cgroup). */
+  private oomKills(): Promise<number | undefined> {
+    return this.options.cgroup?.oomKills() ?? Promise.resolve(undefined);
+  }
+
+  /** What the call reports when it `failed` and the count rose since `before`. */
+  private async outOfMemorySince(before: number | undefined, failed: boolean): Promise<OutOfMemory | undefined> {
+    if (before === undefined || !failed) return undefined;
+    const after = await this.oomKills();
+    return outOfMemoryIf(after !== undefined && after > before, this.options.memoryLimitBytes);
   }
 
   private assertAlive(): void {
@@ -251,9 +286,13 @@ export class LocalSandbox implements Sandbox {
     return signal === undefined ? this.lifetime.signal : AbortSignal.any([signal, this.lifetime.signal]);
   }
 
-  private launch(argv: readonly string[], cwd: string, env: Record<string, string> | undefined): LaunchSpec {
-    const { isolation, workspace, tools, limits, allowNetwork, hiddenPaths, hardening } = this.options;
-    return buildLaunch({ isolation, workspace, tools, limits, allowNetwork, hiddenPaths, hardening, extraReadOnlyDirs: [], argv, cwd, env: env ?? {} });
+  /** How a process of this sandbox starts (commands, background processes, the Python kernel, scripts: all of them). */
+  private async launch(argv: readonly string[], cwd: string, env: Record<string, string> | undefined): Promise<LaunchSpec> {
+    const { isolation, workspace, tools, limits, allowNetwork, hiddenPaths, hardening, cgroup } = this.options;
+    const cgroupProcs = await cgroup?.enter().catch((err: unknown) => {
+      throw new AppError('sandbox_error', `Could not set up the sandbox's resource limits (cgroup: ${toErrnoCode(err) ?? 'error'}); nothing was run.`, { cause: err });
+    });
+    return buildLaunch({ isolation, workspace, tools, limits, allowNetwork, hiddenPaths, hardening, extraReadOnlyDirs: [], argv, cwd, env: env ?? {}, cgroupProcs });
   }
 
   /** The working directory for a process, as the sandbox sees it (and as `spawn` needs it without bubblewrap). */
@@ -273,8 +312,8 @@ export class LocalSandbox implements Sandbox {
   }
 
   private startKernel(env: Record<string, string> | undefined): Promise<PythonKernel> {
-    const spec = this.launch([this.options.python, '-u', '-c', KERNEL_SOURCE], this.options.isolation === 'bwrap' ? this.options.workspace.workdir : this.options.workspace.home, env);
-    const started = PythonKernel.start(spec);
+    const cwd = this.options.isolation === 'bwrap' ? this.options.workspace.workdir : this.options.workspace.home;
+    const started = this.launch([this.options.python, '-u', '-c', KERNEL_SOURCE], cwd, env).then((spec) => PythonKernel.start(spec));
     this.kernel = started;
     started.catch(() => {
       if (this.kernel === started) this.kernel = undefined;
@@ -297,8 +336,10 @@ export class LocalSandbox implements Sandbox {
     const fileName = `code-${randomBytes(6).toString('hex')}.${runner.ext}`;
     const { path: inside } = await writeWorkspaceFile(tmpView, fileName, Buffer.from(req.code, 'utf8'));
     try {
+      const spec = await this.launch([runner.program, inside], await this.resolveCwd(undefined), req.env);
+      const oomBefore = await this.oomKills();
       const result = await runProcess({
-        spec: this.launch([runner.program, inside], await this.resolveCwd(undefined), req.env),
+        spec,
         timeoutMs: req.timeoutMs,
         maxOutputBytes: this.options.maxOutputBytes,
         signal: this.callSignal(req.signal),
@@ -314,6 +355,7 @@ export class LocalSandbox implements Sandbox {
         cancelled: result.cancelled,
         stateLost: false,
         durationMs: result.durationMs,
+        ...(await this.outOfMemorySince(oomBefore, result.exitCode !== 0).then((outOfMemory) => (outOfMemory === undefined ? {} : { outOfMemory }))),
       };
     } finally {
       // The sandbox's tmp cannot be swapped (its parent is the server's), and unlink does not follow a

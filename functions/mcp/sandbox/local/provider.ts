@@ -7,9 +7,11 @@ import type { LocalSandboxConfig } from '../../config';
 import { AppError } from '../../errors';
 import type { Logger } from '../../log';
 import type { BackendStatus, Sandbox, SandboxLimits, SandboxOwner, SandboxProvider } from '../types';
+import { probeCgroups, type SandboxCgroups } from './cgroups';
 import { findHostTools, probeBwrap } from './host-tools';
 import { type BwrapHardening, DEFAULT_PROCESS_LIMITS, type HostTools, NO_HARDENING, type ProcessLimits } from './launch';
 import { LocalSandbox } from './local-sandbox';
+import { heldLimits, limitSettings, logLimits, processLimitsFor } from './resource-limits';
 import { PROBE_UID } from './sandbox-users';
 import { seccompProgram } from './seccomp';
 import { hasTombstone, writeTombstone } from './tombstones';
@@ -44,7 +46,7 @@ export function createLocalSandboxProvider({
   config,
   logger,
   maxOutputBytes = 65_536,
-  limits = DEFAULT_PROCESS_LIMITS,
+  limits = { ...DEFAULT_PROCESS_LIMITS, maxProcesses: config.maxProcesses ?? DEFAULT_PROCESS_LIMITS.maxProcesses },
   clock = SYSTEM_CLOCK,
   tools = findHostTools(),
   staleAfterMs,
@@ -62,11 +64,23 @@ export function createLocalSandboxProvider({
   let hardening: BwrapHardening = NO_HARDENING;
   /** The disk limit of new workspaces (LOCAL_SANDBOX_DISK_MB), once the probe found that images work here. */
   let disks: WorkspaceDisks = PROBING_DISKS;
+  // Memory, processes and CPU per sandbox: cgroups where this host lets the server make them (probed in ready()).
+  const settings = limitSettings(config, limits);
+  let cgroups: SandboxCgroups | undefined;
+  let cgroupsProbed = false;
+  const rlimits = { prlimit: tools.prlimit !== undefined, ownUsers: dropPrivileges };
+  const findCgroups = async (): Promise<void> => {
+    const probed = await probeCgroups({ root: config.root, limits: settings }).catch((err: unknown) => ({ cgroups: undefined, problems: [String(err)] }));
+    cgroups = probed.cgroups;
+    cgroupsProbed = true;
+    logLimits(logger, heldLimits(settings, cgroups, rlimits, true), cgroups, probed.problems);
+  };
 
   const ready = (): Promise<void> => {
     probe ??= (async () => {
       // Side by side with the other probes: a tiny image is formatted, mounted and unmounted (~40 ms).
       const disksFound = setUpWorkspaceDisks(config.root, config.diskBytes, logger);
+      await findCgroups();
       if (config.isolation === 'none') {
         isolation = 'none';
         detail = 'isolation off (LOCAL_SANDBOX_ISOLATION=none)';
@@ -118,10 +132,11 @@ export function createLocalSandboxProvider({
   /** What each sandbox runs under, by the mechanisms this host offers. */
   const sandboxLimits = (): SandboxLimits => {
     const none = { value: null, enforcedBy: 'none' };
+    const held = heldLimits(settings, cgroups, rlimits, cgroupsProbed);
     return {
-      memory: none,
-      processes: dropPrivileges && tools.prlimit !== undefined ? { value: limits.maxProcesses, enforcedBy: 'rlimit' } : none,
-      cpu: none,
+      memory: held.memory,
+      processes: held.processes,
+      cpu: held.cpu,
       disk: disks.limit,
     };
   };
@@ -149,7 +164,9 @@ export function createLocalSandboxProvider({
       workspace,
       isolation: mode,
       tools,
-      limits,
+      limits: processLimitsFor(limits, settings, cgroups),
+      cgroup: cgroups?.forSandbox(toWorkspaceName(sessionKey)),
+      memoryLimitBytes: settings.memoryBytes,
       allowNetwork: config.allowNetwork,
       hiddenPaths,
       hardening,
