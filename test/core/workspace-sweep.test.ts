@@ -58,6 +58,7 @@ it('deletes the workspaces of evicted sessions and handle-less sandboxes once no
   const swept = () => h.logs().filter((line) => line.msg === 'abandoned workspaces deleted');
   await turns(() => swept().length > 0);
   expect(Number(swept()[0]?.count)).toBeGreaterThanOrEqual(6);
+  await h.close();
 });
 
 it('at start-up deletes leftovers past their time, and keeps a workspace another instance used lately', async () => {
@@ -94,4 +95,5 @@ it('never deletes a workspace whose sandbox is open here, even when its marker i
   const result = await running;
   expect(JSON.stringify(messagesOf(result))).toContain('"exit_code":0');
   expect(workspacesIn(root)).toHaveLength(2);
+  await h.close();
 });

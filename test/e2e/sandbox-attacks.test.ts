@@ -147,6 +147,7 @@ describe('a token file reached through a symlink', () => {
       expect(JSON.stringify(read)).not.toContain(TOKEN);
       await client.close();
     } finally {
+      await stopAllServers();
       rmSync(dir, { recursive: true, force: true });
     }
   });
