@@ -90,7 +90,7 @@ describe(`${SESSIONS} concurrent sessions × ${CALLS} mixed tool calls on the lo
   const timings: Record<string, number> = {};
 
   beforeAll(async () => {
-    server = await startServer({ env: { MCP_AUTH_TOKENS: TOKEN, MCP_MAX_SESSIONS: '300' } });
+    server = await startServer({ env: { MCP_AUTH_TOKENS: TOKEN, MCP_MAX_SESSIONS: '300', MCP_MAX_SESSIONS_PER_CREDENTIAL: '300', MCP_MAX_CALLS_PER_CREDENTIAL: '1000' } });
   });
 
   it('opens every session first, so that all of them are alive at once', async () => {
