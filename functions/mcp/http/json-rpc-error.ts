@@ -23,6 +23,18 @@ export interface JsonRpcErrorOptions {
   id?: string | number | null;
 }
 
+/** A refusal for want of room (429 or 503): its status, message and `Retry-After`. */
+export interface RetryLater {
+  readonly status: number;
+  readonly message: string;
+  readonly retryAfterS: number;
+}
+
+/** The answer to a request refused for want of room: a server error with `Retry-After`. */
+export function retryLaterError(refusal: RetryLater, id: string | number | null = null): Response {
+  return jsonRpcError({ status: refusal.status, code: RPC.SERVER_ERROR, message: refusal.message, headers: { 'retry-after': String(refusal.retryAfterS) }, id });
+}
+
 /** A JSON-RPC error response with the given HTTP status. */
 export function jsonRpcError({ status, code, message, headers, id = null }: JsonRpcErrorOptions): Response {
   return Response.json({ jsonrpc: '2.0', error: { code, message }, id }, { status, headers });

@@ -3,7 +3,7 @@
  * A call holds its slot from the moment its request is admitted until its response has been sent or the
  * client went away; one more is refused with 429 and Retry-After before anything runs.
  */
-import { jsonRpcError, RPC } from '../http/json-rpc-error';
+import { retryLaterError } from '../http/json-rpc-error';
 import { isObject } from './plain-message';
 
 /** Seconds a client over its share of calls is told to wait. */
@@ -33,13 +33,9 @@ export function createCallShare(maxPerCredential: number): CallShare {
       if (calls === 0) return undefined;
       const held = counts.get(principal) ?? 0;
       if (held + calls > maxPerCredential) {
-        return jsonRpcError({
-          status: 429,
-          code: RPC.SERVER_ERROR,
-          message: `Too many tool calls at once: this credential has ${held} running (MCP_MAX_CALLS_PER_CREDENTIAL=${maxPerCredential}). Retry in ${CALLS_RETRY_AFTER_S} s, once one has finished.`,
-          headers: { 'retry-after': String(CALLS_RETRY_AFTER_S) },
-          id: !Array.isArray(body) && isObject(body) && (typeof body.id === 'string' || typeof body.id === 'number') ? body.id : null,
-        });
+        const message = `Too many tool calls at once: this credential has ${held} running (MCP_MAX_CALLS_PER_CREDENTIAL=${maxPerCredential}). Retry in ${CALLS_RETRY_AFTER_S} s, once one has finished.`;
+        const id = !Array.isArray(body) && isObject(body) && (typeof body.id === 'string' || typeof body.id === 'number') ? body.id : null;
+        return retryLaterError({ status: 429, message, retryAfterS: CALLS_RETRY_AFTER_S }, id);
       }
       counts.set(principal, held + calls);
       return (response) => whenSent(response, () => release(principal, calls));

@@ -9,7 +9,7 @@ import { isInitializeRequest } from '@modelcontextprotocol/server';
 
 import { ANONYMOUS_PRINCIPAL } from '../http/auth';
 import type { RequestContext } from '../http/context';
-import { jsonRpcError, RPC } from '../http/json-rpc-error';
+import { jsonRpcError, retryLaterError, RPC } from '../http/json-rpc-error';
 import type { Logger } from '../log';
 import { createLazySandbox } from '../sandbox/lazy-sandbox';
 import type { SandboxProvider } from '../sandbox/types';
@@ -258,7 +258,7 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
   const refused = (refusal: Refusal, ctx: RequestContext, id: string | number | null): Response => {
     ctx.log.error_code = refusal.status === 429 ? 'credential_share' : 'capacity';
     logger.warn(refusal.status === 429 ? 'credential session share reached' : 'session cap reached', { sessions: store.size, limit: refusal.setting });
-    return jsonRpcError({ status: refusal.status, code: RPC.SERVER_ERROR, message: refusal.message, headers: { 'retry-after': String(refusal.retryAfterS) }, id });
+    return retryLaterError(refusal, id);
   };
 
   const deleteSession = async (req: Request, sessionId: string | null, ctx: RequestContext): Promise<Response> => {

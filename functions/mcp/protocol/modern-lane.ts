@@ -11,7 +11,7 @@ import { createMcpHandler, ProtocolError, ProtocolErrorCode, type ServerContext,
 import { ANONYMOUS_PRINCIPAL } from '../http/auth';
 import type { RequestContext } from '../http/context';
 import { AppError, isAppError } from '../errors';
-import { jsonRpcError, RPC } from '../http/json-rpc-error';
+import { retryLaterError } from '../http/json-rpc-error';
 import type { Logger } from '../log';
 import { createLazySandbox, type LazySandbox } from '../sandbox/lazy-sandbox';
 import type { SandboxProvider } from '../sandbox/types';
@@ -148,8 +148,7 @@ export function createModernLane(options: ModernLaneOptions): ModernLane {
     if (key !== undefined && held.has(key)) return undefined;
     const decision = roomFor(principal);
     if (decision.ok) return undefined;
-    const { refusal } = decision;
-    return jsonRpcError({ status: refusal.status, code: RPC.SERVER_ERROR, message: refusal.message, headers: { 'retry-after': String(refusal.retryAfterS) }, id: message.id ?? null });
+    return retryLaterError(decision.refusal, message.id ?? null);
   };
 
   const call = async (name: string, args: unknown, ctx: ServerContext, principal: string) => {
