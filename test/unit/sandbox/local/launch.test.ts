@@ -1,4 +1,4 @@
-import { buildLaunch, DEFAULT_PROCESS_LIMITS, type LaunchOptions } from '../../../../functions/mcp/sandbox/local/launch';
+import { buildLaunch, DEFAULT_PROCESS_LIMITS, ENTER_CGROUPS_SCRIPT, type LaunchOptions } from '../../../../functions/mcp/sandbox/local/launch';
 import type { Workspace } from '../../../../functions/mcp/sandbox/local/workspace';
 
 const ws: Workspace = { dir: '/r/ws', home: '/r/ws/home', tmp: '/r/ws/tmp', workdir: '/home/user', owner: { uid: 123456, gid: 123456 } };
@@ -47,5 +47,20 @@ describe('buildLaunch', () => {
     expect(spec.args).toContain('--nofile=4096');
     expect(spec.cwd).toBe('/r/ws/home');
     expect(spec.env).toMatchObject({ HOME: '/r/ws/home', TMPDIR: '/r/ws/tmp' });
+  });
+
+  it('enters the sandbox’s groups first, as the server, before rlimits, the sandbox user and bubblewrap', () => {
+    const spec = buildLaunch({ ...base, cgroupProcs: ['/cg/memory/x/cgroup.procs', '/cg/pids/x/cgroup.procs'] });
+    const argv = [spec.file, ...spec.args];
+    expect(argv.slice(0, 8)).toEqual(['/bin/sh', '-c', ENTER_CGROUPS_SCRIPT, 'sh', '/cg/memory/x/cgroup.procs', '/cg/pids/x/cgroup.procs', '--', '/usr/bin/prlimit']);
+    expect(argv.indexOf('/usr/bin/setpriv')).toBeGreaterThan(argv.indexOf('/usr/bin/prlimit'));
+    expect(argv.slice(-3)).toEqual(['bash', '-c', 'echo hi']);
+    // Without groups (none on this host) there is no wrapper.
+    expect(buildLaunch(base).file).toBe('/usr/bin/prlimit');
+  });
+
+  it('limits private memory per process (RLIMIT_DATA) only when asked to (no memory cgroup)', () => {
+    expect(buildLaunch({ ...base, limits: { ...DEFAULT_PROCESS_LIMITS, maxDataBytes: 2 ** 30 } }).args).toContain(`--data=${2 ** 30}`);
+    expect(buildLaunch(base).args.some((a) => a.startsWith('--data'))).toBe(false);
   });
 });

@@ -11,10 +11,9 @@ import { join } from 'node:path';
 import { loadConfig } from '../../../../functions/mcp/config';
 import { ConfigError } from '../../../../functions/mcp/errors';
 import { type CgroupPlacement, SandboxCgroups } from '../../../../functions/mcp/sandbox/local/cgroups';
-import { buildLaunch, DEFAULT_PROCESS_LIMITS, ENTER_CGROUPS_SCRIPT, type LaunchOptions } from '../../../../functions/mcp/sandbox/local/launch';
+import { DEFAULT_PROCESS_LIMITS, ENTER_CGROUPS_SCRIPT } from '../../../../functions/mcp/sandbox/local/launch';
 import { findProgram } from '../../../../functions/mcp/sandbox/local/host-tools';
 import { heldLimits, limitSettings, processLimitsFor } from '../../../../functions/mcp/sandbox/local/resource-limits';
-import type { Workspace } from '../../../../functions/mcp/sandbox/local/workspace';
 
 function problemsOf(env: Record<string, string>): readonly string[] {
   try {
@@ -76,60 +75,29 @@ describe('what holds each limit', () => {
   });
 });
 
-describe('the launcher', () => {
-  const ws: Workspace = { dir: '/r/ws', home: '/r/ws/home', tmp: '/r/ws/tmp', workdir: '/home/user', owner: { uid: 123456, gid: 123456 } };
-  const base: LaunchOptions = {
-    isolation: 'bwrap',
-    workspace: ws,
-    tools: { bwrap: '/usr/bin/bwrap', prlimit: '/usr/bin/prlimit', setpriv: '/usr/bin/setpriv' },
-    limits: DEFAULT_PROCESS_LIMITS,
-    allowNetwork: false,
-    hiddenPaths: [],
-    extraReadOnlyDirs: [],
-    argv: ['bash', '-c', 'echo hi'],
-    cwd: '/home/user',
-    env: {},
-  };
+describe('the launcher’s wrapper, which enters a sandbox’s groups', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'enter-cgroups-'));
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('enters the sandbox’s groups first, as the server, before rlimits, the sandbox user and bubblewrap', () => {
-    const spec = buildLaunch({ ...base, cgroupProcs: ['/cg/memory/x/cgroup.procs', '/cg/pids/x/cgroup.procs'] });
-    const argv = [spec.file, ...spec.args];
-    expect(argv.slice(0, 8)).toEqual(['/bin/sh', '-c', ENTER_CGROUPS_SCRIPT, 'sh', '/cg/memory/x/cgroup.procs', '/cg/pids/x/cgroup.procs', '--', '/usr/bin/prlimit']);
-    expect(argv.indexOf('/usr/bin/setpriv')).toBeGreaterThan(argv.indexOf('/usr/bin/prlimit'));
-    expect(argv.slice(-3)).toEqual(['bash', '-c', 'echo hi']);
-    // Without groups (none on this host) there is no wrapper.
-    expect(buildLaunch(base).file).toBe('/usr/bin/prlimit');
+  it('writes its own pid to each group, then becomes the command (same pid)', () => {
+    const files = [join(dir, 'a'), join(dir, 'b')];
+    for (const file of files) writeFileSync(file, '');
+    const run = spawnSync('/bin/sh', ['-c', ENTER_CGROUPS_SCRIPT, 'sh', ...files, '--', '/bin/sh', '-c', 'echo $$; echo "$1"', 'inner', 'arg with spaces'], { encoding: 'utf8' });
+    expect(run.status).toBe(0);
+    const [pid, arg] = run.stdout.split('\n');
+    expect(arg).toBe('arg with spaces');
+    for (const file of files) expect(readFileSync(file, 'utf8').trim()).toBe(pid);
   });
 
-  it('limits private memory per process (RLIMIT_DATA) only when asked to (no memory cgroup)', () => {
-    expect(buildLaunch({ ...base, limits: { ...DEFAULT_PROCESS_LIMITS, maxDataBytes: 2 ** 30 } }).args).toContain(`--data=${2 ** 30}`);
-    expect(buildLaunch(base).args.some((a) => a.startsWith('--data'))).toBe(false);
-  });
-
-  describe('its wrapper', () => {
-    let dir: string;
-    beforeEach(() => {
-      dir = mkdtempSync(join(tmpdir(), 'enter-cgroups-'));
-    });
-    afterEach(() => rmSync(dir, { recursive: true, force: true }));
-
-    it('writes its own pid to each group, then becomes the command (same pid)', () => {
-      const files = [join(dir, 'a'), join(dir, 'b')];
-      for (const file of files) writeFileSync(file, '');
-      const run = spawnSync('/bin/sh', ['-c', ENTER_CGROUPS_SCRIPT, 'sh', ...files, '--', '/bin/sh', '-c', 'echo $$; echo "$1"', 'inner', 'arg with spaces'], { encoding: 'utf8' });
-      expect(run.status).toBe(0);
-      const [pid, arg] = run.stdout.split('\n');
-      expect(arg).toBe('arg with spaces');
-      for (const file of files) expect(readFileSync(file, 'utf8').trim()).toBe(pid);
-    });
-
-    it('runs nothing when a group cannot be entered (exit 125)', () => {
-      const ran = join(dir, 'ran');
-      const run = spawnSync('/bin/sh', ['-c', ENTER_CGROUPS_SCRIPT, 'sh', join(dir, 'missing', 'cgroup.procs'), '--', '/bin/sh', '-c', `touch ${ran}`], { encoding: 'utf8' });
-      expect(run.status).toBe(125);
-      expect(run.stderr).toContain('sandbox: cannot enter');
-      expect(() => readFileSync(ran)).toThrow();
-    });
+  it('runs nothing when a group cannot be entered (exit 125)', () => {
+    const ran = join(dir, 'ran');
+    const run = spawnSync('/bin/sh', ['-c', ENTER_CGROUPS_SCRIPT, 'sh', join(dir, 'missing', 'cgroup.procs'), '--', '/bin/sh', '-c', `touch ${ran}`], { encoding: 'utf8' });
+    expect(run.status).toBe(125);
+    expect(run.stderr).toContain('sandbox: cannot enter');
+    expect(() => readFileSync(ran)).toThrow();
   });
 });
 
