@@ -153,7 +153,7 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
       logger.info('session evicted', { session: toSessionTag(evict.fresh.id), reason: 'cap', request_id: ctx.requestId });
     } else if (evict?.session !== undefined) {
       store.remove(evict.session.id);
-      // Safe: it comes back on its next request, with its sandbox (DESIGN.md rule 2).
+      // Safe: it comes back on its next request, with its sandbox (recovered from its signed id).
       void evict.session.release().catch(() => undefined);
       logger.info('session evicted', { session: evict.session.tag, reason: 'cap', request_id: ctx.requestId });
     }
