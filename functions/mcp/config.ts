@@ -31,7 +31,7 @@ export interface LocalSandboxConfig {
   readonly isolation: IsolationSetting;
   /** LOCAL_SANDBOX_NETWORK=on lets sandboxed processes reach the network under bubblewrap. @default false */
   readonly allowNetwork: boolean;
-  /** LOCAL_SANDBOX_PYTHON: the interpreter for run_code. @default 'python3' */
+  /** LOCAL_SANDBOX_PYTHON: the Python for run_code and each sandbox's supervisor. @default 'python3' */
   readonly python: string;
   /**
    * LOCAL_SANDBOX_DISK_MB in bytes: the size of each new workspace's disk image, which holds all its files

@@ -129,6 +129,27 @@ public class Main {
     const x32 = ((await attacker.callTool('run_command', { command: `python3 -c 'import ctypes; print(ctypes.CDLL(None).syscall(0x40000000 | 39))'` })).structuredContent as { stdout: string }).stdout;
     expect(x32.trim()).toBe('-1');
   });
+
+  it("killing or stopping the sandbox's own supervisor ends what runs in that sandbox, never hangs a call, and the next call works", async () => {
+    // Everything of the sandbox's user, the supervisor included: the call still comes back.
+    const killed = await attacker.callTool('run_command', { command: 'kill -9 -1' });
+    expect(killed.structuredContent).toMatchObject({ exit_code: null, timed_out: false });
+    expect((await attacker.callTool('run_command', { command: 'echo back' })).structuredContent).toMatchObject({ exit_code: 0, stdout: 'back\n' });
+    // A stopped supervisor reports nothing: the call's deadline, then the server, kill it.
+    const stopped = await attacker.callTool('run_command', { command: 'kill -STOP $PPID', timeout_ms: 1000 });
+    expect(stopped.structuredContent).toMatchObject({ timed_out: true });
+    expect((await attacker.callTool('run_command', { command: 'echo back again' })).structuredContent).toMatchObject({ exit_code: 0, stdout: 'back again\n' });
+    // The other session's sandbox never noticed.
+    expect((await victim.callTool('run_command', { command: 'echo untouched' })).structuredContent).toMatchObject({ exit_code: 0, stdout: 'untouched\n' });
+  });
+
+  it("an endless line on the Python kernel's control channel ends that kernel, not the server's memory", async () => {
+    await attacker.callTool('run_code', { code: 'kept = 1' });
+    const flooded = await attacker.callTool('run_code', { code: 'import os\nos.write(3, b"x" * (65 << 20))', timeout_ms: 60_000 });
+    expect(flooded.structuredContent).toMatchObject({ state_lost: true, timed_out: false, error: { name: 'KernelRestarted' } });
+    expect((await attacker.callTool('run_code', { code: "'kept' in globals(), 1 + 1" })).structuredContent).toMatchObject({ results: [{ text: '(False, 2)' }] });
+    expect((await fetch(`${server.origin}/health`)).status).toBe(200);
+  });
 });
 
 describe('a token file reached through a symlink', () => {

@@ -140,8 +140,9 @@ interface Limit {
   it('reports a command killed for memory, and only that one', async () => {
     const result = await client.callTool('run_command', { command: 'python3 -c "bytearray(3 * 2**30)"' });
     expect(result.isError).toBe(true);
-    expect(result.structuredContent).toMatchObject({ exit_code: 137, out_of_memory: { memory_limit_bytes: MEMORY_MB * 2 ** 20 } });
+    expect(result.structuredContent).toMatchObject({ exit_code: null, out_of_memory: { memory_limit_bytes: MEMORY_MB * 2 ** 20 } });
     expect(textOf(result)).toContain("Killed: out of memory (the sandbox's limit is 128 MiB, LOCAL_SANDBOX_MEMORY_MB)");
+    expect(textOf(result)).toContain('Killed by SIGKILL.');
 
     const plain = await client.callTool('run_command', { command: 'exit 3' });
     expect(plain.isError).toBeFalsy();

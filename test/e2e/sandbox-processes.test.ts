@@ -121,6 +121,30 @@ describe('run_command under bubblewrap', () => {
     expect(status.structuredContent).toMatchObject({ backend: 'local', state: 'running', isolation: 'bwrap', network: 'disabled', workdir: '/home/user' });
   });
 
+  it("shares one network among a sandbox's processes: a background server serves its later commands and its preview probe, and no other sandbox", async () => {
+    const port = 8765;
+    const fetchScript = `python3 -c "import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:${port}/index.html', timeout=5).read().decode())"`;
+    await client.callTool('write_file', { path: 'site/index.html', content: '<h1>served inside</h1>' });
+    const started = await client.callTool('run_command', { command: `cd site && exec python3 -m http.server ${port} --bind 127.0.0.1`, background: true });
+    const id = started.structuredContent?.process_id as string;
+    const preview = await pollUntil(
+      async () => (await client.callTool('get_preview_url', { port })).structuredContent as { listening: boolean; reachable: boolean; note?: string },
+      (p) => p.listening,
+      SETTLE_MS,
+      100,
+    );
+    expect(preview).toMatchObject({ listening: true, reachable: false, note: expect.stringContaining('its commands reach this port') });
+    expect((await client.callTool('run_command', { command: fetchScript })).structuredContent).toMatchObject({ exit_code: 0, stdout: '<h1>served inside</h1>\n' });
+
+    const other = await connectClient('v2', server.url, { token: TOKEN });
+    expect((await other.callTool('run_command', { command: CONNECT_SCRIPT(port) })).structuredContent?.stdout).toBe('');
+    expect((await other.callTool('get_preview_url', { port })).structuredContent).toMatchObject({ listening: false });
+    await other.terminate();
+
+    await client.callTool('manage_process', { action: 'kill', process_id: id });
+    expect((await client.callTool('get_preview_url', { port })).structuredContent).toMatchObject({ listening: false });
+  });
+
   it('runs two sessions as two different unprivileged users when the server is root', async () => {
     if (process.getuid?.() !== 0) {
       console.log('skipped: the test runner is not root, so the server does not drop privileges per session');

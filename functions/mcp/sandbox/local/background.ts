@@ -1,17 +1,16 @@
 /**
- * Background processes of a local sandbox: each in its own process group (and, under bubblewrap, its own
- * namespaces), output to a capped log in the workspace directory (which the sandbox user cannot touch),
+ * Background processes of a local sandbox: each in its own process group (inside the sandbox, beside its
+ * other processes), output to a capped log in the workspace directory (which the sandbox user cannot touch),
  * stdin kept open for `write_stdin`, and all of them killed with the sandbox.
  */
-import type { ChildProcess } from 'node:child_process';
 import { mkdir } from 'node:fs/promises';
 
 import { AppError } from '../../errors';
 import { extentOfSegments } from '../log-segments';
 import { ProcessLog, segmentsIn } from '../process-log';
 import type { BackgroundProcess, ProcessLogPage } from '../types';
-import type { LaunchSpec } from './launch';
-import { signalGroup, spawnGroup, toSpawnError, whenDrained } from './process-group';
+import { toSpawnError } from './process-group';
+import type { SandboxProcess } from './supervisor';
 
 /** How long `signal` waits to report the process gone. */
 const SIGNAL_WAIT_MS = 2_000;
@@ -20,7 +19,7 @@ interface Entry {
   readonly id: string;
   readonly command: string;
   readonly startedAt: string;
-  readonly child: ChildProcess;
+  readonly child: SandboxProcess;
   readonly log: ProcessLog;
   exitCode: number | null;
   /** True once the process exited and all its output is in the log. */
@@ -35,7 +34,8 @@ export class LocalBackgroundProcesses {
 
   constructor(private readonly logDir: string) {}
 
-  async start(command: string, spec: LaunchSpec): Promise<BackgroundProcess> {
+  /** Starts `command` with `spawn` (given a stdin to keep open). */
+  async start(command: string, spawn: () => SandboxProcess): Promise<BackgroundProcess> {
     await mkdir(this.logDir, { recursive: true, mode: 0o700 });
     // Ids continue after those an earlier instance left logs for. Read `next` only after the await: starts
     // running side by side must each get their own id.
@@ -43,17 +43,12 @@ export class LocalBackgroundProcesses {
     this.next = Math.max(this.next, ...logged.map((id) => Number(id.slice(1)) + 1));
     const id = `p${this.next++}`;
     const log = ProcessLog.create(this.logDir, id);
-    let child: ChildProcess;
-    try {
-      child = spawnGroup(spec, ['pipe', 'pipe', 'pipe']);
-    } catch (err: unknown) {
-      throw toSpawnError(err);
-    }
-    child.stdout?.on('data', (chunk: Buffer) => void log.append(chunk));
-    child.stderr?.on('data', (chunk: Buffer) => void log.append(chunk));
+    const child = spawn();
+    child.stdout.on('data', (chunk: Buffer) => void log.append(chunk));
+    child.stderr.on('data', (chunk: Buffer) => void log.append(chunk));
     child.stdin?.on('error', () => undefined);
     // Exited only once everything it wrote is in the log: its byte count is final when it says "exited".
-    const done = whenDrained(child).then(async ({ code }) => {
+    const done = new Promise<number | null>((resolve) => child.once('close', resolve)).then(async (code) => {
       await log.flushed();
       entry.exitCode = code;
       entry.exited = true;
@@ -99,8 +94,8 @@ export class LocalBackgroundProcesses {
 
   async signal(id: string, signal: NodeJS.Signals): Promise<BackgroundProcess> {
     const entry = this.find(id);
-    if (!entry.exited && entry.child.pid !== undefined) {
-      signalGroup(entry.child.pid, signal);
+    if (!entry.exited) {
+      entry.child.signal(signal);
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([entry.done, new Promise<void>((resolve) => (timer = setTimeout(resolve, SIGNAL_WAIT_MS)))]);
       clearTimeout(timer);
@@ -123,7 +118,7 @@ export class LocalBackgroundProcesses {
   /** Kills every background process group (the sandbox is ending or letting go). */
   stopAll(): void {
     for (const entry of this.entries.values()) {
-      if (!entry.exited && entry.child.pid !== undefined) signalGroup(entry.child.pid, 'SIGKILL');
+      if (!entry.exited) entry.child.signal('SIGKILL');
     }
   }
 

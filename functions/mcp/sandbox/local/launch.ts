@@ -1,7 +1,8 @@
 /**
- * How a sandboxed process is started: its sandbox's cgroups entered first (a tiny shell wrapper, when the
- * host offers them), rlimits (prlimit), a per-session user (setpriv, when the server is root), bubblewrap when
- * isolation is on, and a minimal environment. Pure: builds argv and env only.
+ * How a sandbox's supervisor is started (supervisor.ts; every other process of the sandbox is forked from it,
+ * inheriting all of this): its sandbox's cgroups entered first (a tiny shell wrapper, when the host offers
+ * them), rlimits (prlimit), a per-session user (setpriv, when the server is root), bubblewrap when isolation
+ * is on, and a minimal environment. Pure: builds argv and env only.
  */
 import { BWRAP_WORKDIR, type Workspace } from './workspace';
 

@@ -28,10 +28,12 @@ import { listWorkspaceFiles, readWorkspaceFile, writeWorkspaceFile } from './fil
 import { findProgram } from './host-tools';
 import { isListening, killUserProcesses } from './host-processes';
 import { KERNEL_SOURCE } from './kernel-source';
-import { buildLaunch, type BwrapHardening, type HostTools, type LaunchSpec, type ProcessLimits } from './launch';
-import { runProcess } from './process-group';
+import { buildLaunch, type BwrapHardening, type HostTools, type ProcessLimits, toBaseEnv } from './launch';
 import { PythonKernel } from './python-kernel';
 import { outOfMemoryIf } from './resource-limits';
+import { runProcess } from './run-process';
+import { type SandboxProcess, Supervisor } from './supervisor';
+import { SUPERVISOR_SOURCE } from './supervisor-source';
 import { removeWorkspace, resolveInWorkspace, type Workspace } from './workspace';
 import { diskFullAfterCall } from './workspace-disk';
 
@@ -45,7 +47,7 @@ export interface LocalSandboxOptions {
   hiddenPaths: readonly string[];
   /** What hardens bubblewrap here (found by the provider's probe). */
   hardening: BwrapHardening;
-  /** Interpreter for Python (LOCAL_SANDBOX_PYTHON). */
+  /** Python, for run_code and the sandbox's supervisor (LOCAL_SANDBOX_PYTHON). */
   python: string;
   /** Bytes kept per output stream. */
   maxOutputBytes: number;
@@ -82,6 +84,8 @@ export class LocalSandbox implements Sandbox {
   /** When this instance last marked the sandbox used (undefined: not yet, e.g. just re-attached). */
   private touchedMs: number | undefined;
   private kernel: Promise<PythonKernel> | undefined;
+  /** Starts every process of the sandbox (started with the first one; again if it went). */
+  private supervisor: Promise<Supervisor> | undefined;
   private readonly background: LocalBackgroundProcesses;
   /** Set until the first Python run after a re-attach, which then reports the earlier state as lost. */
   private stateLostOnResume: boolean;
@@ -143,10 +147,10 @@ export class LocalSandbox implements Sandbox {
   private async runCommandOnly(req: RunCommandRequest): Promise<RunCommandResult> {
     this.assertAlive();
     const cwd = await this.resolveCwd(req.cwd);
-    const spec = await this.launch(['bash', '-c', req.command], cwd, req.env);
+    const supervisor = await this.ensureSupervisor();
     const oomBefore = await this.oomKills();
     const result = await runProcess({
-      spec,
+      start: (stdin) => this.spawn(supervisor, { argv: ['bash', '-c', req.command], cwd, env: req.env, stdin }),
       timeoutMs: req.timeoutMs,
       stdin: req.stdin,
       maxOutputBytes: this.options.maxOutputBytes,
@@ -200,7 +204,8 @@ export class LocalSandbox implements Sandbox {
   async startBackground(req: StartBackgroundRequest): Promise<BackgroundProcess> {
     this.assertAlive();
     const cwd = await this.resolveCwd(req.cwd);
-    return this.background.start(req.command, await this.launch(['bash', '-c', req.command], cwd, req.env));
+    const supervisor = await this.ensureSupervisor();
+    return this.background.start(req.command, () => this.spawn(supervisor, { argv: ['bash', '-c', req.command], cwd, env: req.env, stdin: true }));
   }
 
   async listBackground(): Promise<BackgroundProcess[]> {
@@ -232,11 +237,13 @@ export class LocalSandbox implements Sandbox {
     const url = `http://127.0.0.1:${port}`;
     const { isolation, allowNetwork } = this.options;
     if (isolation === 'bwrap' && !allowNetwork) {
+      // The sandbox's own network: only its processes reach it, so only they can say whether the port listens.
+      const supervisor = this.supervisor === undefined ? undefined : await this.supervisor.catch(() => undefined);
       return {
         url,
-        listening: false,
+        listening: supervisor?.alive === true ? await supervisor.probe(port) : false,
         reachable: false,
-        note: 'Network isolation is on: each sandboxed process has its own network namespace, so its ports are not reachable from outside. The operator can set LOCAL_SANDBOX_NETWORK=on to share the host network.',
+        note: `The sandbox has its own network: its commands reach this port (e.g. curl ${url}), other hosts cannot. The operator can set LOCAL_SANDBOX_NETWORK=on to share the host network.`,
       };
     }
     return { url, listening: await isListening(port), reachable: true };
@@ -259,6 +266,9 @@ export class LocalSandbox implements Sandbox {
     const kernel = this.kernel;
     this.kernel = undefined;
     await kernel?.then((k) => k.kill()).catch(() => undefined);
+    const supervisor = this.supervisor;
+    this.supervisor = undefined;
+    await supervisor?.then((s) => s.kill()).catch(() => undefined);
     const owner = this.options.workspace.owner;
     if (owner !== undefined) await killUserProcesses(owner.uid);
     // Whatever is left in the sandbox's groups goes with them (a group that stays is swept at the next start-up).
@@ -286,13 +296,41 @@ export class LocalSandbox implements Sandbox {
     return signal === undefined ? this.lifetime.signal : AbortSignal.any([signal, this.lifetime.signal]);
   }
 
-  /** How a process of this sandbox starts (commands, background processes, the Python kernel, scripts: all of them). */
-  private async launch(argv: readonly string[], cwd: string, env: Record<string, string> | undefined): Promise<LaunchSpec> {
-    const { isolation, workspace, tools, limits, allowNetwork, hiddenPaths, hardening, cgroup } = this.options;
+  /**
+   * The sandbox's supervisor, which starts all of its processes (commands, background processes, the Python
+   * kernel, scripts): the only process launched through cgroups, rlimits, the sandbox's user and bubblewrap.
+   */
+  private ensureSupervisor(): Promise<Supervisor> {
+    const current = this.supervisor;
+    if (current !== undefined) return current.then((s) => (s.alive ? s : this.startSupervisor()));
+    return this.startSupervisor();
+  }
+
+  private startSupervisor(): Promise<Supervisor> {
+    const started = this.launchSupervisor();
+    this.supervisor = started;
+    started.catch(() => {
+      if (this.supervisor === started) this.supervisor = undefined;
+    });
+    return started;
+  }
+
+  private async launchSupervisor(): Promise<Supervisor> {
+    const { isolation, workspace, tools, limits, allowNetwork, hiddenPaths, hardening, cgroup, python } = this.options;
     const cgroupProcs = await cgroup?.enter().catch((err: unknown) => {
       throw new AppError('sandbox_error', `Could not set up the sandbox's resource limits (cgroup: ${toErrnoCode(err) ?? 'error'}); nothing was run.`, { cause: err });
     });
-    return buildLaunch({ isolation, workspace, tools, limits, allowNetwork, hiddenPaths, hardening, extraReadOnlyDirs: [], argv, cwd, env: env ?? {}, cgroupProcs });
+    const argv = [python, '-I', '-S', '-c', SUPERVISOR_SOURCE];
+    const cwd = isolation === 'bwrap' ? workspace.workdir : workspace.home;
+    const supervisor = await Supervisor.start(buildLaunch({ isolation, workspace, tools, limits, allowNetwork, hiddenPaths, hardening, extraReadOnlyDirs: [], argv, cwd, env: {}, cgroupProcs }));
+    if (this.lifetime.signal.aborted) supervisor.kill();
+    return supervisor;
+  }
+
+  /** Starts a process through `supervisor` with the sandbox's base environment and `env` on top. */
+  private spawn(supervisor: Supervisor, request: { argv: readonly string[]; cwd: string; env: Record<string, string> | undefined; stdin?: boolean; channel?: boolean }): SandboxProcess {
+    const { argv, cwd, env, stdin, channel } = request;
+    return supervisor.spawn({ argv, cwd, env: { ...toBaseEnv(this.options.workspace, this.options.isolation), ...env }, stdin, channel });
   }
 
   /** The working directory for a process, as the sandbox sees it (and as `spawn` needs it without bubblewrap). */
@@ -313,7 +351,9 @@ export class LocalSandbox implements Sandbox {
 
   private startKernel(env: Record<string, string> | undefined): Promise<PythonKernel> {
     const cwd = this.options.isolation === 'bwrap' ? this.options.workspace.workdir : this.options.workspace.home;
-    const started = this.launch([this.options.python, '-u', '-c', KERNEL_SOURCE], cwd, env).then((spec) => PythonKernel.start(spec));
+    const started = this.ensureSupervisor().then((supervisor) =>
+      PythonKernel.start(this.spawn(supervisor, { argv: [this.options.python, '-u', '-c', KERNEL_SOURCE], cwd, env, channel: true })),
+    );
     this.kernel = started;
     started.catch(() => {
       if (this.kernel === started) this.kernel = undefined;
@@ -336,10 +376,11 @@ export class LocalSandbox implements Sandbox {
     const fileName = `code-${randomBytes(6).toString('hex')}.${runner.ext}`;
     const { path: inside } = await writeWorkspaceFile(tmpView, fileName, Buffer.from(req.code, 'utf8'));
     try {
-      const spec = await this.launch([runner.program, inside], await this.resolveCwd(undefined), req.env);
+      const cwd = await this.resolveCwd(undefined);
+      const supervisor = await this.ensureSupervisor();
       const oomBefore = await this.oomKills();
       const result = await runProcess({
-        spec,
+        start: () => this.spawn(supervisor, { argv: [runner.program, inside], cwd, env: req.env }),
         timeoutMs: req.timeoutMs,
         maxOutputBytes: this.options.maxOutputBytes,
         signal: this.callSignal(req.signal),

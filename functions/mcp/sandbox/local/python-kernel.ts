@@ -3,20 +3,20 @@
  * Executions run one at a time; a timeout or a cancel interrupts the code (KeyboardInterrupt) and, if
  * that does not stop it, kills the process, losing the state (the result says so).
  */
-import type { ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 
 import { AppError } from '../../errors';
 import { OutputCapture } from '../output-capture';
 import type { CallControls, CodeError, CodeOutput, RunCodeResult } from '../types';
-import type { LaunchSpec } from './launch';
-import { killGroup, spawnGroup, toSpawnError } from './process-group';
+import type { SandboxProcess } from './supervisor';
 
 /** Time for the interpreter to start and report ready. */
 const KERNEL_START_TIMEOUT_MS = 15_000;
 /** Time the code gets to stop after an interrupt before the process is killed. */
 const INTERRUPT_GRACE_MS = 2_000;
+/** The longest control line (a chart as base64 is the largest that is meant). */
+const MAX_FRAME_BYTES = 64 * 1024 * 1024;
 /** How long to wait for the output markers once the code finished. */
 const PIPE_DRAIN_MS = 1_000;
 
@@ -65,11 +65,19 @@ export class PythonKernel {
   private exitListeners: Array<() => void> = [];
 
   private constructor(
-    private readonly child: ChildProcess,
-    private readonly channel: Socket,
+    private readonly child: SandboxProcess,
+    private readonly channel: Duplex,
   ) {
-    child.stdout?.setEncoding('utf8').on('data', (chunk: string) => this.outputListener?.('stdout', chunk));
-    child.stderr?.setEncoding('utf8').on('data', (chunk: string) => this.outputListener?.('stderr', chunk));
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => this.outputListener?.('stdout', chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => this.outputListener?.('stderr', chunk));
+    channel.on('error', () => undefined);
+    // The kernel's process runs the user's code, which can write to fd 3 too: a line is bounded.
+    let lineBytes = 0;
+    channel.on('data', (chunk: Buffer) => {
+      const newline = chunk.lastIndexOf(10);
+      lineBytes = newline === -1 ? lineBytes + chunk.length : chunk.length - newline - 1;
+      if (lineBytes > MAX_FRAME_BYTES) this.kill();
+    });
     createInterface({ input: channel }).on('line', (line) => {
       try {
         this.frameListener?.(JSON.parse(line) as Frame);
@@ -83,15 +91,9 @@ export class PythonKernel {
     });
   }
 
-  /** Starts the interpreter described by `spec` and waits until it is ready. */
-  static async start(spec: LaunchSpec): Promise<PythonKernel> {
-    let child: ChildProcess;
-    try {
-      child = spawnGroup(spec, ['ignore', 'pipe', 'pipe', 'pipe']);
-    } catch (err: unknown) {
-      throw toSpawnError(err);
-    }
-    const channel = child.stdio[3] as Socket | null;
+  /** Waits until the interpreter `child` (started with a channel on fd 3) is ready. */
+  static async start(child: SandboxProcess): Promise<PythonKernel> {
+    const channel = child.channel;
     if (channel === null) throw new AppError('sandbox_error', 'The Python kernel has no control channel.');
     const kernel = new PythonKernel(child, channel);
     const stderr: string[] = [];
@@ -138,7 +140,7 @@ export class PythonKernel {
 
   /** Kills the interpreter and everything it started. */
   kill(): void {
-    killGroup(this.child, 0);
+    this.child.stop(0);
     this.channel.destroy();
   }
 

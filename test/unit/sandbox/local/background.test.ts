@@ -4,16 +4,23 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { LocalBackgroundProcesses } from '../../../../functions/mcp/sandbox/local/background';
+import { Supervisor } from '../../../../functions/mcp/sandbox/local/supervisor';
 import { pollUntil, SETTLE_MS } from '../../../support/processes';
+import { startHostSupervisor } from '../../../support/supervisor';
 
 const MIB = 1024 * 1024;
 let dir: string;
-beforeAll(() => {
+let supervisor: Supervisor;
+beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'bg-'));
+  supervisor = await startHostSupervisor(dir);
 });
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+afterAll(() => {
+  supervisor.kill();
+  rmSync(dir, { recursive: true, force: true });
+});
 
-const spec = (command: string) => ({ file: 'sh', args: ['-c', command], env: { PATH: '/usr/bin:/bin' }, cwd: dir });
+const spec = (command: string) => () => supervisor.spawn({ argv: ['sh', '-c', command], env: { PATH: '/usr/bin:/bin' }, cwd: dir, stdin: true });
 
 it('says "exited" only once every byte the process wrote is in its log, for starts side by side too', async () => {
   const processes = new LocalBackgroundProcesses(join(dir, 'logs'));

@@ -1,0 +1,301 @@
+/**
+ * The Python side of a sandbox's supervisor (supervisor.ts): one process per sandbox, started once inside the
+ * sandbox (its cgroups, rlimits, user and namespaces), that starts every later process of the sandbox with a
+ * fork and an exec. So the sandbox's processes share one network (a server started in the background is
+ * reachable from the next command), and a command costs one fork instead of a launcher chain and a new
+ * bubblewrap. Python 3.7 and its standard library only (FC's custom.debian10 image).
+ *
+ * Frames both ways on stdin/stdout: a 10-byte header (payload length u32, kind u8, process id u32, fd u8, big
+ * endian), then the payload. In: SPAWN (JSON {argv, cwd, env, stdin, channel}), DATA (bytes for the process's
+ * fd 0 or 3), EOF (close that fd), SIGNAL (a signal number, to the process's group), PROBE (a TCP port). Out:
+ * SPAWNED (JSON {pid} or {error, message}), DATA and EOF (its fd 1, 2 or 3), EXIT (JSON {code, signal}, sent
+ * once the process exited and its output was read, or PIPE_DRAIN_S after), PROBED ("1" when something accepts).
+ */
+export const SUPERVISOR_SOURCE = String.raw`
+import errno, json, os, selectors, signal, socket, struct, subprocess, sys, time
+
+SPAWN, DATA, EOF, SIGNAL, PROBE, SPAWNED, EXIT, PROBED = 1, 2, 3, 4, 5, 6, 7, 8
+HEADER = struct.Struct(">IBIB")
+PIPE_DRAIN_S = 1.0
+CHUNK = 65536
+
+# fd 3 is where a spawned process finds its channel: /dev/null holds it between spawns, so nothing else is
+# opened there, and HOLD puts it back after each.
+HOLD = os.open("/dev/null", os.O_RDONLY | os.O_CLOEXEC)
+if HOLD == 3:
+    HOLD = os.dup(3)
+else:
+    os.dup2(HOLD, 3, inheritable=False)
+
+try:
+    with open("/proc/self/comm", "w") as f:
+        f.write("sandbox-init")
+except OSError:
+    pass
+
+os.set_blocking(1, True)
+sel = selectors.DefaultSelector()
+procs = {}
+by_pid = {}
+probes = []
+wake_r, wake_w = os.pipe()
+os.set_blocking(wake_r, False)
+os.set_blocking(wake_w, False)
+signal.set_wakeup_fd(wake_w)
+signal.signal(signal.SIGCHLD, lambda *_: None)
+signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+
+def send(kind, pid, fd, payload=b""):
+    data = HEADER.pack(len(payload), kind, pid, fd) + payload
+    view = memoryview(data)
+    while view:
+        try:
+            view = view[os.write(1, view):]
+        except InterruptedError:
+            pass
+
+class Proc:
+    def __init__(self, key):
+        self.key = key
+        self.pid = None
+        self.readers = {}
+        self.writers = {}
+        self.pending = {}
+        self.closing = set()
+        self.status = None
+        self.drain_until = None
+
+def on_read(proc, fd, stream):
+    try:
+        data = os.read(stream, CHUNK)
+    except BlockingIOError:
+        return
+    except OSError:
+        data = b""
+    if data:
+        send(DATA, proc.key, fd, data)
+        return
+    close_reader(proc, fd)
+    maybe_exit(proc)
+
+def close_reader(proc, fd):
+    stream = proc.readers.pop(fd, None)
+    if stream is None:
+        return
+    sel.unregister(stream)
+    os.close(stream)
+    send(EOF, proc.key, fd)
+
+def flush(proc, fd):
+    stream = proc.writers.get(fd)
+    if stream is None:
+        return
+    buf = proc.pending.get(fd, b"")
+    while buf:
+        try:
+            buf = buf[os.write(stream, buf):]
+        except BlockingIOError:
+            break
+        except OSError:
+            buf = b""
+            proc.closing.add(fd)
+    proc.pending[fd] = buf
+    watching = stream in sel.get_map() and sel.get_key(stream).data[0] == "w"
+    if buf and not watching:
+        sel.register(stream, selectors.EVENT_WRITE, ("w", proc, fd))
+    elif not buf and watching:
+        sel.unregister(stream)
+    if not buf and fd in proc.closing:
+        close_writer(proc, fd)
+
+def close_writer(proc, fd):
+    stream = proc.writers.pop(fd)
+    proc.pending.pop(fd, None)
+    if stream in sel.get_map():
+        sel.unregister(stream)
+    if fd == 3:
+        # The channel is a socket the process also writes to: only this direction ends.
+        try:
+            socket.socket(fileno=os.dup(stream)).shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+    os.close(stream)
+
+def spawn(key, spec):
+    proc = Proc(key)
+    theirs = []
+    try:
+        if spec.get("stdin"):
+            r, w = os.pipe()
+            theirs.append(r)
+            proc.writers[0] = w
+            stdin = r
+        else:
+            stdin = subprocess.DEVNULL
+        outs = []
+        for fd in (1, 2):
+            r, w = os.pipe()
+            theirs.append(w)
+            outs.append(w)
+            proc.readers[fd] = r
+        if spec.get("channel"):
+            mine, other = socket.socketpair()
+            theirs.append(other.detach())
+            # Two descriptors of one socket: the selector watches reading and writing apart.
+            proc.readers[3] = mine.detach()
+            proc.writers[3] = os.dup(proc.readers[3])
+            # The child finds it on fd 3 (held by /dev/null between spawns, so nothing else takes it).
+            os.dup2(theirs[-1], 3)
+        try:
+            # Errors starting the program (not found, a bad cwd) come back here as OSError.
+            child = subprocess.Popen(spec["argv"], stdin=stdin, stdout=outs[0], stderr=outs[1], cwd=spec["cwd"], env=spec["env"],
+                                     start_new_session=True, pass_fds=(3,) if spec.get("channel") else (), close_fds=True)
+        finally:
+            if spec.get("channel"):
+                os.dup2(HOLD, 3, inheritable=False)
+            for stream in theirs:
+                os.close(stream)
+    except OSError as e:
+        for stream in set(proc.readers.values()) | set(proc.writers.values()):
+            os.close(stream)
+        send(SPAWNED, key, 0, json.dumps({"error": errno.errorcode.get(e.errno, "EIO"), "message": e.strerror or str(e)}).encode())
+        return
+    # Reaped below with waitpid, not by the Popen object.
+    child.returncode = 0
+    proc.pid = child.pid
+    procs[key] = proc
+    by_pid[proc.pid] = proc
+    for fd, stream in proc.readers.items():
+        os.set_blocking(stream, False)
+        sel.register(stream, selectors.EVENT_READ, ("r", proc, fd))
+    for stream in proc.writers.values():
+        os.set_blocking(stream, False)
+    send(SPAWNED, key, 0, json.dumps({"pid": proc.pid}).encode())
+
+def reap():
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        proc = by_pid.pop(pid, None)
+        if proc is None:
+            continue
+        proc.status = status
+        # Whatever the process left behind in its group goes with it.
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            pass
+        proc.drain_until = time.monotonic() + PIPE_DRAIN_S
+        maybe_exit(proc)
+
+def maybe_exit(proc, force=False):
+    if proc.status is None or (proc.readers and not force):
+        return
+    for fd in list(proc.readers):
+        close_reader(proc, fd)
+    for fd in list(proc.writers):
+        close_writer(proc, fd)
+    status = proc.status
+    code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
+    sig = signal.Signals(os.WTERMSIG(status)).name if os.WIFSIGNALED(status) else None
+    procs.pop(proc.key, None)
+    send(EXIT, proc.key, 0, json.dumps({"code": code, "signal": sig}).encode())
+
+def probe(key, port):
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setblocking(False)
+    try:
+        sock.connect(("127.0.0.1", port))
+    except BlockingIOError:
+        pass
+    except OSError:
+        sock.close()
+        send(PROBED, key, 0, b"0")
+        return
+    entry = [key, sock, time.monotonic() + 1.0]
+    probes.append(entry)
+    sel.register(sock, selectors.EVENT_WRITE, ("p", entry, 0))
+
+def probe_done(entry, ok):
+    probes.remove(entry)
+    sel.unregister(entry[1])
+    entry[1].close()
+    send(PROBED, entry[0], 0, b"1" if ok else b"0")
+
+def handle(kind, key, fd, payload):
+    try:
+        dispatch(kind, key, fd, payload)
+    except (ValueError, KeyError, TypeError) as e:
+        if kind == SPAWN:
+            send(SPAWNED, key, 0, json.dumps({"error": "EINVAL", "message": str(e)}).encode())
+
+def dispatch(kind, key, fd, payload):
+    proc = procs.get(key)
+    if kind == SPAWN:
+        if proc is None:
+            spawn(key, json.loads(payload.decode()))
+    elif kind == DATA and proc is not None and fd in proc.writers and fd not in proc.closing:
+        proc.pending[fd] = proc.pending.get(fd, b"") + payload
+        flush(proc, fd)
+    elif kind == EOF and proc is not None and fd in proc.writers:
+        proc.closing.add(fd)
+        flush(proc, fd)
+    elif kind == SIGNAL and proc is not None and proc.pid is not None:
+        try:
+            os.killpg(proc.pid, int(payload))
+        except (OSError, ValueError):
+            pass
+    elif kind == PROBE:
+        probe(key, int(payload))
+
+os.set_blocking(0, False)
+sel.register(0, selectors.EVENT_READ, ("in", None, 0))
+sel.register(wake_r, selectors.EVENT_READ, ("wake", None, 0))
+buf = b""
+send(SPAWNED, 0, 0, b'{"ready":true}')
+while True:
+    now = time.monotonic()
+    deadlines = [p.drain_until for p in procs.values() if p.drain_until is not None] + [e[2] for e in probes]
+    timeout = max(0.0, min(deadlines) - now) if deadlines else None
+    for key, _ in sel.select(timeout):
+        role, proc, fd = key.data
+        if role == "in":
+            try:
+                chunk = os.read(0, CHUNK)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                os._exit(0)
+            buf += chunk
+            while len(buf) >= HEADER.size:
+                size, kind, pid, fd_ = HEADER.unpack_from(buf)
+                if len(buf) < HEADER.size + size:
+                    break
+                payload = buf[HEADER.size:HEADER.size + size]
+                buf = buf[HEADER.size + size:]
+                handle(kind, pid, fd_, payload)
+        elif role == "wake":
+            try:
+                while os.read(wake_r, 512):
+                    pass
+            except BlockingIOError:
+                pass
+            reap()
+        elif role == "r":
+            on_read(proc, fd, key.fileobj)
+        elif role == "w":
+            flush(proc, fd)
+        elif role == "p":
+            probe_done(proc, proc[1].getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0)
+    now = time.monotonic()
+    for p in list(procs.values()):
+        if p.drain_until is not None and now >= p.drain_until:
+            maybe_exit(p, True)
+    for e in list(probes):
+        if now >= e[2]:
+            probe_done(e, False)
+`;

@@ -1,0 +1,360 @@
+/**
+ * A sandbox's supervisor, from the server's side: the one process started through the launcher (cgroups,
+ * rlimits, the sandbox's user, bubblewrap), which then starts each process of the sandbox (commands,
+ * background processes, scripts, the Python kernel) with a fork inside it, and relays their descriptors
+ * over its stdin/stdout (supervisor-source.ts has the frames). Everything it says comes from inside the
+ * sandbox: frames are bounded and checked, and a supervisor that misbehaves is killed.
+ */
+import type { ChildProcess } from 'node:child_process';
+import { EventEmitter } from 'node:events';
+import { Duplex, PassThrough, Writable } from 'node:stream';
+import { constants as osConstants } from 'node:os';
+
+import { AppError } from '../../errors';
+import type { LaunchSpec } from './launch';
+import { signalGroup, spawnGroup, toSpawnError } from './process-group';
+
+const enum Kind {
+  Spawn = 1,
+  Data = 2,
+  Eof = 3,
+  Signal = 4,
+  Probe = 5,
+  Spawned = 6,
+  Exit = 7,
+  Probed = 8,
+}
+
+const HEADER_BYTES = 10;
+/** The supervisor reads 64 KiB at a time; anything far larger is not a frame it wrote. */
+const MAX_FRAME_BYTES = 1024 * 1024;
+/** Time for the supervisor to start and say it is ready. */
+const START_TIMEOUT_MS = 15_000;
+/** Time between SIGTERM and SIGKILL for a process group. */
+const KILL_GRACE_MS = 500;
+/**
+ * How long a process may outlive its SIGKILL before the supervisor counts as stuck (a process of the sandbox
+ * can stop it: it runs as the same user) and is killed with everything it started.
+ */
+const UNRESPONSIVE_MS = 5_000;
+
+/** What to start inside the sandbox. */
+export interface SpawnRequest {
+  /** The program and its arguments (found on the sandbox's PATH). */
+  readonly argv: readonly string[];
+  /** Working directory as the sandbox sees it. */
+  readonly cwd: string;
+  /** The whole environment. */
+  readonly env: Readonly<Record<string, string>>;
+  /** Give the process a stdin to write to (else /dev/null). */
+  readonly stdin?: boolean;
+  /** A socket on the process's fd 3, both ways (the Python kernel's control channel). */
+  readonly channel?: boolean;
+}
+
+/**
+ * One process of the sandbox, the leader of its own process group. Events: `spawn`; `error` (it could not
+ * start); `exit` and then `close` (code, signal), both once it exited and its output was read.
+ */
+export class SandboxProcess extends EventEmitter {
+  readonly stdin: Writable | null;
+  readonly stdout = new PassThrough();
+  readonly stderr = new PassThrough();
+  /** fd 3, when asked for. */
+  readonly channel: Duplex | null;
+  /** Its pid inside the sandbox (set once started). */
+  pid: number | undefined;
+  exitCode: number | null = null;
+  signalCode: NodeJS.Signals | null = null;
+  /** True once it exited (or never started). */
+  ended = false;
+  private channelIn: PassThrough | undefined;
+
+  constructor(
+    private readonly supervisor: Supervisor,
+    readonly key: number,
+    request: SpawnRequest,
+  ) {
+    super();
+    this.stdin = request.stdin === true ? this.writerFor(0) : null;
+    if (request.channel === true) {
+      const incoming = new PassThrough();
+      const out = this.writerFor(3);
+      this.channelIn = incoming;
+      this.channel = new Duplex({
+        read: () => undefined,
+        write: (chunk: Buffer, _enc, done) => out.write(chunk, done),
+        final: (done) => out.end(done),
+      });
+      incoming.on('data', (chunk: Buffer) => this.channel?.push(chunk));
+      incoming.on('end', () => this.channel?.push(null));
+    } else {
+      this.channel = null;
+    }
+  }
+
+  /** Sends `signal` to the process's group. */
+  signal(signal: NodeJS.Signals): void {
+    if (this.ended) return;
+    this.supervisor.send(Kind.Signal, this.key, 0, Buffer.from(String(osConstants.signals[signal])));
+  }
+
+  /**
+   * SIGTERM to the group, then SIGKILL after `graceMs` unless it has exited; a supervisor that does not
+   * report it gone soon after is killed, and the process with it.
+   */
+  stop(graceMs = KILL_GRACE_MS): void {
+    if (this.ended) return;
+    this.signal(graceMs <= 0 ? 'SIGKILL' : 'SIGTERM');
+    const timers = [
+      ...(graceMs <= 0 ? [] : [setTimeout(() => this.signal('SIGKILL'), graceMs)]),
+      setTimeout(() => this.supervisor.kill(), Math.max(graceMs, 0) + this.supervisor.unresponsiveMs),
+    ];
+    for (const timer of timers) timer.unref();
+    const clear = (): void => timers.forEach(clearTimeout);
+    this.once('exit', clear);
+    this.once('error', clear);
+  }
+
+  /** Output of fd `fd` arrived (1, 2 or 3), or it ended (`undefined`). */
+  deliver(fd: number, data: Buffer | undefined): void {
+    const stream = fd === 1 ? this.stdout : fd === 2 ? this.stderr : fd === 3 ? this.channelIn : undefined;
+    if (stream === undefined || stream.writableEnded) return;
+    if (data === undefined) stream.end();
+    else stream.write(data);
+  }
+
+  /** It exited (or the supervisor went, taking it along). */
+  finish(code: number | null, signal: NodeJS.Signals | null): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.exitCode = code;
+    this.signalCode = signal;
+    for (const fd of [1, 2, 3]) this.deliver(fd, undefined);
+    this.stdin?.destroy();
+    this.emit('exit', code, signal);
+    // Like a child process's: once everything it wrote has been read (a stream nobody reads is drained).
+    const streams = [this.stdout, this.stderr, ...(this.channelIn === undefined ? [] : [this.channelIn])];
+    void Promise.all(
+      streams.map((stream) =>
+        stream.readableEnded
+          ? undefined
+          : new Promise<void>((resolve) => {
+              stream.once('end', resolve);
+              if (stream.readableFlowing !== true) stream.resume();
+            }),
+      ),
+    ).then(() => this.emit('close', code, signal));
+  }
+
+  /** It could not start. */
+  fail(err: Error): void {
+    if (this.ended) return;
+    this.ended = true;
+    for (const fd of [1, 2, 3]) this.deliver(fd, undefined);
+    this.stdin?.destroy();
+    if (this.listenerCount('error') > 0) this.emit('error', err);
+  }
+
+  private writerFor(fd: number): Writable {
+    return new Writable({
+      write: (chunk: Buffer, _enc, done) => {
+        if (!this.ended) this.supervisor.send(Kind.Data, this.key, fd, chunk);
+        done();
+      },
+      final: (done) => {
+        if (!this.ended) this.supervisor.send(Kind.Eof, this.key, fd);
+        done();
+      },
+    });
+  }
+}
+
+/** A running supervisor. */
+export class Supervisor {
+  private readonly processes = new Map<number, SandboxProcess>();
+  private readonly probes = new Map<number, (listening: boolean) => void>();
+  private nextKey = 1;
+  private pending: Buffer[] = [];
+  private gone = false;
+  private readonly goneListeners: Array<() => void> = [];
+
+  private constructor(
+    private readonly child: ChildProcess,
+    /** @internal How long a stopped process may take to be reported gone (UNRESPONSIVE_MS). */
+    readonly unresponsiveMs: number,
+  ) {
+    child.stdout?.on('data', (chunk: Buffer) => this.read(chunk));
+    child.stdin?.on('error', () => undefined);
+    child.once('exit', () => this.end());
+    child.once('error', () => this.end());
+  }
+
+  /** Starts the supervisor `spec` launches and waits until it is ready. */
+  static async start(spec: LaunchSpec, options: { unresponsiveMs?: number } = {}): Promise<Supervisor> {
+    let child: ChildProcess;
+    try {
+      child = spawnGroup(spec, ['pipe', 'pipe', 'pipe']);
+    } catch (err: unknown) {
+      throw toSpawnError(err);
+    }
+    const stderr: Buffer[] = [];
+    const collect = (chunk: Buffer): void => {
+      if (stderr.length < 20) stderr.push(chunk);
+    };
+    child.stderr?.on('data', collect);
+    const supervisor = new Supervisor(child, options.unresponsiveMs ?? UNRESPONSIVE_MS);
+    try {
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error('timeout')), START_TIMEOUT_MS);
+        supervisor.readyListener = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+        supervisor.onGone(() => {
+          clearTimeout(timer);
+          reject(new Error('exited'));
+        });
+      });
+    } catch (err: unknown) {
+      supervisor.kill();
+      const detail = Buffer.concat(stderr).toString('utf8').trim().split('\n').slice(-3).join(' | ');
+      throw new AppError('sandbox_error', `The sandbox could not start: its supervisor needs Python 3 inside the sandbox (LOCAL_SANDBOX_PYTHON)${detail ? `: ${detail.slice(0, 300)}` : ''}.`, { cause: err });
+    } finally {
+      supervisor.readyListener = undefined;
+    }
+    // Its own complaints after start-up are not ours to keep.
+    child.stderr?.off('data', collect).resume();
+    return supervisor;
+  }
+
+  private readyListener: (() => void) | undefined;
+
+  /** True until the supervisor exits. */
+  get alive(): boolean {
+    return !this.gone;
+  }
+
+  /** Starts a process; listen for `spawn` or `error` on it. */
+  spawn(request: SpawnRequest): SandboxProcess {
+    const key = this.nextKey++;
+    const proc = new SandboxProcess(this, key, request);
+    if (this.gone) {
+      queueMicrotask(() => proc.fail(goneError()));
+      return proc;
+    }
+    this.processes.set(key, proc);
+    this.send(Kind.Spawn, key, 0, Buffer.from(JSON.stringify({ argv: request.argv, cwd: request.cwd, env: request.env, stdin: request.stdin === true, channel: request.channel === true })));
+    return proc;
+  }
+
+  /** True when something inside the sandbox accepts TCP connections on 127.0.0.1:`port` within a second. */
+  probe(port: number): Promise<boolean> {
+    if (this.gone) return Promise.resolve(false);
+    const key = this.nextKey++;
+    return new Promise((resolve) => {
+      this.probes.set(key, resolve);
+      this.send(Kind.Probe, key, 0, Buffer.from(String(port)));
+    });
+  }
+
+  /** Kills the supervisor and, with it, every process of the sandbox it started. */
+  kill(): void {
+    if (this.child.pid !== undefined) signalGroup(this.child.pid, 'SIGKILL');
+    this.end();
+  }
+
+  /** Calls `listener` once the supervisor is gone. */
+  onGone(listener: () => void): void {
+    if (this.gone) listener();
+    else this.goneListeners.push(listener);
+  }
+
+  /** @internal A frame to the supervisor. */
+  send(kind: Kind, key: number, fd: number, payload: Buffer = Buffer.alloc(0)): void {
+    if (this.gone) return;
+    const header = Buffer.alloc(HEADER_BYTES);
+    header.writeUInt32BE(payload.length, 0);
+    header.writeUInt8(kind, 4);
+    header.writeUInt32BE(key, 5);
+    header.writeUInt8(fd, 9);
+    this.child.stdin?.write(payload.length === 0 ? header : Buffer.concat([header, payload]));
+  }
+
+  private read(chunk: Buffer): void {
+    this.pending.push(chunk);
+    let buffer = this.pending.length === 1 ? chunk : Buffer.concat(this.pending);
+    while (buffer.length >= HEADER_BYTES) {
+      const size = buffer.readUInt32BE(0);
+      if (size > MAX_FRAME_BYTES) {
+        this.kill();
+        return;
+      }
+      if (buffer.length < HEADER_BYTES + size) break;
+      this.frame(buffer.readUInt8(4), buffer.readUInt32BE(5), buffer.readUInt8(9), buffer.subarray(HEADER_BYTES, HEADER_BYTES + size));
+      buffer = buffer.subarray(HEADER_BYTES + size);
+    }
+    this.pending = buffer.length === 0 ? [] : [buffer];
+  }
+
+  private frame(kind: number, key: number, fd: number, payload: Buffer): void {
+    if (kind === Kind.Probed) {
+      const resolve = this.probes.get(key);
+      this.probes.delete(key);
+      resolve?.(payload.toString() === '1');
+      return;
+    }
+    if (kind === Kind.Spawned && key === 0) {
+      this.readyListener?.();
+      return;
+    }
+    const proc = this.processes.get(key);
+    if (proc === undefined) return;
+    if (kind === Kind.Data) proc.deliver(fd, Buffer.from(payload));
+    else if (kind === Kind.Eof) proc.deliver(fd, undefined);
+    else if (kind === Kind.Spawned) this.spawned(proc, payload);
+    else if (kind === Kind.Exit) {
+      this.processes.delete(key);
+      const { code, signal } = parseJson(payload) as { code?: unknown; signal?: unknown };
+      proc.finish(typeof code === 'number' ? code : null, typeof signal === 'string' && signal in osConstants.signals ? (signal as NodeJS.Signals) : null);
+    }
+  }
+
+  private spawned(proc: SandboxProcess, payload: Buffer): void {
+    const said = parseJson(payload) as { pid?: unknown; error?: unknown; message?: unknown };
+    if (typeof said.pid === 'number') {
+      proc.pid = said.pid;
+      proc.emit('spawn');
+      return;
+    }
+    this.processes.delete(proc.key);
+    const err = Object.assign(new Error(typeof said.message === 'string' ? said.message : 'spawn failed'), { code: typeof said.error === 'string' ? said.error : 'EIO' });
+    proc.fail(err);
+  }
+
+  private end(): void {
+    if (this.gone) return;
+    this.gone = true;
+    for (const proc of this.processes.values()) {
+      if (proc.pid === undefined) proc.fail(goneError());
+      else proc.finish(null, 'SIGKILL');
+    }
+    this.processes.clear();
+    for (const resolve of this.probes.values()) resolve(false);
+    this.probes.clear();
+    for (const listener of this.goneListeners.splice(0)) listener();
+  }
+}
+
+function goneError(): Error {
+  return Object.assign(new Error('the sandbox supervisor exited'), { code: 'ESRCH' });
+}
+
+function parseJson(payload: Buffer): Record<string, unknown> {
+  try {
+    const value: unknown = JSON.parse(payload.toString('utf8'));
+    return typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : {};
+  } catch {
+    return {};
+  }
+}

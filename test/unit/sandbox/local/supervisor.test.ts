@@ -1,0 +1,176 @@
+/**
+ * A sandbox's supervisor (supervisor.ts and its Python side), run straight on the host: what a process
+ * started through it sees and reports, groups and signals, failures to start, the channel, port probes, and
+ * a supervisor that misbehaves or dies.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { type SandboxProcess, Supervisor } from '../../../../functions/mcp/sandbox/local/supervisor';
+import { listProcesses, markedSleep, pollUntil, processesWithCmdline, SETTLE_MS, waitUntilGone } from '../../../support/processes';
+import { HOST_PATH, startHostSupervisor } from '../../../support/supervisor';
+
+let dir: string;
+let supervisor: Supervisor;
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'supervisor-'));
+  supervisor = await startHostSupervisor(dir);
+});
+afterAll(() => {
+  supervisor.kill();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const env = { PATH: HOST_PATH };
+
+interface Ended {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Collects a process's output until `close`. */
+function ended(proc: SandboxProcess): Promise<Ended> {
+  let stdout = '';
+  let stderr = '';
+  proc.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+  proc.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  return new Promise((resolve, reject) => {
+    proc.once('error', reject);
+    proc.once('close', (code: number | null, signal: NodeJS.Signals | null) => resolve({ code, signal, stdout, stderr }));
+  });
+}
+
+function killLeft(fragment: string): void {
+  for (const { pid } of processesWithCmdline(fragment)) process.kill(pid, 'SIGKILL');
+}
+
+const sh = (command: string, options: { stdin?: boolean; cwd?: string } = {}) =>
+  supervisor.spawn({ argv: ['sh', '-c', command], cwd: options.cwd ?? dir, env, stdin: options.stdin });
+
+it('relays both streams in full, the exit code, the working directory and the environment', async () => {
+  const proc = supervisor.spawn({ argv: ['sh', '-c', 'head -c 3000000 /dev/zero | tr "\\0" a; echo; pwd >&2; echo "$GREETING" >&2; exit 7'], cwd: dir, env: { ...env, GREETING: 'hello' } });
+  const result = await ended(proc);
+  expect({ code: result.code, signal: result.signal, stdoutBytes: result.stdout.length, stderr: result.stderr }).toEqual({ code: 7, signal: null, stdoutBytes: 3_000_001, stderr: `${dir}\nhello\n` });
+});
+
+it('writes stdin and closes it', async () => {
+  const proc = sh('cat; echo end', { stdin: true });
+  proc.stdin?.write('one ');
+  proc.stdin?.end('two\n');
+  expect((await ended(proc)).stdout).toBe('one two\nend\n');
+});
+
+it('gives a process without stdin /dev/null, and default signal dispositions (a closed pipe ends `yes`)', async () => {
+  const result = await ended(sh('cat; yes | head -n 1; trap'));
+  expect(result).toEqual({ code: 0, signal: null, stdout: 'y\n', stderr: '' });
+});
+
+it('reports a program that is not there, and a working directory that is not, as errors with their codes', async () => {
+  await expect(ended(supervisor.spawn({ argv: ['no-such-program-here'], cwd: dir, env }))).rejects.toMatchObject({ code: 'ENOENT' });
+  await expect(ended(supervisor.spawn({ argv: ['true'], cwd: join(dir, 'missing'), env }))).rejects.toMatchObject({ code: 'ENOENT' });
+  // And it keeps working.
+  expect((await ended(sh('echo still here'))).stdout).toBe('still here\n');
+});
+
+it('signals the whole group, and kills what the leader leaves behind when it exits', async () => {
+  const inGroup = markedSleep(1101);
+  const proc = sh(`${inGroup} & ${inGroup} & wait`);
+  const done = ended(proc);
+  await pollUntil(() => processesWithCmdline(inGroup).filter((p) => p.argv[0] === 'sleep').length, (n) => n === 2, SETTLE_MS);
+  proc.signal('SIGTERM');
+  expect(await done).toMatchObject({ code: null, signal: 'SIGTERM' });
+  expect(await waitUntilGone(() => processesWithCmdline(inGroup), SETTLE_MS)).toEqual([]);
+
+  const left = markedSleep(1102);
+  expect((await ended(sh(`${left} > /dev/null 2>&1 & echo started`))).stdout).toBe('started\n');
+  expect(await waitUntilGone(() => processesWithCmdline(left), SETTLE_MS)).toEqual([]);
+});
+
+it('stop() ends a process that ignores SIGTERM', async () => {
+  const proc = sh(`trap "" TERM; echo ready; ${markedSleep(1103)}`);
+  const done = ended(proc);
+  await new Promise((resolve) => proc.stdout.once('data', resolve));
+  proc.stop(50);
+  expect(await done).toMatchObject({ signal: 'SIGKILL' });
+});
+
+it('gives a process a socket on fd 3 when asked, both ways', async () => {
+  const proc = supervisor.spawn({
+    argv: ['python3', '-c', 'import socket; s = socket.socket(fileno=3); f = s.makefile("rwb"); line = f.readline(); f.write(line.upper()); f.flush(); s.shutdown(socket.SHUT_WR)'],
+    cwd: dir,
+    env,
+    channel: true,
+  });
+  let echoed = '';
+  proc.channel?.setEncoding('utf8').on('data', (chunk: string) => (echoed += chunk));
+  proc.channel?.write('ping\n');
+  expect(await ended(proc)).toMatchObject({ code: 0, stderr: '' });
+  expect(echoed).toBe('PING\n');
+});
+
+it('does not leak its own descriptors or the channel into processes that did not ask for them', async () => {
+  const result = await ended(sh('ls /proc/self/fd | sort -n | tr "\\n" " "'));
+  // 0-2, and the descriptor ls reads the directory through.
+  expect(result.stdout).toBe('0 1 2 3 ');
+  expect((await ended(sh('exec 3<&- ; ls /proc/self/fd | sort -n | tr "\\n" " "'))).stdout).toBe('0 1 2 3 ');
+});
+
+it('probes ports from where the processes are', async () => {
+  const server: Server = createServer((socket) => socket.destroy());
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as { port: number }).port;
+  expect(await supervisor.probe(port)).toBe(true);
+  await new Promise((resolve) => server.close(resolve));
+  expect(await supervisor.probe(port)).toBe(false);
+});
+
+describe('a supervisor that goes', () => {
+  it('ends its processes as killed when it dies, and refuses new ones', async () => {
+    const own = await startHostSupervisor(dir);
+    const sleep = markedSleep(1104);
+    const proc = own.spawn({ argv: ['sh', '-c', sleep], cwd: dir, env });
+    const done = ended(proc);
+    await new Promise((resolve) => proc.once('spawn', resolve));
+    own.kill();
+    expect(await done).toMatchObject({ code: null, signal: 'SIGKILL' });
+    expect(own.alive).toBe(false);
+    await expect(ended(own.spawn({ argv: ['true'], cwd: dir, env }))).rejects.toMatchObject({ code: 'ESRCH' });
+    expect(await own.probe(1)).toBe(false);
+    killLeft(sleep);
+  });
+
+  it('is killed, with what it started, when it is stopped (a process of the sandbox can) and a stopped process is not reported gone', async () => {
+    const own = await startHostSupervisor(dir, { unresponsiveMs: 100 });
+    // Its pid is the parent pid of what it starts; the test stops it as the sandbox's user could.
+    const first = own.spawn({ argv: ['sh', '-c', `echo $PPID; exec ${markedSleep(1105)}`], cwd: dir, env });
+    const firstEnded = ended(first);
+    const ppid = Number(await new Promise<string>((resolve) => first.stdout.once('data', (chunk: Buffer) => resolve(chunk.toString()))));
+    process.kill(ppid, 'SIGSTOP');
+    const waiting = own.spawn({ argv: ['true'], cwd: dir, env });
+    const outcome = ended(waiting);
+    waiting.stop(50);
+    await expect(outcome).rejects.toMatchObject({ code: 'ESRCH' });
+    expect(own.alive).toBe(false);
+    expect(await firstEnded).toMatchObject({ code: null, signal: 'SIGKILL' });
+    expect(await waitUntilGone(() => listProcesses().filter((p) => p.pid === ppid), SETTLE_MS)).toEqual([]);
+    // On the host nothing takes its processes along (in a sandbox its pid namespace does): the test does.
+    killLeft(markedSleep(1105));
+  });
+
+  it('is killed when it sends a frame larger than any it writes', async () => {
+    // A stand-in that says it is ready, then claims a 2 MiB frame.
+    const fake = await Supervisor.start({
+      file: 'python3',
+      args: ['-c', 'import os, struct, time; os.write(1, struct.pack(">IBIB", 14, 6, 0, 0) + b\'{"ready":true}\'); os.write(1, struct.pack(">IBIB", 2 << 20, 2, 1, 1)); time.sleep(60)'],
+      env,
+      cwd: dir,
+    });
+    const outcome = ended(fake.spawn({ argv: ['true'], cwd: dir, env }));
+    await expect(outcome).rejects.toMatchObject({ code: 'ESRCH' });
+    expect(fake.alive).toBe(false);
+  });
+});
