@@ -302,8 +302,12 @@ export class LocalSandbox implements Sandbox {
    */
   private ensureSupervisor(): Promise<Supervisor> {
     const current = this.supervisor;
-    if (current !== undefined) return current.then((s) => (s.alive ? s : this.startSupervisor()));
-    return this.startSupervisor();
+    if (current === undefined) return this.startSupervisor();
+    return current.then((s) => {
+      if (!s.alive) return this.startSupervisor();
+      s.touch();
+      return s;
+    });
   }
 
   private startSupervisor(): Promise<Supervisor> {

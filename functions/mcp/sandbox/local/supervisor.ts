@@ -37,6 +37,18 @@ const KILL_GRACE_MS = 500;
  * can stop it: it runs as the same user) and is killed with everything it started.
  */
 const UNRESPONSIVE_MS = 5_000;
+/**
+ * How long a supervisor with nothing of its own running (no command, background process or Python kernel)
+ * stays: it holds ~6 MiB, and starting it again costs the next call ~70 ms.
+ */
+const IDLE_MS = 60_000;
+
+export interface SupervisorOptions {
+  /** @default UNRESPONSIVE_MS */
+  unresponsiveMs?: number;
+  /** @default IDLE_MS */
+  idleMs?: number;
+}
 
 /** What to start inside the sandbox. */
 export interface SpawnRequest {
@@ -178,11 +190,13 @@ export class Supervisor {
   private pending: Buffer[] = [];
   private gone = false;
   private readonly goneListeners: Array<() => void> = [];
+  private idleTimer: NodeJS.Timeout | undefined;
 
   private constructor(
     private readonly child: ChildProcess,
     /** @internal How long a stopped process may take to be reported gone (UNRESPONSIVE_MS). */
     readonly unresponsiveMs: number,
+    private readonly idleMs: number,
   ) {
     child.stdout?.on('data', (chunk: Buffer) => this.read(chunk));
     child.stdin?.on('error', () => undefined);
@@ -191,7 +205,7 @@ export class Supervisor {
   }
 
   /** Starts the supervisor `spec` launches and waits until it is ready. */
-  static async start(spec: LaunchSpec, options: { unresponsiveMs?: number } = {}): Promise<Supervisor> {
+  static async start(spec: LaunchSpec, options: SupervisorOptions = {}): Promise<Supervisor> {
     let child: ChildProcess;
     try {
       child = spawnGroup(spec, ['pipe', 'pipe', 'pipe']);
@@ -203,7 +217,7 @@ export class Supervisor {
       if (stderr.length < 20) stderr.push(chunk);
     };
     child.stderr?.on('data', collect);
-    const supervisor = new Supervisor(child, options.unresponsiveMs ?? UNRESPONSIVE_MS);
+    const supervisor = new Supervisor(child, options.unresponsiveMs ?? UNRESPONSIVE_MS, options.idleMs ?? IDLE_MS);
     try {
       await new Promise<void>((resolve, reject) => {
         const timer = setTimeout(() => reject(new Error('timeout')), START_TIMEOUT_MS);
@@ -225,6 +239,7 @@ export class Supervisor {
     }
     // Its own complaints after start-up are not ours to keep.
     child.stderr?.off('data', collect).resume();
+    supervisor.idleFromNow();
     return supervisor;
   }
 
@@ -233,6 +248,11 @@ export class Supervisor {
   /** True until the supervisor exits. */
   get alive(): boolean {
     return !this.gone;
+  }
+
+  /** About to be used: the idle countdown starts again (a spawn after a few awaits finds it still there). */
+  touch(): void {
+    if (!this.gone && this.processes.size === 0) this.idleFromNow();
   }
 
   /** Starts a process; listen for `spawn` or `error` on it. */
@@ -244,6 +264,7 @@ export class Supervisor {
       return proc;
     }
     this.processes.set(key, proc);
+    clearTimeout(this.idleTimer);
     this.send(Kind.Spawn, key, 0, Buffer.from(JSON.stringify({ argv: request.argv, cwd: request.cwd, env: request.env, stdin: request.stdin === true, channel: request.channel === true })));
     return proc;
   }
@@ -314,7 +335,7 @@ export class Supervisor {
     else if (kind === Kind.Eof) proc.deliver(fd, undefined);
     else if (kind === Kind.Spawned) this.spawned(proc, payload);
     else if (kind === Kind.Exit) {
-      this.processes.delete(key);
+      this.forget(key);
       const { code, signal } = parseJson(payload) as { code?: unknown; signal?: unknown };
       proc.finish(typeof code === 'number' ? code : null, typeof signal === 'string' && signal in osConstants.signals ? (signal as NodeJS.Signals) : null);
     }
@@ -327,14 +348,32 @@ export class Supervisor {
       proc.emit('spawn');
       return;
     }
-    this.processes.delete(proc.key);
+    this.forget(proc.key);
     const err = Object.assign(new Error(typeof said.message === 'string' ? said.message : 'spawn failed'), { code: typeof said.error === 'string' ? said.error : 'EIO' });
     proc.fail(err);
+  }
+
+  private forget(key: number): void {
+    this.processes.delete(key);
+    if (this.processes.size === 0) this.idleFromNow();
+  }
+
+  /**
+   * Goes after idleMs with nothing of its own running. What a process left running outside its group (setsid,
+   * a daemon) goes with it, as it would with the sandbox.
+   */
+  private idleFromNow(): void {
+    clearTimeout(this.idleTimer);
+    this.idleTimer = setTimeout(() => {
+      if (this.processes.size === 0) this.kill();
+    }, this.idleMs);
+    this.idleTimer.unref();
   }
 
   private end(): void {
     if (this.gone) return;
     this.gone = true;
+    clearTimeout(this.idleTimer);
     for (const proc of this.processes.values()) {
       if (proc.pid === undefined) proc.fail(goneError());
       else proc.finish(null, 'SIGKILL');

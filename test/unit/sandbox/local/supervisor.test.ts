@@ -161,6 +161,17 @@ describe('a supervisor that goes', () => {
     killLeft(markedSleep(1105));
   });
 
+  it('goes once nothing of its own has run for idleMs, and not while something runs', async () => {
+    const own = await startHostSupervisor(dir, { idleMs: 50 });
+    const sleeping = own.spawn({ argv: ['sleep', '0.5'], cwd: dir, env });
+    const done = ended(sleeping);
+    await new Promise((resolve) => sleeping.once('spawn', resolve));
+    // Well past idleMs while the process runs: still there, and its process ends normally.
+    expect(await done).toMatchObject({ code: 0, signal: null });
+    expect(own.alive).toBe(true);
+    await pollUntil(() => own.alive, (alive) => !alive, SETTLE_MS);
+  });
+
   it('is killed when it sends a frame larger than any it writes', async () => {
     // A stand-in that says it is ready, then claims a 2 MiB frame.
     const fake = await Supervisor.start({
