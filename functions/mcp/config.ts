@@ -66,6 +66,12 @@ export interface E2BConfig {
   readonly domain: string | undefined;
   /** E2B_API_URL (Alibaba Cloud: `https://api.<region>.e2b.fc.aliyuncs.com`). */
   readonly apiUrl: string | undefined;
+  /**
+   * E2B_STATE_DIR: a directory every instance shares (a NAS mount on FC) where ended sessions are recorded, so
+   * that every instance refuses their ids (sandbox/tombstones.ts). @default none: only the instance that
+   * ended a session refuses its id
+   */
+  readonly stateDir?: string;
   /** E2B_MAX_CREATES_PER_S: sandbox creations per second across the instance. @default 1 (Hobby plan) */
   readonly maxCreatesPerS: number;
   /**
@@ -197,6 +203,8 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): Config {
   if (apiUrl !== undefined && !/^https?:\/\/[^/\s]+/.test(apiUrl)) problems.push(`E2B_API_URL must be an http(s) URL (got "${apiUrl}")`);
   const charts = env.E2B_CHARTS?.trim() || (/aliyuncs\.com/i.test(`${env.E2B_DOMAIN ?? ''} ${apiUrl ?? ''}`) ? 'files' : 'inline');
   if (charts !== 'inline' && charts !== 'files') problems.push(`E2B_CHARTS must be "inline" or "files" (got "${charts}")`);
+  const stateDir = env.E2B_STATE_DIR?.trim() || undefined;
+  if (stateDir !== undefined && !isAbsolute(stateDir)) problems.push(`E2B_STATE_DIR must be an absolute path (got "${stateDir}")`);
   const maxCreatesPerS = Number(env.E2B_MAX_CREATES_PER_S ?? 1);
   if (!Number.isFinite(maxCreatesPerS) || maxCreatesPerS <= 0 || maxCreatesPerS > 100) {
     problems.push(`E2B_MAX_CREATES_PER_S must be a number above 0 and at most 100 (got "${env.E2B_MAX_CREATES_PER_S}")`);
@@ -292,6 +300,7 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): Config {
       template: env.E2B_TEMPLATE?.trim() || 'code-interpreter-v1',
       domain: env.E2B_DOMAIN?.trim() || undefined,
       apiUrl,
+      stateDir,
       maxCreatesPerS: Number.isFinite(maxCreatesPerS) && maxCreatesPerS > 0 ? maxCreatesPerS : 1,
       charts: charts === 'files' ? 'files' : 'inline',
     },

@@ -1,5 +1,5 @@
 /**
- * Ended means ended everywhere (sandbox/local/tombstones.ts): a session DELETEd or expired on one instance
+ * Ended means ended everywhere (sandbox/tombstones.ts): a session DELETEd or expired on one instance
  * is refused by every instance that shares LOCAL_SANDBOX_ROOT, and the tombstone goes once the id could no
  * longer be valid anyway. In-process, two instances on one fake clock, the real local backend.
  */
@@ -7,7 +7,7 @@ import { readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { createSandboxProvider } from '../../functions/mcp/sandbox/create-provider';
-import { hasTombstone, sweepTombstones, writeTombstone } from '../../functions/mcp/sandbox/local/tombstones';
+import { hasTombstone, sweepTombstones, writeTombstone } from '../../functions/mcp/sandbox/tombstones';
 import { createFakeClock } from '../support/fake-clock';
 import { createHarness, type Harness, type HarnessOptions } from '../support/harness';
 

@@ -3,9 +3,15 @@
  * service: previews, reset, DELETE, re-attach by tags after a server restart, a sandbox that dies or whose envd
  * becomes unreachable mid-session, idle expiry.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
 import type { TestClient } from '../support/clients';
-import { failure, NODES, ok, PREVIEW_DOMAIN, serviceIt, startWire, type Wire } from '../support/e2b-wire';
+import { failure, NODES, ok, PREVIEW_DOMAIN, serviceIt, startWire, WIRE_TOKEN, type Wire } from '../support/e2b-wire';
+import { postMcp } from '../support/http';
 import { pollUntil, SETTLE_MS } from '../support/processes';
+import { startServer } from '../support/server';
 
 interface Status {
   state: string;
@@ -124,5 +130,36 @@ describe.each(NODES)('idle expiry of an E2B sandbox (MCP_SESSION_IDLE_TTL_S=2), 
     expect(wire.e2b.requests().filter((r) => r.route === 'kill' && r.sandboxId === id)).toHaveLength(1);
     expect(wire.e2b.sandboxes().map((s) => s.sandboxId)).not.toContain(id);
     await expect(idle.callTool('sandbox_status')).rejects.toThrow(/404|Session not found/);
+  });
+});
+
+describe.each(NODES)('ended sessions with E2B_STATE_DIR, server on %s', (_name, node) => {
+  let stateDir: string;
+  let wire: Wire;
+  beforeAll(async () => {
+    stateDir = mkdtempSync(join(tmpdir(), 'e2b-state-'));
+    wire = await startWire(node, { env: { E2B_STATE_DIR: stateDir } });
+  });
+  afterAll(async () => {
+    await wire?.stop();
+    rmSync(stateDir, { recursive: true, force: true });
+  });
+
+  it('refuses a DELETEd id on every instance sharing the directory and after a restart, never a fresh sandbox', async () => {
+    const client = await wire.connect();
+    ok(await client.callTool('write_file', { path: 'mark.txt', content: 'here' }));
+    const headers = { authorization: `Bearer ${WIRE_TOKEN}`, 'mcp-session-id': client.sessionId ?? '', 'mcp-protocol-version': '2025-11-25' };
+    expect((await fetch(wire.server.url, { method: 'DELETE', headers })).status).toBe(200);
+    const call = { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'list_files', arguments: {} } };
+    // Another instance of the deployment, which never saw the DELETE.
+    const other = await startServer({ node, env: { ...wire.env } });
+    try {
+      expect((await postMcp(other.url, call, headers)).status).toBe(404);
+    } finally {
+      await other.stop();
+    }
+    // The instance that served it, once restarted (its memory of ended ids is gone).
+    await wire.restartServer();
+    expect((await postMcp(wire.server.url, call, headers)).status).toBe(404);
   });
 });

@@ -44,6 +44,8 @@ export interface Wire {
   /** The local service (throws against real E2B: such tests are `serviceIt`). */
   readonly e2b: LocalE2B;
   readonly server: StartedServer;
+  /** The server's environment (another instance of the same deployment starts with it). */
+  readonly env: Readonly<Record<string, string>>;
   /** A v2 client with the suite's token. */
   connect(): Promise<TestClient>;
   /** Stops the server (keeping the service) and starts another instance of the same deployment on its port. */
@@ -80,6 +82,7 @@ export async function startWire(node: string, options: WireOptions = {}): Promis
     get server() {
       return server;
     },
+    env,
     async connect() {
       const client = await connectClient('v2', server.url, { token: WIRE_TOKEN });
       clients.push(client);

@@ -25,7 +25,8 @@ export function createHealthReport({ backend, counts, authMode, versions, starte
       name: SERVER_INFO.name,
       version: SERVER_INFO.version,
       protocol: { supported: [...versions], preferred: versions[0] },
-      backend: { name: status.backend, ready: status.ready, isolation: status.isolation, ...(status.limits === undefined ? {} : { limits: status.limits }) },
+      // `detail`: what isolates sandboxes here (the local backend's hardening), or why none are run.
+      backend: { name: status.backend, ready: status.ready, isolation: status.isolation, detail: status.detail, ...(status.limits === undefined ? {} : { limits: status.limits }) },
       auth: authMode,
       sessions,
       sandboxes,

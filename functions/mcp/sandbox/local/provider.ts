@@ -14,7 +14,7 @@ import { LocalSandbox } from './local-sandbox';
 import { heldLimits, limitSettings, logLimits, processLimitsFor } from './resource-limits';
 import { PROBE_UID } from './sandbox-users';
 import { seccompProgram } from './seccomp';
-import { hasTombstone, writeTombstone } from './tombstones';
+import { hasTombstone, writeTombstone } from '../tombstones';
 import { createWorkspaceJanitor } from './workspace-sweep';
 import { createWorkspace, toWorkspaceName } from './workspace';
 import { PROBING_DISKS, setUpWorkspaceDisks, type WorkspaceDisks } from './workspace-disk';

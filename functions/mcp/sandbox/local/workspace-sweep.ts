@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import type { Logger } from '../../log';
 import { killUserProcesses } from './host-processes';
 import { recordedUid } from './sandbox-users';
-import { sweepTombstones } from './tombstones';
+import { sweepTombstones } from '../tombstones';
 import { removeWorkspace } from './workspace';
 
 /** What every workspace directory's name starts with (workspace.ts `toWorkspaceName`). */

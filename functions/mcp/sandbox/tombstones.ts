@@ -1,7 +1,8 @@
 /**
- * Tombstones of ended sessions (DELETEd, or expired and destroyed): `<root>/.ended/<workspace name>`, holding
- * the time until which the session's id stays refused (its id's max age). Every instance that shares
- * LOCAL_SANDBOX_ROOT sees them, and they outlive restarts, so no instance revives an ended session.
+ * Tombstones of ended sessions (DELETEd, or expired and destroyed): `<dir>/.ended/<name>` (the name: the
+ * session's key hashed), holding the time until which the session's id stays refused (its id's max age).
+ * Every instance that shares the directory sees them (LOCAL_SANDBOX_ROOT for the local backend,
+ * E2B_STATE_DIR for E2B), and they outlive restarts, so no instance revives an ended session.
  */
 import { mkdir, readdir, readFile, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
