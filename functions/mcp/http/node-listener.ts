@@ -66,7 +66,13 @@ export function createNodeListener(handler: FetchHandler, options: NodeListenerO
     res.once('finish', () => discardUnread(req, trusted() ? MAX_DRAIN_BYTES : UNTRUSTED_DRAIN_BYTES));
     void handler(request, ctx)
       .then((response) => {
-        if (!trusted() && !req.complete) response.headers.set('connection', 'close');
+        if (!req.complete) {
+          if (!trusted()) response.headers.set('connection', 'close');
+          // A client still sending (a 413, say) must be able to read the answer: were the connection closed
+          // with its body unread, the kernel would reset it and the answer could be lost. So it stays open,
+          // the rest is drained (discardUnread), and the client closes it (RFC 9112 §9.6, lingering close).
+          else res.shouldKeepAlive = true;
+        }
         return writeResponse(response, res, abort.signal);
       })
       .catch((err: unknown) => {

@@ -304,9 +304,12 @@ export class LocalSandbox implements Sandbox {
     const current = this.supervisor;
     if (current === undefined) return this.startSupervisor();
     return current.then((s) => {
-      if (!s.alive) return this.startSupervisor();
-      s.touch();
-      return s;
+      if (s.alive) {
+        s.touch();
+        return s;
+      }
+      // Gone: the first call to see it starts the next one, the others wait for that.
+      return this.supervisor === current ? this.startSupervisor() : this.ensureSupervisor();
     });
   }
 
