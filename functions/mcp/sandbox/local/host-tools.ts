@@ -1,27 +1,7 @@
 /** Finds the host programs the local backend relies on, and probes whether bubblewrap works here. */
-import { spawn } from 'node:child_process';
-import { accessSync, constants } from 'node:fs';
-import { join } from 'node:path';
-
+import { findProgram } from './find-program';
 import { type BwrapHardening, hardeningArgs, type HostTools, NO_HARDENING } from './launch';
 import { spawnGroup } from './process-group';
-
-/** Directories searched for host programs and interpreters (the sandbox's own PATH). */
-export const SANDBOX_PATH_DIRS = ['/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin'];
-
-/** The absolute path of `name` in the sandbox's PATH, or `undefined`. */
-export function findProgram(name: string): string | undefined {
-  for (const dir of SANDBOX_PATH_DIRS) {
-    const candidate = join(dir, name);
-    try {
-      accessSync(candidate, constants.X_OK);
-      return candidate;
-    } catch {
-      // not here
-    }
-  }
-  return undefined;
-}
 
 /** Locates bwrap, prlimit and setpriv. */
 export function findHostTools(): HostTools {

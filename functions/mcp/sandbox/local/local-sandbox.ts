@@ -25,7 +25,7 @@ import type {
 import { LocalBackgroundProcesses } from './background';
 import type { SandboxCgroup } from './cgroups';
 import { listWorkspaceFiles, readWorkspaceFile, writeWorkspaceFile } from './files';
-import { findProgram } from './host-tools';
+import { findProgram } from './find-program';
 import { isListening, killUserProcesses } from './host-processes';
 import { KERNEL_SOURCE } from './kernel-source';
 import { buildLaunch, type BwrapHardening, type HostTools, type ProcessLimits, toBaseEnv } from './launch';

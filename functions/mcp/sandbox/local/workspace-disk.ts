@@ -21,7 +21,7 @@ import { basename, dirname, join } from 'node:path';
 import { toErrnoCode } from '../../errors';
 import type { Logger } from '../../log';
 import type { DiskFull, ResourceLimit } from '../types';
-import { findProgram } from './host-tools';
+import { findProgram } from './find-program';
 
 /** The directory under LOCAL_SANDBOX_ROOT that holds the images (mode 0700, root's). */
 export const DISKS_DIR = '.disks';

@@ -12,7 +12,7 @@ import { loadConfig } from '../../../../functions/mcp/config';
 import { ConfigError } from '../../../../functions/mcp/errors';
 import { type CgroupPlacement, SandboxCgroups } from '../../../../functions/mcp/sandbox/local/cgroups';
 import { DEFAULT_PROCESS_LIMITS, ENTER_CGROUPS_SCRIPT } from '../../../../functions/mcp/sandbox/local/launch';
-import { findProgram } from '../../../../functions/mcp/sandbox/local/host-tools';
+import { findProgram } from '../../../../functions/mcp/sandbox/local/find-program';
 import { heldLimits, limitSettings, processLimitsFor } from '../../../../functions/mcp/sandbox/local/resource-limits';
 
 function problemsOf(env: Record<string, string>): readonly string[] {
