@@ -109,9 +109,10 @@ function createPlan(args, env) {
   if (e2b.domain !== undefined) environment.E2B_DOMAIN = e2b.domain;
   if (e2b.apiUrl !== undefined) environment.E2B_API_URL = e2b.apiUrl;
   for (const entry of /** @type {string[]} */ (args.env ?? [])) {
-    const match = /^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/s.exec(entry);
+    // FC takes variable names that start with a letter (then letters, digits and _).
+    const match = /^([A-Za-z][A-Za-z0-9_]*)=(.*)$/s.exec(entry);
     if (match === null) {
-      problems.push(`--env "${entry.split('=')[0]}" must be NAME=VALUE with a NAME of letters, digits and _`);
+      problems.push(`--env "${entry.split('=')[0]}" must be NAME=VALUE with a NAME of letters, digits and _ that starts with a letter`);
     } else if (MANAGED_NAMES.has(match[1])) {
       problems.push(`--env ${match[1]} is set by this CLI; use its own option (see --help) instead`);
     } else {

@@ -100,6 +100,9 @@ describe('refuses, naming the option', () => {
 
   it('an --env entry that is not NAME=VALUE, or one the CLI sets itself', async () => {
     await expectRefusal(['--env', 'JUSTANAME'], /--env "JUSTANAME" must be NAME=VALUE/);
+    // FC refuses names that do not start with a letter: refused here, before any call.
+    await expectRefusal(['--env', '_HIDDEN=1'], /--env "_HIDDEN" must be NAME=VALUE with a NAME .* that starts with a letter/);
+    await expectRefusal(['--env', '9LIVES=1'], /--env "9LIVES" must be NAME=VALUE/);
     await expectRefusal(['--env', 'E2B_API_KEY=abc'], /--env E2B_API_KEY is set by this CLI/);
   });
 
