@@ -45,6 +45,13 @@ const DEPLOY_OPTIONS = {
     default: [],
     describe: 'Extra environment variable NAME=VALUE for the function (repeatable; not FC_*, 4 KB in all with the others)',
   },
+  unset: {
+    group: GROUPS.function,
+    type: 'string',
+    array: true,
+    default: [],
+    describe: "On update, remove this variable of the existing function (repeatable); variables a deploy does not set are otherwise kept",
+  },
   'enable-session-affinity': {
     group: GROUPS.sessions,
     type: 'boolean',

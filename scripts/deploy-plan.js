@@ -57,6 +57,7 @@ const MANAGED_NAMES = new Set([
  * @property {{ domain?: string, apiUrl?: string, template?: string }} e2b
  * @property {Record<string, string>} environment the function's non-secret variables, with values
  * @property {SecretVariable[]} secrets the function's secret variables: names only; values come from the environment
+ * @property {string[]} unset variables of an existing function to remove on update (--unset)
  */
 
 /**
@@ -120,6 +121,12 @@ function createPlan(args, env) {
     }
   }
 
+  const unset = [...new Set(/** @type {string[]} */ (args.unset ?? []))];
+  for (const name of unset) {
+    if (!/^[A-Za-z][A-Za-z0-9_]*$/.test(name)) problems.push(`--unset "${name}" must be a variable name (letters, digits and _, starting with a letter)`);
+    else if (Object.hasOwn(environment, name)) problems.push(`--unset ${name} conflicts with this deploy, which sets it`);
+  }
+
   /** @type {SecretVariable[]} */
   const secrets = [
     ...(auth.choice.mode === 'bearer' ? [{ name: 'MCP_AUTH_TOKENS', required: true }] : []),
@@ -150,6 +157,7 @@ function createPlan(args, env) {
     e2b,
     environment,
     secrets,
+    unset,
   };
 
   const tokensBytes = auth.choice.source === 'generated' ? 64 : auth.choice.tokens.join(',').length;

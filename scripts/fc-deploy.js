@@ -58,7 +58,9 @@ async function deployToFc(options) {
 
   step(`Looking up function ${plan.name} in ${plan.region}…`);
   const existing = await call('GetFunction', () => api.getFunction(plan.name));
-  const { variables, sessionSecret } = toVariables(plan, options.secrets, existing);
+  const { variables, sessionSecret, kept } = toVariables(plan, options.secrets, existing);
+  // Names only: values may be secrets.
+  if (kept.length > 0) step(`  kept from the function (this deploy does not set them; --unset NAME removes one): ${kept.sort().join(', ')}`);
   const input = { ...toFunctionConfig(plan, variables), code: { zipFile: options.zip.toString('base64') } };
   if (existing !== undefined && existing.sessionAffinity && !plan.sessionAffinity) {
     step(`  note: the function keeps its session affinity (${existing.sessionAffinity}); turn it off in the FC console if you mean to`);
@@ -97,15 +99,30 @@ async function deployToFc(options) {
 }
 
 /**
- * The function's variables with their values; MCP_SESSION_SECRET from the environment, else the function's current
- * one (so that sessions survive a re-deploy), else a new one.
+ * Variables whose presence the plan decides: a deploy sets them, or removes them, as its options say (keeping
+ * `MCP_AUTH=none` from an open deploy would switch the tokens of the next one off).
+ */
+const PLAN_DECIDES = new Set(['MCP_AUTH', 'MCP_AUTH_TOKEN_FILE', 'MCP_FUNCTION_TIMEOUT_S', 'MCP_TOOL_TIMEOUT_MAX_S', 'MCP_SESSION_IDLE_TTL_S', 'MCP_SESSION_MAX_AGE_S', 'MCP_MAX_SESSIONS', 'LOG_LEVEL', 'PORT', 'HOST']);
+
+/**
+ * The function's variables with their values. An update sends the whole environment, so every variable of the
+ * existing function that this deploy does not set is kept (the E2B key and domain, tokens, the operator's own),
+ * except those the plan decides and those named by --unset; tokens go with --no-auth. MCP_SESSION_SECRET from the
+ * environment, else the function's current one (so that sessions survive a re-deploy), else a new one.
  * @param {import('./deploy-plan').DeploymentPlan} plan
  * @param {DeployOptions['secrets']} secrets
  * @param {Record<string, any> | undefined} existing
  */
 function toVariables(plan, secrets, existing) {
   /** @type {Record<string, string>} */
-  const variables = { ...plan.environment };
+  const variables = {};
+  for (const [name, value] of Object.entries(existing?.environmentVariables ?? {})) {
+    if (typeof value !== 'string' || PLAN_DECIDES.has(name) || plan.unset.includes(name)) continue;
+    if (name === 'MCP_AUTH_TOKENS' && plan.auth !== 'bearer') continue;
+    variables[name] = value;
+  }
+  const kept = Object.keys(variables).filter((name) => !Object.hasOwn(plan.environment, name));
+  Object.assign(variables, plan.environment);
   const current = existing?.environmentVariables?.MCP_SESSION_SECRET;
   /** @type {DeployResult['sessionSecret']} */
   let sessionSecret = 'generated';
@@ -118,7 +135,7 @@ function toVariables(plan, secrets, existing) {
     }
     if (value) variables[name] = value;
   }
-  return { variables, sessionSecret };
+  return { variables, sessionSecret, kept: kept.filter((name) => !secrets[/** @type {keyof DeployOptions['secrets']} */ (name)]) };
 }
 
 /**

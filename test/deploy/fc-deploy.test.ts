@@ -130,6 +130,50 @@ describe('a re-deploy', () => {
     expectAllSigned();
   });
 
+  it('keeps what it does not set: the E2B key and domain, the tokens and the operator\'s own variables, from a shell without them', async () => {
+    const tokens = tokenFile();
+    expect((await deploy(['--e2b-domain', 'cn-hangzhou.e2b.fc.aliyuncs.com', '--env', 'TEAM_SETTING=blue'], {}, tokens)).code).toBe(0);
+    const before = { ...(fake.functions.get('sandbox-mcp')?.environmentVariables as Record<string, string>) };
+    // Another shell: no E2B key, no --e2b-domain, no --env.
+    const run = await deploy(['--memory', '2048'], { E2B_API_KEY: '' }, tokens);
+    expect(run.code).toBe(0);
+    const after = fake.functions.get('sandbox-mcp')?.environmentVariables as Record<string, string>;
+    expect(after).toEqual(before);
+    expect(after).toMatchObject({ E2B_API_KEY: E2B_KEY, E2B_DOMAIN: 'cn-hangzhou.e2b.fc.aliyuncs.com', TEAM_SETTING: 'blue' });
+    // Said by name, never by value.
+    expect(run.stderr).toContain('kept from the function (this deploy does not set them; --unset NAME removes one): E2B_API_KEY, E2B_DOMAIN, MCP_SESSION_SECRET, TEAM_SETTING');
+    expect(run.stderr).not.toContain(E2B_KEY);
+    expectAllSigned();
+  });
+
+  it('removes what --unset names, and what the plan decides: tokens with --no-auth, MCP_AUTH=none when tokens come back', async () => {
+    const tokens = tokenFile();
+    expect((await deploy(['--env', 'TEAM_SETTING=blue', '--env', 'OLD_FLAG=1'], {}, tokens)).code).toBe(0);
+    expect((await deploy(['--unset', 'OLD_FLAG'], {}, tokens)).code).toBe(0);
+    expect(fake.functions.get('sandbox-mcp')?.environmentVariables).not.toHaveProperty('OLD_FLAG');
+    expect(fake.functions.get('sandbox-mcp')?.environmentVariables).toMatchObject({ TEAM_SETTING: 'blue' });
+
+    const open = await runDeployCli(['--output-dir', makeTempDir(), '--deploy', '--endpoint', fake.endpoint, '--no-auth', '--json'], {
+      env: { ALIBABA_CLOUD_ACCESS_KEY_ID: CREDENTIALS.accessKeyId, ALIBABA_CLOUD_ACCESS_KEY_SECRET: CREDENTIALS.accessKeySecret, E2B_API_KEY: E2B_KEY },
+    });
+    expect(open.code).toBe(0);
+    const opened = fake.functions.get('sandbox-mcp')?.environmentVariables as Record<string, string>;
+    expect(opened).toMatchObject({ MCP_AUTH: 'none', TEAM_SETTING: 'blue' });
+    expect(opened).not.toHaveProperty('MCP_AUTH_TOKENS');
+
+    expect((await deploy([], {}, tokens)).code).toBe(0);
+    const closed = fake.functions.get('sandbox-mcp')?.environmentVariables as Record<string, string>;
+    expect(closed).not.toHaveProperty('MCP_AUTH');
+    expect(closed.MCP_AUTH_TOKENS).toBe('deploy-test-token-0123456789abcdef');
+  });
+
+  it('refuses an --unset of a variable the deploy itself sets, before any call', async () => {
+    const run = await deploy(['--env', 'TEAM_SETTING=blue', '--unset', 'TEAM_SETTING']);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('--unset TEAM_SETTING conflicts with this deploy, which sets it');
+    expect(fake.calls).toEqual([]);
+  });
+
   it('meets 409 FunctionAlreadyExists on create and updates instead', async () => {
     const tokens = tokenFile();
     expect((await deploy([], {}, tokens)).code).toBe(0);
