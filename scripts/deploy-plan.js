@@ -8,6 +8,9 @@ const { resolveAuth } = require('./auth-tokens');
 const { FUNCTION_TIMEOUT_MARGIN_S, INSTANCE_CONCURRENCY, RUNTIMES, TOOL_TIMEOUT_MAX_S, TRIGGER_NAME, DISK_MB } = require('./fc-limits');
 const { validatePlan } = require('./validate-plan');
 
+/** A variable name FC takes: a letter, then letters, digits and _. */
+const VARIABLE_NAME = /^[A-Za-z][A-Za-z0-9_]*$/;
+
 /** Variables the CLI sets itself; --env may not override them. */
 const MANAGED_NAMES = new Set([
   'MCP_AUTH',
@@ -110,20 +113,20 @@ function createPlan(args, env) {
   if (e2b.domain !== undefined) environment.E2B_DOMAIN = e2b.domain;
   if (e2b.apiUrl !== undefined) environment.E2B_API_URL = e2b.apiUrl;
   for (const entry of /** @type {string[]} */ (args.env ?? [])) {
-    // FC takes variable names that start with a letter (then letters, digits and _).
-    const match = /^([A-Za-z][A-Za-z0-9_]*)=(.*)$/s.exec(entry);
-    if (match === null) {
+    const at = entry.indexOf('=');
+    const name = entry.slice(0, at);
+    if (at === -1 || !VARIABLE_NAME.test(name)) {
       problems.push(`--env "${entry.split('=')[0]}" must be NAME=VALUE with a NAME of letters, digits and _ that starts with a letter`);
-    } else if (MANAGED_NAMES.has(match[1])) {
-      problems.push(`--env ${match[1]} is set by this CLI; use its own option (see --help) instead`);
+    } else if (MANAGED_NAMES.has(name)) {
+      problems.push(`--env ${name} is set by this CLI; use its own option (see --help) instead`);
     } else {
-      environment[match[1]] = match[2];
+      environment[name] = entry.slice(at + 1);
     }
   }
 
   const unset = [...new Set(/** @type {string[]} */ (args.unset ?? []))];
   for (const name of unset) {
-    if (!/^[A-Za-z][A-Za-z0-9_]*$/.test(name)) problems.push(`--unset "${name}" must be a variable name (letters, digits and _, starting with a letter)`);
+    if (!VARIABLE_NAME.test(name)) problems.push(`--unset "${name}" must be a variable name (letters, digits and _, starting with a letter)`);
     else if (Object.hasOwn(environment, name)) problems.push(`--unset ${name} conflicts with this deploy, which sets it`);
   }
 

@@ -70,6 +70,16 @@ const DETACH = (command: string): string =>
   `setsid ${command} > /dev/null 2>&1 < /dev/null & pid=$!; while [ "$(ps -o sid= -p $pid | tr -d ' ')" != "$pid" ]; do sleep 0.05; done; echo started`;
 const CONNECT = (port: number): string => `python3 -c "import socket; socket.create_connection(('127.0.0.1', ${port}), 2); print('connected')"`;
 
+/** The server's token file as it should be, owner-only (0600) in a directory others may enter; `owner`: its uid. */
+function makeTokenFile(owner?: number): { dir: string; file: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'mcp-isolation-tokens-'));
+  chmodSync(dir, 0o755);
+  const file = join(dir, 'tokens');
+  writeFileSync(file, `${FILE_TOKEN}\n`, { mode: 0o600 });
+  if (owner !== undefined) chownSync(file, owner, owner);
+  return { dir, file };
+}
+
 /** A directory of host files the tests read from sandboxes: world-readable, owner-only, and world-writable. */
 function makeHostFiles(parent: string): { dir: string; publicFile: string; privateFile: string; openDir: string } {
   const dir = mkdtempSync(join(parent, 'mcp-isolation-'));
@@ -372,10 +382,7 @@ describeAsRoot('none, server as root', () => {
 
   beforeAll(async () => {
     host = makeHostFiles(tmpdir());
-    tokenDir = mkdtempSync(join(tmpdir(), 'mcp-isolation-tokens-'));
-    chmodSync(tokenDir, 0o755);
-    tokenFile = join(tokenDir, 'tokens');
-    writeFileSync(tokenFile, `${FILE_TOKEN}\n`, { mode: 0o600 });
+    ({ dir: tokenDir, file: tokenFile } = makeTokenFile());
     server = await startServer({ env: { MCP_AUTH_TOKENS: TOKEN, MCP_AUTH_TOKEN_FILE: tokenFile, LOCAL_SANDBOX_ISOLATION: 'none', ISOLATION_TEST_SECRET: SERVER_SECRET } });
     a = await connectClient('v2', server.url, { token: TOKEN });
     b = await connectClient('v2', server.url, { token: TOKEN });
@@ -480,11 +487,7 @@ describeAsRoot('none, server not root', () => {
   beforeAll(async () => {
     root = rootOwnedBy(SERVER_UID_NONE);
     // The server's own token file, as it should be: its user's only (0600).
-    tokenDir = mkdtempSync(join(tmpdir(), 'mcp-isolation-tokens-'));
-    chmodSync(tokenDir, 0o755);
-    tokenFile = join(tokenDir, 'tokens');
-    writeFileSync(tokenFile, `${FILE_TOKEN}\n`, { mode: 0o600 });
-    chownSync(tokenFile, SERVER_UID_NONE, SERVER_UID_NONE);
+    ({ dir: tokenDir, file: tokenFile } = makeTokenFile(SERVER_UID_NONE));
     server = await startServer({
       node: asUser(SERVER_UID_NONE),
       sandboxRoot: root,

@@ -9,13 +9,13 @@ import { join } from 'node:path';
 
 const tombstonesDir = (root: string): string => join(root, '.ended');
 
-/** Records that the session whose workspace is `name` ended; its id is refused until `untilMs`. */
+/** Records that the session named `name` ended; its id is refused until `untilMs`. */
 export async function writeTombstone(root: string, name: string, untilMs: number): Promise<void> {
   await mkdir(tombstonesDir(root), { recursive: true, mode: 0o700 });
   await writeFile(join(tombstonesDir(root), name), `${Math.ceil(untilMs)}\n`, { mode: 0o600 });
 }
 
-/** True when the session whose workspace is `name` ended and its tombstone still holds at `nowMs`. */
+/** True when the session named `name` ended and its tombstone still holds at `nowMs`. */
 export async function hasTombstone(root: string, name: string, nowMs: number): Promise<boolean> {
   const text = await readFile(join(tombstonesDir(root), name), 'utf8').catch(() => undefined);
   if (text === undefined) return false;

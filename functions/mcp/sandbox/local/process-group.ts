@@ -1,6 +1,6 @@
 /**
  * Starting a launched host process (a sandbox's supervisor, the bubblewrap probe) as the leader of its own
- * process group, and signalling that group.
+ * process group, and signalling that group; how a process that could not start is reported.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import type { Writable } from 'node:stream';
@@ -34,6 +34,12 @@ export function toSpawnError(err: unknown): AppError {
         ? ": the sandbox's supervisor was stopped or killed (a process in the sandbox can do that); the next call starts it again"
         : '';
   return new AppError('sandbox_error', `Could not start the process (${code})${hint}.`, { cause: err });
+}
+
+/** What a process that could not start said last on stderr, as `: line | line | line` (at most 300 characters), or ''. */
+export function startFailureDetail(stderr: string): string {
+  const lines = stderr.trim().split('\n').slice(-3).join(' | ');
+  return lines === '' ? '' : `: ${lines.slice(0, 300)}`;
 }
 
 /** Sends `signal` to every process of the group led by `pid`; a group already gone is fine. */

@@ -9,6 +9,7 @@ import type { Duplex } from 'node:stream';
 import { AppError } from '../../errors';
 import { OutputCapture } from '../output-capture';
 import type { CallControls, CodeError, CodeOutput, RunCodeResult } from '../types';
+import { startFailureDetail } from './process-group';
 import type { SandboxProcess } from './supervisor';
 
 /** Time for the interpreter to start and report ready. */
@@ -113,12 +114,7 @@ export class PythonKernel {
       });
     } catch (err: unknown) {
       kernel.kill();
-      const detail = stderr.join('').trim().split('\n').slice(-3).join(' | ');
-      throw new AppError(
-        'sandbox_error',
-        `Python could not start in the sandbox (LOCAL_SANDBOX_PYTHON)${detail ? `: ${detail.slice(0, 300)}` : ''}.`,
-        { cause: err },
-      );
+      throw new AppError('sandbox_error', `Python could not start in the sandbox (LOCAL_SANDBOX_PYTHON)${startFailureDetail(stderr.join(''))}.`, { cause: err });
     } finally {
       kernel.outputListener = undefined;
       kernel.frameListener = undefined;

@@ -12,7 +12,7 @@
  * once the process exited and its output was read, or PIPE_DRAIN_S after), PROBED ("1" when something accepts).
  */
 export const SUPERVISOR_SOURCE = String.raw`
-import errno, json, os, selectors, signal, socket, struct, subprocess, sys, time
+import errno, json, os, selectors, signal, socket, struct, subprocess, time
 
 SPAWN, DATA, EOF, SIGNAL, PROBE, SPAWNED, EXIT, PROBED = 1, 2, 3, 4, 5, 6, 7, 8
 HEADER = struct.Struct(">IBIB")
@@ -100,7 +100,8 @@ def flush(proc, fd):
             buf = b""
             proc.closing.add(fd)
     proc.pending[fd] = buf
-    watching = stream in sel.get_map() and sel.get_key(stream).data[0] == "w"
+    # A writer's descriptor is only ever watched for writing (the channel's reading side is a dup of its own).
+    watching = stream in sel.get_map()
     if buf and not watching:
         sel.register(stream, selectors.EVENT_WRITE, ("w", proc, fd))
     elif not buf and watching:

@@ -12,7 +12,7 @@ import { constants as osConstants } from 'node:os';
 
 import { AppError } from '../../errors';
 import type { LaunchSpec } from './launch';
-import { signalGroup, spawnGroup, toSpawnError } from './process-group';
+import { signalGroup, spawnGroup, startFailureDetail, toSpawnError } from './process-group';
 
 const enum Kind {
   Spawn = 1,
@@ -76,8 +76,6 @@ export class SandboxProcess extends EventEmitter {
   readonly channel: Duplex | null;
   /** Its pid inside the sandbox (set once started). */
   pid: number | undefined;
-  exitCode: number | null = null;
-  signalCode: NodeJS.Signals | null = null;
   /** True once it exited (or never started). */
   ended = false;
   private channelIn: PassThrough | undefined;
@@ -138,12 +136,7 @@ export class SandboxProcess extends EventEmitter {
 
   /** It exited (or the supervisor went, taking it along). */
   finish(code: number | null, signal: NodeJS.Signals | null): void {
-    if (this.ended) return;
-    this.ended = true;
-    this.exitCode = code;
-    this.signalCode = signal;
-    for (const fd of [1, 2, 3]) this.deliver(fd, undefined);
-    this.stdin?.destroy();
+    if (!this.end()) return;
     this.emit('exit', code, signal);
     // Like a child process's: once everything it wrote has been read (a stream nobody reads is drained).
     const streams = [this.stdout, this.stderr, ...(this.channelIn === undefined ? [] : [this.channelIn])];
@@ -161,11 +154,16 @@ export class SandboxProcess extends EventEmitter {
 
   /** It could not start. */
   fail(err: Error): void {
-    if (this.ended) return;
+    if (this.end() && this.listenerCount('error') > 0) this.emit('error', err);
+  }
+
+  /** Marks it ended and closes its streams; false when it already was. */
+  private end(): boolean {
+    if (this.ended) return false;
     this.ended = true;
     for (const fd of [1, 2, 3]) this.deliver(fd, undefined);
     this.stdin?.destroy();
-    if (this.listenerCount('error') > 0) this.emit('error', err);
+    return true;
   }
 
   private writerFor(fd: number): Writable {
@@ -232,8 +230,8 @@ export class Supervisor {
       });
     } catch (err: unknown) {
       supervisor.kill();
-      const detail = Buffer.concat(stderr).toString('utf8').trim().split('\n').slice(-3).join(' | ');
-      throw new AppError('sandbox_error', `The sandbox could not start: its supervisor needs Python 3 inside the sandbox (LOCAL_SANDBOX_PYTHON)${detail ? `: ${detail.slice(0, 300)}` : ''}.`, { cause: err });
+      const said = startFailureDetail(Buffer.concat(stderr).toString('utf8'));
+      throw new AppError('sandbox_error', `The sandbox could not start: its supervisor needs Python 3 inside the sandbox (LOCAL_SANDBOX_PYTHON)${said}.`, { cause: err });
     } finally {
       supervisor.readyListener = undefined;
     }
@@ -355,7 +353,7 @@ export class Supervisor {
 
   private forget(key: number): void {
     this.processes.delete(key);
-    if (this.processes.size === 0) this.idleFromNow();
+    this.touch();
   }
 
   /**
