@@ -16,7 +16,7 @@ const MIN_TOKEN_LENGTH = 16;
 /**
  * @typedef {object} AuthChoice
  * @property {'bearer' | 'none'} mode
- * @property {'generated' | 'file' | 'env' | 'missing' | 'none'} source
+ * @property {'generated' | 'file' | 'env' | 'missing' | 'kept' | 'none'} source kept: none given, the function's own (--deploy)
  * @property {string[]} tokens known now (empty for a token still to generate, or when missing)
  * @property {string | undefined} file the token file (given, or <output-dir>/auth-token)
  */

@@ -9,6 +9,7 @@ const yargs = require('yargs/yargs');
 
 const { UsageError } = require('./deploy-errors');
 const { createDeployCommand } = require('./deploy-command');
+const { CREDENTIALS_HELP } = require('./fc-credentials');
 
 /**
  * @param {string[]} argv the arguments after `node scripts/deploy.js`
@@ -32,8 +33,9 @@ function buildCli(argv, context = {}) {
     .exitProcess(false)
     .wrap(Math.min(120, process.stdout.columns || 120))
     .epilogue(
-      'Exit codes: 0 done, 1 failed (an FC API error or a failed step), 2 usage (a bad option; nothing was written or called).\n' +
-        'Secrets are read from the environment: MCP_AUTH_TOKENS, MCP_SESSION_SECRET, E2B_API_KEY, ALIBABA_CLOUD_ACCESS_KEY_ID, ALIBABA_CLOUD_ACCESS_KEY_SECRET, ALIBABA_CLOUD_SECURITY_TOKEN.',
+      'Exit codes: 0 done, 1 failed (an FC API error or a failed step), 2 usage (a bad option; nothing was written or changed).\n' +
+        "Secrets are read from the environment, never from options: MCP_AUTH_TOKENS, MCP_SESSION_SECRET, E2B_API_KEY; with --deploy, what the function already has is kept.\n" +
+        CREDENTIALS_HELP,
     )
     .help()
     .version(false)

@@ -10,8 +10,9 @@ const { DEFAULT_RUNTIME, DEFAULT_TRIGGER_METHODS, HTTP_METHODS } = require('./fc
 const GROUPS = Object.freeze({
   function: 'Function:',
   sessions: 'Sessions and trigger:',
+  logs: 'Logs (FC keeps none unless the function names an SLS project and logstore):',
   auth: 'Auth (secrets come from files or the environment, never from flags):',
-  sandbox: 'Sandboxes (E2B; the key itself only from E2B_API_KEY in the environment):',
+  sandbox: 'Sandboxes (E2B settings not given here come from E2B_API_KEY, E2B_DOMAIN, E2B_API_URL, E2B_TEMPLATE in the environment, else stay as the function has them):',
   output: 'Output and deployment:',
 });
 
@@ -70,6 +71,28 @@ const DEPLOY_OPTIONS = {
     describe: 'Methods the HTTP trigger allows; affinity needs GET, POST and DELETE',
   },
   'custom-domain': { group: GROUPS.sessions, type: 'string', default: undefined, defaultDescription: 'none', describe: 'Route this domain (CNAME to <account-id>.<region>.fc.aliyuncs.com) to the function' },
+  'domain-cert': {
+    group: GROUPS.sessions,
+    type: 'string',
+    default: undefined,
+    defaultDescription: 'none',
+    describe: "PEM file with the custom domain's certificate (chain): the domain is served over HTTPS only; with --domain-key",
+  },
+  'domain-key': { group: GROUPS.sessions, type: 'string', default: undefined, defaultDescription: 'none', describe: 'PEM file with the private key of --domain-cert' },
+  'domain-http-only': {
+    group: GROUPS.sessions,
+    type: 'boolean',
+    default: false,
+    describe: 'Serve --custom-domain over plain HTTP, on purpose (tokens in clear text). Without a certificate an update keeps the HTTPS one the domain has',
+  },
+  'sls-project': {
+    group: GROUPS.logs,
+    type: 'string',
+    default: undefined,
+    defaultDescription: "the function's current one (none for a new function)",
+    describe: 'SLS project (in the same region) for the function logs; with --sls-logstore',
+  },
+  'sls-logstore': { group: GROUPS.logs, type: 'string', default: undefined, defaultDescription: "the function's current one", describe: 'SLS logstore of --sls-project' },
   auth: { group: GROUPS.auth, type: 'boolean', default: true, describe: 'Require a bearer token; --no-auth deploys without one, on purpose' },
   'generate-token': { group: GROUPS.auth, type: 'boolean', default: false, describe: 'Generate a token, write it to <output-dir>/auth-token (mode 0600) and show it once' },
   'auth-token-file': {
@@ -79,11 +102,39 @@ const DEPLOY_OPTIONS = {
     defaultDescription: 'MCP_AUTH_TOKENS from the environment',
     describe: 'File with the bearer tokens, one a line (# comments allowed)',
   },
+  'sandbox-backend': {
+    group: GROUPS.sandbox,
+    type: 'string',
+    choices: ['e2b', 'local'],
+    default: 'e2b',
+    describe:
+      'e2b: an E2B microVM per session (E2B_API_KEY needed, from the environment or kept from the function). local: processes inside the FC instance, without bubblewrap (it prints what that does not isolate)',
+  },
   'e2b-domain': { group: GROUPS.sandbox, type: 'string', default: undefined, defaultDescription: "E2B's cloud", describe: 'E2B_DOMAIN, e.g. cn-hangzhou.e2b.fc.aliyuncs.com' },
   'e2b-api-url': { group: GROUPS.sandbox, type: 'string', default: undefined, defaultDescription: "E2B's cloud", describe: 'E2B_API_URL, e.g. https://api.cn-hangzhou.e2b.fc.aliyuncs.com' },
   template: { group: GROUPS.sandbox, type: 'string', default: undefined, defaultDescription: 'code-interpreter-v1', describe: 'E2B_TEMPLATE of new sandboxes' },
   'output-dir': { group: GROUPS.output, type: 'string', default: 'fc-deploy', describe: 'Where to write code/, code.zip, config.yaml, s.yaml (and auth-token)' },
-  deploy: { group: GROUPS.output, type: 'boolean', default: false, describe: 'Also deploy through the FC API (credentials from ALIBABA_CLOUD_ACCESS_KEY_ID / _SECRET / _SECURITY_TOKEN)' },
+  deploy: {
+    group: GROUPS.output,
+    type: 'boolean',
+    default: false,
+    describe: 'Also deploy through the FC API, with credentials from the Alibaba Cloud default chain: environment, Aliyun CLI profile, ~/.alibabacloud/credentials, ECS RAM role (see --profile / --s-access)',
+  },
+  profile: {
+    group: GROUPS.output,
+    type: 'string',
+    default: undefined,
+    defaultDescription: "ALIBABA_CLOUD_PROFILE, else ~/.aliyun/config.json's current profile",
+    describe: 'Aliyun CLI profile whose credentials --deploy uses (in ~/.aliyun/config.json, else ~/.alibabacloud/credentials); only that profile is read',
+  },
+  's-access': {
+    group: GROUPS.output,
+    type: 'string',
+    default: undefined,
+    defaultDescription: 'none',
+    conflicts: 'profile',
+    describe: "Alias of an access Serverless Devs stored in ~/.s/access.yaml (`s config add`), e.g. default; when given, used instead of the chain",
+  },
   'account-id': { group: GROUPS.output, type: 'string', default: undefined, defaultDescription: 'none', describe: 'Alibaba Cloud account id: the API endpoint <id>.<region>.fc.aliyuncs.com and the CNAME target' },
   endpoint: {
     group: GROUPS.output,
@@ -92,7 +143,7 @@ const DEPLOY_OPTIONS = {
     defaultDescription: 'from --account-id and --region, else fcv3.<region>.aliyuncs.com',
     describe: 'FC API endpoint (host, or http://host:port for a local fake in tests)',
   },
-  'dry-run': { group: GROUPS.output, type: 'boolean', default: false, describe: 'Validate and show what would be written and called; write and call nothing' },
+  'dry-run': { group: GROUPS.output, type: 'boolean', default: false, describe: 'Validate and show what would be written and called; write and change nothing (with --deploy it reads the function to show the environment diff)' },
   json: { group: GROUPS.output, type: 'boolean', default: false, describe: 'Print one JSON document on stdout; progress and warnings go to stderr' },
 };
 
@@ -101,7 +152,7 @@ const EXAMPLES = [
   ['$0 --generate-token --output-dir fc-deploy', 'Write the artifact, a new token and the manual steps'],
   ['$0 --generate-token --deploy --region cn-shanghai', 'Deploy through the FC API and print the MCP URL'],
   ['$0 --e2b-domain cn-hangzhou.e2b.fc.aliyuncs.com --e2b-api-url https://api.cn-hangzhou.e2b.fc.aliyuncs.com', "Use Alibaba Cloud's E2B-compatible sandboxes"],
-  ['$0 --deploy --dry-run --json', 'Show the plan as JSON without writing or calling anything'],
+  ['$0 --deploy --dry-run --json', 'Show the plan and the environment diff (secrets masked) as JSON; read the function, change nothing'],
 ];
 
 module.exports = { DEPLOY_OPTIONS, EXAMPLES };

@@ -4,7 +4,10 @@
  */
 'use strict';
 
+const { resolve } = require('node:path');
+
 const { resolveAuth } = require('./auth-tokens');
+const { readDomainCertificate } = require('./domain-certificate');
 const { FUNCTION_TIMEOUT_MARGIN_S, INSTANCE_CONCURRENCY, RUNTIMES, TOOL_TIMEOUT_MAX_S, TRIGGER_NAME, DISK_MB } = require('./fc-limits');
 const { validatePlan } = require('./validate-plan');
 
@@ -26,16 +29,30 @@ const MANAGED_NAMES = new Set([
   'E2B_DOMAIN',
   'E2B_API_URL',
   'E2B_TEMPLATE',
+  'SANDBOX_BACKEND',
   'LOG_LEVEL',
   'PORT',
   'HOST',
 ]);
 
 /**
- * @typedef {object} SecretVariable
+ * A variable of the function whose value comes from the operator's shell (or a token file), never from a file this
+ * CLI writes: secrets, and E2B settings not given as options.
+ * @typedef {object} ShellVariable
  * @property {string} name environment variable of the function and of the operator's shell
  * @property {boolean} required whether `s deploy` must find it set (`${env(NAME)}`) or may leave it empty
+ * @property {boolean} secret whether its value is a secret (masked wherever it is shown)
  */
+
+/**
+ * What `--sandbox-backend local` means on FC, printed whenever it is chosen: FC's runtime image has no bubblewrap,
+ * so the local backend runs with LOCAL_SANDBOX_ISOLATION=none there (README, Security notes).
+ */
+const LOCAL_ON_FC =
+  '--sandbox-backend local: sandboxes are processes inside the FC instance (LOCAL_SANDBOX_ISOLATION=none; FC has no bubblewrap). ' +
+  'What holds: a user of its own per sandbox when the function runs as root, rlimits, a minimal environment. ' +
+  "What does not: no mount, process or network isolation (sandbox code sees the instance's whole file system with that user's rights, and the internet); " +
+  'files are lost when FC reclaims the instance and are not shared between instances. Use it for one trusted user, or set E2B_API_KEY and drop the flag';
 
 /**
  * @typedef {object} DeploymentPlan
@@ -56,10 +73,15 @@ const MANAGED_NAMES = new Set([
  * @property {string} triggerName
  * @property {string[]} triggerMethods
  * @property {string | undefined} customDomain
+ * @property {'https' | 'http-only' | 'keep' | undefined} domainProtocol with a custom domain: HTTPS with the given
+ *   certificate, HTTP on purpose, or (no option given) what the existing domain has, which must be HTTPS
+ * @property {{ certName: string, certFile: string, keyFile: string } | undefined} domainCertificate the PEM files
+ * @property {{ project: string, logstore: string } | undefined} logConfig the SLS project and logstore for the logs
  * @property {'bearer' | 'none'} auth
+ * @property {'e2b' | 'local'} sandbox the backend (SANDBOX_BACKEND)
  * @property {{ domain?: string, apiUrl?: string, template?: string }} e2b
- * @property {Record<string, string>} environment the function's non-secret variables, with values
- * @property {SecretVariable[]} secrets the function's secret variables: names only; values come from the environment
+ * @property {Record<string, string>} environment the variables this deploy sets, with their values
+ * @property {ShellVariable[]} fromShell the variables whose values come from the operator's shell: names only
  * @property {string[]} unset variables of an existing function to remove on update (--unset)
  */
 
@@ -67,6 +89,7 @@ const MANAGED_NAMES = new Set([
  * @typedef {object} PlanResult
  * @property {DeploymentPlan} plan
  * @property {import('./auth-tokens').AuthChoice} authChoice
+ * @property {import('./domain-certificate').CertConfig | undefined} certConfig the domain's certificate, read and checked
  * @property {string[]} problems
  * @property {string[]} warnings
  */
@@ -86,11 +109,15 @@ function createPlan(args, env) {
   const sessionConcurrency = Number(args.sessionConcurrency);
   const sessionIdleTtlS = Number(args.sessionIdleTtl);
   const sessionTtlS = Number(args.sessionTtl);
+  const sandbox = args.sandboxBackend === 'local' ? 'local' : 'e2b';
   const e2b = {
     domain: optionalString(args.e2bDomain),
     apiUrl: optionalString(args.e2bApiUrl),
     template: optionalString(args.template),
   };
+  if (sandbox === 'local' && Object.values(e2b).some((v) => v !== undefined)) {
+    problems.push('--e2b-domain, --e2b-api-url and --template configure E2B: drop them, or drop --sandbox-backend local');
+  }
 
   const auth = resolveAuth(
     { auth: args.auth !== false, generateToken: args.generateToken === true, authTokenFile: optionalString(args.authTokenFile), outputDir: String(args.outputDir) },
@@ -107,6 +134,7 @@ function createPlan(args, env) {
     MCP_SESSION_MAX_AGE_S: String(sessionTtlS),
     MCP_MAX_SESSIONS: String(sessionConcurrency),
     LOG_LEVEL: String(args.logLevel),
+    SANDBOX_BACKEND: sandbox,
   };
   if (auth.choice.mode === 'none') environment.MCP_AUTH = 'none';
   if (e2b.template !== undefined) environment.E2B_TEMPLATE = e2b.template;
@@ -123,6 +151,10 @@ function createPlan(args, env) {
       environment[name] = entry.slice(at + 1);
     }
   }
+  if (sandbox === 'local') {
+    environment.LOCAL_SANDBOX_ISOLATION ??= 'none';
+    warnings.push(LOCAL_ON_FC);
+  }
 
   const unset = [...new Set(/** @type {string[]} */ (args.unset ?? []))];
   for (const name of unset) {
@@ -130,12 +162,19 @@ function createPlan(args, env) {
     else if (Object.hasOwn(environment, name)) problems.push(`--unset ${name} conflicts with this deploy, which sets it`);
   }
 
-  /** @type {SecretVariable[]} */
-  const secrets = [
-    ...(auth.choice.mode === 'bearer' ? [{ name: 'MCP_AUTH_TOKENS', required: true }] : []),
-    { name: 'MCP_SESSION_SECRET', required: true },
-    { name: 'E2B_API_KEY', required: false },
+  // E2B_DOMAIN is required so that `s deploy` never sends an Alibaba Cloud key to E2B's cloud for want of it.
+  /** @type {ShellVariable[]} */
+  const fromShell = [
+    ...(auth.choice.mode === 'bearer' ? [{ name: 'MCP_AUTH_TOKENS', required: true, secret: true }] : []),
+    { name: 'MCP_SESSION_SECRET', required: true, secret: true },
+    ...(sandbox === 'e2b' ? [{ name: 'E2B_API_KEY', required: true, secret: true }] : []),
+    ...(sandbox === 'e2b' && e2b.domain === undefined ? [{ name: 'E2B_DOMAIN', required: true, secret: false }] : []),
+    ...(sandbox === 'e2b' && e2b.apiUrl === undefined ? [{ name: 'E2B_API_URL', required: false, secret: false }] : []),
+    ...(sandbox === 'e2b' && e2b.template === undefined ? [{ name: 'E2B_TEMPLATE', required: false, secret: false }] : []),
   ];
+
+  const domain = planDomain(args, problems, warnings);
+  const logConfig = planLogs(args, problems);
 
   /** @type {DeploymentPlan} */
   const plan = {
@@ -155,56 +194,149 @@ function createPlan(args, env) {
     sessionTtlS,
     triggerName: TRIGGER_NAME,
     triggerMethods: [...new Set(/** @type {string[]} */ (args.triggerMethods))],
-    customDomain: optionalString(args.customDomain),
+    customDomain: domain.customDomain,
+    domainProtocol: domain.protocol,
+    domainCertificate: domain.certificate,
+    logConfig,
     auth: auth.choice.mode,
+    sandbox,
     e2b,
     environment,
-    secrets,
+    fromShell,
     unset,
   };
 
   const tokensBytes = auth.choice.source === 'generated' ? 64 : auth.choice.tokens.join(',').length;
-  const secretSizes = {
-    MCP_AUTH_TOKENS: tokensBytes,
-    MCP_SESSION_SECRET: Buffer.byteLength(env.MCP_SESSION_SECRET ?? '') || 43,
-    E2B_API_KEY: Buffer.byteLength(env.E2B_API_KEY ?? ''),
-  };
+  /** @type {Record<string, number>} */
+  const secretSizes = { MCP_AUTH_TOKENS: tokensBytes, MCP_SESSION_SECRET: Buffer.byteLength(env.MCP_SESSION_SECRET ?? '') || 43 };
+  for (const { name } of fromShell) secretSizes[name] ??= Buffer.byteLength(env[name]?.trim() ?? '');
   problems.push(...validatePlan(plan, { secretSizes }));
 
-  if (auth.choice.source === 'missing') {
-    if (args.deploy === true) {
-      problems.push('refusing to deploy without an auth token: pass --generate-token or --auth-token-file FILE, set MCP_AUTH_TOKENS, or pass --no-auth to deploy an open server on purpose');
-    } else {
-      warnings.push('no auth token yet: s.yaml reads MCP_AUTH_TOKENS from the environment at `s deploy` and fails without it; set it, or re-run with --generate-token');
-    }
+  // With --deploy, a token or an E2B key the function already has will do: checkAgainstFunction decides.
+  if (auth.choice.source === 'missing' && args.deploy !== true) {
+    warnings.push('no auth token yet: s.yaml reads MCP_AUTH_TOKENS from the environment at `s deploy` and fails without it; set it, or re-run with --generate-token');
   }
-  if (args.deploy === true) problems.push(...checkDeployAccess(args, env));
+  if (sandbox === 'e2b' && (env.E2B_API_KEY ?? '').trim() === '' && args.deploy !== true) {
+    warnings.push('E2B_API_KEY is not set: s.yaml reads it (and E2B_DOMAIN) from the environment at `s deploy` and fails without it; set it, or pass --sandbox-backend local');
+  }
+  problems.push(...checkEndpoint(args));
   const accountId = optionalString(args.accountId);
   if (accountId !== undefined && !/^\d{6,20}$/.test(accountId)) problems.push(`--account-id "${accountId}" must be your numeric Alibaba Cloud account id`);
 
   const sessionSecret = env.MCP_SESSION_SECRET ?? '';
   if (sessionSecret !== '' && Buffer.byteLength(sessionSecret) < 32) problems.push('MCP_SESSION_SECRET must be at least 32 bytes (openssl rand -base64 32); it is not shown here');
-  if ((env.E2B_API_KEY ?? '').trim() === '') {
-    warnings.push(
-      'E2B_API_KEY is not set: the function would fall back to the local sandbox backend, i.e. plain processes inside the FC instance (not isolated, files lost when FC reclaims it); export E2B_API_KEY before deploying',
-    );
+  if (plan.domainProtocol === 'keep' && args.deploy !== true) {
+    problems.push(`--custom-domain ${plan.customDomain} needs --domain-cert FILE and --domain-key FILE (HTTPS), or --domain-http-only to serve it over HTTP on purpose`);
   }
-  if (plan.customDomain !== undefined) {
-    warnings.push(`--custom-domain ${plan.customDomain} is routed over HTTP; add an HTTPS certificate to it in the FC console before clients send tokens to it`);
-  }
-  return { plan, authChoice: auth.choice, problems, warnings };
+  return { plan, authChoice: auth.choice, certConfig: domain.certConfig, problems, warnings };
 }
 
 /**
- * Credentials and endpoint for --deploy (a dry run needs no credentials).
+ * The custom domain and how it is served: HTTPS with the given certificate, HTTP only on purpose, or, with neither,
+ * the existing domain's HTTPS certificate (checked by checkAgainstDomain).
  * @param {Record<string, unknown>} args
- * @param {Record<string, string | undefined>} env
+ * @param {string[]} problems
+ * @param {string[]} warnings
  */
-function checkDeployAccess(args, env) {
-  const problems = [];
-  if (args.dryRun !== true && (!env.ALIBABA_CLOUD_ACCESS_KEY_ID || !env.ALIBABA_CLOUD_ACCESS_KEY_SECRET)) {
-    problems.push('--deploy needs credentials: set ALIBABA_CLOUD_ACCESS_KEY_ID and ALIBABA_CLOUD_ACCESS_KEY_SECRET (and ALIBABA_CLOUD_SECURITY_TOKEN for an STS token)');
+function planDomain(args, problems, warnings) {
+  const customDomain = optionalString(args.customDomain);
+  const certFile = optionalString(args.domainCert);
+  const keyFile = optionalString(args.domainKey);
+  const httpOnly = args.domainHttpOnly === true;
+  const none = { customDomain, protocol: undefined, certificate: undefined, certConfig: undefined };
+  if (customDomain === undefined) {
+    if (certFile !== undefined || keyFile !== undefined || httpOnly) problems.push('--domain-cert, --domain-key and --domain-http-only go with --custom-domain');
+    return none;
   }
+  if (httpOnly) {
+    if (certFile !== undefined || keyFile !== undefined) problems.push('--domain-http-only conflicts with --domain-cert and --domain-key: choose one');
+    warnings.push(`--domain-http-only: ${customDomain} is served over plain HTTP, so bearer tokens cross the network in clear text`);
+    return { ...none, protocol: /** @type {const} */ ('http-only') };
+  }
+  if (certFile === undefined && keyFile === undefined) return { ...none, protocol: /** @type {const} */ ('keep') };
+  if (certFile === undefined || keyFile === undefined) {
+    problems.push('--domain-cert and --domain-key go together: the certificate and its private key, both PEM files');
+    return none;
+  }
+  const read = readDomainCertificate({ certFile, keyFile, domain: customDomain });
+  problems.push(...read.problems);
+  warnings.push(...read.warnings);
+  const certificate = read.certConfig === undefined ? undefined : { certName: read.certConfig.certName, certFile: resolve(certFile), keyFile: resolve(keyFile) };
+  return { customDomain, protocol: /** @type {const} */ ('https'), certificate, certConfig: read.certConfig };
+}
+
+/**
+ * --sls-project and --sls-logstore: both or neither, each a name SLS takes.
+ * @param {Record<string, unknown>} args
+ * @param {string[]} problems
+ */
+function planLogs(args, problems) {
+  const project = optionalString(args.slsProject);
+  const logstore = optionalString(args.slsLogstore);
+  if (project === undefined && logstore === undefined) return undefined;
+  if (project === undefined || logstore === undefined) {
+    problems.push('--sls-project and --sls-logstore go together: the SLS project and the logstore in it that keep the function logs');
+    return undefined;
+  }
+  if (!/^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$/.test(project)) problems.push(`--sls-project "${project}" is not an SLS project name (3–63 lowercase letters, digits and -, not starting or ending with -)`);
+  if (!/^[a-z0-9][a-z0-9_-]{0,61}[a-z0-9]$/.test(logstore)) problems.push(`--sls-logstore "${logstore}" is not an SLS logstore name (2–63 lowercase letters, digits, _ and -)`);
+  return { project, logstore };
+}
+
+/**
+ * What a deploy through the API refuses once it has looked the custom domain up: no certificate given, and none on
+ * the domain to keep (a new domain, or one served over HTTP).
+ * @param {DeploymentPlan} plan
+ * @param {Record<string, any> | undefined} existingDomain
+ * @returns {string[]}
+ */
+function checkAgainstDomain(plan, existingDomain) {
+  if (plan.domainProtocol !== 'keep' || hasHttps(existingDomain)) return [];
+  return [
+    `--custom-domain ${plan.customDomain} ${existingDomain === undefined ? 'is new' : 'has no HTTPS certificate'}: pass --domain-cert FILE and --domain-key FILE, or --domain-http-only to serve it over HTTP on purpose`,
+  ];
+}
+
+/**
+ * Whether FC serves the domain over HTTPS with a certificate.
+ * @param {Record<string, any> | undefined} domain as GetCustomDomain returns it
+ */
+function hasHttps(domain) {
+  return String(domain?.protocol ?? '').includes('HTTPS') && typeof domain?.certConfig?.certificate === 'string' && domain.certConfig.certificate !== '';
+}
+
+/**
+ * What a deploy through the API refuses once it has looked the function up, before it writes or changes anything:
+ * bearer auth with no token given and none on the function, E2B with no key given and none on the function.
+ * @param {DeploymentPlan} plan
+ * @param {import('./auth-tokens').AuthChoice} authChoice
+ * @param {Record<string, string | undefined>} shell the values of plan.fromShell given now
+ * @param {Record<string, any> | undefined} existing the function (undefined: it does not exist yet)
+ * @returns {string[]}
+ */
+function checkAgainstFunction(plan, authChoice, shell, existing) {
+  const current = existing?.environmentVariables ?? {};
+  const kept = (/** @type {string} */ name) => typeof current[name] === 'string' && current[name].trim() !== '' && !plan.unset.includes(name);
+  const problems = [];
+  if (plan.auth === 'bearer' && authChoice.source === 'missing' && !kept('MCP_AUTH_TOKENS')) {
+    problems.push(
+      `refusing to deploy without an auth token (function ${plan.name} has none to keep): pass --generate-token or --auth-token-file FILE, set MCP_AUTH_TOKENS, or pass --no-auth to deploy an open server on purpose`,
+    );
+  }
+  if (plan.sandbox === 'e2b' && !shell.E2B_API_KEY && !kept('E2B_API_KEY')) {
+    problems.push(
+      `refusing to deploy a function without a sandbox backend (function ${plan.name} has no E2B key to keep): export E2B_API_KEY (and E2B_DOMAIN for Alibaba Cloud's sandboxes), or pass --sandbox-backend local to run sandboxes as plain processes in the FC instance on purpose`,
+    );
+  }
+  return problems;
+}
+
+/**
+ * The --endpoint option's form.
+ * @param {Record<string, unknown>} args
+ */
+function checkEndpoint(args) {
+  const problems = [];
   const endpoint = optionalString(args.endpoint);
   if (endpoint !== undefined && !/^(https?:\/\/)?[A-Za-z0-9.-]+(:\d{1,5})?\/?$/.test(endpoint)) {
     problems.push(`--endpoint "${endpoint}" must be a host such as 123456789.cn-hangzhou.fc.aliyuncs.com, or http(s)://host:port`);
@@ -217,4 +349,4 @@ function optionalString(value) {
   return typeof value === 'string' && value.trim() !== '' ? value.trim() : undefined;
 }
 
-module.exports = { createPlan };
+module.exports = { createPlan, checkAgainstFunction, checkAgainstDomain, hasHttps };

@@ -21,6 +21,8 @@ const { ENTRY_FILE, HEALTH_PATH, HOOKS, LISTEN_PORT, MCP_PATH, CODE_DIR } = requ
  * @property {import('./fc-deploy').DeployResult | undefined} deployed
  * @property {string[] | undefined} plannedCalls for a dry run with --deploy
  * @property {string | undefined} accountId
+ * @property {string | undefined} sessionSecretFile where the session secret is kept (session-secret-file.js);
+ *   undefined when MCP_SESSION_SECRET is set in the operator's shell
  */
 
 /**
@@ -50,7 +52,7 @@ function toHumanReport(input) {
   if (input.deployed !== undefined) {
     lines.push('', `Deployed ${plan.name} in ${plan.region} (function ${input.deployed.function}, trigger ${input.deployed.trigger}).`, `MCP URL: ${url}`);
   } else {
-    lines.push('', ...toManualSteps(input, dir), '', `The URL will be: ${url}`);
+    lines.push('', ...toManualSteps(input, dir, rel), '', `The URL will be: ${url}`);
   }
   lines.push('', 'Client configuration (Cursor, VS Code, Claude Code and others take this shape):', ...indent(toClientSnippet(plan, url)));
   if (plan.auth === 'bearer') lines.push(`  (replace <token> with ${tokenWhere(input, dir)})`);
@@ -63,7 +65,8 @@ function toHumanReport(input) {
  * @param {import('./deploy-plan').DeploymentPlan} plan
  */
 function toUrlForm(plan) {
-  return plan.customDomain === undefined ? `https://${plan.name}-<id>.${plan.region}.fcapp.run${MCP_PATH}` : `http://${plan.customDomain}${MCP_PATH}`;
+  if (plan.customDomain === undefined) return `https://${plan.name}-<id>.${plan.region}.fcapp.run${MCP_PATH}`;
+  return `${plan.domainProtocol === 'http-only' ? 'http' : 'https'}://${plan.customDomain}${MCP_PATH}`;
 }
 
 /**
@@ -76,56 +79,139 @@ function toClientSnippet(plan, url) {
 }
 
 /**
+ * What to put in the E2B variables that come from the operator's shell (the token and the session secret have lines
+ * of their own), for the export lines and the console's list; for an optional one, what leaving it out means (the
+ * server takes an empty or missing E2B_API_URL or E2B_TEMPLATE as its default).
+ * @type {Record<string, { value: string, optional?: string }>}
+ */
+const SHELL_PLACEHOLDERS = {
+  E2B_API_KEY: { value: 'your E2B API key' },
+  E2B_DOMAIN: { value: 'e2b.app or <region>.e2b.fc.aliyuncs.com' },
+  E2B_API_URL: { value: 'the E2B API URL', optional: 'left out: https://api.<E2B_DOMAIN>' },
+  E2B_TEMPLATE: { value: 'a sandbox template', optional: 'left out: code-interpreter-v1' },
+};
+
+/**
  * @param {ReportInput} input
  * @param {string} dir
+ * @param {(path: string) => string} rel
  */
-function toManualSteps(input, dir) {
+function toManualSteps(input, dir, rel) {
   const { plan } = input;
   const env = [...Object.entries(plan.environment)].map(([k, v]) => `${k}=${v}`);
-  const secretLines = plan.secrets.map((s) => `${s.name}=<${s.name === 'MCP_AUTH_TOKENS' ? 'your token(s), comma-separated' : s.name === 'MCP_SESSION_SECRET' ? 'openssl rand -base64 32; the same on every deploy' : 'your E2B key (optional)'}>`);
+  const shellLines = plan.fromShell.map((v) => `${v.name}=<${consolePlaceholder(v, input, dir, rel)}>`);
   const cname = `${input.accountId ?? '<account-id>'}.${plan.region}.fc.aliyuncs.com`;
   const lines = [
     'Deploy with Serverless Devs (npm i -g @serverless-devs/s; s config add to store your AccessKey):',
-    ...exportLines(input, dir).map((l) => `  ${l}`),
+    ...exportLines(input, dir, rel).map((l) => `  ${l}`),
     `  s deploy -t ${dir}/s.yaml -y`,
+    ...sDeployNotes(input).map((l) => `  ${l}`),
     '',
     'Or in the FC console (https://fcnext.console.aliyun.com), region ' + plan.region + ':',
     `  1. Create function → Web function; name ${plan.name}; runtime ${plan.runtime}; upload ${dir}/code.zip.`,
     `  2. Startup command: ${plan.nodePath} ${CODE_DIR}/${ENTRY_FILE}; listening port ${LISTEN_PORT}.`,
     `  3. ${plan.memoryMb} MB memory, ${plan.cpu} vCPU, 512 MB disk; execution timeout ${plan.timeoutS} s; instance concurrency ${plan.instanceConcurrency}.`,
     `  4. Environment variables:`,
-    ...[...env, ...secretLines].map((l) => `       ${l}`),
+    ...[...env, ...shellLines].map((l) => `       ${l}`),
     `  5. Health check: HTTP GET ${HEALTH_PATH}. Lifecycle: Initializer (POST ${HOOKS.initializer.path}, ${HOOKS.initializer.timeoutS} s), PreStop (GET ${HOOKS.preStop.path}, ${HOOKS.preStop.timeoutS} s).`,
     plan.sessionAffinity
       ? `  6. Isolation and affinity → session affinity: MCP Streamable HTTP; ${plan.sessionConcurrency} sessions per instance; session TTL ${plan.sessionTtlS} s, idle ${plan.sessionIdleTtlS} s.`
       : '  6. Session affinity: off.',
     `  7. HTTP trigger "${plan.triggerName}": authentication none (the function checks the bearer token); methods ${plan.triggerMethods.join(', ')}.`,
+    `  8. ${consoleLogging(plan)}`,
   ];
   if (plan.customDomain !== undefined) {
-    lines.push(`  8. Custom domain ${plan.customDomain}: CNAME it to ${cname}, then add it under Custom domains with route /* → ${plan.name} (add an HTTPS certificate).`);
+    const served =
+      plan.domainProtocol === 'https'
+        ? `protocol HTTPS with the certificate ${plan.domainCertificate?.certFile} and its key ${plan.domainCertificate?.keyFile}`
+        : plan.domainProtocol === 'http-only'
+          ? 'protocol HTTP (--domain-http-only: tokens cross the network in clear text)'
+          : 'keep its HTTPS certificate (this s.yaml leaves the domain out, so that s deploy does not replace it)';
+    lines.push(`  9. Custom domain ${plan.customDomain}: CNAME it to ${cname}, then add it under Custom domains with route /* → ${plan.name}; ${served}.`);
   }
   return lines;
 }
 
 /**
- * The shell lines that give `s deploy` its secrets.
+ * The shell lines that give `s deploy` the variables s.yaml reads: required ones as exports, optional ones as
+ * comments (left out, the server uses its default).
  * @param {ReportInput} input
  * @param {string} dir
+ * @param {(path: string) => string} rel
  */
-function exportLines(input, dir) {
+function exportLines(input, dir, rel) {
   const lines = [];
-  for (const secret of input.plan.secrets) {
-    if (secret.name === 'MCP_AUTH_TOKENS') {
+  for (const variable of input.plan.fromShell) {
+    const placeholder = SHELL_PLACEHOLDERS[variable.name];
+    if (variable.name === 'MCP_AUTH_TOKENS') {
       if (input.auth.source === 'generated') lines.push(`export MCP_AUTH_TOKENS="$(cat ${dir}/auth-token)"`);
       else if (input.auth.source === 'file') lines.push(`export MCP_AUTH_TOKENS="$(grep -v '^#' ${input.auth.file} | paste -sd, -)"`);
       else lines.push('export MCP_AUTH_TOKENS=<your token(s), comma-separated>   # already set in this shell? keep it');
-    } else if (secret.name === 'MCP_SESSION_SECRET') {
-      lines.push('export MCP_SESSION_SECRET="$(openssl rand -base64 32)"   # keep it: use the same value on every deploy');
+    } else if (variable.name === 'MCP_SESSION_SECRET') {
+      if (input.sessionSecretFile !== undefined) lines.push(`export MCP_SESSION_SECRET="$(cat ${rel(input.sessionSecretFile)})"   # the same on every deploy`);
+      else lines.push('# MCP_SESSION_SECRET is set in this shell: keep using it, the same value on every deploy');
+    } else if (!variable.required) {
+      lines.push(`# optional: export ${variable.name}=<${placeholder?.value ?? 'value'}>   (${placeholder?.optional ?? 'left out: empty'})`);
     } else {
-      lines.push(`export ${secret.name}=<your E2B API key>`);
+      lines.push(`export ${variable.name}=<${placeholder?.value ?? 'value'}>`);
     }
   }
   return lines;
+}
+
+/**
+ * What `s deploy` does beyond the exports: it refuses to run without the required variables, the session secret
+ * must not change, and logging.
+ * @param {ReportInput} input
+ */
+function sDeployNotes(input) {
+  const { plan } = input;
+  const required = plan.fromShell.filter((v) => v.required).map((v) => v.name);
+  const notes = [];
+  if (required.length > 0) notes.push(`(s deploy refuses to run while ${required.join(', ')} ${required.length === 1 ? 'is' : 'are'} unset.)`);
+  if (plan.fromShell.some((v) => v.name === 'MCP_SESSION_SECRET')) {
+    notes.push(
+      "(MCP_SESSION_SECRET must stay the same on every deploy: a new one ends every open session. A re-deploy through --deploy keeps the function's secret by itself.)",
+    );
+  }
+  const logConfig = plan.logConfig;
+  notes.push(
+    logConfig === undefined
+      ? '(This s.yaml turns logging on: logConfig: auto keeps the SLS project and logstore the function logs to, or has fc3 create them.)'
+      : `(This s.yaml sends the function's logs to SLS project ${logConfig.project}, logstore ${logConfig.logstore}.)`,
+  );
+  return notes;
+}
+
+/**
+ * The console's logging step.
+ * @param {import('./deploy-plan').DeploymentPlan} plan
+ */
+function consoleLogging(plan) {
+  const logConfig = plan.logConfig;
+  if (logConfig !== undefined) return `Logging: SLS project ${logConfig.project}, logstore ${logConfig.logstore}; request and instance metrics on.`;
+  return (
+    'Logging: FC keeps no logs of this function until logging is on. Function → Logging: choose or create an SLS project and logstore ' +
+    '(or re-run with --sls-project and --sls-logstore). `s deploy` with this s.yaml turns it on by itself (logConfig: auto).'
+  );
+}
+
+/**
+ * The placeholder of a shell variable in the console's list.
+ * @param {import('./deploy-plan').ShellVariable} variable
+ * @param {ReportInput} input
+ * @param {string} dir
+ * @param {(path: string) => string} rel
+ */
+function consolePlaceholder(variable, input, dir, rel) {
+  if (variable.name === 'MCP_AUTH_TOKENS') return input.auth.source === 'generated' || input.auth.source === 'file' ? tokenWhere(input, dir) : 'your token(s), comma-separated';
+  if (variable.name === 'MCP_SESSION_SECRET') {
+    const from = input.sessionSecretFile === undefined ? 'MCP_SESSION_SECRET of your shell' : `the secret in ${rel(input.sessionSecretFile)}`;
+    return `${from}; the same on every deploy`;
+  }
+  const placeholder = SHELL_PLACEHOLDERS[variable.name];
+  const value = placeholder?.value ?? 'value';
+  return variable.required ? value : `optional: ${value}; ${placeholder?.optional ?? 'left out: empty'}`;
 }
 
 /**
@@ -135,6 +221,7 @@ function exportLines(input, dir) {
 function tokenWhere(input, dir) {
   if (input.auth.source === 'generated') return `the token in ${dir}/auth-token`;
   if (input.auth.source === 'file') return `a token from ${input.auth.file}`;
+  if (input.auth.source === 'kept') return 'a token the function already had (kept: none was given)';
   return 'a token from MCP_AUTH_TOKENS';
 }
 

@@ -42,8 +42,9 @@ function toManifest(plan, code) {
       preStop: { ...HOOKS.preStop },
     },
     environment: {
-      names: [...Object.keys(plan.environment), ...plan.secrets.map((s) => s.name)].sort(),
-      secrets: plan.secrets.map((s) => ({ name: s.name, required: s.required })),
+      names: [...Object.keys(plan.environment), ...plan.fromShell.map((s) => s.name)].sort(),
+      // Set from the operator's shell at deploy time, never written down: which must be set, which are secret.
+      fromShell: plan.fromShell.map((v) => ({ name: v.name, required: v.required, secret: v.secret })),
     },
   };
 }

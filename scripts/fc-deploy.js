@@ -4,7 +4,6 @@
  */
 'use strict';
 
-const { randomBytes } = require('node:crypto');
 const { setTimeout: sleep } = require('node:timers/promises');
 
 const { DeployError } = require('./deploy-errors');
@@ -25,7 +24,10 @@ const ACTIVE_TIMEOUT_MS = 5 * 60_000;
  * @property {import('./deploy-plan').DeploymentPlan} plan
  * @property {import('./fc-api').FcApi} api
  * @property {Buffer} zip code.zip
- * @property {{ MCP_AUTH_TOKENS?: string, MCP_SESSION_SECRET?: string, E2B_API_KEY?: string }} secrets values from the environment or files
+ * @property {Record<string, any> | undefined} existing the function as lookUpFunction found it (undefined: none)
+ * @property {Record<string, string>} variables the function's whole environment (function-variables.js)
+ * @property {Record<string, any> | undefined} [existingDomain] the custom domain as lookUpCustomDomain found it
+ * @property {import('./domain-certificate').CertConfig} [certConfig] the custom domain's certificate (--domain-cert)
  * @property {(line: string) => void} step told of each step as it happens
  * @property {() => number} [random] the retries' jitter source, in [0, 1); Math.random unless given
  * @property {(ms: number) => Promise<unknown>} [wait] @default setTimeout from node:timers/promises
@@ -38,30 +40,56 @@ const ACTIVE_TIMEOUT_MS = 5 * 60_000;
  * @property {'created' | 'updated' | undefined} customDomain
  * @property {string} url the MCP endpoint clients connect to
  * @property {string | undefined} triggerUrl the trigger's own URL (FC's test domain)
- * @property {'environment' | 'kept' | 'generated'} sessionSecret where MCP_SESSION_SECRET came from
  */
+
+/**
+ * @typedef {Pick<DeployOptions, 'api' | 'step' | 'random' | 'wait'>} CallOptions
+ */
+
+/**
+ * One FC call, retried as retry.js decides, its failure turned into a DeployError naming the action.
+ * @param {CallOptions} options
+ * @returns {<T>(what: string, fn: () => Promise<T>) => Promise<T>}
+ */
+function createCaller({ step, random, wait = sleep }) {
+  return (what, fn) =>
+    withRetry(fn, {
+      wait,
+      random,
+      onRetry: (err, attempt, delayMs) => step(`  ${what}: ${describeError(err)}; retrying in ${(delayMs / 1000).toFixed(1)} s (attempt ${attempt + 1})`),
+    }).catch((err) => {
+      throw toDeployError(what, err);
+    });
+}
+
+/**
+ * The custom domain as FC has it now, or undefined when there is none.
+ * @param {CallOptions & { domain: string }} options
+ * @returns {Promise<Record<string, any> | undefined>}
+ */
+function lookUpCustomDomain(options) {
+  options.step(`Looking up custom domain ${options.domain}…`);
+  return createCaller(options)('GetCustomDomain', () => options.api.getCustomDomain(options.domain));
+}
+
+/**
+ * The function as FC has it now, or undefined when there is none: read before anything is planned, written or changed.
+ * @param {CallOptions & { name: string, region: string }} options
+ * @returns {Promise<Record<string, any> | undefined>}
+ */
+function lookUpFunction(options) {
+  options.step(`Looking up function ${options.name} in ${options.region}…`);
+  return createCaller(options)('GetFunction', () => options.api.getFunction(options.name));
+}
 
 /**
  * @param {DeployOptions} options
  * @returns {Promise<DeployResult>}
  */
 async function deployToFc(options) {
-  const { plan, api, step, wait = sleep } = options;
-  const call = (/** @type {string} */ what, /** @type {() => Promise<any>} */ fn) =>
-    withRetry(fn, {
-      wait,
-      random: options.random,
-      onRetry: (err, attempt, delayMs) => step(`  ${what}: ${describeError(err)}; retrying in ${(delayMs / 1000).toFixed(1)} s (attempt ${attempt + 1})`),
-    }).catch((err) => {
-      throw toDeployError(what, err);
-    });
-
-  step(`Looking up function ${plan.name} in ${plan.region}…`);
-  const existing = await call('GetFunction', () => api.getFunction(plan.name));
-  const { variables, sessionSecret, kept } = toVariables(plan, options.secrets, existing);
-  // Names only: values may be secrets.
-  if (kept.length > 0) step(`  kept from the function (this deploy does not set them; --unset NAME removes one): ${kept.sort().join(', ')}`);
-  const input = { ...toFunctionConfig(plan, variables), code: { zipFile: options.zip.toString('base64') } };
+  const { plan, api, step, existing, wait = sleep } = options;
+  const call = createCaller(options);
+  const input = { ...toFunctionConfig(plan, options.variables), code: { zipFile: options.zip.toString('base64') } };
   if (existing !== undefined && existing.sessionAffinity && !plan.sessionAffinity) {
     step(`  note: the function keeps its session affinity (${existing.sessionAffinity}); turn it off in the FC console if you mean to`);
   }
@@ -90,52 +118,12 @@ async function deployToFc(options) {
   const trigger = await call('GetTrigger', () => api.getTrigger(plan.name, plan.triggerName));
   const triggerUrl = trigger?.httpTrigger?.urlInternet;
 
-  const domainOutcome = plan.customDomain === undefined ? undefined : await upsertCustomDomain({ plan, api, call, step });
-  const base = plan.customDomain === undefined ? triggerUrl : `http://${plan.customDomain}`;
+  const domainOutcome = plan.customDomain === undefined ? undefined : await upsertCustomDomain({ plan, api, call, step }, options);
+  const base = plan.customDomain === undefined ? triggerUrl : `${plan.domainProtocol === 'http-only' ? 'http' : 'https'}://${plan.customDomain}`;
   if (typeof base !== 'string' || base === '') throw new DeployError('FC returned no URL for the HTTP trigger', { step: 'GetTrigger', hint: 'Open the function in the FC console: Triggers shows its URL.' });
   const url = `${base.replace(/\/$/, '')}${MCP_PATH}`;
   step(`Deployed: ${url}`);
-  return { function: functionOutcome, trigger: triggerOutcome, customDomain: domainOutcome, url, triggerUrl, sessionSecret };
-}
-
-/**
- * Variables whose presence the plan decides: a deploy sets them, or removes them, as its options say (keeping
- * `MCP_AUTH=none` from an open deploy would switch the tokens of the next one off).
- */
-const PLAN_DECIDES = new Set(['MCP_AUTH', 'MCP_AUTH_TOKEN_FILE', 'MCP_FUNCTION_TIMEOUT_S', 'MCP_TOOL_TIMEOUT_MAX_S', 'MCP_SESSION_IDLE_TTL_S', 'MCP_SESSION_MAX_AGE_S', 'MCP_MAX_SESSIONS', 'LOG_LEVEL', 'PORT', 'HOST']);
-
-/**
- * The function's variables with their values. An update sends the whole environment, so every variable of the
- * existing function that this deploy does not set is kept (the E2B key and domain, tokens, the operator's own),
- * except those the plan decides and those named by --unset; tokens go with --no-auth. MCP_SESSION_SECRET from the
- * environment, else the function's current one (so that sessions survive a re-deploy), else a new one.
- * @param {import('./deploy-plan').DeploymentPlan} plan
- * @param {DeployOptions['secrets']} secrets
- * @param {Record<string, any> | undefined} existing
- */
-function toVariables(plan, secrets, existing) {
-  /** @type {Record<string, string>} */
-  const variables = {};
-  for (const [name, value] of Object.entries(existing?.environmentVariables ?? {})) {
-    if (typeof value !== 'string' || PLAN_DECIDES.has(name) || plan.unset.includes(name)) continue;
-    if (name === 'MCP_AUTH_TOKENS' && plan.auth !== 'bearer') continue;
-    variables[name] = value;
-  }
-  const kept = Object.keys(variables).filter((name) => !Object.hasOwn(plan.environment, name));
-  Object.assign(variables, plan.environment);
-  const current = existing?.environmentVariables?.MCP_SESSION_SECRET;
-  /** @type {DeployResult['sessionSecret']} */
-  let sessionSecret = 'generated';
-  for (const { name } of plan.secrets) {
-    let value = secrets[/** @type {keyof DeployOptions['secrets']} */ (name)];
-    if (name === 'MCP_SESSION_SECRET') {
-      if (value) sessionSecret = 'environment';
-      else if (typeof current === 'string' && current.length >= 32) [value, sessionSecret] = [current, 'kept'];
-      else value = randomBytes(32).toString('base64url');
-    }
-    if (value) variables[name] = value;
-  }
-  return { variables, sessionSecret, kept: kept.filter((name) => !secrets[/** @type {keyof DeployOptions['secrets']} */ (name)]) };
+  return { function: functionOutcome, trigger: triggerOutcome, customDomain: domainOutcome, url, triggerUrl };
 }
 
 /**
@@ -206,23 +194,28 @@ async function upsertTrigger({ plan, api, call, step }) {
 }
 
 /**
- * The custom domain: route `/*` to the function, keeping the domain's other routes.
+ * The custom domain: route `/*` to the function, keeping the domain's other routes. With a certificate the domain is
+ * served over HTTPS only; with --domain-http-only over HTTP; with neither, protocol and certificate are left out of
+ * the update, so FC keeps the HTTPS certificate the domain has (GetCustomDomain does not return its private key, so
+ * it could not be sent back).
  * @param {StepContext} context
+ * @param {Pick<DeployOptions, 'existingDomain' | 'certConfig'>} domainState
  * @returns {Promise<'created' | 'updated'>}
  */
-async function upsertCustomDomain({ plan, api, call, step }) {
+async function upsertCustomDomain({ plan, api, call, step }, { existingDomain, certConfig }) {
   const domain = /** @type {string} */ (plan.customDomain);
   const route = toDomainRoute(plan);
-  step(`Looking up custom domain ${domain}…`);
-  const existing = await call('GetCustomDomain', () => api.getCustomDomain(domain));
-  if (existing === undefined) {
-    step(`Creating custom domain ${domain} → ${plan.name}…`);
-    await call('CreateCustomDomain', () => api.createCustomDomain({ domainName: domain, protocol: 'HTTP', routeConfig: { routes: [route] } }));
+  const tls =
+    plan.domainProtocol === 'https' ? { protocol: 'HTTPS', certConfig } : plan.domainProtocol === 'http-only' ? { protocol: 'HTTP' } : {};
+  const served = plan.domainProtocol === 'https' ? `HTTPS, certificate ${certConfig?.certName}` : plan.domainProtocol === 'http-only' ? 'HTTP only' : 'HTTPS, its certificate kept';
+  if (existingDomain === undefined) {
+    step(`Creating custom domain ${domain} → ${plan.name} (${served})…`);
+    await call('CreateCustomDomain', () => api.createCustomDomain({ domainName: domain, ...tls, routeConfig: { routes: [route] } }));
     return 'created';
   }
-  const others = (existing.routeConfig?.routes ?? []).filter((/** @type {{ path?: string }} */ r) => r.path !== route.path);
-  step(`Updating custom domain ${domain}: ${route.path} → ${plan.name}…`);
-  await call('UpdateCustomDomain', () => api.updateCustomDomain(domain, { protocol: existing.protocol ?? 'HTTP', routeConfig: { routes: [...others, route] } }));
+  const others = (existingDomain.routeConfig?.routes ?? []).filter((/** @type {{ path?: string }} */ r) => r.path !== route.path);
+  step(`Updating custom domain ${domain}: ${route.path} → ${plan.name} (${served})…`);
+  await call('UpdateCustomDomain', () => api.updateCustomDomain(domain, { ...tls, routeConfig: { routes: [...others, route] } }));
   return 'updated';
 }
 
@@ -251,4 +244,4 @@ function toDeployError(what, err) {
   return new DeployError(`${what} failed: ${err instanceof Error ? err.message : String(err)}`, { step: what, cause: err });
 }
 
-module.exports = { deployToFc };
+module.exports = { deployToFc, lookUpFunction, lookUpCustomDomain };

@@ -37,8 +37,17 @@ function toFunctionConfig(plan, environmentVariables) {
       preStop: { handler: HOOK_HANDLER, timeout: HOOKS.preStop.timeoutS },
     },
     ...(plan.sessionAffinity && { sessionAffinity: 'MCP_STREAMABLE', sessionAffinityConfig: toSessionAffinityConfig(plan) }),
+    ...(plan.logConfig !== undefined && { logConfig: toLogConfig(plan.logConfig) }),
     environmentVariables,
   };
+}
+
+/**
+ * Where FC writes the function's logs. Without it FC keeps none; an update that leaves it out keeps the current one.
+ * @param {{ project: string, logstore: string }} logs
+ */
+function toLogConfig({ project, logstore }) {
+  return { project, logstore, enableRequestMetrics: true, enableInstanceMetrics: true, logBeginRule: 'DefaultRegex' };
 }
 
 /**
@@ -69,4 +78,4 @@ function toDomainRoute(plan) {
   return { path: '/*', functionName: plan.name, qualifier: 'LATEST', methods: [...plan.triggerMethods] };
 }
 
-module.exports = { toFunctionConfig, toSessionAffinityConfig, toHttpTriggerConfig, toDomainRoute };
+module.exports = { toFunctionConfig, toSessionAffinityConfig, toHttpTriggerConfig, toDomainRoute, toLogConfig };

@@ -10,11 +10,18 @@ const { join, resolve } = require('node:path');
 const { ensureGeneratedToken } = require('./auth-tokens');
 const { renderArtifact, writeArtifact } = require('./artifact');
 const { ensureBundle } = require('./bundle');
-const { createPlan } = require('./deploy-plan');
+const { keepSessionSecret } = require('./session-secret-file');
+const { checkAgainstDomain, checkAgainstFunction, createPlan } = require('./deploy-plan');
 const { UsageError } = require('./deploy-errors');
 const { toHumanReport, toUrlForm } = require('./deploy-report');
 const { createFcApi, resolveEndpoint } = require('./fc-api');
-const { deployToFc } = require('./fc-deploy');
+const { resolveFcCredentials } = require('./fc-credentials');
+const { deployToFc, lookUpCustomDomain, lookUpFunction } = require('./fc-deploy');
+const { describeDiff, toVariables } = require('./function-variables');
+const { checkVariablesSize } = require('./validate-plan');
+
+/** Stands in for a token still to generate (auth-tokens.js makes 64 hex digits): only its length is ever used. */
+const TOKEN_TO_GENERATE = '-'.repeat(64);
 
 /**
  * @typedef {object} RunContext
@@ -35,10 +42,16 @@ async function runDeploy(args, context) {
   const log = (/** @type {string} */ line) => context.stderr.write(`${line}\n`);
   const outputDir = resolve(context.cwd, String(args.outputDir));
 
-  const { plan, authChoice, problems, warnings } = createPlan({ ...args, outputDir }, context.env);
+  const { plan, authChoice, certConfig, problems, warnings } = createPlan({ ...args, outputDir }, context.env);
   if (existsSync(outputDir) && !statSync(outputDir).isDirectory()) problems.push(`--output-dir ${args.outputDir} exists and is not a directory`);
   if (problems.length > 0) throw new UsageError(problems);
   for (const warning of warnings) log(`warning: ${warning}`);
+
+  // With --deploy the function is read first: what it already has (tokens, the E2B key, the session secret) may
+  // complete the plan, and nothing is written or changed before the plan is known to be complete.
+  const endpoint = resolveEndpoint({ endpoint: optional(args.endpoint), accountId: optional(args.accountId), region: plan.region });
+  const target = args.deploy === true ? await lookUpTarget({ args, context, plan, authChoice, endpoint, log }) : undefined;
+  if (authChoice.source === 'missing' && target !== undefined) authChoice.source = 'kept';
 
   const bundle = await ensureBundle({ root: context.root, log });
   const artifact = await renderArtifact(plan, readFileSync(bundle.path));
@@ -56,31 +69,30 @@ async function runDeploy(args, context) {
     log(`Wrote the artifact to ${outputDir}.`);
   }
   if (authChoice.source === 'generated') files.push(/** @type {string} */ (authChoice.file));
+  // A function that has a session secret keeps it; otherwise the one kept in the output directory is used, so that
+  // `s deploy` from this artifact sends the same value later.
+  const hasSecret = typeof target?.existing?.environmentVariables?.MCP_SESSION_SECRET === 'string';
+  const sessionSecretFile = hasSecret ? undefined : keepSessionSecret({ outputDir, env: context.env, write: !dryRun, log });
+  if (sessionSecretFile !== undefined) files.push(sessionSecretFile);
 
-  const endpoint = resolveEndpoint({ endpoint: optional(args.endpoint), accountId: optional(args.accountId), region: plan.region });
   let deployed;
   let plannedCalls;
-  if (args.deploy === true && dryRun) {
-    plannedCalls = toPlannedCalls(plan, endpoint);
-  } else if (args.deploy === true) {
-    const api = createFcApi({
-      ...endpoint,
-      accessKeyId: String(context.env.ALIBABA_CLOUD_ACCESS_KEY_ID),
-      accessKeySecret: String(context.env.ALIBABA_CLOUD_ACCESS_KEY_SECRET),
-      securityToken: context.env.ALIBABA_CLOUD_SECURITY_TOKEN || undefined,
-    });
-    log(`Deploying through the FC API at ${endpoint.protocol}://${endpoint.host}…`);
-    deployed = await deployToFc({
-      plan,
-      api,
-      zip: artifact.zip,
-      secrets: {
-        MCP_AUTH_TOKENS: authChoice.tokens.join(',') || undefined,
-        MCP_SESSION_SECRET: context.env.MCP_SESSION_SECRET || undefined,
-        E2B_API_KEY: context.env.E2B_API_KEY?.trim() || undefined,
-      },
-      step: log,
-    });
+  let environmentDiff;
+  if (target !== undefined) {
+    const shell = shellValues(plan, authChoice, context.env);
+    if (sessionSecretFile !== undefined && existsSync(sessionSecretFile)) shell.MCP_SESSION_SECRET = readFileSync(sessionSecretFile, 'utf8').trim();
+    const { api, existing, existingDomain } = target;
+    const { variables, sessionSecret, kept } = toVariables(plan, shell, existing);
+    environmentDiff = describeDiff(plan, existing?.environmentVariables ?? {}, variables, kept);
+    log(`Environment of function ${plan.name}${existing === undefined ? ' (new)' : ''}, secrets masked (+ added, ~ changed, - removed, = kept; --unset NAME removes one):`);
+    for (const line of environmentDiff) log(`  ${line}`);
+    if (dryRun) {
+      plannedCalls = toPlannedCalls(plan, endpoint);
+    } else {
+      log(`Deploying through the FC API at ${endpoint.protocol}://${endpoint.host}…`);
+      const result = await deployToFc({ plan, api, existing, existingDomain, certConfig, variables, zip: artifact.zip, step: log });
+      deployed = { ...result, sessionSecret: sessionSecret === 'environment' && sessionSecretFile !== undefined ? 'file' : sessionSecret };
+    }
   }
 
   if (json) {
@@ -94,13 +106,14 @@ async function runDeploy(args, context) {
       warnings,
       url: deployed?.url ?? toUrlForm(plan),
       deployed: deployed ?? null,
+      environment: environmentDiff ?? null,
       plannedCalls: plannedCalls ?? null,
     };
     context.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
     if (newToken !== undefined) log(`New bearer token written to ${authChoice.file} (mode 0600); it is not repeated in the JSON.`);
   } else {
     context.stdout.write(
-      toHumanReport({ plan, outputDir, cwd: context.cwd, dryRun, files, auth: authChoice, newToken, warnings, deployed, plannedCalls, accountId: optional(args.accountId) }),
+      toHumanReport({ plan, outputDir, cwd: context.cwd, dryRun, files, auth: authChoice, newToken, warnings, deployed, plannedCalls, accountId: optional(args.accountId), sessionSecretFile }),
     );
   }
 }
@@ -119,6 +132,59 @@ function toPlannedCalls(plan, endpoint) {
     `POST ${base}/functions/${plan.name}/triggers (create), or PUT ${base}/functions/${plan.name}/triggers/${plan.triggerName} (update)`,
     ...(plan.customDomain === undefined ? [] : [`GET  ${base}/custom-domains/${plan.customDomain}`, `POST or PUT ${base}/custom-domains[/${plan.customDomain}]`]),
   ];
+}
+
+/**
+ * --deploy's reads before anything is written: the credentials, the function and the custom domain as FC has them,
+ * then what the plan still lacks (a token, an E2B key, a certificate, room in FC's 4 KB of variables) is refused.
+ * @param {{ args: Record<string, unknown>, context: RunContext, plan: import('./deploy-plan').DeploymentPlan, authChoice: import('./auth-tokens').AuthChoice, endpoint: { host: string, protocol: 'http' | 'https' }, log: (line: string) => void }} options
+ */
+async function lookUpTarget({ args, context, plan, authChoice, endpoint, log }) {
+  const credentials = await resolveFcCredentials({ env: context.env, home: context.env.HOME, profile: optional(args.profile), sAccess: optional(args.sAccess) });
+  log(`Credentials: ${credentials.source}.`);
+  const api = createFcApi({ ...endpoint, accessKeyId: credentials.accessKeyId, accessKeySecret: credentials.accessKeySecret, securityToken: credentials.securityToken });
+  const existing = await lookUpFunction({ api, step: log, name: plan.name, region: plan.region });
+  const existingDomain = plan.customDomain === undefined ? undefined : await lookUpCustomDomain({ api, step: log, domain: plan.customDomain });
+  const shell = shellValues(plan, authChoice, context.env);
+  const refused = [
+    ...checkAgainstFunction(plan, authChoice, shell, existing),
+    ...checkAgainstDomain(plan, existingDomain),
+    ...checkVariablesSize(toVariables(plan, shell, existing).variables),
+  ];
+  if (refused.length > 0) throw new UsageError(refused);
+  log(describeLogs(plan, existing));
+  return { api, existing, existingDomain };
+}
+
+/**
+ * Where the function's logs will go: the given SLS project, the function's current one (an update that sends no
+ * logConfig keeps it), or nowhere, said plainly.
+ * @param {import('./deploy-plan').DeploymentPlan} plan
+ * @param {Record<string, any> | undefined} existing
+ */
+function describeLogs(plan, existing) {
+  if (plan.logConfig !== undefined) return `Logs: SLS project ${plan.logConfig.project}, logstore ${plan.logConfig.logstore}.`;
+  const current = existing?.logConfig;
+  if (typeof current?.project === 'string' && current.project !== '') return `Logs: kept (SLS project ${current.project}, logstore ${current.logstore}).`;
+  return 'warning: FC will keep no logs for this function: pass --sls-project P --sls-logstore L (an SLS project and logstore in the same region), or turn logging on in the FC console (function → Logging)';
+}
+
+/**
+ * The values of the plan's shell variables given now: the tokens as resolved (or a stand-in for one a dry run would
+ * generate), the rest from the environment, trimmed; empty means not given.
+ * @param {import('./deploy-plan').DeploymentPlan} plan
+ * @param {import('./auth-tokens').AuthChoice} authChoice
+ * @param {Record<string, string | undefined>} env
+ * @returns {Record<string, string | undefined>}
+ */
+function shellValues(plan, authChoice, env) {
+  /** @type {Record<string, string | undefined>} */
+  const values = {};
+  for (const { name } of plan.fromShell) values[name] = env[name]?.trim() || undefined;
+  if (plan.auth === 'bearer') {
+    values.MCP_AUTH_TOKENS = authChoice.tokens.join(',') || (authChoice.source === 'generated' ? TOKEN_TO_GENERATE : undefined);
+  }
+  return values;
 }
 
 /** @param {unknown} value */

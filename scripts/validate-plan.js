@@ -138,13 +138,13 @@ function checkSessions(plan) {
  */
 function checkEnvironment(plan, sizes) {
   const problems = [];
-  const names = [...Object.keys(plan.environment), ...plan.secrets.map((s) => s.name)];
+  const names = [...Object.keys(plan.environment), ...plan.fromShell.map((s) => s.name)];
   for (const name of names) {
     if (/^FC_/i.test(name)) problems.push(`--env ${name}: FC reserves variables starting with FC_; rename it`);
   }
   const bytes =
     Object.entries(plan.environment).reduce((sum, [name, value]) => sum + Buffer.byteLength(name) + Buffer.byteLength(value), 0) +
-    plan.secrets.reduce((sum, s) => sum + Buffer.byteLength(s.name) + (sizes.secretSizes[s.name] ?? 0), 0);
+    plan.fromShell.reduce((sum, s) => sum + Buffer.byteLength(s.name) + (sizes.secretSizes[s.name] ?? 0), 0);
   if (bytes > ENV_MAX_BYTES) {
     problems.push(`--env: the function's environment variables come to ${bytes} bytes, over FC's ${ENV_MAX_BYTES}-byte limit; drop or shorten some --env values`);
   }
@@ -167,4 +167,16 @@ function checkHosts(plan) {
   return problems;
 }
 
-module.exports = { validatePlan };
+/**
+ * FC's limit on the whole environment, checked on what an update would really send (the function's kept variables
+ * included), so that the update is refused here rather than by FC.
+ * @param {Record<string, string>} variables
+ * @returns {string[]}
+ */
+function checkVariablesSize(variables) {
+  const bytes = Object.entries(variables).reduce((sum, [name, value]) => sum + Buffer.byteLength(name) + Buffer.byteLength(value), 0);
+  if (bytes <= ENV_MAX_BYTES) return [];
+  return [`the function's environment variables would come to ${bytes} bytes with the ones kept from the function, over FC's ${ENV_MAX_BYTES}-byte limit; --unset some, or shorten --env values`];
+}
+
+module.exports = { validatePlan, checkVariablesSize };

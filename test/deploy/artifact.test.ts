@@ -34,7 +34,7 @@ describe('the default artifact', () => {
     const entries = readZip(readFileSync(join(out.dir, 'code.zip')));
     expect(entries.map((e) => e.name)).toEqual(['index.js']);
     expect(entries[0]?.data.equals(bundle)).toBe(true);
-    expect(out.result.files.map((f) => f.slice(out.dir.length + 1)).sort()).toEqual(['code.zip', 'code/index.js', 'config.yaml', 's.yaml']);
+    expect(out.result.files.map((f) => f.slice(out.dir.length + 1)).sort()).toEqual(['code.zip', 'code/index.js', 'config.yaml', 's.yaml', 'session-secret']);
   });
 
   it('describes the deployment in config.yaml, provider-neutral and without secret values', () => {
@@ -53,6 +53,9 @@ describe('the default artifact', () => {
     expect(out.manifest.environment).toEqual({
       names: [
         'E2B_API_KEY',
+        'E2B_API_URL',
+        'E2B_DOMAIN',
+        'E2B_TEMPLATE',
         'LOG_LEVEL',
         'MCP_AUTH_TOKENS',
         'MCP_FUNCTION_TIMEOUT_S',
@@ -61,18 +64,22 @@ describe('the default artifact', () => {
         'MCP_SESSION_MAX_AGE_S',
         'MCP_SESSION_SECRET',
         'MCP_TOOL_TIMEOUT_MAX_S',
+        'SANDBOX_BACKEND',
       ],
-      secrets: [
-        { name: 'MCP_AUTH_TOKENS', required: true },
-        { name: 'MCP_SESSION_SECRET', required: true },
-        { name: 'E2B_API_KEY', required: false },
+      fromShell: [
+        { name: 'MCP_AUTH_TOKENS', required: true, secret: true },
+        { name: 'MCP_SESSION_SECRET', required: true, secret: true },
+        { name: 'E2B_API_KEY', required: true, secret: true },
+        { name: 'E2B_DOMAIN', required: true, secret: false },
+        { name: 'E2B_API_URL', required: false, secret: false },
+        { name: 'E2B_TEMPLATE', required: false, secret: false },
       ],
     });
     expect(out.manifest).toEqual(out.result.manifest);
     expect(out.manifest).not.toHaveProperty('customRuntimeConfig');
   });
 
-  it('writes an fc3 s.yaml whose secrets are ${env(...)} references, never values', () => {
+  it('writes an fc3 s.yaml whose secrets and E2B settings are ${env(...)} references, the key and domain required', () => {
     const text = readFileSync(join(out.dir, 's.yaml'), 'utf8');
     expect(text).not.toContain(E2B_KEY);
     expect(text).not.toContain('token-from-env');
@@ -81,10 +88,16 @@ describe('the default artifact', () => {
     expect(props.environmentVariables).toMatchObject({
       MCP_AUTH_TOKENS: '${env(MCP_AUTH_TOKENS)}',
       MCP_SESSION_SECRET: '${env(MCP_SESSION_SECRET)}',
-      E2B_API_KEY: "${env('E2B_API_KEY', '')}",
+      // Required: `s deploy` stops without them rather than send "" over the function's key and domain.
+      E2B_API_KEY: '${env(E2B_API_KEY)}',
+      E2B_DOMAIN: '${env(E2B_DOMAIN)}',
+      E2B_API_URL: "${env('E2B_API_URL', '')}",
+      E2B_TEMPLATE: "${env('E2B_TEMPLATE', '')}",
+      SANDBOX_BACKEND: 'e2b',
       MCP_FUNCTION_TIMEOUT_S: '600',
       MCP_TOOL_TIMEOUT_MAX_S: '300',
     });
+    expect(props.logConfig).toBe('auto');
     expect(props).toMatchObject({ runtime: 'custom.debian10', code: './code', timeout: 600, instanceConcurrency: 200, sessionAffinity: 'MCP_STREAMABLE' });
     expect(JSON.parse(String(props.sessionAffinityConfig))).toEqual({ sessionConcurrencyPerInstance: 20, sessionTTLInSeconds: 21600, sessionIdleTimeoutInSeconds: 1800 });
     expect(props.triggers).toEqual([
@@ -118,6 +131,101 @@ it('prints the manual steps (console and s), the URL form and a client configura
   // The token is shown once: in this run's output, and in no file but auth-token.
   expect(run.stdout.split(token).length - 1).toBe(1);
   expect(run.stdout).not.toContain(E2B_KEY);
+});
+
+describe('the manual steps name every variable from the shell', () => {
+  let stdout: string;
+  beforeAll(async () => {
+    const run = await runDeployCli(['--output-dir', makeTempDir(), '--generate-token'], { env: { E2B_API_KEY: E2B_KEY } });
+    expect(run.code).toBe(0);
+    stdout = run.stdout;
+  });
+
+  it('exports the required ones and marks the optional ones, saying that s deploy refuses to run without the required', () => {
+    expect(stdout).toContain('export E2B_API_KEY=<your E2B API key>');
+    expect(stdout).toContain('export E2B_DOMAIN=<e2b.app or <region>.e2b.fc.aliyuncs.com>');
+    expect(stdout).toMatch(/# optional: export E2B_API_URL=.*https:\/\/api\.<E2B_DOMAIN>/);
+    expect(stdout).toMatch(/# optional: export E2B_TEMPLATE=.*code-interpreter-v1/);
+    expect(stdout).toContain('s deploy refuses to run while MCP_AUTH_TOKENS, MCP_SESSION_SECRET, E2B_API_KEY, E2B_DOMAIN are unset');
+  });
+
+  it("lists each in the console's environment variables, the optional ones marked", () => {
+    const list = stdout.slice(stdout.indexOf('4. Environment variables:'), stdout.indexOf('  5. '));
+    expect(list).toContain('SANDBOX_BACKEND=e2b');
+    expect(list).toContain('E2B_API_KEY=<your E2B API key>');
+    expect(list).toContain('E2B_DOMAIN=<e2b.app or <region>.e2b.fc.aliyuncs.com>');
+    expect(list).toMatch(/E2B_API_URL=<optional: /);
+    expect(list).toMatch(/E2B_TEMPLATE=<optional: .*code-interpreter-v1>/);
+    expect(list).toMatch(/MCP_SESSION_SECRET=<the secret in .*session-secret; the same on every deploy>/);
+  });
+
+  it('say that FC keeps no logs until logging is on, how to turn it on, and that s deploy turns it on', () => {
+    expect(stdout).toContain('FC keeps no logs of this function until logging is on');
+    expect(stdout).toContain('Function → Logging: choose or create an SLS project and logstore');
+    expect(stdout).toContain('--sls-project and --sls-logstore');
+    expect(stdout).toContain('`s deploy` with this s.yaml turns it on by itself (logConfig: auto)');
+  });
+});
+
+it('--sls-project and --sls-logstore: s.yaml names them in logConfig, and the steps say where the logs go', async () => {
+  const args = ['--generate-token', '--sls-project', 'mcp-logs', '--sls-logstore', 'mcp-function'];
+  const { sYaml } = await generate(args);
+  const props = fc3Props(sYaml);
+  expect(props.logConfig).toEqual({ project: 'mcp-logs', logstore: 'mcp-function', enableRequestMetrics: true, enableInstanceMetrics: true, logBeginRule: 'DefaultRegex' });
+  expect(checkFc3Props(resolveVars(props, sYaml))).toEqual([]);
+  const human = await runDeployCli(['--output-dir', makeTempDir(), ...args], { env: { E2B_API_KEY: E2B_KEY } });
+  expect(human.code).toBe(0);
+  expect(human.stdout).toContain('Logging: SLS project mcp-logs, logstore mcp-function');
+  expect(human.stdout).not.toContain('FC keeps no logs');
+});
+
+describe('the session secret', () => {
+  it('is generated once into session-secret (0600), reused by the next run, and never printed', async () => {
+    const dir = makeTempDir();
+    const file = join(dir, 'session-secret');
+    const first = await runDeployCli(['--output-dir', dir, '--generate-token', '--json'], { env: { E2B_API_KEY: E2B_KEY } });
+    expect(first.code).toBe(0);
+    const secret = readFileSync(file, 'utf8').trim();
+    expect(Buffer.byteLength(secret)).toBeGreaterThanOrEqual(32);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    expect((JSON.parse(first.stdout) as { files: string[] }).files).toContain(file);
+    expect(first.stderr).toContain(`New session secret written to ${file}`);
+
+    const again = await runDeployCli(['--output-dir', dir, '--generate-token'], { env: { E2B_API_KEY: E2B_KEY } });
+    expect(again.code).toBe(0);
+    expect(readFileSync(file, 'utf8').trim()).toBe(secret);
+    expect(again.stderr).toContain(`Using the session secret kept in ${file}`);
+    expect(again.stdout).toContain(`export MCP_SESSION_SECRET="$(cat ${file})"`);
+    expect(again.stdout).toContain("a new one ends every open session. A re-deploy through --deploy keeps the function's secret by itself");
+    for (const output of [first.stdout, first.stderr, again.stdout, again.stderr]) expect(output).not.toContain(secret);
+    for (const name of ['s.yaml', 'config.yaml']) expect(readFileSync(join(dir, name), 'utf8')).not.toContain(secret);
+  });
+
+  it('comes from the shell when MCP_SESSION_SECRET is set there: no file, and the step says to keep using it', async () => {
+    const dir = makeTempDir();
+    const secret = 'session-secret-from-the-shell-0123456789abcdef';
+    const run = await runDeployCli(['--output-dir', dir, '--generate-token'], { env: { E2B_API_KEY: E2B_KEY, MCP_SESSION_SECRET: secret } });
+    expect(run.code).toBe(0);
+    expect(existsSync(join(dir, 'session-secret'))).toBe(false);
+    expect(run.stdout).toContain('MCP_SESSION_SECRET is set in this shell: keep using it');
+    expect(run.stdout).not.toContain('openssl rand');
+    expect(run.stdout).not.toContain(secret);
+  });
+});
+
+it('--sandbox-backend local: s.yaml and the steps set SANDBOX_BACKEND=local and LOCAL_SANDBOX_ISOLATION=none, and no E2B variable', async () => {
+  const { sYaml, manifest, dir } = await generate(['--generate-token', '--sandbox-backend', 'local'], { E2B_API_KEY: '' });
+  const env = fc3Props(sYaml).environmentVariables;
+  expect(env).toMatchObject({ SANDBOX_BACKEND: 'local', LOCAL_SANDBOX_ISOLATION: 'none' });
+  expect(Object.keys(env).filter((name) => name.startsWith('E2B_'))).toEqual([]);
+  expect((manifest.environment as { fromShell: Array<{ name: string }> }).fromShell.map((v) => v.name)).toEqual(['MCP_AUTH_TOKENS', 'MCP_SESSION_SECRET']);
+  const human = await runDeployCli(['--output-dir', dir, '--generate-token', '--sandbox-backend', 'local']);
+  expect(human.code).toBe(0);
+  const list = human.stdout.slice(human.stdout.indexOf('4. Environment variables:'), human.stdout.indexOf('  5. '));
+  expect(list).toContain('SANDBOX_BACKEND=local');
+  expect(list).toContain('LOCAL_SANDBOX_ISOLATION=none');
+  const steps = human.stdout.slice(human.stdout.indexOf('Deploy with Serverless Devs'), human.stdout.indexOf('The URL will be'));
+  expect(steps).not.toContain('E2B_');
 });
 
 describe('--generate-token', () => {
@@ -213,7 +321,7 @@ it.each([
       E2B_DOMAIN: 'cn-hangzhou.e2b.fc.aliyuncs.com',
       E2B_API_URL: 'https://api.cn-hangzhou.e2b.fc.aliyuncs.com',
       E2B_TEMPLATE: 'my-template',
-      E2B_API_KEY: "${env('E2B_API_KEY', '')}",
+      E2B_API_KEY: '${env(E2B_API_KEY)}',
     });
   }],
   ['--log-level', ['--log-level', 'debug'], (p: ReturnType<typeof fc3Props>) => {
@@ -223,7 +331,7 @@ it.each([
     expect(p.environmentVariables).toMatchObject({ MCP_ALLOWED_ORIGINS: 'https://app.example.com', EXTRA: 'a=b' });
     expect((m.environment as { names: string[] }).names).toEqual(expect.arrayContaining(['MCP_ALLOWED_ORIGINS', 'EXTRA']));
   }],
-  ['--custom-domain', ['--custom-domain', 'mcp.example.com'], (_p: ReturnType<typeof fc3Props>, m: Record<string, unknown>, s: Record<string, unknown>) => {
+  ['--custom-domain', ['--custom-domain', 'mcp.example.com', '--domain-http-only'], (_p: ReturnType<typeof fc3Props>, m: Record<string, unknown>, s: Record<string, unknown>) => {
     expect(m.http).toMatchObject({ customDomain: 'mcp.example.com' });
     expect((s.resources as Record<string, unknown>).domain).toEqual({
       component: 'fc3-domain',
@@ -257,7 +365,7 @@ it('--dry-run writes nothing and lists what it would write', async () => {
   expect(existsSync(dir)).toBe(false);
   const result = JSON.parse(run.stdout) as { dryRun: boolean; files: string[] };
   expect(result.dryRun).toBe(true);
-  expect(result.files).toEqual(expect.arrayContaining([join(dir, 'code.zip'), join(dir, 'auth-token')]));
+  expect(result.files).toEqual(expect.arrayContaining([join(dir, 'code.zip'), join(dir, 'auth-token'), join(dir, 'session-secret')]));
 });
 
 describe('--help', () => {
@@ -267,7 +375,7 @@ describe('--help', () => {
     const options = [
       'name', 'region', 'runtime', 'node-path', 'memory', 'cpu', 'timeout', 'tool-timeout-max', 'log-level', 'env', 'enable-session-affinity',
       'session-concurrency', 'session-idle-ttl', 'session-ttl', 'trigger-methods', 'custom-domain', 'auth', 'generate-token', 'auth-token-file',
-      'e2b-domain', 'e2b-api-url', 'template', 'output-dir', 'deploy', 'account-id', 'endpoint', 'dry-run', 'json',
+      'e2b-domain', 'e2b-api-url', 'template', 'output-dir', 'deploy', 'profile', 's-access', 'account-id', 'endpoint', 'dry-run', 'json',
     ];
     // Each option's entry: its first line (`  --name  …`) and the continuation lines up to the next entry.
     const lines = run.stdout.split('\n');

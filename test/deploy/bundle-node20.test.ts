@@ -86,6 +86,8 @@ describeIfInstalled('the bundle from code.zip on Node 20.10.0', () => {
       ...variables,
       MCP_AUTH_TOKENS: TOKEN,
       MCP_SESSION_SECRET: 'bundle-test-session-secret-0123456789',
+      // SANDBOX_BACKEND=e2b refuses to start without a key; these calls never create a sandbox, so it is not used.
+      E2B_API_KEY: 'e2b-key-not-used-by-these-calls',
       FC_FUNCTION_NAME: 'sandbox-mcp',
       FC_REGION: 'cn-hangzhou',
       LOCAL_SANDBOX_ROOT: makeTempDir('fc-sandboxes-'),

@@ -8,11 +8,12 @@ import { DeployError } from '../../scripts/deploy-errors';
 import { DEPLOY_OPTIONS } from '../../scripts/deploy-options';
 import { createPlan } from '../../scripts/deploy-plan';
 import { createFcApi, resolveEndpoint } from '../../scripts/fc-api';
-import { deployToFc } from '../../scripts/fc-deploy';
+import { deployToFc, lookUpFunction } from '../../scripts/fc-deploy';
+import { toVariables } from '../../scripts/function-variables';
 import { type Credentials, type FakeFc, startFakeFc, unsignedCalls } from '../support/fake-fc';
 
 const CREDENTIALS: Credentials = { accessKeyId: 'LTAI5tTestKeyId0001', accessKeySecret: 'test-secret-9f8e7d6c5b4a' };
-const SECRETS = { MCP_AUTH_TOKENS: 'deploy-test-token-0123456789abcdef', E2B_API_KEY: 'e2b_key_for_the_function_0123456789' };
+const SECRETS: Record<string, string> = { MCP_AUTH_TOKENS: 'deploy-test-token-0123456789abcdef', E2B_API_KEY: 'e2b_key_for_the_function_0123456789' };
 const MCP_URL = 'https://sandbox-mcp-abcdefghij.cn-hangzhou.fcapp.run/mcp';
 
 /** The plan of `node scripts/deploy.js --deploy` with every option at its default, as the CLI would make it. */
@@ -32,7 +33,7 @@ beforeEach(async () => {
 afterEach(() => fake.close());
 
 /**
- * Deploys to the fake. `timeline` holds the step lines and, where the deploy waited, `(wait N ms)`: it shows what
+ * Looks the function up and deploys to the fake, as the CLI does. `timeline` holds the step lines and, where the deploy waited, `(wait N ms)`: it shows what
  * was printed before each wait. The outcome is kept rather than thrown, so that a failed deploy can be read too.
  */
 async function deploy(options: { random?: () => number } = {}) {
@@ -40,18 +41,18 @@ async function deploy(options: { random?: () => number } = {}) {
   const timeline: string[] = [];
   const delays: number[] = [];
   const api = createFcApi({ ...resolveEndpoint({ endpoint: fake.endpoint, region: plan.region }), ...CREDENTIALS });
-  const outcome = await deployToFc({
-    plan,
+  const calls = {
     api,
-    zip: Buffer.from('code.zip of the test'),
-    secrets: SECRETS,
-    step: (line) => timeline.push(line),
-    wait: async (ms) => {
+    step: (line: string) => timeline.push(line),
+    wait: async (ms: number) => {
       delays.push(ms);
       timeline.push(`(wait ${ms} ms)`);
     },
     ...options,
-  }).then(
+  };
+  const outcome = await lookUpFunction({ ...calls, name: plan.name, region: plan.region })
+    .then((existing) => deployToFc({ ...calls, plan, existing, variables: toVariables(plan, SECRETS, existing).variables, zip: Buffer.from('code.zip of the test') }))
+    .then(
     (result) => ({ result, error: undefined }),
     (error: unknown) => ({ result: undefined, error }),
   );

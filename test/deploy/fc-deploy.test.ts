@@ -5,15 +5,14 @@
  * polling policy is tested in-process, without real waits, in fc-deploy-retries.test.ts; one test here shows that
  * the CLI retries at all.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { makeTempDir, removeTempDirs, ROOT, runDeployCli } from '../support/deploy-cli';
-import { type Credentials, type FakeFc, type RecordedCall, startFakeFc, unsignedCalls } from '../support/fake-fc';
+import { CREDENTIALS, deployToFake, E2B_KEY, EMPTY_SHELL, TOKEN, tokenFile } from '../support/deploy-to-fake';
+import { type FakeFc, type RecordedCall, startFakeFc, unsignedCalls } from '../support/fake-fc';
 import { readZip } from '../support/zip-reader';
 
-const CREDENTIALS: Credentials = { accessKeyId: 'LTAI5tTestKeyId0001', accessKeySecret: 'test-secret-9f8e7d6c5b4a' };
-const E2B_KEY = 'e2b_key_for_the_function_0123456789';
 const TRIGGER_URL = 'https://sandbox-mcp-abcdefghij.cn-hangzhou.fcapp.run';
 
 let fake: FakeFc;
@@ -23,33 +22,9 @@ beforeEach(async () => {
 afterEach(() => fake.close());
 afterAll(removeTempDirs);
 
-interface DeployJson {
-  ok: boolean;
-  url: string;
-  deployed: { function: string; trigger: string; customDomain?: string; url: string; sessionSecret: string };
-  error?: { kind: string; code: string; requestId: string; hint: string; step: string; message: string };
-}
-
-/** A token file shared by the runs of one test. */
-function tokenFile(): string {
-  const file = join(makeTempDir(), 'tokens');
-  writeFileSync(file, 'deploy-test-token-0123456789abcdef\n', { mode: 0o600 });
-  return file;
-}
-
-async function deploy(args: string[] = [], env: Record<string, string> = {}, tokens = tokenFile()) {
-  const run = await runDeployCli(
-    ['--output-dir', makeTempDir(), '--deploy', '--endpoint', fake.endpoint, '--auth-token-file', tokens, '--json', ...args],
-    {
-      env: {
-        ALIBABA_CLOUD_ACCESS_KEY_ID: CREDENTIALS.accessKeyId,
-        ALIBABA_CLOUD_ACCESS_KEY_SECRET: CREDENTIALS.accessKeySecret,
-        E2B_API_KEY: E2B_KEY,
-        ...env,
-      },
-    },
-  );
-  return { ...run, json: JSON.parse(run.stdout) as DeployJson };
+/** A deploy with a token file and an E2B key (the test's `env` adds to them or overrides them). */
+function deploy(args: string[] = [], env: Record<string, string> = {}, tokens = tokenFile()) {
+  return deployToFake(fake, ['--auth-token-file', tokens, ...args], { ...EMPTY_SHELL, E2B_API_KEY: E2B_KEY, ...env });
 }
 
 const actions = (calls: RecordedCall[]) => calls.map((c) => c.action);
@@ -62,7 +37,10 @@ describe('a first deploy', () => {
     expect(actions(fake.calls)).toEqual(['GetFunction', 'CreateFunction', 'GetFunction', 'GetTrigger', 'CreateTrigger', 'GetTrigger']);
     expect(fake.calls.map((c) => `${c.method} ${c.path}`).slice(0, 2)).toEqual(['GET /2023-03-30/functions/sandbox-mcp', 'POST /2023-03-30/functions']);
     expectAllSigned();
-    expect(run.json).toMatchObject({ ok: true, url: `${TRIGGER_URL}/mcp`, deployed: { function: 'created', trigger: 'created', sessionSecret: 'generated' } });
+    expect(run.json).toMatchObject({ ok: true, url: `${TRIGGER_URL}/mcp`, deployed: { function: 'created', trigger: 'created', sessionSecret: 'file' } });
+    // A new function gets the secret kept in the output directory, so that a later `s deploy` of the artifact sends the same one.
+    const secret = readFileSync(join(run.outputDir, 'session-secret'), 'utf8').trim();
+    expect((fake.functions.get('sandbox-mcp')?.environmentVariables as Record<string, string>).MCP_SESSION_SECRET).toBe(secret);
     for (const step of ['Looking up function sandbox-mcp', 'Creating function sandbox-mcp', 'Waiting for the function to become active', 'Creating HTTP trigger mcp', `Deployed: ${TRIGGER_URL}/mcp`]) {
       expect(run.stderr).toContain(step);
     }
@@ -86,7 +64,7 @@ describe('a first deploy', () => {
     expect(JSON.parse(String(body.sessionAffinityConfig))).toEqual({ sessionConcurrencyPerInstance: 20, sessionTTLInSeconds: 21600, sessionIdleTimeoutInSeconds: 1800 });
     const env = body.environmentVariables as Record<string, string>;
     expect(env).toMatchObject({
-      MCP_AUTH_TOKENS: 'deploy-test-token-0123456789abcdef',
+      MCP_AUTH_TOKENS: TOKEN,
       E2B_API_KEY: E2B_KEY,
       MCP_FUNCTION_TIMEOUT_S: '600',
       MCP_TOOL_TIMEOUT_MAX_S: '300',
@@ -140,8 +118,11 @@ describe('a re-deploy', () => {
     const after = fake.functions.get('sandbox-mcp')?.environmentVariables as Record<string, string>;
     expect(after).toEqual(before);
     expect(after).toMatchObject({ E2B_API_KEY: E2B_KEY, E2B_DOMAIN: 'cn-hangzhou.e2b.fc.aliyuncs.com', TEAM_SETTING: 'blue' });
-    // Said by name, never by value.
-    expect(run.stderr).toContain('kept from the function (this deploy does not set them; --unset NAME removes one): E2B_API_KEY, E2B_DOMAIN, MCP_SESSION_SECRET, TEAM_SETTING');
+    // Said by name, secrets never by value.
+    expect(run.json.environment).toEqual(
+      expect.arrayContaining(['= E2B_API_KEY (kept)', '= E2B_DOMAIN (kept)', '= MCP_SESSION_SECRET (kept)', '= TEAM_SETTING (kept)', '= MCP_MAX_SESSIONS']),
+    );
+    expect(run.stderr).toContain('  = E2B_API_KEY (kept)');
     expect(run.stderr).not.toContain(E2B_KEY);
     expectAllSigned();
   });
@@ -164,7 +145,7 @@ describe('a re-deploy', () => {
     expect((await deploy([], {}, tokens)).code).toBe(0);
     const closed = fake.functions.get('sandbox-mcp')?.environmentVariables as Record<string, string>;
     expect(closed).not.toHaveProperty('MCP_AUTH');
-    expect(closed.MCP_AUTH_TOKENS).toBe('deploy-test-token-0123456789abcdef');
+    expect(closed.MCP_AUTH_TOKENS).toBe(TOKEN);
   });
 
   it('refuses an --unset of a variable the deploy itself sets, before any call', async () => {
@@ -231,9 +212,9 @@ it('signs STS requests with the security token', async () => {
   expectAllSigned();
 });
 
-it('creates, then updates, the custom-domain route', async () => {
+it('creates, then updates, the custom-domain route (HTTP only, on purpose)', async () => {
   const tokens = tokenFile();
-  const first = await deploy(['--custom-domain', 'mcp.example.com'], {}, tokens);
+  const first = await deploy(['--custom-domain', 'mcp.example.com', '--domain-http-only'], {}, tokens);
   expect(first.code).toBe(0);
   expect(first.json).toMatchObject({ url: 'http://mcp.example.com/mcp', deployed: { customDomain: 'created' } });
   expect(fake.calls.find((c) => c.action === 'CreateCustomDomain')?.body).toEqual({
@@ -241,15 +222,15 @@ it('creates, then updates, the custom-domain route', async () => {
     protocol: 'HTTP',
     routeConfig: { routes: [{ path: '/*', functionName: 'sandbox-mcp', qualifier: 'LATEST', methods: ['GET', 'POST', 'DELETE', 'OPTIONS'] }] },
   });
-  const second = await deploy(['--custom-domain', 'mcp.example.com'], {}, tokens);
+  const second = await deploy(['--custom-domain', 'mcp.example.com', '--domain-http-only'], {}, tokens);
   expect(second.json.deployed.customDomain).toBe('updated');
   expect(fake.calls.filter((c) => c.action === 'UpdateCustomDomain')).toHaveLength(1);
   expectAllSigned();
 });
 
-it('--dry-run with --deploy calls nothing and lists the calls it would make', async () => {
+it('--dry-run with --deploy only reads the function, and lists the calls it would make', async () => {
   const run = await deploy(['--dry-run']);
   expect(run.code).toBe(0);
-  expect(fake.calls).toEqual([]);
+  expect(actions(fake.calls)).toEqual(['GetFunction']);
   expect(JSON.parse(run.stdout)).toMatchObject({ plannedCalls: expect.arrayContaining([`GET  ${fake.endpoint}/2023-03-30/functions/sandbox-mcp`]) });
 });

@@ -1,6 +1,6 @@
 /**
  * The repository's s.yaml (`npm run build && s deploy`): the same settings as `node scripts/deploy.js` with its
- * defaults, code from the build output, secrets as ${env(...)} references (STYLE R17: s.yaml is tested too).
+ * defaults, code from the build output, secrets as ${env(...)} references, logging on.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -29,9 +29,44 @@ it('runs the build output: code ./dist holds index.js, started as /code/index.js
   expect(props.customRuntimeConfig).toMatchObject({ command: ['/var/fc/lang/nodejs20/bin/node'], args: ['/code/index.js'], port: 9000 });
 });
 
-it('holds secrets only as ${env(...)} references', () => {
+it('holds secrets and E2B settings only as ${env(...)} references, the key and the domain required', () => {
   const env = fc3Props(repo).environmentVariables;
-  expect(env).toMatchObject({ MCP_AUTH_TOKENS: '${env(MCP_AUTH_TOKENS)}', MCP_SESSION_SECRET: '${env(MCP_SESSION_SECRET)}', E2B_API_KEY: "${env('E2B_API_KEY', '')}" });
+  expect(env).toMatchObject({
+    MCP_AUTH_TOKENS: '${env(MCP_AUTH_TOKENS)}',
+    MCP_SESSION_SECRET: '${env(MCP_SESSION_SECRET)}',
+    // `s deploy` must stop without them: fc3 sends the whole environment, and "" would replace the function's key.
+    E2B_API_KEY: '${env(E2B_API_KEY)}',
+    E2B_DOMAIN: '${env(E2B_DOMAIN)}',
+    E2B_API_URL: "${env('E2B_API_URL', '')}",
+    E2B_TEMPLATE: "${env('E2B_TEMPLATE', '')}",
+    SANDBOX_BACKEND: 'e2b',
+  });
   const text = readFileSync(join(ROOT, 's.yaml'), 'utf8');
-  for (const line of text.split('\n').filter((l) => /(TOKEN|SECRET|KEY):/.test(l))) expect(line).toMatch(/\$\{env\(/);
+  for (const line of text.split('\n').filter((l) => !l.startsWith('#') && /(TOKEN|SECRET|KEY):/.test(l))) expect(line).toMatch(/\$\{env\(/);
+});
+
+it('sets logConfig: auto, so that s deploy turns logging on instead of off', () => {
+  expect(fc3Props(repo).logConfig).toBe('auto');
+});
+
+it('tells in its header which variables to export, and which are optional', () => {
+  const header = readFileSync(join(ROOT, 's.yaml'), 'utf8').split('\n').filter((line) => line.startsWith('#'));
+  const env = fc3Props(repo).environmentVariables;
+  const fromShell = Object.keys(env).filter((name) => env[name]?.startsWith('${env('));
+  expect(fromShell).toEqual(['MCP_AUTH_TOKENS', 'MCP_SESSION_SECRET', 'E2B_API_KEY', 'E2B_DOMAIN', 'E2B_API_URL', 'E2B_TEMPLATE']);
+  for (const name of fromShell) {
+    const line = header.find((l) => l.includes(`export ${name}=`));
+    const required = !env[name]?.includes(", '')");
+    expect({ name, line }).toEqual({ name, line: expect.stringMatching(required ? /# required/ : /# optional/) });
+  }
+  expect(header.join('\n')).toContain('<region>.e2b.fc.aliyuncs.com');
+});
+
+it('is checked for logConfig as fc3 takes it: auto or a project and a logstore, never left out', () => {
+  const props = resolveVars(fc3Props(repo), repo);
+  const named = { project: 'p', logstore: 'l', enableRequestMetrics: true, enableInstanceMetrics: true, logBeginRule: 'DefaultRegex' as const };
+  expect(checkFc3Props({ ...props, logConfig: named })).toEqual([]);
+  expect(checkFc3Props({ ...props, logConfig: undefined })).toEqual([expect.stringContaining('logConfig is missing')]);
+  expect(checkFc3Props({ ...props, logConfig: { ...named, logstore: '' } })).toEqual(['logConfig.logstore must be a non-empty string']);
+  expect(checkFc3Props({ ...props, logConfig: 'AUTO' as 'auto' })).toEqual([expect.stringContaining('neither auto nor')]);
 });

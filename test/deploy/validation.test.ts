@@ -106,19 +106,9 @@ describe('refuses, naming the option', () => {
     await expectRefusal(['--env', 'E2B_API_KEY=abc'], /--env E2B_API_KEY is set by this CLI/);
   });
 
-  it('--deploy without an auth token unless --no-auth is given', async () => {
-    const dir = join(makeTempDir(), 'out');
-    const env = { ...E2B, ALIBABA_CLOUD_ACCESS_KEY_ID: 'ak', ALIBABA_CLOUD_ACCESS_KEY_SECRET: 'sk' };
-    const run = await runDeployCli(['--output-dir', dir, '--deploy', '--endpoint', 'http://127.0.0.1:9', '--json'], { env });
-    expect({ code: run.code, written: existsSync(dir) }).toEqual({ code: 2, written: false });
-    expect(run.stdout).toContain('refusing to deploy without an auth token');
-    expect(run.stdout).toContain('--no-auth');
-    const open = await runDeployCli(['--output-dir', dir, '--deploy', '--no-auth', '--dry-run', '--json'], { env });
-    expect(open.code).toBe(0);
-  });
-
   it('--deploy without credentials', async () => {
-    await expectRefusal(['--deploy'], /--deploy needs credentials: set ALIBABA_CLOUD_ACCESS_KEY_ID and ALIBABA_CLOUD_ACCESS_KEY_SECRET/);
+    // Refusing without a token, or without an E2B key, needs the function looked up first: test/deploy/redeploy.test.ts.
+    await expectRefusal(['--deploy'], /no Alibaba Cloud credentials found for --deploy; tried, in order:/, { ...E2B, HOME: makeTempDir() });
   });
 
   it('conflicting auth options', async () => {
@@ -162,11 +152,11 @@ describe('refuses, naming the option', () => {
 });
 
 describe('warnings that do not stop the run', () => {
-  it('warns when no E2B key is set: the function would fall back to the local backend', async () => {
+  it('warns when no E2B key is set: s deploy would refuse to run without it', async () => {
     const dir = makeTempDir();
     const run = await runDeployCli(['--output-dir', dir, '--generate-token', '--json'], { env: {} });
     expect(run.code).toBe(0);
-    expect(run.stderr).toContain('warning: E2B_API_KEY is not set: the function would fall back to the local sandbox backend');
+    expect(run.stderr).toContain('warning: E2B_API_KEY is not set: s.yaml reads it (and E2B_DOMAIN) from the environment at `s deploy` and fails without it');
     expect((JSON.parse(run.stdout) as { warnings: string[] }).warnings).toEqual([expect.stringContaining('E2B_API_KEY is not set')]);
   });
 

@@ -21,7 +21,7 @@ export interface CliRun {
 }
 
 export interface RunCliOptions {
-  /** Variables added to a clean environment (PATH and HOME only). */
+  /** Variables added to a clean environment (PATH, HOME, and the ECS metadata lookup turned off). */
   env?: Record<string, string>;
   cwd?: string;
   timeoutMs?: number;
@@ -29,7 +29,8 @@ export interface RunCliOptions {
 
 /** Runs the CLI and resolves with its exit code and output (never rejects on a non-zero exit). */
 export function runDeployCli(args: readonly string[], options: RunCliOptions = {}): Promise<CliRun> {
-  const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', ...options.env };
+  // The credential chain's last links would ask the ECS metadata service (a network address): never from a test.
+  const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', ALIBABA_CLOUD_ECS_METADATA_DISABLED: 'true', ...options.env };
   return new Promise((resolveRun, reject) => {
     execFile(
       process.execPath,

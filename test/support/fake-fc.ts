@@ -256,21 +256,26 @@ export async function startFakeFc(credentials: Credentials, accountId = '1234567
       }
       case 'GetCustomDomain': {
         const domain = domains.get(name);
-        return domain === undefined ? error(404, 'DomainNameNotFound', `domain '${name}' does not exist`) : reply(200, domain);
+        return domain === undefined ? error(404, 'DomainNameNotFound', `domain '${name}' does not exist`) : reply(200, withoutPrivateKey(domain));
       }
       case 'CreateCustomDomain': {
         const domainName = String(parsed?.domainName ?? '');
         if (domains.has(domainName)) return error(409, 'DomainNameAlreadyExists', `domain '${domainName}' already exists`);
-        const domain = { ...parsed, accountId, createdTime: now, lastModifiedTime: now };
+        const tlsProblem = checkDomainTls({ protocol: 'HTTP', ...parsed });
+        if (tlsProblem !== undefined) return error(400, 'InvalidArgument', tlsProblem);
+        const domain = { protocol: 'HTTP', ...parsed, accountId, createdTime: now, lastModifiedTime: now };
         domains.set(domainName, domain);
         return reply(200, domain);
       }
       case 'UpdateCustomDomain': {
         const domain = domains.get(name);
         if (domain === undefined) return error(404, 'DomainNameNotFound', `domain '${name}' does not exist`);
+        // A partial update: fields left out stay as they are (the certificate too).
         const updated = { ...domain, ...parsed, lastModifiedTime: now };
+        const tlsProblem = checkDomainTls(updated);
+        if (tlsProblem !== undefined) return error(400, 'InvalidArgument', tlsProblem);
         domains.set(name, updated);
-        return reply(200, updated);
+        return reply(200, withoutPrivateKey(updated));
       }
       default:
         return error(404, 'NotFound', route.action);
@@ -313,6 +318,26 @@ export async function startFakeFc(credentials: Credentials, accountId = '1234567
         server.close(() => resolve());
       }),
   };
+}
+
+/** FC serves HTTPS only with a whole certificate: name, certificate and private key. */
+function checkDomainTls(domain: Record<string, unknown>): string | undefined {
+  const protocol = String(domain.protocol ?? '');
+  if (!['HTTP', 'HTTPS', 'HTTP,HTTPS'].includes(protocol)) return `protocol must be HTTP, HTTPS or HTTP,HTTPS (got "${protocol}")`;
+  const cert = (domain.certConfig ?? undefined) as Record<string, unknown> | undefined;
+  if (cert !== undefined && !['certName', 'certificate', 'privateKey'].every((field) => typeof cert[field] === 'string' && cert[field] !== '')) {
+    return 'certConfig needs certName, certificate and privateKey';
+  }
+  if (protocol.includes('HTTPS') && cert === undefined) return `protocol ${protocol} needs certConfig`;
+  return undefined;
+}
+
+/** The fake never gives a private key back: a deploy that needs FC to return one (to re-send it) fails here. */
+function withoutPrivateKey(domain: Record<string, unknown>): Record<string, unknown> {
+  const cert = domain.certConfig as Record<string, unknown> | undefined;
+  if (cert === undefined) return domain;
+  const { privateKey: _privateKey, ...rest } = cert;
+  return { ...domain, certConfig: rest };
 }
 
 function codeSize(code: unknown): number {

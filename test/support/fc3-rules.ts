@@ -1,8 +1,9 @@
 /**
  * The rules the fc3 props of an s.yaml must follow for this server, checked without the fc3 component: `s preview`
- * renders offline but does not fetch fc3's schema.json, so these restate the parts of it that matter here
- * (FACTS.md §8: memory multiple of 64 in 128–32768, timeout 1–86400, instanceConcurrency ≤ 200, runtime enum,
- * http triggerConfig {authType, methods}) plus FC's own rules (§6) and the server's (functions/mcp/config.ts).
+ * renders offline but does not fetch fc3's schema.json, so these restate the parts of it that matter here (memory a
+ * multiple of 64 in 128–32768, timeout 1–86400, instanceConcurrency ≤ 200, the runtime enum, http triggerConfig
+ * {authType, methods}, logConfig `auto` or {project, logstore, …}) plus FC's own rules and the server's
+ * (functions/mcp/config.ts).
  */
 export interface Fc3Props {
   region: string;
@@ -20,8 +21,14 @@ export interface Fc3Props {
   sessionAffinity?: string;
   sessionAffinityConfig?: string;
   environmentVariables: Record<string, string>;
+  logConfig?: Fc3LogConfig;
   triggers: Array<{ triggerName: string; triggerType: string; qualifier: string; triggerConfig: { authType: string; methods: string[]; disableURLInternet?: boolean } }>;
 }
+
+/** fc3's logConfig: `auto` (fc3 keeps the function's SLS project and logstore, or creates them) or both named. */
+export type Fc3LogConfig =
+  | 'auto'
+  | { project: string; logstore: string; enableRequestMetrics?: boolean; enableInstanceMetrics?: boolean; enableLlmMetrics?: boolean; logBeginRule?: 'DefaultRegex' | 'None' };
 
 /** FC 3.0 runtimes in fc3's schema that hold an HTTP server. */
 const CUSTOM_RUNTIMES = ['custom', 'custom.debian10', 'custom.debian11', 'custom.debian12'];
@@ -62,6 +69,8 @@ export function checkFc3Props(props: Fc3Props): string[] {
   fail(functionTimeout === props.timeout, 'MCP_FUNCTION_TIMEOUT_S must equal timeout');
   fail(Number.isInteger(toolMax) && toolMax >= 1 && toolMax + FUNCTION_TIMEOUT_MARGIN_S <= props.timeout, `MCP_TOOL_TIMEOUT_MAX_S ${toolMax} must be ≥ 10 s below timeout ${props.timeout}`);
 
+  problems.push(...checkLogConfig(props.logConfig));
+
   const trigger = props.triggers.find((t) => t.triggerType === 'http');
   fail(trigger !== undefined, 'no http trigger');
   if (trigger !== undefined) {
@@ -78,5 +87,26 @@ export function checkFc3Props(props: Fc3Props): string[] {
     fail(perInstance <= props.instanceConcurrency, 'sessions per instance cannot exceed instanceConcurrency');
     for (const method of ['GET', 'POST', 'DELETE']) fail(trigger?.triggerConfig.methods.includes(method) === true, `affinity needs the trigger to allow ${method}`);
   }
+  return problems;
+}
+
+/**
+ * fc3's schema takes logConfig as the string `auto` or an object with string `project` and `logstore` (boolean
+ * metrics switches, logBeginRule DefaultRegex or None). This server's s.yaml must also set it, with both names
+ * filled: fc3 sends an empty logConfig when it is left out, and FC then keeps no logs.
+ */
+function checkLogConfig(logConfig: unknown): string[] {
+  if (logConfig === undefined) return ['logConfig is missing: every s deploy would turn the function\'s logging off'];
+  if (logConfig === 'auto') return [];
+  if (typeof logConfig !== 'object' || logConfig === null || Array.isArray(logConfig)) return [`logConfig ${JSON.stringify(logConfig)} is neither auto nor {project, logstore}`];
+  const config = logConfig as Record<string, unknown>;
+  const problems: string[] = [];
+  for (const name of ['project', 'logstore']) {
+    if (typeof config[name] !== 'string' || config[name] === '') problems.push(`logConfig.${name} must be a non-empty string`);
+  }
+  for (const name of ['enableRequestMetrics', 'enableInstanceMetrics', 'enableLlmMetrics']) {
+    if (config[name] !== undefined && typeof config[name] !== 'boolean') problems.push(`logConfig.${name} must be a boolean`);
+  }
+  if (config.logBeginRule !== undefined && config.logBeginRule !== 'DefaultRegex' && config.logBeginRule !== 'None') problems.push(`logConfig.logBeginRule ${String(config.logBeginRule)}`);
   return problems;
 }
