@@ -151,7 +151,7 @@ async function waitUntilActive({ plan, api, call, step, wait }) {
       throw new DeployError(`FC could not make function ${plan.name} ready${reason ? ` (${reason})` : ''}`, {
         step: 'GetFunction',
         code: String(fn.lastUpdateStatusReasonCode ?? fn.stateReasonCode ?? 'FunctionFailed'),
-        hint: 'Read the reason above; fix the setting it names (or the code) and re-run. The function logs in the FC console may say more.',
+        hint: "Read the reason above; fix the setting it names (or the code) and re-run. The function's Logging tab in the FC console may say more (FC keeps logs only with an SLS project: --sls-project and --sls-logstore).",
       });
     }
     if (state !== 'Pending' && update !== 'InProgress') {

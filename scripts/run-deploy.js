@@ -75,25 +75,8 @@ async function runDeploy(args, context) {
   const sessionSecretFile = hasSecret ? undefined : keepSessionSecret({ outputDir, env: context.env, write: !dryRun, log });
   if (sessionSecretFile !== undefined) files.push(sessionSecretFile);
 
-  let deployed;
-  let plannedCalls;
-  let environmentDiff;
-  if (target !== undefined) {
-    const shell = shellValues(plan, authChoice, context.env);
-    if (sessionSecretFile !== undefined && existsSync(sessionSecretFile)) shell.MCP_SESSION_SECRET = readFileSync(sessionSecretFile, 'utf8').trim();
-    const { api, existing, existingDomain } = target;
-    const { variables, sessionSecret, kept } = toVariables(plan, shell, existing);
-    environmentDiff = describeDiff(plan, existing?.environmentVariables ?? {}, variables, kept);
-    log(`Environment of function ${plan.name}${existing === undefined ? ' (new)' : ''}, secrets masked (+ added, ~ changed, - removed, = kept; --unset NAME removes one):`);
-    for (const line of environmentDiff) log(`  ${line}`);
-    if (dryRun) {
-      plannedCalls = toPlannedCalls(plan, endpoint);
-    } else {
-      log(`Deploying through the FC API at ${endpoint.protocol}://${endpoint.host}…`);
-      const result = await deployToFc({ plan, api, existing, existingDomain, certConfig, variables, zip: artifact.zip, step: log });
-      deployed = { ...result, sessionSecret: sessionSecret === 'environment' && sessionSecretFile !== undefined ? 'file' : sessionSecret };
-    }
-  }
+  const { deployed, plannedCalls, environmentDiff } =
+    target === undefined ? {} : await applyToTarget({ target, plan, authChoice, certConfig, env: context.env, sessionSecretFile, zip: artifact.zip, endpoint, dryRun, log });
 
   if (json) {
     const result = {
@@ -132,6 +115,25 @@ function toPlannedCalls(plan, endpoint) {
     `POST ${base}/functions/${plan.name}/triggers (create), or PUT ${base}/functions/${plan.name}/triggers/${plan.triggerName} (update)`,
     ...(plan.customDomain === undefined ? [] : [`GET  ${base}/custom-domains/${plan.customDomain}`, `POST or PUT ${base}/custom-domains[/${plan.customDomain}]`]),
   ];
+}
+
+/**
+ * --deploy after the artifact: the function's whole environment and its diff (shown, secrets masked), then the
+ * calls that create or update (none for a dry run, which lists them instead).
+ * @param {{ target: { api: import('./fc-api').FcApi, existing: Record<string, any> | undefined, existingDomain: Record<string, any> | undefined }, plan: import('./deploy-plan').DeploymentPlan, authChoice: import('./auth-tokens').AuthChoice, certConfig: import('./domain-certificate').CertConfig | undefined, env: Record<string, string | undefined>, sessionSecretFile: string | undefined, zip: Buffer, endpoint: { host: string, protocol: 'http' | 'https' }, dryRun: boolean, log: (line: string) => void }} options
+ */
+async function applyToTarget({ target, plan, authChoice, certConfig, env, sessionSecretFile, zip, endpoint, dryRun, log }) {
+  const { api, existing, existingDomain } = target;
+  const shell = shellValues(plan, authChoice, env);
+  if (sessionSecretFile !== undefined && existsSync(sessionSecretFile)) shell.MCP_SESSION_SECRET = readFileSync(sessionSecretFile, 'utf8').trim();
+  const { variables, sessionSecret, kept } = toVariables(plan, shell, existing);
+  const environmentDiff = describeDiff(plan, existing?.environmentVariables ?? {}, variables, kept);
+  log(`Environment of function ${plan.name}${existing === undefined ? ' (new)' : ''}, secrets masked (+ added, ~ changed, - removed, = kept; --unset NAME removes one):`);
+  for (const line of environmentDiff) log(`  ${line}`);
+  if (dryRun) return { environmentDiff, plannedCalls: toPlannedCalls(plan, endpoint), deployed: undefined };
+  log(`Deploying through the FC API at ${endpoint.protocol}://${endpoint.host}…`);
+  const result = await deployToFc({ plan, api, existing, existingDomain, certConfig, variables, zip, step: log });
+  return { environmentDiff, plannedCalls: undefined, deployed: { ...result, sessionSecret: sessionSecret === 'environment' && sessionSecretFile !== undefined ? 'file' : sessionSecret } };
 }
 
 /**
