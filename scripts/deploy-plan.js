@@ -4,10 +4,8 @@
  */
 'use strict';
 
-const { resolve } = require('node:path');
-
 const { resolveAuth } = require('./auth-tokens');
-const { readDomainCertificate } = require('./domain-certificate');
+const { planDomain } = require('./domain-plan');
 const { FUNCTION_TIMEOUT_MARGIN_S, INSTANCE_CONCURRENCY, RUNTIMES, TOOL_TIMEOUT_MAX_S, TRIGGER_NAME, DISK_MB } = require('./fc-limits');
 const { validatePlan } = require('./validate-plan');
 
@@ -232,40 +230,6 @@ function createPlan(args, env) {
 }
 
 /**
- * The custom domain and how it is served: HTTPS with the given certificate, HTTP only on purpose, or, with neither,
- * the existing domain's HTTPS certificate (checked by checkAgainstDomain).
- * @param {Record<string, unknown>} args
- * @param {string[]} problems
- * @param {string[]} warnings
- */
-function planDomain(args, problems, warnings) {
-  const customDomain = optionalString(args.customDomain);
-  const certFile = optionalString(args.domainCert);
-  const keyFile = optionalString(args.domainKey);
-  const httpOnly = args.domainHttpOnly === true;
-  const none = { customDomain, protocol: undefined, certificate: undefined, certConfig: undefined };
-  if (customDomain === undefined) {
-    if (certFile !== undefined || keyFile !== undefined || httpOnly) problems.push('--domain-cert, --domain-key and --domain-http-only go with --custom-domain');
-    return none;
-  }
-  if (httpOnly) {
-    if (certFile !== undefined || keyFile !== undefined) problems.push('--domain-http-only conflicts with --domain-cert and --domain-key: choose one');
-    warnings.push(`--domain-http-only: ${customDomain} is served over plain HTTP, so bearer tokens cross the network in clear text`);
-    return { ...none, protocol: /** @type {const} */ ('http-only') };
-  }
-  if (certFile === undefined && keyFile === undefined) return { ...none, protocol: /** @type {const} */ ('keep') };
-  if (certFile === undefined || keyFile === undefined) {
-    problems.push('--domain-cert and --domain-key go together: the certificate and its private key, both PEM files');
-    return none;
-  }
-  const read = readDomainCertificate({ certFile, keyFile, domain: customDomain });
-  problems.push(...read.problems);
-  warnings.push(...read.warnings);
-  const certificate = read.certConfig === undefined ? undefined : { certName: read.certConfig.certName, certFile: resolve(certFile), keyFile: resolve(keyFile) };
-  return { customDomain, protocol: /** @type {const} */ ('https'), certificate, certConfig: read.certConfig };
-}
-
-/**
  * --sls-project and --sls-logstore: both or neither, each a name SLS takes.
  * @param {Record<string, unknown>} args
  * @param {string[]} problems
@@ -281,28 +245,6 @@ function planLogs(args, problems) {
   if (!/^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$/.test(project)) problems.push(`--sls-project "${project}" is not an SLS project name (3–63 lowercase letters, digits and -, not starting or ending with -)`);
   if (!/^[a-z0-9][a-z0-9_-]{0,61}[a-z0-9]$/.test(logstore)) problems.push(`--sls-logstore "${logstore}" is not an SLS logstore name (2–63 lowercase letters, digits, _ and -)`);
   return { project, logstore };
-}
-
-/**
- * What a deploy through the API refuses once it has looked the custom domain up: no certificate given, and none on
- * the domain to keep (a new domain, or one served over HTTP).
- * @param {DeploymentPlan} plan
- * @param {Record<string, any> | undefined} existingDomain
- * @returns {string[]}
- */
-function checkAgainstDomain(plan, existingDomain) {
-  if (plan.domainProtocol !== 'keep' || hasHttps(existingDomain)) return [];
-  return [
-    `--custom-domain ${plan.customDomain} ${existingDomain === undefined ? 'is new' : 'has no HTTPS certificate'}: pass --domain-cert FILE and --domain-key FILE, or --domain-http-only to serve it over HTTP on purpose`,
-  ];
-}
-
-/**
- * Whether FC serves the domain over HTTPS with a certificate.
- * @param {Record<string, any> | undefined} domain as GetCustomDomain returns it
- */
-function hasHttps(domain) {
-  return String(domain?.protocol ?? '').includes('HTTPS') && typeof domain?.certConfig?.certificate === 'string' && domain.certConfig.certificate !== '';
 }
 
 /**
@@ -349,4 +291,4 @@ function optionalString(value) {
   return typeof value === 'string' && value.trim() !== '' ? value.trim() : undefined;
 }
 
-module.exports = { createPlan, checkAgainstFunction, checkAgainstDomain, hasHttps };
+module.exports = { createPlan, checkAgainstFunction };
