@@ -106,6 +106,11 @@ export interface Config {
   readonly auth: AuthConfig;
   /** MCP_SESSION_IDLE_TTL_S: a session unused this long is closed and its sandbox killed. @default 1800 */
   readonly sessionIdleTtlS: number;
+  /**
+   * MCP_SANDBOX_FIRST_LEASE_S: a sandbox made for a 2026-07-28 call without a handle is destroyed after this long
+   * unless a call comes back with its handle (then it lives on the idle TTL). @default 300, never above the idle TTL
+   */
+  readonly sandboxFirstLeaseS: number;
   /** MCP_SESSION_MAX_AGE_S: session ids (and sandbox handles) older than this are expired. @default 21600 */
   readonly sessionMaxAgeS: number;
   /** MCP_SESSION_SECRET (≥ 32 bytes) signs session ids and sandbox handles; random per process when unset. Never logged. */
@@ -267,6 +272,7 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): Config {
     auth,
     sessionIdleTtlS: int('MCP_SESSION_IDLE_TTL_S', 1800, 1, 86_400),
     sessionMaxAgeS: int('MCP_SESSION_MAX_AGE_S', 21_600, 60, 30 * 86_400),
+    sandboxFirstLeaseS: int('MCP_SANDBOX_FIRST_LEASE_S', 300, 1, 86_400),
     sessionSecret: secret ?? randomBytes(32).toString('base64url'),
     sessionSecretSource: secret === undefined ? 'generated' : 'configured',
     maxSessions,

@@ -92,6 +92,7 @@ export function createCoreApp({ config, logger, verifier, policy, ids, fresh, st
     maxSandboxesPerCredential: config.perCredential.sandboxes,
     admitSandbox,
     ...limits,
+    firstLeaseMs: config.sandboxFirstLeaseS * 1000,
     logger,
     now,
   });

@@ -47,27 +47,82 @@ it(`destroys a sandbox whose handle went unused past MCP_SESSION_IDLE_TTL_S (${T
 });
 
 it('lets go of the least recently used sandbox at the cap (MCP_MAX_SESSIONS=2) without destroying it; its handle brings it back', async () => {
-  const h = createHarness({ env: { MCP_MAX_SESSIONS: '2' } });
+  const h = createHarness({ env: { MCP_MAX_SESSIONS: '2', MCP_MAX_SANDBOXES_PER_CREDENTIAL: '2' } });
   const client = await h.connectModern();
   const first = handleOf(await call(client, 'write_file', { path: 'first.txt', content: '1' }));
+  // Its handle came back once: it is kept for it (a sandbox whose handle never came back is not: below).
+  h.clock.advance(1_000);
+  await call(client, 'sandbox_status', { sandbox: first });
+  h.clock.advance(1_000);
   await call(client, 'write_file', { path: 'second.txt', content: '2' });
+  h.clock.advance(1_000);
   await call(client, 'write_file', { path: 'third.txt', content: '3' });
   expect(h.sdk.sandboxes.map((s) => s.killed)).toEqual([false, false, false]);
   expect((await call(client, 'read_file', { path: 'first.txt', sandbox: first })).structuredContent).toMatchObject({ content: '1' });
   expect(h.sdk.connects).toEqual(['sbx-1']);
   expect(h.sdk.created).toHaveLength(3);
+  // Making room for it let go of the second, whose handle never came back: that one is destroyed, not kept.
+  await settle(() => h.sdk.sandboxes[1]?.killed === true);
+  expect(h.sdk.sandboxes.map((s) => s.killed)).toEqual([false, true, false]);
 });
 
-it('refuses a forged handle and another credential’s handle, telling the caller to omit it', async () => {
-  const h = createHarness();
+it('answers a forged, foreign, expired or malformed handle with a tool error naming the fix, and makes no sandbox', async () => {
+  const h = createHarness({ env: { MCP_SESSION_MAX_AGE_S: '3600' } });
   const mine = handleOf(await call(await h.connectModern(), 'sandbox_status'));
   const [random, issued, mac] = mine.split('.');
   const forged = `${random}.${issued}.${mac?.startsWith('A') ? 'B' : 'A'}${mac?.slice(1)}`;
   const client = await h.connectModern();
-  await expect(call(client, 'sandbox_status', { sandbox: forged })).rejects.toThrow(/not valid for this credential.*omit it/);
   const { HARNESS_OTHER_TOKEN } = await import('../support/harness');
   const other = await h.connectModern({ token: HARNESS_OTHER_TOKEN });
-  await expect(call(other, 'sandbox_status', { sandbox: mine })).rejects.toThrow(/not valid for this credential/);
+  const fix = 'Call the tool again without "sandbox" to get a new, empty sandbox, and from then on pass the handle that each result gives back.';
+  const cases: Array<[Client, unknown, string]> = [
+    [client, forged, 'it belongs to another credential or server, or was changed'],
+    [other, mine, 'it belongs to another credential or server, or was changed'],
+    [client, 'not-a-handle', 'it is not a handle this server gave out'],
+    [client, 42, 'it is not a handle this server gave out'],
+  ];
+  for (const [who, sandbox, why] of cases) {
+    const result = await call(who, 'sandbox_status', { sandbox });
+    expect({ isError: result.isError, text: result.content[0]?.text }).toEqual({ isError: true, text: `The "sandbox" handle cannot be used: ${why}. ${fix}` });
+  }
+  h.clock.advance(3601_000);
+  const expired = await call(client, 'sandbox_status', { sandbox: mine });
+  expect(expired.content[0]?.text).toContain('it has expired');
+  // sandbox_status makes no sandbox, and neither does a refused handle.
+  expect(h.sdk.created).toHaveLength(0);
+});
+
+it('destroys a sandbox whose handle never came back after MCP_SANDBOX_FIRST_LEASE_S; one whose handle came back lives on the idle TTL', async () => {
+  const h = createHarness({ env: { MCP_SANDBOX_FIRST_LEASE_S: '120', MCP_SESSION_IDLE_TTL_S: '1800' } });
+  const client = await h.connectModern();
+  await call(client, 'write_file', { path: 'once.txt', content: 'never again' }); // sbx-1: its handle is dropped
+  const kept = handleOf(await call(client, 'write_file', { path: 'kept.txt', content: 'k' })); // sbx-2
+  await call(client, 'read_file', { path: 'kept.txt', sandbox: kept });
+  h.clock.advance(119_000);
+  await call(client, 'sandbox_status', { sandbox: kept }); // sweeps: nothing is due yet
+  expect(h.sdk.sandboxes.map((s) => s.killed)).toEqual([false, false]);
+  h.clock.advance(2_000);
+  await call(client, 'sandbox_status', { sandbox: kept });
+  await settle(() => h.sdk.sandboxes[0]?.killed === true);
+  expect(h.sdk.sandboxes.map((s) => s.killed)).toEqual([true, false]);
+  h.clock.advance(1_800_001);
+  await call(await h.connectModern(), 'sandbox_status');
+  await settle(() => h.sdk.sandboxes[1]?.killed === true);
+});
+
+it('counts handle-less sandboxes against MCP_MAX_SANDBOXES_PER_CREDENTIAL: the credential\'s oldest idle one goes first, destroyed', async () => {
+  const h = createHarness({ env: { MCP_MAX_SANDBOXES_PER_CREDENTIAL: '2', MCP_MAX_SESSIONS: '10' } });
+  const { HARNESS_OTHER_TOKEN } = await import('../support/harness');
+  const other = await h.connectModern({ token: HARNESS_OTHER_TOKEN });
+  await call(other, 'write_file', { path: 'other.txt', content: 'o' }); // sbx-1, another credential's: untouched
+  const client = await h.connectModern();
+  for (const name of ['a', 'b', 'c']) {
+    await call(client, 'write_file', { path: `${name}.txt`, content: name });
+    h.clock.advance(1_000);
+  }
+  // sbx-2 (a) was this credential's oldest idle sandbox, and its handle never came back: it is destroyed.
+  await settle(() => h.sdk.sandboxes[1]?.killed === true);
+  expect(h.sdk.sandboxes.map((s) => s.killed)).toEqual([false, true, false, false]);
 });
 
 it('stops the running command in the sandbox when the client closes its stream', async () => {

@@ -5,6 +5,7 @@
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 
 import { connectClient } from '../support/clients';
+import { expectedNotes, runModelLoop } from '../support/model-loop';
 import { startServer, stopAllServers, type StartedServer } from '../support/server';
 
 const TOKEN = 'modern-token-0123456789abcdef';
@@ -45,7 +46,8 @@ it('runs every tool, carrying the sandbox handle from call to call', async () =>
   const first = await call(client, 'run_code', { code: 'import math\nr = 3' });
   const sandbox = first.structuredContent?.sandbox as string;
   expect(sandbox).toMatch(/^[A-Za-z0-9_-]{22}\.[0-9a-z]+\.[A-Za-z0-9_-]{22}$/);
-  expect(first.content[0]?.text).toContain(`Sandbox: ${sandbox}`);
+  // The handle is the first line of the text, where a model looks first.
+  expect(first.content[0]?.text?.split('\n')[0]).toBe(`sandbox: ${sandbox}`);
 
   const steps: Array<[string, Record<string, unknown>, Record<string, unknown>]> = [
     ['run_code', { code: 'round(math.pi * r * r, 2)' }, { results: [{ type: 'text', text: '28.27' }] }],
@@ -70,22 +72,40 @@ it('gives a call without a handle a new sandbox of its own', async () => {
   const b = await call(client, 'read_file', { path: 'only-a.txt' });
   expect(b.isError).toBe(true);
   expect(b.content[0]?.text).toContain('No such file');
-  expect(b.content[0]?.text).toMatch(/Sandbox: \S+/);
-  expect(a.structuredContent?.sandbox).not.toBe((b.content[0]?.text ?? '').match(/Sandbox: (\S+)/)?.[1]);
+  expect(b.content[0]?.text).toMatch(/^sandbox: \S+\n/);
+  expect(a.structuredContent?.sandbox).not.toBe((b.content[0]?.text ?? '').match(/^sandbox: (\S+)/)?.[1]);
   await client.close();
 });
 
-it('refuses forged handles and handles of another credential', async () => {
+it('answers forged handles and handles of another credential with a tool error that names the fix', async () => {
   const client = await connectModern();
   const mine = (await call(client, 'sandbox_status', {})).structuredContent?.sandbox as string;
   const [random, issued, mac] = mine.split('.');
   const flip = (text = ''): string => (text.startsWith('A') ? `B${text.slice(1)}` : `A${text.slice(1)}`);
+  const fix = /Call the tool again without "sandbox" to get a new, empty sandbox/;
   for (const bad of [`${random}.${issued}.${flip(mac)}`, `${flip(random)}.${issued}.${mac}`, 'not-a-handle']) {
-    await expect(client.callTool({ name: 'sandbox_status', arguments: { sandbox: bad } })).rejects.toThrow(/not valid for this credential/);
+    const result = await call(client, 'sandbox_status', { sandbox: bad });
+    expect(result.isError).toBe(true);
+    expect(result.content[0]?.text).toMatch(fix);
   }
   const other = await connectModern(OTHER_TOKEN);
-  await expect(other.callTool({ name: 'sandbox_status', arguments: { sandbox: mine } })).rejects.toThrow(/not valid for this credential/);
+  const foreign = await call(other, 'sandbox_status', { sandbox: mine });
+  expect({ isError: foreign.isError, text: foreign.content[0]?.text }).toEqual({ isError: true, text: expect.stringMatching(/belongs to another credential or server/) });
   await Promise.all([client.close(), other.close()]);
+});
+
+it('keeps Python state and files for a model-like loop that carries the handle it reads from each result (21 calls)', async () => {
+  const outcome = await runModelLoop(server.url, TOKEN);
+  expect(outcome.handles.size).toBe(1);
+  expect(outcome.counter).toBe(String(outcome.increments));
+  expect(outcome.notes).toBe(expectedNotes(outcome.appends));
+});
+
+it('tells a 2026-07-28 client about the handle: instructions and every tool description', async () => {
+  const client = await connectModern();
+  expect(client.getInstructions()).toMatch(/Pass that handle as the "sandbox" argument of every later call/);
+  for (const tool of (await client.listTools()).tools) expect(tool.description).toMatch(/without it the call runs in a new, empty one\.$/);
+  await client.close();
 });
 
 it('serves 2025-era clients on the same endpoint at the same time', async () => {

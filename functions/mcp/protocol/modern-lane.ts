@@ -4,9 +4,10 @@
  * There are no sessions: a tool call names its sandbox with a signed handle, bound to the credential;
  * a call without one gets a new sandbox. Sandboxes this instance touched are cached by handle, idle
  * ones are swept (and destroyed) after the idle TTL, and at the caps an idle one is released as
- * sessions/fair-share.ts decides (a busy one never is).
+ * sessions/fair-share.ts decides (a busy one never is). A sandbox made for a call without a handle lives on a
+ * short first lease until its handle comes back: clients that never pass it leave cheap leftovers.
  */
-import { createMcpHandler, ProtocolError, ProtocolErrorCode, type ServerContext, type Tool } from '@modelcontextprotocol/server';
+import { createMcpHandler, type ServerContext, type Tool } from '@modelcontextprotocol/server';
 
 import { ANONYMOUS_PRINCIPAL } from '../http/auth';
 import type { RequestContext } from '../http/context';
@@ -23,6 +24,7 @@ import { SSE_KEEP_ALIVE_MS } from './keep-alive';
 import { readPlainMessage } from './plain-message';
 import { takeSandboxArgument, withSandboxArgument, withSandboxHandle } from './sandbox-argument';
 import { createProtocolServer } from './server-factory';
+import { MODERN_SERVER_INSTRUCTIONS } from './server-identity';
 import { toToolContext } from './tool-context';
 import { HTTP_PROTOCOL_VERSIONS } from './versions';
 
@@ -33,6 +35,8 @@ export interface ModernLaneOptions {
   ids: SignedIdCodec;
   /** MCP_SESSION_IDLE_TTL_S in milliseconds: an untouched sandbox is destroyed after this. */
   idleTtlMs: number;
+  /** MCP_SANDBOX_FIRST_LEASE_S in milliseconds: a new sandbox whose handle never came back is destroyed after this. */
+  firstLeaseMs: number;
   /** MCP_TOOL_TIMEOUT_MAX_S in milliseconds. */
   toolTimeoutMaxMs: number;
   /** Sandboxes this instance holds for the modern lane (MCP_MAX_SESSIONS). */
@@ -63,6 +67,19 @@ interface HeldSandbox extends Holder {
   lastUsedMs: number;
   /** Calls using it now. */
   calls: number;
+  /** A call came back with its handle (or named it first): it lives on the idle TTL, not the first lease. */
+  confirmed: boolean;
+}
+
+/** What a call with a bad handle reads, by why the handle failed. */
+function badHandleMessage(reason: string): string {
+  const why =
+    reason === 'expired'
+      ? 'it has expired'
+      : reason === 'bad_signature'
+        ? 'it belongs to another credential or server, or was changed'
+        : 'it is not a handle this server gave out';
+  return `The "sandbox" handle cannot be used: ${why}. Call the tool again without "sandbox" to get a new, empty sandbox, and from then on pass the handle that each result gives back.`;
 }
 
 /** Creates the modern lane; its tool list is built here, once. */
@@ -72,12 +89,17 @@ export function createModernLane(options: ModernLaneOptions): ModernLane {
   // Insertion order is use order: re-inserted on each use, so the least recently used comes first.
   const held = new Map<string, HeldSandbox>();
 
+  const leaseOf = (entry: HeldSandbox): number => (entry.confirmed ? options.idleTtlMs : Math.min(options.firstLeaseMs, options.idleTtlMs));
+  /** Destroys `entry`'s sandbox on its lease (unless another instance used it since), and forgets it here. */
+  const expire = (entry: HeldSandbox): void => {
+    held.delete(entry.key);
+    void entry.sandbox.expire(leaseOf(entry), now()).catch(() => undefined);
+  };
+  // Two leases, so no early stop at the first young entry; the table is at most MCP_MAX_SESSIONS long.
   const sweep = (): void => {
-    for (const entry of held.values()) {
-      if (now() - entry.lastUsedMs <= options.idleTtlMs) break;
-      if (entry.calls > 0) continue; // a call longer than the TTL: its sandbox stays until it ends
-      held.delete(entry.key);
-      void entry.sandbox.expire(options.idleTtlMs, now()).catch(() => undefined);
+    for (const entry of [...held.values()]) {
+      // A call longer than the lease: its sandbox stays until it ends.
+      if (now() - entry.lastUsedMs > leaseOf(entry) && entry.calls === 0) expire(entry);
     }
   };
 
@@ -91,13 +113,14 @@ export function createModernLane(options: ModernLaneOptions): ModernLane {
       noun: 'sandboxes',
     });
 
-  /** The key a call's handle names, when it is valid; `undefined` for a call without one. */
+  /**
+   * The key a call's handle names, when it is valid; `undefined` for a call without one. A bad handle is an
+   * AppError, so that the model reads the fix in a tool result rather than a protocol error its host may hide.
+   */
   const keyOf = (handle: unknown, principal: string): string | undefined => {
     if (handle === undefined) return undefined;
-    const check = typeof handle === 'string' ? ids.verify('sandbox', handle, principal, now()) : ({ ok: false } as const);
-    if (!check.ok) {
-      throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'The "sandbox" handle is not valid for this credential, or it expired; omit it to get a new sandbox.');
-    }
+    const check = typeof handle === 'string' ? ids.verify('sandbox', handle, principal, now()) : ({ ok: false, reason: 'malformed' } as const);
+    if (!check.ok) throw new AppError('invalid_input', badHandleMessage(check.reason));
     return check.key;
   };
 
@@ -110,8 +133,13 @@ export function createModernLane(options: ModernLaneOptions): ModernLane {
       const decision = roomFor(principal);
       if (!decision.ok) throw new AppError('capacity', decision.refusal.message, { retryAfterS: decision.refusal.retryAfterS });
       if (decision.evict !== undefined) {
-        held.delete(decision.evict.key);
-        void decision.evict.sandbox.release().catch(() => undefined);
+        // A sandbox whose handle never came back is not kept for it: it ends on its first lease.
+        if (decision.evict.confirmed) {
+          held.delete(decision.evict.key);
+          void decision.evict.sandbox.release().catch(() => undefined);
+        } else {
+          expire(decision.evict);
+        }
       }
       if (key === undefined) ({ key, id: handle } = ids.mint('sandbox', principal, now()));
       const sandbox = createLazySandbox(provider, { sessionKey: key, principal }, { resume, admit: options.admitSandbox?.(principal) });
@@ -121,10 +149,12 @@ export function createModernLane(options: ModernLaneOptions): ModernLane {
         sandbox,
         lastUsedMs: now(),
         calls: 0,
+        confirmed: resume,
         busy: () => created.calls > 0 || sandbox.current()?.hasRunningBackground() === true,
       };
       entry = created;
     }
+    if (resume) entry.confirmed = true;
     held.delete(entry.key);
     entry.lastUsedMs = now();
     held.set(entry.key, entry);
@@ -143,7 +173,7 @@ export function createModernLane(options: ModernLaneOptions): ModernLane {
     try {
       key = keyOf(handle, principal);
     } catch {
-      return undefined; // the SDK answers the bad handle
+      return undefined; // the call answers the bad handle, as a tool result
     }
     if (key !== undefined && held.has(key)) return undefined;
     const decision = roomFor(principal);
@@ -180,7 +210,12 @@ export function createModernLane(options: ModernLaneOptions): ModernLane {
   const handler = createMcpHandler(
     (requestCtx) => {
       const principal = requestCtx.authInfo?.clientId ?? ANONYMOUS_PRINCIPAL;
-      return createProtocolServer({ tools, versions: HTTP_PROTOCOL_VERSIONS, call: (name, args, ctx) => call(name, args, ctx, principal) });
+      return createProtocolServer({
+        tools,
+        versions: HTTP_PROTOCOL_VERSIONS,
+        instructions: MODERN_SERVER_INSTRUCTIONS,
+        call: (name, args, ctx) => call(name, args, ctx, principal),
+      });
     },
     // Always a stream, as in the 2025 lane: in 'auto' mode a call that prints nothing sends no byte until its
     // result (no keep-alive either), and a proxy may cut it.
@@ -210,11 +245,16 @@ export function createModernLane(options: ModernLaneOptions): ModernLane {
     sandboxHolders() {
       const holders: SandboxHolder[] = [];
       for (const entry of held.values()) {
-        if (entry.sandbox.active()) holders.push({ principal: entry.principal, lastUsedMs: entry.lastUsedMs, busy: entry.busy, release: () => entry.sandbox.release() });
+        if (!entry.sandbox.active()) continue;
+        // Let go for another's share: kept for its handle, unless that handle never came back (then destroyed).
+        const release = (): Promise<void> => (entry.confirmed ? entry.sandbox.release() : Promise.resolve(expire(entry)));
+        holders.push({ principal: entry.principal, lastUsedMs: entry.lastUsedMs, busy: entry.busy, release });
       }
       return holders;
     },
     async releaseAll() {
+      // Those past their lease end now; the rest are kept for their handles to come back to.
+      sweep();
       const entries = [...held.values()];
       held.clear();
       await Promise.all(entries.map((entry) => entry.sandbox.release().catch(() => undefined)));

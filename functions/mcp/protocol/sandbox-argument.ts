@@ -1,6 +1,6 @@
 /**
- * The modern lane's one extra tool argument (DESIGN.md rule 7): `sandbox`, a signed handle that names the
- * caller's sandbox. Tool schemas gain it once per process; every result gives it back.
+ * The modern lane's one extra tool argument: `sandbox`, a signed handle that names the caller's sandbox (there
+ * is no session to hold it). Tool schemas and descriptions gain it once per process; every result gives it back.
  */
 import type { CallToolResult, Tool } from '@modelcontextprotocol/server';
 
@@ -9,9 +9,12 @@ export const SANDBOX_ARGUMENT = 'sandbox';
 
 const INPUT_PROPERTY = {
   type: 'string',
-  description: 'The sandbox handle from an earlier result. Omit it to get a new sandbox; pass it back to keep working in the same one.',
+  description:
+    'The sandbox handle from the previous result ("sandbox: <handle>", first line). Pass it on every call to keep working in the same sandbox (files, processes, Python state); omit it only to start a new, empty sandbox.',
 } as const;
 const OUTPUT_PROPERTY = { type: 'string', description: 'The sandbox handle: pass it as the `sandbox` argument of the next call.' } as const;
+/** Added to every tool's description in this era: the rule a model must follow to keep its work. */
+const DESCRIPTION_NOTE = ' Pass "sandbox" (the handle from the previous result) to keep working in the same sandbox; without it the call runs in a new, empty one.';
 
 type Schema = Tool['inputSchema'];
 
@@ -27,6 +30,7 @@ export function withSandboxArgument(tools: readonly Tool[]): Tool[] {
     const output = tool.outputSchema;
     return {
       ...tool,
+      description: `${tool.description ?? ''}${DESCRIPTION_NOTE}`,
       inputSchema: withProperty(tool.inputSchema, INPUT_PROPERTY, false),
       ...(output !== undefined && { outputSchema: withProperty({ ...output, type: 'object' }, OUTPUT_PROPERTY, true) }),
     };
@@ -40,12 +44,15 @@ export function takeSandboxArgument(args: unknown): { handle: unknown; rest: unk
   return { handle, rest };
 }
 
-/** Puts the handle into a result: its structured content and, for people and models reading text, its text. */
+/**
+ * Puts the handle into a result: its structured content and, for people and models reading text, the first line
+ * of its text (where a model looks first, and which a long output cannot push out of view).
+ */
 export function withSandboxHandle(result: CallToolResult, handle: string): CallToolResult {
-  const line = `Sandbox: ${handle} (pass it as the "sandbox" argument to keep working in this sandbox)`;
+  const line = `sandbox: ${handle}`;
   const content = [...result.content];
   const first = content[0];
-  if (first?.type === 'text') content[0] = { ...first, text: `${first.text}\n\n${line}` };
+  if (first?.type === 'text') content[0] = { ...first, text: `${line}\n${first.text}` };
   else content.unshift({ type: 'text', text: line });
   return {
     ...result,

@@ -11,13 +11,15 @@ export interface ProtocolServerOptions {
   call: (name: string, args: unknown, ctx: ServerContext) => Promise<CallToolResult>;
   /** Protocol versions this entry serves, preferred first. */
   versions: readonly string[];
+  /** What the server tells the model about itself. @default SERVER_INSTRUCTIONS (the 2025 eras') */
+  instructions?: string;
 }
 
 /** A low-level SDK server answering `tools/list` from the prebuilt list and `tools/call` through `call`. */
-export function createProtocolServer({ tools, call, versions }: ProtocolServerOptions): Server {
+export function createProtocolServer({ tools, call, versions, instructions = SERVER_INSTRUCTIONS }: ProtocolServerOptions): Server {
   const server = new Server(SERVER_INFO, {
     capabilities: { tools: { ...SERVER_CAPABILITIES.tools } },
-    instructions: SERVER_INSTRUCTIONS,
+    instructions,
     supportedProtocolVersions: [...versions],
   });
   server.setRequestHandler('tools/list', () => ({ tools: [...tools] }));

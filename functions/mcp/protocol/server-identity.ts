@@ -7,8 +7,19 @@ export { SERVER_INFO } from '../version';
 /** The server's capabilities: tools only. */
 export const SERVER_CAPABILITIES = Object.freeze({ tools: Object.freeze({}) });
 
-/** The `instructions` of every `initialize` result. */
+/** The `instructions` of the 2025-era lanes (a session, or a stdio connection, owns one sandbox). */
 export const SERVER_INSTRUCTIONS =
   'Tools act in a sandbox that belongs to this session: run code (Python keeps state between calls) and shell commands, ' +
   'and read, write, edit and list files. Relative paths resolve against the sandbox working directory. ' +
   'Call sandbox_status for your bearings.';
+
+/**
+ * The `instructions` of the 2026-07-28 lane, where no session holds the sandbox: the `sandbox` handle does, and a
+ * model that does not carry it loses its work on every call.
+ */
+export const MODERN_SERVER_INSTRUCTIONS =
+  'Tools act in a sandbox: a Linux machine where you run code (Python keeps state between calls) and shell commands, ' +
+  'and read, write, edit and list files. Every result starts with a line "sandbox: <handle>" and carries the same ' +
+  'handle in structuredContent.sandbox. Pass that handle as the "sandbox" argument of every later call to keep ' +
+  'working in the same sandbox, with its files, processes and Python state; a call without "sandbox" gets a new, ' +
+  'empty sandbox. Relative paths resolve against the sandbox working directory. Call sandbox_status for your bearings.';

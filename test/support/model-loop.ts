@@ -1,0 +1,63 @@
+/**
+ * A model-like loop on the 2026-07-28 lane: each call passes the handle it read from the previous result's first
+ * text line ("sandbox: <handle>"), as a model reading the text would, and nothing else carries state. Python
+ * state and files must survive every call.
+ */
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+
+type Result = { content: Array<{ type: string; text?: string }>; structuredContent?: Record<string, unknown>; isError?: boolean };
+
+export interface ModelLoopOutcome {
+  /** The distinct handles the loop saw (one, when the sandbox was kept). */
+  handles: Set<string>;
+  /** Python's counter after the loop's increments, as the last run_code printed it. */
+  counter: string;
+  /** The lines the loop appended to a file, read back at the end. */
+  notes: string;
+  /** How many increments and appends the loop made. */
+  increments: number;
+  appends: number;
+}
+
+/** Runs `calls` calls (alternating run_code and run_command) against the server at `url`, then reads back. */
+export async function runModelLoop(url: string, token: string, calls = 20): Promise<ModelLoopOutcome> {
+  const client = new Client({ name: 'model-loop', version: '1.0.0' }, { capabilities: {}, versionNegotiation: { mode: { pin: '2026-07-28' } } });
+  await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+  const handles = new Set<string>();
+  let handle: string | undefined;
+  const call = async (name: string, args: Record<string, unknown>): Promise<Result> => {
+    const result = (await client.callTool({ name, arguments: handle === undefined ? args : { ...args, sandbox: handle } })) as Result;
+    if (result.isError === true) throw new Error(`${name} failed: ${result.content.map((c) => c.text).join('\n')}`);
+    const firstLine = result.content[0]?.text?.split('\n')[0] ?? '';
+    const read = /^sandbox: (\S+)$/.exec(firstLine)?.[1];
+    if (read === undefined || read !== result.structuredContent?.sandbox) throw new Error(`no handle on the first line of ${name}'s result: ${firstLine}`);
+    handle = read;
+    handles.add(read);
+    return result;
+  };
+  let increments = 0;
+  let appends = 0;
+  try {
+    await call('run_code', { code: 'n = 0' });
+    for (let i = 1; i < calls - 1; i++) {
+      if (i % 2 === 1) {
+        await call('run_code', { code: 'n += 1' });
+        increments += 1;
+      } else {
+        await call('run_command', { command: `echo line-${i} >> notes.txt` });
+        appends += 1;
+      }
+    }
+    const last = await call('run_code', { code: 'n' });
+    const counter = String((last.structuredContent?.results as Array<{ text?: string }> | undefined)?.[0]?.text);
+    const notes = String((await call('read_file', { path: 'notes.txt' })).structuredContent?.content);
+    return { handles, counter, notes, increments, appends };
+  } finally {
+    await client.close();
+  }
+}
+
+/** The notes a loop of `appends` appends leaves: line-2, line-4, … */
+export function expectedNotes(appends: number): string {
+  return Array.from({ length: appends }, (_, i) => `line-${2 * (i + 1)}\n`).join('');
+}
