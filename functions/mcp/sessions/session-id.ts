@@ -1,8 +1,9 @@
 /**
- * Signed ids: `<128 random bits>.<issued, base36 seconds>.<HMAC>`, visible ASCII. The HMAC covers the
- * random part, the issue time, a purpose (session id or sandbox handle) and the principal, so any
- * instance with the same MCP_SESSION_SECRET can tell a real id from a forged one, and an id is only
- * valid with the credential it was issued to (DESIGN.md rules 1, 2 and 4).
+ * Signed ids: `<random>.<issued, base36 seconds>.<HMAC>`, visible ASCII. The HMAC covers the random part, the
+ * issue time, a purpose (session id or sandbox handle) and the principal, so any instance with the same
+ * MCP_SESSION_SECRET can tell a real id from a forged one, and an id is only valid with the credential it was
+ * issued to. Session ids carry 128 random bits and a 132-bit HMAC; sandbox handles, which a model copies from
+ * result to call, are shorter (96 and 96 bits, 40 characters), still far beyond guessing.
  */
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 
@@ -19,22 +20,26 @@ export interface SignedIdCodec {
   verify(purpose: SignedIdPurpose, id: string, principal: string, nowMs: number): SignedIdCheck;
 }
 
-const ID_PATTERN = /^([A-Za-z0-9_-]{22})\.([0-9a-z]{1,10})\.([A-Za-z0-9_-]{22})$/;
+/** Per purpose: random bytes, HMAC characters (base64url), and the pattern of a well-formed id. */
+const SHAPES: Record<SignedIdPurpose, { randomBytes: number; macChars: number; pattern: RegExp }> = {
+  session: { randomBytes: 16, macChars: 22, pattern: /^([A-Za-z0-9_-]{22})\.([0-9a-z]{1,10})\.([A-Za-z0-9_-]{22})$/ },
+  sandbox: { randomBytes: 12, macChars: 16, pattern: /^([A-Za-z0-9_-]{16})\.([0-9a-z]{1,10})\.([A-Za-z0-9_-]{16})$/ },
+};
 
 /**
  * Creates the codec. `secret` is MCP_SESSION_SECRET (≥ 32 bytes); `maxAgeMs` is MCP_SESSION_MAX_AGE_S.
  */
 export function createSignedIdCodec(secret: string, maxAgeMs: number): SignedIdCodec {
   const sign = (purpose: SignedIdPurpose, random: string, issued: string, principal: string): string =>
-    createHmac('sha256', secret).update(`mcp-${purpose}-v1\n${random}\n${issued}\n${principal}`).digest('base64url').slice(0, 22);
+    createHmac('sha256', secret).update(`mcp-${purpose}-v1\n${random}\n${issued}\n${principal}`).digest('base64url').slice(0, SHAPES[purpose].macChars);
   return {
     mint(purpose, principal, nowMs) {
-      const random = randomBytes(16).toString('base64url');
+      const random = randomBytes(SHAPES[purpose].randomBytes).toString('base64url');
       const issued = Math.floor(nowMs / 1000).toString(36);
       return { id: `${random}.${issued}.${sign(purpose, random, issued, principal)}`, key: random };
     },
     verify(purpose, id, principal, nowMs) {
-      const match = ID_PATTERN.exec(id);
+      const match = SHAPES[purpose].pattern.exec(id);
       if (match === null) return { ok: false, reason: 'malformed' };
       const [, random = '', issued = '', mac = ''] = match;
       const expected = Buffer.from(sign(purpose, random, issued, principal));

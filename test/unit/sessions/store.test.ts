@@ -64,7 +64,12 @@ describe('signed session ids', () => {
     expect(codec.verify('session', `${flip(random ?? '')}.${issued}.${mac}`, 'p', NOW)).toEqual({ ok: false, reason: 'bad_signature' });
     expect(codec.verify('session', id, 'another-principal', NOW)).toEqual({ ok: false, reason: 'bad_signature' });
     expect(createSignedIdCodec('another-secret-of-at-least-32-bytes!!!', 3_600_000).verify('session', id, 'p', NOW)).toMatchObject({ ok: false });
-    expect(codec.verify('sandbox', id, 'p', NOW)).toEqual({ ok: false, reason: 'bad_signature' });
+    // A session id is not even shaped like a sandbox handle, and a handle is not valid as a session id.
+    expect(codec.verify('sandbox', id, 'p', NOW)).toEqual({ ok: false, reason: 'malformed' });
+    const handle = codec.mint('sandbox', 'p', NOW).id;
+    expect(handle).toMatch(/^[A-Za-z0-9_-]{16}\.[0-9a-z]+\.[A-Za-z0-9_-]{16}$/);
+    expect(codec.verify('sandbox', handle, 'p', NOW)).toMatchObject({ ok: true });
+    expect(codec.verify('session', handle, 'p', NOW)).toEqual({ ok: false, reason: 'malformed' });
     expect(codec.verify('session', id, 'p', NOW + 3_601_000)).toEqual({ ok: false, reason: 'expired' });
     expect(codec.verify('session', 'not-an-id', 'p', NOW)).toEqual({ ok: false, reason: 'malformed' });
   });
