@@ -4,6 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { tmpdir } from 'node:os';
 import { isAbsolute } from 'node:path';
 
@@ -51,6 +52,12 @@ export interface LocalSandboxConfig {
   readonly maxProcesses?: number;
   /** LOCAL_SANDBOX_CPUS: CPU time per sandbox, in CPUs (decimals allowed; a cpu cgroup). @default 1 */
   readonly cpus?: number;
+  /**
+   * LOCAL_SANDBOX_PREVIEW_HOST: the address get_preview_url's forwarders listen on and their URLs name. A
+   * forwarder has no auth of its own, so an address other than loopback needs LOCAL_SANDBOX_PREVIEW_PUBLIC=on.
+   * @default '127.0.0.1'
+   */
+  readonly previewHost?: string;
 }
 
 /** The defaults of the local sandbox's resource limits. */
@@ -243,6 +250,17 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): Config {
   const cpus = Number(cpusRaw);
   // A CFS quota is at least 1 ms per 100 ms period: 0.01 CPU.
   if (!/^\d*\.?\d+$/.test(cpusRaw) || !(cpus >= 0.01 && cpus <= 1024)) problems.push(`LOCAL_SANDBOX_CPUS must be a number of CPUs from 0.01 to 1024, decimals allowed (got "${cpusRaw}")`);
+  const previewHost = env.LOCAL_SANDBOX_PREVIEW_HOST?.trim() || '127.0.0.1';
+  const previewPublic = env.LOCAL_SANDBOX_PREVIEW_PUBLIC?.trim() || 'off';
+  if (previewPublic !== 'on' && previewPublic !== 'off') problems.push(`LOCAL_SANDBOX_PREVIEW_PUBLIC must be on or off (got "${previewPublic}")`);
+  if (isIP(previewHost) === 0 || previewHost === '0.0.0.0' || previewHost === '::') {
+    // The address is also the URL's host: a name or a wildcard would give clients a URL that may lead elsewhere.
+    problems.push(`LOCAL_SANDBOX_PREVIEW_HOST must be one IP address of this host, which preview URLs then name (got "${previewHost}")`);
+  } else if (!isLoopbackHost(previewHost) && previewPublic !== 'on') {
+    problems.push(
+      `LOCAL_SANDBOX_PREVIEW_HOST=${previewHost} would let anyone who reaches that address open a sandbox's previewed ports, without a token: set LOCAL_SANDBOX_PREVIEW_PUBLIC=on to do so on purpose, or keep previews on 127.0.0.1`,
+    );
+  }
 
   const functionTimeoutS = env.MCP_FUNCTION_TIMEOUT_S === undefined || env.MCP_FUNCTION_TIMEOUT_S === '' ? undefined : int('MCP_FUNCTION_TIMEOUT_S', 0, 1, 86_400);
   const defaultToolMax = functionTimeoutS === undefined ? 300 : Math.min(300, functionTimeoutS - FUNCTION_TIMEOUT_MARGIN_S);
@@ -300,6 +318,7 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): Config {
       memoryMb: int('LOCAL_SANDBOX_MEMORY_MB', LOCAL_LIMIT_DEFAULTS.memoryMb, 16, 4_194_304),
       maxProcesses: int('LOCAL_SANDBOX_MAX_PROCESSES', LOCAL_LIMIT_DEFAULTS.maxProcesses, 8, 4_194_304),
       cpus: Number.isFinite(cpus) && cpus >= 0.01 && cpus <= 1024 ? cpus : LOCAL_LIMIT_DEFAULTS.cpus,
+      previewHost,
     },
     e2b: {
       apiKey,

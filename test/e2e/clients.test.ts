@@ -102,13 +102,15 @@ describe.each(['v2', 'v1'] as const)('the %s client', (kind) => {
 });
 
 it('answers initialize with the version the client asked for, or the preferred one, as /health says', async () => {
-  const health = (await (await fetch(`${server.origin}/health`)).json()) as { protocol: { supported: string[]; preferred: string } };
-  expect(health.protocol.supported).toEqual(['2025-11-25', '2025-06-18', '2025-03-26']);
-  for (const asked of [...health.protocol.supported, '2024-11-05', '1999-01-01', undefined]) {
+  const health = (await (await fetch(`${server.origin}/health`)).json()) as { protocol: { preferred: string; transports: { http: string[] } } };
+  // The 2026-07-28 revision has no initialize (test/core/health-protocols.test.ts): the 2025 era negotiates.
+  const negotiated = health.protocol.transports.http.filter((version) => version < '2026-07-28');
+  expect(negotiated).toEqual(['2025-11-25', '2025-06-18', '2025-03-26']);
+  for (const asked of [...negotiated, '2024-11-05', '1999-01-01', undefined]) {
     // A client that asks for no version sends no protocolVersion at all.
     const body = asked === undefined ? { jsonrpc: '2.0', id: 1, method: 'initialize', params: { capabilities: {}, clientInfo: { name: 'no-version', version: '1' } } } : initializeBody(asked);
     const res = await postMcp(server.url, body, { authorization: `Bearer ${TOKEN}` });
-    const expected = asked !== undefined && health.protocol.supported.includes(asked) ? asked : health.protocol.preferred;
+    const expected = asked !== undefined && negotiated.includes(asked) ? asked : health.protocol.preferred;
     expect(res.status).toBe(200);
     expect(res.json).toMatchObject({ result: { protocolVersion: expected } });
   }

@@ -155,6 +155,8 @@ it('resets to an empty workspace and a working sandbox, and says what was lost',
   const before = (await client.callTool('sandbox_status')).structuredContent?.sandbox_id;
   const reset = await client.callTool('reset_sandbox');
   expect(reset.structuredContent).toMatchObject({ previous_sandbox_id: before, lost: expect.arrayContaining(['all files']) });
+  expect(reset.structuredContent?.sandbox_id).not.toBe(before);
+  expect((await client.callTool('sandbox_status')).structuredContent?.sandbox_id).toBe(reset.structuredContent?.sandbox_id);
   expect(textOf(reset)).toMatch(/all files.*are gone/);
   expect((await client.callTool('list_files')).structuredContent).toMatchObject({ entries: [] });
   expect((await client.callTool('run_code', { code: 'old_var' })).structuredContent).toMatchObject({ error: { name: 'NameError' } });

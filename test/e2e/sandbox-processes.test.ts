@@ -128,12 +128,14 @@ describe('run_command under bubblewrap', () => {
     const started = await client.callTool('run_command', { command: `cd site && exec python3 -m http.server ${port} --bind 127.0.0.1`, background: true });
     const id = started.structuredContent?.process_id as string;
     const preview = await pollUntil(
-      async () => (await client.callTool('get_preview_url', { port })).structuredContent as { listening: boolean; reachable: boolean; note?: string },
+      async () => (await client.callTool('get_preview_url', { port })).structuredContent as { url: string; listening: boolean; reachable: boolean; note: string | null },
       (p) => p.listening,
       SETTLE_MS,
       100,
     );
-    expect(preview).toMatchObject({ listening: true, reachable: false, note: expect.stringContaining('its commands reach this port') });
+    // Its URL is a forwarder on the host (test/e2e/preview-forwarder.test.ts), not the port itself.
+    expect(preview).toMatchObject({ listening: true, reachable: true, note: null });
+    expect(preview.url).not.toBe(`http://127.0.0.1:${port}`);
     expect((await client.callTool('run_command', { command: fetchScript })).structuredContent).toMatchObject({ exit_code: 0, stdout: '<h1>served inside</h1>\n' });
 
     const other = await connectClient('v2', server.url, { token: TOKEN });

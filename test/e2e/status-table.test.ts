@@ -1,6 +1,6 @@
 /** FACTS.md §2, row by row, over raw HTTP against the built bundle with bearer auth on; plus the FC routes. */
 import { ACCEPT_BOTH, initializeBody, postMcp, request } from '../support/http';
-import { authed, errorCodeOf, messagesOf, openSession, rpc } from '../support/raw-session';
+import { authed, errorCodeOf, messagesOf, nodeHttp, openSession, rpc } from '../support/raw-session';
 import { startServer, stopAllServers, type StartedServer } from '../support/server';
 
 const TOKEN = 'status-table-token-0123456789abcdef';
@@ -133,6 +133,30 @@ describe('other methods on /mcp', () => {
     expect(res.status).toBe(405);
     expect(res.headers.get('allow')).toMatch(/POST/);
     expect(res.headers.get('allow')).toMatch(/DELETE/);
+  });
+
+  it('answers DELETE without a session id with 400 and a JSON-RPC error saying the Mcp-Session-Id header is missing', async () => {
+    const res = await request(server.url, { method: 'DELETE', headers: authed(TOKEN) });
+    expect(res.status).toBe(400);
+    expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(res.json).toEqual({ jsonrpc: '2.0', id: null, error: { code: -32000, message: expect.stringContaining('the Mcp-Session-Id header is missing') } });
+  });
+
+  it('lists every method /mcp serves, OPTIONS included, in each Allow header it sends for /mcp', async () => {
+    const answers: Record<string, { status: number; allow: unknown }> = {};
+    for (const method of ['GET', 'HEAD', 'PUT', 'PATCH', 'TRACE', 'OPTIONS']) {
+      const res = await nodeHttp(server.url, { method, headers: authed(TOKEN) });
+      answers[method] = { status: res.status, allow: res.headers.allow };
+    }
+    const allow = 'POST, DELETE, OPTIONS';
+    expect(answers).toEqual({
+      GET: { status: 405, allow },
+      HEAD: { status: 405, allow },
+      PUT: { status: 405, allow },
+      PATCH: { status: 405, allow },
+      TRACE: { status: 405, allow },
+      OPTIONS: { status: 204, allow },
+    });
   });
 
   it('answers an OPTIONS preflight from an allowed Origin with 204 and CORS headers, without a token', async () => {

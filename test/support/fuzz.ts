@@ -524,7 +524,7 @@ export function generateCases(seed: number, count: number, t: FuzzTargets): Fuzz
       case '/mcp':
         if (m === 'OPTIONS') return [204];
         if (m === 'POST') return session === undefined ? [400] : session === t.session ? [200] : [404];
-        if (m === 'DELETE') return session === undefined ? [405] : [404];
+        if (m === 'DELETE') return session === undefined ? [400] : [404];
         return [405];
       case '/health':
         return m === 'GET' || m === 'HEAD' ? [200] : [405];
@@ -649,7 +649,7 @@ export function generateCases(seed: number, count: number, t: FuzzTargets): Fuzz
     let allowed: readonly number[];
     if (!valid) allowed = [401];
     else if (m === 'GET') allowed = [405];
-    else if (session === undefined) allowed = m === 'DELETE' ? [405] : [400];
+    else if (session === undefined) allowed = [400];
     else if (session === t.session) allowed = m === 'DELETE' ? [] : [200];
     else allowed = [404];
     const c = post('auth', `${m} ${valid ? 'valid' : 'bad'} authorization ${JSON.stringify(value?.slice(0, 24) ?? null)} session ${session === t.session ? 'own' : session === undefined ? 'none' : session === t.otherSession ? 'foreign' : 'bogus'}`, h, m === 'POST' ? json(rpc('ping', undefined, id)) : Buffer.alloc(0), allowed, {
@@ -946,7 +946,7 @@ export function generateCases(seed: number, count: number, t: FuzzTargets): Fuzz
       () => ({ ...post('session-ops', 'DELETE a bogus session', { ...auth, 'mcp-session-id': rng.pick(['bogus', 'a'.repeat(500), `${t.session}x`]) }, Buffer.alloc(0), [404]), method: 'DELETE' }),
       () => ({ ...post('session-ops', 'DELETE another credential’s session', { ...auth, 'mcp-session-id': t.otherSession }, Buffer.alloc(0), [404]), method: 'DELETE' }),
       () => ({ ...post('session-ops', 'DELETE with a wrong token', { authorization: `Bearer ${t.token}x`, 'mcp-session-id': t.session }, Buffer.alloc(0), [401], { challenge: true }), method: 'DELETE' }),
-      () => ({ ...post('session-ops', 'DELETE without a session id', { ...auth }, Buffer.alloc(0), [405]), method: 'DELETE' }),
+      () => ({ ...post('session-ops', 'DELETE without a session id', { ...auth }, Buffer.alloc(0), [400]), method: 'DELETE' }),
       () => post('session-ops', 'the other credential’s session with this token', inSession(t.otherSession), json(rpc('tools/list')), [404]),
       () => post('session-ops', 'this session with the other credential', { ...inSession(), authorization: `Bearer ${t.otherToken}` }, json(rpc('tools/list')), [404]),
     ];

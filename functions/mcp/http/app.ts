@@ -3,6 +3,8 @@ import type { Logger } from '../log';
 import { type BearerVerifier, withAuth } from './auth';
 import type { FetchHandler } from './context';
 import { jsonRpcError, RPC } from './json-rpc-error';
+import { MCP_ALLOW, mcpMethodNotAllowed } from './mcp-methods';
+import { isOAuthPath, noOAuthResponse } from './no-oauth';
 import { type OriginPolicy, withOriginChecks } from './origin';
 import { withErrorBoundary, withRequestLog } from './request-log';
 
@@ -20,14 +22,6 @@ export interface AppDeps {
   verifier: BearerVerifier | undefined;
   policy: OriginPolicy;
   logger: Logger;
-}
-
-/** The methods `/mcp` serves (the `Allow` header of its 405s). */
-export const MCP_ALLOW = 'POST, DELETE, OPTIONS';
-
-/** The message of the 405 for any other method on `/mcp`. */
-export function mcpMethodNotAllowed(method: string): string {
-  return `Method not allowed: ${method} /mcp; use POST (and DELETE to end a session)`;
 }
 
 /** Composes the app: error boundary → request log → router → (for /mcp) origin checks → auth → MCP lanes. */
@@ -61,6 +55,7 @@ export function createApp(deps: AppDeps): FetchHandler {
         await deps.preStop();
         return new Response('ok\n');
       default:
+        if (isOAuthPath(path)) return noOAuthResponse();
         return Response.json({ error: 'not_found', message: `No route for ${path}; the MCP endpoint is /mcp` }, { status: 404 });
     }
   };

@@ -55,7 +55,11 @@ export function withAuth(next: FetchHandler, verifier: BearerVerifier | undefine
       return next(req, ctx);
     }
     ctx.log.error_code = `auth_${result.reason}`;
-    const challenge = result.reason === 'missing' ? 'Bearer realm="mcp"' : 'Bearer realm="mcp", error="invalid_token"';
+    // No `resource_metadata`: there is no OAuth here, so no metadata document to point clients at.
+    const challenge =
+      result.reason === 'missing'
+        ? 'Bearer realm="mcp"'
+        : 'Bearer realm="mcp", error="invalid_token", error_description="The bearer token is not valid for this server"';
     const message =
       result.reason === 'missing'
         ? 'Unauthorized: send "Authorization: Bearer <token>" with a token from MCP_AUTH_TOKENS or MCP_AUTH_TOKEN_FILE'

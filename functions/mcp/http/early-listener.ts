@@ -19,8 +19,8 @@ import { type SignedIdCodec, toSessionTag } from '../sessions/session-id';
 import { ANONYMOUS_PRINCIPAL, type BearerVerifier } from './auth';
 import type { RequestBody, RequestLogFields } from './context';
 import { hasDuplicateHost, readBody, requestIdOf } from './node-listener';
-import { MCP_ALLOW, mcpMethodNotAllowed } from './app';
 import { RPC } from './json-rpc-error';
+import { MCP_ALLOW, mcpMethodNotAllowed } from './mcp-methods';
 import { isHostAllowed, type OriginPolicy } from './origin';
 import { logRequest } from './request-log';
 

@@ -1,5 +1,6 @@
 /** The `/health` body: status, version, protocol versions, backend readiness, counts. No secrets. */
 import type { AuthMode } from '../config';
+import { PROTOCOL_VERSIONS_BY_TRANSPORT } from '../protocol/versions';
 import type { BackendStatus } from '../sandbox/types';
 import { SERVER_INFO } from '../version';
 import type { HealthReport } from './app';
@@ -8,15 +9,21 @@ export interface HealthSources {
   backend: () => BackendStatus;
   counts: () => { sessions: number; sandboxes: number };
   authMode: AuthMode;
-  /** Protocol versions served, preferred first. */
+  /** Protocol versions `initialize` negotiates over HTTP, preferred first. */
   versions: readonly string[];
+  /** Every revision served, by transport, newest first. @default PROTOCOL_VERSIONS_BY_TRANSPORT */
+  byTransport?: Readonly<Record<string, readonly string[]>>;
   startedAtMs: number;
   /** @default Date.now */
   now?: () => number;
 }
 
 /** Creates the `/health` report builder. */
-export function createHealthReport({ backend, counts, authMode, versions, startedAtMs, now = Date.now }: HealthSources): () => HealthReport {
+export function createHealthReport({ backend, counts, authMode, versions, byTransport = PROTOCOL_VERSIONS_BY_TRANSPORT, startedAtMs, now = Date.now }: HealthSources): () => HealthReport {
+  // `supported`: every revision some transport serves; `transports`: which serves which; `preferred`: what
+  // `initialize` answers a version it does not serve with.
+  const transports = Object.fromEntries(Object.entries(byTransport).map(([name, list]) => [name, [...list]]));
+  const supported = [...new Set(Object.values(transports).flat())].sort().reverse();
   return () => {
     const status = backend();
     const { sessions, sandboxes } = counts();
@@ -24,7 +31,7 @@ export function createHealthReport({ backend, counts, authMode, versions, starte
       status: status.ready ? 'ok' : 'degraded',
       name: SERVER_INFO.name,
       version: SERVER_INFO.version,
-      protocol: { supported: [...versions], preferred: versions[0] },
+      protocol: { supported, preferred: versions[0], transports },
       // `detail`: what isolates sandboxes here (the local backend's hardening), or why none are run.
       backend: { name: status.backend, ready: status.ready, isolation: status.isolation, detail: status.detail, ...(status.limits === undefined ? {} : { limits: status.limits }) },
       auth: authMode,

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 
 import type { FetchHandler, RequestBody, RequestContext } from './context';
+import { MCP_ALLOW, targetsMcp } from './mcp-methods';
 
 export interface NodeListenerOptions {
   /** Header that carries the platform's request id (FC: `x-fc-request-id`). */
@@ -35,7 +36,7 @@ export function createNodeListener(handler: FetchHandler, options: NodeListenerO
     const requestId = requestIdOf(req, requestIdHeader);
     if (!WEB_METHODS.has(req.method ?? '')) {
       // TRACE and the like cannot even become a web Request (the Fetch spec forbids them).
-      res.writeHead(405, { 'content-type': 'application/json', allow: 'GET, POST, DELETE, OPTIONS' });
+      res.writeHead(405, { 'content-type': 'application/json', allow: targetsMcp(req.url) ? MCP_ALLOW : 'GET, POST, DELETE, OPTIONS' });
       res.end('{"error":"method_not_allowed","message":"Use POST (and DELETE to end a session)"}');
       return;
     }

@@ -1,6 +1,7 @@
 /** DNS-rebinding protection: `Origin` and `Host` checks (FACTS.md §2), and CORS for allowed browsers. */
 import type { FetchHandler } from './context';
 import { jsonRpcError, RPC } from './json-rpc-error';
+import { MCP_ALLOW } from './mcp-methods';
 
 const LOOPBACK_NAMES = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
 
@@ -71,8 +72,9 @@ export function withOriginChecks(next: FetchHandler, policy: OriginPolicy): Fetc
       });
     }
     if (req.method === 'OPTIONS') {
+      // CORS lets a browser send GET too, so that it reads the 405 instead of failing on CORS.
       const headers = new Headers({
-        allow: 'GET, POST, DELETE, OPTIONS',
+        allow: MCP_ALLOW,
         'access-control-allow-methods': 'GET, POST, DELETE, OPTIONS',
         'access-control-allow-headers': CORS_ALLOW_HEADERS,
         'access-control-max-age': '600',

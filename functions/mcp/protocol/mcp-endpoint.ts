@@ -33,8 +33,13 @@ export function createMcpEndpoint({ legacy, modern, maxBodyBytes, calls }: McpEn
   return async (req, ctx) => {
     if (req.method === 'DELETE') {
       if (req.headers.get('mcp-session-id') === null) {
-        // Only a 2025-era session can be deleted; the 2026-07-28 revision has no DELETE.
-        return jsonRpcError({ status: 405, code: RPC.SERVER_ERROR, message: 'Method not allowed: DELETE needs the Mcp-Session-Id of a session', headers: { allow: 'POST, DELETE' } });
+        // Only a 2025-era session can be deleted (the 2026-07-28 revision has none): the request lacks its id.
+        ctx.log.error_code = 'session_id_missing';
+        return jsonRpcError({
+          status: 400,
+          code: RPC.SERVER_ERROR,
+          message: 'Bad Request: the Mcp-Session-Id header is missing; DELETE ends the session it names (2026-07-28 clients have no session to end)',
+        });
       }
       return legacy.handleDelete(req, ctx);
     }

@@ -130,12 +130,13 @@ export interface ReadFileResult {
 
 /** Where a port in the sandbox can be reached from outside. */
 export interface PreviewInfo {
+  /** A URL that leads to the port (E2B's host for it; locally, a forwarder on the server's host or the port itself). */
   readonly url: string;
   /** Whether something accepts connections on the port right now (as far as can be seen). */
   readonly listening: boolean;
-  /** Whether the URL can be reached from outside the sandbox at all. */
+  /** Whether the URL opens from where the server's clients are. */
   readonly reachable: boolean;
-  /** What to do when it is not reachable. */
+  /** Where it does open, when not from there. */
   readonly note?: string;
 }
 
@@ -148,6 +149,8 @@ export interface BackgroundProcess {
   readonly state: 'running' | 'exited';
   /** Exit code once exited; `null` while running or when killed by a signal. */
   readonly exitCode: number | null;
+  /** The signal that ended it (`SIGKILL`); `null` while running, when it exited by itself, or when not known. */
+  readonly signal: NodeJS.Signals | null;
   /** Bytes of output written so far (stdout and stderr together). */
   readonly outputBytes: number;
 }

@@ -7,7 +7,7 @@ const Output = z.object({
   url: z.string(),
   port: z.number().int(),
   listening: z.boolean().describe('Something accepts connections on the port now.'),
-  reachable: z.boolean().describe('The URL can be reached from outside the sandbox.'),
+  reachable: z.boolean().describe('The URL opens from where the client is (false: note says where it does).'),
   note: z.string().nullable(),
 });
 
@@ -23,7 +23,7 @@ export const getPreviewUrlTool = defineTool({
     const sandbox = await ctx.sandbox.get();
     const preview = await sandbox.preview(port);
     const state = preview.listening ? 'something is listening there' : 'nothing is listening there yet';
-    const text = preview.reachable ? `${preview.url} (${state}).` : `${preview.url} is not reachable from outside: ${preview.note ?? ''}`;
+    const text = preview.reachable ? `${preview.url} (${state}).` : `${preview.url} (${state}) may not open where you are: ${preview.note ?? ''}`;
     return { text, structured: { url: preview.url, port, listening: preview.listening, reachable: preview.reachable, note: preview.note ?? null } };
   },
 });

@@ -24,6 +24,7 @@ const Process = z.object({
   started_at: z.string(),
   state: z.enum(['running', 'exited']),
   exit_code: z.number().int().nullable(),
+  signal: z.string().nullable().describe('The signal that ended it ("SIGKILL", "SIGTERM"…); null while it runs or when it exited by itself (then exit_code says how).'),
   output_bytes: z.number().int().describe('Bytes of output (stdout and stderr) written so far, kept or not.'),
 });
 
@@ -36,8 +37,17 @@ const Output = z.object({
     .optional(),
 });
 
-const toProcess = (p: BackgroundProcess) => ({ process_id: p.id, command: p.command, started_at: p.startedAt, state: p.state, exit_code: p.exitCode, output_bytes: p.outputBytes });
-const describe = (p: BackgroundProcess): string => `${p.id} ${p.state}${p.exitCode === null ? '' : ` (exit ${p.exitCode})`}, ${p.outputBytes} bytes of output: ${p.command}`;
+const toProcess = (p: BackgroundProcess) => ({
+  process_id: p.id,
+  command: p.command,
+  started_at: p.startedAt,
+  state: p.state,
+  exit_code: p.exitCode,
+  signal: p.signal,
+  output_bytes: p.outputBytes,
+});
+const ending = (p: BackgroundProcess): string => (p.exitCode !== null ? ` (exit ${p.exitCode})` : p.signal !== null ? ` (killed by ${p.signal})` : '');
+const describe = (p: BackgroundProcess): string => `${p.id} ${p.state}${ending(p)}, ${p.outputBytes} bytes of output: ${p.command}`;
 
 export const manageProcessTool = defineTool({
   name: 'manage_process',
@@ -73,7 +83,12 @@ export const manageProcessTool = defineTool({
       }
       case 'kill': {
         const process = await sandbox.signalBackground(id, args.signal);
-        const text = process.state === 'exited' ? `Sent ${args.signal}; ${describe(process)}.` : `Sent ${args.signal}; ${id} is still running (try SIGKILL).`;
+        const text =
+          process.state === 'running'
+            ? `Sent ${args.signal}; ${id} is still running (try SIGKILL).`
+            : process.signal !== null
+              ? `Sent ${args.signal}. Killed by ${process.signal}. ${describe(process)}.`
+              : `Sent ${args.signal}; ${describe(process)}.`;
         return { text, structured: { action: 'kill', process: toProcess(process) } };
       }
       case 'write_stdin': {

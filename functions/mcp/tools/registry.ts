@@ -4,6 +4,8 @@ import { z } from 'zod';
 
 import { isAppError } from '../errors';
 import type { Logger } from '../log';
+import { describeArgumentIssues } from './argument-errors';
+import { portableSchema } from './portable-schema';
 import { editFileTool } from './edit-file';
 import { getPreviewUrlTool } from './get-preview-url';
 import { listFilesTool } from './list-files';
@@ -38,7 +40,7 @@ export interface ToolCatalog {
 
 function toJsonSchema(schema: z.ZodType, io: 'input' | 'output'): Tool['inputSchema'] {
   const { $schema: _dialect, ...json } = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as Record<string, unknown>;
-  return { ...json, type: 'object' } as Tool['inputSchema'];
+  return { ...(portableSchema(json) as Record<string, unknown>), type: 'object' } as Tool['inputSchema'];
 }
 
 /** Builds the catalog (JSON schemas computed here, once). */
@@ -62,7 +64,8 @@ export function createToolCatalog(logger: Logger, tools: readonly ToolDefinition
       const parsed = tool.input.safeParse(args ?? {});
       if (!parsed.success) {
         // Spec 2025-11-25 (SEP-1303): input validation errors are tool execution errors, so the model can correct the call.
-        return { content: [{ type: 'text', text: `Invalid arguments for ${name}: ${z.prettifyError(parsed.error)}` }], isError: true };
+        const known = tool.input instanceof z.ZodObject ? Object.keys(tool.input.shape) : [];
+        return { content: [{ type: 'text', text: `Invalid arguments for ${name}: ${describeArgumentIssues(parsed.error.issues, args ?? {}, known)}` }], isError: true };
       }
       // A note about the sandbox itself (e.g. a fresh one replaced a lost one) leads the next result.
       const withNotice = (text: string): string => {

@@ -16,17 +16,29 @@ export function argumentText(what: string) {
     .refine((text) => Buffer.byteLength(text) <= MAX_ARG_BYTES, `${what} is longer than ${MAX_ARG_BYTES} bytes, the most Linux passes to a process; write it to a file with write_file and run that`);
 }
 
-/** Environment variables for a process: POSIX names only. */
-export const EnvSchema = z
-  .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'environment variable names are letters, digits and _'), argumentText('an environment variable value'))
-  .refine((env) => Object.keys(env).length <= 100, 'at most 100 environment variables')
-  .describe('Extra environment variables for this call.');
+/** A POSIX environment variable name. */
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
-/** A timeout argument in milliseconds; the server caps it at MCP_TOOL_TIMEOUT_MAX_S. */
+/**
+ * Environment variables for a process: POSIX names only. The names are checked by a refinement, not by a key
+ * schema, which JSON Schema would state as `propertyNames`, outside the portable subset (docs/tool-schemas.md);
+ * the description states the rule instead.
+ */
+export const EnvSchema = z
+  .record(z.string(), argumentText('an environment variable value'))
+  .superRefine((env, ctx) => {
+    for (const name of Object.keys(env)) {
+      if (!ENV_NAME.test(name)) ctx.addIssue({ code: 'custom', message: 'environment variable names are letters, digits and _, and do not start with a digit', path: [name] });
+    }
+  })
+  .refine((env) => Object.keys(env).length <= 100, 'at most 100 environment variables')
+  .describe('Extra environment variables for this call (names: letters, digits and _, not starting with a digit).');
+
+/** A timeout argument in milliseconds; the server caps it at MCP_TOOL_TIMEOUT_MAX_S. At least 1 (not "positive", whose `exclusiveMinimum` is outside the portable subset). */
 export const TimeoutSchema = z
   .number()
   .int()
-  .positive()
+  .min(1)
   .describe('Wall-clock limit in milliseconds (default 60000; capped by the server maximum).');
 
 /** A path argument: relative to the working directory, or absolute under it. */

@@ -1,29 +1,10 @@
 /** Every tool on the E2B backend (SDK stub): same schemas and result shapes as locally, and the same error rules. */
 import * as e2b from 'e2b';
 
-import { SILENT_LOGGER } from '../../../functions/mcp/log';
-import { createLazySandbox } from '../../../functions/mcp/sandbox/lazy-sandbox';
-import { createToolCatalog, TOOLS } from '../../../functions/mcp/tools';
-import type { ToolContext } from '../../../functions/mcp/tools';
-import { createFakeClock } from '../../support/fake-clock';
-import { createStubProvider, StubSdk } from '../../support/e2b-stub';
+import { TOOLS } from '../../../functions/mcp/tools';
+import { createStubCatalog } from '../../support/stub-catalog';
 
-function setup() {
-  const clock = createFakeClock();
-  const sdk = new StubSdk(clock);
-  const provider = createStubProvider(sdk, clock, 600_000);
-  const sandbox = createLazySandbox(provider, { sessionKey: 's', principal: 'p' });
-  const ctx: ToolContext = {
-    sandbox,
-    backend: () => provider.status(),
-    expiresAt: () => new Date(clock.now() + 600_000),
-    signal: new AbortController().signal,
-    timeoutMs: (requested) => Math.min(requested ?? 60_000, 300_000),
-  };
-  const catalog = createToolCatalog(SILENT_LOGGER);
-  const call = (name: string, args: Record<string, unknown> = {}) => catalog.call(name, args, ctx);
-  return { sdk, call };
-}
+const setup = createStubCatalog;
 
 const outputSchema = (name: string) => {
   const tool = TOOLS.find((t) => t.name === name);

@@ -31,6 +31,7 @@ interface Entry {
   /** Settles once the script has ended (the command exited and its output is written). */
   readonly ended: Promise<void>;
   exitCode: number | null;
+  signal: NodeJS.Signals | null;
   exited: boolean;
 }
 
@@ -75,7 +76,7 @@ export class E2BBackgroundProcesses {
       () => this.recordExit(id),
       async (err: unknown) => (err instanceof this.errors.CommandExitError ? this.recordExit(id) : undefined),
     );
-    const entry: Entry = { id, command, startedAt: new Date(this.clock.now()).toISOString(), handle, ended, exitCode: null, exited: false };
+    const entry: Entry = { id, command, startedAt: new Date(this.clock.now()).toISOString(), handle, ended, exitCode: null, signal: null, exited: false };
     this.entries.set(id, entry);
     return this.describe(entry, { totalBytes: 0, droppedBytes: 0 });
   }
@@ -93,7 +94,8 @@ export class E2BBackgroundProcesses {
           command: '(started by an earlier server instance)',
           startedAt: '',
           state: status === undefined ? 'running' : 'exited',
-          exitCode: status ?? null,
+          exitCode: status?.code ?? null,
+          signal: status?.signal ?? null,
           outputBytes: extentOfSegments(logs.get(id) ?? []).totalBytes,
         };
       }),
@@ -142,15 +144,17 @@ export class E2BBackgroundProcesses {
     const entry = this.entries.get(id);
     const status = await this.statusOf(id);
     if (entry === undefined) return;
-    entry.exitCode = status ?? null;
+    entry.exitCode = status?.code ?? null;
+    entry.signal = status?.signal ?? null;
     entry.exited = true;
   }
 
   /**
-   * The exit code of a finished process: `null` when it died of the signal we sent (or of any other signal
-   * that left no status); `undefined` while it runs.
+   * How a finished process ended: its exit code, or (code `null`) the signal we sent when that is what ended
+   * it (the shell's status 128 + its number); `undefined` while it runs. A status above 128 that no signal of
+   * ours explains is reported as the exit code it is (the shell cannot tell it from a signal sent by others).
    */
-  private async statusOf(id: string): Promise<number | null | undefined> {
+  private async statusOf(id: string): Promise<{ code: number | null; signal: NodeJS.Signals | null } | undefined> {
     const read = (suffix: string): Promise<string | undefined> =>
       this.api.readFile(`${LOG_DIR}/${id}.${suffix}`).then(
         (bytes) => Buffer.from(bytes).toString().trim(),
@@ -159,7 +163,8 @@ export class E2BBackgroundProcesses {
     const [status, sent] = await Promise.all([read('exit'), read('signal')]);
     if (status === undefined || !/^\d+$/.test(status)) return undefined;
     const code = Number(status);
-    return sent !== undefined && code === 128 + Number(sent) ? null : code;
+    const signal = sent === undefined || code !== 128 + Number(sent) ? undefined : signalName(Number(sent));
+    return signal === undefined ? { code, signal: null } : { code: null, signal };
   }
 
   /** The log segments in the sandbox, by process id. */
@@ -187,11 +192,24 @@ export class E2BBackgroundProcesses {
   }
 
   private describe(entry: Entry, extent: LogExtent): BackgroundProcess {
-    return { id: entry.id, command: entry.command, startedAt: entry.startedAt, state: entry.exited ? 'exited' : 'running', exitCode: entry.exitCode, outputBytes: extent.totalBytes };
+    return {
+      id: entry.id,
+      command: entry.command,
+      startedAt: entry.startedAt,
+      state: entry.exited ? 'exited' : 'running',
+      exitCode: entry.exitCode,
+      signal: entry.signal,
+      outputBytes: extent.totalBytes,
+    };
   }
 }
 
 const SIGNALS: Partial<Record<NodeJS.Signals, number>> = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGKILL: 9, SIGUSR1: 10, SIGUSR2: 12, SIGTERM: 15, SIGCONT: 18, SIGSTOP: 19 };
+
+/** The name of Linux signal `number`, among those this server sends. */
+function signalName(number: number): NodeJS.Signals | undefined {
+  return (Object.keys(SIGNALS) as NodeJS.Signals[]).find((name) => SIGNALS[name] === number);
+}
 
 /** The Linux number of `signal` (the sandbox is Linux whatever this server runs on). */
 function signalNumber(signal: NodeJS.Signals): number {

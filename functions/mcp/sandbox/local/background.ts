@@ -22,6 +22,8 @@ interface Entry {
   readonly child: SandboxProcess;
   readonly log: ProcessLog;
   exitCode: number | null;
+  /** The signal that ended it, once exited (null when it exited by itself). */
+  signal: NodeJS.Signals | null;
   /** True once the process exited and all its output is in the log. */
   exited: boolean;
   /** Settles when `exited` turns true. */
@@ -48,12 +50,13 @@ export class LocalBackgroundProcesses {
     child.stderr.on('data', (chunk: Buffer) => void log.append(chunk));
     child.stdin?.on('error', () => undefined);
     // Exited only once everything it wrote is in the log: its byte count is final when it says "exited".
-    const done = new Promise<number | null>((resolve) => child.once('close', resolve)).then(async (code) => {
+    const done = new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.once('close', (code, signal) => resolve([code, signal]))).then(async ([code, signal]) => {
       await log.flushed();
       entry.exitCode = code;
+      entry.signal = code === null ? signal : null;
       entry.exited = true;
     });
-    const entry: Entry = { id, command, startedAt: new Date().toISOString(), child, log, exitCode: null, exited: false, done };
+    const entry: Entry = { id, command, startedAt: new Date().toISOString(), child, log, exitCode: null, signal: null, exited: false, done };
     await new Promise<void>((resolve, reject) => {
       child.once('spawn', resolve);
       child.once('error', (err) => reject(toSpawnError(err)));
@@ -75,6 +78,7 @@ export class LocalBackgroundProcesses {
         startedAt: '',
         state: 'exited' as const,
         exitCode: null,
+        signal: null,
         outputBytes: extentOfSegments(logs.get(id) ?? []).totalBytes,
       }));
     return [...left, ...mine].sort((a, b) => Number(a.id.slice(1)) - Number(b.id.slice(1)));
@@ -135,6 +139,7 @@ export class LocalBackgroundProcesses {
       startedAt: entry.startedAt,
       state: entry.exited ? 'exited' : 'running',
       exitCode: entry.exitCode,
+      signal: entry.signal,
       outputBytes: entry.log.totalBytes,
     };
   }

@@ -29,6 +29,7 @@ import { findProgram } from './find-program';
 import { isListening, killUserProcesses } from './host-processes';
 import { KERNEL_SOURCE } from './kernel-source';
 import { buildLaunch, type BwrapHardening, type HostTools, type ProcessLimits, toBaseEnv } from './launch';
+import { PreviewForwarder, PreviewPortsBusy } from './preview-forwarder';
 import { PythonKernel } from './python-kernel';
 import { outOfMemoryIf } from './resource-limits';
 import { runProcess } from './run-process';
@@ -59,6 +60,18 @@ export interface LocalSandboxOptions {
   cgroup?: SandboxCgroup;
   /** The sandbox's memory limit, reported when the kernel kills a process of it for want of memory. */
   memoryLimitBytes: number;
+  /** Where previews of a sandbox with its own network are served (preview-forwarder.ts). */
+  preview: PreviewSettings;
+}
+
+export interface PreviewSettings {
+  /** The address the forwarders listen on (LOCAL_SANDBOX_PREVIEW_HOST). */
+  readonly host: string;
+  /**
+   * Whether the server's clients reach that address: it is public on purpose, or the server itself listens
+   * only on loopback (its clients are on this host).
+   */
+  readonly reachable: boolean;
 }
 
 /** Interpreters for the stateless languages: program name and file extension. */
@@ -87,6 +100,8 @@ export class LocalSandbox implements Sandbox {
   /** Starts every process of the sandbox (started with the first one; again if it went). */
   private supervisor: Promise<Supervisor> | undefined;
   private readonly background: LocalBackgroundProcesses;
+  /** Preview listeners on the host, when the sandbox has a network of its own. */
+  private readonly forwarder: PreviewForwarder | undefined;
   /** Set until the first Python run after a re-attach, which then reports the earlier state as lost. */
   private stateLostOnResume: boolean;
 
@@ -95,6 +110,8 @@ export class LocalSandbox implements Sandbox {
     this.stateLostOnResume = options.resumed;
     // Logs live beside the workspace, where the sandbox user cannot rewrite them.
     this.background = new LocalBackgroundProcesses(join(options.workspace.dir, 'processes'));
+    this.forwarder =
+      options.isolation === 'bwrap' && !options.allowNetwork ? new PreviewForwarder({ host: options.preview.host, supervisor: () => this.runningSupervisor() }) : undefined;
   }
 
   info(): SandboxInfo {
@@ -234,18 +251,29 @@ export class LocalSandbox implements Sandbox {
 
   async preview(port: number): Promise<PreviewInfo> {
     this.assertAlive();
-    const url = `http://127.0.0.1:${port}`;
-    const { isolation, allowNetwork } = this.options;
-    if (isolation === 'bwrap' && !allowNetwork) {
-      // The sandbox's own network: only its processes reach it, so only they can say whether the port listens.
-      const supervisor = this.supervisor === undefined ? undefined : await this.supervisor.catch(() => undefined);
+    if (this.forwarder !== undefined) {
+      // The sandbox's own network: only its processes reach the port, so only they can say whether it listens,
+      // and the URL is a forwarder's on the host, whose connections its supervisor carries in.
+      const supervisor = await this.runningSupervisor();
+      const listening = supervisor === undefined ? false : await supervisor.probe(port);
+      const { host, reachable } = this.options.preview;
+      const url = await this.forwarder.open(port).catch((err: unknown) => {
+        if (this.isGone()) throw new AppError('sandbox_error', 'This sandbox has been shut down; the next call starts a new one.');
+        if (err instanceof PreviewPortsBusy) {
+          throw new AppError('sandbox_error', `This sandbox already previews ${err.maxPorts} ports, each with connections open: close those connections, and the least recently asked-for port makes room.`);
+        }
+        throw new AppError('sandbox_error', `Could not open a preview port on ${host} (${toErrnoCode(err) ?? 'error'}; LOCAL_SANDBOX_PREVIEW_HOST).`, { cause: err });
+      });
+      if (reachable) return { url, listening, reachable };
+      const hostPort = new URL(url).port;
       return {
         url,
-        listening: supervisor?.alive === true ? await supervisor.probe(port) : false,
+        listening,
         reachable: false,
-        note: `The sandbox has its own network: its commands reach this port (e.g. curl ${url}), other hosts cannot. The operator can set LOCAL_SANDBOX_NETWORK=on to share the host network.`,
+        note: `It listens on the server's host only (${host}), and this server's clients are elsewhere: open it on that host, or forward it to your machine (e.g. ssh -L ${hostPort}:${host}:${hostPort} <server>). The operator can serve previews on an address clients reach with LOCAL_SANDBOX_PREVIEW_HOST and LOCAL_SANDBOX_PREVIEW_PUBLIC=on (no auth on those ports).`,
       };
     }
+    const url = `http://127.0.0.1:${port}`;
     return { url, listening: await isListening(port), reachable: true };
   }
 
@@ -262,6 +290,7 @@ export class LocalSandbox implements Sandbox {
   private async stopProcesses(): Promise<void> {
     if (this.lifetime.signal.aborted) return;
     this.lifetime.abort();
+    this.forwarder?.close();
     this.background.stopAll();
     const kernel = this.kernel;
     this.kernel = undefined;
@@ -294,6 +323,12 @@ export class LocalSandbox implements Sandbox {
 
   private callSignal(signal: AbortSignal | undefined): AbortSignal {
     return signal === undefined ? this.lifetime.signal : AbortSignal.any([signal, this.lifetime.signal]);
+  }
+
+  /** The supervisor while one runs; never starts one. */
+  private async runningSupervisor(): Promise<Supervisor | undefined> {
+    const supervisor = await this.supervisor?.catch(() => undefined);
+    return supervisor?.alive === true ? supervisor : undefined;
   }
 
   /**

@@ -3,7 +3,7 @@ import { realpath, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 
 import { type Clock, SYSTEM_CLOCK } from '../../clock';
-import type { LocalSandboxConfig } from '../../config';
+import { isLoopbackHost, type LocalSandboxConfig } from '../../config';
 import { AppError } from '../../errors';
 import type { Logger } from '../../log';
 import type { BackendStatus, Sandbox, SandboxLimits, SandboxOwner, SandboxProvider } from '../types';
@@ -12,6 +12,7 @@ import { findHostTools, probeBwrap } from './host-tools';
 import { type BwrapHardening, DEFAULT_PROCESS_LIMITS, type HostTools, NO_HARDENING, type ProcessLimits } from './launch';
 import { LocalSandbox } from './local-sandbox';
 import { heldLimits, limitSettings, logLimits, processLimitsFor } from './resource-limits';
+import { workspaceSandboxId } from './sandbox-id';
 import { PROBE_UID } from './sandbox-users';
 import { seccompProgram } from './seccomp';
 import { hasTombstone, writeTombstone } from '../tombstones';
@@ -69,6 +70,9 @@ export function createLocalSandboxProvider({
   let cgroups: SandboxCgroups | undefined;
   let cgroupsProbed = false;
   const rlimits = { prlimit: tools.prlimit !== undefined, ownUsers: dropPrivileges };
+  // Previews on loopback reach clients only when the server's own clients are on this host too.
+  const previewHost = config.previewHost ?? '127.0.0.1';
+  const preview = { host: previewHost, reachable: !isLoopbackHost(previewHost) || !config.exposed };
   const findCgroups = async (): Promise<void> => {
     const probed = await probeCgroups({ root: config.root, limits: settings }).catch((err: unknown) => ({ cgroups: undefined, problems: [String(err)] }));
     cgroups = probed.cgroups;
@@ -156,17 +160,23 @@ export function createLocalSandboxProvider({
 
   const make = async (sessionKey: string, resumed: boolean): Promise<Sandbox> => {
     const mode = isolation === 'bwrap' ? 'bwrap' : 'none';
-    const workspace = await createWorkspace({ root: config.root, sessionKey, virtualHome: mode === 'bwrap', sandboxUser: dropPrivileges, diskBytes: disks.limitBytes }).catch((err: unknown) => {
+    const opened = async () => {
+      const workspace = await createWorkspace({ root: config.root, sessionKey, virtualHome: mode === 'bwrap', sandboxUser: dropPrivileges, diskBytes: disks.limitBytes });
+      // A new workspace (a new session, or a reset) gets a new id; one opened again keeps its own.
+      return { workspace, id: await workspaceSandboxId(workspace.dir) };
+    };
+    const { workspace, id } = await opened().catch((err: unknown) => {
       throw new AppError('sandbox_error', `Could not create the sandbox workspace under LOCAL_SANDBOX_ROOT (${config.root}).`, { cause: err });
     });
     return new LocalSandbox({
-      id: `local-${toWorkspaceName(sessionKey).slice(-16)}`,
+      id,
       workspace,
       isolation: mode,
       tools,
       limits: processLimitsFor(limits, settings, cgroups),
       cgroup: cgroups?.forSandbox(toWorkspaceName(sessionKey)),
       memoryLimitBytes: settings.memoryBytes,
+      preview,
       allowNetwork: config.allowNetwork,
       hiddenPaths,
       hardening,

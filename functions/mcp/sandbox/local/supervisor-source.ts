@@ -10,14 +10,24 @@
  * fd 0 or 3), EOF (close that fd), SIGNAL (a signal number, to the process's group), PROBE (a TCP port). Out:
  * SPAWNED (JSON {pid} or {error, message}), DATA and EOF (its fd 1, 2 or 3), EXIT (JSON {code, signal}, sent
  * once the process exited and its output was read, or PIPE_DRAIN_S after), PROBED ("1" when something accepts).
+ *
+ * Streams (a preview's forwarded connections, preview-forwarder.ts): CONNECT (a TCP port) opens a socket to
+ * 127.0.0.1 there, in the sandbox's own network, answered by CONNECTED (empty, or an errno name). Then DATA and
+ * EOF (fd 0) go both ways, ACK (a byte count) says how many bytes the other side passed on, and CLOSE ends the
+ * stream at once. No more than WINDOW bytes a side has not acknowledged are ever sent, each way; the socket is
+ * not read while that many are out, so a slow reader on the host holds the sandbox's sender, not memory.
+ * See supervisor-frames.ts for the kinds and the window.
  */
 export const SUPERVISOR_SOURCE = String.raw`
 import errno, json, os, selectors, signal, socket, struct, subprocess, time
 
 SPAWN, DATA, EOF, SIGNAL, PROBE, SPAWNED, EXIT, PROBED = 1, 2, 3, 4, 5, 6, 7, 8
+CONNECT, CONNECTED, ACK, CLOSE = 9, 10, 11, 12
 HEADER = struct.Struct(">IBIB")
 PIPE_DRAIN_S = 1.0
 CHUNK = 65536
+WINDOW = 262144
+CONNECT_S = 10.0
 
 # fd 3 is where a spawned process finds its channel: /dev/null holds it between spawns, so nothing else is
 # opened there, and HOLD puts it back after each.
@@ -38,6 +48,7 @@ sel = selectors.DefaultSelector()
 procs = {}
 by_pid = {}
 probes = []
+streams = {}
 wake_r, wake_w = os.pipe()
 os.set_blocking(wake_r, False)
 os.set_blocking(wake_w, False)
@@ -227,6 +238,148 @@ def probe_done(entry, ok):
     entry[1].close()
     send(PROBED, entry[0], 0, b"1" if ok else b"0")
 
+class Stream:
+    def __init__(self, key, sock):
+        self.key = key
+        self.sock = sock
+        # Until connected: when to give up.
+        self.deadline = time.monotonic() + CONNECT_S
+        # From the server, not yet written to the socket (at most WINDOW: the server keeps to it).
+        self.pending = bytearray()
+        # Sent to the server, not yet acknowledged.
+        self.unacked = 0
+        self.eof_in = False
+        self.eof_out = False
+        self.shut = False
+        self.mask = 0
+
+def errname(code):
+    return errno.errorcode.get(code, "EIO").encode()
+
+def connect(key, port):
+    if key in streams or key in procs:
+        return
+    if not 0 < port < 65536:
+        send(CONNECTED, key, 0, b"EINVAL")
+        return
+    try:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    except OSError as e:
+        send(CONNECTED, key, 0, errname(e.errno))
+        return
+    sock.setblocking(False)
+    code = sock.connect_ex(("127.0.0.1", port))
+    if code not in (0, errno.EINPROGRESS):
+        sock.close()
+        send(CONNECTED, key, 0, errname(code))
+        return
+    s = Stream(key, sock)
+    streams[key] = s
+    watch(s)
+
+def watch(s):
+    # Written to while connecting or holding bytes; read while the server may take more.
+    mask = 0
+    if s.deadline is not None or s.pending:
+        mask |= selectors.EVENT_WRITE
+    if s.deadline is None and not s.eof_out and s.unacked < WINDOW:
+        mask |= selectors.EVENT_READ
+    if mask == s.mask:
+        return
+    if not s.mask:
+        sel.register(s.sock, mask, ("s", s, 0))
+    elif not mask:
+        sel.unregister(s.sock)
+    else:
+        sel.modify(s.sock, mask, ("s", s, 0))
+    s.mask = mask
+
+def drop(s):
+    streams.pop(s.key, None)
+    if s.mask:
+        sel.unregister(s.sock)
+        s.mask = 0
+    s.sock.close()
+
+def abort(s):
+    drop(s)
+    send(CLOSE, s.key, 0)
+
+def settle(s):
+    if s.key not in streams:
+        return
+    if s.eof_out and s.shut:
+        drop(s)
+    else:
+        watch(s)
+
+def on_stream(s, events):
+    if s.deadline is not None:
+        code = s.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        if code:
+            drop(s)
+            send(CONNECTED, s.key, 0, errname(code))
+            return
+        s.deadline = None
+        send(CONNECTED, s.key, 0)
+        stream_flush(s)
+        return
+    if events & selectors.EVENT_WRITE:
+        stream_flush(s)
+    if events & selectors.EVENT_READ and streams.get(s.key) is s:
+        stream_read(s)
+
+def stream_flush(s):
+    if s.pending:
+        try:
+            n = s.sock.send(s.pending)
+        except BlockingIOError:
+            n = 0
+        except OSError:
+            abort(s)
+            return
+        if n:
+            del s.pending[:n]
+            send(ACK, s.key, 0, str(n).encode())
+    if not s.pending and s.eof_in and not s.shut:
+        s.shut = True
+        try:
+            s.sock.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+    settle(s)
+
+def stream_read(s):
+    try:
+        data = s.sock.recv(min(CHUNK, WINDOW - s.unacked))
+    except BlockingIOError:
+        return
+    except OSError:
+        abort(s)
+        return
+    if data:
+        s.unacked += len(data)
+        send(DATA, s.key, 0, data)
+    else:
+        s.eof_out = True
+        send(EOF, s.key, 0)
+    settle(s)
+
+def on_stream_frame(s, kind, payload):
+    if kind == DATA and not s.eof_in:
+        s.pending += payload
+        if s.deadline is None:
+            stream_flush(s)
+    elif kind == EOF:
+        s.eof_in = True
+        if s.deadline is None:
+            stream_flush(s)
+    elif kind == ACK:
+        s.unacked = max(0, s.unacked - int(payload))
+        watch(s)
+    elif kind == CLOSE:
+        drop(s)
+
 def handle(kind, key, fd, payload):
     try:
         dispatch(kind, key, fd, payload)
@@ -235,6 +388,10 @@ def handle(kind, key, fd, payload):
             send(SPAWNED, key, 0, json.dumps({"error": "EINVAL", "message": str(e)}).encode())
 
 def dispatch(kind, key, fd, payload):
+    stream = streams.get(key)
+    if stream is not None and kind in (DATA, EOF, ACK, CLOSE):
+        on_stream_frame(stream, kind, payload)
+        return
     proc = procs.get(key)
     if kind == SPAWN:
         if proc is None:
@@ -252,6 +409,8 @@ def dispatch(kind, key, fd, payload):
             pass
     elif kind == PROBE:
         probe(key, int(payload))
+    elif kind == CONNECT:
+        connect(key, int(payload))
 
 os.set_blocking(0, False)
 sel.register(0, selectors.EVENT_READ, ("in", None, 0))
@@ -261,8 +420,9 @@ send(SPAWNED, 0, 0, b'{"ready":true}')
 while True:
     now = time.monotonic()
     deadlines = [p.drain_until for p in procs.values() if p.drain_until is not None] + [e[2] for e in probes]
+    deadlines += [s.deadline for s in streams.values() if s.deadline is not None]
     timeout = max(0.0, min(deadlines) - now) if deadlines else None
-    for key, _ in sel.select(timeout):
+    for key, events in sel.select(timeout):
         role, proc, fd = key.data
         if role == "in":
             try:
@@ -292,6 +452,10 @@ while True:
             flush(proc, fd)
         elif role == "p":
             probe_done(proc, proc[1].getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0)
+        elif role == "s":
+            # Dropped by an earlier event of this round (a CLOSE from the server): its socket is gone.
+            if streams.get(proc.key) is proc:
+                on_stream(proc, events)
     now = time.monotonic()
     for p in list(procs.values()):
         if p.drain_until is not None and now >= p.drain_until:
@@ -299,4 +463,8 @@ while True:
     for e in list(probes):
         if now >= e[2]:
             probe_done(e, False)
+    for s in list(streams.values()):
+        if s.deadline is not None and now >= s.deadline:
+            drop(s)
+            send(CONNECTED, s.key, 0, b"ETIMEDOUT")
 `;

@@ -2,8 +2,9 @@
  * A sandbox's supervisor, from the server's side: the one process started through the launcher (cgroups,
  * rlimits, the sandbox's user, bubblewrap), which then starts each process of the sandbox (commands,
  * background processes, scripts, the Python kernel) with a fork inside it, and relays their descriptors
- * over its stdin/stdout (supervisor-source.ts has the frames). Everything it says comes from inside the
- * sandbox: frames are bounded and checked, and a supervisor that misbehaves is killed.
+ * over its stdin/stdout (supervisor-source.ts has the frames), and carries a preview's connections into the
+ * sandbox's network (supervisor-streams.ts). Everything it says comes from inside the sandbox: frames are
+ * bounded and checked, and a supervisor that misbehaves is killed.
  */
 import type { ChildProcess } from 'node:child_process';
 import { EventEmitter } from 'node:events';
@@ -13,21 +14,15 @@ import { constants as osConstants } from 'node:os';
 import { AppError } from '../../errors';
 import type { LaunchSpec } from './launch';
 import { signalGroup, spawnGroup, startFailureDetail, toSpawnError } from './process-group';
+import { encodeFrame, HEADER_BYTES, Kind, MAX_FRAME_BYTES } from './supervisor-frames';
+import { type SandboxStream, StreamTable } from './supervisor-streams';
 
-const enum Kind {
-  Spawn = 1,
-  Data = 2,
-  Eof = 3,
-  Signal = 4,
-  Probe = 5,
-  Spawned = 6,
-  Exit = 7,
-  Probed = 8,
-}
-
-const HEADER_BYTES = 10;
-/** The supervisor reads 64 KiB at a time; anything far larger is not a frame it wrote. */
-const MAX_FRAME_BYTES = 1024 * 1024;
+/**
+ * Bytes queued for the supervisor's stdin past which streams hold what they would send (it is not reading:
+ * stopped, or taken over); a stream's window alone would not bound this, since the supervisor says how much it
+ * took.
+ */
+const MAX_STDIN_BACKLOG_BYTES = 1024 * 1024;
 /** Time for the supervisor to start and say it is ready. */
 const START_TIMEOUT_MS = 15_000;
 /** Time between SIGTERM and SIGKILL for a process group. */
@@ -184,6 +179,7 @@ export class SandboxProcess extends EventEmitter {
 export class Supervisor {
   private readonly processes = new Map<number, SandboxProcess>();
   private readonly probes = new Map<number, (listening: boolean) => void>();
+  private readonly streams: StreamTable;
   private nextKey = 1;
   private pending: Buffer[] = [];
   private gone = false;
@@ -196,8 +192,15 @@ export class Supervisor {
     readonly unresponsiveMs: number,
     private readonly idleMs: number,
   ) {
+    this.streams = new StreamTable({
+      send: (kind, key, fd, payload) => this.send(kind, key, fd, payload),
+      backlogged: () => (child.stdin?.writableLength ?? 0) > MAX_STDIN_BACKLOG_BYTES,
+      misbehaved: () => this.kill(),
+      settled: () => this.touch(),
+    });
     child.stdout?.on('data', (chunk: Buffer) => this.read(chunk));
     child.stdin?.on('error', () => undefined);
+    child.stdin?.on('drain', () => this.streams.drained());
     child.once('exit', () => this.end());
     child.once('error', () => this.end());
   }
@@ -250,7 +253,7 @@ export class Supervisor {
 
   /** About to be used: the idle countdown starts again (a spawn after a few awaits finds it still there). */
   touch(): void {
-    if (!this.gone && this.processes.size === 0) this.idleFromNow();
+    if (!this.gone && this.processes.size === 0 && this.streams.size === 0) this.idleFromNow();
   }
 
   /** Starts a process; listen for `spawn` or `error` on it. */
@@ -277,6 +280,18 @@ export class Supervisor {
     });
   }
 
+  /**
+   * Opens a TCP connection to 127.0.0.1:`port` inside the sandbox, carried by the supervisor (a preview's
+   * forwarded connection); listen for `connect` or `refused` on it. An open stream keeps the supervisor from
+   * going idle.
+   */
+  connect(port: number): SandboxStream {
+    const stream = this.streams.open(this.nextKey++, port);
+    if (this.gone) queueMicrotask(() => this.streams.endAll());
+    else clearTimeout(this.idleTimer);
+    return stream;
+  }
+
   /** Kills the supervisor and, with it, every process of the sandbox it started. */
   kill(): void {
     if (this.child.pid !== undefined) signalGroup(this.child.pid, 'SIGKILL');
@@ -290,14 +305,9 @@ export class Supervisor {
   }
 
   /** @internal A frame to the supervisor. */
-  send(kind: Kind, key: number, fd: number, payload: Buffer = Buffer.alloc(0)): void {
+  send(kind: number, key: number, fd: number, payload?: Buffer): void {
     if (this.gone) return;
-    const header = Buffer.alloc(HEADER_BYTES);
-    header.writeUInt32BE(payload.length, 0);
-    header.writeUInt8(kind, 4);
-    header.writeUInt32BE(key, 5);
-    header.writeUInt8(fd, 9);
-    this.child.stdin?.write(payload.length === 0 ? header : Buffer.concat([header, payload]));
+    this.child.stdin?.write(encodeFrame(kind, key, fd, payload));
   }
 
   private read(chunk: Buffer): void {
@@ -311,6 +321,8 @@ export class Supervisor {
       }
       if (buffer.length < HEADER_BYTES + size) break;
       this.frame(buffer.readUInt8(4), buffer.readUInt32BE(5), buffer.readUInt8(9), buffer.subarray(HEADER_BYTES, HEADER_BYTES + size));
+      // A frame that broke a rule killed it: nothing after it counts.
+      if (this.gone) return;
       buffer = buffer.subarray(HEADER_BYTES + size);
     }
     this.pending = buffer.length === 0 ? [] : [buffer];
@@ -327,6 +339,7 @@ export class Supervisor {
       this.readyListener?.();
       return;
     }
+    if (this.streams.receive(kind, key, payload)) return;
     const proc = this.processes.get(key);
     if (proc === undefined) return;
     if (kind === Kind.Data) proc.deliver(fd, Buffer.from(payload));
@@ -363,7 +376,7 @@ export class Supervisor {
   private idleFromNow(): void {
     clearTimeout(this.idleTimer);
     this.idleTimer = setTimeout(() => {
-      if (this.processes.size === 0) this.kill();
+      if (this.processes.size === 0 && this.streams.size === 0) this.kill();
     }, this.idleMs);
     this.idleTimer.unref();
   }
@@ -379,6 +392,7 @@ export class Supervisor {
     this.processes.clear();
     for (const resolve of this.probes.values()) resolve(false);
     this.probes.clear();
+    this.streams.endAll();
     for (const listener of this.goneListeners.splice(0)) listener();
   }
 }

@@ -1,7 +1,8 @@
 /**
  * A sandbox's supervisor (supervisor.ts and its Python side), run straight on the host: what a process
- * started through it sees and reports, groups and signals, failures to start, the channel, port probes, and
- * a supervisor that misbehaves or dies.
+ * started through it sees and reports, groups and signals, failures to start, the channel, port probes,
+ * streams to ports (a preview's connections; the forwarder itself: preview-forwarder.test.ts), and a
+ * supervisor that misbehaves or dies.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
@@ -9,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { type SandboxProcess, Supervisor } from '../../../../functions/mcp/sandbox/local/supervisor';
+import type { SandboxStream } from '../../../../functions/mcp/sandbox/local/supervisor-streams';
 import { listProcesses, markedSleep, pollUntil, processesWithCmdline, SETTLE_MS, waitUntilGone } from '../../../support/processes';
 import { HOST_PATH, startHostSupervisor } from '../../../support/supervisor';
 
@@ -128,6 +130,41 @@ it('probes ports from where the processes are', async () => {
   expect(await supervisor.probe(port)).toBe(false);
 });
 
+/**
+ * What a stream went through until `close`: its events in order, and the bytes it carried out (acknowledged as
+ * they come, unless `acknowledge` is false: a reader that never keeps up).
+ */
+function streamed(stream: SandboxStream, acknowledge = true): Promise<{ events: string[]; data: string }> {
+  const events: string[] = [];
+  let data = '';
+  stream.on('connect', () => events.push('connect'));
+  stream.on('refused', (code: string) => events.push(`refused ${code}`));
+  stream.on('data', (chunk: Buffer) => {
+    data += chunk.toString();
+    if (acknowledge) stream.consumed(chunk.length);
+  });
+  stream.on('end', () => events.push('end'));
+  return new Promise((resolve) => stream.once('close', () => resolve({ events: [...events, 'close'], data })));
+}
+
+it('carries a stream to a port where the processes are, both ways, and refuses one where nothing listens', async () => {
+  const server: Server = createServer({ allowHalfOpen: true }, (socket) => {
+    let got = '';
+    socket.on('data', (chunk: Buffer) => (got += chunk.toString()));
+    socket.on('end', () => socket.end(`echo: ${got}`));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as { port: number }).port;
+  const stream = supervisor.connect(port);
+  const done = streamed(stream);
+  stream.write(Buffer.from('hello'));
+  stream.end();
+  expect(await done).toEqual({ events: ['connect', 'end', 'close'], data: 'echo: hello' });
+  await new Promise((resolve) => server.close(resolve));
+  expect(await streamed(supervisor.connect(port))).toEqual({ events: ['refused ECONNREFUSED', 'close'], data: '' });
+  expect(supervisor.alive).toBe(true);
+});
+
 describe('a supervisor that goes', () => {
   it('ends its processes as killed when it dies, and refuses new ones', async () => {
     const own = await startHostSupervisor(dir);
@@ -183,5 +220,62 @@ describe('a supervisor that goes', () => {
     const outcome = ended(fake.spawn({ argv: ['true'], cwd: dir, env }));
     await expect(outcome).rejects.toMatchObject({ code: 'ESRCH' });
     expect(fake.alive).toBe(false);
+  });
+
+  it('ignores stream frames for ids it never opened, and is killed when a stream sends past its window', async () => {
+    // A stand-in: the first CONNECT is answered, preceded by frames for an unknown id, then "hello"; the
+    // second by 400,000 bytes nobody acknowledged (the window is 262,144).
+    const script = [
+      'import os, struct',
+      'H = struct.Struct(">IBIB")',
+      'def send(kind, key, payload=b""):',
+      '    os.write(1, H.pack(len(payload), kind, key, 0) + payload)',
+      'send(6, 0, b\'{"ready":true}\')',
+      'buf, n = b"", 0',
+      'while True:',
+      '    chunk = os.read(0, 65536)',
+      '    if not chunk: break',
+      '    buf += chunk',
+      '    while len(buf) >= 10:',
+      '        size, kind, key, fd = H.unpack_from(buf)',
+      '        if len(buf) < 10 + size: break',
+      '        buf = buf[10 + size:]',
+      '        if kind != 9: continue',
+      '        n += 1',
+      '        for k in (10, 2, 3, 11, 12): send(k, 999, b"1")',
+      '        send(10, key)',
+      '        if n == 1: send(2, key, b"hello")',
+      '        else: send(2, key, b"x" * 200000); send(2, key, b"x" * 200000)',
+    ].join('\n');
+    const fake = await Supervisor.start({ file: 'python3', args: ['-c', script], env, cwd: dir });
+    const first = fake.connect(1);
+    const firstDone = streamed(first);
+    await new Promise((resolve) => first.once('data', resolve));
+    expect(fake.alive).toBe(true);
+    const second = await streamed(fake.connect(2), false);
+    expect({ events: second.events, bytes: second.data.length }).toEqual({ events: ['connect', 'close'], bytes: 200_000 });
+    expect(fake.alive).toBe(false);
+    expect(await firstDone).toEqual({ events: ['connect', 'close'], data: 'hello' });
+  });
+
+  it('does not go idle while a stream is open', async () => {
+    const server: Server = createServer((socket) => socket.on('data', (chunk: Buffer) => socket.write(chunk)));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const own = await startHostSupervisor(dir, { idleMs: 50 });
+    const stream = own.connect((server.address() as { port: number }).port);
+    const done = streamed(stream);
+    // Echoed pings, well past idleMs: each one comes back, so it is still there.
+    for (let i = 0; i < 5; i += 1) {
+      const echoed = new Promise((resolve) => stream.once('data', resolve));
+      stream.write(Buffer.from(`ping ${i}`));
+      expect(String(await echoed)).toBe(`ping ${i}`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect(own.alive).toBe(true);
+    stream.destroy();
+    await done;
+    await pollUntil(() => own.alive, (alive) => !alive, SETTLE_MS);
+    expect(own.alive).toBe(false);
+    await new Promise((resolve) => server.close(resolve));
   });
 });

@@ -1,0 +1,198 @@
+/**
+ * A sandbox's preview forwarder (preview-forwarder.ts) over a supervisor run straight on the host (so "inside the
+ * sandbox" is the host's own loopback here; the e2e suite shows it through bubblewrap): bytes both ways, half
+ * closes, refusals, the connection and port caps, the window held against a reader that stops, idling, and the
+ * end.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type Server, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { PreviewForwarder, PreviewPortsBusy } from '../../../../functions/mcp/sandbox/local/preview-forwarder';
+import type { Supervisor } from '../../../../functions/mcp/sandbox/local/supervisor';
+import { pollUntil, SETTLE_MS } from '../../../support/processes';
+import { startHostSupervisor } from '../../../support/supervisor';
+import { bodyOf, exchange, exchangeOn, httpGet, openConnection } from '../../../support/tcp';
+
+let dir: string;
+let supervisor: Supervisor;
+const forwarders: PreviewForwarder[] = [];
+const servers: Server[] = [];
+const appSockets = new Set<Socket>();
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'forwarder-'));
+  supervisor = await startHostSupervisor(dir);
+});
+afterEach(async () => {
+  for (const forwarder of forwarders.splice(0)) forwarder.close();
+  for (const socket of appSockets) socket.destroy();
+  appSockets.clear();
+  await Promise.all(servers.splice(0).map((server) => new Promise((resolve) => server.close(resolve))));
+});
+afterAll(() => {
+  supervisor.kill();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function forwarder(options: { maxConnections?: number; maxPorts?: number; idleMs?: number; supervisor?: () => Promise<Supervisor | undefined> } = {}): PreviewForwarder {
+  const made = new PreviewForwarder({ host: '127.0.0.1', supervisor: options.supervisor ?? (() => Promise.resolve(supervisor)), ...options });
+  forwarders.push(made);
+  return made;
+}
+
+/**
+ * The app "in the sandbox": a TCP server on 127.0.0.1, answering each connection with `handle`; it closes its
+ * side when the client closes its own, unless `allowHalfOpen`.
+ */
+async function app(handle: (socket: Socket) => void, allowHalfOpen = false): Promise<number> {
+  const server = createServer({ allowHalfOpen }, (socket) => {
+    appSockets.add(socket);
+    socket.on('error', () => undefined);
+    handle(socket);
+  });
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return (server.address() as { port: number }).port;
+}
+
+/** An HTTP/1.0 server whose every answer is `body`. */
+const httpApp = (body: string | Buffer): Promise<number> =>
+  app((socket) => {
+    socket.once('data', () => socket.end(Buffer.concat([Buffer.from(`HTTP/1.0 200 OK\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n`), Buffer.from(body)])));
+    socket.on('error', () => undefined);
+  });
+
+it('carries each connection to the port and back, on one URL that later calls reuse', async () => {
+  const port = await httpApp('<h1>through the supervisor</h1>');
+  const previews = forwarder();
+  const url = await previews.open(port);
+  expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+  expect(await (await fetch(`${url}/`)).text()).toBe('<h1>through the supervisor</h1>');
+  const second = await exchange(url, httpGet('/'));
+  expect(bodyOf(second.received)).toBe('<h1>through the supervisor</h1>');
+  expect(await previews.open(port)).toBe(url);
+});
+
+it('passes a half close through: the client ends its side and still gets the answer', async () => {
+  const port = await app((socket) => {
+    const chunks: Buffer[] = [];
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+    socket.on('end', () => socket.end(Buffer.concat(chunks).toString().toUpperCase()));
+  }, true);
+  const url = await forwarder().open(port);
+  const answer = await exchange(url, 'ping from the host', true);
+  expect(answer).toEqual({ received: Buffer.from('PING FROM THE HOST') });
+});
+
+it('closes the connection when nothing listens on the port, or when no supervisor runs', async () => {
+  const port = await app(() => undefined);
+  await new Promise((resolve) => servers.pop()?.close(resolve));
+  const refused = await exchange(await forwarder().open(port), httpGet('/'));
+  expect(refused.received.length).toBe(0);
+  const noSupervisor = await exchange(await forwarder({ supervisor: () => Promise.resolve(undefined) }).open(port), httpGet('/'));
+  expect(noSupervisor.received.length).toBe(0);
+  expect(supervisor.alive).toBe(true);
+});
+
+it('closes connections beyond the cap at once, and carries the next one after one ended', async () => {
+  // Keeps each connection open after answering, so that both stay counted.
+  const port = await app((socket) => {
+    socket.on('data', () => socket.write('ok\n'));
+    socket.on('error', () => undefined);
+  });
+  const previews = forwarder({ maxConnections: 2 });
+  const url = await previews.open(port);
+  const held = await Promise.all([openConnection(url), openConnection(url)]);
+  for (const socket of held) {
+    socket.write('hi');
+    await new Promise((resolve) => socket.once('data', resolve));
+  }
+  expect(previews.connections).toBe(2);
+  const third = await exchange(url, 'hi');
+  expect(third.received.length).toBe(0);
+  held[0]?.destroy();
+  await pollUntil(() => previews.connections, (n) => n === 1, SETTLE_MS);
+  const fourth = await openConnection(url);
+  fourth.write('hi');
+  expect(String(await new Promise((resolve) => fourth.once('data', resolve)))).toBe('ok\n');
+  for (const socket of [held[1], fourth]) socket?.destroy();
+});
+
+it('holds a sender in the sandbox back while the client does not read (the window), then delivers every byte, and measures a 10 MB answer', async () => {
+  const total = 64 * 2 ** 20;
+  let appSocket: Socket | undefined;
+  const port = await app((socket) => {
+    appSocket = socket;
+    socket.on('error', () => undefined);
+    socket.once('data', () => {
+      const chunk = Buffer.alloc(2 ** 20, 'x');
+      for (let i = 0; i < total / chunk.length; i += 1) socket.write(chunk);
+      socket.end();
+    });
+  });
+  const url = await forwarder().open(port);
+  const client = await openConnection(url);
+  client.pause();
+  client.write('go');
+  // Far more than the kernels' socket buffers hold stays with the sender: the supervisor stopped reading.
+  const queued = await pollUntil(() => appSocket?.writableLength ?? 0, (n) => n >= total / 2, SETTLE_MS);
+  expect(queued).toBeGreaterThanOrEqual(total / 2);
+  expect(supervisor.alive).toBe(true);
+  let received = 0;
+  client.on('data', (chunk: Buffer) => (received += chunk.length));
+  await new Promise((resolve) => client.once('end', resolve).resume());
+  expect(received).toBe(total);
+  client.destroy();
+
+  const tenMb = Buffer.alloc(10 * 2 ** 20, 'y');
+  const bigPort = await httpApp(tenMb);
+  const bigUrl = await forwarder().open(bigPort);
+  const started = process.hrtime.bigint();
+  const body = Buffer.from(await (await fetch(`${bigUrl}/`)).arrayBuffer());
+  const ms = Number(process.hrtime.bigint() - started) / 1e6;
+  expect(body.equals(tenMb)).toBe(true);
+  console.log(`10 MiB through the forwarder: ${ms.toFixed(0)} ms (${((10 / ms) * 1000).toFixed(0)} MiB/s)`);
+});
+
+it('closes an idle listener, opens it again on the same host port, and closes everything on close()', async () => {
+  const port = await app((socket) => {
+    socket.on('data', () => socket.write('ok\n'));
+    socket.on('error', () => undefined);
+  });
+  const previews = forwarder({ idleMs: 20 });
+  const url = await previews.open(port);
+  const refused = await pollUntil(() => exchange(url, 'hi', true), (answer) => answer.error === 'ECONNREFUSED', SETTLE_MS);
+  expect(refused.error).toBe('ECONNREFUSED');
+  expect(await previews.open(port)).toBe(url);
+
+  const open = await openConnection(url);
+  open.write('hi');
+  await new Promise((resolve) => open.once('data', resolve));
+  const ended = exchangeOn(open, '');
+  previews.close();
+  expect((await ended).received.length).toBe(0);
+  expect((await exchange(url, 'hi')).error).toBe('ECONNREFUSED');
+  await expect(previews.open(port)).rejects.toThrow('ended');
+});
+
+it('listens on a bounded number of ports: the least recently asked for without a connection makes room', async () => {
+  const ports = await Promise.all([0, 1, 2, 3].map(() => httpApp('page')));
+  const previews = forwarder({ maxPorts: 2 });
+  const [a, b, c, d] = ports as [number, number, number, number];
+  const urlA = await previews.open(a);
+  const urlB = await previews.open(b);
+  // Asked for again, A is now the more recent: B makes room for C.
+  expect(await previews.open(a)).toBe(urlA);
+  const urlC = await previews.open(c);
+  expect((await exchange(urlB, httpGet('/'))).error).toBe('ECONNREFUSED');
+  expect(bodyOf((await exchange(urlC, httpGet('/'))).received)).toBe('page');
+  // Both carry a connection: no room for D.
+  const held = await Promise.all([openConnection(urlA), openConnection(urlC)]);
+  await pollUntil(() => previews.connections, (n) => n === 2, SETTLE_MS);
+  await expect(previews.open(d)).rejects.toBeInstanceOf(PreviewPortsBusy);
+  for (const socket of held) socket.destroy();
+  await pollUntil(() => previews.connections, (n) => n === 0, SETTLE_MS);
+  expect(bodyOf((await exchange(await previews.open(d), httpGet('/'))).received)).toBe('page');
+});
