@@ -110,6 +110,21 @@ it('destroys a sandbox whose handle never came back after MCP_SANDBOX_FIRST_LEAS
   await settle(() => h.sdk.sandboxes[1]?.killed === true);
 });
 
+it('makes a handle-less E2B sandbox with E2B\'s timeout at the first lease, and lengthens it to the idle TTL once its handle comes back', async () => {
+  const h = createHarness({ env: { MCP_SANDBOX_FIRST_LEASE_S: '120', MCP_SESSION_IDLE_TTL_S: '1800' } });
+  const client = await h.connectModern();
+  const created = h.clock.now();
+  const handle = handleOf(await call(client, 'write_file', { path: 'a.txt', content: 'a' }));
+  const sandbox = h.sdk.sandboxes[0];
+  // The first lease plus the renewal interval (30 s): a lost instance leaves it that long, not the idle TTL.
+  expect(sandbox?.endAtMs).toBe(created + 150_000);
+  expect(sandbox?.setTimeouts).toEqual([]);
+  await call(client, 'read_file', { path: 'a.txt', sandbox: handle });
+  // Confirmed: the next use renews it to the idle TTL plus the interval.
+  expect(sandbox?.setTimeouts).toEqual([1_830_000]);
+  expect(sandbox?.endAtMs).toBe(h.clock.now() + 1_830_000);
+});
+
 it('counts handle-less sandboxes against MCP_MAX_SANDBOXES_PER_CREDENTIAL: the credential\'s oldest idle one goes first, destroyed', async () => {
   const h = createHarness({ env: { MCP_MAX_SANDBOXES_PER_CREDENTIAL: '2', MCP_MAX_SESSIONS: '10' } });
   const { HARNESS_OTHER_TOKEN } = await import('../support/harness');

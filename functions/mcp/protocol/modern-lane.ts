@@ -89,7 +89,7 @@ export function createModernLane(options: ModernLaneOptions): ModernLane {
   // Insertion order is use order: re-inserted on each use, so the least recently used comes first.
   const held = new Map<string, HeldSandbox>();
 
-  const leaseOf = (entry: HeldSandbox): number => (entry.confirmed ? options.idleTtlMs : Math.min(options.firstLeaseMs, options.idleTtlMs));
+  const leaseOf = (entry: Pick<HeldSandbox, 'confirmed'>): number => (entry.confirmed ? options.idleTtlMs : Math.min(options.firstLeaseMs, options.idleTtlMs));
   /** Destroys `entry`'s sandbox on its lease (unless another instance used it since), and forgets it here. */
   const expire = (entry: HeldSandbox): void => {
     held.delete(entry.key);
@@ -142,7 +142,9 @@ export function createModernLane(options: ModernLaneOptions): ModernLane {
         }
       }
       if (key === undefined) ({ key, id: handle } = ids.mint('sandbox', principal, now()));
-      const sandbox = createLazySandbox(provider, { sessionKey: key, principal }, { resume, admit: options.admitSandbox?.(principal) });
+      // A sandbox for a call without a handle lives on the first lease, at the backend too, until its handle comes back.
+      const owner = resume ? { sessionKey: key, principal } : { sessionKey: key, principal, firstLeaseMs: leaseOf({ confirmed: false }) };
+      const sandbox = createLazySandbox(provider, owner, { resume, admit: options.admitSandbox?.(principal) });
       const created: HeldSandbox = {
         key,
         principal,
@@ -154,7 +156,10 @@ export function createModernLane(options: ModernLaneOptions): ModernLane {
       };
       entry = created;
     }
-    if (resume) entry.confirmed = true;
+    if (resume && !entry.confirmed) {
+      entry.confirmed = true;
+      entry.sandbox.confirm();
+    }
     held.delete(entry.key);
     entry.lastUsedMs = now();
     held.set(entry.key, entry);

@@ -22,6 +22,8 @@ export interface LazySandbox {
   expire(idleTtlMs: number, nowMs: number): Promise<boolean>;
   /** A note for the next tool result (e.g. that an earlier sandbox was not found), once. */
   takeNotice(): string | undefined;
+  /** The caller came back for it: it (and any sandbox made for it later) lives on the idle TTL. */
+  confirm(): void;
 }
 
 export interface LazySandboxOptions {
@@ -40,6 +42,7 @@ export const FRESH_SANDBOX_NOTICE =
 
 /** Creates the lazy sandbox of `owner`. A sandbox found gone is replaced by a fresh one on the next `get()`. */
 export function createLazySandbox(provider: SandboxProvider, owner: SandboxOwner, options: LazySandboxOptions = {}): LazySandbox {
+  let confirmed = owner.firstLeaseMs === undefined;
   let sandbox: Sandbox | undefined;
   let creating: Promise<Sandbox> | undefined;
   let resume = options.resume === true;
@@ -52,7 +55,7 @@ export function createLazySandbox(provider: SandboxProvider, owner: SandboxOwner
       if (attached !== undefined) return attached;
       notice = FRESH_SANDBOX_NOTICE;
     }
-    return provider.create(owner);
+    return provider.create(confirmed ? { sessionKey: owner.sessionKey, principal: owner.principal } : owner);
   };
 
   return {
@@ -75,6 +78,8 @@ export function createLazySandbox(provider: SandboxProvider, owner: SandboxOwner
         (created) => {
           sandbox = created;
           creating = undefined;
+          // Confirmed while it was being made.
+          if (confirmed) created.confirmLease?.();
           return created;
         },
         (err: unknown) => {
@@ -121,6 +126,11 @@ export function createLazySandbox(provider: SandboxProvider, owner: SandboxOwner
       const taken = notice;
       notice = undefined;
       return taken;
+    },
+    confirm() {
+      if (confirmed) return;
+      confirmed = true;
+      sandbox?.confirmLease?.();
     },
   };
 }

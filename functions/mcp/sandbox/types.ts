@@ -176,6 +176,8 @@ export interface StartBackgroundRequest {
 /** A running sandbox owned by one session. */
 export interface Sandbox {
   readonly id: string;
+  /** Its caller came back for it: from now on it lives on the idle TTL (E2B renews to it on the next use). */
+  confirmLease?(): void;
   info(): SandboxInfo;
   /** True once the sandbox is known to be gone (killed, expired, lost): the next use needs a new one. */
   isGone(): boolean;
@@ -247,6 +249,11 @@ export interface SandboxOwner {
   readonly sessionKey: string;
   /** The non-secret id of the credential that owns the session. */
   readonly principal: string;
+  /**
+   * A sandbox whose caller may never come back for it (a 2026-07-28 call without a handle): the backend's own
+   * lifetime for it is this, not the idle TTL, until `confirmLease()`. Undefined: the idle TTL from the start.
+   */
+  readonly firstLeaseMs?: number;
 }
 
 /** Creates sandboxes; one per process. */

@@ -51,6 +51,8 @@ export interface E2BSandboxOptions {
   apiKey: string | undefined;
   /** The lease terms (the session idle TTL); the sandbox was created or connected with `lease.lengthMs`. */
   lease: LeaseTerms;
+  /** For a sandbox created on a first lease (`lease`): the idle TTL's terms, taken on `confirmLease()`. */
+  confirmedLease?: LeaseTerms;
   /** For a sandbox found and connected to: its lease end before this instance connected. */
   priorLeaseEnd?: Date;
   maxOutputBytes: number;
@@ -73,6 +75,10 @@ export class E2BSandbox implements Sandbox {
     this.id = options.api.sandboxId;
     this.lease = new Lease(options.lease, options.clock, (ms) => options.api.setTimeout(ms), options.priorLeaseEnd);
     this.background = new E2BBackgroundProcesses(options.api, options.errors, options.clock);
+  }
+
+  confirmLease(): void {
+    if (this.options.confirmedLease !== undefined) this.lease.lengthen(this.options.confirmedLease);
   }
 
   startBackground(req: StartBackgroundRequest): Promise<BackgroundProcess> {

@@ -42,13 +42,21 @@ export class Lease {
    * `terms.lengthMs`; `priorEnd` is the lease end another instance had set before this one connected.
    */
   constructor(
-    private readonly terms: LeaseTerms,
+    private terms: LeaseTerms,
     private readonly clock: Clock,
     private readonly renew: (timeoutMs: number) => Promise<void>,
     private readonly priorEnd?: Date,
   ) {
     this.renewedAtMs = clock.now();
     this.endsAtMs = this.renewedAtMs + terms.lengthMs;
+  }
+
+  /**
+   * Takes longer terms (a first lease becoming the idle TTL's): the next use finds the lease too short for them
+   * and renews it.
+   */
+  lengthen(terms: LeaseTerms): void {
+    if (terms.idleTtlMs > this.terms.idleTtlMs) this.terms = terms;
   }
 
   /** Runs one use of the sandbox that may take `busyForMs`, with the lease renewed as needed first. */

@@ -56,8 +56,8 @@ export function createE2BSandboxProvider(options: E2BProviderOptions): SandboxPr
   let lastSweepMs = Number.NEGATIVE_INFINITY;
 
   const connection = { apiKey: config.apiKey, domain: config.domain, apiUrl: config.apiUrl, requestTimeoutMs };
-  const wrap = (api: E2BSandboxApi, errors: E2BSdk['errors'], priorLeaseEnd?: Date): Sandbox =>
-    new E2BSandbox({ api, errors, template: config.template, apiKey: config.apiKey, lease, priorLeaseEnd, maxOutputBytes, charts: config.charts, clock });
+  const wrap = (api: E2BSandboxApi, errors: E2BSdk['errors'], terms: { lease: typeof lease; confirmedLease?: typeof lease; priorLeaseEnd?: Date }): Sandbox =>
+    new E2BSandbox({ api, errors, template: config.template, apiKey: config.apiKey, ...terms, maxOutputBytes, charts: config.charts, clock });
   const tagsOf = ({ sessionKey, principal }: SandboxOwner): Record<string, string> => ({ mcp_session: toTag(sessionKey), mcp_owner: toTag(principal) });
 
   return {
@@ -69,7 +69,10 @@ export function createE2BSandboxProvider(options: E2BProviderOptions): SandboxPr
         detail: config.apiKey === undefined ? 'E2B_API_KEY is not set' : `template ${config.template}`,
       };
     },
-    async create({ sessionKey, principal }: SandboxOwner): Promise<Sandbox> {
+    async create({ sessionKey, principal, firstLeaseMs }: SandboxOwner): Promise<Sandbox> {
+      // A sandbox nobody may come back for lives on its first lease at E2B too, so that a lost instance leaves it
+      // only that long; confirmLease() moves it to the idle TTL's terms.
+      const terms = firstLeaseMs === undefined || firstLeaseMs >= options.idleTtlMs ? { lease } : { lease: leaseTerms(firstLeaseMs, options.renewEveryMs), confirmedLease: lease };
       sdk ??= loadSdk();
       const loaded = await sdk;
       const started = clock.now();
@@ -79,7 +82,7 @@ export function createE2BSandboxProvider(options: E2BProviderOptions): SandboxPr
             await gate.acquire();
             return loaded.create(config.template, {
               ...connection,
-              timeoutMs: lease.lengthMs,
+              timeoutMs: terms.lease.lengthMs,
               // One retry policy, ours: backoff with jitter within a bounded time.
               retries: 0,
               metadata: { ...tagsOf({ sessionKey, principal }), mcp_server: SERVER_INFO.name, mcp_version: SERVER_INFO.version },
@@ -89,7 +92,7 @@ export function createE2BSandboxProvider(options: E2BProviderOptions): SandboxPr
           { clock, ...options.retry },
         );
         logger.info('sandbox created', { backend: 'e2b', sandbox: api.sandboxId, duration_ms: Math.round(clock.now() - started) });
-        return wrap(api, loaded.errors);
+        return wrap(api, loaded.errors, terms);
       } catch (err: unknown) {
         if (err instanceof loaded.errors.SandboxError && err.statusCode === 404) {
           throw new AppError('sandbox_error', `E2B has no template "${config.template}" for this account; check E2B_TEMPLATE (and E2B_DOMAIN for Alibaba Cloud).`, { cause: err });
@@ -135,7 +138,7 @@ export function createE2BSandboxProvider(options: E2BProviderOptions): SandboxPr
         // Connecting also renews the lease (and resumes a paused sandbox).
         const api = await loaded.connect(found.sandboxId, { ...connection, timeoutMs: lease.lengthMs });
         logger.info('sandbox re-attached', { backend: 'e2b', sandbox: found.sandboxId });
-        return wrap(api, loaded.errors, found.endAt);
+        return wrap(api, loaded.errors, { lease, priorLeaseEnd: found.endAt });
       } catch (err: unknown) {
         if (err instanceof loaded.errors.SandboxNotFoundError || err instanceof loaded.errors.NotFoundError) return undefined;
         throw toE2BAppError(err, loaded.errors, { operation: 're-attaching the sandbox', template: config.template, apiKey: config.apiKey });
