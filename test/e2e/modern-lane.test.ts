@@ -94,9 +94,9 @@ it('answers forged handles and handles of another credential with a tool error t
   await Promise.all([client.close(), other.close()]);
 });
 
-it('keeps Python state and files for a model-like loop that carries the handle it reads from each result (21 calls)', async () => {
-  const outcome = await runModelLoop(server.url, TOKEN);
-  expect(outcome.handles.size).toBe(1);
+it.each([['2026-07-28', 'modern'], ['2025-11-25', 'legacy']] as const)('keeps Python state and files for a model-like loop on %s (21 calls; on 2026-07-28 it carries the handle it reads from each result)', async (version, era) => {
+  const outcome = await runModelLoop(server.url, TOKEN, era);
+  expect(outcome.handles.size).toBe(version === '2026-07-28' ? 1 : 0);
   expect(outcome.counter).toBe(String(outcome.increments));
   expect(outcome.notes).toBe(expectedNotes(outcome.appends));
 });

@@ -1,7 +1,7 @@
 /**
- * A model-like loop on the 2026-07-28 lane: each call passes the handle it read from the previous result's first
- * text line ("sandbox: <handle>"), as a model reading the text would, and nothing else carries state. Python
- * state and files must survive every call.
+ * A model-like loop: on the 2026-07-28 lane each call passes the handle it read from the previous result's first
+ * text line ("sandbox: <handle>"), as a model reading the text would, and nothing else carries state; on a 2025
+ * revision the session carries it. Python state and files must survive every call.
  */
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 
@@ -19,9 +19,13 @@ export interface ModelLoopOutcome {
   appends: number;
 }
 
-/** Runs `calls` calls (alternating run_code and run_command) against the server at `url`, then reads back. */
-export async function runModelLoop(url: string, token: string, calls = 20): Promise<ModelLoopOutcome> {
-  const client = new Client({ name: 'model-loop', version: '1.0.0' }, { capabilities: {}, versionNegotiation: { mode: { pin: '2026-07-28' } } });
+/**
+ * Runs `calls` calls (alternating run_code and run_command) against the server at `url`, then reads back: in the
+ * `modern` era pinned to 2026-07-28 (handles), in the `legacy` era on the newest 2025 revision (one session).
+ */
+export async function runModelLoop(url: string, token: string, era: 'modern' | 'legacy' = 'modern', calls = 20): Promise<ModelLoopOutcome> {
+  const modern = era === 'modern';
+  const client = new Client({ name: 'model-loop', version: '1.0.0' }, { capabilities: {}, versionNegotiation: { mode: modern ? { pin: '2026-07-28' } : 'legacy' } });
   await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
   const handles = new Set<string>();
   let handle: string | undefined;
@@ -30,6 +34,10 @@ export async function runModelLoop(url: string, token: string, calls = 20): Prom
     if (result.isError === true) throw new Error(`${name} failed: ${result.content.map((c) => c.text).join('\n')}`);
     const firstLine = result.content[0]?.text?.split('\n')[0] ?? '';
     const read = /^sandbox: (\S+)$/.exec(firstLine)?.[1];
+    if (!modern) {
+      if (read !== undefined || result.structuredContent?.sandbox !== undefined) throw new Error(`a 2025-era result carries a sandbox handle: ${firstLine}`);
+      return result;
+    }
     if (read === undefined || read !== result.structuredContent?.sandbox) throw new Error(`no handle on the first line of ${name}'s result: ${firstLine}`);
     handle = read;
     handles.add(read);
