@@ -53,9 +53,10 @@ export interface LocalSandboxConfig {
   /** LOCAL_SANDBOX_CPUS: CPU time per sandbox, in CPUs (decimals allowed; a cpu cgroup). @default 1 */
   readonly cpus?: number;
   /**
-   * LOCAL_SANDBOX_PREVIEW_HOST: the address get_preview_url's forwarders listen on and their URLs name. A
-   * forwarder has no auth of its own, so an address other than loopback needs LOCAL_SANDBOX_PREVIEW_PUBLIC=on.
-   * @default '127.0.0.1'
+   * LOCAL_SANDBOX_PREVIEW_HOST: the address get_preview_url's forwarders listen on and their URLs name. An
+   * address other than loopback needs LOCAL_SANDBOX_PREVIEW_PUBLIC=on, and its previews are then behind
+   * capability URLs (a token signed with MCP_SESSION_SECRET, exchanged for a cookie: sandbox/local/preview-auth.ts);
+   * on loopback a forwarder carries connections in as they come. @default '127.0.0.1'
    */
   readonly previewHost?: string;
 }
@@ -258,7 +259,7 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): Config {
     problems.push(`LOCAL_SANDBOX_PREVIEW_HOST must be one IP address of this host, which preview URLs then name (got "${previewHost}")`);
   } else if (!isLoopbackHost(previewHost) && previewPublic !== 'on') {
     problems.push(
-      `LOCAL_SANDBOX_PREVIEW_HOST=${previewHost} would let anyone who reaches that address open a sandbox's previewed ports, without a token: set LOCAL_SANDBOX_PREVIEW_PUBLIC=on to do so on purpose, or keep previews on 127.0.0.1`,
+      `LOCAL_SANDBOX_PREVIEW_HOST=${previewHost} would serve sandbox previews to every host that reaches that address, each behind its capability URL (whoever holds a preview URL opens that app): set LOCAL_SANDBOX_PREVIEW_PUBLIC=on to do so on purpose, or keep previews on 127.0.0.1`,
     );
   }
 

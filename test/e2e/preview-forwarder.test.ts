@@ -188,14 +188,51 @@ describe('the preview address', () => {
   const address = Object.values(networkInterfaces())
     .flat()
     .find((info) => info?.family === 'IPv4' && !info.internal)?.address;
-  (address === undefined ? it.skip : it)('serves previews on a public address on purpose, and names it in the URL', async () => {
-    const server = await startServer({ env: { MCP_AUTH_TOKENS: TOKEN, SANDBOX_BACKEND: 'local', LOCAL_SANDBOX_PREVIEW_HOST: address ?? '', LOCAL_SANDBOX_PREVIEW_PUBLIC: 'on' } });
-    const client = await connectClient('v2', server.url, { token: TOKEN });
-    await startApp(client);
-    const preview = await untilListening(client);
-    expect(preview).toMatchObject({ listening: true, reachable: true, note: null });
-    expect(new URL(preview.url).hostname).toBe(address);
-    expect(bodyOf((await exchange(preview.url, httpGet('/index.html'))).received)).toBe(PAGE);
-    await client.terminate();
-  });
+  (address === undefined ? it.skip : it)(
+    'serves previews on a public address on purpose, behind a capability URL: its token buys a cookie, nothing else opens it, and it opens no other sandbox',
+    async () => {
+      const server = await startServer({ env: { MCP_AUTH_TOKENS: TOKEN, SANDBOX_BACKEND: 'local', LOCAL_SANDBOX_PREVIEW_HOST: address ?? '', LOCAL_SANDBOX_PREVIEW_PUBLIC: 'on' } });
+      const client = await connectClient('v2', server.url, { token: TOKEN });
+      await startApp(client);
+      const preview = await untilListening(client);
+      expect(preview).toMatchObject({ listening: true, reachable: true, note: null });
+      const url = new URL(preview.url);
+      expect(url.hostname).toBe(address);
+      expect(url.pathname).toBe('/');
+      const token = url.searchParams.get('mcp_preview') ?? '';
+      expect(token).toMatch(/^[0-9a-z]+\.[A-Za-z0-9_-]{22}$/);
+
+      // The browser's way, redirects followed by hand: 302 to the path without the token, and a cookie …
+      const first = await fetch(preview.url, { redirect: 'manual' });
+      expect({ status: first.status, location: first.headers.get('location') }).toEqual({ status: 302, location: '/' });
+      const [setCookie = ''] = first.headers.getSetCookie();
+      expect(setCookie).toMatch(new RegExp(`^mcp_preview_${url.port}=[^;]+; Max-Age=\\d+; Path=/; HttpOnly; SameSite=Lax$`));
+      expect(setCookie).not.toContain(token);
+      const cookie = setCookie.split(';')[0] ?? '';
+      // … which opens the app from then on.
+      const page = await fetch(new URL('/index.html', url.origin), { headers: { cookie }, redirect: 'manual' });
+      expect({ status: page.status, body: await page.text() }).toEqual({ status: 200, body: PAGE });
+
+      // Without the token or the cookie: 401, saying where preview URLs come from.
+      const bare = await fetch(new URL('/index.html', url.origin), { redirect: 'manual' });
+      expect({ status: bare.status, body: await bare.text() }).toEqual({ status: 401, body: expect.stringContaining('get_preview_url') });
+      expect((await exchange(url.origin, httpGet('/index.html'))).received.toString()).toMatch(/^HTTP\/1\.1 401 /);
+
+      // Another sandbox's preview of the same port: its own URL opens it; this one's token and cookie do not.
+      const other = await connectClient('v2', server.url, { token: TOKEN });
+      await other.callTool('run_command', { command: `mkdir -p site && echo other > site/index.html && cd site && exec python3 -m http.server ${APP_PORT} --bind 127.0.0.1`, background: true });
+      const theirs = new URL((await untilListening(other)).url);
+      expect(theirs.origin).not.toBe(url.origin);
+      const withToken = await fetch(`${theirs.origin}/?mcp_preview=${token}`, { redirect: 'manual' });
+      expect(withToken.status).toBe(401);
+      const withCookie = await fetch(new URL('/index.html', theirs.origin), { headers: { cookie: `mcp_preview_${theirs.port}=${cookie.split('=')[1] ?? ''}` }, redirect: 'manual' });
+      expect(withCookie.status).toBe(401);
+      const own = await fetch(theirs.href, { redirect: 'manual' });
+      expect(own.status).toBe(302);
+      const theirPage = await fetch(new URL('/index.html', theirs.origin), { headers: { cookie: own.headers.getSetCookie()[0]?.split(';')[0] ?? '' } });
+      expect(await theirPage.text()).toBe('other\n');
+      await other.terminate();
+      await client.terminate();
+    },
+  );
 });

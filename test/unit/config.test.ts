@@ -59,7 +59,7 @@ describe('loadConfig', () => {
   it('serves previews on 127.0.0.1 by default, and another address only on purpose (LOCAL_SANDBOX_PREVIEW_PUBLIC=on)', () => {
     expect(loadConfig({}).local.previewHost).toBe('127.0.0.1');
     expect(loadConfig({ LOCAL_SANDBOX_PREVIEW_HOST: '::1' }).local.previewHost).toBe('::1');
-    expect(problemsOf({ LOCAL_SANDBOX_PREVIEW_HOST: '10.1.2.3' }).join()).toMatch(/LOCAL_SANDBOX_PREVIEW_HOST=10\.1\.2\.3 would let anyone .* without a token: set LOCAL_SANDBOX_PREVIEW_PUBLIC=on/);
+    expect(problemsOf({ LOCAL_SANDBOX_PREVIEW_HOST: '10.1.2.3' }).join()).toMatch(/LOCAL_SANDBOX_PREVIEW_HOST=10\.1\.2\.3 would serve sandbox previews to every host .* capability URL .*: set LOCAL_SANDBOX_PREVIEW_PUBLIC=on/);
     expect(loadConfig({ LOCAL_SANDBOX_PREVIEW_HOST: '10.1.2.3', LOCAL_SANDBOX_PREVIEW_PUBLIC: 'on' }).local.previewHost).toBe('10.1.2.3');
     // The address is also the URL's host: a name or a wildcard is refused, opt-in or not.
     for (const host of ['0.0.0.0', '::', 'preview.example.com']) {

@@ -24,6 +24,7 @@ export function createSandboxProvider(config: Config, logger: Logger, clock?: Cl
   }
   // A session unused for the idle TTL has ended on every instance; a call may still run the longest tool timeout.
   const staleAfterMs = (config.sessionIdleTtlS + config.toolTimeoutMaxS) * 1000 + STALE_MARGIN_MS;
-  const provider = createLocalSandboxProvider({ config: config.local, logger, clock, staleAfterMs });
+  // Preview URLs on a public address carry a token signed like session ids, valid as long as one.
+  const provider = createLocalSandboxProvider({ config: config.local, logger, clock, staleAfterMs, previewSecret: config.sessionSecret, previewTtlMs: config.sessionMaxAgeS * 1000 });
   return { provider, ready: provider.ready };
 }

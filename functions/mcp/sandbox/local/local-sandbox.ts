@@ -30,6 +30,7 @@ import { isListening, killUserProcesses } from './host-processes';
 import { KERNEL_SOURCE } from './kernel-source';
 import { buildLaunch, type BwrapHardening, type HostTools, type ProcessLimits, toBaseEnv } from './launch';
 import { PreviewForwarder, PreviewPortsBusy } from './preview-forwarder';
+import type { PreviewSigner } from './preview-token';
 import { PythonKernel } from './python-kernel';
 import { outOfMemoryIf } from './resource-limits';
 import { runProcess } from './run-process';
@@ -72,6 +73,11 @@ export interface PreviewSettings {
    * only on loopback (its clients are on this host).
    */
   readonly reachable: boolean;
+  /**
+   * Signs the capability tokens of previews on an address other than loopback (preview-token.ts); absent on
+   * loopback, where connections are carried in as they come.
+   */
+  readonly signer?: PreviewSigner;
 }
 
 /** Interpreters for the stateless languages: program name and file extension. */
@@ -110,8 +116,10 @@ export class LocalSandbox implements Sandbox {
     this.stateLostOnResume = options.resumed;
     // Logs live beside the workspace, where the sandbox user cannot rewrite them.
     this.background = new LocalBackgroundProcesses(join(options.workspace.dir, 'processes'));
+    const { host, signer } = options.preview;
+    const auth = signer === undefined ? undefined : { signer, sandbox: options.id, now: () => options.clock.now() };
     this.forwarder =
-      options.isolation === 'bwrap' && !options.allowNetwork ? new PreviewForwarder({ host: options.preview.host, supervisor: () => this.runningSupervisor() }) : undefined;
+      options.isolation === 'bwrap' && !options.allowNetwork ? new PreviewForwarder({ host, supervisor: () => this.runningSupervisor(), ...(auth && { auth }) }) : undefined;
   }
 
   info(): SandboxInfo {
@@ -270,7 +278,7 @@ export class LocalSandbox implements Sandbox {
         url,
         listening,
         reachable: false,
-        note: `It listens on the server's host only (${host}), and this server's clients are elsewhere: open it on that host, or forward it to your machine (e.g. ssh -L ${hostPort}:${host}:${hostPort} <server>). The operator can serve previews on an address clients reach with LOCAL_SANDBOX_PREVIEW_HOST and LOCAL_SANDBOX_PREVIEW_PUBLIC=on (no auth on those ports).`,
+        note: `It listens on the server's host only (${host}), and this server's clients are elsewhere: open it on that host, or forward it to your machine (e.g. ssh -L ${hostPort}:${host}:${hostPort} <server>). The operator can serve previews on an address clients reach with LOCAL_SANDBOX_PREVIEW_HOST and LOCAL_SANDBOX_PREVIEW_PUBLIC=on (URLs that carry an access token).`,
       };
     }
     const url = `http://127.0.0.1:${port}`;

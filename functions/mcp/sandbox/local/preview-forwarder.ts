@@ -11,9 +11,15 @@
  * without a connection makes room). A listener is reused by later calls for the same port, closed after
  * PREVIEW_IDLE_MS without a connection (the next call opens it again, on the same host port when it is still
  * free), and closed with everything it carries when the sandbox ends or is released.
+ *
+ * On an address other than loopback (LOCAL_SANDBOX_PREVIEW_PUBLIC=on) a forwarder is given `auth`: its URLs then
+ * carry a capability token (preview-token.ts), and each connection's first request must prove it holds one, or
+ * the cookie it is exchanged for, before anything is carried in (preview-auth.ts).
  */
 import { createServer, type Server, type Socket } from 'node:net';
 
+import { admitPreview, type PreviewGate, PREVIEW_PARAM, previewCookieName, type StartTimer } from './preview-auth';
+import type { PreviewSigner } from './preview-token';
 import type { Supervisor } from './supervisor';
 import type { SandboxStream } from './supervisor-streams';
 
@@ -38,6 +44,21 @@ export interface PreviewForwarderOptions {
   maxPorts?: number;
   /** @default PREVIEW_IDLE_MS */
   idleMs?: number;
+  /** Capability URLs (a public address): without it, connections are carried in as they come (loopback). */
+  auth?: PreviewAuth;
+}
+
+/** How a forwarder on a public address signs its URLs and admits connections (preview-auth.ts). */
+export interface PreviewAuth {
+  readonly signer: PreviewSigner;
+  /** The sandbox's id: a token opens this sandbox's port only (a reset gives a new id). */
+  readonly sandbox: string;
+  /** Milliseconds since the epoch. */
+  readonly now: () => number;
+  /** For tests: the first request's header cap and deadline, and the timers. */
+  readonly maxHeadBytes?: number;
+  readonly headTimeoutMs?: number;
+  readonly timer?: StartTimer;
 }
 
 /** Every preview port of the sandbox carries connections: none can make room for another. */
@@ -107,8 +128,10 @@ export class PreviewForwarder {
     if (listener.shut) return this.open(port);
     // Asked for again: its idle time starts over.
     this.idleFromNow(listener);
-    const { host } = this.options;
-    return `http://${host.includes(':') ? `[${host}]` : host}:${listener.hostPort}`;
+    const { auth } = this.options;
+    if (auth === undefined) return this.origin(listener.hostPort);
+    const token = auth.signer.mint('url', { sandbox: auth.sandbox, port }, auth.now());
+    return `${this.origin(listener.hostPort)}/?${PREVIEW_PARAM}=${token}`;
   }
 
   /** Closes every listener and every connection they carry. */
@@ -119,6 +142,12 @@ export class PreviewForwarder {
     this.listeners.clear();
     for (const socket of this.sockets) socket.destroy();
     this.sockets.clear();
+  }
+
+  /** `http://<host>:<hostPort>`, as browsers write an origin (an IPv6 address in its short form). */
+  private origin(hostPort: number): string {
+    const { host } = this.options;
+    return new URL(`http://${host.includes(':') ? `[${host}]` : host}:${hostPort}`).origin;
   }
 
   private makeRoom(): void {
@@ -185,13 +214,44 @@ export class PreviewForwarder {
       listener.sockets.delete(socket);
       this.idleFromNow(listener);
     });
+    const { auth } = this.options;
+    if (auth === undefined) {
+      this.carryIn(listener, socket, undefined);
+      return;
+    }
+    // Nothing is carried in before the first request proved it may be.
+    void admitPreview(socket, this.gate(listener, auth), { maxHeadBytes: auth.maxHeadBytes, timeoutMs: auth.headTimeoutMs, timer: auth.timer }).then((first) => {
+      if (first !== undefined) this.carryIn(listener, socket, first);
+    });
+  }
+
+  /** Connects the sandbox's side (its running supervisor only) and pumps the two into each other. */
+  private carryIn(listener: Listener, socket: Socket, first: Buffer | undefined): void {
     this.options.supervisor().then(
       (supervisor) => {
         if (supervisor === undefined || socket.destroyed) socket.destroy();
-        else carry(socket, supervisor.connect(listener.port));
+        else carry(socket, supervisor.connect(listener.port), first);
       },
       () => socket.destroy(),
     );
+  }
+
+  /** What a listener's connections must show: a token or cookie for this sandbox and port, from no foreign page. */
+  private gate(listener: Listener, auth: PreviewAuth): PreviewGate {
+    const binding = { sandbox: auth.sandbox, port: listener.port };
+    const { signer } = auth;
+    return {
+      cookieName: previewCookieName(listener.hostPort),
+      admitToken: (token) => {
+        const now = auth.now();
+        const issuedMs = signer.verify('url', token, binding, now);
+        if (issuedMs === undefined) return undefined;
+        return { cookie: signer.mint('cookie', binding, issuedMs), maxAgeS: Math.floor((issuedMs + signer.ttlMs - now) / 1000) };
+      },
+      admitCookie: (value) => signer.verify('cookie', value, binding, auth.now()) !== undefined,
+      // The sandbox's own previews (an app on one port calling its API on another), those listening now.
+      allowsOrigin: (origin) => [...this.opened.values()].some((open) => this.origin(open.hostPort) === origin),
+    };
   }
 
   private idleFromNow(listener: Listener): void {
@@ -217,16 +277,20 @@ function bind(server: Server, host: string, port: number): Promise<void> {
 /**
  * Pumps one host connection through a stream, both ways: the host side is read only while the stream's window
  * has room, and what the sandbox sends is acknowledged only once handed to the host's kernel, so neither a slow
- * sandbox nor a slow client makes the server buffer more than a window.
+ * sandbox nor a slow client makes the server buffer more than a window. `first`: bytes already read from the
+ * socket (an admitted first request), sent in before the rest.
  */
-function carry(socket: Socket, stream: SandboxStream): void {
+function carry(socket: Socket, stream: SandboxStream, first?: Buffer): void {
   stream.once('connect', () => socket.resume());
   stream.once('refused', () => socket.destroy());
+  if (first !== undefined && first.length > 0) stream.write(first);
   socket.on('data', (chunk: Buffer) => {
     if (!stream.write(chunk)) socket.pause();
   });
   stream.on('drain', () => socket.resume());
-  socket.once('end', () => stream.end());
+  // The client may have ended its side while its first request was read.
+  if (socket.readableEnded) stream.end();
+  else socket.once('end', () => stream.end());
   stream.on('data', (chunk: Buffer) => socket.write(chunk, () => stream.consumed(chunk.length)));
   stream.once('end', () => socket.end());
   // Over both ways (or reset inside): what was written still reaches the client, then the socket goes.

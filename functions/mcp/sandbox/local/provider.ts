@@ -1,4 +1,5 @@
 /** The local backend: workspaces under LOCAL_SANDBOX_ROOT, isolated with bubblewrap where it works. */
+import { randomBytes } from 'node:crypto';
 import { realpath, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 
@@ -11,6 +12,7 @@ import { probeCgroups, type SandboxCgroups } from './cgroups';
 import { findHostTools, probeBwrap } from './host-tools';
 import { type BwrapHardening, DEFAULT_PROCESS_LIMITS, type HostTools, NO_HARDENING, type ProcessLimits } from './launch';
 import { LocalSandbox } from './local-sandbox';
+import { createPreviewSigner } from './preview-token';
 import { heldLimits, limitSettings, logLimits, processLimitsFor } from './resource-limits';
 import { workspaceSandboxId } from './sandbox-id';
 import { PROBE_UID } from './sandbox-users';
@@ -35,6 +37,13 @@ export interface LocalProviderOptions {
    * deleted (workspace-sweep.ts). @default never
    */
   staleAfterMs?: number;
+  /**
+   * Signs the access tokens of preview URLs on an address other than loopback (MCP_SESSION_SECRET).
+   * @default random, for this provider
+   */
+  previewSecret?: string;
+  /** How long such a preview URL (and the cookie it gives) stays valid (MCP_SESSION_MAX_AGE_S). @default 6 hours */
+  previewTtlMs?: number;
 }
 
 export interface LocalSandboxProvider extends SandboxProvider {
@@ -51,6 +60,8 @@ export function createLocalSandboxProvider({
   clock = SYSTEM_CLOCK,
   tools = findHostTools(),
   staleAfterMs,
+  previewSecret = randomBytes(32).toString('base64url'),
+  previewTtlMs = 6 * 3_600_000,
 }: LocalProviderOptions): LocalSandboxProvider {
   const janitor = staleAfterMs === undefined ? undefined : createWorkspaceJanitor({ root: config.root, staleAfterMs, now: () => clock.now(), logger });
   // As root, each sandbox runs as its own unprivileged user: rlimits then hold and sessions cannot reach each other.
@@ -70,9 +81,12 @@ export function createLocalSandboxProvider({
   let cgroups: SandboxCgroups | undefined;
   let cgroupsProbed = false;
   const rlimits = { prlimit: tools.prlimit !== undefined, ownUsers: dropPrivileges };
-  // Previews on loopback reach clients only when the server's own clients are on this host too.
+  // Previews on loopback reach clients only when the server's own clients are on this host too. Elsewhere
+  // (LOCAL_SANDBOX_PREVIEW_PUBLIC=on) anyone who reaches the address could connect: their URLs carry a token.
   const previewHost = config.previewHost ?? '127.0.0.1';
-  const preview = { host: previewHost, reachable: !isLoopbackHost(previewHost) || !config.exposed };
+  const preview = isLoopbackHost(previewHost)
+    ? { host: previewHost, reachable: !config.exposed }
+    : { host: previewHost, reachable: true, signer: createPreviewSigner(previewSecret, previewTtlMs) };
   const findCgroups = async (): Promise<void> => {
     const probed = await probeCgroups({ root: config.root, limits: settings }).catch((err: unknown) => ({ cgroups: undefined, problems: [String(err)] }));
     cgroups = probed.cgroups;
