@@ -34,6 +34,7 @@ async function renderArtifact(plan, bundle) {
   const { zip, sha256 } = await createCodeZip(bundle);
   const manifest = toManifest(plan, { zipFile: ARTIFACT_FILES.zip, zipSha256: sha256, zipBytes: zip.length });
   const sYaml = toServerlessDevsYaml(plan, { codePath: './code' });
+  /** @param {string} what */
   const header = (what) => `# ${what} — written by scripts/deploy.js; holds no secret values.\n`;
   return {
     files: [

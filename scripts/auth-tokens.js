@@ -28,7 +28,9 @@ const MIN_TOKEN_LENGTH = 16;
  * @returns {{ choice: AuthChoice, problems: string[], warnings: string[] }}
  */
 function resolveAuth(args, env) {
+  /** @type {string[]} */
   const problems = [];
+  /** @type {string[]} */
   const warnings = [];
   if (!args.auth) {
     if (args.generateToken || args.authTokenFile !== undefined) problems.push('--no-auth conflicts with --generate-token and --auth-token-file: choose one');
@@ -42,6 +44,7 @@ function resolveAuth(args, env) {
     return { choice: { mode: 'bearer', source: 'generated', tokens, file }, problems, warnings };
   }
   if (args.authTokenFile !== undefined) {
+    /** @type {string[]} */
     let tokens = [];
     try {
       tokens = parseTokens(readFileSync(args.authTokenFile, 'utf8'));
@@ -76,7 +79,11 @@ function ensureGeneratedToken(file) {
   return { token, created: true };
 }
 
-/** One token a line; blank lines, `#` comments and commas are separators. */
+/**
+ * One token a line; blank lines, `#` comments and commas are separators.
+ * @param {string} text
+ * @returns {string[]}
+ */
 function parseTokens(text) {
   return text
     .split(/[,\n]/)

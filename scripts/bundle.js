@@ -38,6 +38,7 @@ async function ensureBundle({ root, log }) {
 /** @param {string} root */
 function newestSourceMs(root) {
   let newest = 0;
+  /** @param {string} dir */
   const visit = (dir) => {
     for (const entry of readdirSync(dir, { withFileTypes: true })) {
       const path = join(dir, entry.name);

@@ -1,6 +1,6 @@
 /**
- * The parser factory (STYLE R18): builds the yargs instance for the deploy CLI and never parses. Only deploy.js
- * parses, and decides the exit code.
+ * The parser factory: builds the yargs instance for the deploy CLI and never parses, so that building it has no
+ * effect of its own. Only deploy.js parses, and decides the exit code.
  */
 'use strict';
 
@@ -13,7 +13,7 @@ const { CREDENTIALS_HELP } = require('./fc-credentials');
 
 /**
  * @param {string[]} argv the arguments after `node scripts/deploy.js`
- * @param {Partial<import('./run-deploy').RunContext>} [context] the outside world; @default this process's
+ * @param {Partial<import('./run-deploy').RunContext>} [context] the outside world; what is left out is this process's
  */
 function buildCli(argv, context = {}) {
   /** @type {import('./run-deploy').RunContext} */

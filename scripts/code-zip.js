@@ -5,7 +5,18 @@
 'use strict';
 
 const { createHash } = require('node:crypto');
-const { ZipFile } = require('yazl');
+/**
+ * The part of yazl used here. yazl ships no type declarations, and none are installed for it, so its export is
+ * cast to this.
+ * @typedef {object} YazlZipFile
+ * @property {(buffer: Buffer, metadataPath: string, options?: { mtime?: Date, mode?: number, compress?: boolean }) => void} addBuffer
+ * @property {() => void} end
+ * @property {import('node:stream').Readable} outputStream
+ */
+const { ZipFile } = /** @type {{ ZipFile: new () => YazlZipFile }} */ (
+  // @ts-expect-error TS7016, no declaration file for 'yazl': the cast above types the part used.
+  require('yazl')
+);
 
 const { ENTRY_FILE } = require('./fc-limits');
 
@@ -21,6 +32,7 @@ function createCodeZip(bundle) {
     const zipfile = new ZipFile();
     zipfile.addBuffer(bundle, ENTRY_FILE, { mtime: FIXED_MTIME, mode: 0o100644, compress: true });
     zipfile.end();
+    /** @type {Buffer[]} */
     const chunks = [];
     zipfile.outputStream.on('data', (chunk) => chunks.push(chunk));
     zipfile.outputStream.once('error', reject);

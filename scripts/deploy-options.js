@@ -1,6 +1,7 @@
 /**
- * Every option of `node scripts/deploy.js`: type, default and description (STYLE R18). The defaults here are the
- * ones the repository's s.yaml uses too (test/deploy/repo-s-yaml.test.ts keeps them in step).
+ * Every option of `node scripts/deploy.js`, each declared with its type, default and description (what --help
+ * shows). The defaults here are the ones the repository's s.yaml uses too (test/deploy/repo-s-yaml.test.ts keeps
+ * them in step).
  */
 'use strict';
 
@@ -147,7 +148,10 @@ const DEPLOY_OPTIONS = {
   json: { group: GROUPS.output, type: 'boolean', default: false, describe: 'Print one JSON document on stdout; progress and warnings go to stderr' },
 };
 
-/** Examples for --help. */
+/**
+ * Examples for --help.
+ * @type {ReadonlyArray<readonly [command: string, description: string]>}
+ */
 const EXAMPLES = [
   ['$0 --generate-token --output-dir fc-deploy', 'Write the artifact, a new token and the manual steps'],
   ['$0 --generate-token --deploy --region cn-shanghai', 'Deploy through the FC API and print the MCP URL'],

@@ -25,7 +25,9 @@ const DAY_MS = 24 * 60 * 60 * 1000;
  * @returns {{ certConfig: CertConfig | undefined, problems: string[], warnings: string[] }}
  */
 function readDomainCertificate({ certFile, keyFile, domain, now = new Date() }) {
+  /** @type {string[]} */
   const problems = [];
+  /** @type {string[]} */
   const warnings = [];
   const certificate = readPem(certFile, '--domain-cert', problems);
   const privateKey = readPem(keyFile, '--domain-key', problems);

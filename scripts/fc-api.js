@@ -17,7 +17,7 @@
  * @property {(domain: string, input: Record<string, unknown>) => Promise<Record<string, any>>} updateCustomDomain
  */
 
-/** Both SDK timeouts must be set: the defaults (connect 5 s, read 10 s or less) cut a code upload short (FACTS.md §7). */
+/** FC 3.0 wants both SDK timeouts set: the defaults (connect 5 s, read 10 s or less) cut a code upload short. */
 const CONNECT_TIMEOUT_MS = 10_000;
 const READ_TIMEOUT_MS = 120_000;
 

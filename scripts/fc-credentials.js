@@ -188,14 +188,15 @@ function currentCliProfile(file) {
 
 /**
  * The file-reading providers take the home directory from os.homedir() once, into `homedir`, in their constructor
- * (the package sets the same field in its own tests); point them at the caller's HOME instead.
+ * (the package sets the same field in its own tests); point them at the caller's HOME instead. The field is private
+ * (and readonly in one) in the package's declarations, hence the cast.
  * @template {object} P
  * @param {P} provider
  * @param {string | undefined} home
  * @returns {P}
  */
 function withHome(provider, home) {
-  /** @type {any} */ (provider).homedir = home;
+  /** @type {{ homedir?: string }} */ (provider).homedir = home;
   return provider;
 }
 

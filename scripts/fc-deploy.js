@@ -30,7 +30,8 @@ const ACTIVE_TIMEOUT_MS = 5 * 60_000;
  * @property {import('./domain-certificate').CertConfig} [certConfig] the custom domain's certificate (--domain-cert)
  * @property {(line: string) => void} step told of each step as it happens
  * @property {() => number} [random] the retries' jitter source, in [0, 1); Math.random unless given
- * @property {(ms: number) => Promise<unknown>} [wait] @default setTimeout from node:timers/promises
+ * @property {(ms: number) => Promise<unknown>} [wait] waits between retries and status checks; setTimeout from
+ *   node:timers/promises unless given
  */
 
 /**

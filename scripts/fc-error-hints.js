@@ -3,7 +3,10 @@
  */
 'use strict';
 
-/** Codes (exact, or a prefix ending in `.`) and the advice for them. */
+/**
+ * Codes (exact, or a prefix ending in `.`) and the advice for them.
+ * @type {ReadonlyArray<readonly [codes: readonly string[], hint: string]>}
+ */
 const HINTS = [
   [['AccessDenied', 'Forbidden.', 'NoPermission', 'Forbidden'], 'The credentials lack permission: grant the RAM user or role AliyunFCFullAccess (or fc:GetFunction, fc:CreateFunction, fc:UpdateFunction, fc:GetTrigger, fc:CreateTrigger, fc:UpdateTrigger and the custom-domain actions), then re-run.'],
   [['InvalidAccessKeyId', 'InvalidAccessKeyId.', 'SignatureDoesNotMatch', 'IncompleteSignature'], 'FC did not accept the credentials: check ALIBABA_CLOUD_ACCESS_KEY_ID and ALIBABA_CLOUD_ACCESS_KEY_SECRET (copy them again from the RAM console; no spaces).'],
@@ -22,7 +25,7 @@ const HINTS = [
  */
 function toErrorHint(code, statusCode) {
   for (const [codes, hint] of HINTS) {
-    if (codes.some((c) => (c.endsWith('.') ? code.startsWith(c) : code === c))) return /** @type {string} */ (hint);
+    if (codes.some((c) => (c.endsWith('.') ? code.startsWith(c) : code === c))) return hint;
   }
   if (statusCode === undefined) return 'The FC API could not be reached: check the network, --region and --endpoint, then re-run.';
   if (statusCode >= 500) return 'FC kept failing on its side: re-run in a few minutes; if it persists, open a ticket quoting the request id.';

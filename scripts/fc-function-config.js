@@ -51,7 +51,7 @@ function toLogConfig({ project, logstore }) {
 }
 
 /**
- * sessionAffinityConfig is a JSON string in the API (FACTS.md §6).
+ * sessionAffinityConfig is a JSON string in the FC 3.0 API, not an object.
  * @param {import('./deploy-plan').DeploymentPlan} plan
  */
 function toSessionAffinityConfig(plan) {

@@ -1,6 +1,6 @@
 /**
- * What Function Compute 3.0 accepts and what the server needs from it (FACTS.md §6, §8): runtimes, sizes, ranges.
- * Pure data; validate-settings.js applies it.
+ * What Function Compute 3.0 accepts and what the server needs from it: runtimes, sizes, ranges.
+ * Pure data; validate-plan.js applies it.
  */
 'use strict';
 

@@ -1,6 +1,7 @@
 /**
  * Retries FC calls that failed for a passing reason (throttling, 5xx, a dropped connection) with exponential
- * backoff and jitter. Everything else fails at once. The SDK itself does not retry (FACTS.md §7).
+ * backoff and jitter. Everything else fails at once. The SDK itself does not retry: it retries only when its Config
+ * carries retryOptions, and fc-api.js gives it none.
  */
 'use strict';
 
@@ -24,7 +25,7 @@ function isRetryable(err) {
  * @property {number} [attempts=5] tries in all
  * @property {number} [baseDelayMs=500] first backoff; doubles each time, plus up to 50 % jitter
  * @property {number} [maxDelayMs=8000] longest single wait
- * @property {(err: any, attempt: number, delayMs: number) => void} [onRetry] told before each wait
+ * @property {(err: unknown, attempt: number, delayMs: number) => void} [onRetry] told before each wait
  * @property {() => number} [random] the jitter's source, in [0, 1); Math.random unless given
  * @property {(ms: number) => Promise<unknown>} [wait] waits; setTimeout from node:timers/promises unless given
  */

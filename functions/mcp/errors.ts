@@ -1,9 +1,10 @@
 /**
  * The typed errors of the server. Third-party errors are translated into these where they enter
- * (the sandbox adapters, the config loader); `http/error-response.ts` maps them to the wire.
+ * (the sandbox adapters, the config loader). A tool call that throws an AppError becomes a tool result with
+ * `isError: true` and the error's message (`tools/registry.ts`); anything else becomes a logged JSON-RPC internal error.
  */
 
-/** Machine-readable error codes; each has one row in the HTTP/JSON-RPC table. */
+/** Machine-readable error codes, for the code that catches an AppError; the caller reads the message. */
 export type ErrorCode =
   | 'invalid_input'
   | 'not_found'

@@ -1,4 +1,7 @@
-/** FACTS.md §2, row by row, over raw HTTP against the built bundle with bearer auth on; plus the FC routes. */
+/**
+ * The Streamable HTTP status table (docs/platform-facts.md), row by row, over raw HTTP against the built bundle with
+ * bearer auth on; plus the FC routes.
+ */
 import { ACCEPT_BOTH, initializeBody, postMcp, request } from '../support/http';
 import { authed, errorCodeOf, messagesOf, nodeHttp, openSession, rpc } from '../support/raw-session';
 import { startServer, stopAllServers, type StartedServer } from '../support/server';

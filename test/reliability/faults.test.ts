@@ -292,7 +292,7 @@ describe('the disk fills in a workspace (ENOSPC)', () => {
 });
 
 describe('a client disconnects mid-stream', () => {
-  it('2025 session: the server stays healthy, and the dropped stream does not cancel the command (FACTS §2: a dropped connection is not a cancel)', async () => {
+  it('2025 session: the server stays healthy, and the dropped stream does not cancel the command (in the 2025 era a dropped connection is not a cancel)', async () => {
     const server = await startServer({ env: { MCP_AUTH_TOKENS: TOKEN } });
     const { headers } = await openSession(server.url, TOKEN);
     const sleep = markedSleep(6);

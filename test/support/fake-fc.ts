@@ -1,8 +1,9 @@
 /**
  * A loopback fake of the Function Compute 3.0 API (2023-03-30) for the deploy CLI: the REST paths the SDK calls for
- * functions, triggers and custom domains, each request's ACS3-HMAC-SHA256 signature recomputed and checked
- * (FACTS.md §7, as @alicloud/openapi-core signs: canonical URI, sorted query, the x-acs-*, host and content-type
- * headers, the body hash), every call recorded, and failures scriptable (throttling, 5xx, AccessDenied, pending).
+ * functions, triggers and custom domains, each request's ACS3-HMAC-SHA256 signature (Alibaba Cloud's signature method
+ * V3) recomputed and checked as @alicloud/openapi-core signs: canonical URI, sorted query, the x-acs-*, host and
+ * content-type headers, the body hash (docs/platform-facts.md); every call recorded, and failures scriptable
+ * (throttling, 5xx, AccessDenied, pending).
  */
 import { createHash, createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';

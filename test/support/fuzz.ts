@@ -2,7 +2,7 @@
  * A seeded, repeatable generator of hostile and malformed HTTP requests for the MCP endpoint, and the
  * sender that fires them (node:http for odd but well-framed requests, a raw socket for broken framing).
  *
- * Every case says which statuses the status table (FACTS.md §2) allows for it, and what else must hold
+ * Every case says which statuses the status table (docs/platform-facts.md) allows for it, and what else must hold
  * of the answer (a JSON-RPC answer for its id, a refusal of invalid arguments or escaping paths, no
  * secret in the text). The same seed always yields the same cases, in the same order.
  */
@@ -504,7 +504,7 @@ export function generateCases(seed: number, count: number, t: FuzzTargets): Fuzz
     return raw('http-method', `${m} ${path.slice(0, 40)}${withSession ? ' with session' : ''}`, Buffer.from(head(lines) + body, 'latin1'), allowed);
   }
 
-  /** What the routes answer (README, FACTS §2), for a request with a valid token and no Origin. */
+  /** What the routes answer (README, the status table in docs/platform-facts.md), for a request with a valid token and no Origin. */
   function expectedForRoute(m: string, path: string, session: string | undefined): readonly number[] {
     // Node's parser accepts only known methods; an unknown or lower-case token is a 400 before any route.
     if (!['GET', 'PUT', 'PATCH', 'HEAD', 'DELETE', 'OPTIONS', 'TRACE', 'PROPFIND', 'CONNECT', 'POST'].includes(m)) return [400, 405];

@@ -1,4 +1,7 @@
-/** DNS-rebinding protection: `Origin` and `Host` checks (FACTS.md §2), and CORS for allowed browsers. */
+/**
+ * DNS-rebinding protection: `Origin` and `Host` checks (Streamable HTTP requires a 403 for a present `Origin` that is
+ * not allowed; this server refuses a `Host` it does not answer to the same way), and CORS for allowed browsers.
+ */
 import type { FetchHandler } from './context';
 import { jsonRpcError, RPC } from './json-rpc-error';
 import { MCP_ALLOW } from './mcp-methods';

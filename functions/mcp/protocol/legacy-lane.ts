@@ -71,7 +71,10 @@ export interface LegacyLane {
 
 /** Ended (deleted or expired) session ids this instance remembers, to answer them 404. */
 const ENDED_IDS_REMEMBERED = 10_000;
-/** The version a rebuilt session assumes when the request names none (FACTS.md §2). */
+/**
+ * The version a rebuilt session assumes when the request names none: Streamable HTTP says to assume 2025-03-26 when
+ * there is no `MCP-Protocol-Version` header and no other way to know (docs/platform-facts.md).
+ */
 const DEFAULT_RECOVERY_VERSION = '2025-03-26';
 
 /** Creates the 2025-era lane. */

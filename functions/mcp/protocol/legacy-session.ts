@@ -1,10 +1,11 @@
 /**
  * One 2025-era session: its SDK server and sessionful transport, its lazy sandbox, and its owner.
  *
- * DESIGN.md rule 8, first option: one sessionful transport per session. A session this instance does not
- * hold (its id verified, its sandbox tagged) is rebuilt with a fresh transport brought to the initialized
- * state by a synthetic `initialize` at the client's protocol version. Chosen over stateless transports
- * because it keeps the SDK's own session checks and SSE handling per session. A session that has only
+ * One sessionful transport per session. The SDK's transport cannot adopt a session id minted elsewhere, so a
+ * session this instance does not hold (its id verified, its sandbox tagged) is rebuilt with a fresh transport
+ * brought to the initialized state by a synthetic `initialize` at the client's protocol version. Chosen over the
+ * other way (stateless transports, with `sessions/` owning the `Mcp-Session-Id` lifecycle) because it keeps the
+ * SDK's own session checks and SSE handling per session. A session that has only
  * connected holds no SDK objects at all: its handshake is answered without the SDK (http/early-listener.ts)
  * and this session is built on its first other request (`primeSession` with the client's own hello).
  */

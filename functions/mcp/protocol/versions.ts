@@ -1,4 +1,7 @@
-/** Which protocol revisions each entry serves, and the negotiation rule (FACTS.md §1, §2). */
+/**
+ * Which protocol revisions each entry serves. A client that asks for a revision in a list gets it back; any other ask
+ * gets the list's first, its preferred (MCP's version negotiation; the eras are in docs/platform-facts.md).
+ */
 
 /** Over HTTP, preferred first: the 2025 era of Streamable HTTP, negotiated by `initialize`. */
 export const HTTP_PROTOCOL_VERSIONS: readonly string[] = Object.freeze(['2025-11-25', '2025-06-18', '2025-03-26']);

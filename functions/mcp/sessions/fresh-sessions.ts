@@ -3,7 +3,7 @@
  * data (a few hundred bytes), answered early as long as it can be (protocol/early-answers.ts), until a
  * request needs the SDK: then the 2025 lane builds its SDK session from it: a new session, with the client's
  * own capabilities, and no search for an earlier sandbox. An idle session thus holds no SDK objects
- * (DESIGN.md rule 8, issue 7).
+ * (issue 7); the SDK session is one sessionful transport per session (protocol/legacy-session.ts).
  */
 
 /** What the early answer decided, kept for the lane. */

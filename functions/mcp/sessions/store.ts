@@ -10,7 +10,10 @@ export interface StoredSession {
   lastUsedMs: number;
 }
 
-/** The store's contract; an implementation may add recovery from signed ids (DESIGN.md rule 2). */
+/**
+ * The store's contract. The store is a cache, not the truth: the truth is the signed session id and the sandbox
+ * tagged with it, so an implementation may add recovery, rebuilding a session for a valid id it does not hold.
+ */
 export interface SessionStore<S extends StoredSession> {
   /** The live session with this id, marked as used now; `undefined` when unknown or expired. */
   get(id: string, nowMs: number): S | undefined;
