@@ -7,6 +7,7 @@
 const { resolveAuth } = require('./auth-tokens');
 const { planDomain } = require('./domain-plan');
 const { FUNCTION_TIMEOUT_MARGIN_S, INSTANCE_CONCURRENCY, RUNTIMES, TOOL_TIMEOUT_MAX_S, TRIGGER_NAME, DISK_MB } = require('./fc-limits');
+const { optionalString } = require('./option-values');
 const { validatePlan } = require('./validate-plan');
 
 /** A variable name FC takes: a letter, then letters, digits and _. */
@@ -284,11 +285,6 @@ function checkEndpoint(args) {
     problems.push(`--endpoint "${endpoint}" must be a host such as 123456789.cn-hangzhou.fc.aliyuncs.com, or http(s)://host:port`);
   }
   return problems;
-}
-
-/** @param {unknown} value */
-function optionalString(value) {
-  return typeof value === 'string' && value.trim() !== '' ? value.trim() : undefined;
 }
 
 module.exports = { createPlan, checkAgainstFunction };

@@ -7,6 +7,7 @@
 const { resolve } = require('node:path');
 
 const { readDomainCertificate } = require('./domain-certificate');
+const { optionalString } = require('./option-values');
 
 /**
  * The custom domain and how it is served: HTTPS with the given certificate, HTTP only on purpose, or, with neither,
@@ -62,11 +63,6 @@ function checkAgainstDomain(plan, existingDomain) {
  */
 function hasHttps(domain) {
   return String(domain?.protocol ?? '').includes('HTTPS') && typeof domain?.certConfig?.certificate === 'string' && domain.certConfig.certificate !== '';
-}
-
-/** @param {unknown} value */
-function optionalString(value) {
-  return typeof value === 'string' && value.trim() !== '' ? value.trim() : undefined;
 }
 
 module.exports = { planDomain, checkAgainstDomain };

@@ -10,6 +10,7 @@ const { join, resolve } = require('node:path');
 const { ensureGeneratedToken } = require('./auth-tokens');
 const { renderArtifact, writeArtifact } = require('./artifact');
 const { ensureBundle } = require('./bundle');
+const { optionalString } = require('./option-values');
 const { keepSessionSecret } = require('./session-secret-file');
 const { checkAgainstFunction, createPlan } = require('./deploy-plan');
 const { checkAgainstDomain } = require('./domain-plan');
@@ -50,7 +51,7 @@ async function runDeploy(args, context) {
 
   // With --deploy the function is read first: what it already has (tokens, the E2B key, the session secret) may
   // complete the plan, and nothing is written or changed before the plan is known to be complete.
-  const endpoint = resolveEndpoint({ endpoint: optional(args.endpoint), accountId: optional(args.accountId), region: plan.region });
+  const endpoint = resolveEndpoint({ endpoint: optionalString(args.endpoint), accountId: optionalString(args.accountId), region: plan.region });
   const target = args.deploy === true ? await lookUpTarget({ args, context, plan, authChoice, endpoint, log }) : undefined;
   if (authChoice.source === 'missing' && target !== undefined) authChoice.source = 'kept';
 
@@ -97,7 +98,7 @@ async function runDeploy(args, context) {
     if (newToken !== undefined) log(`New bearer token written to ${authChoice.file} (mode 0600); it is not repeated in the JSON.`);
   } else {
     context.stdout.write(
-      toHumanReport({ plan, outputDir, cwd: context.cwd, dryRun, files, auth: authChoice, newToken, warnings, deployed, plannedCalls, accountId: optional(args.accountId), sessionSecretFile }),
+      toHumanReport({ plan, outputDir, cwd: context.cwd, dryRun, files, auth: authChoice, newToken, warnings, deployed, plannedCalls, accountId: optionalString(args.accountId), sessionSecretFile }),
     );
   }
 }
@@ -143,7 +144,7 @@ async function applyToTarget({ target, plan, authChoice, certConfig, env, sessio
  * @param {{ args: Record<string, unknown>, context: RunContext, plan: import('./deploy-plan').DeploymentPlan, authChoice: import('./auth-tokens').AuthChoice, endpoint: { host: string, protocol: 'http' | 'https' }, log: (line: string) => void }} options
  */
 async function lookUpTarget({ args, context, plan, authChoice, endpoint, log }) {
-  const credentials = await resolveFcCredentials({ env: context.env, home: context.env.HOME, profile: optional(args.profile), sAccess: optional(args.sAccess) });
+  const credentials = await resolveFcCredentials({ env: context.env, home: context.env.HOME, profile: optionalString(args.profile), sAccess: optionalString(args.sAccess) });
   log(`Credentials: ${credentials.source}.`);
   const api = createFcApi({ ...endpoint, accessKeyId: credentials.accessKeyId, accessKeySecret: credentials.accessKeySecret, securityToken: credentials.securityToken });
   const existing = await lookUpFunction({ api, step: log, name: plan.name, region: plan.region });
@@ -188,11 +189,6 @@ function shellValues(plan, authChoice, env) {
     values.MCP_AUTH_TOKENS = authChoice.tokens.join(',') || (authChoice.source === 'generated' ? TOKEN_TO_GENERATE : undefined);
   }
   return values;
-}
-
-/** @param {unknown} value */
-function optional(value) {
-  return typeof value === 'string' && value.trim() !== '' ? value.trim() : undefined;
 }
 
 module.exports = { runDeploy };
