@@ -1,5 +1,5 @@
 // Bundles the server into single files for Function Compute: dist/index.js (HTTP) and dist/stdio.js.
-// CommonJS output: the E2B SDK fails at run time as ESM (a dynamic require of node:fs), FACTS.md §9.
+// CommonJS output: the E2B SDK fails at run time as ESM (a dynamic require of node:fs); see docs/platform-facts.md.
 import { build as esbuild } from 'esbuild';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
