@@ -1,7 +1,10 @@
-// Bundles the server into single files for Function Compute: dist/index.js (HTTP) and dist/stdio.js.
+// Bundles the server into single files for Function Compute: dist/index.js (HTTP) and dist/stdio.js, with their
+// source maps beside them (SOURCE_MAPS below).
 // CommonJS output: the E2B SDK fails at run time as ESM (a dynamic require of node:fs); see docs/platform-facts.md.
 import { build as esbuild } from 'esbuild';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runInThisContext } from 'node:vm';
 import { brotliCompressSync, constants as zlibConstants } from 'node:zlib';
@@ -25,18 +28,40 @@ const DEFERRED_MODULES = [
   { file: 'functions/mcp/core-modules.ts', loader: 'loadCore', name: 'mcp-core.js', compress: true },
 ];
 
-const COMMON = { bundle: true, platform: 'node', target: 'node20.10', format: 'cjs', minify: true, legalComments: 'none' };
+/** `.py` files (the local sandbox's Python programs) are imported as their text. */
+const COMMON = { bundle: true, platform: 'node', target: 'node20.10', format: 'cjs', minify: true, legalComments: 'none', loader: { '.py': 'text' } };
 
-/** The plugins that replace each deferred module with a stub holding its bundled code. */
+/**
+ * Source maps: each bundle and each deferred chunk gets a `.map` beside it (index.js.map, mcp-core.js.map, …),
+ * read only when a stack with a frame in that file is formatted (functions/mcp/stack-maps.ts), so that a logged
+ * stack names `functions/…/x.ts:line:column` rather than `mcp-core.js:1:NNNNN`. Without `sourcesContent`: a
+ * stack needs positions, not text. `sources` are relative paths written as if the map lay in the repository's
+ * dist/ (`../functions/mcp/core.ts`) wherever the build goes: next to dist/index.js they name the real files,
+ * next to FC's /code/index.js they read /functions/mcp/core.ts, and no path of the build machine is in them.
+ */
+const SOURCE_MAPS = { sourcemap: 'external', sourcesContent: false };
+const MAP_HOME = fileURLToPath(new URL('./dist/', import.meta.url));
+
+/** The plugins that replace each deferred module with a stub holding its bundled code, and the chunks' maps. */
 async function deferredModulePlugins() {
   const plugins = [];
+  const maps = [];
   for (const deferred of DEFERRED_MODULES) {
-    const chunk = await esbuild({ ...COMMON, entryPoints: [deferred.file], write: false, logLevel: 'silent', plugins: [...plugins] });
-    plugins.push(deferredModulePlugin(deferred, chunk.outputFiles[0].text));
+    const chunk = await esbuild({ ...COMMON, ...SOURCE_MAPS, entryPoints: [deferred.file], outfile: join(MAP_HOME, deferred.name), write: false, logLevel: 'silent', plugins: [...plugins] });
+    maps.push({ file: `${deferred.name}.map`, text: outputText(chunk, '.map') });
+    plugins.push(deferredModulePlugin(deferred, outputText(chunk, '.js')));
   }
-  return plugins;
+  return { plugins, maps };
 }
 
+function outputText(result, extension) {
+  return result.outputFiles.find((file) => file.path.endsWith(extension)).text;
+}
+
+/**
+ * The chunk starts on the wrapper's second line, counted as its first (`lineOffset: -1`): a frame in it reads
+ * `mcp-core.js:line:column` of the chunk as esbuild wrote it, which is what its map is of.
+ */
 function deferredModulePlugin({ file, loader, name, compress }, source) {
   const code = compress
     ? `require('node:zlib').brotliDecompressSync(Buffer.from(${JSON.stringify(brotliCompressSync(source, BROTLI).toString('base64'))}, 'base64')).toString('utf8')`
@@ -51,7 +76,7 @@ function deferredModulePlugin({ file, loader, name, compress }, source) {
 let loaded;
 exports.${loader} = function () {
   if (loaded === undefined) {
-    const wrapper = require('node:vm').runInThisContext('(function (exports, require, module) {' + ${code} + '\\n})', { filename: ${JSON.stringify(name)} });
+    const wrapper = require('node:vm').runInThisContext('(function (exports, require, module) {\\n' + ${code} + '\\n})', { filename: ${JSON.stringify(name)}, lineOffset: -1 });
     const mod = { exports: {} };
     wrapper(mod.exports, require, mod);
     loaded = mod.exports;
@@ -76,19 +101,35 @@ async function captureToolsList(plugins) {
   return mod.exports.captureToolsListResults();
 }
 
-/** Builds the bundles; resolves with esbuild's result (metafile included when asked). */
+/**
+ * Builds the bundles into `outdir`: index.js, stdio.js, their maps, and the deferred chunks' maps
+ * (mcp-core.js.map, e2b-sdk.js.map). Resolves with esbuild's result (metafile included when asked).
+ */
 export async function build({ outdir = 'dist', metafile = false, logLevel = 'warning' } = {}) {
-  const plugins = await deferredModulePlugins();
-  return esbuild({
+  const { plugins, maps } = await deferredModulePlugins();
+  const result = await esbuild({
     ...COMMON,
+    ...SOURCE_MAPS,
+    sourcemap: 'linked',
     entryPoints: ENTRY_POINTS,
     outdir,
-    sourcemap: false,
+    write: false,
     metafile,
     logLevel,
     plugins,
     define: { __EARLY_TOOLS_LIST__: JSON.stringify(await captureToolsList(plugins)) },
   });
+  mkdirSync(outdir, { recursive: true });
+  for (const output of result.outputFiles) writeFileSync(output.path, output.path.endsWith('.map') ? rebaseSources(output) : output.contents);
+  for (const map of maps) writeFileSync(join(outdir, map.file), map.text);
+  return result;
+}
+
+/** A map of `outdir` with its `sources` made relative to dist/ (SOURCE_MAPS); esbuild's own (`<define:…>`) kept. */
+function rebaseSources(output) {
+  const map = JSON.parse(output.text);
+  const sources = map.sources.map((source) => (source.startsWith('<') ? source : relative(MAP_HOME, resolve(dirname(output.path), source)).split(sep).join('/')));
+  return JSON.stringify({ ...map, sources });
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

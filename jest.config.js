@@ -14,6 +14,8 @@ module.exports = {
   testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/reliability/'],
   transform: {
     '^.+\\.ts$': swc,
+    // The local sandbox's Python programs are imported as their text (build.mjs: esbuild's `text` loader).
+    '^.+\\.py$': '<rootDir>/test/support/text-transform.js',
     [`/node_modules/(.+/)?(${ESM_ONLY.join('|')})/.+\\.js$`]: ['@swc/jest', { jsc: { target: 'es2022' }, module: { type: 'commonjs' } }],
   },
   transformIgnorePatterns: [`/node_modules/(?!(.+/)?(${ESM_ONLY.join('|')})/)`],

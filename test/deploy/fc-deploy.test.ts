@@ -73,8 +73,8 @@ describe('a first deploy', () => {
     expect(Object.keys(env).filter((k) => k.startsWith('FC_'))).toEqual([]);
     const zip = Buffer.from(String((body.code as { zipFile: string }).zipFile), 'base64');
     const entries = readZip(zip);
-    expect(entries.map((e) => e.name)).toEqual(['index.js']);
-    expect(entries[0]?.data.equals(readFileSync(join(ROOT, 'dist/index.js')))).toBe(true);
+    expect(entries.map((e) => e.name)).toEqual(['index.js', 'index.js.map', 'mcp-core.js.map', 'e2b-sdk.js.map']);
+    for (const entry of entries) expect(entry.data.equals(readFileSync(join(ROOT, 'dist', entry.name)))).toBe(true);
   });
 
   it('creates an anonymous HTTP trigger allowing GET, POST, DELETE and OPTIONS', async () => {
