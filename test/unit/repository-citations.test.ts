@@ -23,6 +23,7 @@ const KNOWN: Readonly<Record<string, string>> = {
   'dist/index.js': 'the HTTP bundle, written by `npm run build`',
   'dist/stdio.js': 'the stdio bundle, written by `npm run build`',
   'code/index.js': 'the bundle inside the deploy artifact that `node scripts/deploy.js` writes',
+  'mcp-core.js': 'the deferred core chunk inside the bundle (build.mjs DEFERRED_MODULES), named in stack frames',
   'index.js': 'the bundle by the name Function Compute runs it (the root of code.zip, /code/index.js)',
   'src/types.ts': 'a file of googleapis/js-genai, named with its repository in docs/tool-schemas.md',
   'src/_transformers.ts': 'a file of googleapis/js-genai, named with its repository in docs/tool-schemas.md',
