@@ -33,4 +33,13 @@ class DeployError extends Error {
   }
 }
 
-module.exports = { UsageError, DeployError };
+/**
+ * A thrown value in words for a message: an Error's message, anything else as a string; never a stack.
+ * @param {unknown} err
+ * @returns {string}
+ */
+function describeError(err) {
+  return err instanceof Error ? err.message : String(err);
+}
+
+module.exports = { UsageError, DeployError, describeError };

@@ -6,7 +6,7 @@
 'use strict';
 
 const { buildCli } = require('./cli');
-const { DeployError, UsageError } = require('./deploy-errors');
+const { DeployError, UsageError, describeError } = require('./deploy-errors');
 
 const EXIT_FAILED = 1;
 const EXIT_USAGE = 2;
@@ -30,7 +30,7 @@ function toErrorJson(err) {
   if (err instanceof DeployError) {
     return { kind: 'deploy', message: err.message, step: err.step ?? null, code: err.code ?? null, requestId: err.requestId ?? null, hint: err.hint ?? null };
   }
-  return { kind: 'internal', message: err instanceof Error ? err.message : String(err) };
+  return { kind: 'internal', message: describeError(err) };
 }
 
 /** @param {unknown} err */

@@ -8,7 +8,7 @@
 const { existsSync, readFileSync } = require('node:fs');
 const { join } = require('node:path');
 
-const { UsageError } = require('./deploy-errors');
+const { UsageError, describeError } = require('./deploy-errors');
 const { readServerlessDevsAccess, shown } = require('./serverless-devs-access');
 
 /**
@@ -206,7 +206,7 @@ function withHome(provider, home) {
  * @param {unknown} err
  */
 function safeReason(err) {
-  const message = err instanceof Error ? err.message : String(err);
+  const message = describeError(err);
   const head = (message.split('\n')[0] ?? '').replace(/(: |, httpStatus| = | result:?\s)[\s\S]*$/, '').trim();
   return head.length > 200 ? `${head.slice(0, 200)}…` : head || 'failed';
 }

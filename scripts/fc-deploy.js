@@ -6,7 +6,7 @@
 
 const { setTimeout: sleep } = require('node:timers/promises');
 
-const { DeployError } = require('./deploy-errors');
+const { DeployError, describeError } = require('./deploy-errors');
 const { FcApiError } = require('./fc-api');
 const { toErrorHint } = require('./fc-error-hints');
 const { toDomainRoute, toFunctionConfig, toHttpTriggerConfig } = require('./fc-function-config');
@@ -57,7 +57,7 @@ function createCaller({ step, random, wait = sleep }) {
     withRetry(fn, {
       wait,
       random,
-      onRetry: (err, attempt, delayMs) => step(`  ${what}: ${describeError(err)}; retrying in ${(delayMs / 1000).toFixed(1)} s (attempt ${attempt + 1})`),
+      onRetry: (err, attempt, delayMs) => step(`  ${what}: ${describeAttempt(err)}; retrying in ${(delayMs / 1000).toFixed(1)} s (attempt ${attempt + 1})`),
     }).catch((err) => {
       throw toDeployError(what, err);
     });
@@ -220,10 +220,20 @@ async function upsertCustomDomain({ plan, api, call, step }, { existingDomain, c
   return 'updated';
 }
 
-/** @param {unknown} err */
-function describeError(err) {
-  if (err instanceof FcApiError) return `${err.code}${err.statusCode === undefined ? '' : ` (HTTP ${err.statusCode})`}`;
-  return err instanceof Error ? err.message : String(err);
+/**
+ * A failed attempt in words: an FC API error by its code and HTTP status, anything else by its message.
+ * @param {unknown} err
+ */
+function describeAttempt(err) {
+  return err instanceof FcApiError ? fcCodeOf(err) : describeError(err);
+}
+
+/**
+ * @param {InstanceType<typeof FcApiError>} err
+ * @returns {string} its code, with the HTTP status when there was one
+ */
+function fcCodeOf(err) {
+  return `${err.code}${err.statusCode === undefined ? '' : ` (HTTP ${err.statusCode})`}`;
 }
 
 /**
@@ -233,7 +243,7 @@ function describeError(err) {
 function toDeployError(what, err) {
   if (err instanceof DeployError) return err;
   if (err instanceof FcApiError) {
-    return new DeployError(`${what} failed: ${err.code}${err.statusCode === undefined ? '' : ` (HTTP ${err.statusCode})`}: ${err.message}`, {
+    return new DeployError(`${what} failed: ${fcCodeOf(err)}: ${err.message}`, {
       step: what,
       code: err.code,
       statusCode: err.statusCode,
@@ -242,7 +252,7 @@ function toDeployError(what, err) {
       cause: err,
     });
   }
-  return new DeployError(`${what} failed: ${err instanceof Error ? err.message : String(err)}`, { step: what, cause: err });
+  return new DeployError(`${what} failed: ${describeError(err)}`, { step: what, cause: err });
 }
 
 module.exports = { deployToFc, lookUpFunction, lookUpCustomDomain };

@@ -1,11 +1,12 @@
 /**
- * Everything past a client's handshake: the sandbox backend, the tools, both MCP lanes and the web-standard
- * app, behind one Node listener. index.ts loads it on first need (core-modules.ts), so that start-up compiles
- * none of it.
+ * Everything but a cold instance's first `initialize`: the sandbox backend, the tools, both MCP lanes and the
+ * web-standard app, behind one Node listener. index.ts loads it on first need (core-modules.ts), so that
+ * start-up compiles none of it.
  */
 import { type Clock, SYSTEM_CLOCK } from './clock';
 import type { Config } from './config';
 import type { EntryDeps } from './entry-deps';
+import { describeError } from './errors';
 import { createApp } from './http/app';
 import type { FetchHandler } from './http/context';
 import { createHealthReport } from './http/health';
@@ -16,7 +17,7 @@ import type { LegacySession } from './protocol/legacy-session';
 import { createCallShare } from './protocol/call-share';
 import { createMcpEndpoint } from './protocol/mcp-endpoint';
 import { createModernLane } from './protocol/modern-lane';
-import { HTTP_PROTOCOL_VERSIONS } from './protocol/versions';
+import { HTTP_PROTOCOL_VERSIONS, PROTOCOL_VERSIONS_BY_TRANSPORT } from './protocol/versions';
 import { createSandboxProvider, type SelectedProvider } from './sandbox/create-provider';
 import { createSandboxAdmission } from './sessions/fair-share';
 import { createMemorySessionStore } from './sessions/store';
@@ -29,6 +30,8 @@ export interface CoreDeps extends EntryDeps {
   /** Header that carries the platform's request id (FC: `x-fc-request-id`). */
   requestIdHeader: string;
   startedAtMs: number;
+  /** True, once, for a session id whose `initialize` the entry answered before loading the core. @default none */
+  mintedEarly?: (id: string) => boolean;
   /** The sandbox backend. @default the one SANDBOX_BACKEND names */
   sandboxes?: SelectedProvider;
   /** Time for session expiry, id signing and the E2B backend. @default SYSTEM_CLOCK */
@@ -46,10 +49,6 @@ export interface CoreApp {
    * calls still running end with a result, given `flushMs` to be written.
    */
   shutdown(options: { keepSandboxes: boolean; flushMs: number }): Promise<void>;
-  /** Sessions the 2025 lane holds as SDK sessions (not counting those held as data). */
-  heldSessions(): number;
-  /** Sessions of both kinds one credential holds. */
-  sessionsOf(principal: string): number;
 }
 
 /** The core behind its Node shell. */
@@ -59,7 +58,7 @@ export interface Core extends Omit<CoreApp, 'handle'> {
 }
 
 /** Wires the layers (HTTP gates, the two lanes, tools, the sandbox backend) into one web-standard handler. */
-export function createCoreApp({ config, logger, verifier, policy, ids, fresh, startedAtMs, sandboxes, clock = SYSTEM_CLOCK }: CoreDeps): CoreApp {
+export function createCoreApp({ config, logger, verifier, policy, ids, mintedEarly, startedAtMs, sandboxes, clock = SYSTEM_CLOCK }: CoreDeps): CoreApp {
   const { provider, ready } = sandboxes ?? createSandboxProvider(config, logger, clock);
   const now = (): number => clock.now();
   const catalog = createToolCatalog(logger);
@@ -81,7 +80,7 @@ export function createCoreApp({ config, logger, verifier, policy, ids, fresh, st
     admitSandbox,
     ...limits,
     logger,
-    fresh,
+    mintedEarly,
     now,
   });
   const modern = createModernLane({
@@ -106,6 +105,7 @@ export function createCoreApp({ config, logger, verifier, policy, ids, fresh, st
       },
       authMode: config.auth.mode,
       versions: HTTP_PROTOCOL_VERSIONS,
+      byTransport: PROTOCOL_VERSIONS_BY_TRANSPORT,
       startedAtMs,
       now,
     }),
@@ -117,8 +117,6 @@ export function createCoreApp({ config, logger, verifier, policy, ids, fresh, st
   return {
     handle,
     ready,
-    heldSessions: () => lane.heldSessions(),
-    sessionsOf: (principal) => lane.sessionsOf(principal),
     async shutdown({ keepSandboxes, flushMs }) {
       await Promise.all([lane.shutdown({ keepSandboxes, flushMs }), keepSandboxes ? modern.releaseAll() : modern.closeAll()]);
     },
@@ -143,7 +141,7 @@ export function createCore(deps: CoreDeps): Core {
       requestIdHeader,
       maxBodyBytes: config.maxBodyBytes,
       onError: (err, clientGone) => {
-        const error = err instanceof Error ? err.message : 'unknown';
+        const error = describeError(err);
         // A client that hangs up mid-request is routine, not a server fault.
         if (clientGone) logger.info('request aborted by the client', { error });
         else logger.error('response failed', { error });

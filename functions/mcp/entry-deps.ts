@@ -1,12 +1,11 @@
 /**
  * What the HTTP entry makes before the core and shares with it (config → the credential check, the id
- * signer, the sessions answered early, the Origin/Host rules). index.ts and the in-process test harness
+ * signer, the Origin/Host rules). index.ts and the in-process test harness
  * build them the same way, here.
  */
 import { isLoopbackHost, type Config } from './config';
 import { type BearerVerifier, createBearerVerifier } from './http/auth';
 import type { OriginPolicy } from './http/origin';
-import { FreshSessions } from './sessions/fresh-sessions';
 import { createSignedIdCodec, type SignedIdCodec } from './sessions/session-id';
 
 export interface EntryDeps {
@@ -16,8 +15,6 @@ export interface EntryDeps {
   policy: OriginPolicy;
   /** Signs and checks session ids and sandbox handles (MCP_SESSION_SECRET). */
   ids: SignedIdCodec;
-  /** Sessions whose `initialize` was answered before the core was loaded. */
-  fresh: FreshSessions;
 }
 
 /** Builds the entry's shared parts from `config`. */
@@ -26,6 +23,5 @@ export function createEntryDeps(config: Config): EntryDeps {
     verifier: config.auth.mode === 'bearer' ? createBearerVerifier(config.auth.tokens) : undefined,
     policy: { allowedOrigins: config.allowedOrigins, allowedHosts: config.allowedHosts, loopbackOnly: !config.onFc && isLoopbackHost(config.host) },
     ids: createSignedIdCodec(config.sessionSecret, config.sessionMaxAgeS * 1000),
-    fresh: new FreshSessions(),
   };
 }

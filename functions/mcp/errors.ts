@@ -23,15 +23,11 @@ export class AppError extends Error {
   constructor(
     readonly code: ErrorCode,
     message: string,
-    options?: ErrorOptions & { retryAfterS?: number },
+    options?: ErrorOptions,
   ) {
     super(message, options);
     this.name = 'AppError';
-    this.retryAfterS = options?.retryAfterS;
   }
-
-  /** Seconds after which a retry may succeed (capacity errors). */
-  readonly retryAfterS: number | undefined;
 }
 
 /** Start-up configuration problems, all of them at once. */
@@ -51,4 +47,15 @@ export function isAppError(err: unknown, code?: ErrorCode): err is AppError {
 export function toErrnoCode(err: unknown): string | undefined {
   if (typeof err !== 'object' || err === null || !('code' in err)) return undefined;
   return typeof err.code === 'string' ? err.code : undefined;
+}
+
+/** A thrown value in words for a log line or a problem report: an Error's message, a string as it is; never a stack. */
+export function describeError(err: unknown): string {
+  if (err instanceof Error) return err.message;
+  return typeof err === 'string' ? err : 'non-error thrown';
+}
+
+/** The log fields of an unexpected failure: `Name: message`, and the stack to find it by. */
+export function toFaultFields(err: unknown): { error: string; stack: string | undefined } {
+  return err instanceof Error ? { error: `${err.name}: ${err.message}`, stack: err.stack } : { error: describeError(err), stack: undefined };
 }

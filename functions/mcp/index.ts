@@ -1,7 +1,7 @@
 /**
- * The HTTP entry (FC custom runtime, or `npm start`): read config, listen, answer handshakes without the SDK
- * (http/early-listener.ts), and hand everything else to the core (core.ts: SDK, tools, sandboxes), which is
- * loaded when first needed, once a client has listed the tools, or 2 s after listening.
+ * The HTTP entry (FC custom runtime, or `npm start`): read config, listen, and hand every request to the core
+ * (core.ts: SDK, tools, sandboxes), which is loaded on the first request that needs it, right after a cold
+ * instance's first `initialize` (answered without it, protocol/early-listener.ts), or 2 s after listening.
  * The only module besides config.ts that knows it may be running on FC.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -12,21 +12,24 @@ import type { Core } from './core';
 import { loadCore } from './core-modules';
 import { installCrashGuards } from './crash-guard';
 import { createEntryDeps } from './entry-deps';
-import { ConfigError } from './errors';
+import { describeError } from './errors';
 import { guardConnections, serverTimeouts } from './http/connection-guard';
-import { createEarlyListener } from './http/early-listener';
+import { writeErrorAnswer } from './http/refusals';
+import { createEarlyListener } from './protocol/early-listener';
 import { createLogger, createProcessLogSink, type Logger } from './log';
 import { installStackMaps } from './stack-maps';
+import { RecentSet } from './sessions/recent-set';
 import { SERVER_INFO } from './version';
 
 /** How long after the core is loaded the sandbox backend is probed (a sandbox needed sooner probes at once). */
 const STARTUP_PROBE_DELAY_MS = 500;
 /**
  * An instance that no request made load its core loads it this long after listening, so that the backend's
- * start-up findings (no bubblewrap, no isolation) are logged at start-up. Long enough for a client's
- * handshake to be answered early first.
+ * start-up findings (no bubblewrap, no isolation) are logged at start-up.
  */
 const IDLE_CORE_LOAD_DELAY_MS = 2_000;
+/** Ids of sessions answered early that the core has not opened yet; more than this many are opened as recovered. */
+const EARLY_IDS_REMEMBERED = 4_096;
 
 /** On SIGTERM, how long calls in flight may take to finish before their sandboxes are stopped. */
 const SHUTDOWN_GRACE_MS = 10_000;
@@ -43,20 +46,22 @@ function main(): void {
   try {
     config = loadConfig(process.env);
   } catch (err: unknown) {
-    process.stderr.write(`${err instanceof ConfigError ? err.message : String(err)}\n`);
+    process.stderr.write(`${describeError(err)}\n`);
     process.exitCode = 1;
     return;
   }
   const logger = createLogger(createProcessLogSink(process.stdout, process.stderr, 'stdout'), config.logLevel);
   const startedAtMs = Date.now();
   const shared = createEntryDeps(config);
-  const { verifier, ids, fresh, policy } = shared;
+  const { verifier, ids, policy } = shared;
+  // The sessions whose `initialize` was answered before the core was loaded: the core opens each as new, once.
+  const mintedEarly = new RecentSet(EARLY_IDS_REMEMBERED);
 
   let core: Core | undefined;
   const theCore = (): Core => {
     if (core === undefined) {
       const started = performance.now();
-      core = loadCore().createCore({ ...shared, config, logger, requestIdHeader: FC_REQUEST_ID_HEADER, startedAtMs });
+      core = loadCore().createCore({ ...shared, config, logger, requestIdHeader: FC_REQUEST_ID_HEADER, startedAtMs, mintedEarly: (id) => mintedEarly.delete(id) });
       logger.info('core loaded', { load_ms: Math.round(performance.now() - started) });
       // The backend's probes (bubblewrap) a moment later, off the path of the request that needed the core.
       const loaded = core;
@@ -66,37 +71,30 @@ function main(): void {
   };
   const early = createEarlyListener({
     ids,
-    fresh,
     verifier,
     policy,
-    canOpen: (principal) =>
-      fresh.size + (core?.heldSessions() ?? 0) < config.maxSessions && (core?.sessionsOf(principal) ?? fresh.countOf(principal)) < config.perCredential.sessions,
-    idleTtlMs: config.sessionIdleTtlS * 1000,
     maxBodyBytes: config.maxBodyBytes,
+    onMinted: (id) => mintedEarly.add(id),
     requestIdHeader: FC_REQUEST_ID_HEADER,
     logger,
   });
   const serve = (req: IncomingMessage, res: ServerResponse): void => {
-    if (!early.mayAnswer(req)) {
-      theCore().listener(req, res);
+    if (core !== undefined) {
+      core.listener(req, res);
       return;
     }
-    void early
-      .answer(req, res)
+    void early(req, res)
       .then((outcome) => {
-        if (outcome.answered) {
-          // Once the client listed the tools it usually pauses before its first call: load the core then.
-          if (outcome.handshakeDone && core === undefined) setImmediate(theCore);
-          return;
-        }
-        theCore().listener(req, res, outcome.body);
+        if (!outcome.answered) theCore().listener(req, res, outcome.body);
+        // The client reads the answer and sends its next request meanwhile: load the core now.
+        else if (core === undefined) setImmediate(theCore);
       })
       .catch((err: unknown) => {
-        const error = err instanceof Error ? err.message : 'unknown';
+        const error = describeError(err);
         if (req.destroyed || res.destroyed) logger.info('request aborted by the client', { error });
         else logger.error('request failed before the core was loaded', { error });
-        if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' });
-        res.end('{"error":"internal_error","message":"Internal server error"}');
+        if (res.headersSent) res.end();
+        else writeErrorAnswer(res, { kind: 'internal_plain' });
       });
   };
 

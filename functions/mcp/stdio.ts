@@ -11,8 +11,10 @@ import { StdioServerTransport } from '@modelcontextprotocol/server/stdio';
 
 import { loadConfig, type Config } from './config';
 import { installCrashGuards } from './crash-guard';
-import { ConfigError } from './errors';
+import { describeError } from './errors';
+import { toErrorAnswer } from './http/refusals';
 import { createLogger, createStreamSink } from './log';
+import { jsonRpcIdOf } from './protocol/plain-message';
 import { createCatalogServer } from './protocol/server-factory';
 import { toToolContext } from './protocol/tool-context';
 import { STDIO_PROTOCOL_VERSIONS } from './protocol/versions';
@@ -28,15 +30,14 @@ function screenLine(line: string, write: (text: string) => void): boolean {
   try {
     value = JSON.parse(line);
   } catch {
-    write(`${JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32700, message: 'Parse error: the line is not valid JSON' } })}\n`);
+    write(`${toErrorAnswer({ kind: 'line_not_json' }).body}\n`);
     return false;
   }
   try {
     parseJSONRPCMessage(value);
     return true;
   } catch {
-    const id = typeof value === 'object' && value !== null && 'id' in value && (typeof value.id === 'string' || typeof value.id === 'number') ? value.id : null;
-    write(`${JSON.stringify({ jsonrpc: '2.0', id, error: { code: -32600, message: 'Invalid Request: each line must be one JSON-RPC 2.0 message object' } })}\n`);
+    write(`${toErrorAnswer({ kind: 'line_not_json_rpc' }, jsonRpcIdOf(value)).body}\n`);
     return false;
   }
 }
@@ -48,7 +49,7 @@ async function main(): Promise<void> {
   try {
     config = loadConfig({ ...process.env, MCP_AUTH: 'none', MCP_AUTH_TOKENS: undefined, MCP_AUTH_TOKEN_FILE: undefined, HOST: '127.0.0.1' });
   } catch (err: unknown) {
-    process.stderr.write(`${err instanceof ConfigError ? err.message : String(err)}\n`);
+    process.stderr.write(`${describeError(err)}\n`);
     process.exitCode = 1;
     return;
   }

@@ -153,3 +153,20 @@ it('stops the running command in the sandbox when the client closes its stream',
   await settle(() => (h.sdk.sandboxes[0]?.terminatedPids.length ?? 0) > 0);
   expect(h.sdk.sandboxes[0]?.terminatedPids).toEqual([1]);
 });
+
+it(`keeps a sandbox whose call runs longer than its lease until the call ends, then sweeps it like any idle one`, async () => {
+  const h = createHarness({ env: { MCP_SESSION_IDLE_TTL_S: String(TTL_S) } });
+  const held = holdCommands(h);
+  const client = await h.connectModern();
+  const running = call(client, 'run_command', { command: 'hold-long' }); // sbx-1
+  await settle(() => held.started('hold-long'));
+  h.clock.advance(TTL_S * 1000 + 1_000);
+  await call(await h.connectModern(), 'write_file', { path: 'b.txt', content: 'b' }); // sbx-2, and a sweep that passes over the busy sbx-1
+  expect(h.sdk.sandboxes.map((s) => s.killed)).toEqual([false, false]);
+  held.release('hold-long');
+  expect((await running).isError).not.toBe(true);
+  h.clock.advance(TTL_S * 1000 + 1_000);
+  await call(await h.connectModern(), 'write_file', { path: 'c.txt', content: 'c' }); // sbx-3, and a sweep that ends both idle ones
+  await settle(() => h.sdk.sandboxes[0]?.killed === true && h.sdk.sandboxes[1]?.killed === true);
+  expect(h.sdk.sandboxes.map((s) => s.killed)).toEqual([true, true, false]);
+});

@@ -106,6 +106,23 @@ describe(`idle expiry (MCP_SESSION_IDLE_TTL_S=${TTL_S}), on the fake clock`, () 
     expect(logsOf(h, 'session evicted')).toEqual([]);
   });
 
+  it('keeps a session whose call runs past the TTL until the call ends, and counts its idle time from the end', async () => {
+    const h = createHarness({ env });
+    const held = holdCommands(h);
+    const { headers } = await h.openSession();
+    const running = callTool(h, headers, 'run_command', { command: 'hold-long' });
+    await settle(() => held.started('hold-long'));
+    h.clock.advance(TTL_S * 1000 + 1);
+    await h.openSession(); // any request sweeps: the session in a call stays
+    expect(logsOf(h, 'session closed')).toEqual([]);
+    held.release('hold-long');
+    expect((await running).status).toBe(200);
+    h.clock.advance(TTL_S * 1000 - 1_000);
+    expect((await h.post(rpc('ping', 2), headers)).status).toBe(200);
+    expect(logsOf(h, 'session closed')).toEqual([]);
+    expect(h.sdk.sandboxes.map((s) => s.killed)).toEqual([false]);
+  });
+
   it('lets a session idle here go without destroying a sandbox another instance used within the TTL', async () => {
     const h = createHarness({ env });
     const { headers } = await h.openSession();

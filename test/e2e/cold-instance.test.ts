@@ -1,10 +1,11 @@
 /**
- * A cold instance answers its first handshakes (`initialize`, `notifications/initialized`, `tools/list`) before
- * the core (SDK, tools, sandboxes) is loaded (http/early-listener.ts). Every test starts a fresh server, so its
- * first requests meet that path: the answers must be the core's, and the session must be a normal, new one.
+ * A cold instance answers its first `initialize` before the core (SDK, tools, sandboxes) is loaded
+ * (protocol/early-listener.ts), keeps nothing for it, and loads the core right after; the core opens the session on its
+ * next request as a new one. Every test starts a fresh server, so its first request meets that path: the answer
+ * must be the core's, and the session a normal, new one.
  */
 import { connectClient, textOf } from '../support/clients';
-import { initializeBody, postMcp, type RawResponse, request } from '../support/http';
+import { initializeBody, postMcp, type RawResponse } from '../support/http';
 import { authed, messagesOf, nodeHttp, openSession, rawHttpStatus, rpc, waitForLogs } from '../support/raw-session';
 import { HTTP_PROTOCOL_VERSIONS } from '../../functions/mcp/protocol/versions';
 import { startServer, stopAllServers, type StartedServer } from '../support/server';
@@ -31,83 +32,79 @@ function stableHeaders(res: RawResponse): Record<string, string> {
   return out;
 }
 
+async function healthOf(server: StartedServer): Promise<Record<string, unknown>> {
+  return (await (await fetch(`${server.origin}/health`)).json()) as Record<string, unknown>;
+}
+
 describe.each(['v1', 'v2'] as const)('the official %s client on a cold instance', (kind) => {
-  it('connects and lists the tools before the core is loaded, and its new session works with no note about an earlier sandbox', async () => {
+  it('connects with an initialize answered before the core is loaded, and its new session works with no note about an earlier sandbox', async () => {
     const server = await startServer();
     const client = await connectClient(kind, server.url);
     const tools = await client.listTools();
     expect(tools.tools.map((t) => t.name)).toContain('run_code');
-    await waitForLogs(server, (logs) => logs.some(isCoreLoaded));
-    const loadedAt = logIndex(server, isCoreLoaded);
-    for (const method of ['initialize', 'notifications/initialized', 'GET', 'tools/list']) {
-      const at = logIndex(server, (l) => l.msg === 'request' && (l.mcp_method === method || (method === 'GET' && l.method === 'GET')));
-      expect({ method, answeredBeforeTheCore: at >= 0 && at < loadedAt }).toEqual({ method, answeredBeforeTheCore: true });
-    }
+    const logs = server.logs();
+    const loadedAt = logs.findIndex(isCoreLoaded);
+    expect(logs.findIndex(isInitializeLine)).toBeGreaterThanOrEqual(0);
+    expect(logs.findIndex(isInitializeLine)).toBeLessThan(loadedAt);
+    // Everything after the initialize is the core's.
+    const afterwards = logs.flatMap((l, i) => (l.msg === 'request' && l.mcp_method !== 'initialize' ? [i] : []));
+    expect(afterwards.length).toBeGreaterThanOrEqual(2);
+    for (const at of afterwards) expect(at).toBeGreaterThan(loadedAt);
 
     const written = await client.callTool('write_file', { path: 'a.txt', content: 'early' });
     expect(textOf(written)).not.toMatch(/no earlier sandbox/);
     const run = await client.callTool('run_code', { code: 'x = 41\nx + 1' });
     expect(run.structuredContent).toMatchObject({ state_lost: false });
     expect(textOf(await client.callTool('read_file', { path: 'a.txt' }))).toContain('early');
-    // A new session, not a rebuilt one: no search for an earlier sandbox.
+    // Opened as a new session, not as one recovered.
     expect(server.logs().filter((l) => l.msg === 'session recovered')).toEqual([]);
+    expect(server.logs().filter((l) => l.msg === 'session opened')).toHaveLength(1);
     await client.terminate();
     await server.stop();
   });
 });
 
-/**
- * A client's handshake as raw answers: initialize, notifications/initialized, the GET for a stream, tools/list.
- * `viaCore`: in forms the early path leaves to the core but the SDK treats alike (an empty `_meta`, a query
- * string), so that the core answers them all (its session is not one held as data).
- */
-async function handshake(url: string, version: string, viaCore = false): Promise<RawResponse[]> {
-  const body = initializeBody(version, 'first') as { params: Record<string, unknown> };
-  if (viaCore) body.params._meta = {};
-  const init = await postMcp(url, body);
-  const inSession = { 'mcp-session-id': init.headers.get('mcp-session-id') ?? '', 'mcp-protocol-version': version };
-  const initialized = await postMcp(url, { jsonrpc: '2.0', method: 'notifications/initialized' }, inSession);
-  const stream = await request(viaCore ? `${url}?via=core` : url, { headers: { accept: 'text/event-stream', ...inSession } });
-  const list = await postMcp(url, rpc('tools/list', 'list'), inSession);
-  return [init, initialized, stream, list];
-}
-
-it.each(HTTP_PROTOCOL_VERSIONS)('answers the handshake at %s with the same bytes and headers as the core does', async (version) => {
+it.each(HTTP_PROTOCOL_VERSIONS)('answers initialize at %s with the same bytes, headers and log line as the core does', async (version) => {
   const server = await startServer();
-  const early = await handshake(server.url, version);
+  const early = await postMcp(server.url, initializeBody(version, 'first'));
   await waitForLogs(server, (logs) => logs.some(isCoreLoaded));
-  const loadedAt = logIndex(server, isCoreLoaded);
-  const core = await handshake(server.url, version, true);
-  expect(early.map((r) => r.status)).toEqual([200, 202, 405, 200]);
-  for (const [i, answer] of early.entries()) {
-    expect(answer.text).toBe(core[i]?.text);
-    expect(stableHeaders(answer)).toEqual(stableHeaders(core[i] as RawResponse));
-  }
-  expect((early[3]?.json as { result: { tools: unknown[] } }).result.tools.length).toBeGreaterThanOrEqual(10);
-  expect(early[0]?.headers.get('mcp-session-id')).toMatch(/^[A-Za-z0-9_-]{22}\.[0-9a-z]+\.[A-Za-z0-9_-]{22}$/);
-  // The early answers came before the core; each logs the same request line as the core's.
-  const lines = server.logs().filter((l) => l.msg === 'request');
-  expect(lines).toHaveLength(8);
-  expect(server.logs().findIndex((l) => l === lines[3])).toBeLessThan(loadedAt);
+  const core = await postMcp(server.url, initializeBody(version, 'first'));
+  expect([early.status, core.status]).toEqual([200, 200]);
+  expect(early.text).toBe(core.text);
+  expect(stableHeaders(early)).toEqual(stableHeaders(core));
+  expect(early.headers.get('mcp-session-id')).toMatch(/^[A-Za-z0-9_-]{22}\.[0-9a-z]+\.[A-Za-z0-9_-]{22}$/);
+  const logs = server.logs();
+  const lines = logs.filter(isInitializeLine);
+  expect(lines).toHaveLength(2);
+  expect(logs.indexOf(lines[0] ?? {})).toBeLessThan(logs.findIndex(isCoreLoaded));
+  expect(logs.indexOf(lines[1] ?? {})).toBeGreaterThan(logs.findIndex(isCoreLoaded));
   const fields = (line: Record<string, unknown>): string[] => Object.keys(line).filter((k) => k !== 'duration_ms' && k !== 'time' && k !== 'request_id');
-  const values = (line: Record<string, unknown>): unknown[] => fields(line).map((k) => (k === 'session' ? typeof line[k] : k === 'path' ? '/mcp' : line[k]));
-  for (let i = 0; i < 4; i += 1) {
-    expect(fields(lines[i] ?? {})).toEqual(fields(lines[i + 4] ?? {}));
-    expect(values(lines[i] ?? {})).toEqual(values(lines[i + 4] ?? {}));
-  }
+  const values = (line: Record<string, unknown>): unknown[] => fields(line).map((k) => (k === 'session' ? typeof line[k] : line[k]));
+  expect(fields(lines[0] ?? {})).toEqual(fields(lines[1] ?? {}));
+  expect(values(lines[0] ?? {})).toEqual(values(lines[1] ?? {}));
   await server.stop();
 });
 
-it('leaves to the core what it cannot answer in a session it started, which then goes on there', async () => {
+it('keeps nothing for a session answered early: it is held once the core opens it on its next request', async () => {
   const server = await startServer();
-  const [init] = await handshake(server.url, '2025-11-25');
-  const inSession = { 'mcp-session-id': init?.headers.get('mcp-session-id') ?? '', 'mcp-protocol-version': '2025-11-25' };
-  // A cursor is the SDK's to judge: the core answers it (and is loaded for it).
-  const paged = await postMcp(server.url, rpc('tools/list', 2, { cursor: 'x' }), inSession);
-  expect(paged.status).toBe(200);
-  expect(logIndex(server, isCoreLoaded)).toBeGreaterThanOrEqual(0);
-  const call = await postMcp(server.url, rpc('tools/call', 3, { name: 'run_command', arguments: { command: 'echo adopted' } }), inSession);
-  expect(messagesOf(call)[0]).toMatchObject({ result: { structuredContent: { stdout: 'adopted\n' } } });
+  const init = await postMcp(server.url, initializeBody());
+  const sessionId = init.headers.get('mcp-session-id') ?? '';
+  await waitForLogs(server, (logs) => logs.some(isCoreLoaded));
+  expect(await healthOf(server)).toMatchObject({ sessions: 0 });
+  const initialized = await postMcp(server.url, { jsonrpc: '2.0', method: 'notifications/initialized' }, authed(undefined, sessionId));
+  expect(initialized.status).toBe(202);
+  expect(await healthOf(server)).toMatchObject({ sessions: 1 });
+  await server.stop();
+});
+
+it('answers a second initialize through the core once it is loaded', async () => {
+  const server = await startServer();
+  await postMcp(server.url, initializeBody());
+  await waitForLogs(server, (logs) => logs.some(isCoreLoaded));
+  const second = await postMcp(server.url, initializeBody());
+  expect(second.status).toBe(200);
+  // The core's session is held at once; the early one is not.
+  expect(await healthOf(server)).toMatchObject({ sessions: 1 });
   await server.stop();
 });
 
@@ -121,6 +118,17 @@ it('binds a session answered early to its credential, and DELETE ends it', async
   const deleted = await fetch(server.url, { method: 'DELETE', headers: session.headers });
   expect(deleted.status).toBe(200);
   expect((await postMcp(server.url, rpc('tools/list', 4), session.headers)).status).toBe(404);
+  await server.stop();
+});
+
+it('binds an id answered early to its credential even before the core opened it', async () => {
+  const server = await startServer({ env: { MCP_AUTH_TOKENS: `${TOKEN_A},${TOKEN_B}` } });
+  const init = await postMcp(server.url, initializeBody(), { authorization: `Bearer ${TOKEN_A}` });
+  const sessionId = init.headers.get('mcp-session-id') ?? '';
+  const foreign = await postMcp(server.url, { jsonrpc: '2.0', method: 'notifications/initialized' }, authed(TOKEN_B, sessionId));
+  expect(foreign.status).toBe(404);
+  const own = await postMcp(server.url, rpc('tools/list', 2), authed(TOKEN_A, sessionId));
+  expect(own.status).toBe(200);
   await server.stop();
 });
 
@@ -199,11 +207,11 @@ it('leaves a first request with a wrong token to the core, which answers 401', a
   await server.stop();
 });
 
-it('holds a session that only connected as data, counted against MCP_MAX_SESSIONS: at the cap it goes first and comes back when used', async () => {
+it('counts a session answered early against MCP_MAX_SESSIONS once opened: at the cap it goes first and comes back when used', async () => {
   const server = await startServer({ env: { MCP_MAX_SESSIONS: '1' } });
   const first = await openSession(server.url, undefined);
-  expect((await (await fetch(`${server.origin}/health`)).json()) as Record<string, unknown>).toMatchObject({ sessions: 1 });
-  // The cap is reached: the second session is the core's, and the first (held as data) is let go for it.
+  expect(await healthOf(server)).toMatchObject({ sessions: 1 });
+  // The cap is reached: the first session is let go for the second.
   const second = await openSession(server.url, undefined);
   expect(server.logs().filter((l) => l.msg === 'session evicted')).toHaveLength(1);
   const call = (headers: Record<string, string>, id: number): Promise<RawResponse> =>

@@ -2,10 +2,9 @@
 import type { Logger } from '../log';
 import { type BearerVerifier, withAuth } from './auth';
 import type { FetchHandler } from './context';
-import { jsonRpcError, RPC } from './json-rpc-error';
-import { MCP_ALLOW, mcpMethodNotAllowed } from './mcp-methods';
-import { isOAuthPath, noOAuthResponse } from './no-oauth';
+import { isOAuthPath } from './no-oauth';
 import { type OriginPolicy, withOriginChecks } from './origin';
+import { toErrorResponse } from './refusals';
 import { withErrorBoundary, withRequestLog } from './request-log';
 
 /** What `/health` reports; no secrets. */
@@ -29,12 +28,7 @@ export function createApp(deps: AppDeps): FetchHandler {
   let mcp: FetchHandler = async (req, ctx) => {
     if (req.method === 'POST' || req.method === 'DELETE') return deps.mcp(req, ctx);
     // GET would open an idle SSE stream that holds one of FC's request slots until the function timeout.
-    return jsonRpcError({
-      status: 405,
-      code: RPC.SERVER_ERROR,
-      message: mcpMethodNotAllowed(req.method),
-      headers: { allow: MCP_ALLOW },
-    });
+    return toErrorResponse({ kind: 'mcp_method_not_allowed', method: req.method });
   };
   mcp = withAuth(mcp, deps.verifier);
   mcp = withOriginChecks(mcp, deps.policy);
@@ -47,21 +41,16 @@ export function createApp(deps: AppDeps): FetchHandler {
       case '/health':
         return req.method === 'GET' || req.method === 'HEAD'
           ? Response.json(deps.health(), { headers: { 'cache-control': 'no-store' } })
-          : methodNotAllowed('GET');
+          : toErrorResponse({ kind: 'route_method_not_allowed', allow: 'GET' });
       case '/initialize':
-        return req.method === 'POST' ? new Response('ok\n') : methodNotAllowed('POST');
+        return req.method === 'POST' ? new Response('ok\n') : toErrorResponse({ kind: 'route_method_not_allowed', allow: 'POST' });
       case '/pre-stop':
-        if (req.method !== 'GET') return methodNotAllowed('GET');
+        if (req.method !== 'GET') return toErrorResponse({ kind: 'route_method_not_allowed', allow: 'GET' });
         await deps.preStop();
         return new Response('ok\n');
       default:
-        if (isOAuthPath(path)) return noOAuthResponse();
-        return Response.json({ error: 'not_found', message: `No route for ${path}; the MCP endpoint is /mcp` }, { status: 404 });
+        return toErrorResponse(isOAuthPath(path) ? { kind: 'no_oauth' } : { kind: 'no_route', path });
     }
   };
   return withErrorBoundary(withRequestLog(router, deps.logger), deps.logger);
-}
-
-function methodNotAllowed(allow: string): Response {
-  return Response.json({ error: 'method_not_allowed', message: `Use ${allow}` }, { status: 405, headers: { allow } });
 }

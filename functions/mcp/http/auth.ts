@@ -2,7 +2,7 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 
 import type { FetchHandler } from './context';
-import { jsonRpcError, RPC } from './json-rpc-error';
+import { toErrorResponse } from './refusals';
 
 export type BearerCheck = { ok: true; principal: string } | { ok: false; reason: 'missing' | 'invalid' };
 
@@ -55,15 +55,6 @@ export function withAuth(next: FetchHandler, verifier: BearerVerifier | undefine
       return next(req, ctx);
     }
     ctx.log.error_code = `auth_${result.reason}`;
-    // No `resource_metadata`: there is no OAuth here, so no metadata document to point clients at.
-    const challenge =
-      result.reason === 'missing'
-        ? 'Bearer realm="mcp"'
-        : 'Bearer realm="mcp", error="invalid_token", error_description="The bearer token is not valid for this server"';
-    const message =
-      result.reason === 'missing'
-        ? 'Unauthorized: send "Authorization: Bearer <token>" with a token from MCP_AUTH_TOKENS or MCP_AUTH_TOKEN_FILE'
-        : 'Unauthorized: the bearer token is not valid for this server';
-    return jsonRpcError({ status: 401, code: RPC.SERVER_ERROR, message, headers: { 'www-authenticate': challenge } });
+    return toErrorResponse({ kind: 'unauthorized', reason: result.reason });
   };
 }

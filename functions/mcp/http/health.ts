@@ -1,6 +1,5 @@
 /** The `/health` body: status, version, protocol versions, backend readiness, counts. No secrets. */
 import type { AuthMode } from '../config';
-import { PROTOCOL_VERSIONS_BY_TRANSPORT } from '../protocol/versions';
 import type { BackendStatus } from '../sandbox/types';
 import { SERVER_INFO } from '../version';
 import type { HealthReport } from './app';
@@ -11,15 +10,15 @@ export interface HealthSources {
   authMode: AuthMode;
   /** Protocol versions `initialize` negotiates over HTTP, preferred first. */
   versions: readonly string[];
-  /** Every revision served, by transport, newest first. @default PROTOCOL_VERSIONS_BY_TRANSPORT */
-  byTransport?: Readonly<Record<string, readonly string[]>>;
+  /** Every revision served, by transport, newest first (protocol/versions.ts). */
+  byTransport: Readonly<Record<string, readonly string[]>>;
   startedAtMs: number;
   /** @default Date.now */
   now?: () => number;
 }
 
 /** Creates the `/health` report builder. */
-export function createHealthReport({ backend, counts, authMode, versions, byTransport = PROTOCOL_VERSIONS_BY_TRANSPORT, startedAtMs, now = Date.now }: HealthSources): () => HealthReport {
+export function createHealthReport({ backend, counts, authMode, versions, byTransport, startedAtMs, now = Date.now }: HealthSources): () => HealthReport {
   // `supported`: every revision some transport serves; `transports`: which serves which; `preferred`: what
   // `initialize` answers a version it does not serve with.
   const transports = Object.fromEntries(Object.entries(byTransport).map(([name, list]) => [name, [...list]]));

@@ -1,32 +1,32 @@
 /** Reads a JSON-RPC POST the way Streamable HTTP asks: Accept (406), Content-Type (415), size (413), JSON (400). */
-import { isJsonContentType, readRequestBody } from '@modelcontextprotocol/server';
+import { readRequestBody } from '@modelcontextprotocol/server';
 
 import type { RequestContext } from './context';
-import { jsonRpcError, RPC } from './json-rpc-error';
+import { acceptsMcpAnswers, isJsonContentType } from './post-gates';
+import { type HttpRefusal, toErrorResponse } from './refusals';
 
 export type JsonPost = { ok: true; body: unknown } | { ok: false; response: Response };
 
 /** Checks the headers, reads at most `maxBytes` and parses the body; a refusal comes as a ready response. */
 export async function readJsonPost(req: Request, maxBytes: number, ctx: RequestContext): Promise<JsonPost> {
-  const accept = req.headers.get('accept') ?? '';
-  if (!/application\/json/i.test(accept) || !/text\/event-stream/i.test(accept)) {
-    return refuse(406, RPC.SERVER_ERROR, 'Not Acceptable: the Accept header must list application/json and text/event-stream');
+  if (!acceptsMcpAnswers(req.headers.get('accept'))) {
+    return refuse({ kind: 'not_acceptable' });
   }
   if (!isJsonContentType(req.headers.get('content-type'))) {
-    return refuse(415, RPC.SERVER_ERROR, 'Unsupported Media Type: send Content-Type: application/json');
+    return refuse({ kind: 'unsupported_media_type' });
   }
   const read = (await ctx.readBody?.()) ?? (await readRequestBody(req, maxBytes));
   if (read.tooLarge) {
     ctx.log.error_code = 'body_too_large';
-    return refuse(413, RPC.SERVER_ERROR, `Payload Too Large: request bodies are limited to ${maxBytes} bytes (MCP_MAX_BODY_BYTES)`);
+    return refuse({ kind: 'body_too_large', maxBytes });
   }
   try {
     return { ok: true, body: JSON.parse(read.text) as unknown };
   } catch {
-    return refuse(400, RPC.PARSE_ERROR, 'Parse error: the body is not valid JSON');
+    return refuse({ kind: 'parse_error' });
   }
 }
 
-function refuse(status: number, code: number, message: string): JsonPost {
-  return { ok: false, response: jsonRpcError({ status, code, message }) };
+function refuse(refusal: HttpRefusal): JsonPost {
+  return { ok: false, response: toErrorResponse(refusal) };
 }

@@ -10,7 +10,7 @@ const WELL_KNOWN = ['/.well-known/oauth-protected-resource', '/.well-known/oauth
 /** The endpoints a client falls back to when it finds no metadata. */
 const ENDPOINTS = new Set(['/register', '/authorize', '/token']);
 
-/** What the 404 says: this server takes a bearer token, and how to pass one. */
+/** What the 404 says (the `no_oauth` row of http/refusals.ts): this server takes a bearer token, and how to pass one. */
 export const NO_OAUTH_MESSAGE =
   'This server does not use OAuth: it takes a bearer token in the Authorization header ("Authorization: Bearer <token>", ' +
   'a token its operator gives you). Configure your client to send that header; with mcp-remote: ' +
@@ -20,9 +20,4 @@ export const NO_OAUTH_MESSAGE =
 export function isOAuthPath(path: string): boolean {
   if (ENDPOINTS.has(path)) return true;
   return WELL_KNOWN.some((doc) => path === doc || path.startsWith(`${doc}/`) || path.endsWith(doc));
-}
-
-/** The 404 for such a path. */
-export function noOAuthResponse(): Response {
-  return Response.json({ error: 'not_found', error_description: NO_OAUTH_MESSAGE, message: NO_OAUTH_MESSAGE }, { status: 404, headers: { 'cache-control': 'no-store' } });
 }

@@ -4,6 +4,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 
 import type { FetchHandler, RequestBody, RequestContext } from './context';
 import { MCP_ALLOW, targetsMcp } from './mcp-methods';
+import { writeErrorAnswer } from './refusals';
 
 export interface NodeListenerOptions {
   /** Header that carries the platform's request id (FC: `x-fc-request-id`). */
@@ -36,19 +37,18 @@ export function createNodeListener(handler: FetchHandler, options: NodeListenerO
     const requestId = requestIdOf(req, requestIdHeader);
     if (!WEB_METHODS.has(req.method ?? '')) {
       // TRACE and the like cannot even become a web Request (the Fetch spec forbids them).
-      res.writeHead(405, { 'content-type': 'application/json', allow: targetsMcp(req.url) ? MCP_ALLOW : 'GET, POST, DELETE, OPTIONS' });
-      res.end('{"error":"method_not_allowed","message":"Use POST (and DELETE to end a session)"}');
+      writeErrorAnswer(res, { kind: 'method_unsupported', allow: targetsMcp(req.url) ? MCP_ALLOW : 'GET, POST, DELETE, OPTIONS' });
       return;
     }
     if (hasDuplicateHost(req)) {
-      res.writeHead(400, { 'content-type': 'application/json' }).end('{"error":"bad_request","message":"The request carries more than one Host header."}');
+      writeErrorAnswer(res, { kind: 'duplicate_host' });
       return;
     }
     let request: Request;
     try {
       request = toWebRequest(req);
     } catch {
-      res.writeHead(400, { 'content-type': 'application/json' }).end('{"error":"bad_request","message":"The request target is not a valid path."}');
+      writeErrorAnswer(res, { kind: 'bad_target' });
       return;
     }
     // The body is read by the shell, once, when a handler past the gates asks (no web stream per request:
@@ -78,8 +78,8 @@ export function createNodeListener(handler: FetchHandler, options: NodeListenerO
       })
       .catch((err: unknown) => {
         onError?.(err, req.destroyed || res.destroyed);
-        if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' });
-        res.end();
+        if (res.headersSent) res.end();
+        else writeErrorAnswer(res, { kind: 'internal_plain' });
       });
   };
 }

@@ -3,8 +3,8 @@
  * not allowed; this server refuses a `Host` it does not answer to the same way), and CORS for allowed browsers.
  */
 import type { FetchHandler } from './context';
-import { jsonRpcError, RPC } from './json-rpc-error';
 import { MCP_ALLOW } from './mcp-methods';
+import { toErrorResponse } from './refusals';
 
 const LOOPBACK_NAMES = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
 
@@ -60,19 +60,11 @@ export function withOriginChecks(next: FetchHandler, policy: OriginPolicy): Fetc
     const origin = req.headers.get('origin');
     if (!isHostAllowed(req.headers.get('host'), policy)) {
       ctx.log.error_code = 'host_not_allowed';
-      return jsonRpcError({
-        status: 403,
-        code: RPC.SERVER_ERROR,
-        message: 'Forbidden: this Host is not allowed (MCP_ALLOWED_HOSTS)',
-      });
+      return toErrorResponse({ kind: 'host_not_allowed' });
     }
     if (origin !== null && !isOriginAllowed(origin, policy)) {
       ctx.log.error_code = 'origin_not_allowed';
-      return jsonRpcError({
-        status: 403,
-        code: RPC.SERVER_ERROR,
-        message: 'Forbidden: this Origin is not allowed (MCP_ALLOWED_ORIGINS)',
-      });
+      return toErrorResponse({ kind: 'origin_not_allowed' });
     }
     if (req.method === 'OPTIONS') {
       // CORS lets a browser send GET too, so that it reads the 405 instead of failing on CORS.

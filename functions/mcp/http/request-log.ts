@@ -1,7 +1,8 @@
 /** One JSON log line per request, and the boundary that turns anything unexpected into a plain 500. */
+import { describeError, toFaultFields } from '../errors';
 import type { Logger } from '../log';
 import type { FetchHandler, RequestLogFields } from './context';
-import { jsonRpcError, RPC } from './json-rpc-error';
+import { toErrorResponse } from './refusals';
 
 /** The fixed part of a request's log line. */
 export interface RequestLine {
@@ -12,7 +13,7 @@ export interface RequestLine {
   durationMs: number;
 }
 
-/** Writes the one log line of a request (also for the answers given without the core, http/early-listener.ts). */
+/** Writes the one log line of a request (also for the answers given without the core, protocol/early-listener.ts). */
 export function logRequest(logger: Logger, line: RequestLine, fields: RequestLogFields = {}): void {
   logger.info('request', {
     request_id: line.requestId,
@@ -45,15 +46,11 @@ export function withErrorBoundary(next: FetchHandler, logger: Logger): FetchHand
     } catch (err: unknown) {
       if (ctx.signal?.aborted === true) {
         // The client hung up (its body could not be read, say): routine, not a server fault.
-        logger.info('request aborted by the client', { request_id: ctx.requestId, error: err instanceof Error ? err.message : 'unknown' });
-        return jsonRpcError({ status: 400, code: RPC.INVALID_REQUEST, message: 'The client went away' });
+        logger.info('request aborted by the client', { request_id: ctx.requestId, error: describeError(err) });
+        return toErrorResponse({ kind: 'client_gone' });
       }
-      logger.error('unhandled error', {
-        request_id: ctx.requestId,
-        error: err instanceof Error ? `${err.name}: ${err.message}` : 'non-error thrown',
-        stack: err instanceof Error ? err.stack : undefined,
-      });
-      return jsonRpcError({ status: 500, code: RPC.INTERNAL_ERROR, message: 'Internal server error' });
+      logger.error('unhandled error', { request_id: ctx.requestId, ...toFaultFields(err) });
+      return toErrorResponse({ kind: 'internal' });
     }
   };
 }

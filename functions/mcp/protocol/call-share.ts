@@ -3,8 +3,8 @@
  * A call holds its slot from the moment its request is admitted until its response has been sent or the
  * client went away; one more is refused with 429 and Retry-After before anything runs.
  */
-import { retryLaterError } from '../http/json-rpc-error';
-import { isObject } from './plain-message';
+import { toErrorResponse } from '../http/refusals';
+import { hasMethod, jsonRpcIdOf } from './plain-message';
 
 /** Seconds a client over its share of calls is told to wait. */
 const CALLS_RETRY_AFTER_S = 1;
@@ -33,9 +33,7 @@ export function createCallShare(maxPerCredential: number): CallShare {
       if (calls === 0) return undefined;
       const held = counts.get(principal) ?? 0;
       if (held + calls > maxPerCredential) {
-        const message = `Too many tool calls at once: this credential has ${held} running (MCP_MAX_CALLS_PER_CREDENTIAL=${maxPerCredential}). Retry in ${CALLS_RETRY_AFTER_S} s, once one has finished.`;
-        const id = !Array.isArray(body) && isObject(body) && (typeof body.id === 'string' || typeof body.id === 'number') ? body.id : null;
-        return retryLaterError({ status: 429, message, retryAfterS: CALLS_RETRY_AFTER_S }, id);
+        return toErrorResponse({ kind: 'too_many_calls', running: held, max: maxPerCredential, retryAfterS: CALLS_RETRY_AFTER_S }, jsonRpcIdOf(body));
       }
       counts.set(principal, held + calls);
       return (response) => whenSent(response, () => release(principal, calls));
@@ -45,7 +43,7 @@ export function createCallShare(maxPerCredential: number): CallShare {
 }
 
 function countToolCalls(body: unknown): number {
-  const isCall = (message: unknown): boolean => isObject(message) && message.method === 'tools/call';
+  const isCall = (message: unknown): boolean => hasMethod(message, 'tools/call');
   if (Array.isArray(body)) return body.filter(isCall).length;
   return isCall(body) ? 1 : 0;
 }

@@ -9,17 +9,18 @@ import { isInitializeRequest } from '@modelcontextprotocol/server';
 
 import { ANONYMOUS_PRINCIPAL } from '../http/auth';
 import type { RequestContext } from '../http/context';
-import { jsonRpcError, retryLaterError, RPC } from '../http/json-rpc-error';
+import { toErrorResponse } from '../http/refusals';
+import { describeError } from '../errors';
 import type { Logger } from '../log';
 import { createLazySandbox } from '../sandbox/lazy-sandbox';
 import type { SandboxProvider } from '../sandbox/types';
 import { type Holder, makeRoom, type Refusal, type SandboxHolder } from '../sessions/fair-share';
-import type { FreshSession, FreshSessions } from '../sessions/fresh-sessions';
 import { RecentSet } from '../sessions/recent-set';
 import { type SignedIdCodec, toSessionTag } from '../sessions/session-id';
 import type { SessionStore } from '../sessions/store';
 import type { ToolCatalog } from '../tools';
 import { type LegacySession, openLegacySession, primeSession } from './legacy-session';
+import { hasMethod, isJsonRpcEnvelope, jsonRpcIdOf } from './plain-message';
 import { BATCH_PROTOCOL_VERSION, HTTP_PROTOCOL_VERSIONS } from './versions';
 
 export interface LegacyLaneOptions {
@@ -41,8 +42,11 @@ export interface LegacyLaneOptions {
   /** MCP_TOOL_TIMEOUT_MAX_S in milliseconds. */
   toolTimeoutMaxMs: number;
   logger: Logger;
-  /** Sessions whose `initialize` was answered before the SDK was loaded (http/early-listener.ts). */
-  fresh?: FreshSessions;
+  /**
+   * True, once, for an id whose `initialize` this process answered before its core was loaded
+   * (protocol/early-listener.ts): such a session is opened as a new one, not as one recovered. @default none
+   */
+  mintedEarly?: (id: string) => boolean;
   /** @default Date.now */
   now?: () => number;
 }
@@ -59,12 +63,8 @@ export interface LegacyLane {
    * `flushMs` for those answers to be written, the transports close.
    */
   shutdown(options: { keepSandboxes: boolean; flushMs: number }): Promise<void>;
-  /** Sessions held (as SDK sessions and as data), and how many of them have a running sandbox. */
+  /** Sessions held, and how many of them have a running sandbox. */
   counts(): { sessions: number; sandboxes: number };
-  /** Sessions held as SDK sessions. */
-  heldSessions(): number;
-  /** Sessions (both kinds) `principal` holds. */
-  sessionsOf(principal: string): number;
   /** The running sandboxes of this lane's sessions, for the credentials' shares. */
   sandboxHolders(): SandboxHolder[];
 }
@@ -86,7 +86,7 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
   /** Ends the id on every instance (the backend keeps a tombstone) for as long as it could be valid. */
   const recordEnded = (session: LegacySession): Promise<void> =>
     options.provider.recordEnded(session.sandbox.owner, now() + options.maxAgeMs).catch((err: unknown) => {
-      logger.error('session tombstone not recorded: another instance could revive the id', { session: session.tag, error: err instanceof Error ? err.message : 'unknown' });
+      logger.error('session tombstone not recorded: another instance could revive the id', { session: session.tag, error: describeError(err) });
     });
 
   const close = async (session: LegacySession, reason: string): Promise<void> => {
@@ -97,7 +97,7 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
       await session.close();
       logger.info('session closed', { session: session.tag, reason });
     } catch (err: unknown) {
-      logger.error('session close failed', { session: session.tag, reason, error: err instanceof Error ? err.message : 'unknown' });
+      logger.error('session close failed', { session: session.tag, reason, error: describeError(err) });
     }
   };
 
@@ -111,7 +111,7 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
       }
       logger.info(destroyed ? 'session closed' : 'session released', { session: session.tag, reason: destroyed ? 'idle_expired' : 'idle_here_used_elsewhere' });
     } catch (err: unknown) {
-      logger.error('session expiry failed', { session: session.tag, error: err instanceof Error ? err.message : 'unknown' });
+      logger.error('session expiry failed', { session: session.tag, error: describeError(err) });
     }
   };
 
@@ -122,18 +122,15 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
     const nowMs = now();
     // A session whose call runs on past the TTL stays until the call ends (its sandbox is in use).
     const idle = store.takeExpired(nowMs, (session) => session.inCall());
-    // Sessions held as data expire the same way (their sandbox, if another instance made one, is judged).
-    for (const fresh of options.fresh?.takeExpired(nowMs, options.idleTtlMs) ?? []) idle.push(open(fresh.principal, fresh.id, fresh.key, true));
     for (const session of idle) {
       const done = expire(session).finally(() => expiring.delete(session.tag));
       expiring.set(session.tag, done);
     }
   };
 
-  /** Everything that holds a session here, for fair sharing: SDK sessions and sessions held as data. */
-  const sessionHolders = function* (): Generator<Holder & { readonly session?: LegacySession; readonly fresh?: FreshSession }> {
+  /** The sessions held here, for fair sharing. */
+  const sessionHolders = function* (): Generator<Holder & { readonly session: LegacySession }> {
     for (const session of store.values()) yield { principal: session.principal, lastUsedMs: session.lastUsedMs, busy: session.busy, session };
-    for (const fresh of options.fresh?.values() ?? []) yield { principal: fresh.principal, lastUsedMs: fresh.lastUsedMs, busy: () => false, fresh };
   };
 
   /**
@@ -150,11 +147,7 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
     });
     if (!decision.ok) return decision.refusal;
     const { evict } = decision;
-    if (evict?.fresh !== undefined) {
-      // A session held as data has nothing to release, and comes back like an evicted one.
-      options.fresh?.take(evict.fresh.id, evict.fresh.principal);
-      logger.info('session evicted', { session: toSessionTag(evict.fresh.id), reason: 'cap', request_id: ctx.requestId });
-    } else if (evict?.session !== undefined) {
+    if (evict !== undefined) {
       store.remove(evict.session.id);
       // Safe: it comes back on its next request, with its sandbox (recovered from its signed id).
       void evict.session.release().catch(() => undefined);
@@ -163,14 +156,18 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
     return undefined;
   };
 
-  const open = (principal: string, id: string, key: string, resume: boolean): LegacySession => {
+  /**
+   * `resume`: the session may have a sandbox already (its id came from a client, not from this call): look for it
+   * first. `quiet`: a session opened for the first time, so a sandbox not found is no news to the client.
+   */
+  const open = (principal: string, id: string, key: string, resume: boolean, quiet = false): LegacySession => {
     return openLegacySession({
       id,
       tag: toSessionTag(id),
       principal,
       nowMs: now(),
       catalog: options.catalog,
-      sandbox: createLazySandbox(options.provider, { sessionKey: key, principal }, { resume, admit: options.admitSandbox?.(principal) }),
+      sandbox: createLazySandbox(options.provider, { sessionKey: key, principal }, { resume, quiet, admit: options.admitSandbox?.(principal) }),
       backendStatus: () => options.provider.status(),
       idleTtlMs: options.idleTtlMs,
       toolTimeoutMaxMs: options.toolTimeoutMaxMs,
@@ -180,40 +177,12 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
     });
   };
 
-  /** Builds the SDK session of one whose `initialize` was answered early: a new session, its client known. */
-  const adopt = async (fresh: FreshSession, ctx: RequestContext): Promise<LegacySession | Refusal> => {
-    const refusal = makeRoomFor(fresh.principal, ctx);
-    if (refusal !== undefined) {
-      options.fresh?.add(fresh);
-      return refusal;
-    }
-    let session = open(fresh.principal, fresh.id, fresh.key, false);
-    try {
-      await primeSession(session, fresh.protocolVersion, fresh);
-    } catch (err: unknown) {
-      // Not expected (early-answers.ts takes only what the SDK accepts); the session still works.
-      logger.error('early session primed without its client hello', { session: session.tag, error: err instanceof Error ? err.message : 'unknown' });
-      await session.transport.close();
-      session = open(fresh.principal, fresh.id, fresh.key, false);
-      await primeSession(session, fresh.protocolVersion);
-    }
-    store.add(session);
-    return session;
-  };
-
   /**
-   * Finds or rebuilds a session this instance does not hold: one answered early, else one rebuilt from an id
-   * that verifies for this credential.
+   * Opens a session this instance does not hold from an id that verifies for this credential: one whose
+   * `initialize` was answered before the core was loaded (new), or one rebuilt after it moved here or was let go.
    */
   const recover = async (id: string, req: Request, ctx: RequestContext): Promise<LegacySession | Refusal | undefined> => {
     const principal = ctx.principal ?? ANONYMOUS_PRINCIPAL;
-    const fresh = options.fresh?.take(id, principal);
-    if (fresh !== undefined) {
-      if (now() - fresh.lastUsedMs <= options.idleTtlMs) return adopt(fresh, ctx);
-      // Idle past the TTL while held here as data: it expires as a held session does (gone unless its
-      // sandbox was used elsewhere lately), and the request is judged like any other.
-      await expire(open(fresh.principal, fresh.id, fresh.key, true));
-    }
     const tag = toSessionTag(id);
     await expiring.get(tag);
     if (ended.has(tag)) return undefined;
@@ -231,10 +200,12 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
     if (refusal !== undefined) return refusal;
     const header = req.headers.get('mcp-protocol-version');
     const version = header !== null && HTTP_PROTOCOL_VERSIONS.includes(header) ? header : DEFAULT_RECOVERY_VERSION;
-    const session = open(principal, id, check.key, true);
+    // An id minted early is new, but still looked up (resume): its client may have used it on another instance since.
+    const isNew = options.mintedEarly?.(id) === true;
+    const session = open(principal, id, check.key, true, isNew);
     await primeSession(session, version);
     store.add(session);
-    logger.info('session recovered', { session: session.tag, protocol_version: version, request_id: ctx.requestId });
+    logger.info(isNew ? 'session opened' : 'session recovered', { session: session.tag, protocol_version: version, request_id: ctx.requestId });
     return session;
   };
 
@@ -261,11 +232,11 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
   const refused = (refusal: Refusal, ctx: RequestContext, id: string | number | null): Response => {
     ctx.log.error_code = refusal.status === 429 ? 'credential_share' : 'capacity';
     logger.warn(refusal.status === 429 ? 'credential session share reached' : 'session cap reached', { sessions: store.size, limit: refusal.setting });
-    return retryLaterError(refusal, id);
+    return toErrorResponse({ kind: 'no_room', ...refusal }, id);
   };
 
   const deleteSession = async (req: Request, sessionId: string | null, ctx: RequestContext): Promise<Response> => {
-    if (sessionId === null) return missingSessionId();
+    if (sessionId === null) return toErrorResponse({ kind: 'session_id_required' });
     const session = await find(sessionId, req, ctx);
     if (session instanceof Response) return session;
     ctx.log.session = session.tag;
@@ -275,46 +246,28 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
   const forward = async (req: Request, sessionId: string, body: unknown, ctx: RequestContext): Promise<Response> => {
     const session = await find(sessionId, req, ctx);
     if (session instanceof Response) return session;
-    if (!isJsonRpcShaped(body)) return notJsonRpc();
-    if (isInitializeMethod(body) || (Array.isArray(body) && body.some((m) => isInitializeMethod(m)))) {
-      return jsonRpcError({
-        status: 400,
-        code: RPC.INVALID_REQUEST,
-        message: 'Invalid Request: this session is already initialized; to start a new one, send initialize without Mcp-Session-Id',
-        id: requestIdOf(body),
-      });
+    if (!isJsonRpcEnvelope(body)) return toErrorResponse({ kind: 'not_json_rpc' });
+    if (hasMethod(body, 'initialize') || (Array.isArray(body) && body.some((m) => hasMethod(m, 'initialize')))) {
+      return toErrorResponse({ kind: 'already_initialized' }, jsonRpcIdOf(body));
     }
     ctx.log.session = session.tag;
     const version = session.protocolVersion();
     if (version !== undefined) ctx.log.protocol_version = version;
     if (Array.isArray(body) && version !== BATCH_PROTOCOL_VERSION) {
-      return jsonRpcError({
-        status: 400,
-        code: RPC.INVALID_REQUEST,
-        message: `Invalid Request: JSON-RPC batches are only allowed with protocol version ${BATCH_PROTOCOL_VERSION}; this session uses ${version ?? 'an unknown version'}`,
-      });
+      return toErrorResponse({ kind: 'batch_not_allowed', allowed: BATCH_PROTOCOL_VERSION, version });
     }
     return session.transport.handleRequest(withCanonicalAccept(req), { parsedBody: body });
   };
 
   const initialize = async (req: Request, message: unknown, ctx: RequestContext): Promise<Response> => {
-    const body = isInitializeMethod(message) ? withDefaultVersion(message) : message;
+    const body = hasMethod(message, 'initialize') ? withDefaultVersion(message) : message;
     if (!isInitializeRequest(body)) {
-      if (isInitializeMethod(body)) {
-        return jsonRpcError({
-          status: 400,
-          code: RPC.INVALID_PARAMS,
-          message: 'Invalid params: initialize needs params.protocolVersion, params.capabilities and params.clientInfo {name, version}',
-          id: requestIdOf(body),
-        });
-      }
-      if (Array.isArray(body) && body.some((m) => isInitializeMethod(m))) {
-        return jsonRpcError({ status: 400, code: RPC.INVALID_REQUEST, message: 'Invalid Request: initialize must not be part of a JSON-RPC batch' });
-      }
-      return isJsonRpcShaped(body) ? missingSessionId() : notJsonRpc();
+      if (hasMethod(body, 'initialize')) return toErrorResponse({ kind: 'initialize_params' }, jsonRpcIdOf(body));
+      if (Array.isArray(body) && body.some((m) => hasMethod(m, 'initialize'))) return toErrorResponse({ kind: 'initialize_in_batch' });
+      return toErrorResponse({ kind: isJsonRpcEnvelope(body) ? 'session_id_required' : 'not_json_rpc' });
     }
     const refusal = makeRoomFor(ctx.principal ?? ANONYMOUS_PRINCIPAL, ctx);
-    if (refusal !== undefined) return refused(refusal, ctx, requestIdOf(body));
+    if (refusal !== undefined) return refused(refusal, ctx, jsonRpcIdOf(body));
     const minted = options.ids.mint('session', ctx.principal ?? ANONYMOUS_PRINCIPAL, now());
     const session = open(ctx.principal ?? ANONYMOUS_PRINCIPAL, minted.id, minted.key, false);
     ctx.log.session = session.tag;
@@ -345,12 +298,6 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
       await Promise.all(sessions.map((s) => s.transport.close().catch(() => undefined)));
       logger.info('sessions ended for shutdown', { sessions: sessions.length, sandboxes_kept: keepSandboxes });
     },
-    heldSessions: () => store.size,
-    sessionsOf(principal) {
-      let count = 0;
-      for (const holder of sessionHolders()) if (holder.principal === principal) count += 1;
-      return count;
-    },
     sandboxHolders() {
       const holders: SandboxHolder[] = [];
       for (const session of store.values()) {
@@ -362,30 +309,14 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
     counts() {
       let sandboxes = 0;
       for (const session of store.values()) if (session.sandbox.current() !== undefined) sandboxes += 1;
-      return { sessions: store.size + (options.fresh?.size ?? 0), sandboxes };
+      return { sessions: store.size, sandboxes };
     },
   };
 }
 
-function missingSessionId(): Response {
-  return jsonRpcError({
-    status: 400,
-    code: RPC.SERVER_ERROR,
-    message: 'Bad Request: the Mcp-Session-Id header is required; send initialize first to start a session',
-  });
-}
-
-function notJsonRpc(): Response {
-  return jsonRpcError({ status: 400, code: RPC.INVALID_REQUEST, message: 'Invalid Request: the body is not a JSON-RPC 2.0 message (or a batch of them)' });
-}
-
 function sessionNotFound(ctx: RequestContext): Response {
   ctx.log.error_code = 'session_not_found';
-  return jsonRpcError({
-    status: 404,
-    code: RPC.SESSION_NOT_FOUND,
-    message: 'Session not found: it expired, was deleted, or was never issued to this credential. Send initialize to start a new session.',
-  });
+  return toErrorResponse({ kind: 'session_not_found' });
 }
 
 /**
@@ -400,10 +331,6 @@ function withCanonicalAccept(req: Request): Request {
   return new Request(req.url, { method: req.method, headers });
 }
 
-function isInitializeMethod(body: unknown): body is { method: 'initialize'; params?: unknown } {
-  return typeof body === 'object' && body !== null && !Array.isArray(body) && 'method' in body && body.method === 'initialize';
-}
-
 /**
  * A client that names no protocol version is treated like one that names an unknown version: it is
  * answered with the preferred version (what `/health` reports as preferred).
@@ -412,14 +339,4 @@ function withDefaultVersion(body: { method: 'initialize'; params?: unknown }): u
   const params = body.params;
   if (typeof params !== 'object' || params === null || Array.isArray(params) || 'protocolVersion' in params) return body;
   return { ...body, params: { ...params, protocolVersion: HTTP_PROTOCOL_VERSIONS[0] } };
-}
-
-function requestIdOf(body: unknown): string | number | null {
-  const id = typeof body === 'object' && body !== null && 'id' in body ? body.id : null;
-  return typeof id === 'string' || typeof id === 'number' ? id : null;
-}
-
-function isJsonRpcShaped(body: unknown): boolean {
-  const isMessage = (m: unknown): boolean => typeof m === 'object' && m !== null && !Array.isArray(m) && (m as { jsonrpc?: unknown }).jsonrpc === '2.0';
-  return Array.isArray(body) ? body.length > 0 && body.every(isMessage) : isMessage(body);
 }

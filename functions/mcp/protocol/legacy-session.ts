@@ -5,9 +5,8 @@
  * session this instance does not hold (its id verified, its sandbox tagged) is rebuilt with a fresh transport
  * brought to the initialized state by a synthetic `initialize` at the client's protocol version. Chosen over the
  * other way (stateless transports, with `sessions/` owning the `Mcp-Session-Id` lifecycle) because it keeps the
- * SDK's own session checks and SSE handling per session. A session that has only
- * connected holds no SDK objects at all: its handshake is answered without the SDK (http/early-listener.ts)
- * and this session is built on its first other request (`primeSession` with the client's own hello).
+ * SDK's own session checks and SSE handling per session. The same rebuild opens a session whose `initialize` a
+ * cold instance answered before its core was loaded (protocol/early-listener.ts).
  */
 import { type Server, WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/server';
 
@@ -114,21 +113,17 @@ export function openLegacySession(options: OpenLegacySessionOptions): LegacySess
   return session;
 }
 
-/** What the client said about itself in `initialize`, when known. */
-export interface ClientHello {
-  readonly capabilities: Readonly<Record<string, unknown>>;
-  readonly clientInfo: Readonly<Record<string, unknown>>;
-}
-
-/** Stands in for the client of a session rebuilt from its id alone. */
-const UNKNOWN_CLIENT: ClientHello = { capabilities: {}, clientInfo: { name: 'recovered-session', version: '0' } };
+/**
+ * Stands in for the client of a session rebuilt from its id alone. The tools ask nothing of the client's
+ * capabilities, so none are needed.
+ */
+const UNKNOWN_CLIENT = { capabilities: {}, clientInfo: { name: 'recovered-session', version: '0' } };
 
 /**
  * Brings a session's fresh transport and server to the initialized state at `protocolVersion`, as if the
- * client's `initialize` had reached them: a session rebuilt from its id (the client unknown), or one whose
- * `initialize` was answered early (`client` known). The answers are discarded.
+ * client's `initialize` had reached them. The answers are discarded.
  */
-export async function primeSession(session: LegacySession, protocolVersion: string, client: ClientHello = UNKNOWN_CLIENT): Promise<void> {
+export async function primeSession(session: LegacySession, protocolVersion: string): Promise<void> {
   const post = (extra: Record<string, string> = {}): Request =>
     new Request('http://localhost/mcp', {
       method: 'POST',
@@ -138,7 +133,7 @@ export async function primeSession(session: LegacySession, protocolVersion: stri
     jsonrpc: '2.0',
     id: 'mcp-session-recovery',
     method: 'initialize',
-    params: { protocolVersion, capabilities: client.capabilities, clientInfo: client.clientInfo },
+    params: { protocolVersion, ...UNKNOWN_CLIENT },
   };
   await session.server.connect(session.transport);
   const answer = await (await session.transport.handleRequest(post(), { parsedBody: initialize })).text();

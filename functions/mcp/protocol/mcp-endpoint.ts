@@ -8,10 +8,10 @@ import { isLegacyRequest } from '@modelcontextprotocol/server';
 import { ANONYMOUS_PRINCIPAL } from '../http/auth';
 import type { FetchHandler, RequestContext } from '../http/context';
 import { readJsonPost } from '../http/json-body';
-import { jsonRpcError, RPC } from '../http/json-rpc-error';
+import { toErrorResponse } from '../http/refusals';
 import type { CallShare } from './call-share';
 import type { LegacyLane } from './legacy-lane';
-import { readPlainMessage } from './plain-message';
+import { isObject, readPlainMessage } from './plain-message';
 import { HTTP_PROTOCOL_VERSIONS } from './versions';
 
 /** A lane that serves already-read POST bodies. */
@@ -35,11 +35,7 @@ export function createMcpEndpoint({ legacy, modern, maxBodyBytes, calls }: McpEn
       if (req.headers.get('mcp-session-id') === null) {
         // Only a 2025-era session can be deleted (the 2026-07-28 revision has none): the request lacks its id.
         ctx.log.error_code = 'session_id_missing';
-        return jsonRpcError({
-          status: 400,
-          code: RPC.SERVER_ERROR,
-          message: 'Bad Request: the Mcp-Session-Id header is missing; DELETE ends the session it names (2026-07-28 clients have no session to end)',
-        });
+        return toErrorResponse({ kind: 'delete_without_session' });
       }
       return legacy.handleDelete(req, ctx);
     }
@@ -78,12 +74,12 @@ export function isPlainLegacyMessage(req: Request, body: unknown): boolean {
 
 /** Puts the MCP method and tool name of a single message into the request log line. */
 function noteMessage(body: unknown, ctx: RequestContext): void {
-  if (typeof body !== 'object' || body === null) return;
   if (Array.isArray(body)) {
     ctx.log.mcp_method = 'batch';
     return;
   }
-  const { method, params } = body as { method?: unknown; params?: { name?: unknown } };
+  if (!isObject(body)) return;
+  const { method, params } = body;
   if (typeof method === 'string') ctx.log.mcp_method = method.slice(0, 64);
-  if (method === 'tools/call' && typeof params?.name === 'string') ctx.log.tool = params.name.slice(0, 64);
+  if (method === 'tools/call' && isObject(params) && typeof params.name === 'string') ctx.log.tool = params.name.slice(0, 64);
 }

@@ -12,11 +12,12 @@ import { createMcpHandler, type ServerContext, type Tool } from '@modelcontextpr
 import { ANONYMOUS_PRINCIPAL } from '../http/auth';
 import type { RequestContext } from '../http/context';
 import { AppError, isAppError } from '../errors';
-import { retryLaterError } from '../http/json-rpc-error';
+import { toErrorResponse } from '../http/refusals';
 import type { Logger } from '../log';
 import { createLazySandbox, type LazySandbox } from '../sandbox/lazy-sandbox';
 import type { SandboxProvider } from '../sandbox/types';
 import { type Holder, makeRoom, type RoomDecision, type SandboxHolder } from '../sessions/fair-share';
+import { createIdleCache } from '../sessions/idle-cache';
 import type { SignedIdCodec } from '../sessions/session-id';
 import type { ToolCatalog } from '../tools';
 import type { PostLane } from './mcp-endpoint';
@@ -86,21 +87,21 @@ function badHandleMessage(reason: string): string {
 export function createModernLane(options: ModernLaneOptions): ModernLane {
   const { catalog, provider, ids, logger, now = Date.now } = options;
   const tools: readonly Tool[] = withSandboxArgument(catalog.list);
-  // Insertion order is use order: re-inserted on each use, so the least recently used comes first.
-  const held = new Map<string, HeldSandbox>();
-
   const leaseOf = (entry: Pick<HeldSandbox, 'confirmed'>): number => (entry.confirmed ? options.idleTtlMs : Math.min(options.firstLeaseMs, options.idleTtlMs));
-  /** Destroys `entry`'s sandbox on its lease (unless another instance used it since), and forgets it here. */
-  const expire = (entry: HeldSandbox): void => {
-    held.delete(entry.key);
+  // Each sandbox idles on its own lease, so a sweep reads the whole table (at most MCP_MAX_SESSIONS long).
+  const held = createIdleCache<HeldSandbox>({ idleTtlMs: leaseOf });
+
+  /** Destroys the sandbox of an entry no longer held here on its lease (unless another instance used it since). */
+  const endOnLease = (entry: HeldSandbox): void => {
     void entry.sandbox.expire(leaseOf(entry), now()).catch(() => undefined);
   };
-  // Two leases, so no early stop at the first young entry; the table is at most MCP_MAX_SESSIONS long.
+  const expire = (entry: HeldSandbox): void => {
+    held.remove(entry.key);
+    endOnLease(entry);
+  };
+  // A call longer than the lease: its sandbox stays until it ends.
   const sweep = (): void => {
-    for (const entry of [...held.values()]) {
-      // A call longer than the lease: its sandbox stays until it ends.
-      if (now() - entry.lastUsedMs > leaseOf(entry) && entry.calls === 0) expire(entry);
-    }
+    for (const entry of held.takeExpired(now(), (busy) => busy.calls > 0)) endOnLease(entry);
   };
 
   /** Whether one more held sandbox of `principal` fits, and which to let go for it (fair-share.ts). */
@@ -128,14 +129,14 @@ export function createModernLane(options: ModernLaneOptions): ModernLane {
   const resolve = (handle: unknown, principal: string): { entry: HeldSandbox; handle: string } => {
     let key = keyOf(handle, principal);
     const resume = key !== undefined;
-    let entry = key === undefined ? undefined : held.get(key);
+    let entry = key === undefined ? undefined : held.peek(key);
     if (entry === undefined) {
       const decision = roomFor(principal);
-      if (!decision.ok) throw new AppError('capacity', decision.refusal.message, { retryAfterS: decision.refusal.retryAfterS });
+      if (!decision.ok) throw new AppError('capacity', decision.refusal.message);
       if (decision.evict !== undefined) {
         // A sandbox whose handle never came back is not kept for it: it ends on its first lease.
         if (decision.evict.confirmed) {
-          held.delete(decision.evict.key);
+          held.remove(decision.evict.key);
           void decision.evict.sandbox.release().catch(() => undefined);
         } else {
           expire(decision.evict);
@@ -154,15 +155,14 @@ export function createModernLane(options: ModernLaneOptions): ModernLane {
         confirmed: resume,
         busy: () => created.calls > 0 || sandbox.current()?.hasRunningBackground() === true,
       };
+      held.add(key, created);
       entry = created;
     }
     if (resume && !entry.confirmed) {
       entry.confirmed = true;
       entry.sandbox.confirm();
     }
-    held.delete(entry.key);
-    entry.lastUsedMs = now();
-    held.set(entry.key, entry);
+    held.touch(entry.key, now());
     return { entry, handle: String(handle) };
   };
 
@@ -180,10 +180,10 @@ export function createModernLane(options: ModernLaneOptions): ModernLane {
     } catch {
       return undefined; // the call answers the bad handle, as a tool result
     }
-    if (key !== undefined && held.has(key)) return undefined;
+    if (key !== undefined && held.peek(key) !== undefined) return undefined;
     const decision = roomFor(principal);
     if (decision.ok) return undefined;
-    return retryLaterError(decision.refusal, message.id ?? null);
+    return toErrorResponse({ kind: 'no_room', ...decision.refusal }, message.id ?? null);
   };
 
   const call = async (name: string, args: unknown, ctx: ServerContext, principal: string) => {
@@ -243,8 +243,7 @@ export function createModernLane(options: ModernLaneOptions): ModernLane {
     },
     count: () => held.size,
     async closeAll() {
-      const entries = [...held.values()];
-      held.clear();
+      const entries = held.takeAll();
       await Promise.all(entries.map((entry) => entry.sandbox.kill().catch(() => undefined)));
     },
     sandboxHolders() {
@@ -260,8 +259,7 @@ export function createModernLane(options: ModernLaneOptions): ModernLane {
     async releaseAll() {
       // Those past their lease end now; the rest are kept for their handles to come back to.
       sweep();
-      const entries = [...held.values()];
-      held.clear();
+      const entries = held.takeAll();
       await Promise.all(entries.map((entry) => entry.sandbox.release().catch(() => undefined)));
     },
   };

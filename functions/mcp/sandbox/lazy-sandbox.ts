@@ -29,6 +29,8 @@ export interface LazySandbox {
 export interface LazySandboxOptions {
   /** The session existed before (recovered from its signed id): look for its sandbox before creating one. */
   resume?: boolean;
+  /** With `resume`: a sandbox not found is expected (the session is new here), so no notice says it is fresh. */
+  quiet?: boolean;
   /**
    * Asked, synchronously, before the sandbox is made (or re-attached): may make room by letting another of the
    * credential's sandboxes go, or throw (an AppError naming the limit) to refuse.
@@ -53,7 +55,7 @@ export function createLazySandbox(provider: SandboxProvider, owner: SandboxOwner
       resume = false;
       const attached = await provider.attach(owner);
       if (attached !== undefined) return attached;
-      notice = FRESH_SANDBOX_NOTICE;
+      if (options.quiet !== true) notice = FRESH_SANDBOX_NOTICE;
     }
     return provider.create(confirmed ? { sessionKey: owner.sessionKey, principal: owner.principal } : owner);
   };

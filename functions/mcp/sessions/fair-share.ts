@@ -30,7 +30,7 @@ export interface Cap {
 /** What to let go to make room, or why there is none. */
 export type RoomDecision<H> = { readonly ok: true; readonly evict?: H } | { readonly ok: false; readonly refusal: Refusal };
 
-/** A refusal for the wire: 429 for a credential at its own cap, 503 for a full instance. */
+/** A refusal for the wire (the `no_room` row of http/refusals.ts): 429 for a credential at its own cap, 503 for a full instance. */
 export interface Refusal {
   readonly status: 429 | 503;
   /** The setting whose limit was reached. */
@@ -115,7 +115,7 @@ export interface SandboxHolder extends Holder {
 export function createSandboxAdmission(holders: () => Iterable<SandboxHolder>, perCredential: Cap, onEvict: (holder: SandboxHolder) => void): (principal: string) => () => void {
   return (principal) => () => {
     const decision = makeRoom({ holders: holders(), principal, perCredential, noun: 'sandboxes' });
-    if (!decision.ok) throw new AppError('capacity', decision.refusal.message, { retryAfterS: decision.refusal.retryAfterS });
+    if (!decision.ok) throw new AppError('capacity', decision.refusal.message);
     if (decision.evict !== undefined) {
       onEvict(decision.evict);
       void decision.evict.release().catch(() => undefined);

@@ -16,4 +16,9 @@ export class RecentSet {
   has(value: string): boolean {
     return this.entries.has(value);
   }
+
+  /** Forgets `value`; true when it was remembered. */
+  delete(value: string): boolean {
+    return this.entries.delete(value);
+  }
 }

@@ -1,13 +1,12 @@
 /**
  * The instance-local session store: a cache with an idle TTL, swept lazily on requests
- * (FC freezes timers between requests). Entries are kept in least-recently-used order.
+ * (FC freezes timers between requests), over sessions/idle-cache.ts.
  */
+import { createIdleCache, type IdleEntry } from './idle-cache';
 
-/** What the store needs to know of a session. */
-export interface StoredSession {
+/** What the store needs to know of a session: its id, and (as an idle-cache entry) the time of its last request. */
+export interface StoredSession extends IdleEntry {
   readonly id: string;
-  /** Milliseconds since the epoch of the last request. */
-  lastUsedMs: number;
 }
 
 /**
@@ -30,41 +29,13 @@ export interface SessionStore<S extends StoredSession> {
 
 /** An in-memory store; `idleTtlMs` is MCP_SESSION_IDLE_TTL_S in milliseconds. */
 export function createMemorySessionStore<S extends StoredSession>(idleTtlMs: number): SessionStore<S> {
-  // Map iteration order is insertion order: re-inserting on use keeps the least recently used first.
-  const sessions = new Map<string, S>();
+  const sessions = createIdleCache<S>({ idleTtlMs });
   return {
-    get(id, nowMs) {
-      const session = sessions.get(id);
-      if (session === undefined || nowMs - session.lastUsedMs > idleTtlMs) return undefined;
-      session.lastUsedMs = nowMs;
-      sessions.delete(id);
-      sessions.set(id, session);
-      return session;
-    },
-    add(session) {
-      sessions.set(session.id, session);
-    },
-    touch(id, nowMs) {
-      const session = sessions.get(id);
-      if (session === undefined) return;
-      session.lastUsedMs = Math.max(session.lastUsedMs, nowMs);
-      sessions.delete(id);
-      sessions.set(id, session);
-    },
-    remove(id) {
-      const session = sessions.get(id);
-      sessions.delete(id);
-      return session;
-    },
-    takeExpired(nowMs, keep) {
-      const expired: S[] = [];
-      for (const session of sessions.values()) {
-        if (nowMs - session.lastUsedMs <= idleTtlMs) break;
-        if (keep?.(session) !== true) expired.push(session);
-      }
-      for (const session of expired) sessions.delete(session.id);
-      return expired;
-    },
+    get: (id, nowMs) => sessions.get(id, nowMs),
+    add: (session) => sessions.add(session.id, session),
+    touch: (id, nowMs) => sessions.touch(id, nowMs),
+    remove: (id) => sessions.remove(id),
+    takeExpired: (nowMs, keep) => sessions.takeExpired(nowMs, keep),
     get size() {
       return sessions.size;
     },

@@ -2,7 +2,7 @@
 import { ProtocolError, ProtocolErrorCode, type CallToolResult, type Tool } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 
-import { isAppError } from '../errors';
+import { isAppError, toFaultFields } from '../errors';
 import type { Logger } from '../log';
 import { describeArgumentIssues } from './argument-errors';
 import { portableSchema } from './portable-schema';
@@ -83,11 +83,7 @@ export function createToolCatalog(logger: Logger, tools: readonly ToolDefinition
         if (isAppError(err)) {
           return { content: [{ type: 'text', text: withNotice(err.message) }], isError: true };
         }
-        logger.error('tool failed unexpectedly', {
-          tool: name,
-          error: err instanceof Error ? `${err.name}: ${err.message}` : 'non-error thrown',
-          stack: err instanceof Error ? err.stack : undefined,
-        });
+        logger.error('tool failed unexpectedly', { tool: name, ...toFaultFields(err) });
         throw new ProtocolError(ProtocolErrorCode.InternalError, `Internal error in ${name}; the failure was logged.`);
       }
     },

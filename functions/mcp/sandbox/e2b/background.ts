@@ -1,14 +1,16 @@
 /**
- * Background processes in an E2B sandbox, started through envd. Everything that must outlive this server
- * runs inside the microVM, in one shell script per process (`launchScript`): the command in a session of its
- * own (so that a signal reaches everything it started), its output written unbuffered into log segments
- * (`log-segments.ts`, the same policy as the local backend), its pid, exit status and any signal we sent in
- * files beside the log. So another server instance can list, read and stop what this one started.
+ * Background processes in an E2B sandbox, as `background-registry.ts` keeps them, started through envd.
+ * Everything that must outlive this server runs inside the microVM, in one shell script per process
+ * (`launchScript`): the command in a session of its own (so that a signal reaches everything it started), its
+ * output written unbuffered into log segments (`log-segments.ts`, the same policy as the local backend), its
+ * pid, exit status and any signal we sent in files beside the log. So another server instance can list, read
+ * and stop what this one started.
  */
 import type { Clock } from '../../clock';
 import { AppError } from '../../errors';
-import { extentOfSegments, groupSegments, LOG_SEGMENT_BYTES, type LogExtent, pageOf, type SegmentFile, segmentRanges } from '../log-segments';
-import type { BackgroundProcess, ProcessLogPage } from '../types';
+import { type BackgroundBackend, type BackgroundHandle, BackgroundRegistry, type ExitStatus } from '../background-registry';
+import { extentOfSegments, groupSegments, LOG_SEGMENT_BYTES, pageOf, type SegmentFile, segmentRanges } from '../log-segments';
+import type { ProcessLogPage } from '../types';
 import type { E2BErrorClasses, E2BSandboxApi } from './sdk';
 import { shellQuote } from './shell';
 
@@ -16,24 +18,8 @@ import { shellQuote } from './shell';
 const LOG_DIR = '/tmp/.mcp-processes';
 /** Background commands stream for as long as this (the process itself is not limited). */
 const STREAM_LIMIT_MS = 24 * 3600 * 1000;
-/** How long `signal` waits to report the process gone. */
-const SIGNAL_WAIT_MS = 2_000;
 /** How often a log page is re-read when the log rotated under the read. */
 const READ_ATTEMPTS = 3;
-
-type Handle = Awaited<ReturnType<E2BSandboxApi['startCommand']>>;
-
-interface Entry {
-  readonly id: string;
-  readonly command: string;
-  readonly startedAt: string;
-  readonly handle: Handle;
-  /** Settles once the script has ended (the command exited and its output is written). */
-  readonly ended: Promise<void>;
-  exitCode: number | null;
-  signal: NodeJS.Signals | null;
-  exited: boolean;
-}
 
 /**
  * The script that runs process `id`: `setsid` makes the command the leader of its own process group (fd 3
@@ -55,58 +41,58 @@ export function launchScript(id: string, command: string): string {
   );
 }
 
-export class E2BBackgroundProcesses {
-  private readonly entries = new Map<string, Entry>();
-  private next = 1;
+/** Where a background process runs, beside its command. */
+export interface E2BBackgroundPlace {
+  readonly cwd: string;
+  readonly env: Record<string, string> | undefined;
+}
 
+/** An E2B sandbox's background processes. */
+export type E2BBackgroundProcesses = BackgroundRegistry<E2BBackgroundPlace, BackgroundHandle>;
+
+/** The background processes of the sandbox behind `api`. */
+export function createE2BBackgroundProcesses(api: E2BSandboxApi, errors: E2BErrorClasses, clock: Clock): E2BBackgroundProcesses {
+  return new BackgroundRegistry(new E2BBackground(api, errors), clock);
+}
+
+class E2BBackground implements BackgroundBackend<E2BBackgroundPlace, BackgroundHandle> {
   constructor(
     private readonly api: E2BSandboxApi,
     private readonly errors: E2BErrorClasses,
-    private readonly clock: Clock,
   ) {}
 
-  async start(command: string, cwd: string, env: Record<string, string> | undefined): Promise<BackgroundProcess> {
-    // Ids continue after those an earlier instance started in this sandbox. Read `next` only after the
-    // await: starts running side by side must each get their own id.
-    const logged = [...(await this.logs()).keys()];
-    this.next = Math.max(this.next, ...logged.map((id) => Number(id.slice(1)) + 1));
-    const id = `p${this.next++}`;
+  /** The log segments in the sandbox, by process id. */
+  async logs(): Promise<Map<string, SegmentFile[]>> {
+    return groupSegments(await this.api.listFiles(LOG_DIR, 1).catch(() => []));
+  }
+
+  async launch(id: string, command: string, { cwd, env }: E2BBackgroundPlace): Promise<BackgroundHandle> {
     const handle = await this.api.startCommand(launchScript(id, command), { cwd, envs: env, stdin: true, timeoutMs: STREAM_LIMIT_MS });
-    const ended = handle.wait().then(
-      () => this.recordExit(id),
-      async (err: unknown) => (err instanceof this.errors.CommandExitError ? this.recordExit(id) : undefined),
-    );
-    const entry: Entry = { id, command, startedAt: new Date(this.clock.now()).toISOString(), handle, ended, exitCode: null, signal: null, exited: false };
-    this.entries.set(id, entry);
-    return this.describe(entry, { totalBytes: 0, droppedBytes: 0 });
+    // The script ends once the command has exited and its output is written; a stream that breaks otherwise
+    // tells nothing (the process may still run).
+    const exited = async (): Promise<ExitStatus> => (await this.statusOf(id)) ?? { code: null, signal: null };
+    const ended = handle.wait().then(exited, async (err: unknown) => (err instanceof this.errors.CommandExitError ? exited() : undefined));
+    return {
+      ended,
+      outputBytes: () => undefined,
+      signal: async (signal) => {
+        // The marker says the status that follows was our signal (reported as exit code null, as locally).
+        const number = signalNumber(signal);
+        const base = `${LOG_DIR}/${id}`;
+        const killer = await this.api.startCommand(`echo ${number} > ${base}.signal; kill -s ${number} -- -$(cat ${base}.pid) 2>/dev/null; true`, { timeoutMs: 15_000 });
+        await killer.wait().catch(() => undefined);
+      },
+      writeStdin: async (input) => {
+        await handle.sendStdin(input);
+        return true;
+      },
+    };
   }
 
-  /** This instance's processes, and those an earlier instance started (they may still run in the microVM). */
-  async list(): Promise<BackgroundProcess[]> {
-    const logs = await this.logs();
-    const mine = [...this.entries.values()].map((entry) => this.describe(entry, extentOfSegments(logs.get(entry.id) ?? [])));
-    const earlier = [...logs.keys()].filter((id) => !this.entries.has(id));
-    const left = await Promise.all(
-      earlier.map(async (id): Promise<BackgroundProcess> => {
-        const status = await this.statusOf(id);
-        return {
-          id,
-          command: '(started by an earlier server instance)',
-          startedAt: '',
-          state: status === undefined ? 'running' : 'exited',
-          exitCode: status?.code ?? null,
-          signal: status?.signal ?? null,
-          outputBytes: extentOfSegments(logs.get(id) ?? []).totalBytes,
-        };
-      }),
-    );
-    return [...left, ...mine].sort((a, b) => Number(a.id.slice(1)) - Number(b.id.slice(1)));
-  }
-
-  async read(id: string, offset: number | undefined, limitBytes: number): Promise<ProcessLogPage> {
+  async readLog(id: string, handle: BackgroundHandle | undefined, offset: number | undefined, limitBytes: number): Promise<ProcessLogPage | undefined> {
     for (let attempt = 1; ; attempt += 1) {
       const segments = (await this.logs()).get(id);
-      if (segments === undefined) this.find(id);
+      if (segments === undefined && handle === undefined) return undefined;
       const extent = extentOfSegments(segments ?? []);
       const { from, length } = pageOf(extent, offset, limitBytes);
       const bytes = await this.readRange(id, from, length);
@@ -117,36 +103,8 @@ export class E2BBackgroundProcesses {
     }
   }
 
-  async signal(id: string, signal: NodeJS.Signals): Promise<BackgroundProcess> {
-    const entry = this.find(id);
-    if (!entry.exited) {
-      // The marker says the status that follows was our signal (reported as exit code null, as locally).
-      const number = signalNumber(signal);
-      const base = `${LOG_DIR}/${id}`;
-      const killer = await this.api.startCommand(`echo ${number} > ${base}.signal; kill -s ${number} -- -$(cat ${base}.pid) 2>/dev/null; true`, { timeoutMs: 15_000 });
-      await killer.wait().catch(() => undefined);
-      await Promise.race([entry.ended, this.clock.sleep(SIGNAL_WAIT_MS)]);
-    }
-    return this.describe(entry, extentOfSegments((await this.logs()).get(id) ?? []));
-  }
-
-  async writeStdin(id: string, input: string): Promise<void> {
-    const entry = this.find(id);
-    if (entry.exited) throw new AppError('invalid_input', `Process ${id} has exited; it reads no more input.`);
-    await entry.handle.sendStdin(input);
-  }
-
-  hasRunning(): boolean {
-    return [...this.entries.values()].some((entry) => !entry.exited);
-  }
-
-  private async recordExit(id: string): Promise<void> {
-    const entry = this.entries.get(id);
-    const status = await this.statusOf(id);
-    if (entry === undefined) return;
-    entry.exitCode = status?.code ?? null;
-    entry.signal = status?.signal ?? null;
-    entry.exited = true;
+  earlierStatus(id: string): Promise<ExitStatus | undefined> {
+    return this.statusOf(id);
   }
 
   /**
@@ -154,7 +112,7 @@ export class E2BBackgroundProcesses {
    * it (the shell's status 128 + its number); `undefined` while it runs. A status above 128 that no signal of
    * ours explains is reported as the exit code it is (the shell cannot tell it from a signal sent by others).
    */
-  private async statusOf(id: string): Promise<{ code: number | null; signal: NodeJS.Signals | null } | undefined> {
+  private async statusOf(id: string): Promise<ExitStatus | undefined> {
     const read = (suffix: string): Promise<string | undefined> =>
       this.api.readFile(`${LOG_DIR}/${id}.${suffix}`).then(
         (bytes) => Buffer.from(bytes).toString().trim(),
@@ -165,11 +123,6 @@ export class E2BBackgroundProcesses {
     const code = Number(status);
     const signal = sent === undefined || code !== 128 + Number(sent) ? undefined : signalName(Number(sent));
     return signal === undefined ? { code, signal: null } : { code: null, signal };
-  }
-
-  /** The log segments in the sandbox, by process id. */
-  private async logs(): Promise<Map<string, SegmentFile[]>> {
-    return groupSegments(await this.api.listFiles(LOG_DIR, 1).catch(() => []));
   }
 
   /** Bytes `[from, from + length)` of the log, read inside the sandbox (base64 on stdout: no text decoding). */
@@ -183,24 +136,6 @@ export class E2BBackgroundProcesses {
     });
     await reader.wait().catch(() => undefined);
     return Buffer.from(out, 'base64');
-  }
-
-  private find(id: string): Entry {
-    const entry = this.entries.get(id);
-    if (entry === undefined) throw new AppError('not_found', `No background process "${id}" in this sandbox; manage_process with action "list" shows them.`);
-    return entry;
-  }
-
-  private describe(entry: Entry, extent: LogExtent): BackgroundProcess {
-    return {
-      id: entry.id,
-      command: entry.command,
-      startedAt: entry.startedAt,
-      state: entry.exited ? 'exited' : 'running',
-      exitCode: entry.exitCode,
-      signal: entry.signal,
-      outputBytes: extent.totalBytes,
-    };
   }
 }
 

@@ -23,7 +23,7 @@ import type {
   SandboxInfo,
   StartBackgroundRequest,
 } from '../types';
-import { E2BBackgroundProcesses } from './background';
+import { createE2BBackgroundProcesses, type E2BBackgroundProcesses } from './background';
 import { saveOpenFigures } from './charts';
 import { toE2BAppError } from './errors';
 import { Lease, type LeaseTerms } from './lease';
@@ -74,7 +74,7 @@ export class E2BSandbox implements Sandbox {
   constructor(private readonly options: E2BSandboxOptions) {
     this.id = options.api.sandboxId;
     this.lease = new Lease(options.lease, options.clock, (ms) => options.api.setTimeout(ms), options.priorLeaseEnd);
-    this.background = new E2BBackgroundProcesses(options.api, options.errors, options.clock);
+    this.background = createE2BBackgroundProcesses(options.api, options.errors, options.clock);
   }
 
   confirmLease(): void {
@@ -83,7 +83,7 @@ export class E2BSandbox implements Sandbox {
 
   startBackground(req: StartBackgroundRequest): Promise<BackgroundProcess> {
     const cwd = this.resolve(req.cwd ?? '.');
-    return this.call(`starting a background process in ${cwd}`, () => this.background.start(req.command, cwd, req.env));
+    return this.call(`starting a background process in ${cwd}`, () => this.background.start(req.command, { cwd, env: req.env }));
   }
 
   listBackground(): Promise<BackgroundProcess[]> {

@@ -55,10 +55,10 @@ export function toE2BAppError(err: unknown, classes: E2BErrorClasses, ctx: E2BEr
     return new AppError('backend_auth', 'E2B rejected the server’s credentials: the operator should check E2B_API_KEY (and E2B_DOMAIN / E2B_API_URL for Alibaba Cloud).', { cause: err });
   }
   if (err instanceof classes.RateLimitError) {
-    return new AppError('rate_limited', `E2B is rate-limiting this account (HTTP 429) while ${ctx.operation}; retry in a minute.`, { cause: err, retryAfterS: 60 });
+    return new AppError('rate_limited', `E2B is rate-limiting this account (HTTP 429) while ${ctx.operation}; retry in a minute.`, { cause: err });
   }
   if (err instanceof classes.ServiceBusyError) {
-    return new AppError('backend_busy', `E2B is temporarily unavailable (HTTP 503) while ${ctx.operation}; retry in a few seconds.`, { cause: err, retryAfterS: 5 });
+    return new AppError('backend_busy', `E2B is temporarily unavailable (HTTP 503) while ${ctx.operation}; retry in a few seconds.`, { cause: err });
   }
   if (err instanceof classes.SandboxNotFoundError || (err instanceof classes.TimeoutError && SANDBOX_ENDED.test(err.message))) {
     return new AppError(

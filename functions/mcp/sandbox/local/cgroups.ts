@@ -14,7 +14,7 @@ import { constants } from 'node:fs';
 import { mkdir, open, readdir, readFile, rmdir } from 'node:fs/promises';
 import { join } from 'node:path';
 
-import { toErrnoCode } from '../../errors';
+import { describeError, toErrnoCode } from '../../errors';
 
 export type CgroupController = 'memory' | 'pids' | 'cpu';
 export type CgroupVersion = 1 | 2;
@@ -245,7 +245,7 @@ async function placeV2(mount: Mount, ownPath: string, name: string, limits: Cgro
       await probePlacement(placement, limits, fs);
       return placement;
     } catch (err: unknown) {
-      problem = `cannot make a limited group under ${base} (${toErrnoCode(err) ?? String(err)})`;
+      problem = `cannot make a limited group under ${base} (${toErrnoCode(err) ?? describeError(err)})`;
     }
   }
   return problem;
@@ -260,7 +260,7 @@ async function placeV1(mount: Mount, ownPath: string, controller: CgroupControll
       await probePlacement(placement, limits, fs);
       return placement;
     } catch (err: unknown) {
-      problem = `cannot make a limited group under ${base} (${toErrnoCode(err) ?? String(err)})`;
+      problem = `cannot make a limited group under ${base} (${toErrnoCode(err) ?? describeError(err)})`;
     }
   }
   return problem;

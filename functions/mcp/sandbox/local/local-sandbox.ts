@@ -22,7 +22,7 @@ import type {
   SandboxInfo,
   StartBackgroundRequest,
 } from '../types';
-import { LocalBackgroundProcesses } from './background';
+import { createLocalBackgroundProcesses, type LocalBackgroundProcesses } from './background';
 import type { SandboxCgroup } from './cgroups';
 import { listWorkspaceFiles, readWorkspaceFile, writeWorkspaceFile } from './files';
 import { findProgram } from './find-program';
@@ -115,7 +115,7 @@ export class LocalSandbox implements Sandbox {
     this.id = options.id;
     this.stateLostOnResume = options.resumed;
     // Logs live beside the workspace, where the sandbox user cannot rewrite them.
-    this.background = new LocalBackgroundProcesses(join(options.workspace.dir, 'processes'));
+    this.background = createLocalBackgroundProcesses(join(options.workspace.dir, 'processes'));
     const { host, signer } = options.preview;
     const auth = signer === undefined ? undefined : { signer, sandbox: options.id, now: () => options.clock.now() };
     this.forwarder =

@@ -5,7 +5,7 @@ import { dirname, join } from 'node:path';
 
 import { type Clock, SYSTEM_CLOCK } from '../../clock';
 import { isLoopbackHost, type LocalSandboxConfig } from '../../config';
-import { AppError } from '../../errors';
+import { AppError, describeError } from '../../errors';
 import type { Logger } from '../../log';
 import type { BackendStatus, Sandbox, SandboxLimits, SandboxOwner, SandboxProvider } from '../types';
 import { probeCgroups, type SandboxCgroups } from './cgroups';
@@ -88,7 +88,7 @@ export function createLocalSandboxProvider({
     ? { host: previewHost, reachable: !config.exposed }
     : { host: previewHost, reachable: true, signer: createPreviewSigner(previewSecret, previewTtlMs) };
   const findCgroups = async (): Promise<void> => {
-    const probed = await probeCgroups({ root: config.root, limits: settings }).catch((err: unknown) => ({ cgroups: undefined, problems: [String(err)] }));
+    const probed = await probeCgroups({ root: config.root, limits: settings }).catch((err: unknown) => ({ cgroups: undefined, problems: [describeError(err)] }));
     cgroups = probed.cgroups;
     cgroupsProbed = true;
     logLimits(logger, heldLimits(settings, cgroups, rlimits, true), cgroups, probed.problems);

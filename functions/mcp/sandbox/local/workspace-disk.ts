@@ -18,7 +18,7 @@ import { constants, existsSync } from 'node:fs';
 import { chmod, mkdir, open, readdir, readFile, realpath, rename, rm, stat, statfs, writeFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 
-import { toErrnoCode } from '../../errors';
+import { describeError, toErrnoCode } from '../../errors';
 import type { Logger } from '../../log';
 import type { DiskFull, ResourceLimit } from '../types';
 import { findProgram } from './find-program';
@@ -320,7 +320,7 @@ export async function probeWorkspaceDisks(root: string): Promise<DiskProbe> {
     // A file system that does not keep holes has the whole size allocated, or near it, right away.
     return { ok: true, sparse: info.blocks * 512 < PROBE_BYTES / 2 };
   } catch (err: unknown) {
-    return { ok: false, reason: err instanceof Error ? err.message : String(err) };
+    return { ok: false, reason: describeError(err) };
   } finally {
     if (mounted) await unmount(dir).catch(() => undefined);
     await rm(dir, { recursive: true, force: true }).catch(() => undefined);
@@ -374,7 +374,7 @@ export async function setUpWorkspaceDisks(root: string, configured: number | und
     logger.info('no disk limit per sandbox (LOCAL_SANDBOX_DISK_MB=0)');
     return { limitBytes: undefined, limit: { value: null, enforcedBy: 'none (LOCAL_SANDBOX_DISK_MB=0)' } };
   }
-  const probed = await probeWorkspaceDisks(root).catch((err: unknown): DiskProbe => ({ ok: false, reason: err instanceof Error ? err.message : String(err) }));
+  const probed = await probeWorkspaceDisks(root).catch((err: unknown): DiskProbe => ({ ok: false, reason: describeError(err) }));
   if (!probed.ok) {
     logger.warn('no disk limit per sandbox: a sandbox can fill the disk that holds LOCAL_SANDBOX_ROOT', { reason: probed.reason, disk_mb: configured / 2 ** 20 });
     return { limitBytes: undefined, limit: { value: null, enforcedBy: `none (${probed.reason})` } };

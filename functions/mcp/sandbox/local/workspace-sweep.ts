@@ -9,6 +9,7 @@
 import { lstat, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 
+import { describeError } from '../../errors';
 import type { Logger } from '../../log';
 import { killUserProcesses } from './host-processes';
 import { recordedUid } from './sandbox-users';
@@ -119,7 +120,7 @@ export function createWorkspaceJanitor({ root, staleAfterMs, now, logger }: Jani
         (removed) => {
           if (removed.length > 0) logger.info('abandoned workspaces deleted', { count: removed.length });
         },
-        (err: unknown) => logger.warn('workspace sweep failed', { error: err instanceof Error ? err.message : 'unknown' }),
+        (err: unknown) => logger.warn('workspace sweep failed', { error: describeError(err) }),
       );
     },
     async removeIfStale(name) {

@@ -1,9 +1,11 @@
 /** Local background processes: a process reported exited has all its output counted and readable. */
+import { EventEmitter } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
 
-import { LocalBackgroundProcesses } from '../../../../functions/mcp/sandbox/local/background';
+import { createLocalBackgroundProcesses } from '../../../../functions/mcp/sandbox/local/background';
 import { Supervisor } from '../../../../functions/mcp/sandbox/local/supervisor';
 import { pollUntil, SETTLE_MS } from '../../../support/processes';
 import { startHostSupervisor } from '../../../support/supervisor';
@@ -23,7 +25,7 @@ afterAll(() => {
 const spec = (command: string) => () => supervisor.spawn({ argv: ['sh', '-c', command], env: { PATH: '/usr/bin:/bin' }, cwd: dir, stdin: true });
 
 it('says "exited" only once every byte the process wrote is in its log, for starts side by side too', async () => {
-  const processes = new LocalBackgroundProcesses(join(dir, 'logs'));
+  const processes = createLocalBackgroundProcesses(join(dir, 'logs'));
   // A flood that ends at once: the exit arrives while most of it is still on its way to the log.
   const started = await Promise.all([0, 1, 2].map(() => processes.start('flood', spec(`head -c ${6 * MIB} /dev/zero; printf END; exit 3`))));
   expect(new Set(started.map((p) => p.id)).size).toBe(3);
@@ -32,4 +34,31 @@ it('says "exited" only once every byte the process wrote is in its log, for star
     expect({ state: done?.state, exitCode: done?.exitCode, outputBytes: done?.outputBytes }).toEqual({ state: 'exited', exitCode: 3, outputBytes: 6 * MIB + 3 });
     expect((await processes.read(id, undefined, 3)).text).toBe('END');
   }
+});
+
+it('reports a process exited only with every byte it wrote counted, when the exit comes right behind its output', async () => {
+  const processes = createLocalBackgroundProcesses(join(dir, 'fake-logs'));
+  const child = Object.assign(new EventEmitter(), { stdout: new PassThrough(), stderr: new PassThrough(), stdin: null, signal: () => undefined });
+  const started = processes.start('burst', () => {
+    setImmediate(() => child.emit('spawn'));
+    return child;
+  });
+  const { id } = await started;
+  // Many chunks and the exit in one go: the log is still being written when the exit is seen.
+  for (let i = 0; i < 64; i += 1) child.stdout.write(Buffer.alloc(64 * 1024, 'a'));
+  child.stderr.write('END');
+  await new Promise((resolve) => setImmediate(resolve));
+  child.emit('close', 0, null);
+  const seen: Array<{ state: string; outputBytes: number }> = [];
+  await pollUntil(
+    async () => (await processes.list()).find((p) => p.id === id),
+    (p) => {
+      if (p !== undefined) seen.push({ state: p.state, outputBytes: p.outputBytes });
+      return p?.state === 'exited';
+    },
+    SETTLE_MS,
+    0,
+  );
+  expect(seen.filter((p) => p.state === 'exited')).toEqual([{ state: 'exited', outputBytes: 4 * MIB + 3 }]);
+  expect((await processes.read(id, undefined, 3)).text).toBe('END');
 });

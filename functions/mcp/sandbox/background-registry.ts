@@ -1,0 +1,182 @@
+/**
+ * The background processes of one sandbox, whatever the backend: the table of them, their ids (`p1`, `p2`, …,
+ * continuing after those whose logs an earlier server instance left), what `list`, `signal` and `write_stdin`
+ * report, and the rule that a process is "exited" only once all its output is in its log. The output is kept
+ * as `log-segments.ts` says (the tail, true byte counts); how a process is started, signalled and fed, and
+ * where its log lives, is the backend's (`BackgroundBackend`).
+ */
+import type { Clock } from '../clock';
+import { AppError } from '../errors';
+import { extentOfSegments, type SegmentFile } from './log-segments';
+import type { BackgroundProcess, ProcessLogPage } from './types';
+
+/** How long `signal` waits to report the process gone. */
+const SIGNAL_WAIT_MS = 2_000;
+/** The shape of every id; nothing else names a log. */
+const PROCESS_ID = /^p\d+$/;
+
+/** How a process ended: its exit code, or (code `null`) the signal that ended it; both `null` when not known. */
+export interface ExitStatus {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+}
+
+/** One process a backend started: how it is observed, signalled and fed. */
+export interface BackgroundHandle {
+  /**
+   * Settles once the process has exited and all its output is in its log, with how it ended; or with
+   * `undefined` when its end cannot be observed (it is then reported running).
+   */
+  readonly ended: Promise<ExitStatus | undefined>;
+  /** Bytes of output so far, where this server writes the log itself; `undefined`: its segments tell. */
+  outputBytes(): number | undefined;
+  /** Sends `signal` to the process and everything it started. */
+  signal(signal: NodeJS.Signals): Promise<void>;
+  /** Writes to its stdin; false when it reads no more input. */
+  writeStdin(input: string): Promise<boolean>;
+}
+
+/** What a backend does for the registry. `How` is what starting a process takes beside its command. */
+export interface BackgroundBackend<How, Handle extends BackgroundHandle> {
+  /** The log segments there are, by process id (this instance's and an earlier one's). */
+  logs(): Promise<Map<string, SegmentFile[]>>;
+  /** Starts `command` as process `id`, its output into log `id`. */
+  launch(id: string, command: string, how: How): Promise<Handle>;
+  /** A page of log `id` (`handle`: this instance started it); `undefined` when there is no such log. */
+  readLog(id: string, handle: Handle | undefined, offset: number | undefined, limitBytes: number): Promise<ProcessLogPage | undefined>;
+  /** How a process an earlier instance started stands: how it ended, or `undefined` while it runs. */
+  earlierStatus(id: string): Promise<ExitStatus | undefined>;
+}
+
+interface Entry<Handle> {
+  readonly id: string;
+  readonly command: string;
+  readonly startedAt: string;
+  readonly handle: Handle;
+  /** Set once the process has exited (and all its output is in the log). */
+  status: ExitStatus | undefined;
+  /** Settles when the handle's `ended` does. */
+  readonly done: Promise<void>;
+}
+
+/** A sandbox's background processes over `backend`; `clock` dates them and times `signal`'s wait. */
+export class BackgroundRegistry<How, Handle extends BackgroundHandle> {
+  private readonly entries = new Map<string, Entry<Handle>>();
+  private next = 1;
+
+  constructor(
+    private readonly backend: BackgroundBackend<How, Handle>,
+    private readonly clock: Clock,
+  ) {}
+
+  /** Starts `command` in the background (`how`: what the backend needs beside it). */
+  async start(command: string, how: How): Promise<BackgroundProcess> {
+    // Ids continue after those an earlier instance left logs for. Read `next` only after the await: starts
+    // running side by side must each get their own id.
+    const logged = [...(await this.backend.logs()).keys()];
+    this.next = Math.max(this.next, ...logged.map((id) => idNumber(id) + 1));
+    const id = `p${this.next++}`;
+    const handle = await this.backend.launch(id, command, how);
+    const startedAt = new Date(this.clock.now()).toISOString();
+    const entry: Entry<Handle> = {
+      id,
+      command,
+      startedAt,
+      handle,
+      status: undefined,
+      done: handle.ended.then((status) => {
+        if (status !== undefined) entry.status = status;
+      }),
+    };
+    this.entries.set(id, entry);
+    return this.describe(entry, handle.outputBytes() ?? 0);
+  }
+
+  /** This instance's processes, and those an earlier instance started, by id. */
+  async list(): Promise<BackgroundProcess[]> {
+    // One listing for all of them: a log's size is its segments' extent.
+    const logs = await this.backend.logs();
+    const bytesIn = (id: string): number => extentOfSegments(logs.get(id) ?? []).totalBytes;
+    const mine = [...this.entries.values()].map((entry) => this.describe(entry, entry.handle.outputBytes() ?? bytesIn(entry.id)));
+    const earlier = [...logs.keys()].filter((id) => !this.entries.has(id));
+    const left = await Promise.all(
+      earlier.map(async (id): Promise<BackgroundProcess> => {
+        const status = await this.backend.earlierStatus(id);
+        return {
+          id,
+          command: '(started by an earlier server instance)',
+          startedAt: '',
+          state: status === undefined ? 'running' : 'exited',
+          exitCode: status?.code ?? null,
+          signal: status?.signal ?? null,
+          outputBytes: bytesIn(id),
+        };
+      }),
+    );
+    return [...left, ...mine].sort((a, b) => idNumber(a.id) - idNumber(b.id));
+  }
+
+  /** Reads a log: from absolute `offset` on, or (without one) its last `limitBytes`. */
+  async read(id: string, offset: number | undefined, limitBytes: number): Promise<ProcessLogPage> {
+    const entry = this.entries.get(id);
+    // The log of a process an earlier instance started is read too.
+    const page = PROCESS_ID.test(id) ? await this.backend.readLog(id, entry?.handle, offset, limitBytes) : undefined;
+    if (page === undefined) throw notFound(id);
+    return page;
+  }
+
+  /** Sends `signal` and waits a little for the process to go, to report how it ended. */
+  async signal(id: string, signal: NodeJS.Signals): Promise<BackgroundProcess> {
+    const entry = this.find(id);
+    if (entry.status === undefined) {
+      await entry.handle.signal(signal);
+      await Promise.race([entry.done, this.clock.sleep(SIGNAL_WAIT_MS)]);
+    }
+    const counted = entry.handle.outputBytes();
+    return this.describe(entry, counted ?? extentOfSegments((await this.backend.logs()).get(id) ?? []).totalBytes);
+  }
+
+  async writeStdin(id: string, input: string): Promise<void> {
+    const entry = this.find(id);
+    if (entry.status !== undefined || !(await entry.handle.writeStdin(input))) {
+      throw new AppError('invalid_input', `Process ${id} has exited; it reads no more input.`);
+    }
+  }
+
+  hasRunning(): boolean {
+    return [...this.entries.values()].some((entry) => entry.status === undefined);
+  }
+
+  /** Kills every process still running (the sandbox is ending or letting go). */
+  stopAll(): void {
+    for (const entry of this.entries.values()) {
+      if (entry.status === undefined) void entry.handle.signal('SIGKILL').catch(() => undefined);
+    }
+  }
+
+  private find(id: string): Entry<Handle> {
+    const entry = this.entries.get(id);
+    if (entry === undefined) throw notFound(id);
+    return entry;
+  }
+
+  private describe(entry: Entry<Handle>, outputBytes: number): BackgroundProcess {
+    return {
+      id: entry.id,
+      command: entry.command,
+      startedAt: entry.startedAt,
+      state: entry.status === undefined ? 'running' : 'exited',
+      exitCode: entry.status?.code ?? null,
+      signal: entry.status?.signal ?? null,
+      outputBytes,
+    };
+  }
+}
+
+function idNumber(id: string): number {
+  return Number(id.slice(1));
+}
+
+function notFound(id: string): AppError {
+  return new AppError('not_found', `No background process "${id}" in this sandbox; manage_process with action "list" shows them.`);
+}
