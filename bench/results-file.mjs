@@ -8,10 +8,12 @@ export function renderResults({ date, machine, isolation, settings, rows, result
   const { coldStart, throughput, sessionMemory, overhead, liveOutput, sandboxMemory, toolLatency } = results;
   const list = (values, digits = 1) => values.map((v) => v.toFixed(digits)).join(', ');
   const tpRuns = Object.entries(throughput)
-    .flatMap(([sessions, byServer]) =>
-      Object.entries(byServer).map(
-        ([name, r]) =>
-          `- ${sessions} session(s), ${name}: req/s ${list(r.runs.map((x) => x.rps), 0)}; p99 ms ${list(r.runs.map((x) => x.p99Ms))}; errors ${r.errors}`,
+    .flatMap(([client, bySessions]) =>
+      Object.entries(bySessions).flatMap(([sessions, byServer]) =>
+        Object.entries(byServer).map(
+          ([name, r]) =>
+            `- ${client}, ${sessions} session(s), ${name}: req/s ${list(r.runs.map((x) => x.rps), 0)}; p99 ms ${list(r.runs.map((x) => x.p99Ms))}; CPU µs/call ${list(r.runs.map((x) => x.cpuUsPerCall), 0)}; errors ${r.errors}`,
+        ),
       ),
     )
     .join('\n');
@@ -38,14 +40,18 @@ the same run on the same machine, so read the ratios, not the absolute numbers.
   (\`node bench/run.mjs\` bundles the references with \`bench/build.mjs\` first).
 - One figure or a few alone: \`node bench/run.mjs --only tool-latency\` (names: cold-start, throughput, overhead,
   live-output, session-memory, sandbox-memory, tool-latency; comma-separated); prints their rows, writes no file.
-- Ours: \`node dist/index.js\` with \`HOST=127.0.0.1 PORT=<free> MCP_AUTH=none LOG_LEVEL=warn
-  LOCAL_SANDBOX_ROOT=<fresh dir, 0711> MCP_MAX_SESSIONS=${settings.maxSessions}\`.
+- Ours: \`node dist/index.js\` with \`HOST=127.0.0.1 PORT=<free> MCP_AUTH=none LOCAL_SANDBOX_ROOT=<fresh dir, 0711>
+  LOCAL_SANDBOX_DISK_MB=0 MCP_MAX_SESSIONS=${settings.maxSessions}\` and no \`LOG_LEVEL\`, i.e. its default \`info\` (one JSON line
+  per request); figures 2 and 4 also run a second instance with \`LOG_LEVEL=warn\` (no request lines), shown as
+  "warn". Every server's stdout goes to a file of its own (\`> server.log\`). \`BENCH_OURS_BUNDLE=<path>\` runs another
+  build of ours (bench/harness/servers.mjs).
 - R1: \`node bench/dist/r1.js\` (bench/references/r1.mjs): \`@modelcontextprotocol/sdk\` 1.32.2, \`node:http\`, one
   \`StreamableHTTPServerTransport\` + \`McpServer\` per session in a map (SSE answers), tool \`status\`.
 - R2: \`node bench/dist/r2.js\` (bench/references/r2.mjs): the Alibaba Cloud FC template pattern: SDK 1.32.2 on
   express 5, a new \`McpServer\` + stateless transport (\`enableJsonResponse: true\`) per POST, tool \`status\`.
-- All three bundled by esbuild alike (CommonJS, minified, node20.10). Load: \`bench/harness/load.mjs\`, undici
-  \`Pool\`, closed loop, keep-alive, no pipelining; protocol version ${settings.protocolVersion}.
+- All three bundled by esbuild alike (CommonJS, minified, node20.10). Load, by two independent clients:
+  \`bench/harness/load.mjs\` (undici \`Pool\`) and \`bench/harness/autocannon-load.mjs\` (autocannon ${settings.autocannonVersion}, its own
+  HTTP client), both closed loop, keep-alive, no pipelining; protocol version ${settings.protocolVersion}.
 
 ## Figures
 
@@ -57,17 +63,23 @@ ${renderMarkdownTable(rows)}
    an \`initialize\` POST; the client retries the connection every 1 ms until the port is open. \`node -e 0\`
    (spawn → exit) in the same rounds. ${settings.coldRuns} rounds after one uncounted warm-up round; medians. In the
    same spawn the client then sends \`notifications/initialized\`, \`tools/list\` and one call of the cheap tool
-   (new connection each, as the first \`initialize\`); the times from spawn to the \`tools/list\` and to the
-   \`tools/call\` answers are the row beside it. Ours answers the handshake (\`initialize\`,
-   \`notifications/initialized\`, \`tools/list\`) before its core (SDK, tools, sandboxes) is loaded and loads the
-   core right after the \`tools/list\` answer, so the first \`tools/call\` carries that load (a real client
-   usually pauses there); R1 and R2 load everything before listening. The bare \`node:http\` server
-   (bench/references/bare.mjs) is the floor of any server on this machine.
+   (new connection each, as the first \`initialize\`), as a client does, without pausing; the times from spawn to
+   the \`tools/list\` and to the \`tools/call\` answers are the second row. Beside them, the CPU time the server's
+   main thread (the one running JavaScript) had used by the \`initialize\` and by the \`tools/call\` answer
+   (\`/proc/<pid>/schedstat\`, read by the client right after each answer): what a busy machine disturbs least,
+   since waiting for a core is not counted. Ours loads its core (SDK, tools, sandboxes) on first need, after the
+   handshake, compiled with the V8 code cache that build.mjs makes when one matches the running Node; R1 and R2 load
+   everything before listening. The bare \`node:http\` server (bench/references/bare.mjs) is the floor of any server
+   on this machine.
 2. **Throughput and latency**: ${settings.connections} connections for ${settings.durationS} s (after ${settings.warmupS} s uncounted),
-   ${settings.tpRuns} runs per server and mode, servers rotated each run; medians. Request *i* goes to session
-   *i* mod N (N = 1 or 64); ours calls \`sandbox_status\` in sessions whose sandbox was created by one
-   \`run_command\`; R1 and R2 call \`status\`; R2 has no session. Latency is send → last byte of the answer.
-   The load client shares the ${machine.cores} cores with the server under test.
+   ${settings.tpRuns} runs per server, mode and load client, servers rotated each run; medians. Request *i* goes to session
+   *i* mod N (N = 1 or 64; autocannon: each connection goes round the N sessions' requests); ours calls
+   \`sandbox_status\` in sessions whose sandbox was created by one \`run_command\`, at its default log level and, in
+   a second instance, at warn; R1 and R2 call \`status\`; R2 has no session. Latency is send → last byte of the
+   answer, as each client measures it. An answer counts if its status is 2xx and its body holds a JSON-RPC result.
+   Server CPU per call: the server process's user + system time (\`/proc/<pid>/stat\`, all threads) over the run,
+   warm-up included, divided by the calls answered in it (those of the warm-up estimated at the measured rate). The
+   load client shares the ${machine.cores} cores with the server under test.
 3. **Memory per idle session**: a fresh server (started with \`--expose-gc\` and a SIGUSR2 hook that runs a full
    GC and reports \`process.memoryUsage()\`, \`bench/harness/gc-on-signal.cjs\`) opens 10 warm-up sessions (one of
    them lists the tools, as clients do; ours loads its core then, a one-time cost that belongs to no session), then
@@ -106,9 +118,11 @@ ${renderMarkdownTable(rows)}
 - Cold start ms: node -e 0 [${list(coldStart.samples.node)}]; ours [${list(coldStart.samples.ours)}]; R1 [${list(coldStart.samples.r1)}]; R2 [${list(coldStart.samples.r2)}]; bare [${list(coldStart.samples.bare)}]
 - Spawn → first tools/list ms: ours [${list(coldStart.samples.toolsList.ours)}]; R1 [${list(coldStart.samples.toolsList.r1)}]; R2 [${list(coldStart.samples.toolsList.r2)}]; bare [${list(coldStart.samples.toolsList.bare)}]
 - Spawn → first tools/call ms: ours [${list(coldStart.samples.toolCall.ours)}]; R1 [${list(coldStart.samples.toolCall.r1)}]; R2 [${list(coldStart.samples.toolCall.r2)}]; bare [${list(coldStart.samples.toolCall.bare)}]
+- Main-thread CPU ms by the initialize answer: ours [${list(coldStart.samples.cpuInitialize.ours)}]; R1 [${list(coldStart.samples.cpuInitialize.r1)}]; R2 [${list(coldStart.samples.cpuInitialize.r2)}]; bare [${list(coldStart.samples.cpuInitialize.bare)}]
+- Main-thread CPU ms by the first tools/call answer: ours [${list(coldStart.samples.cpuToolCall.ours)}]; R1 [${list(coldStart.samples.cpuToolCall.r1)}]; R2 [${list(coldStart.samples.cpuToolCall.r2)}]; bare [${list(coldStart.samples.cpuToolCall.bare)}]
 ${tpRuns}
 ${['ours', 'r1'].map((name) => `- Idle sessions, ${name}: RSS KiB at 10 / 1,010 / 2,010 sessions ${sessionMemory[name].runs.map((r) => `[${r.rssKiB.join(', ')}]`).join(' ')}; heap KiB per session ${list(sessionMemory[name].runs.map((r) => r.heapKibPerSession))}`).join('\n')}
-- Overhead: bare p50 ${overhead.bareP50Ms.toFixed(3)} ms; p50 ours ${overhead.ours.p50Ms.toFixed(3)}, R1 ${overhead.r1.p50Ms.toFixed(3)}, R2 ${overhead.r2.p50Ms.toFixed(3)} ms
+- Overhead: bare p50 ${overhead.bareP50Ms.toFixed(3)} ms; p50 ours ${overhead.ours.p50Ms.toFixed(3)} (warn ${overhead['ours-warn'].p50Ms.toFixed(3)}), R1 ${overhead.r1.p50Ms.toFixed(3)}, R2 ${overhead.r2.p50Ms.toFixed(3)} ms
 - Live output p95 ms per run: [${list(liveOutput.runs.map((r) => r.p95Ms))}]; lines received ${liveOutput.linesReceived}/${liveOutput.linesExpected}
 - Sandbox memory MiB per run: [${list(sandboxMemory.runs.map((r) => r.rssMiB))}] (setup ${sandboxMemory.runs.map((r) => `${r.setupMs} ms`).join(', ')})
 ${toolRuns}

@@ -2,7 +2,7 @@
 // Prints the table on stdout (progress on stderr) and writes bench/RESULTS.md. `--quick` runs each figure
 // briefly to check the harness and writes nothing. `--only <figure>[,<figure>...]` (names in FIGURES below,
 // e.g. `--only tool-latency`) runs just those figures, prints their rows and writes nothing either.
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -38,6 +38,7 @@ const settings = quick
   ? { coldRuns: 3, connections: 32, durationS: 1, warmupS: 0.2, tpRuns: 1, memRuns: 1, overheadS: 0.5, overheadRuns: 1, liveRuns: 1, sandboxRuns: 1, toolReps: 10, toolWarmup: 3, toolWarmupS: 0.5 }
   : { coldRuns: 15, connections: 32, durationS: 5, warmupS: 0.5, tpRuns: 3, memRuns: 3, overheadS: 1.5, overheadRuns: 3, liveRuns: 3, sandboxRuns: 3, toolReps: 60, toolWarmup: 10, toolWarmupS: 3 };
 settings.maxSessions = 2000;
+settings.autocannonVersion = JSON.parse(readFileSync(join(BENCH_DIR, 'node_modules/autocannon/package.json'), 'utf8')).version;
 settings.protocolVersion = PROTOCOL_VERSION;
 
 const progress = (text) => process.stderr.write(`[bench] ${text}\n`);
@@ -59,12 +60,12 @@ async function main() {
 
   let isolation;
   if (chosen.some((name) => FIGURES[name].steady)) {
-    progress('2, 4, 5: starting ours, R1, R2 and the bare floor; preparing 64 sessions each');
+    progress('2, 4, 5: starting ours (at info and at warn), R1, R2 and the bare floor; preparing 64 sessions each');
     const steady = await startSteadyServers();
     isolation = steady.isolation;
     try {
       if (selected('throughput')) {
-        progress(`2 throughput: ${settings.tpRuns} × ${settings.durationS} s per server, 1 and 64 sessions`);
+        progress(`2 throughput: ${settings.tpRuns} × ${settings.durationS} s per server and load client (undici, autocannon), 1 and 64 sessions`);
         results.throughput = await measureThroughput(steady.targets, {
           connections: settings.connections,
           runs: settings.tpRuns,

@@ -1,11 +1,12 @@
 /**
- * The deployable artifact in --output-dir: code/index.js (the bundle) with its source maps beside it, code.zip (the
+ * The deployable artifact in --output-dir: code/index.js (the bundle) with its source maps and the core's code cache
+ * beside it, code.zip (the
  * same files at its root), config.yaml (the provider-neutral manifest) and s.yaml (Serverless Devs). Rendering is
  * pure; writing is separate so that --dry-run can show the files without writing them.
  */
 'use strict';
 
-const { existsSync, mkdirSync, readFileSync, writeFileSync } = require('node:fs');
+const { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } = require('node:fs');
 const { dirname, join, posix } = require('node:path');
 const { stringify } = require('yaml');
 
@@ -24,6 +25,12 @@ const ARTIFACT_FILES = Object.freeze({ code: 'code/index.js', zip: 'code.zip', m
 const SOURCE_MAP_FILES = Object.freeze(['index.js.map', 'mcp-core.js.map', 'e2b-sdk.js.map']);
 
 /**
+ * The core's V8 code caches (build.mjs writes one per Node it was asked to make one for): the bundle reads the one
+ * made for the Node it runs on, if any, and compiles its core without one otherwise.
+ */
+const CODE_CACHE_FILE = /^mcp-core\.js\.[0-9a-f]{12}-[0-9a-f]{8}\.cache$/;
+
+/**
  * @typedef {object} RenderedArtifact
  * @property {Array<{ path: string, contents: Buffer | string }>} files relative paths and contents
  * @property {Record<string, unknown>} manifest the content of config.yaml
@@ -33,24 +40,26 @@ const SOURCE_MAP_FILES = Object.freeze(['index.js.map', 'mcp-core.js.map', 'e2b-
  */
 
 /**
- * The source maps beside the bundle at `bundlePath`, to ship with it. One that is missing is left out: the stacks
- * of its file then name the bundle's positions.
+ * The files beside the bundle at `bundlePath` that ship with it: its source maps and the core's code caches. A map
+ * that is missing is left out (the stacks of its file then name the bundle's positions), and so is a cache.
  * @param {string} bundlePath
  * @returns {Array<{ name: string, contents: Buffer }>}
  */
-function readSourceMaps(bundlePath) {
-  const files = SOURCE_MAP_FILES.map((name) => ({ name, path: join(dirname(bundlePath), name) }));
+function readFilesBeside(bundlePath) {
+  const dir = dirname(bundlePath);
+  const names = [...SOURCE_MAP_FILES, ...readdirSync(dir).filter((name) => CODE_CACHE_FILE.test(name)).sort()];
+  const files = names.map((name) => ({ name, path: join(dir, name) }));
   return files.filter(({ path }) => existsSync(path)).map(({ name, path }) => ({ name, contents: readFileSync(path) }));
 }
 
 /**
  * @param {import('./deploy-plan').DeploymentPlan} plan
  * @param {Buffer} bundle
- * @param {ReadonlyArray<{ name: string, contents: Buffer }>} [sourceMaps] shipped beside the bundle (readSourceMaps)
+ * @param {ReadonlyArray<{ name: string, contents: Buffer }>} [beside] shipped beside the bundle (readFilesBeside)
  * @returns {Promise<RenderedArtifact>}
  */
-async function renderArtifact(plan, bundle, sourceMaps = []) {
-  const { zip, sha256 } = await createCodeZip(bundle, sourceMaps);
+async function renderArtifact(plan, bundle, beside = []) {
+  const { zip, sha256 } = await createCodeZip(bundle, beside);
   const manifest = toManifest(plan, { zipFile: ARTIFACT_FILES.zip, zipSha256: sha256, zipBytes: zip.length });
   const sYaml = toServerlessDevsYaml(plan, { codePath: './code' });
   /** @param {string} what */
@@ -58,7 +67,7 @@ async function renderArtifact(plan, bundle, sourceMaps = []) {
   return {
     files: [
       { path: ARTIFACT_FILES.code, contents: bundle },
-      ...sourceMaps.map(({ name, contents }) => ({ path: posix.join(posix.dirname(ARTIFACT_FILES.code), name), contents })),
+      ...beside.map(({ name, contents }) => ({ path: posix.join(posix.dirname(ARTIFACT_FILES.code), name), contents })),
       { path: ARTIFACT_FILES.zip, contents: zip },
       { path: ARTIFACT_FILES.manifest, contents: header('Deployment manifest (provider-neutral)') + stringify(manifest, { lineWidth: 0 }) },
       {
@@ -92,4 +101,4 @@ function writeArtifact(artifact, outputDir) {
   });
 }
 
-module.exports = { readSourceMaps, renderArtifact, writeArtifact, ARTIFACT_FILES, SOURCE_MAP_FILES };
+module.exports = { readFilesBeside, renderArtifact, writeArtifact, ARTIFACT_FILES, SOURCE_MAP_FILES };

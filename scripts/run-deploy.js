@@ -8,7 +8,7 @@ const { existsSync, mkdirSync, readFileSync, statSync } = require('node:fs');
 const { join, resolve } = require('node:path');
 
 const { ensureGeneratedToken } = require('./auth-tokens');
-const { readSourceMaps, renderArtifact, writeArtifact } = require('./artifact');
+const { readFilesBeside, renderArtifact, writeArtifact } = require('./artifact');
 const { ensureBundle } = require('./bundle');
 const { optionalString } = require('./option-values');
 const { keepSessionSecret } = require('./session-secret-file');
@@ -56,7 +56,7 @@ async function runDeploy(args, context) {
   if (authChoice.source === 'missing' && target !== undefined) authChoice.source = 'kept';
 
   const bundle = await ensureBundle({ root: context.root, log });
-  const artifact = await renderArtifact(plan, readFileSync(bundle.path), readSourceMaps(bundle.path));
+  const artifact = await renderArtifact(plan, readFileSync(bundle.path), readFilesBeside(bundle.path));
   const files = artifact.files.map((f) => join(outputDir, f.path));
   let newToken;
   if (!dryRun) {

@@ -1,7 +1,9 @@
 // Figure 1: process spawn → first `initialize` answered, from the built bundle, against `node -e 0`
 // measured in the same rounds. The client retries the connection every millisecond until the server is up.
 // In the same spawn, the client goes on as clients do (`notifications/initialized`, `tools/list`, then a call
-// of the cheap tool), and the times to the `tools/list` and `tools/call` answers are recorded beside it.
+// of the cheap tool), and the times to the `tools/list` and `tools/call` answers are recorded beside it, with the
+// CPU time the server's main thread had used by the `initialize` and `tools/call` answers (what a busy machine
+// disturbs least).
 import { spawn } from 'node:child_process';
 import { request } from 'node:http';
 import { rmSync } from 'node:fs';
@@ -9,33 +11,35 @@ import { performance } from 'node:perf_hooks';
 
 import { median } from '../harness/load.mjs';
 import { initializeBody, mcpHeaders, parseRpcResponse, toolCallBody } from '../harness/mcp-wire.mjs';
-import { createSandboxRoot, findFreePort, spawnServer, stopChild } from '../harness/servers.mjs';
+import { createSandboxRoot, findFreePort, readMainThreadCpuMs, spawnServer, stopChild } from '../harness/servers.mjs';
 
 const GIVE_UP_MS = 15_000;
 
 /**
  * Runs one uncounted warm-up round, then `runs` rounds of: `node -e 0`, then each server. Resolves with
- * the per-run milliseconds `{ node: [...], ours: [...], r1: [...], r2: [...], bare: [...], toolsList: { ours: [...], ... } }`
- * (`bare`: a node:http server answering a fixed JSON, the floor of any server).
+ * the per-run milliseconds `{ node: [...], ours: [...], r1: [...], r2: [...], bare: [...], toolsList: { ours: [...], ... },
+ * toolCall: {...}, cpuInitialize: {...}, cpuToolCall: {...} }` (`bare`: a node:http server answering a fixed JSON,
+ * the floor of any server; `cpu…`: the server's main-thread CPU time by that answer).
  */
 export async function measureColdStart({ runs = 15, servers = ['ours', 'r1', 'r2', 'bare'] } = {}) {
   const sandboxRoot = createSandboxRoot();
-  const samples = { node: [], toolsList: {}, toolCall: {} };
+  const samples = { node: [], toolsList: {}, toolCall: {}, cpuInitialize: {}, cpuToolCall: {} };
   for (const name of servers) {
     samples[name] = [];
-    samples.toolsList[name] = [];
-    samples.toolCall[name] = [];
+    for (const group of ['toolsList', 'toolCall', 'cpuInitialize', 'cpuToolCall']) samples[group][name] = [];
   }
   try {
     for (let round = -1; round < runs; round += 1) {
       const nodeMs = await timeNodeNoop();
       if (round >= 0) samples.node.push(nodeMs);
       for (const name of servers) {
-        const { initializeMs, toolsListMs, toolCallMs } = await timeFirstRequests(name, sandboxRoot);
+        const { initializeMs, toolsListMs, toolCallMs, cpuInitializeMs, cpuToolCallMs } = await timeFirstRequests(name, sandboxRoot);
         if (round < 0) continue;
         samples[name].push(initializeMs);
         samples.toolsList[name].push(toolsListMs);
         samples.toolCall[name].push(toolCallMs);
+        samples.cpuInitialize[name].push(cpuInitializeMs);
+        samples.cpuToolCall[name].push(cpuToolCallMs);
       }
     }
   } finally {
@@ -44,10 +48,16 @@ export async function measureColdStart({ runs = 15, servers = ['ours', 'r1', 'r2
   return samples;
 }
 
-/** Medians of `measureColdStart`'s samples, in ms: `{ node, ours, ..., toolsList: { ours, ... }, toolCall: { ours, ... } }`. */
+/** Medians of `measureColdStart`'s samples, in ms: `{ node, ours, ..., toolsList: { ours, ... }, toolCall: { ours, ... }, cpu… }`. */
 export function summarizeColdStart(samples) {
   const medians = (group) => Object.fromEntries(Object.entries(group).filter(([, v]) => Array.isArray(v)).map(([name, values]) => [name, median(values)]));
-  return { ...medians(samples), toolsList: medians(samples.toolsList), toolCall: medians(samples.toolCall) };
+  return {
+    ...medians(samples),
+    toolsList: medians(samples.toolsList),
+    toolCall: medians(samples.toolCall),
+    cpuInitialize: medians(samples.cpuInitialize),
+    cpuToolCall: medians(samples.cpuToolCall),
+  };
 }
 
 /** The cheap tool each server is called with (the bare server answers anything). */
@@ -77,6 +87,7 @@ async function timeFirstRequests(name, sandboxRoot) {
       await new Promise((r) => setTimeout(r, 1));
     }
     const initializeMs = performance.now() - start;
+    const cpuInitializeMs = readMainThreadCpuMs(child.pid);
     const sessionId = answer.sessionId;
     await post(port, mcpHeaders(sessionId), JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }));
     const list = await post(port, mcpHeaders(sessionId), JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }));
@@ -86,7 +97,8 @@ async function timeFirstRequests(name, sandboxRoot) {
     const toolsListMs = performance.now() - start;
     const call = await post(port, mcpHeaders(sessionId), toolCallBody(2, CHEAP_TOOL[name]));
     if (!call.ok || parseRpcResponse(call.text).result?.isError === true) throw new Error(`${name}: the first tools/call failed: ${call.text.slice(0, 200)}`);
-    return { initializeMs, toolsListMs, toolCallMs: performance.now() - start };
+    const toolCallMs = performance.now() - start;
+    return { initializeMs, toolsListMs, toolCallMs, cpuInitializeMs, cpuToolCallMs: readMainThreadCpuMs(child.pid) };
   } finally {
     await stopChild(child);
   }

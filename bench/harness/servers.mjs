@@ -1,7 +1,7 @@
 // Starting and stopping the servers under test as child processes on free loopback ports, and reading
 // their memory. Every server is a bundle run with the same `node` as the benchmark.
 import { spawn, execFileSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, closeSync, mkdtempSync, openSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -10,9 +10,14 @@ import { fileURLToPath } from 'node:url';
 const BENCH_DIR = join(dirname(fileURLToPath(import.meta.url)), '..');
 const ROOT_DIR = join(BENCH_DIR, '..');
 
-/** The servers the benchmark knows, by name: the bundle to run. */
+/**
+ * The servers the benchmark knows, by name: the bundle to run. `BENCH_OURS_BUNDLE` runs another build of ours
+ * (e.g. `node -e "import('./build.mjs').then((m) => m.build({ outdir: '/tmp/a' }))"`, then
+ * `BENCH_OURS_BUNDLE=/tmp/a/index.js node bench/run.mjs --only cold-start`), so that others rebuilding dist/ do not
+ * change the bundle mid-measurement.
+ */
 export const BUNDLES = {
-  ours: join(ROOT_DIR, 'dist/index.js'),
+  ours: process.env.BENCH_OURS_BUNDLE ?? join(ROOT_DIR, 'dist/index.js'),
   r1: join(BENCH_DIR, 'dist/r1.js'),
   r2: join(BENCH_DIR, 'dist/r2.js'),
   bare: join(BENCH_DIR, 'dist/bare.js'),
@@ -37,25 +42,57 @@ export function createSandboxRoot() {
   return root;
 }
 
-/** The environment each server gets: a clean base, loopback, and for ours auth off and quiet logs. */
+/**
+ * Ours at its default log level (`info`: one line per request) and at `warn` (no request lines), by name. Every
+ * other figure runs `ours`, i.e. as deployed.
+ */
+export const OUR_LOG_LEVELS = { ours: undefined, 'ours-warn': 'warn' };
+
+/** Whether `name` is a build of ours (at some log level). */
+export function isOurs(name) {
+  return Object.hasOwn(OUR_LOG_LEVELS, name);
+}
+
+/** The bundle server `name` runs. */
+export function bundleOf(name) {
+  return isOurs(name) ? BUNDLES.ours : BUNDLES[name];
+}
+
+/** The environment each server gets: a clean base, loopback, and for ours auth off and its log level. */
 export function serverEnv(name, port, { sandboxRoot, maxSessions = 2000 } = {}) {
   const base = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', PORT: String(port), HOST: '127.0.0.1' };
-  if (name !== 'ours') return base;
+  if (!isOurs(name)) return base;
   // No disk images: the figures measure calls, not workspace creation, and images of sessions the bench lets go
   // would stay mounted under the root it deletes afterwards.
-  return { ...base, MCP_AUTH: 'none', LOG_LEVEL: 'warn', LOCAL_SANDBOX_ROOT: sandboxRoot, LOCAL_SANDBOX_DISK_MB: '0', MCP_MAX_SESSIONS: String(maxSessions) };
+  const logLevel = OUR_LOG_LEVELS[name];
+  return { ...base, MCP_AUTH: 'none', ...(logLevel && { LOG_LEVEL: logLevel }), LOCAL_SANDBOX_ROOT: sandboxRoot, LOCAL_SANDBOX_DISK_MB: '0', MCP_MAX_SESSIONS: String(maxSessions) };
 }
 
 const GC_HOOK = join(BENCH_DIR, 'harness/gc-on-signal.cjs');
 const GC_DONE = /^bench-gc-done (.*)$/gm;
 
 /**
- * Spawns server `name` on `port` (stdout discarded, the tail of stderr kept for error messages). With
- * `gcHook`, the server also runs a full GC on SIGUSR2 (see `collectGarbage`).
+ * Spawns server `name` on `port`. Its stdout (ours: the log) goes to a fresh file, as with
+ * `node dist/index.js > server.log`: each line costs its real write, as on FC, and the bench's own event loop, busy
+ * with load, cannot slow a reader down (a pipe drained by it could fill and block the server's writes);
+ * `child.stdoutBytes()` is that file's size so far. The tail of stderr is kept for error messages. With `gcHook`, the
+ * server also runs a full GC on SIGUSR2 (see `collectGarbage`).
  */
 export function spawnServer(name, port, options = {}) {
-  const args = options.gcHook === true ? ['--expose-gc', '--require', GC_HOOK, BUNDLES[name]] : [BUNDLES[name]];
-  const child = spawn(process.execPath, args, { env: serverEnv(name, port, options), stdio: ['ignore', 'ignore', 'pipe'] });
+  const args = options.gcHook === true ? ['--expose-gc', '--require', GC_HOOK, bundleOf(name)] : [bundleOf(name)];
+  const logDir = mkdtempSync(join(tmpdir(), 'mcp-bench-log-'));
+  const logFile = join(logDir, 'stdout.log');
+  const logFd = openSync(logFile, 'w');
+  const child = spawn(process.execPath, args, { env: serverEnv(name, port, options), stdio: ['ignore', logFd, 'pipe'] });
+  closeSync(logFd);
+  child.once('exit', () => rmSync(logDir, { recursive: true, force: true }));
+  child.stdoutBytes = () => {
+    try {
+      return statSync(logFile).size;
+    } catch {
+      return Number.NaN;
+    }
+  };
   let stderr = '';
   child.gcReports = [];
   child.stderr.setEncoding('utf8').on('data', (chunk) => {
@@ -92,8 +129,8 @@ export function collectGarbage(server) {
  * `{ name, url, origin, pid, child, sandboxRoot, stop() }`.
  */
 export async function startServer(name, options = {}) {
-  const ownsRoot = name === 'ours' && options.sandboxRoot === undefined;
-  const sandboxRoot = name === 'ours' ? (options.sandboxRoot ?? createSandboxRoot()) : undefined;
+  const ownsRoot = isOurs(name) && options.sandboxRoot === undefined;
+  const sandboxRoot = isOurs(name) ? (options.sandboxRoot ?? createSandboxRoot()) : undefined;
   const port = await findFreePort();
   const child = spawnServer(name, port, { ...options, sandboxRoot });
   const origin = `http://127.0.0.1:${port}`;
@@ -121,6 +158,34 @@ export async function stopChild(child, graceMs = 10_000) {
   await exited;
   clearTimeout(timer);
 }
+
+/**
+ * CPU time a process has used so far, all its threads, user + system, in ms (`/proc/<pid>/stat`, 10 ms ticks on
+ * Linux); `NaN` where there is no /proc.
+ */
+export function readCpuMs(pid) {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS_PER_S;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/**
+ * CPU time of a process's main thread (the one that runs JavaScript) so far, in ms, to the nanosecond
+ * (`/proc/<pid>/schedstat`); `NaN` where there is none.
+ */
+export function readMainThreadCpuMs(pid) {
+  try {
+    return Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]) / 1e6;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** `getconf CLK_TCK`: 100 on every Linux this runs on. */
+const CLOCK_TICKS_PER_S = 100;
 
 /** Resident set size of a process, in KiB (`ps -o rss=`). */
 export function readRssKiB(pid) {

@@ -8,3 +8,12 @@ import * as core from './core';
 export function loadCore(): typeof core {
   return core;
 }
+
+/**
+ * How the bundle compiled the core: from the V8 code cache made for this Node at build time (`used`), with one V8
+ * refused (`rejected`: other flags), or without one (`none`: no cache for this runtime beside the bundle); for the
+ * `core loaded` log line. `undefined` before the core is loaded, and from source, where nothing is compiled here.
+ */
+export function codeCacheState(): 'used' | 'rejected' | 'none' | undefined {
+  return undefined;
+}

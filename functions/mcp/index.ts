@@ -9,7 +9,7 @@ import type { Socket } from 'node:net';
 
 import { loadConfig, type Config } from './config';
 import type { Core } from './core';
-import { loadCore } from './core-modules';
+import { codeCacheState, loadCore } from './core-modules';
 import { installCrashGuards } from './crash-guard';
 import { createEntryDeps } from './entry-deps';
 import { describeError } from './errors';
@@ -62,7 +62,7 @@ function main(): void {
     if (core === undefined) {
       const started = performance.now();
       core = loadCore().createCore({ ...shared, config, logger, requestIdHeader: FC_REQUEST_ID_HEADER, startedAtMs, mintedEarly: (id) => mintedEarly.delete(id) });
-      logger.info('core loaded', { load_ms: Math.round(performance.now() - started) });
+      logger.info('core loaded', { load_ms: Math.round(performance.now() - started), code_cache: codeCacheState() });
       // The backend's probes (bubblewrap) a moment later, off the path of the request that needed the core.
       const loaded = core;
       setTimeout(() => void loaded.ready(), STARTUP_PROBE_DELAY_MS).unref();

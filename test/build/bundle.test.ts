@@ -3,7 +3,7 @@
  * source maps that stacks are read through (functions/mcp/stack-maps.ts).
  */
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -28,13 +28,19 @@ it('builds dist/index.js and dist/stdio.js, each one file importing only Node bu
     const metafile = JSON.parse(execFileSync(process.execPath, ['-e', script, outdir], { cwd: ROOT, encoding: 'utf8' })) as Metafile;
     const outputs = Object.keys(metafile.outputs).map((p) => p.slice(p.lastIndexOf('/') + 1));
     expect(outputs.sort()).toEqual(['index.js', 'index.js.map', 'stdio.js', 'stdio.js.map']);
-    // The chunks compiled on first use have their maps too.
-    expect(readdirSync(outdir).sort()).toEqual(['e2b-sdk.js.map', 'index.js', 'index.js.map', 'mcp-core.js.map', 'stdio.js', 'stdio.js.map']);
+    // The chunks compiled on first use have their maps too, and the core its code cache for this Node (code-cache.test.ts).
+    const files = readdirSync(outdir).sort();
+    expect(files.filter((file) => !file.endsWith('.cache'))).toEqual(['e2b-sdk.js.map', 'index.js', 'index.js.map', 'mcp-core.js.map', 'stdio.js', 'stdio.js.map']);
+    expect(files.filter((file) => file.endsWith('.cache'))).toEqual([expect.stringMatching(/^mcp-core\.js\.[0-9a-f]{12}-[0-9a-f]{8}\.cache$/)]);
     // The HTTP entry starts without compiling the SDK, zod or the tools: they travel in the deferred core.
     const index = Object.entries(metafile.outputs).find(([path]) => path.endsWith('index.js'))?.[1];
     const startUpInputs = Object.keys(index?.inputs ?? {});
     expect(startUpInputs).toContain('functions/mcp/core-modules.ts');
     expect(startUpInputs.filter((input) => input.includes('node_modules') || input.startsWith('functions/mcp/tools/'))).toEqual([]);
+    // The SDK's ajv (JSON Schema validation of what a client supplies, never asked of this server) is left out
+    // (build.mjs NO_AJV): the core's map names the SDK's stand-in module, and no file of ajv.
+    const coreSources = (JSON.parse(readFileSync(join(outdir, 'mcp-core.js.map'), 'utf8')) as { sources: string[] }).sources;
+    expect(coreSources.filter((source) => /ajv/.test(source))).toEqual([expect.stringMatching(/@modelcontextprotocol\/server\/dist\/ajvProvider-[\w-]+\.mjs$/)]);
     for (const [path, output] of Object.entries(metafile.outputs)) {
       if (path.endsWith('.map')) continue;
       expect(output.bytes).toBeLessThan(MAX_BUNDLE_BYTES);

@@ -4,7 +4,7 @@
  * with no process spawned and no port opened. One harness is one server instance; harnesses that share an
  * `sdk` (the "E2B" that outlives instances) and a `clock` are instances of one deployment.
  *
- * What only the real process shows (start-up, signals, the Node shell, FC hooks, the early answers) is
+ * What only the real process shows (start-up, signals, the Node shell, FC hooks, the cold instance's early initialize) is
  * tested through the bundle in test/e2e.
  */
 import { randomUUID } from 'node:crypto';
