@@ -57,6 +57,36 @@ the same run on the same machine, so read the ratios, not the absolute numbers.
 
 ${renderMarkdownTable(rows)}
 
+## Where ours is behind, and why
+
+Written by hand from profiles (\`node --cpu-prof\` on the server, the unminified build \`build({ minify: false })\`
+of build.mjs); the table above is this run's.
+
+- **Steady load (figure 2).** Ours uses more server CPU per \`tools/call\` than R1: about 1.2-1.5× at its default
+  \`LOG_LEVEL=info\`, 1.15-1.25× at warn; req/s and p99 follow it. The per-request log line is not the main cost
+  (10-15 µs a line, 2-3 % of a call, two thirds of it the \`write\` system call; batching lines per event-loop turn
+  saved 4 µs and was dropped, since FC freezes the instance right after the answer). At warn, the JavaScript
+  thread spends ~377 µs a call against R1's ~330: garbage collection +22 µs, the call-share wrapper re-streaming
+  every answer body through a second \`ReadableStream\` (\`whenSent\` in functions/mcp/protocol/call-share.ts) ~20 µs,
+  the SDK v2 checking each message as an initialize request twice ~11 µs, the rest spread over the layers (the web
+  \`Request\`/\`Response\` the SDK's transport needs, the gates, the era check). Not closed in this run. The next steps:
+  release the call slot when the Node response finishes instead of re-wrapping the body; fewer allocations per
+  request in the Node shell. The independent run that saw 0.66× at info most likely had its stdout on a terminal or
+  a slow pipe; here every server's stdout goes to a file.
+- **Cold path (figure 1).** Ours answers \`initialize\` before loading its core; the core then costs ~115-125 ms to
+  load (reading and compiling it with the code cache ~30 ms, its top level ~60 ms, of which the SDK's zod schemas
+  ~35 ms, the session and tool tables ~15 ms), and the session's first request ~25-30 ms more, most of it Node
+  loading its internal undici for the first web \`Request\` (R1 uses none). R1 loads SDK v1 and zod in ~150 ms before
+  it listens. What each change bought, spawn → first \`tools/call\`: the V8 code cache of the core 1.52× → 1.30× R1
+  (helper runs on a busy machine); leaving the SDK's ajv out of the bundle, core load ~140 → ~120 ms. Tried and not
+  kept: decompressing the core and reading its cache in libuv's thread pool during start-up (on two cores it slowed
+  \`initialize\` from ~1.25× to ~1.5× bare node:http and did not bring the call sooner); the core uncompressed in
+  index.js (start-up +45 ms of CPU); a larger young generation (\`--min-semi-space-size\`, no gain); the core in its
+  own file beside index.js (−15-20 ms; not shipped, since index.js would no longer run alone). Left to try: the
+  tool catalog's JSON Schemas built on the first \`tools/list\` rather than at load (~10 ms, not on this figure's path,
+  which lists the tools first), marking the SDK's unused schemas for tree-shaking, a startup snapshot (needs a
+  command-line flag and a blob made by FC's exact Node).
+
 ## How each figure is measured
 
 1. **Cold start**: \`performance.now()\` before \`spawn(node, [bundle])\` to the end of the first \`200\` answer to
