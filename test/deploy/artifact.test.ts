@@ -2,11 +2,12 @@
  * `node scripts/deploy.js --output-dir DIR`: the artifact it writes (code/index.js and its source maps, code.zip,
  * config.yaml, s.yaml, auth-token), with the defaults and with each option, its --help and --json contracts.
  */
-import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { fc3Props, makeTempDir, resolveVars, readYaml, removeTempDirs, ROOT, runDeployCli } from '../support/deploy-cli';
 import { checkFc3Props } from '../support/fc3-rules';
+import { codeCachesIn, shippedFiles } from '../support/shipped-files';
 import { readZip } from '../support/zip-reader';
 
 afterAll(removeTempDirs);
@@ -29,9 +30,8 @@ describe('the default artifact', () => {
   });
 
   it('holds code/index.js (the bundle) with its source maps and the core\'s code cache, and code.zip with the same files at its root', () => {
-    const caches = readdirSync(join(ROOT, 'dist')).filter((name) => /^mcp-core\.js\.[0-9a-f]{12}-[0-9a-f]{8}\.cache$/.test(name));
-    expect(caches.length).toBeGreaterThanOrEqual(1);
-    const code = ['index.js', 'index.js.map', 'mcp-core.js.map', 'e2b-sdk.js.map', ...caches.sort()];
+    expect(codeCachesIn().length).toBeGreaterThanOrEqual(1);
+    const code = shippedFiles();
     for (const name of code) expect(readFileSync(join(out.dir, 'code', name)).equals(readFileSync(join(ROOT, 'dist', name)))).toBe(true);
     const entries = readZip(readFileSync(join(out.dir, 'code.zip')));
     expect(entries.map((e) => e.name)).toEqual(code);

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { makeTempDir, removeTempDirs, ROOT, runDeployCli } from '../support/deploy-cli';
 import { CREDENTIALS, deployToFake, E2B_KEY, EMPTY_SHELL, TOKEN, tokenFile } from '../support/deploy-to-fake';
 import { type FakeFc, type RecordedCall, startFakeFc, unsignedCalls } from '../support/fake-fc';
+import { shippedFiles } from '../support/shipped-files';
 import { readZip } from '../support/zip-reader';
 
 const TRIGGER_URL = 'https://sandbox-mcp-abcdefghij.cn-hangzhou.fcapp.run';
@@ -73,7 +74,7 @@ describe('a first deploy', () => {
     expect(Object.keys(env).filter((k) => k.startsWith('FC_'))).toEqual([]);
     const zip = Buffer.from(String((body.code as { zipFile: string }).zipFile), 'base64');
     const entries = readZip(zip);
-    expect(entries.map((e) => e.name)).toEqual(['index.js', 'index.js.map', 'mcp-core.js.map', 'e2b-sdk.js.map']);
+    expect(entries.map((e) => e.name)).toEqual(shippedFiles());
     for (const entry of entries) expect(entry.data.equals(readFileSync(join(ROOT, 'dist', entry.name)))).toBe(true);
   });
 

@@ -12,13 +12,11 @@ import { makeTempDir, removeTempDirs, runDeployCli } from '../support/deploy-cli
 import { isDeployToolInstalled, NODE_20_10 } from '../support/deploy-tools';
 import { pollUntil, SETTLE_MS } from '../support/processes';
 import { startServer, stopAllServers } from '../support/server';
+import { DIST, SHIPPED_MAPS, shippedFiles } from '../support/shipped-files';
 import { readZip } from '../support/zip-reader';
 
 const ROOT = resolve(__dirname, '../..');
-const DIST = join(ROOT, 'dist');
 const FAULT = { MCP_TEST_FAULT: 'uncaught-in-core' };
-/** The maps index.js is shipped with: its own and those of the chunks it compiles on first use. */
-const SHIPPED_MAPS = ['index.js.map', 'mcp-core.js.map', 'e2b-sdk.js.map'];
 
 afterAll(async () => {
   await stopAllServers();
@@ -69,9 +67,9 @@ describe('the deploy artifact', () => {
 
   it('carries every map of index.js beside it, in code/ and at the root of code.zip, as dist/ has them', () => {
     expect(readdirSync(DIST).filter((name) => name.endsWith('.map') && name !== 'stdio.js.map').sort()).toEqual([...SHIPPED_MAPS].sort());
-    expect(readdirSync(join(out, 'code')).sort()).toEqual(['index.js', ...SHIPPED_MAPS].sort());
+    expect(readdirSync(join(out, 'code')).sort()).toEqual(shippedFiles().sort());
     const entries = readZip(readFileSync(join(out, 'code.zip')));
-    expect(entries.map((e) => e.name)).toEqual(['index.js', ...SHIPPED_MAPS]);
+    expect(entries.map((e) => e.name)).toEqual(shippedFiles());
     for (const entry of entries) {
       expect(entry.data.equals(readFileSync(join(DIST, entry.name)))).toBe(true);
       expect(readFileSync(join(out, 'code', entry.name)).equals(entry.data)).toBe(true);
