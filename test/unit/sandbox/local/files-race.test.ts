@@ -35,24 +35,29 @@ beforeAll(async () => {
   writeFileSync(join(outside, 'secret'), 'host secret');
   ws = await createWorkspace({ root, sessionKey: 'racer', virtualHome: false, sandboxUser: false });
   // Flip home/d between a real directory and a symlink to the outside directory, as fast as possible.
-  swapper = spawn('bash', ['-c', `cd ${ws.home} && while true; do rm -rf d; mkdir d; echo inside > d/secret; rm -rf d; ln -s ${outside} d; done`], { stdio: 'ignore' });
+  // Its own process group, so that killing it also kills the `mkdir` or `ln` it is running at that moment.
+  swapper = spawn('bash', ['-c', `cd ${ws.home} && while true; do rm -rf d; mkdir d; echo inside > d/secret; rm -rf d; ln -s ${outside} d; done`], { stdio: 'ignore', detached: true });
   mkdirSync(join(ws.home, 'x', 'd'), { recursive: true });
   writeFileSync(join(ws.home, 'x', 'd', 'inside-entry'), 'inside');
   symlinkSync(outside, join(ws.home, 'x', 'l'));
-  exchanger = spawn('python3', ['-c', EXCHANGE_LOOP], { cwd: ws.home, stdio: 'ignore' });
+  exchanger = spawn('python3', ['-c', EXCHANGE_LOOP], { cwd: ws.home, stdio: 'ignore', detached: true });
 });
 
-/** Kills `child` and resolves once it is gone (it must not create files while the directory is removed). */
+/**
+ * Kills `child` and everything it started (its process group: a loop's `mkdir` outlives a killed bash) and resolves
+ * once it is gone, so that nothing creates files while the directory is removed.
+ */
 function killed(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return Promise.resolve();
   const gone = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.kill('SIGKILL');
+  process.kill(-child.pid, 'SIGKILL');
   return gone;
 }
 
 afterAll(async () => {
   await Promise.all([killed(swapper), killed(exchanger)]);
-  rmSync(root, { recursive: true, force: true });
+  // A command the group was running when it was killed may still be leaving the kernel: retry a directory it filled.
+  rmSync(root, { recursive: true, force: true, maxRetries: 5, retryDelay: 50 });
 });
 
 it('never writes through a directory swapped for a symlink', async () => {
