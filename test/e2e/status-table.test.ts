@@ -4,6 +4,7 @@
  */
 import { ACCEPT_BOTH, initializeBody, postMcp, request } from '../support/http';
 import { authed, errorCodeOf, messagesOf, nodeHttp, openSession, rpc } from '../support/raw-session';
+import { markedSleep } from '../support/processes';
 import { startServer, stopAllServers, type StartedServer } from '../support/server';
 
 const TOKEN = 'status-table-token-0123456789abcdef';
@@ -189,6 +190,45 @@ describe('refusals that say when to retry', () => {
     expect(res.status).toBe(429);
     expect(res.headers.get('retry-after')).toBe('1');
     expect(res.json).toEqual({ jsonrpc: '2.0', id: null, error: { code: -32000, message: expect.stringContaining('MCP_MAX_CALLS_PER_CREDENTIAL=1') } });
+    await capped.stop();
+  });
+});
+
+describe('calls in flight per credential, behind the Node shell (MCP_MAX_CALLS_PER_CREDENTIAL=1)', () => {
+  const call = (url: string, headers: Record<string, string>, command: string, id: number, signal?: AbortSignal): Promise<string> => {
+    const body = JSON.stringify(rpc('tools/call', id, { name: 'run_command', arguments: { command } }));
+    return fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: ACCEPT_BOTH, ...headers }, body, signal }).then((res) => res.text());
+  };
+  const status = (url: string, headers: Record<string, string>, id: number): Promise<number> =>
+    postMcp(url, rpc('tools/call', id, { name: 'sandbox_status', arguments: {} }), headers).then((res) => res.status);
+  /** Tries a cheap call until it is answered `wanted` (a bound on a hang, not a timing); the last status. */
+  const until = async (url: string, headers: Record<string, string>, wanted: number): Promise<number> => {
+    let answered = 0;
+    for (let tries = 0; tries < 400 && answered !== wanted; tries += 1) answered = await status(url, headers, 100 + tries);
+    return answered;
+  };
+
+  it('holds the slot while the answer is on its way and frees it once it has been sent', async () => {
+    const capped = await startServer({ env: { MCP_AUTH_TOKENS: TOKEN, MCP_MAX_CALLS_PER_CREDENTIAL: '1' } });
+    const session = await openSession(capped.url, TOKEN);
+    // Long enough for the refusal to be seen while it runs; the test then waits for it to end.
+    const running = call(capped.url, session.headers, markedSleep(5), 81);
+    expect(await until(capped.url, session.headers, 429)).toBe(429);
+    expect(await running).toContain('"exit_code":0');
+    expect(await status(capped.url, session.headers, 82)).toBe(200);
+    await capped.stop();
+  });
+
+  it('frees the slot of a call whose client hung up', async () => {
+    const capped = await startServer({ env: { MCP_AUTH_TOKENS: TOKEN, MCP_MAX_CALLS_PER_CREDENTIAL: '1' } });
+    const session = await openSession(capped.url, TOKEN);
+    const abort = new AbortController();
+    const running = call(capped.url, session.headers, markedSleep(60), 83, abort.signal).catch(() => 'aborted');
+    expect(await until(capped.url, session.headers, 429)).toBe(429);
+    abort.abort();
+    expect(await running).toBe('aborted');
+    // The hang-up ends the answer, which gives the slot back.
+    expect(await until(capped.url, session.headers, 200)).toBe(200);
     await capped.stop();
   });
 });

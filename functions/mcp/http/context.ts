@@ -30,6 +30,11 @@ export interface RequestContext {
   readonly signal?: AbortSignal;
   /** The request's path, parsed once by the shell for the router and the log. */
   readonly path: string;
+  /**
+   * Runs `done` once the answer has been written to the end, or the client went away. Set by the Node shell
+   * (node-listener.ts), which knows when that is without re-reading the body; `undefined` without it.
+   */
+  readonly onSent?: (done: () => void) => void;
   /** A stable, non-secret id of the credential that authenticated this request; set by `withAuth`. */
   principal?: string;
   readonly log: RequestLogFields;

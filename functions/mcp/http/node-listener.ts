@@ -60,7 +60,16 @@ export function createNodeListener(handler: FetchHandler, options: NodeListenerO
         abort.abort();
         throw err;
       });
-    const ctx: RequestContext = { requestId, path: new URL(request.url).pathname, log: {}, readBody: () => (body ??= readBodyOrHangUp()), signal: abort.signal };
+    // Run once the answer was written or failed, or the client went away (writeResponse stops then too).
+    const sent: Array<() => void> = [];
+    const ctx: RequestContext = {
+      requestId,
+      path: new URL(request.url).pathname,
+      log: {},
+      readBody: () => (body ??= readBodyOrHangUp()),
+      signal: abort.signal,
+      onSent: (done) => sent.push(done),
+    };
     // Trusted: it got past the token check (or its body was wanted). An untrusted one still sending a body is
     // answered with its connection closed, its body discarded up to a small budget.
     const trusted = (): boolean => ctx.principal !== undefined || body !== undefined;
@@ -80,6 +89,9 @@ export function createNodeListener(handler: FetchHandler, options: NodeListenerO
         onError?.(err, req.destroyed || res.destroyed);
         if (res.headersSent) res.end();
         else writeErrorAnswer(res, { kind: 'internal_plain' });
+      })
+      .finally(() => {
+        for (const done of sent.splice(0)) done();
       });
   };
 }

@@ -1,7 +1,9 @@
 /**
  * MCP_MAX_CALLS_PER_CREDENTIAL: how many tool calls one credential has in flight at once, on this instance.
  * A call holds its slot from the moment its request is admitted until its response has been sent or the
- * client went away; one more is refused with 429 and Retry-After before anything runs.
+ * client went away; one more is refused with 429 and Retry-After before anything runs. Behind the Node shell the
+ * shell says when that is (`RequestContext.onSent`); without it (the in-process harness) `whenSent` watches the
+ * body being read to its end.
  */
 import { toErrorResponse } from '../http/refusals';
 import { hasMethod, jsonRpcIdOf } from './plain-message';
@@ -12,9 +14,9 @@ const CALLS_RETRY_AFTER_S = 1;
 export interface CallShare {
   /**
    * Admits the tool calls in `body` for `principal`: `undefined` when there are none, a 429 response when they
-   * would pass the cap, else a function that hands the response back with the slots released once it is sent.
+   * would pass the cap, else the function that releases their slots (once; later calls do nothing).
    */
-  admit(body: unknown, principal: string): undefined | Response | ((response: Response) => Response);
+  admit(body: unknown, principal: string): undefined | Response | (() => void);
   /** Calls in flight for `principal`. */
   inFlight(principal: string): number;
 }
@@ -36,7 +38,12 @@ export function createCallShare(maxPerCredential: number): CallShare {
         return toErrorResponse({ kind: 'too_many_calls', running: held, max: maxPerCredential, retryAfterS: CALLS_RETRY_AFTER_S }, jsonRpcIdOf(body));
       }
       counts.set(principal, held + calls);
-      return (response) => whenSent(response, () => release(principal, calls));
+      let released = false;
+      return () => {
+        if (released) return;
+        released = true;
+        release(principal, calls);
+      };
     },
     inFlight: (principal) => counts.get(principal) ?? 0,
   };
