@@ -60,19 +60,20 @@ ${renderMarkdownTable(rows)}
 ## Where ours is behind, and why
 
 Written by hand from profiles (\`node --cpu-prof\` on the server, the unminified build \`build({ minify: false })\`
-of build.mjs); the table above is this run's.
+of build.mjs), on 2026-12-01; the table above is the latest run's.
 
-- **Steady load (figure 2).** Ours uses more server CPU per \`tools/call\` than R1: about 1.2-1.5× at its default
-  \`LOG_LEVEL=info\`, 1.15-1.25× at warn; req/s and p99 follow it. The per-request log line is not the main cost
+- **Steady load (figure 2).** Ours uses more server CPU per \`tools/call\` than R1: about 1.1-1.6× at its default
+  \`LOG_LEVEL=info\`, 1.05-1.25× at warn (run of 2026-12-01); req/s and p99 follow it. The per-request log line is not the main cost
   (10-15 µs a line, 2-3 % of a call, two thirds of it the \`write\` system call; batching lines per event-loop turn
   saved 4 µs and was dropped, since FC freezes the instance right after the answer). At warn, the JavaScript
-  thread spends ~377 µs a call against R1's ~330: garbage collection +22 µs, the call-share wrapper re-streaming
-  every answer body through a second \`ReadableStream\` (\`whenSent\` in functions/mcp/protocol/call-share.ts) ~20 µs,
-  the SDK v2 checking each message as an initialize request twice ~11 µs, the rest spread over the layers (the web
-  \`Request\`/\`Response\` the SDK's transport needs, the gates, the era check). Not closed in this run. The next steps:
-  release the call slot when the Node response finishes instead of re-wrapping the body; fewer allocations per
-  request in the Node shell. The independent run that saw 0.66× at info most likely had its stdout on a terminal or
-  a slow pipe; here every server's stdout goes to a file.
+  thread spent ~377 µs a call against R1's ~330: garbage collection +22 µs, the call-share wrapper re-streaming
+  every answer body through a second \`ReadableStream\` ~20 µs, the SDK v2 checking each message as an initialize
+  request twice ~11 µs, the rest spread over the layers (the web \`Request\`/\`Response\` the SDK's transport needs,
+  the gates, the era check). The re-streaming is gone: behind the Node shell a call's slot is released when the
+  shell has written the answer (\`RequestContext.onSent\`), which took server CPU per call from ~330 to ~300 µs in
+  alternating runs here. The rest is not closed; fewer allocations per request in the Node shell are the next step.
+  The independent run that saw 0.66× at info most likely had its stdout on a terminal or a slow pipe; here every
+  server's stdout goes to a file.
 - **Cold path (figure 1).** Ours answers \`initialize\` before loading its core; the core then costs ~115-125 ms to
   load (reading and compiling it with the code cache ~30 ms, its top level ~60 ms, of which the SDK's zod schemas
   ~35 ms, the session and tool tables ~15 ms), and the session's first request ~25-30 ms more, most of it Node
