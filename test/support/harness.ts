@@ -116,11 +116,23 @@ export function createHarness(options: HarnessOptions = {}): Harness {
     const bare = new Request(`http://localhost${url.pathname}${url.search}`, { method: request.method, headers });
     const hangUp = new AbortController();
     init?.signal?.addEventListener('abort', () => hangUp.abort(), { once: true });
-    const response = await core.handle(bare, { requestId: randomUUID(), path: url.pathname, log: {}, readBody: async () => body, signal: hangUp.signal });
-    if (response.body === null) return response;
+    // What the handler left for when the answer has been written (or failed, or the client hung up).
+    const sent: Array<() => void> = [];
+    const settle = (): void => {
+      for (const done of sent.splice(0)) done();
+    };
+    const ctx = { requestId: randomUUID(), path: url.pathname, log: {}, readBody: async () => body, signal: hangUp.signal, onSent: (done: () => void) => void sent.push(done) };
+    const response = await core.handle(bare, ctx).catch((err: unknown) => {
+      settle();
+      throw err;
+    });
+    if (response.body === null) {
+      settle();
+      return response;
+    }
     // A client that hangs up cancels the answer's stream, as a closed connection does.
     const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
-    void response.body.pipeTo(writable, { signal: hangUp.signal }).catch(() => undefined);
+    void response.body.pipeTo(writable, { signal: hangUp.signal }).catch(() => undefined).finally(settle);
     return new Response(readable, { status: response.status, statusText: response.statusText, headers: response.headers });
   };
 

@@ -31,10 +31,10 @@ export interface RequestContext {
   /** The request's path, parsed once by the shell for the router and the log. */
   readonly path: string;
   /**
-   * Runs `done` once the answer has been written to the end, or the client went away. Set by the Node shell
-   * (node-listener.ts), which knows when that is without re-reading the body; `undefined` without it.
+   * Runs `done` once the answer has been written to the end, or failed, or the client went away: the shell that
+   * writes it knows when (node-listener.ts; in the tests, the in-process harness).
    */
-  readonly onSent?: (done: () => void) => void;
+  readonly onSent: (done: () => void) => void;
   /** A stable, non-secret id of the credential that authenticated this request; set by `withAuth`. */
   principal?: string;
   readonly log: RequestLogFields;

@@ -1,9 +1,7 @@
 /**
  * MCP_MAX_CALLS_PER_CREDENTIAL: how many tool calls one credential has in flight at once, on this instance.
  * A call holds its slot from the moment its request is admitted until its response has been sent or the
- * client went away; one more is refused with 429 and Retry-After before anything runs. Behind the Node shell the
- * shell says when that is (`RequestContext.onSent`); without it (the in-process harness) `whenSent` watches the
- * body being read to its end.
+ * client went away (`RequestContext.onSent`); one more is refused with 429 and Retry-After before anything runs.
  */
 import { toErrorResponse } from '../http/refusals';
 import { hasMethod, jsonRpcIdOf } from './plain-message';
@@ -53,40 +51,4 @@ function countToolCalls(body: unknown): number {
   const isCall = (message: unknown): boolean => hasMethod(message, 'tools/call');
   if (Array.isArray(body)) return body.filter(isCall).length;
   return isCall(body) ? 1 : 0;
-}
-
-/** `response` with `done` called once, when its body has been read to the end, failed, or was cancelled. */
-export function whenSent(response: Response, done: () => void): Response {
-  if (response.body === null) {
-    done();
-    return response;
-  }
-  let finished = false;
-  const finish = (): void => {
-    if (finished) return;
-    finished = true;
-    done();
-  };
-  const reader = response.body.getReader();
-  const body = new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      try {
-        const chunk = await reader.read();
-        if (chunk.done) {
-          finish();
-          controller.close();
-        } else {
-          controller.enqueue(chunk.value);
-        }
-      } catch (err: unknown) {
-        finish();
-        controller.error(err);
-      }
-    },
-    async cancel(reason) {
-      finish();
-      await reader.cancel(reason);
-    },
-  });
-  return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
 }

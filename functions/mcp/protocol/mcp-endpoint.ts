@@ -9,7 +9,7 @@ import { ANONYMOUS_PRINCIPAL } from '../http/auth';
 import type { FetchHandler, RequestContext } from '../http/context';
 import { readJsonPost } from '../http/json-body';
 import { toErrorResponse } from '../http/refusals';
-import { type CallShare, whenSent } from './call-share';
+import type { CallShare } from './call-share';
 import type { LegacyLane } from './legacy-lane';
 import { isObject, readPlainMessage } from './plain-message';
 import { HTTP_PROTOCOL_VERSIONS } from './versions';
@@ -55,13 +55,9 @@ export function createMcpEndpoint({ legacy, modern, maxBodyBytes, calls }: McpEn
       admitted?.();
       throw err;
     }
-    if (admitted === undefined) return response;
     // The calls hold their slots until the answer has been sent (it streams while they run).
-    if (ctx.onSent !== undefined) {
-      ctx.onSent(admitted);
-      return response;
-    }
-    return whenSent(response, admitted);
+    if (admitted !== undefined) ctx.onSent(admitted);
+    return response;
   };
 }
 
