@@ -133,17 +133,17 @@ const CODE_CACHE = {
   }`,
 };
 
+/** The start of a chunk's code cache file names: `<name>.<chunk hash>-` (CODE_CACHE). */
+function codeCachePrefix(name, source) {
+  return `${name}.${createHash('sha256').update(source).digest('hex').slice(0, 12)}-`;
+}
+
 /**
  * The chunk starts on the wrapper's second line, counted as its first (`lineOffset: -1`): a frame in it reads
  * `mcp-core.js:line:column` of the chunk as esbuild wrote it, which is what its map is of. The stub also exports
  * `codeCacheState()`: whether the chunk was compiled from a code cache (`used`), one was refused (`rejected`), or
  * there was none for this runtime (`none`), `undefined` before it is loaded.
  */
-/** The start of a chunk's code cache file names: `<name>.<chunk hash>-` (CODE_CACHE). */
-function codeCachePrefix(name, source) {
-  return `${name}.${createHash('sha256').update(source).digest('hex').slice(0, 12)}-`;
-}
-
 function deferredModulePlugin({ file, loader, name, compress, codeCache = false }, source) {
   // esbuild writes ASCII (its default charset): decoded as latin1, a third of the time utf8 takes, same string.
   const encoding = /^[\x00-\x7f]*$/.test(source) ? 'latin1' : 'utf8';
