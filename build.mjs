@@ -8,7 +8,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { brotliCompressSync, constants as zlibConstants } from 'node:zlib';
+import { deflateRawSync } from 'node:zlib';
 
 /** Entry points and the files they become. */
 export const ENTRY_POINTS = {
@@ -19,15 +19,17 @@ export const ENTRY_POINTS = {
 /**
  * Modules whose bundled code is embedded as a string and compiled on first use: V8 only scans a string
  * literal at start-up. Each exports one loader function; its chunk is built with the plugins of the modules listed
- * before it (the core carries the E2B SDK chunk inside it). `compress`: stored as base64 brotli, which also spares
- * start-up reading the bytes (~14 ms to decompress, when first called). `codeCache`: compiled with V8's code cache
+ * before it (the core carries the E2B SDK chunk inside it). `compress`: stored as base64 raw deflate, which also spares
+ * start-up reading the bytes; inflated when first called, in one piece of the chunk's size (~6 ms for the 1 MB core
+ * here; brotli, 10 % smaller, took ~2.5× as long). The E2B chunk is compressed too, so that the core's text does not
+ * carry it as 500 KB of plain string to inflate and copy at every cold start. `codeCache`: compiled with V8's code cache
  * for the running Node when one lies beside the bundle (CODE_CACHE). Decompressing and reading the cache in libuv's
  * thread pool while the server starts was tried: on two cores it slowed the first answer (1.22× → 1.5× bare
  * node:http) and did not bring the first tool call sooner.
  */
 const DEFERRED_MODULES = [
   // The E2B SDK (~500 KB): only the E2B backend needs it, at its first sandbox.
-  { file: 'functions/mcp/sandbox/e2b/sdk-modules.ts', loader: 'loadE2BModules', name: 'e2b-sdk.js', compress: false },
+  { file: 'functions/mcp/sandbox/e2b/sdk-modules.ts', loader: 'loadE2BModules', name: 'e2b-sdk.js', compress: true },
   // The HTTP entry's core (SDK, zod, tools, sandboxes; ~1.4 MB): loaded once a client goes past its handshake.
   { file: 'functions/mcp/core-modules.ts', loader: 'loadCore', name: 'mcp-core.js', compress: true, codeCache: true },
 ];
@@ -51,7 +53,7 @@ const MAP_HOME = fileURLToPath(new URL('./dist/', import.meta.url));
  * chunks to make a code cache of.
  */
 async function deferredModulePlugins(common) {
-  const plugins = [NO_AJV];
+  const plugins = [NO_AJV, SPEC_SCHEMAS_ON_USE];
   const maps = [];
   const cached = [];
   for (const deferred of DEFERRED_MODULES) {
@@ -105,6 +107,73 @@ export { ${exports.join(', ')} };`,
   },
 };
 
+/**
+ * The SDK's public zod schemas (@modelcontextprotocol/core: ~200 spec and OAuth schemas) are built at module scope,
+ * and the server package registers every one of them in its `specTypeSchemas` and `isSpecType` tables at module
+ * scope too, so a bundle builds them all at start-up although the server's own checks use a few dozen (its wire
+ * schemas per protocol revision are built separately, on first use). Two rewrites let esbuild drop the unused ones:
+ * each top-level `const X = <expression>;` of the core's schema modules becomes a call marked pure (kept only where
+ * something the bundle runs refers to X), and the two tables, which this server never reads, become stand-ins that
+ * throw on use, without the registration loops. Each rewrite checks the text it expects and stops the build
+ * otherwise, so an SDK that changes shape is looked at again rather than silently mis-rewritten.
+ */
+const SPEC_SCHEMAS_ON_USE = {
+  name: 'spec-schemas-on-use',
+  setup(build) {
+    build.onLoad({ filter: /[\\/]@modelcontextprotocol[\\/]core[\\/]dist[\\/](?:schemas|auth)-[\w-]+\.mjs$/ }, (args) => ({
+      loader: 'js',
+      contents: markConstantsPure(args.path, readFileSync(args.path, 'utf8')),
+    }));
+    build.onLoad({ filter: /[\\/]@modelcontextprotocol[\\/]server[\\/]dist[\\/]src-[\w-]+\.mjs$/ }, (args) => {
+      let text = readFileSync(args.path, 'utf8');
+      const rewrites = [
+        ['for (const key of SPEC_SCHEMA_KEYS) register(key, schemas_exports[key]);\nfor (const [key, schema] of Object.entries(authSchemas)) register(key, schema);\n', ''],
+        ['const specTypeSchemas = Object.freeze(_specTypeSchemas);', `const specTypeSchemas = ${TABLE_STAND_IN('specTypeSchemas')};`],
+        ['const isSpecType = Object.freeze(_isSpecType);', `const isSpecType = ${TABLE_STAND_IN('isSpecType')};`],
+      ];
+      for (const [from, to] of rewrites) {
+        if (text.split(from).length !== 2) throw new Error(`${args.path}: expected once: ${from.split('\n')[0]}; update SPEC_SCHEMAS_ON_USE in build.mjs`);
+        text = text.replace(from, to);
+      }
+      return { loader: 'js', contents: text };
+    });
+  },
+};
+
+/** A table of SPEC_SCHEMAS_ON_USE that is not in the bundle: reading any entry says so. */
+const TABLE_STAND_IN = (name) =>
+  `/* @__PURE__ */ new Proxy({}, { get() { throw new Error('${name} is not in this build: the server looks up no spec type by name'); } })`;
+
+/**
+ * A module whose top level is only imports, exports, comments and `const` declarations, with each declaration's
+ * initializer wrapped as `/* @__PURE__ *\/ (() => (<expression>))()` unless it is a literal. A declaration runs from
+ * its `const` line to the line before the next one at column 0 that is not a closing bracket, and ends with `;`.
+ */
+function markConstantsPure(path, text) {
+  const lines = text.split('\n');
+  const out = [];
+  for (let i = 0; i < lines.length; i += 1) {
+    const line = lines[i];
+    const declaration = /^const ([\w$]+) = (.*)$/.exec(line);
+    if (declaration === null) {
+      if (!/^(?:$|import |export |\/\/|\/\*|\*|[ \t])/.test(line)) throw new Error(`${path}:${i + 1}: unexpected top-level line; update SPEC_SCHEMAS_ON_USE in build.mjs`);
+      out.push(line);
+      continue;
+    }
+    let end = i;
+    while (end + 1 < lines.length && /^(?:[ \t]|[}\])])/.test(lines[end + 1])) end += 1;
+    if (!lines[end].endsWith(';')) throw new Error(`${path}:${end + 1}: a declaration that does not end with ';'; update SPEC_SCHEMAS_ON_USE in build.mjs`);
+    const statement = lines.slice(i, end + 1);
+    if (!/^(?:"[^"]*"|\d+);$/.test(declaration[2])) {
+      statement[0] = `const ${declaration[1]} = /* @__PURE__ */ (() => (${declaration[2]}`;
+      statement[statement.length - 1] = `${statement[statement.length - 1].slice(0, -1)}))();`;
+    }
+    out.push(...statement);
+    i = end;
+  }
+  return out.join('\n');
+}
+
 function outputText(result, extension) {
   return result.outputFiles.find((file) => file.path.endsWith(extension)).text;
 }
@@ -148,7 +217,7 @@ function deferredModulePlugin({ file, loader, name, compress, codeCache = false 
   // esbuild writes ASCII (its default charset): decoded as latin1, a third of the time utf8 takes, same string.
   const encoding = /^[\x00-\x7f]*$/.test(source) ? 'latin1' : 'utf8';
   const code = compress
-    ? `require('node:zlib').brotliDecompressSync(Buffer.from(${JSON.stringify(brotliCompressSync(source, BROTLI).toString('base64'))}, 'base64')).toString('${encoding}')`
+    ? `require('node:zlib').inflateRawSync(Buffer.from(${JSON.stringify(deflateRawSync(source, { level: 9 }).toString('base64'))}, 'base64'), { chunkSize: ${Buffer.byteLength(source, encoding)} }).toString('${encoding}')`
     : JSON.stringify(source);
   const cacheRead = codeCache
     ? `try {
@@ -186,7 +255,6 @@ exports.codeCacheState = function () {
   };
 }
 
-const BROTLI = { params: { [zlibConstants.BROTLI_PARAM_QUALITY]: 9 } };
 
 /**
  * Writes the code cache of each `codeCache` chunk for each Node in `nodes` (paths of node binaries) into `outdir`.

@@ -11,11 +11,11 @@ import { pathToFileURL } from 'node:url';
 import { startServer, stopAllServers } from '../support/server';
 
 interface Metafile {
-  outputs: Record<string, { bytes: number; imports: Array<{ path: string; external?: boolean }>; inputs: Record<string, unknown> }>;
+  outputs: Record<string, { bytes: number; imports: Array<{ path: string; external?: boolean }>; inputs: Record<string, { bytesInOutput: number }> }>;
 }
 
 const ROOT = resolve(__dirname, '../..');
-/** Size budget for each bundle (minified): zod ~450 KB, the MCP SDK ~300 KB, the E2B SDK and its RPC stack ~500 KB. */
+/** Size budget for each bundle (minified): zod ~100 KB, the MCP SDK ~200 KB, the E2B SDK and its RPC stack ~500 KB. */
 const MAX_BUNDLE_BYTES = 1_500_000;
 
 afterAll(stopAllServers);
@@ -41,6 +41,18 @@ it('builds dist/index.js and dist/stdio.js, each one file importing only Node bu
     // (build.mjs NO_AJV): the core's map names the SDK's stand-in module, and no file of ajv.
     const coreSources = (JSON.parse(readFileSync(join(outdir, 'mcp-core.js.map'), 'utf8')) as { sources: string[] }).sources;
     expect(coreSources.filter((source) => /ajv/.test(source))).toEqual([expect.stringMatching(/@modelcontextprotocol\/server\/dist\/ajvProvider-[\w-]+\.mjs$/)]);
+    // stdio.js carries the core's modules itself, so its inputs show what the core is made of.
+    const stdioInputs = Object.entries(metafile.outputs).find(([path]) => path.endsWith('stdio.js'))?.[1].inputs ?? {};
+    const bytesOf = (pattern: RegExp): number => Object.entries(stdioInputs).reduce((sum, [input, { bytesInOutput }]) => sum + (pattern.test(input) ? bytesInOutput : 0), 0);
+    // zod is imported as a namespace (`import * as z`), so only what is used is bundled: `import { z }` would
+    // bring all of it (~450 KB, ~45 ms more to start the core).
+    expect(bytesOf(/node_modules\/zod\//)).toBeGreaterThan(10_000);
+    expect(bytesOf(/node_modules\/zod\//)).toBeLessThan(150_000);
+    // Of the SDK's public zod schemas only those the server runs are built (build.mjs SPEC_SCHEMAS_ON_USE): a few of
+    // @modelcontextprotocol/core's spec schemas (~3 KB of ~12 KB), none of its OAuth schemas (~5 KB).
+    expect(bytesOf(/@modelcontextprotocol\/core\/dist\/schemas-/)).toBeGreaterThan(0);
+    expect(bytesOf(/@modelcontextprotocol\/core\/dist\/schemas-/)).toBeLessThan(6_000);
+    expect(bytesOf(/@modelcontextprotocol\/core\/dist\/auth-/)).toBe(0);
     for (const [path, output] of Object.entries(metafile.outputs)) {
       if (path.endsWith('.map')) continue;
       expect(output.bytes).toBeLessThan(MAX_BUNDLE_BYTES);

@@ -6,7 +6,7 @@
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/client/validators/ajv';
 import { CfWorkerJsonSchemaValidator } from '@modelcontextprotocol/client/validators/cf-worker';
-import { z } from 'zod';
+import * as z from 'zod';
 
 import { portableSchema } from '../../functions/mcp/tools/portable-schema';
 import { createHarness, HARNESS_TOKEN, HARNESS_URL, type Harness } from '../support/harness';

@@ -3,7 +3,7 @@
  * missing (`Missing required argument "path".`), an unknown one with the arguments the tool takes, a wrong
  * value with what it must be and what was given.
  */
-import type { z } from 'zod';
+import type * as z from 'zod';
 
 type Issue = z.core.$ZodIssue;
 type Path = readonly PropertyKey[];

@@ -1,5 +1,5 @@
 /** `edit_file`: replaces an exact string, once (it must be unique) or everywhere. */
-import { z } from 'zod';
+import * as z from 'zod';
 
 import { AppError } from '../errors';
 import { MAX_FILE_BYTES, toText } from './file-content';

@@ -1,5 +1,5 @@
 /** `get_preview_url`: where a port in the sandbox can be opened from outside, and whether something listens. */
-import { z } from 'zod';
+import * as z from 'zod';
 
 import { defineTool } from './tool';
 

@@ -1,5 +1,5 @@
 /** `list_files`: a directory listing with type, size and mtime, to a bounded depth. */
-import { z } from 'zod';
+import * as z from 'zod';
 
 import { PathSchema } from './shared-schemas';
 import { defineTool } from './tool';

@@ -1,5 +1,5 @@
 /** `manage_process`: list, read the logs of, signal, and write to background processes. */
-import { z } from 'zod';
+import * as z from 'zod';
 
 import { AppError } from '../errors';
 import type { BackgroundProcess } from '../sandbox/types';

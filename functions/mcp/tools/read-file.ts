@@ -1,5 +1,5 @@
 /** `read_file`: text by line range, or binary as base64 / image content; large files are paged, never silently cut. */
-import { z } from 'zod';
+import * as z from 'zod';
 
 import { AppError } from '../errors';
 import { MAX_BINARY_BYTES, MAX_FILE_BYTES, toImageMime, toText } from './file-content';

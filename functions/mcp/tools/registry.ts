@@ -1,6 +1,6 @@
 /** The tool set, registered in one place; schemas become JSON Schema once per process. */
 import { ProtocolError, ProtocolErrorCode, type CallToolResult, type Tool } from '@modelcontextprotocol/server';
-import { z } from 'zod';
+import * as z from 'zod';
 
 import { isAppError, toFaultFields } from '../errors';
 import type { Logger } from '../log';

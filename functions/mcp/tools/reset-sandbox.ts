@@ -1,5 +1,5 @@
 /** `reset_sandbox`: kills the sandbox with everything in it and starts a fresh one. */
-import { z } from 'zod';
+import * as z from 'zod';
 
 import { defineTool } from './tool';
 

@@ -1,5 +1,5 @@
 /** `run_code`: code in a stateful interpreter (Python) or a one-shot one (other languages). */
-import { z } from 'zod';
+import * as z from 'zod';
 
 import { describeMemoryLimit, EnvSchema, OutOfMemorySchema, outOfMemoryNote, renderStream, TimeoutSchema } from './shared-schemas';
 import { defineTool, type ImageBlock } from './tool';

@@ -1,5 +1,5 @@
 /** `run_command`: a shell command in the sandbox; a non-zero exit is a normal result. */
-import { z } from 'zod';
+import * as z from 'zod';
 
 import { argumentText, EnvSchema, OutOfMemorySchema, outOfMemoryNote, PathSchema, renderStream, TimeoutSchema } from './shared-schemas';
 import { defineTool } from './tool';

@@ -1,5 +1,5 @@
 /** `sandbox_status`: the model's bearings; never creates the sandbox. */
-import { z } from 'zod';
+import * as z from 'zod';
 
 import type { ResourceLimit, SandboxLimits } from '../sandbox/types';
 import { defineTool } from './tool';

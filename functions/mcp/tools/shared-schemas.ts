@@ -1,5 +1,5 @@
 /** Schema pieces and renderers shared by several tools. */
-import { z } from 'zod';
+import * as z from 'zod';
 
 import type { CapturedOutput } from '../sandbox/output-capture';
 import type { OutOfMemory } from '../sandbox/types';

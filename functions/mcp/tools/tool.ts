@@ -1,5 +1,5 @@
 /** What a tool is: schemas, annotations and a handler that gets a sandbox and a context, never HTTP. */
-import type { z } from 'zod';
+import type * as z from 'zod';
 
 import type { LazySandbox } from '../sandbox/lazy-sandbox';
 import type { BackendStatus, OutputStream } from '../sandbox/types';

@@ -1,5 +1,5 @@
 /** `write_file`: writes a whole file, creating parent directories. */
-import { z } from 'zod';
+import * as z from 'zod';
 
 import { AppError } from '../errors';
 import { PathSchema } from './shared-schemas';
