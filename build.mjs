@@ -347,6 +347,28 @@ const post = (port, sessionId, message) => new Promise((resolve, reject) => {
 `;
 
 /**
+ * The tool catalog's JSON, `describeTools(TOOLS)` of functions/mcp/tools/registry.ts, computed here by running that
+ * code once in a child Node, and given to the bundles as `__TOOL_LIST_JSON__`: a cold start then parses one string
+ * rather than turning the tools' zod schemas into JSON Schema (~10 ms). From source (jest) the registry computes it.
+ */
+async function toolListDefine(common) {
+  const program = await esbuild({
+    ...common,
+    minify: false,
+    write: false,
+    logLevel: 'silent',
+    plugins: [NO_AJV, SPEC_SCHEMAS_ON_USE],
+    stdin: { contents: TOOL_LIST_PRINTER, resolveDir: fileURLToPath(new URL('.', import.meta.url)), loader: 'ts', sourcefile: 'tool-list.ts' },
+  });
+  const json = execFileSync(process.execPath, ['-'], { input: program.outputFiles[0].text, encoding: 'utf8', timeout: 60_000 });
+  if (!Array.isArray(JSON.parse(json))) throw new Error(`build.mjs: the tool list is not an array: ${json.slice(0, 200)}`);
+  return { __TOOL_LIST_JSON__: JSON.stringify(json) };
+}
+
+const TOOL_LIST_PRINTER = `import { describeTools, TOOLS } from './functions/mcp/tools/registry';
+process.stdout.write(JSON.stringify(describeTools(TOOLS)), () => process.exit(0));`;
+
+/**
  * Builds the bundles into `outdir`: index.js, stdio.js, their maps, and the deferred chunks' maps
  * (mcp-core.js.map, e2b-sdk.js.map). Resolves with esbuild's result (metafile included when asked). `minify: false`
  * keeps function names readable in a CPU profile (`node --cpu-prof`), for a build that only the bench runs.
@@ -354,7 +376,7 @@ const post = (port, sessionId, message) => new Promise((resolve, reject) => {
  * adds the Node of FC's runtime (20.10.0).
  */
 export async function build({ outdir = 'dist', metafile = false, logLevel = 'warning', minify = true, codeCacheNodes = [process.execPath] } = {}) {
-  const common = { ...COMMON, minify };
+  const common = { ...COMMON, minify, define: await toolListDefine({ ...COMMON, minify }) };
   const { plugins, maps, cached } = await deferredModulePlugins(common);
   const result = await esbuild({
     ...common,

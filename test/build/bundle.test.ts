@@ -7,7 +7,11 @@ import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'no
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { inflateRawSync } from 'node:zlib';
 
+import { describeTools, TOOLS } from '../../functions/mcp/tools/registry';
+import { connectClient } from '../support/clients';
+import { createHarness } from '../support/harness';
 import { startServer, stopAllServers } from '../support/server';
 
 interface Metafile {
@@ -87,4 +91,29 @@ it('serves MCP from index.js copied alone into an empty directory', async () => 
   expect(await call.text()).toContain('from-the-core');
   await server.stop();
   rmSync(dir, { recursive: true, force: true });
+});
+
+it("lists the tools as the build computed them, the same list the code computes from source", async () => {
+  // The core's text, as index.js carries it (build.mjs deferredModulePlugin: base64 raw deflate).
+  const stored = /inflateRawSync\(Buffer\.from\("([A-Za-z0-9+/=]+)"/.exec(readFileSync(resolve(ROOT, 'dist/index.js'), 'latin1'));
+  const core = inflateRawSync(Buffer.from(stored?.[1] ?? '', 'base64')).toString('latin1');
+  // build.mjs toolListDefine: the list travels as JSON text, so the bundle does not make it from the tools' zod schemas.
+  const computed = describeTools(TOOLS);
+  expect(computed.map((tool) => tool.name)).toHaveLength(10);
+  // Its start, up to the first character a JS string literal might escape, is in the core's text as it is.
+  const start = /^[^\\'`$]*/.exec(JSON.stringify(computed))?.[0] ?? '';
+  expect(start.length).toBeGreaterThan(60);
+  expect(core).toContain(start);
+  const server = await startServer();
+  const fromBundle = await connectClient('v2', server.url);
+  const fromSource = await createHarness().connect();
+  try {
+    const listed = (await fromBundle.listTools()).tools;
+    expect(listed.map((tool) => tool.name)).toEqual(computed.map((tool) => tool.name));
+    expect(listed).toEqual((await fromSource.listTools()).tools);
+  } finally {
+    await fromBundle.close();
+    await fromSource.close();
+    await server.stop();
+  }
 });
