@@ -63,7 +63,7 @@ Written by hand from profiles (\`node --cpu-prof\` on the server, the unminified
 of build.mjs), on 2026-12-01; the table above is the latest run's.
 
 - **Steady load (figure 2).** Ours uses more server CPU per \`tools/call\` than R1: about 1.1-1.6× at its default
-  \`LOG_LEVEL=info\`, 1.05-1.25× at warn (run of 2026-12-01); req/s and p99 follow it. The per-request log line is not the main cost
+  \`LOG_LEVEL=info\`, 1.05-1.35× at warn (runs of 2026-12-01); req/s and p99 follow it. The per-request log line is not the main cost
   (10-15 µs a line, 2-3 % of a call, two thirds of it the \`write\` system call; batching lines per event-loop turn
   saved 4 µs and was dropped, since FC freezes the instance right after the answer). At warn, the JavaScript
   thread spent ~377 µs a call against R1's ~330: garbage collection +22 µs, the call-share wrapper re-streaming
@@ -74,19 +74,27 @@ of build.mjs), on 2026-12-01; the table above is the latest run's.
   alternating runs here. The rest is not closed; fewer allocations per request in the Node shell are the next step.
   The independent run that saw 0.66× at info most likely had its stdout on a terminal or a slow pipe; here every
   server's stdout goes to a file.
-- **Cold path (figure 1).** Ours answers \`initialize\` before loading its core; the core then costs ~115-125 ms to
-  load (reading and compiling it with the code cache ~30 ms, its top level ~60 ms, of which the SDK's zod schemas
-  ~35 ms, the session and tool tables ~15 ms), and the session's first request ~25-30 ms more, most of it Node
-  loading its internal undici for the first web \`Request\` (R1 uses none). R1 loads SDK v1 and zod in ~150 ms before
-  it listens. What each change bought, spawn → first \`tools/call\`: the V8 code cache of the core 1.52× → 1.30× R1
-  (helper runs on a busy machine); leaving the SDK's ajv out of the bundle, core load ~140 → ~120 ms. Tried and not
-  kept: decompressing the core and reading its cache in libuv's thread pool during start-up (on two cores it slowed
-  \`initialize\` from ~1.25× to ~1.5× bare node:http and did not bring the call sooner); the core uncompressed in
-  index.js (start-up +45 ms of CPU); a larger young generation (\`--min-semi-space-size\`, no gain); the core in its
-  own file beside index.js (−15-20 ms; not shipped, since index.js would no longer run alone). Left to try: the
-  tool catalog's JSON Schemas built on the first \`tools/list\` rather than at load (~10 ms, not on this figure's path,
-  which lists the tools first), marking the SDK's unused schemas for tree-shaking, a startup snapshot (needs a
-  command-line flag and a blob made by FC's exact Node).
+- **Cold path (figure 1).** Ours answers \`initialize\` before loading its core; the core then loads in ~75 ms (the
+  \`load_ms\` of its \`core loaded\` log line: decoding and inflating its text ~15 ms, reading and using its code
+  cache ~15 ms, its top level ~40 ms, most of it zod schemas of the SDK and the tools), and the session's first
+  requests take ~80 ms more: Node loading its internal undici for the first web \`Request\` ~20 ms (R1 pays this too:
+  SDK v1's Node transport also makes web \`Request\`s), the SDK v2 building its 2025 wire schemas on the first
+  message ~12 ms, garbage collection ~20 ms (7 scavenges in which nearly everything survives; a 16 MB young
+  generation makes 2 scavenges of the same total). R1 loads SDK v1 and zod in ~150 ms before it listens. What each
+  change bought, spawn → first \`tools/call\` as a ratio of R1 (\`node bench/run.mjs --only cold-start\`, this machine):
+  the V8 code cache of the core 1.52× → 1.30× (helper runs on a busy machine); leaving the SDK's ajv out, core load
+  ~140 → ~120 ms; on 2026-12-01, from 1.20× (main-thread CPU 1.22×): zod imported as a namespace so that only what
+  is used is bundled (~450 → ~100 KB) 1.09×; the SDK's unused public schemas left out and the chunks stored as raw
+  deflate rather than brotli 1.06×; the tool catalog's JSON Schemas computed by the build 1.00× and 1.00×, then
+  0.92-1.02× over three more runs. Tried and not kept: decompressing the core and reading its cache in libuv's
+  thread pool during start-up (on two cores it slowed \`initialize\` from ~1.25× to ~1.5× bare node:http and did
+  not bring the call sooner); the core uncompressed in index.js (start-up +45 ms of CPU); a larger young generation
+  (\`--min-semi-space-size\`, no gain, as above); zod's \`jitless\` mode (0.96× against 0.97× over three
+  alternating runs, within the noise); the core in its own file beside index.js (−15-20 ms; not shipped, since
+  index.js would no longer run alone). Left: the E2B chunk in its own string beside the core's rather than inside
+  it (~3 ms: the core's text would be 470 KB, not 670 KB), a startup snapshot (needs a command-line flag and a blob
+  made by FC's exact Node). The rest is the SDK v2's own cost over v1 at first use; this figure sits at R1's, within
+  the ±4 % this machine's runs vary by.
 
 ## How each figure is measured
 
