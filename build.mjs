@@ -20,7 +20,7 @@ export const ENTRY_POINTS = {
  * Modules whose bundled code is embedded as a string and compiled on first use: V8 only scans a string
  * literal at start-up. Each exports one loader function; its chunk is built with the plugins of the modules listed
  * before it (the core carries the E2B SDK chunk inside it). `compress`: stored as base64 raw deflate, which also spares
- * start-up reading the bytes; inflated when first called, in one piece of the chunk's size (~6 ms for the 1 MB core
+ * start-up reading the bytes; inflated when first called, in one piece of the chunk's size (~6 ms for the ~0.7 MB core
  * here; brotli, 10 % smaller, took ~2.5× as long). The E2B chunk is compressed too, so that the core's text does not
  * carry it as 500 KB of plain string to inflate and copy at every cold start. `codeCache`: compiled with V8's code cache
  * for the running Node when one lies beside the bundle (CODE_CACHE). Decompressing and reading the cache in libuv's
@@ -30,7 +30,7 @@ export const ENTRY_POINTS = {
 const DEFERRED_MODULES = [
   // The E2B SDK (~500 KB): only the E2B backend needs it, at its first sandbox.
   { file: 'functions/mcp/sandbox/e2b/sdk-modules.ts', loader: 'loadE2BModules', name: 'e2b-sdk.js', compress: true },
-  // The HTTP entry's core (SDK, zod, tools, sandboxes; ~1.4 MB): loaded once a client goes past its handshake.
+  // The HTTP entry's core (SDK, zod, tools, sandboxes; ~0.7 MB): loaded once a client goes past its handshake.
   { file: 'functions/mcp/core-modules.ts', loader: 'loadCore', name: 'mcp-core.js', compress: true, codeCache: true },
 ];
 
@@ -254,7 +254,6 @@ exports.codeCacheState = function () {
     },
   };
 }
-
 
 /**
  * Writes the code cache of each `codeCache` chunk for each Node in `nodes` (paths of node binaries) into `outdir`.
