@@ -3,7 +3,7 @@
  * package.json `dependencies`. The requires are found by reading the source text of scripts/*.js, from
  * scripts/deploy.js on, lazy ones inside functions included.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { isBuiltin } from 'node:module';
 import { dirname, join } from 'node:path';
 
@@ -36,6 +36,8 @@ function reachable(): { files: string[]; packages: Set<string> } {
     const source = readFileSync(join(ROOT, file), 'utf8');
     const specifiers = [...source.matchAll(REQUIRE), ...(file.endsWith('.mjs') ? [...source.matchAll(IMPORT)] : [])].map((m) => m[2] as string);
     for (const specifier of specifiers) {
+      // A relative path to TypeScript (build.mjs hands functions/ sources to esbuild) is bundled, not loaded by Node.
+      if (specifier.startsWith('.') && existsSync(join(ROOT, dirname(file), `${specifier}.ts`))) continue;
       if (specifier.startsWith('.')) queue.push(join(dirname(file), /\.[cm]?js$/.test(specifier) ? specifier : `${specifier}.js`));
       else if (!isBuiltin(specifier)) packages.add(packageName(specifier));
     }
