@@ -19,7 +19,7 @@ export const ENTRY_POINTS = {
 /**
  * Modules whose bundled code is embedded as a string and compiled on first use: V8 only scans a string
  * literal at start-up. Each exports one loader function; its chunk is built with the plugins of the modules listed
- * before it (the core carries the E2B SDK chunk inside it). `compress`: stored as base64 raw deflate, which also spares
+ * before it (the core carries the E2B SDK and jose chunks inside it). `compress`: stored as base64 raw deflate, which also spares
  * start-up reading the bytes; inflated when first called, in one piece of the chunk's size (~6 ms for the ~0.7 MB core
  * here; brotli, 10 % smaller, took ~2.5× as long). The E2B chunk is compressed too, so that the core's text does not
  * carry it as 500 KB of plain string to inflate and copy at every cold start. `codeCache`: compiled with V8's code cache
@@ -30,6 +30,8 @@ export const ENTRY_POINTS = {
 const DEFERRED_MODULES = [
   // The E2B SDK (~500 KB): only the E2B backend needs it, at its first sandbox.
   { file: 'functions/mcp/sandbox/e2b/sdk-modules.ts', loader: 'loadE2BModules', name: 'e2b-sdk.js', compress: true },
+  // jose (~60 KB): only a server with MCP_OAUTH_ISSUER needs it, at its first OAuth access token.
+  { file: 'functions/mcp/http/oauth/jose-modules.ts', loader: 'loadJose', name: 'jose.js', compress: true },
   // The HTTP entry's core (SDK, zod, tools, sandboxes; ~0.7 MB): loaded once a client goes past its handshake.
   { file: 'functions/mcp/core-modules.ts', loader: 'loadCore', name: 'mcp-core.js', compress: true, codeCache: true },
 ];
@@ -369,7 +371,7 @@ process.stdout.write(JSON.stringify(describeTools(TOOLS)), () => process.exit(0)
 
 /**
  * Builds the bundles into `outdir`: index.js, stdio.js, their maps, and the deferred chunks' maps
- * (mcp-core.js.map, e2b-sdk.js.map). Resolves with esbuild's result (metafile included when asked). `minify: false`
+ * (mcp-core.js.map, e2b-sdk.js.map, jose.js.map). Resolves with esbuild's result (metafile included when asked). `minify: false`
  * keeps function names readable in a CPU profile (`node --cpu-prof`), for a build that only the bench runs.
  * `codeCacheNodes`: the node binaries to make the core's code cache for (CODE_CACHE), `[]` for none; the deploy
  * adds the Node of FC's runtime (20.10.0).

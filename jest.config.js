@@ -4,8 +4,8 @@
  * (load, real-time faults, the large fuzz) is jest.reliability.config.js (`npm run test:reliability`).
  */
 const swc = ['@swc/jest', { jsc: { target: 'es2022', parser: { syntax: 'typescript' } }, module: { type: 'commonjs' } }];
-// ESM-only packages that the E2B SDK's CommonJS build requires (the bundle gets them through esbuild).
-const ESM_ONLY = ['chalk'];
+// ESM-only packages that CommonJS code under test requires: the E2B SDK's chalk, and jose (the bundle gets them through esbuild).
+const ESM_ONLY = ['chalk', 'jose'];
 
 module.exports = {
   testEnvironment: 'node',

@@ -22,7 +22,7 @@ const ARTIFACT_FILES = Object.freeze({ code: 'code/index.js', zip: 'code.zip', m
  * compiles on first use. Shipped beside index.js so that a logged stack names functions/…/*.ts
  * (functions/mcp/stack-maps.ts reads them only when a stack is formatted).
  */
-const SOURCE_MAP_FILES = Object.freeze(['index.js.map', 'mcp-core.js.map', 'e2b-sdk.js.map']);
+const SOURCE_MAP_FILES = Object.freeze(['index.js.map', 'mcp-core.js.map', 'e2b-sdk.js.map', 'jose.js.map']);
 
 /**
  * The core's V8 code caches (build.mjs writes one per Node it was asked to make one for): the bundle reads the one

@@ -8,6 +8,7 @@ import { isIP } from 'node:net';
 import { tmpdir } from 'node:os';
 import { isAbsolute } from 'node:path';
 
+import { loadOAuthConfig, type OAuthConfig } from './config-oauth';
 import { ConfigError, toErrnoCode } from './errors';
 import { isLogLevel, type LogLevel } from './log';
 
@@ -16,12 +17,17 @@ export type IsolationSetting = 'auto' | 'bwrap' | 'none';
 
 /** How callers prove who they are. */
 export interface AuthConfig {
-  /** `bearer`: every /mcp request needs one of `tokens`; an empty list refuses everything. */
+  /**
+   * `bearer`: every /mcp request needs one of `tokens` or, with `oauth`, an access token of its issuer; with neither
+   * (an empty list, no issuer) everything is refused.
+   */
   readonly mode: AuthMode;
   /** MCP_AUTH_TOKENS (comma-separated) and MCP_AUTH_TOKEN_FILE (one per line), merged. Never logged. */
   readonly tokens: readonly string[];
   /** Where the tokens came from, for the start-up banner (never the tokens themselves). */
   readonly source: 'MCP_AUTH_TOKENS' | 'MCP_AUTH_TOKEN_FILE' | 'both' | 'none';
+  /** MCP_OAUTH_ISSUER and the rest (config-oauth.ts): OAuth access tokens accepted beside the static tokens. */
+  readonly oauth: OAuthConfig | undefined;
 }
 
 /** The local sandbox backend's settings. */
@@ -339,18 +345,20 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): Config {
 function loadAuth(env: Env, problems: string[]): AuthConfig {
   const fromList = env.MCP_AUTH_TOKENS;
   const file = env.MCP_AUTH_TOKEN_FILE;
+  const oauth = loadOAuthConfig(env, problems);
   if (env.MCP_AUTH !== undefined && env.MCP_AUTH !== 'none' && env.MCP_AUTH !== 'bearer') {
     problems.push(`MCP_AUTH must be "bearer" or "none" (got "${env.MCP_AUTH}")`);
   }
   if (env.MCP_AUTH === 'none') {
-    if (fromList !== undefined || file !== undefined) {
-      problems.push('MCP_AUTH=none conflicts with MCP_AUTH_TOKENS / MCP_AUTH_TOKEN_FILE: set one or the other');
+    if (fromList !== undefined || file !== undefined || oauth !== undefined) {
+      problems.push('MCP_AUTH=none conflicts with MCP_AUTH_TOKENS / MCP_AUTH_TOKEN_FILE / MCP_OAUTH_ISSUER: set one or the other');
     }
-    return { mode: 'none', tokens: [], source: 'none' };
+    return { mode: 'none', tokens: [], source: 'none', oauth: undefined };
   }
   if (fromList === undefined && file === undefined) {
-    if (env.MCP_AUTH === 'bearer') problems.push('MCP_AUTH=bearer needs MCP_AUTH_TOKENS or MCP_AUTH_TOKEN_FILE');
-    return { mode: 'none', tokens: [], source: 'none' };
+    if (oauth !== undefined) return { mode: 'bearer', tokens: [], source: 'none', oauth };
+    if (env.MCP_AUTH === 'bearer') problems.push('MCP_AUTH=bearer needs MCP_AUTH_TOKENS, MCP_AUTH_TOKEN_FILE or MCP_OAUTH_ISSUER');
+    return { mode: 'none', tokens: [], source: 'none', oauth: undefined };
   }
   const tokens = fromList === undefined ? [] : parseList(fromList);
   if (file !== undefined) {
@@ -368,5 +376,5 @@ function loadAuth(env: Env, problems: string[]): AuthConfig {
     }
   }
   const source = fromList !== undefined && file !== undefined ? 'both' : fromList !== undefined ? 'MCP_AUTH_TOKENS' : 'MCP_AUTH_TOKEN_FILE';
-  return { mode: 'bearer', tokens, source };
+  return { mode: 'bearer', tokens, source, oauth };
 }

@@ -8,6 +8,8 @@ import type { Config } from './config';
 import type { EntryDeps } from './entry-deps';
 import { describeError } from './errors';
 import { createApp } from './http/app';
+import { createOAuthGate } from './http/oauth/oauth-gate';
+import type { OAuthVerifierOptions } from './http/oauth/token-verifier';
 import type { FetchHandler } from './http/context';
 import { createHealthReport } from './http/health';
 import { createNodeListener, type NodeListener } from './http/node-listener';
@@ -36,6 +38,8 @@ export interface CoreDeps extends EntryDeps {
   sandboxes?: SelectedProvider;
   /** Time for session expiry, id signing and the E2B backend. @default SYSTEM_CLOCK */
   clock?: Clock;
+  /** How OAuth access tokens are checked, with MCP_OAUTH_ISSUER (http/oauth/token-verifier.ts). @default its defaults */
+  oauth?: OAuthVerifierOptions;
 }
 
 /** The core as a web-standard handler, before the Node shell (what the in-process tests drive). */
@@ -58,7 +62,7 @@ export interface Core extends Omit<CoreApp, 'handle'> {
 }
 
 /** Wires the layers (HTTP gates, the two lanes, tools, the sandbox backend) into one web-standard handler. */
-export function createCoreApp({ config, logger, verifier, policy, ids, mintedEarly, startedAtMs, sandboxes, clock = SYSTEM_CLOCK }: CoreDeps): CoreApp {
+export function createCoreApp({ config, logger, verifier, policy, ids, mintedEarly, startedAtMs, sandboxes, clock = SYSTEM_CLOCK, oauth }: CoreDeps): CoreApp {
   const { provider, ready } = sandboxes ?? createSandboxProvider(config, logger, clock);
   const now = (): number => clock.now();
   const catalog = createToolCatalog(logger);
@@ -111,6 +115,7 @@ export function createCoreApp({ config, logger, verifier, policy, ids, mintedEar
     }),
     preStop: () => logger.flush(),
     verifier,
+    oauth: config.auth.oauth === undefined ? undefined : createOAuthGate(config.auth.oauth, { now, ...oauth }),
     policy,
     logger,
   });

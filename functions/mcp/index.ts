@@ -165,7 +165,7 @@ function warnAboutAuth(config: Config, logger: Logger): void {
   }
   if (config.auth.mode === 'none') {
     logger.warn('auth is off: anyone who can reach this address can run commands in the sandbox', { host: config.host });
-  } else if (config.auth.tokens.length === 0) {
+  } else if (config.auth.tokens.length === 0 && config.auth.oauth === undefined) {
     logger.warn('the configured token list is empty: every /mcp request will be refused', { source: config.auth.source });
   } else if (config.auth.tokens.some((t) => t.length < 16)) {
     logger.warn('an auth token is shorter than 16 characters; use long random tokens (openssl rand -hex 32)');
@@ -176,17 +176,27 @@ function toBanner(config: Config, port: number): string {
   const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}/mcp`;
   const bearer = config.auth.mode === 'bearer';
+  const { oauth } = config.auth;
+  // With OAuth a client signs in from the URL alone; a static token is the operator's own business.
+  const withHeader = bearer && oauth === undefined;
+  const authLine = !bearer
+    ? 'none (loopback only; set MCP_AUTH_TOKENS to require a token)'
+    : [
+        ...(oauth === undefined ? [] : [`OAuth (tokens of ${oauth.issuer} for ${oauth.resource})`]),
+        ...(config.auth.tokens.length === 0 && oauth !== undefined ? [] : [`bearer token (${config.auth.source}; ${config.auth.tokens.length} configured)`]),
+      ].join(' and ');
   const clientConfig = {
     mcpServers: {
-      sandbox: { type: 'http', url, ...(bearer && { headers: { Authorization: 'Bearer ${MCP_TOKEN}' } }) },
+      // With OAuth, the URL its tokens are for (MCP_PUBLIC_URL), which a client must use for them to be accepted.
+      sandbox: { type: 'http', url: oauth?.resource ?? url, ...(withHeader && { headers: { Authorization: 'Bearer ${MCP_TOKEN}' } }) },
     },
   };
   return [
     '',
     `  ${SERVER_INFO.name} ${SERVER_INFO.version} — MCP endpoint: ${url}`,
-    `  auth: ${bearer ? `bearer token (${config.auth.source}; ${config.auth.tokens.length} configured)` : 'none (loopback only; set MCP_AUTH_TOKENS to require a token)'}`,
+    `  auth: ${authLine}`,
     `  sandboxes: ${config.sandboxBackend === 'e2b' ? `E2B (template ${config.e2b.template}${config.e2b.domain === undefined ? '' : `, ${config.e2b.domain}`})` : `local (workspaces under ${config.local.root})`}`,
-    bearer ? '  client configuration (replace ${MCP_TOKEN} with your token):' : '  client configuration:',
+    withHeader ? '  client configuration (replace ${MCP_TOKEN} with your token):' : oauth !== undefined ? '  client configuration (the client signs in with OAuth):' : '  client configuration:',
     ...JSON.stringify(clientConfig, null, 2).split('\n').map((line) => `    ${line}`),
     '',
     '',

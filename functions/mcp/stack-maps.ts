@@ -1,6 +1,6 @@
 /**
  * Stacks that name our TypeScript. Each file of the bundle (index.js, stdio.js, and the chunks compiled on first
- * use, mcp-core.js and e2b-sdk.js: build.mjs) has a source map beside it; once installed, every formatted stack
+ * use, mcp-core.js, e2b-sdk.js and jose.js: build.mjs) has a source map beside it; once installed, every formatted stack
  * gives a frame in one of those files the position its map names: `/code/../functions/mcp/core.ts`, which reads
  * `/functions/mcp/core.ts:133:9`, rather than mcp-core.js:1:NNNNN. Lazy: a map is read and decoded the first time
  * a stack has a frame in its file (the core's 1.1 MB map: ~80 ms and ~4 MB, once); start-up reads nothing.

@@ -34,7 +34,7 @@ it('builds dist/index.js and dist/stdio.js, each one file importing only Node bu
     expect(outputs.sort()).toEqual(['index.js', 'index.js.map', 'stdio.js', 'stdio.js.map']);
     // The chunks compiled on first use have their maps too, and the core its code cache for this Node (code-cache.test.ts).
     const files = readdirSync(outdir).sort();
-    expect(files.filter((file) => !file.endsWith('.cache'))).toEqual(['e2b-sdk.js.map', 'index.js', 'index.js.map', 'mcp-core.js.map', 'stdio.js', 'stdio.js.map']);
+    expect(files.filter((file) => !file.endsWith('.cache'))).toEqual(['e2b-sdk.js.map', 'index.js', 'index.js.map', 'jose.js.map', 'mcp-core.js.map', 'stdio.js', 'stdio.js.map']);
     expect(files.filter((file) => file.endsWith('.cache'))).toEqual([expect.stringMatching(/^mcp-core\.js\.[0-9a-f]{12}-[0-9a-f]{8}\.cache$/)]);
     // The HTTP entry starts without compiling the SDK, zod or the tools: they travel in the deferred core.
     const index = Object.entries(metafile.outputs).find(([path]) => path.endsWith('index.js'))?.[1];

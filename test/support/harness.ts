@@ -15,6 +15,7 @@ import { type Config, loadConfig } from '../../functions/mcp/config';
 import { type CoreApp, createCoreApp } from '../../functions/mcp/core';
 import { createEntryDeps } from '../../functions/mcp/entry-deps';
 import type { RequestBody } from '../../functions/mcp/http/context';
+import type { OAuthVerifierOptions } from '../../functions/mcp/http/oauth/token-verifier';
 import { createLogger, type Logger } from '../../functions/mcp/log';
 import type { SelectedProvider } from '../../functions/mcp/sandbox/create-provider';
 import { createE2BSandboxProvider } from '../../functions/mcp/sandbox/e2b/provider';
@@ -49,6 +50,8 @@ export interface HarnessOptions {
   clock?: FakeClock;
   /** Another sandbox backend altogether, made from the harness's config, logger and clock (replaces the E2B provider). */
   sandboxes?: (deps: { config: Config; logger: Logger; clock: FakeClock }) => SelectedProvider;
+  /** How OAuth access tokens are checked (with MCP_OAUTH_ISSUER in `env`). @default the verifier's defaults on the harness clock */
+  oauth?: OAuthVerifierOptions;
 }
 
 export interface Harness {
@@ -100,7 +103,7 @@ export function createHarness(options: HarnessOptions = {}): Harness {
     }),
     ready: async () => undefined,
   };
-  const core = createCoreApp({ ...createEntryDeps(config), config, logger, requestIdHeader: 'x-fc-request-id', startedAtMs: clock.now(), sandboxes, clock });
+  const core = createCoreApp({ ...createEntryDeps(config), config, logger, requestIdHeader: 'x-fc-request-id', startedAtMs: clock.now(), sandboxes, clock, oauth: options.oauth });
 
   const fetchLike: ClientFetch = async (input, init) => {
     const request = new Request(input, init);

@@ -7,7 +7,7 @@ import { resolve } from 'node:path';
 
 export const DIST = resolve(__dirname, '../../dist');
 /** The maps index.js is shipped with: its own and those of the chunks it compiles on first use. */
-export const SHIPPED_MAPS = ['index.js.map', 'mcp-core.js.map', 'e2b-sdk.js.map'];
+export const SHIPPED_MAPS = ['index.js.map', 'mcp-core.js.map', 'e2b-sdk.js.map', 'jose.js.map'];
 const CODE_CACHE = /^mcp-core\.js\.[0-9a-f]{12}-[0-9a-f]{8}\.cache$/;
 
 /** The core's code caches in dist/ (one per Node the build made one for), sorted. */

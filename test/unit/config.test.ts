@@ -167,6 +167,55 @@ describe('loadConfig', () => {
   });
 });
 
+describe('loadConfig: OAuth (config-oauth.ts)', () => {
+  const oauthEnv = { MCP_OAUTH_ISSUER: 'https://id.example.com/realms/mcp', MCP_PUBLIC_URL: 'https://mcp.example.com' };
+
+  it('turns OAuth on with an issuer and the public URL; the resource, metadata URL and audience follow from it', () => {
+    const { auth } = loadConfig({ ...oauthEnv, MCP_OAUTH_SCOPES: ' mcp:tools  openid ' });
+    expect(auth).toMatchObject({ mode: 'bearer', tokens: [], source: 'none' });
+    expect(auth.oauth).toEqual({
+      issuer: 'https://id.example.com/realms/mcp',
+      resource: 'https://mcp.example.com/mcp',
+      metadataUrl: 'https://mcp.example.com/.well-known/oauth-protected-resource/mcp',
+      audience: 'https://mcp.example.com/mcp',
+      scopes: ['mcp:tools', 'openid'],
+    });
+    expect(loadConfig({ ...oauthEnv, MCP_OAUTH_AUDIENCE: 'api://mcp' }).auth.oauth?.audience).toBe('api://mcp');
+    // Exposed without a static token: OAuth is auth enough.
+    expect(problemsOf({ ...oauthEnv, HOST: '0.0.0.0' })).toEqual([]);
+  });
+
+  it('keeps static tokens beside OAuth', () => {
+    const { auth } = loadConfig({ ...oauthEnv, MCP_AUTH_TOKENS: 'token-0123456789abcdef' });
+    expect(auth).toMatchObject({ mode: 'bearer', tokens: ['token-0123456789abcdef'], source: 'MCP_AUTH_TOKENS' });
+    expect(auth.oauth?.issuer).toBe(oauthEnv.MCP_OAUTH_ISSUER);
+  });
+
+  it('takes an http issuer only on loopback', () => {
+    expect(problemsOf({ ...oauthEnv, MCP_OAUTH_ISSUER: 'http://127.0.0.1:8080' })).toEqual([]);
+    expect(problemsOf({ ...oauthEnv, MCP_OAUTH_ISSUER: 'http://localhost:8080/issuer' })).toEqual([]);
+    expect(problemsOf({ ...oauthEnv, MCP_OAUTH_ISSUER: 'http://id.example.com' }).join()).toMatch(/MCP_OAUTH_ISSUER must use https/);
+    expect(problemsOf({ ...oauthEnv, MCP_OAUTH_ISSUER: 'https://id.example.com/?x=1' }).join()).toMatch(/without query or fragment/);
+    expect(problemsOf({ ...oauthEnv, MCP_OAUTH_ISSUER: 'not a url' }).join()).toMatch(/MCP_OAUTH_ISSUER must be an https URL/);
+  });
+
+  it('needs MCP_PUBLIC_URL as an origin', () => {
+    expect(problemsOf({ MCP_OAUTH_ISSUER: oauthEnv.MCP_OAUTH_ISSUER }).join()).toMatch(/MCP_OAUTH_ISSUER needs MCP_PUBLIC_URL/);
+    for (const bad of ['https://mcp.example.com/base', 'https://mcp.example.com/?a=b', 'ftp://mcp.example.com', 'https://user:pw@mcp.example.com']) {
+      expect(problemsOf({ ...oauthEnv, MCP_PUBLIC_URL: bad }).join()).toMatch(/MCP_PUBLIC_URL must be an origin/);
+    }
+    expect(loadConfig({ ...oauthEnv, MCP_PUBLIC_URL: 'https://mcp.example.com/' }).auth.oauth?.resource).toBe('https://mcp.example.com/mcp');
+  });
+
+  it('refuses scopes that cannot go in a challenge, settings without an issuer, and MCP_AUTH=none beside an issuer', () => {
+    expect(problemsOf({ ...oauthEnv, MCP_OAUTH_SCOPES: 'mcp:tools "quoted"' }).join()).toMatch(/MCP_OAUTH_SCOPES/);
+    expect(problemsOf({ MCP_OAUTH_SCOPES: 'mcp:tools' }).join()).toMatch(/MCP_OAUTH_SCOPES needs MCP_OAUTH_ISSUER/);
+    expect(problemsOf({ MCP_OAUTH_AUDIENCE: 'x' }).join()).toMatch(/MCP_OAUTH_AUDIENCE needs MCP_OAUTH_ISSUER/);
+    expect(problemsOf({ ...oauthEnv, MCP_AUTH: 'none' }).join()).toMatch(/MCP_AUTH=none conflicts/);
+    expect(loadConfig({}).auth.oauth).toBeUndefined();
+  });
+});
+
 describe('parseList', () => {
   it('splits on commas and newlines and trims', () => {
     expect(parseList(' a, b\nc ,, ')).toEqual(['a', 'b', 'c']);

@@ -1,8 +1,9 @@
 /** The web-standard app: routes, in one visible order of wrappers. Knows nothing of tools or sandboxes. */
 import type { Logger } from '../log';
-import { type BearerVerifier, withAuth } from './auth';
+import { type BearerVerifier, type OAuthGate, withAuth } from './auth';
 import type { FetchHandler } from './context';
 import { isOAuthPath } from './no-oauth';
+import { RESOURCE_METADATA_PATHS } from './oauth/resource-metadata';
 import { type OriginPolicy, withOriginChecks } from './origin';
 import { toErrorResponse } from './refusals';
 import { withErrorBoundary, withRequestLog } from './request-log';
@@ -19,6 +20,8 @@ export interface AppDeps {
   preStop: () => Promise<void>;
   /** `undefined` when auth is off. */
   verifier: BearerVerifier | undefined;
+  /** With MCP_OAUTH_ISSUER: the OAuth gate of auth.ts and the RFC 9728 document served at RESOURCE_METADATA_PATHS. */
+  oauth: { gate: OAuthGate; metadata: Record<string, unknown> } | undefined;
   policy: OriginPolicy;
   logger: Logger;
 }
@@ -30,7 +33,7 @@ export function createApp(deps: AppDeps): FetchHandler {
     // GET would open an idle SSE stream that holds one of FC's request slots until the function timeout.
     return toErrorResponse({ kind: 'mcp_method_not_allowed', method: req.method });
   };
-  mcp = withAuth(mcp, deps.verifier);
+  mcp = withAuth(mcp, deps.verifier, deps.oauth?.gate);
   mcp = withOriginChecks(mcp, deps.policy);
 
   const router: FetchHandler = async (req, ctx) => {
@@ -49,6 +52,12 @@ export function createApp(deps: AppDeps): FetchHandler {
         await deps.preStop();
         return new Response('ok\n');
       default:
+        if (deps.oauth !== undefined) {
+          if (!RESOURCE_METADATA_PATHS.includes(path)) return toErrorResponse({ kind: 'no_route', path });
+          if (req.method !== 'GET' && req.method !== 'HEAD') return toErrorResponse({ kind: 'route_method_not_allowed', allow: 'GET' });
+          // Public by design, and read by browser-based clients (the MCP Inspector) from another origin.
+          return Response.json(deps.oauth.metadata, { headers: { 'cache-control': 'max-age=300', 'access-control-allow-origin': '*' } });
+        }
         return toErrorResponse(isOAuthPath(path) ? { kind: 'no_oauth' } : { kind: 'no_route', path });
     }
   };

@@ -1,7 +1,11 @@
-/** Bearer-token checks in constant time, and the principal id that binds sessions to a credential. */
+/**
+ * Bearer-token checks: the static tokens in constant time, then (with MCP_OAUTH_ISSUER) OAuth access tokens; and
+ * the principal id that binds sessions to a credential.
+ */
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 
 import type { FetchHandler } from './context';
+import type { OAuthCheck } from './oauth/token-verifier';
 import { toErrorResponse } from './refusals';
 
 export type BearerCheck = { ok: true; principal: string } | { ok: false; reason: 'missing' | 'invalid' };
@@ -25,9 +29,9 @@ export function createBearerVerifier(tokens: readonly string[]): BearerVerifier 
   const entries = tokens.map((token) => ({ digest: digest(token), principal: toPrincipal(token) }));
   return {
     check(authorization) {
-      const match = authorization === null ? null : /^Bearer[ \t]+([^\s]+)[ \t]*$/i.exec(authorization);
-      if (match?.[1] === undefined) return { ok: false, reason: 'missing' };
-      const presented = digest(match[1]);
+      const token = bearerTokenOf(authorization);
+      if (token === undefined) return { ok: false, reason: 'missing' };
+      const presented = digest(token);
       let principal: string | undefined;
       for (const entry of entries) {
         if (timingSafeEqual(presented, entry.digest) && principal === undefined) principal = entry.principal;
@@ -37,24 +41,55 @@ export function createBearerVerifier(tokens: readonly string[]): BearerVerifier 
   };
 }
 
+/** The token of an `Authorization: Bearer <token>` header. */
+export function bearerTokenOf(authorization: string | null): string | undefined {
+  return authorization === null ? undefined : /^Bearer[ \t]+([^\s]+)[ \t]*$/i.exec(authorization)?.[1];
+}
+
 /** A stable, non-reversible id for a credential: the same on every instance, never the token. */
 export function toPrincipal(token: string): string {
   return createHash('sha256').update(`mcp-principal:${token}`).digest('hex').slice(0, 24);
 }
 
-/** Answers 401 with a Bearer challenge unless the request carries a valid token; sets `ctx.principal`. */
-export function withAuth(next: FetchHandler, verifier: BearerVerifier | undefined): FetchHandler {
+/** OAuth beside the static tokens (MCP_OAUTH_ISSUER): the verifier and the challenges that point at its metadata. */
+export interface OAuthGate {
+  verify(token: string): Promise<OAuthCheck>;
+  challenge(error?: 'invalid_token' | 'insufficient_scope'): string;
+}
+
+/** How long a client is told to wait when the issuer cannot be reached. */
+const AUTH_UNAVAILABLE_RETRY_S = 10;
+
+/**
+ * Answers 401 with a Bearer challenge unless the request carries a valid token (403 for an OAuth token without a
+ * required scope, 503 when the issuer cannot be reached to check one); sets `ctx.principal`.
+ */
+export function withAuth(next: FetchHandler, verifier: BearerVerifier | undefined, oauth?: OAuthGate): FetchHandler {
   return async (req, ctx) => {
-    if (verifier === undefined) {
+    if (verifier === undefined && oauth === undefined) {
       ctx.principal = ANONYMOUS_PRINCIPAL;
       return next(req, ctx);
     }
-    const result = verifier.check(req.headers.get('authorization'));
+    const authorization = req.headers.get('authorization');
+    const result = verifier?.check(authorization) ?? { ok: false, reason: bearerTokenOf(authorization) === undefined ? 'missing' : 'invalid' };
     if (result.ok) {
       ctx.principal = result.principal;
       return next(req, ctx);
     }
-    ctx.log.error_code = `auth_${result.reason}`;
-    return toErrorResponse({ kind: 'unauthorized', reason: result.reason });
+    const token = bearerTokenOf(authorization);
+    if (oauth === undefined || token === undefined) {
+      ctx.log.error_code = `auth_${result.reason}`;
+      return toErrorResponse({ kind: 'unauthorized', reason: result.reason, ...(oauth !== undefined && { challenge: oauth.challenge() }) });
+    }
+    const check = await oauth.verify(token);
+    if (check.ok) {
+      ctx.principal = check.principal;
+      return next(req, ctx);
+    }
+    ctx.log.error_code = `auth_${check.reason}`;
+    ctx.log.auth_detail = check.detail;
+    if (check.reason === 'unavailable') return toErrorResponse({ kind: 'auth_unavailable', retryAfterS: AUTH_UNAVAILABLE_RETRY_S });
+    if (check.reason === 'insufficient_scope') return toErrorResponse({ kind: 'insufficient_scope', challenge: oauth.challenge('insufficient_scope'), detail: check.detail });
+    return toErrorResponse({ kind: 'unauthorized', reason: 'invalid', challenge: oauth.challenge('invalid_token') });
   };
 }

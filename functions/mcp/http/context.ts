@@ -8,6 +8,8 @@ export interface RequestLogFields {
   protocol_version?: string;
   era?: 'legacy' | 'modern';
   error_code?: string;
+  /** Why an OAuth access token was refused (oauth/token-verifier.ts); never the token. */
+  auth_detail?: string;
 }
 
 /** A request body as the Node shell read it (at most MCP_MAX_BODY_BYTES). */

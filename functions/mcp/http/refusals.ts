@@ -29,7 +29,10 @@ interface RefusalDetails {
   // The gates of `/mcp`: Host and Origin, the token, the method, then the POST's headers, size and JSON.
   host_not_allowed: None;
   origin_not_allowed: None;
-  unauthorized: { reason: 'missing' | 'invalid' };
+  /** `challenge`: the `WWW-Authenticate` of an OAuth resource server (oauth/resource-metadata.ts); a plain one without. */
+  unauthorized: { reason: 'missing' | 'invalid'; challenge?: string };
+  insufficient_scope: { challenge: string; detail: string };
+  auth_unavailable: { retryAfterS: number };
   mcp_method_not_allowed: { method: string };
   not_acceptable: None;
   unsupported_media_type: None;
@@ -105,21 +108,31 @@ const { PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS, INTERNAL_ERROR, SERVER_ERR
 const ROWS: Rows = {
   host_not_allowed: () => ({ status: 403, code: SERVER_ERROR, message: 'Forbidden: this Host is not allowed (MCP_ALLOWED_HOSTS)' }),
   origin_not_allowed: () => ({ status: 403, code: SERVER_ERROR, message: 'Forbidden: this Origin is not allowed (MCP_ALLOWED_ORIGINS)' }),
-  // No `resource_metadata` in the challenge: there is no OAuth here, so no metadata document to point clients at.
-  unauthorized: ({ reason }) =>
+  // Without OAuth there is no `resource_metadata` in the challenge: no metadata document to point clients at.
+  unauthorized: ({ reason, challenge }) =>
     reason === 'missing'
       ? {
           status: 401,
           code: SERVER_ERROR,
-          message: 'Unauthorized: send "Authorization: Bearer <token>" with a token from MCP_AUTH_TOKENS or MCP_AUTH_TOKEN_FILE',
-          headers: { 'www-authenticate': 'Bearer realm="mcp"' },
+          message:
+            challenge === undefined
+              ? 'Unauthorized: send "Authorization: Bearer <token>" with a token from MCP_AUTH_TOKENS or MCP_AUTH_TOKEN_FILE'
+              : 'Unauthorized: sign in with OAuth (the WWW-Authenticate header names the resource metadata) and send the access token as "Authorization: Bearer <token>"',
+          headers: { 'www-authenticate': challenge ?? 'Bearer realm="mcp"' },
         }
       : {
           status: 401,
           code: SERVER_ERROR,
           message: 'Unauthorized: the bearer token is not valid for this server',
-          headers: { 'www-authenticate': 'Bearer realm="mcp", error="invalid_token", error_description="The bearer token is not valid for this server"' },
+          headers: { 'www-authenticate': challenge ?? 'Bearer realm="mcp", error="invalid_token", error_description="The bearer token is not valid for this server"' },
         },
+  insufficient_scope: ({ challenge, detail }) => ({ status: 403, code: SERVER_ERROR, message: `Forbidden: the access token lacks a scope this server requires (${detail})`, headers: { 'www-authenticate': challenge } }),
+  auth_unavailable: ({ retryAfterS }) => ({
+    status: 503,
+    code: SERVER_ERROR,
+    message: `Service Unavailable: the authorization server's metadata or keys cannot be fetched, so the access token cannot be checked; retry in ${retryAfterS} s`,
+    retryAfterS,
+  }),
   mcp_method_not_allowed: ({ method }) => ({ status: 405, code: SERVER_ERROR, message: mcpMethodNotAllowed(method), headers: { allow: MCP_ALLOW } }),
   not_acceptable: () => ({ status: 406, code: SERVER_ERROR, message: 'Not Acceptable: the Accept header must list application/json and text/event-stream' }),
   unsupported_media_type: () => ({ status: 415, code: SERVER_ERROR, message: 'Unsupported Media Type: send Content-Type: application/json' }),

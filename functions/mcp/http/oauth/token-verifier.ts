@@ -1,0 +1,123 @@
+/**
+ * Verifies OAuth access tokens (JWTs) from the configured issuer with jose: the issuer's keys from its `jwks_uri`
+ * (issuer-metadata.ts), cached, and fetched again once when a token names a key id the cache does not hold (key
+ * rotation; at most once per `jwksCooldownMs`, so that made-up key ids cannot make the server hammer the issuer);
+ * `iss`, `aud`, `exp`/`nbf` with a small leeway, `sub`, the required scopes; and the algorithm, which must be
+ * asymmetric and, when the issuer publishes its signing algorithms, one of them: never `none`, never an HMAC keyed
+ * with a public key. The verified subject (`iss` + `sub`) becomes the principal that sessions and sandboxes
+ * belong to, so a refreshed token goes on with the same sessions.
+ */
+import { createHash } from 'node:crypto';
+
+import type { OAuthConfig } from '../../config-oauth';
+import { describeError } from '../../errors';
+import { fetchIssuerMetadata, type IssuerMetadata } from './issuer-metadata';
+import { loadJose } from './jose-modules';
+
+export type OAuthCheck =
+  | { ok: true; principal: string }
+  /** `invalid`: not a token of this issuer for this server (401); `insufficient_scope`: one lacking a required scope (403). */
+  | { ok: false; reason: 'invalid' | 'insufficient_scope'; detail: string }
+  /** The issuer's metadata or keys could not be fetched: the token may be fine, so not a 401 (503). */
+  | { ok: false; reason: 'unavailable'; detail: string };
+
+export interface OAuthVerifier {
+  verify(token: string): Promise<OAuthCheck>;
+}
+
+export interface OAuthVerifierOptions {
+  /** @default the global fetch */
+  fetch?: typeof fetch;
+  /** The shortest time between two fetches of the issuer's keys. @default 30 s */
+  jwksCooldownMs?: number;
+  /** How long a failed metadata lookup is remembered before the next request tries again. @default 10 s */
+  retryAfterMs?: number;
+  /** @default Date.now */
+  now?: () => number;
+}
+
+/** Algorithms a token may be signed with: asymmetric only. */
+const ASYMMETRIC = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'];
+/** Leeway on `exp` and `nbf` for clocks a little apart. */
+const CLOCK_TOLERANCE_S = 60;
+const FETCH_TIMEOUT_MS = 5_000;
+
+/** A stable, non-reversible principal for an OAuth subject, distinct from every static token's (auth.ts toPrincipal). */
+export function toSubjectPrincipal(issuer: string, subject: string): string {
+  return `oauth-${createHash('sha256').update(`mcp-principal-oauth:${issuer}\n${subject}`).digest('hex').slice(0, 24)}`;
+}
+
+export function createOAuthVerifier(config: OAuthConfig, options: OAuthVerifierOptions = {}): OAuthVerifier {
+  const fetchImpl = options.fetch ?? fetch;
+  const now = options.now ?? Date.now;
+  const retryAfterMs = options.retryAfterMs ?? 10_000;
+  let keys: Promise<{ metadata: IssuerMetadata; jwks: Awaited<ReturnType<typeof createKeySet>> }> | undefined;
+  let failedAt = 0;
+
+  const createKeySet = async (metadata: IssuerMetadata) => {
+    const jose = await loadJose();
+    return jose.createRemoteJWKSet(metadata.jwksUri, {
+      cooldownDuration: options.jwksCooldownMs ?? 30_000,
+      timeoutDuration: FETCH_TIMEOUT_MS,
+      [jose.customFetch]: fetchImpl,
+    });
+  };
+  const keysOf = () => {
+    if (keys === undefined || (failedAt !== 0 && now() - failedAt >= retryAfterMs)) {
+      failedAt = 0;
+      keys = fetchIssuerMetadata(config.issuer, fetchImpl, FETCH_TIMEOUT_MS).then(async (metadata) => ({ metadata, jwks: await createKeySet(metadata) }));
+      keys.catch(() => {
+        failedAt = now();
+      });
+    }
+    return keys;
+  };
+
+  return {
+    async verify(token) {
+      let resolved: Awaited<ReturnType<typeof keysOf>>;
+      try {
+        resolved = await keysOf();
+      } catch (err: unknown) {
+        return { ok: false, reason: 'unavailable', detail: describeError(err) };
+      }
+      const { metadata, jwks } = resolved;
+      const jose = await loadJose();
+      const published = metadata.signingAlgorithms;
+      const algorithms = published === undefined ? ASYMMETRIC : ASYMMETRIC.filter((alg) => published.includes(alg));
+      let payload: Record<string, unknown>;
+      try {
+        ({ payload } = await jose.jwtVerify(token, jwks, {
+          issuer: config.issuer,
+          audience: config.audience,
+          algorithms,
+          clockTolerance: CLOCK_TOLERANCE_S,
+          requiredClaims: ['exp', 'sub'],
+          currentDate: new Date(now()),
+        }));
+      } catch (err: unknown) {
+        // The issuer's side failed (keys not fetched, not a key set, a network error) rather than the token:
+        // jose raises the base JOSEError for a non-200 answer and its own subclasses for everything about a token.
+        const { JOSEError, JWKSInvalid, JWKSTimeout } = jose.errors;
+        if (!(err instanceof JOSEError) || err.constructor === JOSEError || err instanceof JWKSTimeout || err instanceof JWKSInvalid) {
+          return { ok: false, reason: 'unavailable', detail: describeError(err) };
+        }
+        return { ok: false, reason: 'invalid', detail: describeError(err) };
+      }
+      if (typeof payload.sub !== 'string' || payload.sub === '') return { ok: false, reason: 'invalid', detail: 'the token has no subject' };
+      const granted = scopesOf(payload);
+      const missing = config.scopes.filter((scope) => !granted.has(scope));
+      if (missing.length > 0) return { ok: false, reason: 'insufficient_scope', detail: `missing scope ${missing.join(' ')}` };
+      return { ok: true, principal: toSubjectPrincipal(config.issuer, payload.sub) };
+    },
+  };
+}
+
+/** The scopes a token grants: `scope` (RFC 9068, space-separated) or `scp` (a list, as some issuers write it). */
+function scopesOf(payload: Record<string, unknown>): Set<string> {
+  const { scope, scp } = payload;
+  if (typeof scope === 'string') return new Set(scope.split(' ').filter((s) => s !== ''));
+  if (Array.isArray(scp)) return new Set(scp.filter((s): s is string => typeof s === 'string'));
+  if (typeof scp === 'string') return new Set(scp.split(' ').filter((s) => s !== ''));
+  return new Set();
+}

@@ -1,0 +1,155 @@
+/**
+ * The server as an OAuth 2.1 resource server (MCP_OAUTH_ISSUER), in-process, against a hand-driven issuer on
+ * loopback (test/support/oauth-issuer.ts): its metadata and challenges, every token it must refuse and why, tokens of
+ * one subject sharing sessions, and static tokens beside OAuth.
+ */
+import { SignJWT } from 'jose';
+
+import { createHarness, HARNESS_TOKEN, HARNESS_URL, type Harness, type HarnessOptions } from '../support/harness';
+import { initializeBody, type RawResponse, request } from '../support/http';
+import { startTestIssuer, stopAllTestIssuers, type TestIssuer, type TestIssuerOptions } from '../support/oauth-issuer';
+
+const PUBLIC_URL = 'https://mcp.example.com';
+const RESOURCE = `${PUBLIC_URL}/mcp`;
+const METADATA_URL = `${PUBLIC_URL}/.well-known/oauth-protected-resource/mcp`;
+
+afterAll(stopAllTestIssuers);
+
+async function setUp(options: { issuer?: Partial<TestIssuerOptions>; env?: Record<string, string>; harness?: HarnessOptions } = {}): Promise<{ h: Harness; issuer: TestIssuer }> {
+  let now = (): number => Date.now();
+  const issuer = await startTestIssuer({ audience: RESOURCE, now: () => now(), ...options.issuer });
+  const h = createHarness({
+    ...options.harness,
+    env: { MCP_OAUTH_ISSUER: issuer.issuer, MCP_PUBLIC_URL: PUBLIC_URL, MCP_OAUTH_SCOPES: 'mcp:tools', ...options.env },
+  });
+  now = () => h.clock.now();
+  return { h, issuer };
+}
+
+const initialize = (h: Harness, token: string | undefined): Promise<RawResponse> => h.post(initializeBody(), token === undefined ? { authorization: '' } : { authorization: `Bearer ${token}` });
+
+/** A JWT with `alg: none`: no signature at all. */
+function unsignedToken(payload: Record<string, unknown>): string {
+  const part = (value: unknown): string => Buffer.from(JSON.stringify(value)).toString('base64url');
+  return `${part({ alg: 'none', typ: 'JWT' })}.${part(payload)}.`;
+}
+
+describe('metadata and challenges', () => {
+  it('serves the RFC 9728 document at both well-known paths, without a token', async () => {
+    const { h, issuer } = await setUp();
+    for (const path of ['/.well-known/oauth-protected-resource', '/.well-known/oauth-protected-resource/mcp']) {
+      const res = await request(new URL(path, HARNESS_URL).href, {}, h.fetch);
+      expect(res.status).toBe(200);
+      expect(res.json).toEqual({ resource: RESOURCE, authorization_servers: [issuer.issuer], scopes_supported: ['mcp:tools'], bearer_methods_supported: ['header'], resource_name: 'Sandbox MCP server' });
+    }
+    // The server is no authorization server: registration and the rest are plain 404s, not the no-OAuth hint.
+    const register = await request(new URL('/register', HARNESS_URL).href, { method: 'POST' }, h.fetch);
+    expect(register.status).toBe(404);
+    expect(register.text).not.toContain('does not use OAuth');
+  });
+
+  it('answers a request without a token 401, pointing at the metadata and naming the scope', async () => {
+    const { h } = await setUp();
+    const res = await initialize(h, undefined);
+    expect(res.status).toBe(401);
+    expect(res.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${METADATA_URL}", scope="mcp:tools"`);
+  });
+});
+
+describe('a valid access token', () => {
+  it('opens a session and calls a tool; the session belongs to the subject, not to the token', async () => {
+    const { h, issuer } = await setUp();
+    const first = await issuer.mint();
+    const client = await h.connect({ token: first });
+    expect((await client.callTool('sandbox_status')).isError).toBeFalsy();
+    const { sessionId, headers } = await h.openSession({ token: first });
+    // A refreshed token (same subject, later iat, another jti) goes on with the session.
+    h.clock.advance(60_000);
+    const refreshed = await issuer.mint({ claims: { jti: 'second' } });
+    expect(refreshed).not.toBe(first);
+    const call = { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'sandbox_status', arguments: {} } };
+    expect((await h.post(call, { ...headers, authorization: `Bearer ${refreshed}` })).status).toBe(200);
+    // Another subject's token does not see it: 404, as for a session that does not exist.
+    const stranger = await issuer.mint({ claims: { sub: 'user-2' } });
+    const refused = await h.post(call, { ...headers, authorization: `Bearer ${stranger}` });
+    expect(refused.status).toBe(404);
+    // Nor does a static token.
+    expect((await h.post(call, { ...headers, authorization: `Bearer ${HARNESS_TOKEN}` })).status).toBe(404);
+    expect(sessionId).toBeTruthy();
+    await client.close();
+  });
+
+  it('is found through OpenID discovery when the issuer has no RFC 8414 document', async () => {
+    const { h, issuer } = await setUp({ issuer: { rfc8414: false } });
+    expect((await initialize(h, await issuer.mint())).status).toBe(200);
+    expect(issuer.hits.get('/.well-known/openid-configuration')).toBe(1);
+  });
+
+  it('signed by a key that rotated in after the keys were fetched is accepted: the keys are fetched again, once', async () => {
+    const { h, issuer } = await setUp({ harness: { oauth: { jwksCooldownMs: 0 } } });
+    expect((await initialize(h, await issuer.mint())).status).toBe(200);
+    expect(issuer.hits.get('/jwks')).toBe(1);
+    await issuer.rotate();
+    expect((await initialize(h, await issuer.mint())).status).toBe(200);
+    expect(issuer.hits.get('/jwks')).toBe(2);
+    // Keys it holds are not fetched again.
+    expect((await initialize(h, await issuer.mint())).status).toBe(200);
+    expect(issuer.hits.get('/jwks')).toBe(2);
+  });
+
+  it('leaves the static tokens working beside OAuth', async () => {
+    const { h } = await setUp();
+    expect((await initialize(h, HARNESS_TOKEN)).status).toBe(200);
+  });
+});
+
+describe('refused tokens', () => {
+  const refusals: Array<[string, (issuer: TestIssuer, h: Harness) => Promise<string>]> = [
+    ['for another audience', (issuer) => issuer.mint({ claims: { aud: 'https://other.example.com/mcp' } })],
+    ['expired (past the leeway)', (issuer, h) => issuer.mint({ claims: { exp: Math.floor(h.clock.now() / 1000) - 120 } })],
+    ['not yet valid (past the leeway)', (issuer, h) => issuer.mint({ claims: { nbf: Math.floor(h.clock.now() / 1000) + 120 } })],
+    ['from another issuer', (issuer) => issuer.mint({ claims: { iss: 'https://evil.example.com' } })],
+    ['without a subject', (issuer) => issuer.mint({ claims: { sub: undefined } })],
+    ['signed by a key the issuer does not publish', async (issuer) => issuer.mint({ key: await issuer.unpublishedKey() })],
+    ['signed by another key under a published kid', async (issuer) => issuer.mint({ key: await issuer.unpublishedKey(), kid: issuer.currentKey().kid })],
+    [
+      'with alg none',
+      async (issuer, h) => unsignedToken({ iss: issuer.issuer, aud: RESOURCE, sub: 'user-1', scope: 'mcp:tools', exp: Math.floor(h.clock.now() / 1000) + 300 }),
+    ],
+    [
+      'signed with HMAC keyed by the public key',
+      async (issuer, h) =>
+        new SignJWT({ iss: issuer.issuer, aud: RESOURCE, sub: 'user-1', scope: 'mcp:tools', exp: Math.floor(h.clock.now() / 1000) + 300 })
+          .setProtectedHeader({ alg: 'HS256', kid: issuer.currentKey().kid })
+          .sign(new TextEncoder().encode(JSON.stringify(issuer.currentKey().publicJwk))),
+    ],
+    ['that is not a JWT', async () => 'not-a-jwt'],
+  ];
+
+  it.each(refusals)('refuses a token %s with 401 invalid_token', async (_name, make) => {
+    const { h, issuer } = await setUp();
+    const res = await initialize(h, await make(issuer, h));
+    expect(res.status).toBe(401);
+    expect(res.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${METADATA_URL}", scope="mcp:tools", error="invalid_token"`);
+    // Why is in the log, never the token.
+    const line = h.logs().find((l) => l.msg === 'request' && l.status === 401);
+    expect(line).toMatchObject({ error_code: 'auth_invalid', auth_detail: expect.any(String) });
+  });
+
+  it('refuses a token without a required scope with 403 insufficient_scope', async () => {
+    const { h, issuer } = await setUp();
+    const res = await initialize(h, await issuer.mint({ claims: { scope: 'openid profile' } }));
+    expect(res.status).toBe(403);
+    expect(res.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${METADATA_URL}", scope="mcp:tools", error="insufficient_scope"`);
+    expect(JSON.stringify(res.json)).toContain('missing scope mcp:tools');
+  });
+
+  it('answers 503 with Retry-After, not 401, when the issuer cannot be reached', async () => {
+    const { h, issuer } = await setUp();
+    const token = await issuer.mint();
+    await issuer.stop();
+    const res = await initialize(h, token);
+    expect(res.status).toBe(503);
+    expect(res.headers.get('retry-after')).toBe('10');
+  });
+});
