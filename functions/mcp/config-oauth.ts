@@ -15,6 +15,12 @@ export interface OAuthConfig {
   readonly audience: string;
   /** MCP_OAUTH_SCOPES (space-separated): scopes every token must carry. @default none */
   readonly scopes: readonly string[];
+  /**
+   * MCP_OAUTH_INTROSPECTION_CLIENT_ID and _SECRET: this server's client at the issuer, to ask its RFC 7662
+   * introspection endpoint about access tokens that are not JWTs. @default none: only JWTs are taken. The secret is
+   * never logged.
+   */
+  readonly introspection: { readonly clientId: string; readonly clientSecret: string } | undefined;
 }
 
 type Env = Record<string, string | undefined>;
@@ -29,7 +35,7 @@ const LOOPBACK_NAMES = new Set(['127.0.0.1', 'localhost', '[::1]']);
 export function loadOAuthConfig(env: Env, problems: string[]): OAuthConfig | undefined {
   const issuer = env.MCP_OAUTH_ISSUER?.trim() || undefined;
   if (issuer === undefined) {
-    for (const name of ['MCP_OAUTH_AUDIENCE', 'MCP_OAUTH_SCOPES'] as const) {
+    for (const name of ['MCP_OAUTH_AUDIENCE', 'MCP_OAUTH_SCOPES', 'MCP_OAUTH_INTROSPECTION_CLIENT_ID', 'MCP_OAUTH_INTROSPECTION_CLIENT_SECRET'] as const) {
       if (env[name] !== undefined) problems.push(`${name} needs MCP_OAUTH_ISSUER (the authorization server whose tokens to accept)`);
     }
     return undefined;
@@ -49,6 +55,11 @@ export function loadOAuthConfig(env: Env, problems: string[]): OAuthConfig | und
   }
   const scopes = (env.MCP_OAUTH_SCOPES ?? '').split(/\s+/).filter((scope) => scope !== '');
   if (scopes.some((scope) => !SCOPE_TOKEN.test(scope))) problems.push('MCP_OAUTH_SCOPES must be scope names separated by spaces, without quotes or backslashes');
+  const clientId = env.MCP_OAUTH_INTROSPECTION_CLIENT_ID?.trim() || undefined;
+  const clientSecret = env.MCP_OAUTH_INTROSPECTION_CLIENT_SECRET?.trim() || undefined;
+  if ((clientId === undefined) !== (clientSecret === undefined)) {
+    problems.push('MCP_OAUTH_INTROSPECTION_CLIENT_ID and MCP_OAUTH_INTROSPECTION_CLIENT_SECRET go together: set both to introspect opaque access tokens, or neither');
+  }
   const base = origin?.origin ?? 'http://invalid';
   const resource = `${base}/mcp`;
   return {
@@ -57,6 +68,7 @@ export function loadOAuthConfig(env: Env, problems: string[]): OAuthConfig | und
     metadataUrl: `${base}/.well-known/oauth-protected-resource/mcp`,
     audience: env.MCP_OAUTH_AUDIENCE?.trim() || resource,
     scopes,
+    introspection: clientId !== undefined && clientSecret !== undefined ? { clientId, clientSecret } : undefined,
   };
 }
 

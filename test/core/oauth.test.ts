@@ -153,3 +153,54 @@ describe('refused tokens', () => {
     expect(res.headers.get('retry-after')).toBe('10');
   });
 });
+
+describe('opaque tokens (RFC 7662 introspection)', () => {
+  const client = { id: 'mcp-server', secret: 'introspection-secret-0123456789' };
+  const withIntrospection = { issuer: { introspectionClient: client }, env: { MCP_OAUTH_INTROSPECTION_CLIENT_ID: client.id, MCP_OAUTH_INTROSPECTION_CLIENT_SECRET: client.secret } };
+  const call = { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'sandbox_status', arguments: {} } };
+
+  it('takes an active token for this server, asks once while it is remembered, and gives its session to its subject', async () => {
+    const { h, issuer } = await setUp(withIntrospection);
+    const token = issuer.mintOpaque();
+    const { headers } = await h.openSession({ token });
+    expect((await h.post(call, headers)).status).toBe(200);
+    expect(issuer.hits.get('/introspect')).toBe(1);
+    // A JWT of the same subject may use the session too.
+    expect((await h.post(call, { ...headers, authorization: `Bearer ${await issuer.mint()}` })).status).toBe(200);
+    // Remembered for a minute at most: then the issuer is asked again.
+    h.clock.advance(61_000);
+    expect((await h.post(call, headers)).status).toBe(200);
+    expect(issuer.hits.get('/introspect')).toBe(2);
+    // Neither the token nor the server's client secret is in any log line.
+    const logged = JSON.stringify(h.logs());
+    expect(logged).not.toContain(token);
+    expect(logged).not.toContain(client.secret);
+  });
+
+  const refusals: Array<[string, Record<string, unknown>]> = [
+    ['not active', { active: false }],
+    ['for another audience', { aud: 'https://other.example.com/mcp' }],
+    ['from another issuer', { iss: 'https://evil.example.com' }],
+    ['expired', { exp: Math.floor(Date.parse('2030-01-01T00:00:00Z') / 1000) - 120 }],
+    ['without a subject', { sub: undefined }],
+  ];
+  it.each(refusals)('refuses a token %s with 401 invalid_token', async (_name, claims) => {
+    const { h, issuer } = await setUp(withIntrospection);
+    const res = await initialize(h, issuer.mintOpaque(claims));
+    expect(res.status).toBe(401);
+    expect(res.headers.get('www-authenticate')).toContain('error="invalid_token"');
+  });
+
+  it('refuses a token without a required scope with 403', async () => {
+    const { h, issuer } = await setUp(withIntrospection);
+    expect((await initialize(h, issuer.mintOpaque({ scope: 'openid' }))).status).toBe(403);
+  });
+
+  it('answers 503 when the issuer refuses the server as a client, and refuses opaque tokens without credentials', async () => {
+    const wrongSecret = await setUp({ ...withIntrospection, env: { ...withIntrospection.env, MCP_OAUTH_INTROSPECTION_CLIENT_SECRET: 'not-the-secret' } });
+    expect((await initialize(wrongSecret.h, wrongSecret.issuer.mintOpaque())).status).toBe(503);
+    const noCredentials = await setUp({ issuer: { introspectionClient: client } });
+    expect((await initialize(noCredentials.h, noCredentials.issuer.mintOpaque())).status).toBe(401);
+    expect(noCredentials.issuer.hits.get('/introspect')).toBeUndefined();
+  });
+});

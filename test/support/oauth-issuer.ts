@@ -26,6 +26,8 @@ export interface MintOptions {
 
 export interface TestIssuer {
   readonly issuer: string;
+  /** An opaque token its introspection endpoint answers for with these claims over the defaults (active, aud, sub…). */
+  mintOpaque(claims?: Record<string, unknown>): string;
   /** Mints a token for `audience` (the server's resource) that the issuer's current key signs. */
   mint(options?: MintOptions): Promise<string>;
   /** A key the JWKS does not publish. */
@@ -48,6 +50,8 @@ export interface TestIssuerOptions {
   rfc8414?: boolean;
   /** `id_token_signing_alg_values_supported` in the metadata. @default ['RS256'] */
   algorithms?: string[];
+  /** The client allowed to introspect (HTTP Basic at `/introspect`, published as introspection_endpoint). @default none */
+  introspectionClient?: { id: string; secret: string };
 }
 
 let keyCount = 0;
@@ -64,15 +68,34 @@ const started = new Set<Server>();
 export async function startTestIssuer(options: TestIssuerOptions): Promise<TestIssuer> {
   const published: SigningKey[] = [await newKey()];
   const hits = new Map<string, number>();
+  const opaque = new Map<string, Record<string, unknown>>();
   let issuer = '';
+  const client = options.introspectionClient;
   const server = createServer((req, res) => {
     const path = req.url ?? '/';
     hits.set(path, (hits.get(path) ?? 0) + 1);
-    const json = (body: unknown): void => void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
-    const metadata = { issuer, jwks_uri: `${issuer}/jwks`, id_token_signing_alg_values_supported: options.algorithms ?? ['RS256'], response_types_supported: ['code'] };
+    const json = (body: unknown, status = 200): void => void res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+    const metadata = {
+      issuer,
+      jwks_uri: `${issuer}/jwks`,
+      id_token_signing_alg_values_supported: options.algorithms ?? ['RS256'],
+      response_types_supported: ['code'],
+      ...(client !== undefined && { introspection_endpoint: `${issuer}/introspect` }),
+    };
     if (path === '/.well-known/oauth-authorization-server' && options.rfc8414 !== false) return json(metadata);
     if (path === '/.well-known/openid-configuration') return json(metadata);
     if (path === '/jwks') return json({ keys: published.map((key) => key.publicJwk) });
+    if (path === '/introspect' && client !== undefined && req.method === 'POST') {
+      let body = '';
+      req.setEncoding('utf8').on('data', (chunk: string) => (body += chunk));
+      req.on('end', () => {
+        const expected = `Basic ${Buffer.from(`${encodeURIComponent(client.id)}:${encodeURIComponent(client.secret)}`).toString('base64')}`;
+        if (req.headers.authorization !== expected) return json({ error: 'invalid_client' }, 401);
+        const token = new URLSearchParams(body).get('token') ?? '';
+        json(opaque.get(token) ?? { active: false });
+      });
+      return;
+    }
     res.writeHead(404).end();
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -82,6 +105,12 @@ export async function startTestIssuer(options: TestIssuerOptions): Promise<TestI
   return {
     issuer,
     hits,
+    mintOpaque(claims = {}) {
+      const token = `opaque-${opaque.size + 1}-${Math.random().toString(36).slice(2)}`;
+      const nowS = Math.floor(options.now() / 1000);
+      opaque.set(token, { active: true, iss: issuer, aud: options.audience, sub: 'user-1', scope: 'mcp:tools', exp: nowS + 300, ...claims });
+      return token;
+    },
     async mint({ claims = {}, key = published.at(-1) as SigningKey, kid = key.kid } = {}) {
       const nowS = Math.floor(options.now() / 1000);
       const payload: Record<string, unknown> = { iss: issuer, aud: options.audience, sub: 'user-1', scope: 'mcp:tools', iat: nowS, exp: nowS + 300, ...claims };

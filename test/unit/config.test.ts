@@ -179,6 +179,7 @@ describe('loadConfig: OAuth (config-oauth.ts)', () => {
       metadataUrl: 'https://mcp.example.com/.well-known/oauth-protected-resource/mcp',
       audience: 'https://mcp.example.com/mcp',
       scopes: ['mcp:tools', 'openid'],
+      introspection: undefined,
     });
     expect(loadConfig({ ...oauthEnv, MCP_OAUTH_AUDIENCE: 'api://mcp' }).auth.oauth?.audience).toBe('api://mcp');
     // Exposed without a static token: OAuth is auth enough.
@@ -213,6 +214,14 @@ describe('loadConfig: OAuth (config-oauth.ts)', () => {
     expect(problemsOf({ MCP_OAUTH_AUDIENCE: 'x' }).join()).toMatch(/MCP_OAUTH_AUDIENCE needs MCP_OAUTH_ISSUER/);
     expect(problemsOf({ ...oauthEnv, MCP_AUTH: 'none' }).join()).toMatch(/MCP_AUTH=none conflicts/);
     expect(loadConfig({}).auth.oauth).toBeUndefined();
+  });
+
+  it('takes introspection credentials as a pair, with an issuer', () => {
+    const pair = { MCP_OAUTH_INTROSPECTION_CLIENT_ID: 'mcp-server', MCP_OAUTH_INTROSPECTION_CLIENT_SECRET: 'secret-0123456789' };
+    expect(loadConfig({ ...oauthEnv, ...pair }).auth.oauth?.introspection).toEqual({ clientId: 'mcp-server', clientSecret: 'secret-0123456789' });
+    expect(loadConfig(oauthEnv).auth.oauth?.introspection).toBeUndefined();
+    expect(problemsOf({ ...oauthEnv, MCP_OAUTH_INTROSPECTION_CLIENT_ID: 'mcp-server' }).join()).toMatch(/go together/);
+    expect(problemsOf(pair).join()).toMatch(/MCP_OAUTH_INTROSPECTION_CLIENT_ID needs MCP_OAUTH_ISSUER/);
   });
 });
 

@@ -13,6 +13,8 @@ export interface IssuerMetadata {
   readonly jwksUri: URL;
   /** `id_token_signing_alg_values_supported`, when the issuer publishes it: the algorithms it signs with. */
   readonly signingAlgorithms: readonly string[] | undefined;
+  /** `introspection_endpoint` (RFC 7662), when published, on the same terms as `jwks_uri`. */
+  readonly introspectionEndpoint: URL | undefined;
 }
 
 /** Why no usable metadata was found; the message names the URLs tried, never a token. */
@@ -52,17 +54,24 @@ function toMetadata(issuer: string, doc: unknown): IssuerMetadata {
   const fields = doc as Record<string, unknown>;
   if (fields.issuer !== issuer) throw new IssuerMetadataError(`the document names issuer ${JSON.stringify(fields.issuer)}, not ${issuer}`);
   if (typeof fields.jwks_uri !== 'string') throw new IssuerMetadataError('the document has no jwks_uri');
-  let jwksUri: URL;
-  try {
-    jwksUri = new URL(fields.jwks_uri);
-  } catch {
-    throw new IssuerMetadataError(`jwks_uri is not a URL: ${fields.jwks_uri}`);
-  }
-  const issuerIsHttp = new URL(issuer).protocol === 'http:';
-  if (jwksUri.protocol !== 'https:' && !(issuerIsHttp && jwksUri.protocol === 'http:' && jwksUri.hostname === new URL(issuer).hostname)) {
-    throw new IssuerMetadataError(`jwks_uri must use https: ${jwksUri.href}`);
-  }
+  const jwksUri = endpointUrl(issuer, 'jwks_uri', fields.jwks_uri);
+  const introspectionEndpoint = typeof fields.introspection_endpoint === 'string' ? endpointUrl(issuer, 'introspection_endpoint', fields.introspection_endpoint) : undefined;
   const algs = fields.id_token_signing_alg_values_supported;
   const signingAlgorithms = Array.isArray(algs) && algs.every((alg) => typeof alg === 'string') ? (algs as string[]) : undefined;
-  return { issuer, jwksUri, signingAlgorithms };
+  return { issuer, jwksUri, signingAlgorithms, introspectionEndpoint };
+}
+
+/** An endpoint of the metadata: https, or http on the host of an http (loopback) issuer. */
+function endpointUrl(issuer: string, field: string, value: string): URL {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new IssuerMetadataError(`${field} is not a URL: ${value}`);
+  }
+  const issuerUrl = new URL(issuer);
+  if (url.protocol !== 'https:' && !(issuerUrl.protocol === 'http:' && url.protocol === 'http:' && url.hostname === issuerUrl.hostname)) {
+    throw new IssuerMetadataError(`${field} must use https: ${url.href}`);
+  }
+  return url;
 }

@@ -4,13 +4,15 @@
  * rotation; at most once per `jwksCooldownMs`, so that made-up key ids cannot make the server hammer the issuer);
  * `iss`, `aud`, `exp`/`nbf` with a small leeway, `sub`, the required scopes; and the algorithm, which must be
  * asymmetric and, when the issuer publishes its signing algorithms, one of them: never `none`, never an HMAC keyed
- * with a public key. The verified subject (`iss` + `sub`) becomes the principal that sessions and sandboxes
- * belong to, so a refreshed token goes on with the same sessions.
+ * with a public key. A token that is not a JWT is asked about at the issuer's introspection endpoint when this
+ * server has credentials for it (introspection.ts), and refused otherwise. The verified subject (`iss` + `sub`)
+ * becomes the principal that sessions and sandboxes belong to, so a refreshed token goes on with the same sessions.
  */
 import { createHash } from 'node:crypto';
 
 import type { OAuthConfig } from '../../config-oauth';
 import { describeError } from '../../errors';
+import { createIntrospector } from './introspection';
 import { fetchIssuerMetadata, type IssuerMetadata } from './issuer-metadata';
 import { loadJose } from './jose-modules';
 
@@ -35,6 +37,11 @@ export interface OAuthVerifierOptions {
   /** @default Date.now */
   now?: () => number;
 }
+
+type Claims = { ok: true; claims: Record<string, unknown> } | { ok: false; reason: 'invalid' | 'unavailable'; detail: string };
+
+/** A JWS in compact form (three base64url parts); anything else is an opaque token. */
+const JWT_SHAPE = /^[\w-]+\.[\w-]*\.[\w-]*$/;
 
 /** Algorithms a token may be signed with: asymmetric only. */
 const ASYMMETRIC = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'];
@@ -73,6 +80,44 @@ export function createOAuthVerifier(config: OAuthConfig, options: OAuthVerifierO
     return keys;
   };
 
+  const introspector =
+    config.introspection === undefined
+      ? undefined
+      : createIntrospector({ ...config.introspection, issuer: config.issuer, audience: config.audience, fetch: fetchImpl, now, clockToleranceS: CLOCK_TOLERANCE_S, timeoutMs: FETCH_TIMEOUT_MS });
+
+  /** The claims of a JWT the issuer signed for this server, or why not. */
+  const jwtClaims = async ({ metadata, jwks }: Awaited<ReturnType<typeof keysOf>>, token: string): Promise<Claims> => {
+    const jose = await loadJose();
+    const published = metadata.signingAlgorithms;
+    const algorithms = published === undefined ? ASYMMETRIC : ASYMMETRIC.filter((alg) => published.includes(alg));
+    try {
+      const { payload } = await jose.jwtVerify(token, jwks, {
+        issuer: config.issuer,
+        audience: config.audience,
+        algorithms,
+        clockTolerance: CLOCK_TOLERANCE_S,
+        requiredClaims: ['exp', 'sub'],
+        currentDate: new Date(now()),
+      });
+      return { ok: true, claims: payload };
+    } catch (err: unknown) {
+      // The issuer's side failed (keys not fetched, not a key set, a network error) rather than the token:
+      // jose raises the base JOSEError for a non-200 answer and its own subclasses for everything about a token.
+      const { JOSEError, JWKSInvalid, JWKSTimeout } = jose.errors;
+      if (!(err instanceof JOSEError) || err.constructor === JOSEError || err instanceof JWKSTimeout || err instanceof JWKSInvalid) {
+        return { ok: false, reason: 'unavailable', detail: describeError(err) };
+      }
+      return { ok: false, reason: 'invalid', detail: describeError(err) };
+    }
+  };
+
+  /** The claims of an opaque token, from the issuer's introspection endpoint when this server may ask it. */
+  const opaqueClaims = async ({ metadata }: Awaited<ReturnType<typeof keysOf>>, token: string): Promise<Claims> => {
+    if (introspector === undefined) return { ok: false, reason: 'invalid', detail: 'not a JWT, and opaque tokens are not introspected (MCP_OAUTH_INTROSPECTION_CLIENT_ID)' };
+    if (metadata.introspectionEndpoint === undefined) return { ok: false, reason: 'unavailable', detail: 'the issuer publishes no introspection_endpoint' };
+    return introspector.claimsOf(token, metadata.introspectionEndpoint);
+  };
+
   return {
     async verify(token) {
       let resolved: Awaited<ReturnType<typeof keysOf>>;
@@ -81,29 +126,9 @@ export function createOAuthVerifier(config: OAuthConfig, options: OAuthVerifierO
       } catch (err: unknown) {
         return { ok: false, reason: 'unavailable', detail: describeError(err) };
       }
-      const { metadata, jwks } = resolved;
-      const jose = await loadJose();
-      const published = metadata.signingAlgorithms;
-      const algorithms = published === undefined ? ASYMMETRIC : ASYMMETRIC.filter((alg) => published.includes(alg));
-      let payload: Record<string, unknown>;
-      try {
-        ({ payload } = await jose.jwtVerify(token, jwks, {
-          issuer: config.issuer,
-          audience: config.audience,
-          algorithms,
-          clockTolerance: CLOCK_TOLERANCE_S,
-          requiredClaims: ['exp', 'sub'],
-          currentDate: new Date(now()),
-        }));
-      } catch (err: unknown) {
-        // The issuer's side failed (keys not fetched, not a key set, a network error) rather than the token:
-        // jose raises the base JOSEError for a non-200 answer and its own subclasses for everything about a token.
-        const { JOSEError, JWKSInvalid, JWKSTimeout } = jose.errors;
-        if (!(err instanceof JOSEError) || err.constructor === JOSEError || err instanceof JWKSTimeout || err instanceof JWKSInvalid) {
-          return { ok: false, reason: 'unavailable', detail: describeError(err) };
-        }
-        return { ok: false, reason: 'invalid', detail: describeError(err) };
-      }
+      const checked = JWT_SHAPE.test(token) ? await jwtClaims(resolved, token) : await opaqueClaims(resolved, token);
+      if (!checked.ok) return checked;
+      const payload = checked.claims;
       if (typeof payload.sub !== 'string' || payload.sub === '') return { ok: false, reason: 'invalid', detail: 'the token has no subject' };
       const granted = scopesOf(payload);
       const missing = config.scopes.filter((scope) => !granted.has(scope));
