@@ -204,3 +204,17 @@ describe('opaque tokens (RFC 7662 introspection)', () => {
     expect(noCredentials.issuer.hits.get('/introspect')).toBeUndefined();
   });
 });
+
+describe('per-credential shares count per subject', () => {
+  it("a subject's second token shares its first's share; another subject has its own", async () => {
+    const { h, issuer } = await setUp({ env: { MCP_MAX_SESSIONS: '5', MCP_MAX_SESSIONS_PER_CREDENTIAL: '1' } });
+    const evictions = (): number => h.logs().filter((line) => line.msg === 'session evicted').length;
+    await h.openSession({ token: await issuer.mint({ claims: { jti: 'a-1' } }) });
+    // The same subject with another token is at its share of one: its idle session is let go for the new one.
+    await h.openSession({ token: await issuer.mint({ claims: { jti: 'a-2' } }) });
+    expect(evictions()).toBe(1);
+    // Another subject has a share of its own: nothing is let go for it.
+    await h.openSession({ token: await issuer.mint({ claims: { sub: 'user-2' } }) });
+    expect(evictions()).toBe(1);
+  });
+});
