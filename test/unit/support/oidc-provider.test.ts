@@ -97,6 +97,18 @@ async function requestToken(metadata: Metadata, form: Record<string, string>): P
 }
 
 /** The code from a successful callback, after checking it belongs to this request and this issuer (RFC 9207). */
+/** The token request that redeems an authorization code (with its PKCE verifier, and the resource when given). */
+function redeemCode(metadata: Metadata, clientId: string, code: string, authorized: Authorized, resource?: string): Promise<TokenResponse> {
+  return requestToken(metadata, {
+    grant_type: 'authorization_code',
+    client_id: clientId,
+    code,
+    redirect_uri: REDIRECT_URI,
+    code_verifier: authorized.codeVerifier,
+    ...(resource !== undefined && { resource }),
+  });
+}
+
 function codeFrom(authorized: Authorized, issuer: string): string {
   const { callback } = authorized;
   expect(`${callback.origin}${callback.pathname}`).toBe(REDIRECT_URI);
@@ -136,14 +148,7 @@ describe('the test OpenID provider with its defaults', () => {
     const authorized = await authorize(metadata, clientId, { scope: 'mcp:tools', resource: RESOURCE });
     const code = codeFrom(authorized, provider.issuer);
 
-    const tokens = await requestToken(metadata, {
-      grant_type: 'authorization_code',
-      client_id: clientId,
-      code,
-      redirect_uri: REDIRECT_URI,
-      code_verifier: authorized.codeVerifier,
-      resource: RESOURCE,
-    });
+    const tokens = await redeemCode(metadata, clientId, code, authorized, RESOURCE);
     expect(tokens.token_type).toBe('Bearer');
     expect(tokens.scope).toBe('mcp:tools');
     expect(typeof tokens.refresh_token).toBe('string');
@@ -176,14 +181,7 @@ describe('the test OpenID provider with its defaults', () => {
   it('grants only the scopes the resource accepts', async () => {
     const clientId = await registerPublicClient(metadata);
     const authorized = await authorize(metadata, clientId, { scope: 'mcp:tools mcp:admin', resource: RESOURCE });
-    const tokens = await requestToken(metadata, {
-      grant_type: 'authorization_code',
-      client_id: clientId,
-      code: codeFrom(authorized, provider.issuer),
-      redirect_uri: REDIRECT_URI,
-      code_verifier: authorized.codeVerifier,
-      resource: RESOURCE,
-    });
+    const tokens = await redeemCode(metadata, clientId, codeFrom(authorized, provider.issuer), authorized, RESOURCE);
     const { payload } = await jwtVerify(tokens.access_token, createRemoteJWKSet(new URL(metadata.jwks_uri)), { issuer: provider.issuer, audience: RESOURCE });
     expect(payload.scope).toBe('mcp:tools');
   });
@@ -207,13 +205,7 @@ describe('the test OpenID provider with options', () => {
     const clientId = await registerPublicClient(metadata);
     // No resource in either request: the default one is used.
     const authorized = await authorize(metadata, clientId, { scope: 'mcp:tools mcp:admin' });
-    const tokens = await requestToken(metadata, {
-      grant_type: 'authorization_code',
-      client_id: clientId,
-      code: codeFrom(authorized, provider.issuer),
-      redirect_uri: REDIRECT_URI,
-      code_verifier: authorized.codeVerifier,
-    });
+    const tokens = await redeemCode(metadata, clientId, codeFrom(authorized, provider.issuer), authorized);
     const { payload } = await jwtVerify(tokens.access_token, createRemoteJWKSet(new URL(metadata.jwks_uri)), { issuer: provider.issuer, audience: OTHER_RESOURCE });
     expect(payload.sub).toBe('alice');
     expect(String(payload.scope).split(' ').sort()).toEqual(['mcp:admin', 'mcp:tools']);
