@@ -13,6 +13,7 @@ const GROUPS = Object.freeze({
   sessions: 'Sessions and trigger:',
   logs: 'Logs (FC keeps none unless the function names an SLS project and logstore):',
   auth: 'Auth (secrets come from files or the environment, never from flags):',
+  oauth: "OAuth (access tokens from an authorization server, beside or instead of static tokens; not secrets; with --deploy, what is not given here stays as the function has it):",
   sandbox: 'Sandboxes (E2B settings not given here come from E2B_API_KEY, E2B_DOMAIN, E2B_API_URL, E2B_TEMPLATE in the environment, else stay as the function has them):',
   output: 'Output and deployment:',
 });
@@ -103,6 +104,34 @@ const DEPLOY_OPTIONS = {
     defaultDescription: 'MCP_AUTH_TOKENS from the environment',
     describe: 'File with the bearer tokens, one a line (# comments allowed)',
   },
+  'oauth-issuer': {
+    group: GROUPS.oauth,
+    type: 'string',
+    default: undefined,
+    defaultDescription: "the function's current one (none: OAuth off)",
+    describe: "MCP_OAUTH_ISSUER: the authorization server's issuer URL (https; http only on 127.0.0.1, localhost or [::1]), exactly as its tokens' iss carries it; turns OAuth on",
+  },
+  'public-url': {
+    group: GROUPS.oauth,
+    type: 'string',
+    default: undefined,
+    defaultDescription: "https://<custom-domain> with --oauth-issuer, else the function's current one",
+    describe: 'MCP_PUBLIC_URL: the origin clients reach the server at, e.g. https://mcp.example.com; the resource tokens are for is <public-url>/mcp',
+  },
+  'oauth-audience': {
+    group: GROUPS.oauth,
+    type: 'string',
+    default: undefined,
+    defaultDescription: "the function's current one (none: the resource)",
+    describe: 'MCP_OAUTH_AUDIENCE: the aud every access token must carry',
+  },
+  'oauth-scopes': {
+    group: GROUPS.oauth,
+    type: 'string',
+    default: undefined,
+    defaultDescription: "the function's current ones (none: no scope required)",
+    describe: 'MCP_OAUTH_SCOPES: scopes every access token must carry, space-separated in one argument, e.g. "mcp:tools mcp:read"',
+  },
   'sandbox-backend': {
     group: GROUPS.sandbox,
     type: 'string',
@@ -156,6 +185,7 @@ const EXAMPLES = [
   ['$0 --generate-token --output-dir fc-deploy', 'Write the artifact, a new token and the manual steps'],
   ['$0 --generate-token --deploy --region cn-shanghai', 'Deploy through the FC API and print the MCP URL'],
   ['$0 --e2b-domain cn-hangzhou.e2b.fc.aliyuncs.com --e2b-api-url https://api.cn-hangzhou.e2b.fc.aliyuncs.com', "Use Alibaba Cloud's E2B-compatible sandboxes"],
+  ['$0 --deploy --oauth-issuer https://auth.example.com --custom-domain mcp.example.com --domain-cert fullchain.pem --domain-key privkey.pem', 'Accept OAuth access tokens of that issuer for https://mcp.example.com/mcp (no static token needed)'],
   ['$0 --deploy --dry-run --json', 'Show the plan and the environment diff (secrets masked) as JSON; read the function, change nothing'],
 ];
 

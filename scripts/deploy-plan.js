@@ -7,6 +7,7 @@
 const { resolveAuth } = require('./auth-tokens');
 const { planDomain } = require('./domain-plan');
 const { FUNCTION_TIMEOUT_MARGIN_S, INSTANCE_CONCURRENCY, RUNTIMES, TOOL_TIMEOUT_MAX_S, TRIGGER_NAME, DISK_MB } = require('./fc-limits');
+const { checkOAuthVariables, OAUTH_VARIABLES, planOAuth } = require('./oauth-settings');
 const { optionalString } = require('./option-values');
 const { validatePlan } = require('./validate-plan');
 
@@ -28,6 +29,7 @@ const MANAGED_NAMES = new Set([
   'E2B_DOMAIN',
   'E2B_API_URL',
   'E2B_TEMPLATE',
+  ...OAUTH_VARIABLES,
   'SANDBOX_BACKEND',
   'LOG_LEVEL',
   'PORT',
@@ -139,6 +141,9 @@ function createPlan(args, env) {
   if (e2b.template !== undefined) environment.E2B_TEMPLATE = e2b.template;
   if (e2b.domain !== undefined) environment.E2B_DOMAIN = e2b.domain;
   if (e2b.apiUrl !== undefined) environment.E2B_API_URL = e2b.apiUrl;
+  Object.assign(environment, planOAuth(args, problems));
+  // With OAuth given now, static tokens are optional: the server takes either (functions/mcp/config.ts, loadAuth).
+  const oauthOnly = environment.MCP_OAUTH_ISSUER !== undefined && auth.choice.source === 'missing';
   for (const entry of /** @type {string[]} */ (args.env ?? [])) {
     const at = entry.indexOf('=');
     const name = entry.slice(0, at);
@@ -164,7 +169,7 @@ function createPlan(args, env) {
   // E2B_DOMAIN is required so that `s deploy` never sends an Alibaba Cloud key to E2B's cloud for want of it.
   /** @type {ShellVariable[]} */
   const fromShell = [
-    ...(auth.choice.mode === 'bearer' ? [{ name: 'MCP_AUTH_TOKENS', required: true, secret: true }] : []),
+    ...(auth.choice.mode === 'bearer' ? [{ name: 'MCP_AUTH_TOKENS', required: !oauthOnly, secret: true }] : []),
     { name: 'MCP_SESSION_SECRET', required: true, secret: true },
     ...(sandbox === 'e2b' ? [{ name: 'E2B_API_KEY', required: true, secret: true }] : []),
     ...(sandbox === 'e2b' && e2b.domain === undefined ? [{ name: 'E2B_DOMAIN', required: true, secret: false }] : []),
@@ -211,8 +216,10 @@ function createPlan(args, env) {
   for (const { name } of fromShell) secretSizes[name] ??= Buffer.byteLength(env[name]?.trim() ?? '');
   problems.push(...validatePlan(plan, { secretSizes }));
 
-  // With --deploy, a token or an E2B key the function already has will do: checkAgainstFunction decides.
-  if (auth.choice.source === 'missing' && args.deploy !== true) {
+  // With --deploy, a token, an E2B key or OAuth settings the function already has will do: checkAgainstFunction and
+  // checkOAuthVariables (run-deploy.js, lookUpTarget) decide. Without it, s.yaml holds only what this run sets.
+  if (args.deploy !== true) problems.push(...checkOAuthVariables(environment));
+  if (auth.choice.source === 'missing' && !oauthOnly && args.deploy !== true) {
     warnings.push('no auth token yet: s.yaml reads MCP_AUTH_TOKENS from the environment at `s deploy` and fails without it; set it, or re-run with --generate-token');
   }
   if (sandbox === 'e2b' && (env.E2B_API_KEY ?? '').trim() === '' && args.deploy !== true) {
@@ -250,7 +257,8 @@ function planLogs(args, problems) {
 
 /**
  * What a deploy through the API refuses once it has looked the function up, before it writes or changes anything:
- * bearer auth with no token given and none on the function, E2B with no key given and none on the function.
+ * bearer auth with no token given, none on the function and no OAuth issuer, E2B with no key given and none on the
+ * function.
  * @param {DeploymentPlan} plan
  * @param {import('./auth-tokens').AuthChoice} authChoice
  * @param {Record<string, string | undefined>} shell the values of plan.fromShell given now
@@ -260,10 +268,12 @@ function planLogs(args, problems) {
 function checkAgainstFunction(plan, authChoice, shell, existing) {
   const current = existing?.environmentVariables ?? {};
   const kept = (/** @type {string} */ name) => typeof current[name] === 'string' && current[name].trim() !== '' && !plan.unset.includes(name);
+  // OAuth is auth too: an issuer given now, or one the function has and keeps, lets the server start without a token.
+  const oauth = plan.environment.MCP_OAUTH_ISSUER !== undefined || kept('MCP_OAUTH_ISSUER');
   const problems = [];
-  if (plan.auth === 'bearer' && authChoice.source === 'missing' && !kept('MCP_AUTH_TOKENS')) {
+  if (plan.auth === 'bearer' && authChoice.source === 'missing' && !kept('MCP_AUTH_TOKENS') && !oauth) {
     problems.push(
-      `refusing to deploy without an auth token (function ${plan.name} has none to keep): pass --generate-token or --auth-token-file FILE, set MCP_AUTH_TOKENS, or pass --no-auth to deploy an open server on purpose`,
+      `refusing to deploy without an auth token (function ${plan.name} has none to keep): pass --generate-token or --auth-token-file FILE, set MCP_AUTH_TOKENS, pass --oauth-issuer URL to accept an authorization server's access tokens, or pass --no-auth to deploy an open server on purpose`,
     );
   }
   if (plan.sandbox === 'e2b' && !shell.E2B_API_KEY && !kept('E2B_API_KEY')) {

@@ -23,6 +23,8 @@ const { ENTRY_FILE, HEALTH_PATH, HOOKS, LISTEN_PORT, MCP_PATH, CODE_DIR } = requ
  * @property {string | undefined} accountId
  * @property {string | undefined} sessionSecretFile where the session secret is kept (session-secret-file.js);
  *   undefined when MCP_SESSION_SECRET is set in the operator's shell
+ * @property {{ issuer: string, resource: string } | undefined} oauth the OAuth the function will have
+ *   (oauth-settings.js describeOAuth), undefined without an issuer
  */
 
 /**
@@ -54,8 +56,11 @@ function toHumanReport(input) {
   } else {
     lines.push('', ...toManualSteps(input, dir, rel), '', `The URL will be: ${url}`);
   }
-  lines.push('', 'Client configuration (Cursor, VS Code, Claude Code and others take this shape):', ...indent(toClientSnippet(plan, url)));
-  if (plan.auth === 'bearer') lines.push(`  (replace <token> with ${tokenWhere(input, dir)})`);
+  if (input.oauth !== undefined) lines.push(...oauthLines(input));
+  // No token was given and none is kept, yet the run went on: OAuth is the only way in, and clients sign in by themselves.
+  const signInOnly = input.oauth !== undefined && input.auth.source === 'missing';
+  lines.push('', 'Client configuration (Cursor, VS Code, Claude Code and others take this shape):', ...indent(toClientSnippet(plan, url, !signInOnly)));
+  if (plan.auth === 'bearer' && !signInOnly) lines.push(`  (replace <token> with ${tokenWhere(input, dir)})`);
   lines.push('');
   return lines.join('\n');
 }
@@ -70,11 +75,24 @@ function toUrlForm(plan) {
 }
 
 /**
+ * What the report says of OAuth: the issuer, the resource its tokens are for, and how clients get one.
+ * @param {ReportInput} input
+ */
+function oauthLines(input) {
+  const oauth = /** @type {{ issuer: string, resource: string }} */ (input.oauth);
+  return [
+    `OAuth: access tokens from ${oauth.issuer} are accepted for ${oauth.resource}${input.auth.source === 'missing' ? '' : ', beside the static tokens'}.`,
+    `  (Clients that speak MCP's OAuth sign in there by themselves when they connect to ${oauth.resource}.)`,
+  ];
+}
+
+/**
  * @param {import('./deploy-plan').DeploymentPlan} plan
  * @param {string} url
+ * @param {boolean} [withToken] whether clients send a static token (not when OAuth is the only way in)
  */
-function toClientSnippet(plan, url) {
-  const server = { type: 'http', url, ...(plan.auth === 'bearer' && { headers: { Authorization: 'Bearer <token>' } }) };
+function toClientSnippet(plan, url, withToken = true) {
+  const server = { type: 'http', url, ...(plan.auth === 'bearer' && withToken && { headers: { Authorization: 'Bearer <token>' } }) };
   return JSON.stringify({ mcpServers: { sandbox: server } }, null, 2);
 }
 
@@ -90,6 +108,9 @@ const SHELL_PLACEHOLDERS = {
   E2B_API_URL: { value: 'the E2B API URL', optional: 'left out: https://api.<E2B_DOMAIN>' },
   E2B_TEMPLATE: { value: 'a sandbox template', optional: 'left out: code-interpreter-v1' },
 };
+
+/** What leaving MCP_AUTH_TOKENS out means when the run gives an OAuth issuer and no token (deploy-plan.js). */
+const OAUTH_ONLY = 'left out: OAuth access tokens only';
 
 /**
  * @param {ReportInput} input
@@ -146,6 +167,7 @@ function exportLines(input, dir, rel) {
     if (variable.name === 'MCP_AUTH_TOKENS') {
       if (input.auth.source === 'generated') lines.push(`export MCP_AUTH_TOKENS="$(cat ${dir}/auth-token)"`);
       else if (input.auth.source === 'file') lines.push(`export MCP_AUTH_TOKENS="$(grep -v '^#' ${input.auth.file} | paste -sd, -)"`);
+      else if (!variable.required) lines.push(`# optional: export MCP_AUTH_TOKENS=<static token(s), comma-separated>   (${OAUTH_ONLY})`);
       else lines.push('export MCP_AUTH_TOKENS=<your token(s), comma-separated>   # already set in this shell? keep it');
     } else if (variable.name === 'MCP_SESSION_SECRET') {
       if (input.sessionSecretFile !== undefined) lines.push(`export MCP_SESSION_SECRET="$(cat ${rel(input.sessionSecretFile)})"   # the same on every deploy`);
@@ -204,7 +226,10 @@ function consoleLogging(plan) {
  * @param {(path: string) => string} rel
  */
 function consolePlaceholder(variable, input, dir, rel) {
-  if (variable.name === 'MCP_AUTH_TOKENS') return input.auth.source === 'generated' || input.auth.source === 'file' ? tokenWhere(input, dir) : 'your token(s), comma-separated';
+  if (variable.name === 'MCP_AUTH_TOKENS') {
+    if (input.auth.source === 'generated' || input.auth.source === 'file') return tokenWhere(input, dir);
+    return variable.required ? 'your token(s), comma-separated' : `optional: static token(s), comma-separated; ${OAUTH_ONLY}`;
+  }
   if (variable.name === 'MCP_SESSION_SECRET') {
     const from = input.sessionSecretFile === undefined ? 'MCP_SESSION_SECRET of your shell' : `the secret in ${rel(input.sessionSecretFile)}`;
     return `${from}; the same on every deploy`;

@@ -33,7 +33,7 @@ function toManifest(plan, code) {
       path: MCP_PATH,
       methods: [...plan.triggerMethods],
       triggerAuth: 'anonymous',
-      auth: plan.auth === 'bearer' ? 'bearer token, checked by the function (MCP_AUTH_TOKENS)' : 'none',
+      auth: toAuthDescription(plan),
       healthPath: HEALTH_PATH,
       customDomain: plan.customDomain ?? null,
     },
@@ -47,6 +47,16 @@ function toManifest(plan, code) {
       fromShell: plan.fromShell.map((v) => ({ name: v.name, required: v.required, secret: v.secret })),
     },
   };
+}
+
+/**
+ * How callers prove who they are, in words.
+ * @param {import('./deploy-plan').DeploymentPlan} plan
+ */
+function toAuthDescription(plan) {
+  if (plan.auth !== 'bearer') return 'none';
+  if (plan.environment.MCP_OAUTH_ISSUER === undefined) return 'bearer token, checked by the function (MCP_AUTH_TOKENS)';
+  return 'bearer token, checked by the function: an OAuth access token of MCP_OAUTH_ISSUER, or a static token (MCP_AUTH_TOKENS)';
 }
 
 module.exports = { toManifest };

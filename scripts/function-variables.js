@@ -7,6 +7,8 @@
 
 const { randomBytes } = require('node:crypto');
 
+const { OAUTH_AUTH_VARIABLES } = require('./oauth-settings');
+
 /**
  * Variables whose presence the plan decides: a deploy sets them, or removes them, as its options say (keeping
  * `MCP_AUTH=none` from an open deploy would switch the tokens of the next one off).
@@ -25,6 +27,12 @@ const PLAN_DECIDES = new Set([
   'HOST',
 ]);
 
+/**
+ * What --no-auth drops from the function: the tokens, and the OAuth issuer with its audience and scopes, which the
+ * server refuses beside MCP_AUTH=none.
+ */
+const DROPPED_WITHOUT_AUTH = new Set(['MCP_AUTH_TOKENS', ...OAUTH_AUTH_VARIABLES]);
+
 /** Names whose values are shown masked even when the plan does not call them secret (the operator's own). */
 const SECRET_NAME = /KEY|SECRET|TOKEN|PASSWORD|PASSWD|CREDENTIAL|PRIVATE/i;
 
@@ -37,9 +45,9 @@ const SECRET_NAME = /KEY|SECRET|TOKEN|PASSWORD|PASSWD|CREDENTIAL|PRIVATE/i;
 
 /**
  * The function's variables with their values. Every variable of the existing function that this deploy does not
- * set is kept (the E2B key and domain, tokens, the operator's own), except those the plan decides and those named
- * by --unset; tokens go with --no-auth. MCP_SESSION_SECRET from the shell, else the function's current one (so that
- * sessions survive a re-deploy), else a new one.
+ * set is kept (the E2B key and domain, tokens, OAuth settings, the operator's own), except those the plan decides and
+ * those named by --unset; the tokens and the OAuth issuer, audience and scopes go with --no-auth. MCP_SESSION_SECRET
+ * from the shell, else the function's current one (so that sessions survive a re-deploy), else a new one.
  * @param {import('./deploy-plan').DeploymentPlan} plan
  * @param {Record<string, string | undefined>} shell values of plan.fromShell given now (empty means not given)
  * @param {Record<string, any> | undefined} existing the function as GetFunction returned it
@@ -50,7 +58,7 @@ function toVariables(plan, shell, existing) {
   const variables = {};
   for (const [name, value] of Object.entries(existing?.environmentVariables ?? {})) {
     if (typeof value !== 'string' || PLAN_DECIDES.has(name) || plan.unset.includes(name)) continue;
-    if (name === 'MCP_AUTH_TOKENS' && plan.auth !== 'bearer') continue;
+    if (DROPPED_WITHOUT_AUTH.has(name) && plan.auth !== 'bearer') continue;
     variables[name] = value;
   }
   const fromFunction = Object.keys(variables);

@@ -20,6 +20,7 @@ const { createFcApi, resolveEndpoint } = require('./fc-api');
 const { resolveFcCredentials } = require('./fc-credentials');
 const { deployToFc, lookUpCustomDomain, lookUpFunction } = require('./fc-deploy');
 const { describeDiff, toVariables } = require('./function-variables');
+const { checkOAuthVariables, describeOAuth } = require('./oauth-settings');
 const { checkVariablesSize } = require('./validate-plan');
 
 /** Stands in for a token still to generate (auth-tokens.js makes 64 hex digits): only its length is ever used. */
@@ -53,7 +54,8 @@ async function runDeploy(args, context) {
   // complete the plan, and nothing is written or changed before the plan is known to be complete.
   const endpoint = resolveEndpoint({ endpoint: optionalString(args.endpoint), accountId: optionalString(args.accountId), region: plan.region });
   const target = args.deploy === true ? await lookUpTarget({ args, context, plan, authChoice, endpoint, log }) : undefined;
-  if (authChoice.source === 'missing' && target !== undefined) authChoice.source = 'kept';
+  // No token given, yet the deploy goes on: the function's tokens are kept, or (without any) OAuth is its auth.
+  if (authChoice.source === 'missing' && target?.tokensKept === true) authChoice.source = 'kept';
 
   const bundle = await ensureBundle({ root: context.root, log });
   const artifact = await renderArtifact(plan, readFileSync(bundle.path), readFilesBeside(bundle.path));
@@ -77,7 +79,7 @@ async function runDeploy(args, context) {
   const sessionSecretFile = hasSecret ? undefined : keepSessionSecret({ outputDir, env: context.env, write: !dryRun, log });
   if (sessionSecretFile !== undefined) files.push(sessionSecretFile);
 
-  const { deployed, plannedCalls, environmentDiff } =
+  const { deployed, plannedCalls, environmentDiff, oauth = describeOAuth(plan.environment) } =
     target === undefined ? {} : await applyToTarget({ target, plan, authChoice, certConfig, env: context.env, sessionSecretFile, zip: artifact.zip, endpoint, dryRun, log });
 
   if (json) {
@@ -92,13 +94,14 @@ async function runDeploy(args, context) {
       url: deployed?.url ?? toUrlForm(plan),
       deployed: deployed ?? null,
       environment: environmentDiff ?? null,
+      oauth: oauth ?? null,
       plannedCalls: plannedCalls ?? null,
     };
     context.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
     if (newToken !== undefined) log(`New bearer token written to ${authChoice.file} (mode 0600); it is not repeated in the JSON.`);
   } else {
     context.stdout.write(
-      toHumanReport({ plan, outputDir, cwd: context.cwd, dryRun, files, auth: authChoice, newToken, warnings, deployed, plannedCalls, accountId: optionalString(args.accountId), sessionSecretFile }),
+      toHumanReport({ plan, outputDir, cwd: context.cwd, dryRun, files, auth: authChoice, newToken, warnings, deployed, plannedCalls, accountId: optionalString(args.accountId), sessionSecretFile, oauth }),
     );
   }
 }
@@ -132,15 +135,17 @@ async function applyToTarget({ target, plan, authChoice, certConfig, env, sessio
   const environmentDiff = describeDiff(plan, existing?.environmentVariables ?? {}, variables, kept);
   log(`Environment of function ${plan.name}${existing === undefined ? ' (new)' : ''}, secrets masked (+ added, ~ changed, - removed, = kept; --unset NAME removes one):`);
   for (const line of environmentDiff) log(`  ${line}`);
-  if (dryRun) return { environmentDiff, plannedCalls: toPlannedCalls(plan, endpoint), deployed: undefined };
+  const oauth = describeOAuth(variables);
+  if (dryRun) return { environmentDiff, oauth, plannedCalls: toPlannedCalls(plan, endpoint), deployed: undefined };
   log(`Deploying through the FC API at ${endpoint.protocol}://${endpoint.host}…`);
   const result = await deployToFc({ plan, api, existing, existingDomain, certConfig, variables, zip, step: log });
-  return { environmentDiff, plannedCalls: undefined, deployed: { ...result, sessionSecret: sessionSecret === 'environment' && sessionSecretFile !== undefined ? 'file' : sessionSecret } };
+  return { environmentDiff, oauth, plannedCalls: undefined, deployed: { ...result, sessionSecret: sessionSecret === 'environment' && sessionSecretFile !== undefined ? 'file' : sessionSecret } };
 }
 
 /**
  * --deploy's reads before anything is written: the credentials, the function and the custom domain as FC has them,
- * then what the plan still lacks (a token, an E2B key, a certificate, room in FC's 4 KB of variables) is refused.
+ * then what the plan still lacks (a token, an E2B key, a certificate, room in FC's 4 KB of variables, the rest of an
+ * OAuth configuration) is refused.
  * @param {{ args: Record<string, unknown>, context: RunContext, plan: import('./deploy-plan').DeploymentPlan, authChoice: import('./auth-tokens').AuthChoice, endpoint: { host: string, protocol: 'http' | 'https' }, log: (line: string) => void }} options
  */
 async function lookUpTarget({ args, context, plan, authChoice, endpoint, log }) {
@@ -150,14 +155,16 @@ async function lookUpTarget({ args, context, plan, authChoice, endpoint, log }) 
   const existing = await lookUpFunction({ api, step: log, name: plan.name, region: plan.region });
   const existingDomain = plan.customDomain === undefined ? undefined : await lookUpCustomDomain({ api, step: log, domain: plan.customDomain });
   const shell = shellValues(plan, authChoice, context.env);
+  const { variables } = toVariables(plan, shell, existing);
   const refused = [
     ...checkAgainstFunction(plan, authChoice, shell, existing),
     ...checkAgainstDomain(plan, existingDomain),
-    ...checkVariablesSize(toVariables(plan, shell, existing).variables),
+    ...checkVariablesSize(variables),
+    ...checkOAuthVariables(variables),
   ];
   if (refused.length > 0) throw new UsageError(refused);
   log(describeLogs(plan, existing));
-  return { api, existing, existingDomain };
+  return { api, existing, existingDomain, tokensKept: variables.MCP_AUTH_TOKENS !== undefined };
 }
 
 /**

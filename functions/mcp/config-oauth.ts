@@ -36,7 +36,7 @@ export function loadOAuthConfig(env: Env, problems: string[]): OAuthConfig | und
   const issuer = env.MCP_OAUTH_ISSUER?.trim() || undefined;
   if (issuer === undefined) {
     for (const name of ['MCP_OAUTH_AUDIENCE', 'MCP_OAUTH_SCOPES', 'MCP_OAUTH_INTROSPECTION_CLIENT_ID', 'MCP_OAUTH_INTROSPECTION_CLIENT_SECRET'] as const) {
-      if (env[name] !== undefined) problems.push(`${name} needs MCP_OAUTH_ISSUER (the authorization server whose tokens to accept)`);
+      if (env[name]?.trim()) problems.push(`${name} needs MCP_OAUTH_ISSUER (the authorization server whose tokens to accept)`);
     }
     return undefined;
   }
