@@ -136,6 +136,13 @@ describe('refused tokens', () => {
     expect(line).toMatchObject({ error_code: 'auth_invalid', auth_detail: expect.any(String) });
   });
 
+  it('refuses a token signed with an algorithm the issuer does not publish (RS256 where it signs with ES256 only)', async () => {
+    const { h, issuer } = await setUp({ issuer: { algorithms: ['ES256'] } });
+    const res = await initialize(h, await issuer.mint());
+    expect(res.status).toBe(401);
+    expect(h.logs().find((l) => l.msg === 'request' && l.status === 401)).toMatchObject({ auth_detail: expect.stringContaining('alg') });
+  });
+
   it('refuses a token without a required scope with 403 insufficient_scope', async () => {
     const { h, issuer } = await setUp();
     const res = await initialize(h, await issuer.mint({ claims: { scope: 'openid profile' } }));
