@@ -8,7 +8,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { deflateRawSync } from 'node:zlib';
+import { brotliCompressSync, constants as zlibConstants, deflateRawSync } from 'node:zlib';
 
 /** Entry points and the files they become. */
 export const ENTRY_POINTS = {
@@ -19,21 +19,23 @@ export const ENTRY_POINTS = {
 /**
  * Modules whose bundled code is embedded as a string and compiled on first use: V8 only scans a string
  * literal at start-up. Each exports one loader function; its chunk is built with the plugins of the modules listed
- * before it (the core carries the E2B SDK and jose chunks inside it). `compress`: stored as base64 raw deflate, which also spares
- * start-up reading the bytes; inflated when first called, in one piece of the chunk's size (~6 ms for the ~0.7 MB core
- * here; brotli, 10 % smaller, took ~2.5× as long). The E2B chunk is compressed too, so that the core's text does not
- * carry it as 500 KB of plain string to inflate and copy at every cold start. `codeCache`: compiled with V8's code cache
+ * before it (the core carries the E2B SDK and jose chunks inside it). `compress`: stored as base64 of the chunk
+ * compressed, which also spares start-up reading the bytes (every byte of index.js is read and scanned at each start:
+ * its ~400 KB of chunks cost ~14 ms of the first answer's CPU here). `deflate` for the core, which every cold start
+ * decompresses (inflated in one piece of its size: ~6 ms for its ~0.7 MB here; brotli, 10 % smaller, took ~2.5× as
+ * long); `brotli` at its best for chunks decompressed only when their feature is first used, so that fewer bytes are
+ * read at start and fewer inflated with the core. `codeCache`: compiled with V8's code cache
  * for the running Node when one lies beside the bundle (CODE_CACHE). Decompressing and reading the cache in libuv's
  * thread pool while the server starts was tried: on two cores it slowed the first answer (1.22× → 1.5× bare
  * node:http) and did not bring the first tool call sooner.
  */
 const DEFERRED_MODULES = [
   // The E2B SDK (~500 KB): only the E2B backend needs it, at its first sandbox.
-  { file: 'functions/mcp/sandbox/e2b/sdk-modules.ts', loader: 'loadE2BModules', name: 'e2b-sdk.js', compress: true },
+  { file: 'functions/mcp/sandbox/e2b/sdk-modules.ts', loader: 'loadE2BModules', name: 'e2b-sdk.js', compress: 'brotli' },
   // jose (~60 KB): only a server with MCP_OAUTH_ISSUER needs it, at its first OAuth access token.
-  { file: 'functions/mcp/http/oauth/jose-modules.ts', loader: 'loadJose', name: 'jose.js', compress: true },
+  { file: 'functions/mcp/http/oauth/jose-modules.ts', loader: 'loadJose', name: 'jose.js', compress: 'brotli' },
   // The HTTP entry's core (SDK, zod, tools, sandboxes; ~0.7 MB): loaded once a client goes past its handshake.
-  { file: 'functions/mcp/core-modules.ts', loader: 'loadCore', name: 'mcp-core.js', compress: true, codeCache: true },
+  { file: 'functions/mcp/core-modules.ts', loader: 'loadCore', name: 'mcp-core.js', compress: 'deflate', codeCache: true },
 ];
 
 /** `.py` files (the local sandbox's Python programs) are imported as their text. */
@@ -218,9 +220,13 @@ function codeCachePrefix(name, source) {
 function deferredModulePlugin({ file, loader, name, compress, codeCache = false }, source) {
   // esbuild writes ASCII (its default charset): decoded as latin1, a third of the time utf8 takes, same string.
   const encoding = /^[\x00-\x7f]*$/.test(source) ? 'latin1' : 'utf8';
-  const code = compress
-    ? `require('node:zlib').inflateRawSync(Buffer.from(${JSON.stringify(deflateRawSync(source, { level: 9 }).toString('base64'))}, 'base64'), { chunkSize: ${Buffer.byteLength(source, encoding)} }).toString('${encoding}')`
-    : JSON.stringify(source);
+  const size = Buffer.byteLength(source, encoding);
+  const code =
+    compress === 'deflate'
+      ? `require('node:zlib').inflateRawSync(Buffer.from(${JSON.stringify(deflateRawSync(source, { level: 9 }).toString('base64'))}, 'base64'), { chunkSize: ${size} }).toString('${encoding}')`
+      : compress === 'brotli'
+        ? `require('node:zlib').brotliDecompressSync(Buffer.from(${JSON.stringify(brotliCompressSync(source, BROTLI_BEST(size)).toString('base64'))}, 'base64'), { chunkSize: ${size} }).toString('${encoding}')`
+        : JSON.stringify(source);
   const cacheRead = codeCache
     ? `try {
       options.cachedData = require('node:fs').readFileSync(require('node:path').join(__dirname, ${JSON.stringify(codeCachePrefix(name, source))} + (${CODE_CACHE.keySource})() + '.cache'));
@@ -256,6 +262,9 @@ exports.codeCacheState = function () {
     },
   };
 }
+
+/** Brotli at its best for text of `size` bytes (quality 11, told the size). */
+const BROTLI_BEST = (size) => ({ params: { [zlibConstants.BROTLI_PARAM_MODE]: zlibConstants.BROTLI_MODE_TEXT, [zlibConstants.BROTLI_PARAM_QUALITY]: 11, [zlibConstants.BROTLI_PARAM_SIZE_HINT]: size } });
 
 /**
  * Writes the code cache of each `codeCache` chunk for each Node in `nodes` (paths of node binaries) into `outdir`.
