@@ -11,12 +11,11 @@ import { createHash } from 'node:crypto';
 
 import { describeError } from '../../errors';
 
-export type IntrospectionOutcome =
-  | { ok: true; claims: Record<string, unknown> }
-  | { ok: false; reason: 'invalid' | 'unavailable'; detail: string };
+/** A token's claims, or why there are none: not a token this server takes (`invalid`), or the issuer could not say (`unavailable`). */
+export type ClaimsCheck = { ok: true; claims: Record<string, unknown> } | { ok: false; reason: 'invalid' | 'unavailable'; detail: string };
 
 export interface Introspector {
-  claimsOf(token: string, endpoint: URL): Promise<IntrospectionOutcome>;
+  claimsOf(token: string, endpoint: URL): Promise<ClaimsCheck>;
 }
 
 export interface IntrospectorOptions {
@@ -40,7 +39,7 @@ export function createIntrospector(options: IntrospectorOptions): Introspector {
   const basic = `Basic ${Buffer.from(`${encodeURIComponent(options.clientId)}:${encodeURIComponent(options.clientSecret)}`).toString('base64')}`;
   let inFlight = 0;
 
-  const ask = async (token: string, endpoint: URL): Promise<IntrospectionOutcome> => {
+  const ask = async (token: string, endpoint: URL): Promise<ClaimsCheck> => {
     if (inFlight >= MAX_IN_FLIGHT) return { ok: false, reason: 'unavailable', detail: `${MAX_IN_FLIGHT} introspections already in flight` };
     inFlight += 1;
     try {
@@ -83,7 +82,7 @@ export function createIntrospector(options: IntrospectorOptions): Introspector {
 }
 
 /** Whether an introspection answer makes the token one this server takes. */
-function judge(answer: Record<string, unknown>, options: IntrospectorOptions): IntrospectionOutcome {
+function judge(answer: Record<string, unknown>, options: IntrospectorOptions): ClaimsCheck {
   if (answer.active !== true) return { ok: false, reason: 'invalid', detail: 'the issuer says the token is not active' };
   if (answer.iss !== undefined && answer.iss !== options.issuer) return { ok: false, reason: 'invalid', detail: `the token's issuer is ${String(answer.iss)}` };
   const audiences = typeof answer.aud === 'string' ? [answer.aud] : Array.isArray(answer.aud) ? answer.aud : [];

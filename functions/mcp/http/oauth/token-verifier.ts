@@ -10,9 +10,12 @@
  */
 import { createHash } from 'node:crypto';
 
+// Types only: jose itself is loaded on first use (jose-modules.ts).
+import type { createRemoteJWKSet } from 'jose';
+
 import type { OAuthConfig } from '../../config-oauth';
 import { describeError } from '../../errors';
-import { createIntrospector } from './introspection';
+import { type ClaimsCheck, createIntrospector } from './introspection';
 import { fetchIssuerMetadata, type IssuerMetadata } from './issuer-metadata';
 import { loadJose } from './jose-modules';
 
@@ -38,7 +41,12 @@ export interface OAuthVerifierOptions {
   now?: () => number;
 }
 
-type Claims = { ok: true; claims: Record<string, unknown> } | { ok: false; reason: 'invalid' | 'unavailable'; detail: string };
+/** What checking a token needs of its issuer, found once: its metadata, its key set, the algorithms allowed. */
+interface IssuerKeys {
+  readonly metadata: IssuerMetadata;
+  readonly jwks: ReturnType<typeof createRemoteJWKSet>;
+  readonly algorithms: string[];
+}
 
 /** A JWS in compact form (three base64url parts); anything else is an opaque token. */
 const JWT_SHAPE = /^[\w-]+\.[\w-]*\.[\w-]*$/;
@@ -58,21 +66,24 @@ export function createOAuthVerifier(config: OAuthConfig, options: OAuthVerifierO
   const fetchImpl = options.fetch ?? fetch;
   const now = options.now ?? Date.now;
   const retryAfterMs = options.retryAfterMs ?? 10_000;
-  let keys: Promise<{ metadata: IssuerMetadata; jwks: Awaited<ReturnType<typeof createKeySet>> }> | undefined;
+  let keys: Promise<IssuerKeys> | undefined;
   let failedAt = 0;
 
-  const createKeySet = async (metadata: IssuerMetadata) => {
+  /** The issuer's key set and the algorithms its tokens may use, once its metadata is known. */
+  const issuerKeys = async (metadata: IssuerMetadata): Promise<IssuerKeys> => {
     const jose = await loadJose();
-    return jose.createRemoteJWKSet(metadata.jwksUri, {
+    const jwks = jose.createRemoteJWKSet(metadata.jwksUri, {
       cooldownDuration: options.jwksCooldownMs ?? 30_000,
       timeoutDuration: FETCH_TIMEOUT_MS,
       [jose.customFetch]: fetchImpl,
     });
+    const published = metadata.signingAlgorithms;
+    return { metadata, jwks, algorithms: published === undefined ? ASYMMETRIC : ASYMMETRIC.filter((alg) => published.includes(alg)) };
   };
-  const keysOf = () => {
+  const keysOf = (): Promise<IssuerKeys> => {
     if (keys === undefined || (failedAt !== 0 && now() - failedAt >= retryAfterMs)) {
       failedAt = 0;
-      keys = fetchIssuerMetadata(config.issuer, fetchImpl, FETCH_TIMEOUT_MS).then(async (metadata) => ({ metadata, jwks: await createKeySet(metadata) }));
+      keys = fetchIssuerMetadata(config.issuer, fetchImpl, FETCH_TIMEOUT_MS).then(issuerKeys);
       keys.catch(() => {
         failedAt = now();
       });
@@ -86,10 +97,8 @@ export function createOAuthVerifier(config: OAuthConfig, options: OAuthVerifierO
       : createIntrospector({ ...config.introspection, issuer: config.issuer, audience: config.audience, fetch: fetchImpl, now, clockToleranceS: CLOCK_TOLERANCE_S, timeoutMs: FETCH_TIMEOUT_MS });
 
   /** The claims of a JWT the issuer signed for this server, or why not. */
-  const jwtClaims = async ({ metadata, jwks }: Awaited<ReturnType<typeof keysOf>>, token: string): Promise<Claims> => {
+  const jwtClaims = async ({ jwks, algorithms }: IssuerKeys, token: string): Promise<ClaimsCheck> => {
     const jose = await loadJose();
-    const published = metadata.signingAlgorithms;
-    const algorithms = published === undefined ? ASYMMETRIC : ASYMMETRIC.filter((alg) => published.includes(alg));
     try {
       const { payload } = await jose.jwtVerify(token, jwks, {
         issuer: config.issuer,
@@ -112,7 +121,7 @@ export function createOAuthVerifier(config: OAuthConfig, options: OAuthVerifierO
   };
 
   /** The claims of an opaque token, from the issuer's introspection endpoint when this server may ask it. */
-  const opaqueClaims = async ({ metadata }: Awaited<ReturnType<typeof keysOf>>, token: string): Promise<Claims> => {
+  const opaqueClaims = async ({ metadata }: IssuerKeys, token: string): Promise<ClaimsCheck> => {
     if (introspector === undefined) return { ok: false, reason: 'invalid', detail: 'not a JWT, and opaque tokens are not introspected (MCP_OAUTH_INTROSPECTION_CLIENT_ID)' };
     if (metadata.introspectionEndpoint === undefined) return { ok: false, reason: 'unavailable', detail: 'the issuer publishes no introspection_endpoint' };
     return introspector.claimsOf(token, metadata.introspectionEndpoint);
@@ -120,7 +129,7 @@ export function createOAuthVerifier(config: OAuthConfig, options: OAuthVerifierO
 
   return {
     async verify(token) {
-      let resolved: Awaited<ReturnType<typeof keysOf>>;
+      let resolved: IssuerKeys;
       try {
         resolved = await keysOf();
       } catch (err: unknown) {
