@@ -71,12 +71,12 @@ export function withAuth(next: FetchHandler, verifier: BearerVerifier | undefine
       return next(req, ctx);
     }
     const authorization = req.headers.get('authorization');
-    const result = verifier?.check(authorization) ?? { ok: false, reason: bearerTokenOf(authorization) === undefined ? 'missing' : 'invalid' };
+    const token = bearerTokenOf(authorization);
+    const result = verifier?.check(authorization) ?? { ok: false, reason: token === undefined ? 'missing' : 'invalid' };
     if (result.ok) {
       ctx.principal = result.principal;
       return next(req, ctx);
     }
-    const token = bearerTokenOf(authorization);
     if (oauth === undefined || token === undefined) {
       ctx.log.error_code = `auth_${result.reason}`;
       return toErrorResponse({ kind: 'unauthorized', reason: result.reason, ...(oauth !== undefined && { challenge: oauth.challenge() }) });
