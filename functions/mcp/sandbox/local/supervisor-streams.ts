@@ -176,15 +176,15 @@ export class StreamTable {
 
   /**
    * A frame from the supervisor. True when it was a stream's (handled, or ignored when no such stream is open);
-   * false for DATA and EOF of a key that is not a stream (a process's).
+   * false for DATA, EOF and ACK of a key that is not a stream (a process's).
    */
   receive(kind: number, key: number, payload: Buffer): boolean {
     const stream = this.streams.get(key);
-    if (kind === Kind.Connected || kind === Kind.Ack || kind === Kind.Close) {
+    if (kind === Kind.Connected || kind === Kind.Close) {
       stream?.receive(kind, payload);
       return true;
     }
-    if ((kind !== Kind.Data && kind !== Kind.Eof) || stream === undefined) return false;
+    if ((kind !== Kind.Data && kind !== Kind.Eof && kind !== Kind.Ack) || stream === undefined) return false;
     stream.receive(kind, payload);
     return true;
   }

@@ -55,16 +55,37 @@ class Proc:
         self.closing = set()
         self.status = None
         self.drain_until = None
+        # Per output fd: bytes sent to the server and not yet acknowledged; a reader at WINDOW is not watched.
+        self.unacked = {}
+        self.paused = set()
+
+def watch_reader(proc, fd):
+    # Read while the server may take more: at most WINDOW bytes of one fd are on their way unacknowledged.
+    stream = proc.readers.get(fd)
+    if stream is None:
+        return
+    if proc.unacked.get(fd, 0) < WINDOW:
+        if fd in proc.paused:
+            proc.paused.discard(fd)
+            sel.register(stream, selectors.EVENT_READ, ("r", proc, fd))
+    elif fd not in proc.paused:
+        proc.paused.add(fd)
+        sel.unregister(stream)
 
 def on_read(proc, fd, stream):
+    room = WINDOW - proc.unacked.get(fd, 0)
+    if room <= 0:
+        return
     try:
-        data = os.read(stream, CHUNK)
+        data = os.read(stream, min(CHUNK, room))
     except BlockingIOError:
         return
     except OSError:
         data = b""
     if data:
+        proc.unacked[fd] = proc.unacked.get(fd, 0) + len(data)
         send(DATA, proc.key, fd, data)
+        watch_reader(proc, fd)
         return
     close_reader(proc, fd)
     maybe_exit(proc)
@@ -73,7 +94,10 @@ def close_reader(proc, fd):
     stream = proc.readers.pop(fd, None)
     if stream is None:
         return
-    sel.unregister(stream)
+    if fd in proc.paused:
+        proc.paused.discard(fd)
+    else:
+        sel.unregister(stream)
     os.close(stream)
     send(EOF, proc.key, fd)
 
@@ -82,15 +106,22 @@ def flush(proc, fd):
     if stream is None:
         return
     buf = proc.pending.get(fd, b"")
+    written = 0
     while buf:
         try:
-            buf = buf[os.write(stream, buf):]
+            n = os.write(stream, buf)
         except BlockingIOError:
             break
         except OSError:
-            buf = b""
+            # Nobody reads it any more: what is left counts as passed on, so the server's writer is not held.
+            n = len(buf)
             proc.closing.add(fd)
+        buf = buf[n:]
+        written += n
     proc.pending[fd] = buf
+    if written:
+        # The server sends at most WINDOW bytes of one input before this says how many went in.
+        send(ACK, proc.key, fd, str(written).encode())
     # A writer's descriptor is only ever watched for writing (the channel's reading side is a dup of its own).
     watching = stream in sel.get_map()
     if buf and not watching:
@@ -376,12 +407,22 @@ def dispatch(kind, key, fd, payload):
     if kind == SPAWN:
         if proc is None:
             spawn(key, json.loads(payload.decode()))
-    elif kind == DATA and proc is not None and fd in proc.writers and fd not in proc.closing:
-        proc.pending[fd] = proc.pending.get(fd, b"") + payload
-        flush(proc, fd)
+    elif kind == DATA and proc is not None:
+        if fd in proc.writers and fd not in proc.closing:
+            proc.pending[fd] = proc.pending.get(fd, b"") + payload
+            flush(proc, fd)
+        else:
+            # The process reads no more there: dropped, and said so, so that the server's writer goes on.
+            send(ACK, proc.key, fd, str(len(payload)).encode())
     elif kind == EOF and proc is not None and fd in proc.writers:
         proc.closing.add(fd)
         flush(proc, fd)
+    elif kind == ACK and proc is not None and fd in proc.readers:
+        proc.unacked[fd] = max(0, proc.unacked.get(fd, 0) - int(payload))
+        watch_reader(proc, fd)
+        # Output still moving after the exit: the wait for the rest of it starts again.
+        if proc.drain_until is not None:
+            proc.drain_until = time.monotonic() + PIPE_DRAIN_S
     elif kind == SIGNAL and proc is not None and proc.pid is not None:
         try:
             os.killpg(proc.pid, int(payload))

@@ -14,13 +14,13 @@ import { constants as osConstants } from 'node:os';
 import { AppError } from '../../errors';
 import type { LaunchSpec } from './launch';
 import { signalGroup, spawnGroup, startFailureDetail, toSpawnError } from './process-group';
-import { encodeFrame, HEADER_BYTES, Kind, MAX_FRAME_BYTES } from './supervisor-frames';
+import { encodeFrame, HEADER_BYTES, Kind, MAX_FRAME_BYTES, STREAM_CHUNK_BYTES, STREAM_WINDOW_BYTES } from './supervisor-frames';
 import { type SandboxStream, StreamTable } from './supervisor-streams';
 
 /**
- * Bytes queued for the supervisor's stdin past which streams hold what they would send (it is not reading:
- * stopped, or taken over); a stream's window alone would not bound this, since the supervisor says how much it
- * took.
+ * Bytes queued for the supervisor's stdin past which streams and process inputs hold what they would send (it is
+ * not reading: stopped, or taken over); a window alone would not bound this, since the supervisor says how much
+ * it took. A backlog that stays above it for UNRESPONSIVE_MS without shrinking gets the supervisor killed.
  */
 const MAX_STDIN_BACKLOG_BYTES = 1024 * 1024;
 /** Time for the supervisor to start and say it is ready. */
@@ -74,6 +74,14 @@ export class SandboxProcess extends EventEmitter {
   /** True once it exited (or never started). */
   ended = false;
   private channelIn: PassThrough | undefined;
+  /** Per output fd (1–3): bytes received and not yet acknowledged (at most the window, or the supervisor is killed). */
+  private readonly held = new Map<number, number>();
+  /** Output fds whose acknowledgement waits until their stream drains (its reader is slower than the process). */
+  private readonly draining = new Set<number>();
+  /** Per input fd (0, 3): bytes sent and not yet acknowledged by the supervisor (written into the process). */
+  private readonly inFlight = new Map<number, number>();
+  /** Per input fd: the rest of a write waiting for room in its window. */
+  private readonly blocked = new Map<number, () => void>();
 
   constructor(
     private readonly supervisor: Supervisor,
@@ -121,12 +129,91 @@ export class SandboxProcess extends EventEmitter {
     this.once('error', clear);
   }
 
-  /** Output of fd `fd` arrived (1, 2 or 3), or it ended (`undefined`). */
+  /**
+   * Output of fd `fd` arrived (1, 2 or 3), or it ended (`undefined`). It is acknowledged once its stream took it
+   * without going over its high-water mark, else when the stream drains: a reader slower than the process holds
+   * the process (its pipe fills), never the server's memory. More than the window unacknowledged breaks the rule.
+   */
   deliver(fd: number, data: Buffer | undefined): void {
-    const stream = fd === 1 ? this.stdout : fd === 2 ? this.stderr : fd === 3 ? this.channelIn : undefined;
+    const stream = this.outputStream(fd);
     if (stream === undefined || stream.writableEnded) return;
-    if (data === undefined) stream.end();
-    else stream.write(data);
+    if (data === undefined) {
+      stream.end();
+      return;
+    }
+    const held = (this.held.get(fd) ?? 0) + data.length;
+    this.held.set(fd, held);
+    if (held > STREAM_WINDOW_BYTES) {
+      this.supervisor.kill();
+      return;
+    }
+    if (stream.write(data)) this.acknowledge(fd);
+    else if (!this.draining.has(fd)) {
+      this.draining.add(fd);
+      stream.once('drain', () => {
+        this.draining.delete(fd);
+        this.acknowledge(fd);
+      });
+    }
+  }
+
+  /** @internal The supervisor wrote `bytes` of input fd `fd` into the process: that many more may go. */
+  acknowledged(fd: number, bytes: number): void {
+    const inFlight = this.inFlight.get(fd);
+    if (inFlight === undefined) return;
+    this.inFlight.set(fd, Math.max(0, inFlight - bytes));
+    this.unblock(fd);
+  }
+
+  /** @internal The supervisor's stdin drained: input held back by its backlog may go. */
+  drained(): void {
+    for (const fd of [...this.blocked.keys()]) this.unblock(fd);
+  }
+
+  private outputStream(fd: number): PassThrough | undefined {
+    return fd === 1 ? this.stdout : fd === 2 ? this.stderr : fd === 3 ? this.channelIn : undefined;
+  }
+
+  private acknowledge(fd: number): void {
+    const held = this.held.get(fd) ?? 0;
+    if (held === 0 || this.ended) return;
+    this.held.set(fd, 0);
+    this.supervisor.send(Kind.Ack, this.key, fd, Buffer.from(String(held)));
+  }
+
+  private unblock(fd: number): void {
+    const resume = this.blocked.get(fd);
+    if (resume === undefined) return;
+    this.blocked.delete(fd);
+    resume();
+  }
+
+  /**
+   * Sends `chunk` to input fd `fd` in pieces, each only while the fd's window has room and the supervisor's
+   * stdin is not backed up; `done` once all of it went (or the process ended: the rest is dropped).
+   */
+  private sendInput(fd: number, chunk: Buffer, done: (err?: Error | null) => void): void {
+    let offset = 0;
+    const next = (): void => {
+      while (offset < chunk.length) {
+        if (this.ended) {
+          // The process is gone: the rest goes nowhere (a writer that must know looks at `ended`).
+          done();
+          return;
+        }
+        const room = STREAM_WINDOW_BYTES - (this.inFlight.get(fd) ?? 0);
+        if (room <= 0 || this.supervisor.backlogged()) {
+          this.blocked.set(fd, next);
+          return;
+        }
+        const part = chunk.subarray(offset, offset + Math.min(room, STREAM_CHUNK_BYTES));
+        offset += part.length;
+        this.inFlight.set(fd, (this.inFlight.get(fd) ?? 0) + part.length);
+        this.supervisor.send(Kind.Data, this.key, fd, part);
+      }
+      done();
+    };
+    next();
   }
 
   /** It exited (or the supervisor went, taking it along). */
@@ -157,16 +244,16 @@ export class SandboxProcess extends EventEmitter {
     if (this.ended) return false;
     this.ended = true;
     for (const fd of [1, 2, 3]) this.deliver(fd, undefined);
+    // Writes waiting for room end: their input goes nowhere now.
+    for (const fd of [...this.blocked.keys()]) this.unblock(fd);
     this.stdin?.destroy();
     return true;
   }
 
   private writerFor(fd: number): Writable {
+    this.inFlight.set(fd, 0);
     return new Writable({
-      write: (chunk: Buffer, _enc, done) => {
-        if (!this.ended) this.supervisor.send(Kind.Data, this.key, fd, chunk);
-        done();
-      },
+      write: (chunk: Buffer, _enc, done) => this.sendInput(fd, chunk, done),
       final: (done) => {
         if (!this.ended) this.supervisor.send(Kind.Eof, this.key, fd);
         done();
@@ -185,6 +272,8 @@ export class Supervisor {
   private gone = false;
   private readonly goneListeners: Array<() => void> = [];
   private idleTimer: NodeJS.Timeout | undefined;
+  /** Watches a backlog above MAX_STDIN_BACKLOG_BYTES: one that does not shrink within unresponsiveMs kills. */
+  private stallTimer: NodeJS.Timeout | undefined;
 
   private constructor(
     private readonly child: ChildProcess,
@@ -194,13 +283,16 @@ export class Supervisor {
   ) {
     this.streams = new StreamTable({
       send: (kind, key, fd, payload) => this.send(kind, key, fd, payload),
-      backlogged: () => (child.stdin?.writableLength ?? 0) > MAX_STDIN_BACKLOG_BYTES,
+      backlogged: () => this.backlogged(),
       misbehaved: () => this.kill(),
       settled: () => this.touch(),
     });
     child.stdout?.on('data', (chunk: Buffer) => this.read(chunk));
     child.stdin?.on('error', () => undefined);
-    child.stdin?.on('drain', () => this.streams.drained());
+    child.stdin?.on('drain', () => {
+      this.streams.drained();
+      for (const proc of [...this.processes.values()]) proc.drained();
+    });
     child.once('exit', () => this.end());
     child.once('error', () => this.end());
   }
@@ -308,6 +400,32 @@ export class Supervisor {
   send(kind: number, key: number, fd: number, payload?: Buffer): void {
     if (this.gone) return;
     this.child.stdin?.write(encodeFrame(kind, key, fd, payload));
+    if (this.backlogged()) this.watchBacklog();
+  }
+
+  /** @internal True while its stdin holds more than MAX_STDIN_BACKLOG_BYTES: it is not reading. */
+  backlogged(): boolean {
+    return (this.child.stdin?.writableLength ?? 0) > MAX_STDIN_BACKLOG_BYTES;
+  }
+
+  /** A supervisor whose backlog stays high (stopped, or taken over and not reading) is killed. */
+  private watchBacklog(): void {
+    if (this.stallTimer !== undefined) return;
+    let before = this.child.stdin?.writableLength ?? 0;
+    const check = (): void => {
+      this.stallTimer = undefined;
+      if (this.gone || !this.backlogged()) return;
+      const now = this.child.stdin?.writableLength ?? 0;
+      if (now >= before) {
+        this.kill();
+        return;
+      }
+      before = now;
+      this.stallTimer = setTimeout(check, this.unresponsiveMs);
+      this.stallTimer.unref();
+    };
+    this.stallTimer = setTimeout(check, this.unresponsiveMs);
+    this.stallTimer.unref();
   }
 
   private read(chunk: Buffer): void {
@@ -342,7 +460,10 @@ export class Supervisor {
     if (this.streams.receive(kind, key, payload)) return;
     const proc = this.processes.get(key);
     if (proc === undefined) return;
-    if (kind === Kind.Data) proc.deliver(fd, Buffer.from(payload));
+    if (kind === Kind.Ack) {
+      const bytes = Number(payload.toString('latin1'));
+      if (Number.isSafeInteger(bytes) && bytes > 0) proc.acknowledged(fd, bytes);
+    } else if (kind === Kind.Data) proc.deliver(fd, Buffer.from(payload));
     else if (kind === Kind.Eof) proc.deliver(fd, undefined);
     else if (kind === Kind.Spawned) this.spawned(proc, payload);
     else if (kind === Kind.Exit) {
@@ -385,6 +506,7 @@ export class Supervisor {
     if (this.gone) return;
     this.gone = true;
     clearTimeout(this.idleTimer);
+    clearTimeout(this.stallTimer);
     for (const proc of this.processes.values()) {
       if (proc.pid === undefined) proc.fail(goneError());
       else proc.finish(null, 'SIGKILL');

@@ -4,12 +4,13 @@
  * streams to ports (a preview's connections; the forwarder itself: preview-forwarder.test.ts), and a
  * supervisor that misbehaves or dies.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { type SandboxProcess, Supervisor } from '../../../../functions/mcp/sandbox/local/supervisor';
+import { STREAM_WINDOW_BYTES } from '../../../../functions/mcp/sandbox/local/supervisor-frames';
 import type { SandboxStream } from '../../../../functions/mcp/sandbox/local/supervisor-streams';
 import { listProcesses, markedSleep, pollUntil, processesWithCmdline, SETTLE_MS, waitUntilGone } from '../../../support/processes';
 import { HOST_PATH, startHostSupervisor } from '../../../support/supervisor';
@@ -119,6 +120,98 @@ it('does not leak its own descriptors or the channel into processes that did not
   // 0-2, and the descriptor ls reads the directory through.
   expect(result.stdout).toBe('0 1 2 3 ');
   expect((await ended(sh('exec 3<&- ; ls /proc/self/fd | sort -n | tr "\\n" " "'))).stdout).toBe('0 1 2 3 ');
+});
+
+describe("windows on a process's descriptors", () => {
+  it('holds a process whose output nobody reads once a window of it is on its way, and loses nothing', async () => {
+    // 80 chunks of 64 KiB to stdout, each followed by its number on stderr; stdout is not read at first.
+    const proc = supervisor.spawn({
+      argv: ['python3', '-c', 'import sys\nfor i in range(80):\n    sys.stdout.buffer.write(b"x" * 65536); sys.stdout.flush(); sys.stderr.write("%d\\n" % i); sys.stderr.flush()'],
+      cwd: dir,
+      env,
+    });
+    let written = -1;
+    proc.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+      for (const line of chunk.split('\n')) if (line !== '') written = Number(line);
+    });
+    const closed = new Promise((resolve) => proc.once('close', resolve));
+    await pollUntil(() => written, (n) => n >= 2, SETTLE_MS);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    // The window (256 KiB), the pipe (64 KiB) and the stream's buffer: a handful of chunks, never all 80.
+    expect(written).toBeLessThan(16);
+    expect(proc.stdout.readableLength).toBeLessThanOrEqual(STREAM_WINDOW_BYTES + 64 * 1024);
+    let bytes = 0;
+    proc.stdout.on('data', (chunk: Buffer) => (bytes += chunk.length));
+    await closed;
+    expect({ written, bytes }).toEqual({ written: 79, bytes: 80 * 65536 });
+  });
+
+  it('writes input only as fast as the process reads it, and all of it', async () => {
+    const go = join(dir, 'go-input');
+    const proc = sh(`while [ ! -e ${go} ]; do sleep 0.05; done; wc -c`, { stdin: true });
+    const done = ended(proc);
+    let written = false;
+    proc.stdin?.end(Buffer.alloc(4 * 1024 * 1024, 'y'), () => (written = true));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    // The process reads nothing yet: the window went to the supervisor, the rest waits here.
+    expect(written).toBe(false);
+    expect(proc.stdin?.writableLength).toBeGreaterThan(2 * 1024 * 1024);
+    writeFileSync(go, '');
+    expect((await done).stdout.trim()).toBe(String(4 * 1024 * 1024));
+    expect(written).toBe(true);
+  });
+
+  it("is killed when it sends more of a process's output than the window without an acknowledgement", async () => {
+    // A stand-in that starts nothing: it answers a SPAWN with a pid, then sends 400,000 bytes of its stdout.
+    const script = [
+      'import os, struct',
+      'H = struct.Struct(">IBIB")',
+      'def send(kind, key, fd, payload=b""):',
+      '    os.write(1, H.pack(len(payload), kind, key, fd) + payload)',
+      'send(6, 0, 0, b\'{"ready":true}\')',
+      'buf = b""',
+      'while True:',
+      '    chunk = os.read(0, 65536)',
+      '    if not chunk: break',
+      '    buf += chunk',
+      '    while len(buf) >= 10:',
+      '        size, kind, key, fd = H.unpack_from(buf)',
+      '        if len(buf) < 10 + size: break',
+      '        buf = buf[10 + size:]',
+      '        if kind != 1: continue',
+      '        send(6, key, 0, b\'{"pid":4242}\')',
+      '        for _ in range(2): send(2, key, 1, b"x" * 200000)',
+    ].join('\n');
+    const fake = await Supervisor.start({ file: 'python3', args: ['-c', script], env, cwd: dir });
+    const proc = fake.spawn({ argv: ['true'], cwd: dir, env });
+    let held = 0;
+    proc.stdout.pause();
+    proc.stdout.on('data', (chunk: Buffer) => (held += chunk.length));
+    proc.stdout.pause();
+    expect(await ended(proc)).toMatchObject({ code: null, signal: 'SIGKILL' });
+    expect(fake.alive).toBe(false);
+    expect(held).toBeLessThanOrEqual(STREAM_WINDOW_BYTES);
+  });
+
+  it('is killed when it stops reading its stdin while more than its backlog waits there', async () => {
+    const own = await startHostSupervisor(dir, { unresponsiveMs: 100 });
+    const first = own.spawn({ argv: ['sh', '-c', `echo $PPID; exec ${markedSleep(1106)}`], cwd: dir, env, stdin: true });
+    const firstEnded = ended(first);
+    const ppid = Number(await new Promise<string>((resolve) => first.stdout.once('data', (chunk: Buffer) => resolve(chunk.toString()))));
+    const others = Array.from({ length: 6 }, () => own.spawn({ argv: ['sh', '-c', `exec ${markedSleep(1106)}`], cwd: dir, env, stdin: true }));
+    await Promise.all(others.map((proc) => new Promise((resolve) => proc.once('spawn', resolve))));
+    process.kill(ppid, 'SIGSTOP');
+    try {
+      // Each input's window (256 KiB) goes to the stopped supervisor's stdin: over 1 MiB there, and none of it read.
+      for (const proc of [first, ...others]) proc.stdin?.write(Buffer.alloc(300_000, 'z'));
+      expect(await firstEnded).toMatchObject({ code: null, signal: 'SIGKILL' });
+      expect(own.alive).toBe(false);
+      expect(await waitUntilGone(() => listProcesses().filter((p) => p.pid === ppid), SETTLE_MS)).toEqual([]);
+    } finally {
+      own.kill();
+      killLeft(markedSleep(1106));
+    }
+  });
 });
 
 it('probes ports from where the processes are', async () => {
