@@ -241,10 +241,12 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): Config {
         `LOCAL_SANDBOX_ISOLATION=none runs sandbox code as the server's own user, with its files and secrets; refused on ${onFc ? 'FC' : host} (reachable from other hosts): run as root (each sandbox then has a user of its own), install bubblewrap, or listen on loopback`,
       );
     }
-    const tokenFile = env.MCP_AUTH_TOKEN_FILE;
-    if (tokenFile !== undefined && ((statSync(tokenFile, { throwIfNoEntry: false })?.mode ?? 0) & 0o004) !== 0) {
-      problems.push(`MCP_AUTH_TOKEN_FILE is readable by every user, and with LOCAL_SANDBOX_ISOLATION=none sandbox code could read it: chmod 600 ${tokenFile}`);
-    }
+  }
+  // Sandbox code runs on this host: masked or not, a token file every user may read is one step from it (an
+  // alias the mask misses, a hard link, isolation switched off later).
+  const tokenFile = env.MCP_AUTH_TOKEN_FILE;
+  if (backend === 'local' && tokenFile !== undefined && ((statSync(tokenFile, { throwIfNoEntry: false })?.mode ?? 0) & 0o004) !== 0) {
+    problems.push(`MCP_AUTH_TOKEN_FILE is readable by every user, and the local backend runs sandbox code on this host: chmod 600 ${tokenFile}`);
   }
   const diskMb = int('LOCAL_SANDBOX_DISK_MB', 1024, 0, 1_048_576);
   // Smaller, an ext4 image holds little but its own metadata.

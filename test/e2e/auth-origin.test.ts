@@ -64,7 +64,7 @@ describe('bearer tokens from MCP_AUTH_TOKEN_FILE', () => {
   let server: StartedServer;
   beforeAll(async () => {
     const file = join(mkdtempSync(join(tmpdir(), 'mcp-tokens-')), 'tokens');
-    writeFileSync(file, `# tokens for the e2e suite\n${FILE_TOKENS[0]}\n\n   ${FILE_TOKENS[1]}   # the second one\n`);
+    writeFileSync(file, `# tokens for the e2e suite\n${FILE_TOKENS[0]}\n\n   ${FILE_TOKENS[1]}   # the second one\n`, { mode: 0o600 });
     server = await startServer({ env: { MCP_AUTH_TOKEN_FILE: file } });
   });
 

@@ -3,11 +3,12 @@
  * official client: the server (root in CI, bubblewrap, a user per sandbox) must never read, list or delete a
  * path the sandbox controls with its own rights. The victim is another session's workspace on the same host.
  */
-import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { connectClient, type TestClient } from '../support/clients';
-import { startServer, stopAllServers, type StartedServer, uidClaimsIn, workspacesIn } from '../support/server';
+import { runServerToExit, startServer, stopAllServers, type StartedServer, uidClaimsIn, workspacesIn } from '../support/server';
 
 const TOKEN = 'e2e-attack-token-0123456789abcdef';
 const VICTIM_MARK = 'victim-only-entry';
@@ -152,23 +153,59 @@ public class Main {
   });
 });
 
-describe('a token file reached through a symlink', () => {
+describe('a token file reached by another name', () => {
   const asRoot = process.getuid?.() === 0 ? it : it.skip;
-  asRoot('is masked where it leads, and every sandbox still starts', async () => {
-    // Under /opt, which sandboxes see read-only: the file is world-readable, so only the mask keeps it out.
+  /** What each path is inside the sandbox, one line each: `%F` (the mask is a character device) or `absent`. */
+  const typesOf = (paths: string[]) => paths.map((path) => `stat -L -c %F ${path} 2>/dev/null || echo absent`).join('; ');
+
+  asRoot('is masked where a symlink to it leads, and every sandbox still starts', async () => {
+    // Under /opt, which sandboxes see read-only.
     const dir = mkdtempSync('/opt/mcp-attack-');
     chmodSync(dir, 0o755);
     try {
-      writeFileSync(join(dir, 'tokens'), `${TOKEN}\n`, { mode: 0o644 });
+      writeFileSync(join(dir, 'tokens'), `${TOKEN}\n`, { mode: 0o600 });
       symlinkSync(join(dir, 'tokens'), join(dir, 'link'));
       const server = await startServer({ env: { MCP_AUTH_TOKEN_FILE: join(dir, 'link') } });
       const client = await connectClient('v2', server.url, { token: TOKEN });
-      const read = await client.callTool('run_command', { command: `cat ${join(dir, 'tokens')}; cat ${join(dir, 'link')}; echo end` });
-      expect(read.structuredContent).toMatchObject({ stdout: 'end\n' });
+      const read = await client.callTool('run_command', { command: `cat ${join(dir, 'tokens')}; cat ${join(dir, 'link')}; ${typesOf([join(dir, 'tokens'), join(dir, 'link')])}` });
+      expect(read.structuredContent).toMatchObject({ stdout: 'character special file\ncharacter special file\n' });
       expect(JSON.stringify(read)).not.toContain(TOKEN);
       await client.close();
     } finally {
       await stopAllServers();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  // A merged-/usr host (/lib → usr/lib) shows /usr/lib a second time at /lib unless /lib is a symlink inside too.
+  const mergedUsr = process.getuid?.() === 0 && lstatSync('/lib').isSymbolicLink() && readlinkSync('/lib') === 'usr/lib' ? it : it.skip;
+  mergedUsr('is masked under every alias of its directory (/lib and /usr/lib)', async () => {
+    const dir = mkdtempSync('/usr/lib/mcp-attack-');
+    chmodSync(dir, 0o755);
+    const name = dir.slice('/usr/lib/'.length);
+    try {
+      writeFileSync(join(dir, 'tokens'), `${TOKEN}\n`, { mode: 0o600 });
+      const server = await startServer({ env: { MCP_AUTH_TOKEN_FILE: join(dir, 'tokens') } });
+      const client = await connectClient('v2', server.url, { token: TOKEN });
+      const paths = [`/usr/lib/${name}/tokens`, `/lib/${name}/tokens`];
+      const read = await client.callTool('run_command', { command: `readlink /lib; cat ${paths.join(' ')}; ${typesOf(paths)}` });
+      expect(read.structuredContent).toMatchObject({ stdout: 'usr/lib\ncharacter special file\ncharacter special file\n' });
+      expect(JSON.stringify(read)).not.toContain(TOKEN);
+      await client.close();
+    } finally {
+      await stopAllServers();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('is refused at start-up when every user may read it, isolated or not', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'mcp-attack-readable-'));
+    try {
+      writeFileSync(join(dir, 'tokens'), `${TOKEN}\n`, { mode: 0o644 });
+      const refused = await runServerToExit({ MCP_AUTH_TOKEN_FILE: join(dir, 'tokens'), LOCAL_SANDBOX_ROOT: dir });
+      expect(refused.code).not.toBe(0);
+      expect(refused.stderr).toMatch(/MCP_AUTH_TOKEN_FILE is readable by every user.*chmod 600/);
+    } finally {
       rmSync(dir, { recursive: true, force: true });
     }
   });

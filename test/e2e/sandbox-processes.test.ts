@@ -26,9 +26,9 @@ describe('run_command under bubblewrap', () => {
     // /opt is mounted read-only inside the sandbox: a token file there must be masked, not just out of view.
     secretsDir = mkdtempSync(join(process.getuid?.() === 0 ? '/opt' : tmpdir(), 'mcp-secrets-'));
     tokenFile = join(secretsDir, 'tokens');
-    // Readable by anyone (a careless setup): only the server's masking keeps it from the sandbox.
+    // The server's own (a world-readable one is refused at start-up); the sandbox must see the mask in its place.
     chmodSync(secretsDir, 0o755);
-    writeFileSync(tokenFile, `${FILE_TOKEN}\n`, { mode: 0o644 });
+    writeFileSync(tokenFile, `${FILE_TOKEN}\n`, { mode: 0o600 });
     server = await startServer({
       env: {
         MCP_AUTH_TOKENS: TOKEN,
@@ -106,9 +106,10 @@ describe('run_command under bubblewrap', () => {
     }
   });
 
-  it('cannot read the auth token file from inside the sandbox', async () => {
-    const result = await client.callTool('run_command', { command: `cat ${tokenFile}; ls ${secretsDir}` });
+  it('cannot read the auth token file from inside the sandbox: an empty device stands in its place', async () => {
+    const result = await client.callTool('run_command', { command: `cat ${tokenFile}; ls ${secretsDir}; stat -c %F ${tokenFile}` });
     expect(result.structuredContent?.stdout).not.toContain(FILE_TOKEN);
+    expect(result.structuredContent?.stdout).toContain('character special file');
     expect(JSON.stringify(result)).not.toContain(FILE_TOKEN);
   });
 

@@ -106,11 +106,11 @@ export class StubSandbox implements E2BSandboxApi {
     };
   }
 
-  async readFile(path: string): Promise<Uint8Array> {
+  async readFile(path: string, maxBytes: number): Promise<Uint8Array> {
     this.check();
     const data = this.files.get(path);
     if (data === undefined) throw new e2b.FileNotFoundError(`file ${path} not found`);
-    return data;
+    return data.subarray(0, maxBytes + 1);
   }
 
   async writeFile(path: string, data: ArrayBuffer): Promise<unknown> {

@@ -68,12 +68,16 @@ describe('loadConfig', () => {
     expect(problemsOf({ LOCAL_SANDBOX_PREVIEW_PUBLIC: 'yes' }).join()).toMatch(/LOCAL_SANDBOX_PREVIEW_PUBLIC must be on or off/);
   });
 
-  it('refuses a world-readable token file with LOCAL_SANDBOX_ISOLATION=none', () => {
+  it('refuses a world-readable token file wherever the local backend runs sandbox code, isolated or not', () => {
     const file = join(mkdtempSync(join(tmpdir(), 'tokens-')), 'tokens');
     writeFileSync(file, 'token-0123456789abcdef\n', { mode: 0o644 });
     const env = { MCP_AUTH_TOKEN_FILE: file, LOCAL_SANDBOX_ISOLATION: 'none' };
     expect(problemsOf(env, { asRoot: true }).join()).toMatch(/MCP_AUTH_TOKEN_FILE is readable by every user.*chmod 600/);
-    expect(problemsOf({ MCP_AUTH_TOKEN_FILE: file }, { asRoot: true })).toEqual([]);
+    for (const isolation of ['auto', 'bwrap']) {
+      expect(problemsOf({ MCP_AUTH_TOKEN_FILE: file, LOCAL_SANDBOX_ISOLATION: isolation }, { asRoot: true }).join()).toMatch(/MCP_AUTH_TOKEN_FILE is readable by every user.*chmod 600/);
+    }
+    // On E2B no sandbox runs on this host.
+    expect(problemsOf({ MCP_AUTH_TOKEN_FILE: file, SANDBOX_BACKEND: 'e2b', E2B_API_KEY: 'k' }, { asRoot: true })).toEqual([]);
     writeFileSync(file, 'token-0123456789abcdef\n', { mode: 0o600 });
     chmodSync(file, 0o600);
     expect(problemsOf(env, { asRoot: true })).toEqual([]);
@@ -87,7 +91,7 @@ describe('loadConfig', () => {
   it('merges tokens from MCP_AUTH_TOKENS and MCP_AUTH_TOKEN_FILE, skipping comments and blanks', () => {
     const dir = mkdtempSync(join(tmpdir(), 'cfg-'));
     const file = join(dir, 'tokens');
-    writeFileSync(file, '# team tokens\nfile-token-1\n\nfile-token-2 # ci\n');
+    writeFileSync(file, '# team tokens\nfile-token-1\n\nfile-token-2 # ci\n', { mode: 0o600 });
     const config = loadConfig({ MCP_AUTH_TOKENS: 'env-token-1,env-token-2', MCP_AUTH_TOKEN_FILE: file });
     expect(config.auth.tokens).toEqual(['env-token-1', 'env-token-2', 'file-token-1', 'file-token-2']);
     expect(config.auth.source).toBe('both');

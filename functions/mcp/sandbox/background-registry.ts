@@ -8,10 +8,12 @@
 import type { Clock } from '../clock';
 import { AppError } from '../errors';
 import { extentOfSegments, type SegmentFile } from './log-segments';
-import type { BackgroundProcess, ProcessLogPage } from './types';
+import type { BackgroundProcess, ProcessLogPage, StdinWrite } from './types';
 
 /** How long `signal` waits to report the process gone. */
 const SIGNAL_WAIT_MS = 2_000;
+/** How long `writeStdin` waits for the process to read its input before saying the rest is pending. */
+const STDIN_WAIT_MS = 2_000;
 /** The shape of every id; nothing else names a log. */
 const PROCESS_ID = /^p\d+$/;
 
@@ -32,8 +34,10 @@ export interface BackgroundHandle {
   outputBytes(): number | undefined;
   /** Sends `signal` to the process and everything it started. */
   signal(signal: NodeJS.Signals): Promise<void>;
-  /** Writes to its stdin; false when it reads no more input. */
+  /** Writes to its stdin: settles once all of it went in (true) or the process reads no more (false). */
   writeStdin(input: string): Promise<boolean>;
+  /** Bytes of input written earlier that the process has not taken yet (0 when none wait). */
+  stdinBacklog(): number;
 }
 
 /** What a backend does for the registry. `How` is what starting a process takes beside its command. */
@@ -136,11 +140,23 @@ export class BackgroundRegistry<How, Handle extends BackgroundHandle> {
     return this.describe(entry, counted ?? extentOfSegments((await this.backend.logs()).get(id) ?? []).totalBytes);
   }
 
-  async writeStdin(id: string, input: string): Promise<void> {
+  /**
+   * Writes `input` and waits a little for the process to take it. Refused while earlier input still waits: a
+   * process that reads nothing makes the server hold one input for it, never one per call.
+   */
+  async writeStdin(id: string, input: string): Promise<StdinWrite> {
     const entry = this.find(id);
-    if (entry.status !== undefined || !(await entry.handle.writeStdin(input))) {
-      throw new AppError('invalid_input', `Process ${id} has exited; it reads no more input.`);
+    const exited = (): AppError => new AppError('invalid_input', `Process ${id} has exited; it reads no more input.`);
+    if (entry.status !== undefined) throw exited();
+    const waiting = entry.handle.stdinBacklog();
+    if (waiting > 0) {
+      throw new AppError('invalid_input', `Process ${id} has not read the ${waiting} bytes of input written before yet, so nothing more was written; check its logs, and write again once it has read them.`);
     }
+    const written = entry.handle.writeStdin(input);
+    const outcome = await Promise.race([written, this.clock.sleep(STDIN_WAIT_MS).then(() => 'waiting' as const)]);
+    if (outcome === 'waiting') return { state: 'pending', pendingBytes: entry.handle.stdinBacklog() };
+    if (!outcome || entry.status !== undefined) throw exited();
+    return { state: 'written' };
   }
 
   hasRunning(): boolean {

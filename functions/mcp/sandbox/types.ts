@@ -84,10 +84,18 @@ export interface CodeError {
   readonly traceback: string;
 }
 
+/** Rich results an execution produced beyond what one call keeps (code-results.ts). */
+export interface OmittedResults {
+  readonly count: number;
+  readonly bytes: number;
+}
+
 export interface RunCodeResult {
   readonly stdout: CapturedOutput;
   readonly stderr: CapturedOutput;
   readonly results: readonly CodeOutput[];
+  /** Results left out: over the count or bytes one call keeps. */
+  readonly omittedResults?: OmittedResults;
   readonly error: CodeError | null;
   readonly timedOut: boolean;
   readonly cancelled: boolean;
@@ -155,6 +163,13 @@ export interface BackgroundProcess {
   readonly outputBytes: number;
 }
 
+/** What became of input written to a background process's stdin. */
+export type StdinWrite =
+  /** All of it went into the process. */
+  | { readonly state: 'written' }
+  /** The process has not read all of it yet: the rest (`pendingBytes`) goes in as it reads. */
+  | { readonly state: 'pending'; readonly pendingBytes: number };
+
 /** A page of a background process's output log. */
 export interface ProcessLogPage {
   readonly text: string;
@@ -204,7 +219,11 @@ export interface Sandbox {
   readBackgroundLog(id: string, options: { offset?: number; limitBytes: number }): Promise<ProcessLogPage>;
   /** Sends `signal` to the process and everything it started. */
   signalBackground(id: string, signal: NodeJS.Signals): Promise<BackgroundProcess>;
-  writeBackgroundStdin(id: string, input: string): Promise<void>;
+  /**
+   * Writes to a background process's stdin, waiting a little for it to read; refused while earlier input waits
+   * (at most one does per process, so a process that reads nothing holds one input, not every call's).
+   */
+  writeBackgroundStdin(id: string, input: string): Promise<StdinWrite>;
   /** True while any background process runs (such a session is not evicted). */
   hasRunningBackground(): boolean;
   /** Stops every process and deletes the sandbox with its files. */

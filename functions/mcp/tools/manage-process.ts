@@ -35,6 +35,7 @@ const Output = z.object({
   log: z
     .object({ text: z.string(), offset: z.number().int(), next_offset: z.number().int(), total_bytes: z.number().int(), dropped_bytes: z.number().int() })
     .optional(),
+  pending_bytes: z.number().int().optional().describe('For write_stdin: bytes of the input the process has not read yet (0: all of it went in).'),
 });
 
 const toProcess = (p: BackgroundProcess) => ({
@@ -93,8 +94,13 @@ export const manageProcessTool = defineTool({
       }
       case 'write_stdin': {
         if (args.input === undefined) throw new AppError('invalid_input', 'Give input for action "write_stdin".');
-        await sandbox.writeBackgroundStdin(id, args.input);
-        return { text: `Wrote ${Buffer.byteLength(args.input)} bytes to ${id}.`, structured: { action: 'write_stdin' } };
+        const bytes = Buffer.byteLength(args.input);
+        const written = await sandbox.writeBackgroundStdin(id, args.input);
+        if (written.state === 'written') return { text: `Wrote ${bytes} bytes to ${id}.`, structured: { action: 'write_stdin', pending_bytes: 0 } };
+        return {
+          text: `${id} has taken ${bytes - written.pendingBytes} of the ${bytes} bytes so far; the rest goes in as it reads. Another write_stdin is refused until it has read them all.`,
+          structured: { action: 'write_stdin', pending_bytes: written.pendingBytes },
+        };
       }
       default: {
         const unknown: never = args.action;

@@ -1,6 +1,7 @@
 /** `run_code`: code in a stateful interpreter (Python) or a one-shot one (other languages). */
 import * as z from 'zod';
 
+import { MAX_CODE_RESULT_BYTES, MAX_CODE_RESULTS } from '../sandbox/code-results';
 import { describeMemoryLimit, EnvSchema, OutOfMemorySchema, outOfMemoryNote, renderStream, TimeoutSchema } from './shared-schemas';
 import { defineTool, type ImageBlock } from './tool';
 
@@ -20,6 +21,10 @@ const Output = z.object({
   results: z
     .array(z.object({ type: z.enum(['text', 'image']), text: z.string().optional(), mime_type: z.string().optional() }))
     .describe('Rich results: the value of the last expression, charts (images are also sent as image content).'),
+  results_omitted: z
+    .object({ count: z.number().int(), bytes: z.number().int() })
+    .optional()
+    .describe(`Present when the code produced more rich results than one call returns (${MAX_CODE_RESULTS}, ${MAX_CODE_RESULT_BYTES / 1024 / 1024} MiB in all): how many were left out, and their size.`),
   error: z.object({ name: z.string(), value: z.string(), traceback: z.string() }).nullable(),
   timed_out: z.boolean(),
   state_lost: z.boolean().describe('True when the interpreter restarted and earlier variables are gone.'),
@@ -55,6 +60,12 @@ export const runCodeTool = defineTool({
     }
     if (result.timedOut) lines.unshift(`Timed out after ${timeoutMs} ms and was interrupted. Pass a larger timeout_ms or split the work.`);
     if (result.cancelled) lines.unshift('Cancelled.');
+    const omitted = result.omittedResults;
+    if (omitted !== undefined) {
+      lines.push(
+        `${omitted.count} more result(s) (${omitted.bytes} bytes) were left out: a call returns at most ${MAX_CODE_RESULTS} results and ${MAX_CODE_RESULT_BYTES / 1024 / 1024} MiB of them. Save large outputs to files (savefig, to_csv) and read or list them instead.`,
+      );
+    }
     if (result.error !== null) lines.push(`${result.error.name}: ${result.error.value}`, result.error.traceback);
     const oom = result.outOfMemory;
     if (oom !== undefined && result.stateLost) lines.push(`The interpreter was restarted because it ran out of memory (${describeMemoryLimit(oom)}): variables and imports from earlier calls are gone.`);
@@ -69,6 +80,7 @@ export const runCodeTool = defineTool({
         stdout: result.stdout.text,
         stderr: result.stderr.text,
         results: result.results.map((r) => (r.type === 'text' ? { type: 'text' as const, text: r.text } : { type: 'image' as const, mime_type: r.mimeType })),
+        ...(omitted === undefined ? {} : { results_omitted: { count: omitted.count, bytes: omitted.bytes } }),
         error: result.error,
         timed_out: result.timedOut,
         state_lost: result.stateLost,

@@ -10,6 +10,9 @@ interface FakeProcess extends BackgroundHandle {
   readonly input: string[];
   end(status: ExitStatus | undefined): void;
   readsInput: boolean;
+  /** A process that takes input without reading it: a write never finishes, and the bytes wait. */
+  slow: boolean;
+  unread: number;
 }
 
 /** The backend's log directory (segments by id) and what an earlier instance's processes report. */
@@ -29,6 +32,8 @@ function createFakeBackend(counting: boolean) {
         signals: [],
         input: [],
         readsInput: true,
+        slow: false,
+        unread: 0,
         outputBytes: () => (counting ? 42 : undefined),
         async signal(signal) {
           process.signals.push(signal);
@@ -37,8 +42,13 @@ function createFakeBackend(counting: boolean) {
         async writeStdin(text) {
           if (!process.readsInput) return false;
           process.input.push(text);
+          if (process.slow) {
+            process.unread += text.length;
+            return new Promise<boolean>(() => undefined);
+          }
           return true;
         },
+        stdinBacklog: () => process.unread,
       };
       launched.push(process);
       return process;
@@ -141,6 +151,25 @@ it('writes stdin while the process reads it, and says it has exited otherwise', 
   if (launched[1] !== undefined) launched[1].readsInput = false;
   await expect(registry.writeStdin(b.id, 'more')).rejects.toMatchObject({ code: 'invalid_input' });
   await expect(registry.writeStdin('p9', 'x')).rejects.toMatchObject({ code: 'not_found' });
+});
+
+it('says how much input waits when the process is slow to read it, and refuses more until it has read it', async () => {
+  const { backend, launched } = createFakeBackend(false);
+  const fake = clock();
+  const registry = new BackgroundRegistry(backend, fake);
+  const a = await registry.start('a', { exitOnSignal: false });
+  const proc = launched[0] as FakeProcess;
+  proc.slow = true;
+  expect(await registry.writeStdin(a.id, 'x'.repeat(1_000))).toEqual({ state: 'pending', pendingBytes: 1_000 });
+  expect(fake.sleeps).toEqual([2_000]);
+  await expect(registry.writeStdin(a.id, 'more')).rejects.toMatchObject({
+    code: 'invalid_input',
+    message: `Process ${a.id} has not read the 1000 bytes of input written before yet, so nothing more was written; check its logs, and write again once it has read them.`,
+  });
+  expect(proc.input).toEqual(['x'.repeat(1_000)]);
+  proc.slow = false;
+  proc.unread = 0;
+  expect(await registry.writeStdin(a.id, 'now')).toEqual({ state: 'written' });
 });
 
 it("reads its own logs and an earlier instance's, and names no other", async () => {

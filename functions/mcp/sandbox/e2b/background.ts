@@ -20,6 +20,8 @@ const LOG_DIR = '/tmp/.mcp-processes';
 const STREAM_LIMIT_MS = 24 * 3600 * 1000;
 /** How often a log page is re-read when the log rotated under the read. */
 const READ_ATTEMPTS = 3;
+/** The most of a status file read (an exit status or a signal number; the sandbox could make it any size). */
+const STATUS_FILE_BYTES = 64;
 
 /**
  * The script that runs process `id`: `setsid` makes the command the leader of its own process group (fd 3
@@ -72,6 +74,8 @@ class E2BBackground implements BackgroundBackend<E2BBackgroundPlace, BackgroundH
     // tells nothing (the process may still run).
     const exited = async (): Promise<ExitStatus> => (await this.statusOf(id)) ?? { code: null, signal: null };
     const ended = handle.wait().then(exited, async (err: unknown) => (err instanceof this.errors.CommandExitError ? exited() : undefined));
+    /** Input on its way to envd (one request per write). */
+    let sending = 0;
     return {
       ended,
       outputBytes: () => undefined,
@@ -83,9 +87,16 @@ class E2BBackground implements BackgroundBackend<E2BBackgroundPlace, BackgroundH
         await killer.wait().catch(() => undefined);
       },
       writeStdin: async (input) => {
-        await handle.sendStdin(input);
+        const bytes = Buffer.byteLength(input);
+        sending += bytes;
+        try {
+          await handle.sendStdin(input);
+        } finally {
+          sending -= bytes;
+        }
         return true;
       },
+      stdinBacklog: () => sending,
     };
   }
 
@@ -114,7 +125,7 @@ class E2BBackground implements BackgroundBackend<E2BBackgroundPlace, BackgroundH
    */
   private async statusOf(id: string): Promise<ExitStatus | undefined> {
     const read = (suffix: string): Promise<string | undefined> =>
-      this.api.readFile(`${LOG_DIR}/${id}.${suffix}`).then(
+      this.api.readFile(`${LOG_DIR}/${id}.${suffix}`, STATUS_FILE_BYTES).then(
         (bytes) => Buffer.from(bytes).toString().trim(),
         () => undefined,
       );

@@ -4,11 +4,12 @@ import { posix } from 'node:path';
 
 import type { Clock } from '../../clock';
 import { AppError, isAppError } from '../../errors';
+import { CodeResults } from '../code-results';
 import { OutputCapture } from '../output-capture';
+import { tooLargeToRead } from '../read-limit';
 import type {
   BackgroundProcess,
   CodeError,
-  CodeOutput,
   FileEntry,
   ListFilesRequest,
   ListFilesResult,
@@ -22,6 +23,7 @@ import type {
   Sandbox,
   SandboxInfo,
   StartBackgroundRequest,
+  StdinWrite,
 } from '../types';
 import { createE2BBackgroundProcesses, type E2BBackgroundProcesses } from './background';
 import { saveOpenFigures } from './charts';
@@ -98,7 +100,7 @@ export class E2BSandbox implements Sandbox {
     return this.call(`signalling ${id}`, () => this.background.signal(id, signal));
   }
 
-  writeBackgroundStdin(id: string, input: string): Promise<void> {
+  writeBackgroundStdin(id: string, input: string): Promise<StdinWrite> {
     return this.call(`writing to ${id}`, () => this.background.writeStdin(id, input));
   }
 
@@ -206,10 +208,11 @@ export class E2BSandbox implements Sandbox {
     const stderr = new OutputCapture(this.options.maxOutputBytes);
     const started = clock.now();
     let cancelled = false;
-    const partial = (timedOut: boolean, error: CodeError | null, results: CodeOutput[] = []): RunCodeResult => ({
+    const partial = (timedOut: boolean, error: CodeError | null, results = new CodeResults()): RunCodeResult => ({
       stdout: stdout.result(),
       stderr: stderr.result(),
-      results,
+      results: results.results,
+      ...(results.omitted === undefined ? {} : { omittedResults: results.omitted }),
       error,
       timedOut,
       cancelled,
@@ -240,13 +243,13 @@ export class E2BSandbox implements Sandbox {
             req.onOutput?.('stderr', msg.line);
           },
         });
-        const results: CodeOutput[] = [];
+        const results = new CodeResults();
         for (const result of execution.results) {
-          if (result.png !== undefined) results.push({ type: 'image', mimeType: 'image/png', data: result.png });
-          else if (result.jpeg !== undefined) results.push({ type: 'image', mimeType: 'image/jpeg', data: result.jpeg });
-          else if (result.text !== undefined) results.push({ type: 'text', text: result.text.slice(0, 65_536) });
+          if (result.png !== undefined) results.add({ type: 'image', mimeType: 'image/png', data: result.png });
+          else if (result.jpeg !== undefined) results.add({ type: 'image', mimeType: 'image/jpeg', data: result.jpeg });
+          else if (result.text !== undefined) results.add({ type: 'text', text: result.text });
         }
-        if (this.options.charts === 'files' && req.language === 'python' && !cancelled) results.push(...(await saveOpenFigures(api)));
+        if (this.options.charts === 'files' && req.language === 'python' && !cancelled) for (const chart of await saveOpenFigures(api)) results.add(chart);
         const error = execution.error === undefined ? null : { name: execution.error.name, value: execution.error.value, traceback: execution.error.traceback };
         return partial(false, error, results);
       }, req.timeoutMs);
@@ -277,13 +280,10 @@ export class E2BSandbox implements Sandbox {
     return this.call(`reading ${target}`, async () => {
       const info = await this.options.api.getInfo(target);
       if (info.type === 'dir') throw new AppError('invalid_input', `${target} is a directory; use list_files to see what it holds.`);
-      if (info.size > maxBytes) {
-        throw new AppError(
-          'invalid_input',
-          `${target} is ${info.size} bytes, over the ${maxBytes}-byte read limit; read it by lines (offset/limit) if it is text, or inspect it with run_command (head, tail, split).`,
-        );
-      }
-      const bytes = Buffer.from(await this.options.api.readFile(target));
+      if (info.size > maxBytes) throw tooLargeToRead(target, `${info.size} bytes`, maxBytes);
+      // The sandbox can grow the file after the check: never more than the limit is read.
+      const bytes = Buffer.from(await this.options.api.readFile(target, maxBytes));
+      if (bytes.length > maxBytes) throw tooLargeToRead(target, `over ${maxBytes} bytes`, maxBytes);
       return { path: target, bytes, sizeBytes: bytes.length };
     });
   }

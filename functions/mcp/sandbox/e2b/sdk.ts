@@ -6,6 +6,7 @@
 import type { Sandbox as CodeInterpreterSandbox, Execution, RunCodeOpts, RunCodeLanguage } from '@e2b/code-interpreter';
 import type { CommandHandle, CommandStartOpts, ConnectionOpts, EntryInfo, SandboxConnectOpts, SandboxOpts } from 'e2b';
 
+import { readStreamAtMost } from '../read-limit';
 import { loadE2BModules } from './sdk-modules';
 
 /** A running E2B sandbox, as the backend uses it. */
@@ -14,7 +15,8 @@ export interface E2BSandboxApi {
   runCode(code: string, opts: RunCodeOpts & { language?: RunCodeLanguage }): Promise<Pick<Execution, 'results' | 'logs' | 'error'>>;
   /** `commands.run(cmd, { background: true })`. */
   startCommand(cmd: string, opts: Omit<CommandStartOpts, 'background'>): Promise<Pick<CommandHandle, 'pid' | 'wait' | 'kill' | 'sendStdin'>>;
-  readFile(path: string): Promise<Uint8Array>;
+  /** At most `maxBytes` + 1 bytes of the file from its start: more than `maxBytes` means it is larger. */
+  readFile(path: string, maxBytes: number): Promise<Uint8Array>;
   writeFile(path: string, data: ArrayBuffer): Promise<unknown>;
   listFiles(path: string, depth: number): Promise<EntryInfo[]>;
   getInfo(path: string): Promise<EntryInfo>;
@@ -70,7 +72,7 @@ export async function loadE2BSdk(): Promise<E2BSdk> {
     sandboxId: sandbox.sandboxId,
     runCode: (code, runOpts) => sandbox.runCode(code, runOpts),
     startCommand: (cmd, cmdOpts) => sandbox.commands.run(cmd, { ...cmdOpts, background: true }),
-    readFile: (path) => sandbox.files.read(path, { format: 'bytes' }),
+    readFile: async (path, maxBytes) => readStreamAtMost(await sandbox.files.read(path, { format: 'stream' }), maxBytes + 1),
     writeFile: (path, data) => sandbox.files.write(path, data),
     listFiles: (path, depth) => sandbox.files.list(path, { depth }),
     getInfo: (path) => sandbox.files.getInfo(path),

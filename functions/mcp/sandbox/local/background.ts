@@ -5,7 +5,7 @@
  * sandbox.
  */
 import { mkdir } from 'node:fs/promises';
-import type { Readable, Writable } from 'node:stream';
+import { type Readable, Writable } from 'node:stream';
 
 import { SYSTEM_CLOCK } from '../../clock';
 import { type BackgroundBackend, type BackgroundHandle, BackgroundRegistry, type ExitStatus } from '../background-registry';
@@ -13,6 +13,9 @@ import type { SegmentFile } from '../log-segments';
 import { ProcessLog, segmentsIn } from '../process-log';
 import type { ProcessLogPage } from '../types';
 import { toSpawnError } from './process-group';
+
+/** Output waiting to be written to a log past which the process is not read until the disk catches up. */
+const LOG_QUEUE_BYTES = 1024 * 1024;
 
 /** What this uses of a process the sandbox's supervisor started (`SandboxProcess`). */
 export interface BackgroundChild {
@@ -23,6 +26,8 @@ export interface BackgroundChild {
   once(event: 'spawn', listener: () => void): unknown;
   once(event: 'error', listener: (err: Error) => void): unknown;
   once(event: 'close', listener: (code: number | null, signal: NodeJS.Signals | null) => void): unknown;
+  /** True once it exited (its input goes nowhere). */
+  readonly ended: boolean;
 }
 
 /** Starts a process in the sandbox, given a stdin to keep open. */
@@ -55,13 +60,23 @@ class LocalBackground implements BackgroundBackend<SpawnBackground, LocalProcess
     await mkdir(this.logDir, { recursive: true, mode: 0o700 });
     const log = ProcessLog.create(this.logDir, id);
     const child = spawn();
-    child.stdout.on('data', (chunk: Buffer) => void log.append(chunk));
-    child.stderr.on('data', (chunk: Buffer) => void log.append(chunk));
+    // Into the log with back-pressure: while LOG_QUEUE_BYTES wait for the disk the process's streams are not
+    // read, its supervisor stops acknowledging, and the process itself waits (supervisor.ts has the window).
+    // Chunks go in as they arrive; only while the disk lags can one stream's run ahead of the other's waiting ones.
+    const sink = new Writable({
+      highWaterMark: LOG_QUEUE_BYTES,
+      write: (chunk: Buffer, _enc, done) => void log.append(chunk).then(() => done()),
+    });
+    child.stdout.pipe(sink, { end: false });
+    child.stderr.pipe(sink, { end: false });
     child.stdin?.on('error', () => undefined);
     // Ended only once everything it wrote is in the log: its byte count is final when it says "exited".
     const ended = new Promise<ExitStatus>((resolve) =>
       child.once('close', (code, signal) => resolve({ code, signal: code === null ? signal : null })),
     ).then(async (status) => {
+      // Everything it wrote goes into the log first: the rest of its streams, then what the sink still holds.
+      await Promise.all([child.stdout, child.stderr].map((stream) => (stream.readableEnded ? undefined : new Promise((resolve) => stream.once('end', resolve)))));
+      await new Promise<void>((resolve) => sink.end(() => resolve()));
       await log.flushed();
       return status;
     });
@@ -78,10 +93,12 @@ class LocalBackground implements BackgroundBackend<SpawnBackground, LocalProcess
       },
       writeStdin: async (input) => {
         const stdin = child.stdin;
-        if (stdin === null || stdin.destroyed) return false;
+        if (stdin === null || stdin.destroyed || child.ended) return false;
         await new Promise<void>((resolve) => stdin.write(input, () => resolve()));
-        return true;
+        // The write also ends when the process does: then not all of it went in.
+        return !child.ended;
       },
+      stdinBacklog: () => child.stdin?.writableLength ?? 0,
     };
   }
 

@@ -10,6 +10,7 @@ import { type FileHandle, lstat, open, readdir, unlink } from 'node:fs/promises'
 import { join, posix } from 'node:path';
 
 import { AppError, toErrnoCode } from '../../errors';
+import { tooLargeToRead } from '../read-limit';
 import type { FileEntry, ListFilesRequest, ListFilesResult, ReadFileResult } from '../types';
 import { inside, locate, type OpenDir } from './beneath';
 import { toWorkspacePath, type Workspace } from './workspace';
@@ -60,13 +61,10 @@ export async function readWorkspaceFile(ws: Workspace, path: string, maxBytes: n
         const info = await handle.stat();
         if (info.isDirectory()) throw new AppError('invalid_input', `${shown} is a directory; use list_files to see what it holds.`);
         if (!info.isFile()) throw new AppError('invalid_input', `${shown} is not a regular file.`);
-        if (info.size > maxBytes) {
-          throw new AppError(
-            'invalid_input',
-            `${shown} is ${info.size} bytes, over the ${maxBytes}-byte read limit; read it by lines (offset/limit) if it is text, or inspect it with run_command (head, tail, split).`,
-          );
-        }
-        const bytes = await handle.readFile();
+        if (info.size > maxBytes) throw tooLargeToRead(shown, `${info.size} bytes`, maxBytes);
+        // The sandbox can grow the file after the check (ftruncate to 2 GiB, say): never read past the limit.
+        const bytes = await readAtMost(handle, maxBytes + 1);
+        if (bytes.length > maxBytes) throw tooLargeToRead(shown, `over ${maxBytes} bytes`, maxBytes);
         return { path: shown, bytes, sizeBytes: bytes.length };
       } finally {
         await handle.close();
@@ -77,6 +75,20 @@ export async function readWorkspaceFile(ws: Workspace, path: string, maxBytes: n
   } catch (err: unknown) {
     throw toFileError(err, shown, ws.diskLimitBytes);
   }
+}
+
+/** Reads from the start of `handle` until its end or `limit` bytes, whichever comes first. */
+async function readAtMost(handle: FileHandle, limit: number): Promise<Buffer> {
+  const buffer = Buffer.alloc(Math.min(limit, 64 * 1024));
+  const parts: Buffer[] = [];
+  let total = 0;
+  while (total < limit) {
+    const { bytesRead } = await handle.read(buffer, 0, Math.min(buffer.length, limit - total), total);
+    if (bytesRead === 0) break;
+    parts.push(Buffer.from(buffer.subarray(0, bytesRead)));
+    total += bytesRead;
+  }
+  return Buffer.concat(parts, total);
 }
 
 /** Writes a file, creating parent directories owned by the sandbox user. */

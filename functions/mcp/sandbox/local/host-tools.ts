@@ -1,11 +1,23 @@
-/** Finds the host programs the local backend relies on, and probes whether bubblewrap works here. */
+/** Finds the host programs the local backend relies on, probes whether bubblewrap works here, and reads the host's top-level layout. */
+import { lstat, readlink } from 'node:fs/promises';
+
 import { findProgram } from './find-program';
-import { type BwrapHardening, hardeningArgs, type HostTools, NO_HARDENING } from './launch';
+import { BWRAP_RO_DIRS, type BwrapHardening, hardeningArgs, type HostTools, NO_HARDENING } from './launch';
 import { spawnGroup } from './process-group';
 
 /** Locates bwrap, prlimit and setpriv. */
 export function findHostTools(): HostTools {
   return { bwrap: findProgram('bwrap'), prlimit: findProgram('prlimit'), setpriv: findProgram('setpriv') };
+}
+
+/** The directories bubblewrap shows that are symlinks on this host (merged /usr), with their targets. */
+export async function findRootLinks(dirs: readonly string[] = BWRAP_RO_DIRS): Promise<Map<string, string>> {
+  const links = new Map<string, string>();
+  for (const dir of dirs) {
+    const info = await lstat(dir).catch(() => undefined);
+    if (info?.isSymbolicLink() === true) links.set(dir, await readlink(dir));
+  }
+  return links;
 }
 
 /**

@@ -89,15 +89,16 @@ def run(job):
         if isinstance(exc, KeyboardInterrupt):
             kill_descendants()
         if isinstance(exc, SystemExit):
-            error = {"name": "SystemExit", "value": str(exc.code), "traceback": ""}
+            error = {"name": "SystemExit", "value": str(exc.code)[:16384], "traceback": ""}
         else:
             tb = exc.__traceback__
             while tb is not None and tb.tb_frame.f_code.co_filename == "<string>":
                 tb = tb.tb_next
+            # Cut to what the server reads of a control line (python-kernel.ts).
             error = {
-                "name": type(exc).__name__,
-                "value": str(exc),
-                "traceback": "".join(traceback.format_exception(type(exc), exc, tb)),
+                "name": type(exc).__name__[:256],
+                "value": str(exc)[:16384],
+                "traceback": "".join(traceback.format_exception(type(exc), exc, tb))[-16384:],
             }
     finally:
         timer.cancel()

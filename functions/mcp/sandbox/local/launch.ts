@@ -54,8 +54,12 @@ export function hardeningArgs(hardening: BwrapHardening): string[] {
   return [...(hardening.disableUserns ? ['--unshare-user', '--disable-userns'] : []), ...(hardening.seccomp === undefined ? [] : ['--seccomp', String(SECCOMP_FD)])];
 }
 
-/** Host directories made visible (read-only) inside bubblewrap. */
-const BWRAP_RO_DIRS = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32', '/etc', '/opt'];
+/**
+ * Host directories made visible (read-only) inside bubblewrap. Those that are symlinks on the host (`/lib` →
+ * `usr/lib` on a merged-/usr system) are made the same symlinks inside: bound on their own they would be a second
+ * view of their target, where a file masked under the target (the token file) shows unmasked.
+ */
+export const BWRAP_RO_DIRS: readonly string[] = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32', '/etc', '/opt'];
 
 /**
  * Writes its own pid to each `cgroup.procs` file named before `--`, then becomes the rest of its arguments: the
@@ -71,8 +75,10 @@ export interface LaunchOptions {
   limits: ProcessLimits;
   /** Network access under bubblewrap (always on without it). */
   allowNetwork: boolean;
-  /** Host files to hide inside bubblewrap (the token file). */
+  /** Host files to hide inside bubblewrap (the token file), by their real paths. */
   hiddenPaths: readonly string[];
+  /** Which of BWRAP_RO_DIRS are symlinks on this host, and their targets (host-tools.ts `findRootLinks`). @default none */
+  rootLinks?: ReadonlyMap<string, string>;
   /** What hardens bubblewrap here. @default none */
   hardening?: BwrapHardening;
   /** Extra read-only host directories (an interpreter's install prefix). */
@@ -134,7 +140,12 @@ export function buildLaunch(options: LaunchOptions): LaunchSpec {
     argv.push(tools.bwrap, '--unshare-all', ...hardeningArgs(hardening));
     if (options.allowNetwork) argv.push('--share-net');
     argv.push('--die-with-parent', '--hostname', 'sandbox');
-    for (const dir of [...BWRAP_RO_DIRS, ...options.extraReadOnlyDirs]) argv.push('--ro-bind-try', dir, dir);
+    const links = options.rootLinks ?? new Map<string, string>();
+    for (const dir of [...BWRAP_RO_DIRS, ...options.extraReadOnlyDirs]) {
+      const target = links.get(dir);
+      if (target === undefined) argv.push('--ro-bind-try', dir, dir);
+      else argv.push('--symlink', target, dir);
+    }
     for (const hidden of options.hiddenPaths) argv.push('--ro-bind-try', '/dev/null', hidden);
     argv.push('--proc', '/proc', '--dev', '/dev', '--bind', ws.home, BWRAP_WORKDIR, '--bind', ws.tmp, '/tmp');
     argv.push('--chdir', options.cwd, '--');

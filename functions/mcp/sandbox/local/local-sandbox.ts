@@ -21,6 +21,7 @@ import type {
   Sandbox,
   SandboxInfo,
   StartBackgroundRequest,
+  StdinWrite,
 } from '../types';
 import { createLocalBackgroundProcesses, type LocalBackgroundProcesses } from './background';
 import type { SandboxCgroup } from './cgroups';
@@ -47,6 +48,8 @@ export interface LocalSandboxOptions {
   limits: ProcessLimits;
   allowNetwork: boolean;
   hiddenPaths: readonly string[];
+  /** Which directories bubblewrap shows are symlinks on this host (launch.ts). */
+  rootLinks: ReadonlyMap<string, string>;
   /** What hardens bubblewrap here (found by the provider's probe). */
   hardening: BwrapHardening;
   /** Python, for run_code and the sandbox's supervisor (LOCAL_SANDBOX_PYTHON). */
@@ -248,7 +251,7 @@ export class LocalSandbox implements Sandbox {
     return this.background.signal(id, signal);
   }
 
-  writeBackgroundStdin(id: string, input: string): Promise<void> {
+  writeBackgroundStdin(id: string, input: string): Promise<StdinWrite> {
     this.assertAlive();
     return this.background.writeStdin(id, input);
   }
@@ -366,13 +369,13 @@ export class LocalSandbox implements Sandbox {
   }
 
   private async launchSupervisor(): Promise<Supervisor> {
-    const { isolation, workspace, tools, limits, allowNetwork, hiddenPaths, hardening, cgroup, python } = this.options;
+    const { isolation, workspace, tools, limits, allowNetwork, hiddenPaths, rootLinks, hardening, cgroup, python } = this.options;
     const cgroupProcs = await cgroup?.enter().catch((err: unknown) => {
       throw new AppError('sandbox_error', `Could not set up the sandbox's resource limits (cgroup: ${toErrnoCode(err) ?? 'error'}); nothing was run.`, { cause: err });
     });
     const argv = [python, '-I', '-S', '-c', SUPERVISOR_SOURCE];
     const cwd = isolation === 'bwrap' ? workspace.workdir : workspace.home;
-    const supervisor = await Supervisor.start(buildLaunch({ isolation, workspace, tools, limits, allowNetwork, hiddenPaths, hardening, extraReadOnlyDirs: [], argv, cwd, env: {}, cgroupProcs }));
+    const supervisor = await Supervisor.start(buildLaunch({ isolation, workspace, tools, limits, allowNetwork, hiddenPaths, rootLinks, hardening, extraReadOnlyDirs: [], argv, cwd, env: {}, cgroupProcs }));
     if (this.lifetime.signal.aborted) supervisor.kill();
     return supervisor;
   }

@@ -9,7 +9,7 @@ import { AppError, describeError } from '../../errors';
 import type { Logger } from '../../log';
 import type { BackendStatus, Sandbox, SandboxLimits, SandboxOwner, SandboxProvider } from '../types';
 import { probeCgroups, type SandboxCgroups } from './cgroups';
-import { findHostTools, probeBwrap } from './host-tools';
+import { findHostTools, findRootLinks, probeBwrap } from './host-tools';
 import { type BwrapHardening, DEFAULT_PROCESS_LIMITS, type HostTools, NO_HARDENING, type ProcessLimits } from './launch';
 import { LocalSandbox } from './local-sandbox';
 import { createPreviewSigner } from './preview-token';
@@ -73,6 +73,7 @@ export function createLocalSandboxProvider({
   /** Why sandbox code is not run at all (bubblewrap missing on a server other hosts reach). */
   let refusal: string | undefined;
   let hiddenPaths = config.hiddenPaths;
+  let rootLinks = new Map<string, string>();
   let hardening: BwrapHardening = NO_HARDENING;
   /** The disk limit of new workspaces (LOCAL_SANDBOX_DISK_MB), once the probe found that images work here. */
   let disks: WorkspaceDisks = PROBING_DISKS;
@@ -131,6 +132,8 @@ export function createLocalSandboxProvider({
       // A hidden path that is a symlink is masked where it leads (bubblewrap cannot mount over a symlink,
       // and would refuse to start every sandbox); the link then leads to the mask.
       hiddenPaths = await Promise.all(config.hiddenPaths.map((path) => realpath(path).catch(() => path)));
+      // The host's top-level symlinks are symlinks inside too: no second view of a masked file (launch.ts).
+      rootLinks = await findRootLinks();
       if (dropPrivileges) {
         // Mask only what a sandbox user could reach: bubblewrap cannot mount over a path it cannot see.
         const reachable = await Promise.all(hiddenPaths.map(async (path) => (await findUnsearchableDir(dirname(path))) === undefined));
@@ -193,6 +196,7 @@ export function createLocalSandboxProvider({
       preview,
       allowNetwork: config.allowNetwork,
       hiddenPaths,
+      rootLinks,
       hardening,
       python: config.python,
       maxOutputBytes,

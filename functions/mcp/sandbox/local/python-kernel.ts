@@ -3,12 +3,13 @@
  * Executions run one at a time; a timeout or a cancel interrupts the code (KeyboardInterrupt) and, if
  * that does not stop it, kills the process, losing the state (the result says so).
  */
-import { createInterface } from 'node:readline';
 import type { Duplex } from 'node:stream';
 
 import { AppError } from '../../errors';
+import { CodeResults } from '../code-results';
 import { OutputCapture } from '../output-capture';
-import type { CallControls, CodeError, CodeOutput, RunCodeResult } from '../types';
+import type { CallControls, CodeError, RunCodeResult } from '../types';
+import { type KernelFrame, KernelFrameReader } from './kernel-frames';
 import { startFailureDetail } from './process-group';
 import type { SandboxProcess } from './supervisor';
 
@@ -16,16 +17,15 @@ import type { SandboxProcess } from './supervisor';
 const KERNEL_START_TIMEOUT_MS = 15_000;
 /** Time the code gets to stop after an interrupt before the process is killed. */
 const INTERRUPT_GRACE_MS = 2_000;
-/** The longest control line (a chart as base64 is the largest that is meant). */
-const MAX_FRAME_BYTES = 64 * 1024 * 1024;
+/**
+ * The longest control line beyond what the execution's results may still take (code-results.ts): enough for a
+ * `done` frame, whose error and traceback kernel.py cuts to 16,384 characters each (at most 6 bytes each in JSON).
+ */
+const MAX_CONTROL_LINE_BYTES = 256 * 1024;
 /** How long to wait for the output markers once the code finished. */
 const PIPE_DRAIN_MS = 1_000;
-
-type Frame =
-  | { t: 'ready' }
-  | { t: 'result'; d: string }
-  | { t: 'image'; mime: string; d: string }
-  | { t: 'done'; id: number; error: CodeError | null };
+/** The error of an execution whose output the server failed to take (a listener threw). */
+const SERVER_FAILED: CodeError = { name: 'ServerError', value: "The server failed while taking this call's output, so the Python process was stopped; variables and imports from earlier calls are gone.", traceback: '' };
 
 export interface ExecuteOptions extends CallControls {
   code: string;
@@ -60,8 +60,10 @@ class MarkerFilter {
 export class PythonKernel {
   private nextId = 1;
   private queue: Promise<unknown> = Promise.resolve();
-  private frameListener: ((frame: Frame) => void) | undefined;
+  private frameListener: ((frame: KernelFrame) => void) | undefined;
   private outputListener: ((stream: 'stdout' | 'stderr', chunk: string) => void) | undefined;
+  /** The running execution's results (their room bounds the line the channel may hold), else none. */
+  private results: CodeResults | undefined;
   private exited = false;
   private exitListeners: Array<() => void> = [];
 
@@ -72,20 +74,13 @@ export class PythonKernel {
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => this.outputListener?.('stdout', chunk));
     child.stderr.setEncoding('utf8').on('data', (chunk: string) => this.outputListener?.('stderr', chunk));
     channel.on('error', () => undefined);
-    // The kernel's process runs the user's code, which can write to fd 3 too: a line is bounded.
-    let lineBytes = 0;
-    channel.on('data', (chunk: Buffer) => {
-      const newline = chunk.lastIndexOf(10);
-      lineBytes = newline === -1 ? lineBytes + chunk.length : chunk.length - newline - 1;
-      if (lineBytes > MAX_FRAME_BYTES) this.kill();
+    // The kernel's process runs the user's code, which can write to fd 3 too: a line is held only while it fits.
+    const frames = new KernelFrameReader({
+      limitBytes: () => MAX_CONTROL_LINE_BYTES + (this.results?.roomBytes ?? 0),
+      onFrame: (frame) => this.frameListener?.(frame),
+      onDropped: (bytes) => this.results?.omit(bytes),
     });
-    createInterface({ input: channel }).on('line', (line) => {
-      try {
-        this.frameListener?.(JSON.parse(line) as Frame);
-      } catch {
-        // A malformed frame can only come from user code writing to fd 3; ignore it.
-      }
-    });
+    channel.on('data', (chunk: Buffer) => frames.feed(chunk));
     child.once('exit', () => {
       this.exited = true;
       for (const listener of this.exitListeners.splice(0)) listener();
@@ -146,7 +141,8 @@ export class PythonKernel {
     const marker = `\n\0end-${id}\0\n`;
     const filters = { stdout: new MarkerFilter(marker), stderr: new MarkerFilter(marker) };
     const captures = { stdout: new OutputCapture(maxOutputBytes), stderr: new OutputCapture(maxOutputBytes) };
-    const results: CodeOutput[] = [];
+    const results = new CodeResults();
+    this.results = results;
     let interrupted: 'timeout' | 'cancel' | undefined;
 
     return new Promise<RunCodeResult>((resolve) => {
@@ -161,11 +157,14 @@ export class PythonKernel {
         signal?.removeEventListener('abort', onAbort);
         this.frameListener = undefined;
         this.outputListener = undefined;
+        this.results = undefined;
         this.exitListeners = this.exitListeners.filter((l) => l !== onExit);
+        const omitted = results.omitted;
         resolve({
           stdout: captures.stdout.result(),
           stderr: captures.stderr.result(),
-          results,
+          results: results.results,
+          ...(omitted === undefined ? {} : { omittedResults: omitted }),
           error,
           timedOut: interrupted === 'timeout',
           cancelled: interrupted === 'cancel',
@@ -195,17 +194,28 @@ export class PythonKernel {
       if (signal?.aborted) onAbort();
       else signal?.addEventListener('abort', onAbort, { once: true });
 
-      this.outputListener = (stream, chunk) => {
+      // A listener that throws (ours, on the server) ends the call with an error: it is always answered.
+      const guarded =
+        <A extends unknown[]>(listener: (...args: A) => void) =>
+        (...args: A): void => {
+          try {
+            listener(...args);
+          } catch {
+            this.kill();
+            finish(true, SERVER_FAILED);
+          }
+        };
+      this.outputListener = guarded((stream: 'stdout' | 'stderr', chunk: string) => {
         const text = filters[stream].feed(chunk);
         if (text.length > 0) {
           captures[stream].push(Buffer.from(text, 'utf8'));
           onOutput?.(stream, text);
         }
         maybeFinish();
-      };
-      this.frameListener = (frame) => {
-        if (frame.t === 'result') results.push({ type: 'text', text: frame.d });
-        else if (frame.t === 'image') results.push({ type: 'image', mimeType: frame.mime, data: frame.d });
+      });
+      this.frameListener = guarded((frame: KernelFrame) => {
+        if (frame.t === 'result') results.add({ type: 'text', text: frame.d });
+        else if (frame.t === 'image') results.add({ type: 'image', mimeType: frame.mime, data: frame.d });
         else if (frame.t === 'done' && frame.id === id) {
           if (frame.error?.name === 'KeyboardInterrupt' && interrupted === undefined) interrupted = 'timeout';
           done = { error: frame.error };
@@ -213,7 +223,7 @@ export class PythonKernel {
           // Code that closed its own stdout never writes the marker: do not wait for it long.
           setTimeout(() => finish(false, frame.error), PIPE_DRAIN_MS).unref();
         }
-      };
+      });
       if (this.exited) {
         onExit();
         return;

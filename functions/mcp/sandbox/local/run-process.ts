@@ -2,6 +2,9 @@
  * Runs one process of a sandbox to completion with bounded output, a deadline and cancellation; its whole
  * process group is stopped on timeout and on abort (and goes with the sandbox).
  */
+import { StringDecoder } from 'node:string_decoder';
+
+import { AppError } from '../../errors';
 import { OutputCapture } from '../output-capture';
 import type { CallControls, RunCommandResult } from '../types';
 import { toSpawnError } from './process-group';
@@ -36,25 +39,38 @@ export function runProcess(options: RunProcessOptions): Promise<RunCommandResult
     };
     if (signal?.aborted) onAbort();
     else signal?.addEventListener('abort', onAbort, { once: true });
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout.push(chunk);
-      onOutput?.('stdout', chunk.toString('utf8'));
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr.push(chunk);
-      onOutput?.('stderr', chunk.toString('utf8'));
-    });
-    if (stdin !== undefined) child.stdin?.end(stdin);
     const settle = (): void => {
       clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);
     };
+    // A listener that throws (the server's own fault) stops the process and fails the call: it is answered.
+    let failed = false;
+    const take = (capture: OutputCapture, stream: 'stdout' | 'stderr') => {
+      // Live output as text: a character split between two chunks is held until its end arrives.
+      const decoder = new StringDecoder('utf8');
+      return (chunk: Buffer): void => {
+        if (failed) return;
+        try {
+          capture.push(chunk);
+          if (onOutput !== undefined) onOutput(stream, decoder.write(chunk));
+        } catch (err: unknown) {
+          failed = true;
+          settle();
+          child.stop();
+          reject(new AppError('sandbox_error', "The server failed while taking the command's output, so the command was stopped.", { cause: err }));
+        }
+      };
+    };
+    child.stdout.on('data', take(stdout, 'stdout'));
+    child.stderr.on('data', take(stderr, 'stderr'));
+    if (stdin !== undefined) child.stdin?.end(stdin);
     child.once('error', (err: Error) => {
       settle();
       reject(toSpawnError(err));
     });
     child.once('close', (code: number | null, sig: NodeJS.Signals | null) => {
       settle();
+      if (failed) return;
       resolve({
         exitCode: code,
         signal: sig,

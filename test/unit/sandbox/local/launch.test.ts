@@ -28,6 +28,16 @@ describe('buildLaunch', () => {
     expect(argv.slice(-4)).toEqual(['--', 'bash', '-c', 'echo hi']);
   });
 
+  it('makes the host’s top-level symlinks symlinks inside (merged /usr), never a second view of their target', () => {
+    const argv = buildLaunch({ ...base, rootLinks: new Map([['/lib', 'usr/lib'], ['/bin', 'usr/bin']]) }).args.join(' ');
+    expect(argv).toContain('--symlink usr/lib /lib');
+    expect(argv).toContain('--symlink usr/bin /bin');
+    expect(argv).not.toContain('--ro-bind-try /lib /lib');
+    expect(argv).not.toContain('--ro-bind-try /bin /bin');
+    expect(argv).toContain('--ro-bind-try /usr /usr');
+    expect(argv).toContain('--ro-bind-try /sbin /sbin');
+  });
+
   it('shares the network only when allowed', () => {
     expect(buildLaunch({ ...base, allowNetwork: true }).args).toContain('--share-net');
   });
