@@ -144,11 +144,11 @@ public class Main {
     expect((await victim.callTool('run_command', { command: 'echo untouched' })).structuredContent).toMatchObject({ exit_code: 0, stdout: 'untouched\n' });
   });
 
-  it("an endless line on the Python kernel's control channel ends that kernel, not the server's memory", async () => {
+  it("an endless line on the Python kernel's control channel is passed over, not held: the call ends, the kernel and its state stay", async () => {
     await attacker.callTool('run_code', { code: 'kept = 1' });
-    const flooded = await attacker.callTool('run_code', { code: 'import os\nos.write(3, b"x" * (65 << 20))', timeout_ms: 60_000 });
-    expect(flooded.structuredContent).toMatchObject({ state_lost: true, timed_out: false, error: { name: 'KernelRestarted' } });
-    expect((await attacker.callTool('run_code', { code: "'kept' in globals(), 1 + 1" })).structuredContent).toMatchObject({ results: [{ text: '(False, 2)' }] });
+    const flooded = await attacker.callTool('run_code', { code: 'import os\nos.write(3, b"x" * (65 << 20))\n"after"', timeout_ms: 60_000 });
+    expect(flooded.structuredContent).toMatchObject({ state_lost: false, timed_out: false, error: null, results: [{ text: "'after'" }], results_omitted: { count: 1, bytes: 65 << 20 } });
+    expect((await attacker.callTool('run_code', { code: "'kept' in globals(), 1 + 1" })).structuredContent).toMatchObject({ results: [{ text: '(True, 2)' }] });
     expect((await fetch(`${server.origin}/health`)).status).toBe(200);
   });
 });

@@ -11,7 +11,8 @@ ns = {"__name__": "__main__", "__builtins__": __builtins__}
 sys.stdin = open(os.devnull)
 
 def send(frame):
-    data = (json.dumps(frame) + "\n").encode()
+    # A line of its own even when user code left one unfinished on fd 3 (blank lines are passed over).
+    data = ("\n" + json.dumps(frame) + "\n").encode()
     with send_lock:
         chan.sendall(data)
 
