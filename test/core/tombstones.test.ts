@@ -11,6 +11,7 @@ import { join } from 'node:path';
 
 import { createSandboxProvider } from '../../functions/mcp/sandbox/create-provider';
 import { createTombstoneStore, sweepTombstones } from '../../functions/mcp/sandbox/tombstones';
+import { toIssuedAtMs } from '../../functions/mcp/sessions/session-id';
 import { StubSdk } from '../support/e2b-stub';
 import { createFakeClock, type FakeClock } from '../support/fake-clock';
 import { createHarness, type Harness, type HarnessOptions } from '../support/harness';
@@ -34,15 +35,15 @@ const endedDir = (): string => join(root, '.ended');
 const endedFiles = (): string[] => (existsSync(endedDir()) ? readdirSync(endedDir()).sort() : []);
 const endedBytes = (): number => endedFiles().reduce((sum, name) => sum + statSync(join(endedDir(), name)).size, 0);
 
-/** Instances of one deployment on the real local backend, sharing LOCAL_SANDBOX_ROOT. */
-const localInstances = (): [Harness, Harness] => {
+/** Instances of one deployment on the real local backend, sharing LOCAL_SANDBOX_ROOT; `another()` starts one more. */
+const localInstances = (): [Harness, Harness, () => Harness] => {
   const clock = createFakeClock(START_MS);
   const options = {
     clock,
     env: { SANDBOX_BACKEND: 'local', LOCAL_SANDBOX_ROOT: root, LOCAL_SANDBOX_ISOLATION: 'none', LOCAL_SANDBOX_DISK_MB: '0', MCP_SESSION_IDLE_TTL_S: String(TTL_S) },
     sandboxes: ({ config, logger, clock: c }: SandboxDeps) => createSandboxProvider(config, logger, c),
   };
-  return [createHarness(options), createHarness(options)];
+  return [createHarness(options), createHarness(options), () => createHarness(options)];
 };
 
 /** An instance on the E2B backend (the SDK stub, shared by the deployment) with `root` as E2B_STATE_DIR. */
@@ -61,7 +62,7 @@ const turns = async (done: () => boolean): Promise<void> => {
 
 describe('the local backend (LOCAL_SANDBOX_ROOT)', () => {
   it('refuses a DELETEd id on another instance (404, nothing rebuilt), keeps refusing for the id’s max age, in one 47-byte record', async () => {
-    const [a, b] = localInstances();
+    const [a, b, another] = localInstances();
     const { headers } = await a.openSession();
     expect((await writeFile(a, headers)).status).toBe(200);
     expect((await del(a, headers)).status).toBe(200);
@@ -71,9 +72,15 @@ describe('the local backend (LOCAL_SANDBOX_ROOT)', () => {
     expect(workspacesIn(root)).toEqual([]);
     expect(endedFiles()).toHaveLength(1);
     expect(endedBytes()).toBe(RECORD_BYTES);
-    // Still refused near the end of the id's life (MCP_SESSION_MAX_AGE_S, 6 h by default).
-    b.clock.advance(6 * HOUR_MS - 60_000);
+    // Still refused at the last moment the id is valid (MCP_SESSION_MAX_AGE_S, 6 h by default, from its issue).
+    const lastValidMs = (toIssuedAtMs(headers['mcp-session-id'] ?? '') ?? 0) + 6 * HOUR_MS;
+    b.clock.advance(lastValidMs - 60_000 - b.clock.now());
     expect((await b.post(rpc('tools/list', 3), headers)).status).toBe(404);
+    // (An instance that never saw the id: b remembers the ids it refused.)
+    b.clock.advance(lastValidMs - b.clock.now());
+    const fresh = another();
+    expect((await fresh.post(rpc('tools/list', 4), headers)).status).toBe(404);
+    expect(fresh.logs().filter((line) => line.msg === 'session recovered')).toEqual([]);
   });
 
   it('refuses an id whose session expired and was destroyed, on another instance too', async () => {
@@ -170,6 +177,10 @@ describe('the tombstone store', () => {
     expect(await reader.has('mcp-sandbox-a', NOW + 2 * HOUR_MS - 1)).toBe(true);
     expect(await reader.has('mcp-sandbox-a', NOW + 2 * HOUR_MS)).toBe(false);
     expect(await reader.has('mcp-sandbox-b', NOW)).toBe(false);
+    // … and what the same file gained after that.
+    await writer.record('mcp-sandbox-b', NOW + 2 * HOUR_MS + 1);
+    expect(endedFiles()).toHaveLength(1);
+    expect(await reader.has('mcp-sandbox-b', NOW)).toBe(true);
     expect(await writer.has('mcp-sandbox-a', NOW)).toBe(true);
     expect(await createTombstoneStore(root).has('mcp-sandbox-a', NOW + HOUR_MS)).toBe(true);
   });

@@ -1,7 +1,7 @@
 /**
  * The in-memory index of one tombstone file (sandbox/tombstones.ts): each record as a 52-bit key (the start of
  * its name's hash) and its until time, in two typed arrays, 16 bytes a record (a `Map` of string keys takes
- * about 80). Keys come in the order they were appended; a sorted run is searched by bisection and the short
+ * about 90). Keys come in the order they were appended; a sorted run is searched by bisection and the short
  * unsorted tail after it scanned, until the tail is large enough to be merged in (linear, so appends cost
  * O(1) amortized).
  *

@@ -10,7 +10,8 @@
  * - deleted whole: once its span has passed every record in a file has too, so a sweep goes by file names alone;
  * - one writer a file: appends from two hosts to one file on NFS can interleave (O_APPEND is not atomic there);
  * - few files: a span is an hour, or 8ⁿ hours for records that hold longer than 8ⁿ hours (a long
- *   MCP_SESSION_MAX_AGE_S), so a writer keeps about nine files per span length it uses (nine with the default 6 h).
+ *   MCP_SESSION_MAX_AGE_S), so a writer keeps at most about nine files per span length it uses (seven or eight with
+ *   the default 6 h).
  * Readers keep an index in memory (tombstone-index.ts) and read only what each file gained since they looked.
  * Per-session files of earlier versions (`.ended/<name>`, holding the until time) are still honoured, and a sweep
  * turns them into records. What cannot be read holds: refusing a session too long is safe, reviving one is not.
