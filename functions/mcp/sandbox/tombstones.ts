@@ -49,8 +49,6 @@ export interface TombstoneStore {
 export interface TombstoneStoreOptions {
   /** Milliseconds since the epoch, for the sweeps. @default Date.now */
   now?: () => number;
-  /** Names this store's files (16 hex digits). @default random */
-  writerId?: string;
 }
 
 /** A record file's name, parsed. */
@@ -75,8 +73,10 @@ interface Listing {
 }
 
 /** Creates the store of `root`; nothing is read or written until asked. */
-export function createTombstoneStore(root: string, { now = Date.now, writerId = randomBytes(8).toString('hex') }: TombstoneStoreOptions = {}): TombstoneStore {
+export function createTombstoneStore(root: string, { now = Date.now }: TombstoneStoreOptions = {}): TombstoneStore {
   const dir = tombstonesDir(root);
+  /** Names this store's files: one writer a file. */
+  const writerId = randomBytes(8).toString('hex');
   /** Record files read (or written) here: bytes taken in, and their records. */
   const files = new Map<string, IndexedFile>();
   let writing: Promise<void> = Promise.resolve();
