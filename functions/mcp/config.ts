@@ -97,16 +97,24 @@ export interface E2BConfig {
 }
 
 /**
- * One credential's share of an instance. The defaults leave room for others: half the instance's sessions
- * (all of them with MCP_AUTH=none, where every client is the same credential).
+ * One credential's share of an instance. Where only one credential can exist (MCP_AUTH=none, or one static token and
+ * no OAuth issuer) it is the whole instance; otherwise a quarter, so that no two credentials can leave a third
+ * without a session (from MCP_MAX_SESSIONS=3 up).
  */
 export interface PerCredentialLimits {
-  /** MCP_MAX_SESSIONS_PER_CREDENTIAL: 2025-era sessions. @default half of MCP_MAX_SESSIONS, rounded up */
+  /** MCP_MAX_SESSIONS_PER_CREDENTIAL: 2025-era sessions. @default MCP_MAX_SESSIONS with one credential, else a quarter of it, rounded up */
   readonly sessions: number;
   /** MCP_MAX_SANDBOXES_PER_CREDENTIAL: running sandboxes, of both protocol eras together. @default as sessions */
   readonly sandboxes: number;
   /** MCP_MAX_CALLS_PER_CREDENTIAL: tool calls in flight at once. @default 64 */
   readonly calls: number;
+  /** MCP_INITIALIZE_BURST: sessions one credential may open on an instance at once, before the rate applies. @default 120 */
+  readonly initializeBurst: number;
+  /**
+   * MCP_INITIALIZE_PER_MIN: sessions one credential may open on an instance per minute after its burst (a token
+   * bucket, sessions/initialize-rate.ts); more get 429 with Retry-After. 0: no limit. @default 120
+   */
+  readonly initializePerMin: number;
 }
 
 /** The whole server configuration. */
@@ -289,7 +297,8 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): Config {
   if (!isLogLevel(logLevel)) problems.push(`LOG_LEVEL must be debug, info, warn or error (got "${logLevel}")`);
 
   const maxSessions = int('MCP_MAX_SESSIONS', 100, 1, 100_000);
-  const defaultShare = auth.mode === 'none' ? maxSessions : Math.ceil(maxSessions / 2);
+  const oneCredential = auth.mode === 'none' || (auth.oauth === undefined && new Set(auth.tokens).size === 1);
+  const defaultShare = oneCredential ? maxSessions : Math.ceil(maxSessions / 4);
   const sessionsPerCredential = int('MCP_MAX_SESSIONS_PER_CREDENTIAL', defaultShare, 1, 100_000);
 
   const config: Config = {
@@ -307,6 +316,8 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): Config {
       sessions: sessionsPerCredential,
       sandboxes: int('MCP_MAX_SANDBOXES_PER_CREDENTIAL', sessionsPerCredential, 1, 100_000),
       calls: int('MCP_MAX_CALLS_PER_CREDENTIAL', 64, 1, 100_000),
+      initializeBurst: int('MCP_INITIALIZE_BURST', 120, 1, 100_000),
+      initializePerMin: int('MCP_INITIALIZE_PER_MIN', 120, 0, 1_000_000),
     },
     allowedOrigins: env.MCP_ALLOWED_ORIGINS === undefined ? undefined : parseList(env.MCP_ALLOWED_ORIGINS),
     allowedHosts: env.MCP_ALLOWED_HOSTS === undefined ? undefined : parseList(env.MCP_ALLOWED_HOSTS).map((h) => h.toLowerCase()),

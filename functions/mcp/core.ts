@@ -62,7 +62,7 @@ export interface Core extends Omit<CoreApp, 'handle'> {
 }
 
 /** Wires the layers (HTTP gates, the two lanes, tools, the sandbox backend) into one web-standard handler. */
-export function createCoreApp({ config, logger, verifier, policy, ids, mintedEarly, startedAtMs, sandboxes, clock = SYSTEM_CLOCK, oauth }: CoreDeps): CoreApp {
+export function createCoreApp({ config, logger, verifier, policy, ids, initializeRate, mintedEarly, startedAtMs, sandboxes, clock = SYSTEM_CLOCK, oauth }: CoreDeps): CoreApp {
   const { provider, ready } = sandboxes ?? createSandboxProvider(config, logger, clock);
   const now = (): number => clock.now();
   const catalog = createToolCatalog(logger);
@@ -81,6 +81,7 @@ export function createCoreApp({ config, logger, verifier, policy, ids, mintedEar
     maxSessions: config.maxSessions,
     maxSessionsPerCredential: config.perCredential.sessions,
     maxAgeMs: config.sessionMaxAgeS * 1000,
+    initializeRate,
     admitSandbox,
     ...limits,
     logger,

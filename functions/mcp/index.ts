@@ -53,7 +53,7 @@ function main(): void {
   const logger = createLogger(createProcessLogSink(process.stdout, process.stderr, 'stdout'), config.logLevel);
   const startedAtMs = Date.now();
   const shared = createEntryDeps(config);
-  const { verifier, ids, policy } = shared;
+  const { verifier, ids, policy, initializeRate } = shared;
   // The sessions whose `initialize` was answered before the core was loaded: the core opens each as new, once.
   const mintedEarly = new RecentSet(EARLY_IDS_REMEMBERED);
 
@@ -74,6 +74,7 @@ function main(): void {
     verifier,
     policy,
     maxBodyBytes: config.maxBodyBytes,
+    initializeRate,
     onMinted: (id) => mintedEarly.add(id),
     requestIdHeader: FC_REQUEST_ID_HEADER,
     logger,

@@ -6,9 +6,9 @@
 import type { Client } from '@modelcontextprotocol/client';
 
 import { toSessionTag } from '../../functions/mcp/sessions/session-id';
-import { createHarness, type Harness, HARNESS_OTHER_TOKEN } from '../support/harness';
+import { createHarness, type Harness, HARNESS_OTHER_TOKEN, HARNESS_TOKEN } from '../support/harness';
 import { holdCommands, settle } from '../support/held-commands';
-import { initializeBody } from '../support/http';
+import { initializeBody, type RawResponse } from '../support/http';
 import { errorOf, messagesOf, rpc } from '../support/raw-session';
 
 const A = {}; // the harness's default token
@@ -23,30 +23,30 @@ const callModern = async (client: Client, name: string, args: Record<string, unk
 const textOf = (res: Awaited<ReturnType<typeof callTool>>): string =>
   String((messagesOf(res)[0] as { result?: { content?: Array<{ text?: string }> } } | undefined)?.result?.content?.[0]?.text);
 
-describe('sessions (MCP_MAX_SESSIONS=5: each credential may hold 3 by default)', () => {
+describe('sessions (MCP_MAX_SESSIONS=5: each of the two credentials may hold 2 by default, a quarter rounded up)', () => {
   const env = { MCP_MAX_SESSIONS: '5' };
 
   it('a credential whose sessions all run background processes cannot lock another out: it gets 429, the other gets in', async () => {
     const h = createHarness({ env });
     const held = holdCommands(h);
     const mine = [];
-    for (let i = 0; i < 3; i += 1) {
+    for (let i = 0; i < 2; i += 1) {
       const session = await h.openSession(A);
       await callTool(h, session.headers, 'run_command', { command: `hold-bg-${i}`, background: true });
       mine.push(session);
     }
-    await settle(() => held.started('hold-bg-2'));
+    await settle(() => held.started('hold-bg-1'));
 
-    const fourth = await h.post(initializeBody());
-    expect(fourth.status).toBe(429);
-    expect(fourth.headers.get('retry-after')).toBe('30');
-    expect(errorOf(fourth)?.message).toContain('MCP_MAX_SESSIONS_PER_CREDENTIAL=3');
+    const third = await h.post(initializeBody());
+    expect(third.status).toBe(429);
+    expect(third.headers.get('retry-after')).toBe('30');
+    expect(errorOf(third)?.message).toContain('MCP_MAX_SESSIONS_PER_CREDENTIAL=2');
 
     const other = await h.post(initializeBody(), asB);
     expect(other.status).toBe(200);
     // Nothing of the first credential's was let go for it.
     expect(logsOf(h, 'session evicted')).toEqual([]);
-    for (let i = 0; i < 3; i += 1) held.release(`hold-bg-${i}`);
+    for (let i = 0; i < 2; i += 1) held.release(`hold-bg-${i}`);
   });
 
   it('at its own cap a credential lets its own least recently used idle session go, never another credential’s', async () => {
@@ -54,14 +54,63 @@ describe('sessions (MCP_MAX_SESSIONS=5: each credential may hold 3 by default)',
     const theirs = await h.openSession(B);
     const first = await h.openSession(A);
     await h.openSession(A);
-    await h.openSession(A);
-    await h.openSession(A); // at A's own cap of 3: A's least recently used (`first`) goes
+    await h.openSession(A); // at A's own cap of 2: A's least recently used (`first`) goes
     expect(logsOf(h, 'session evicted').map((line) => line.session)).toEqual([toSessionTag(first.sessionId)]);
     // The other credential's session is still held here (no recovery needed), the evicted one comes back.
     expect((await h.post(rpc('ping', 2), theirs.headers)).status).toBe(200);
     expect(logsOf(h, 'session recovered')).toEqual([]);
     expect((await h.post(rpc('ping', 3), first.headers)).status).toBe(200);
     expect(logsOf(h, 'session recovered')).toHaveLength(1);
+  });
+});
+
+describe('the default share (MCP_MAX_SESSIONS=8)', () => {
+  const THIRD_TOKEN = 'harness-third-token-0123456789abcd';
+  const asC = { authorization: `Bearer ${THIRD_TOKEN}` };
+  const holdSessions = async (h: Harness, token: Record<string, string>, names: string[]): Promise<void> => {
+    for (const name of names) {
+      const session = await h.openSession(token);
+      await callTool(h, session.headers, 'run_command', { command: name, background: true });
+    }
+  };
+
+  it('two credentials that each take all the busy sessions they can still leave a third one room (each may take a quarter)', async () => {
+    const h = createHarness({ env: { MCP_MAX_SESSIONS: '8', MCP_AUTH_TOKENS: `${HARNESS_TOKEN},${HARNESS_OTHER_TOKEN},${THIRD_TOKEN}` } });
+    const held = holdCommands(h);
+    /** Opens sessions that each run a background process until the credential is refused; returns their commands. */
+    const grab = async (auth: Record<string, string>, prefix: string): Promise<{ names: string[]; refusal: RawResponse }> => {
+      const names: string[] = [];
+      for (;;) {
+        const opened = await h.post(initializeBody(), auth);
+        if (opened.status !== 200 || names.length === 8) return { names, refusal: opened };
+        const headers = { ...auth, 'mcp-session-id': opened.headers.get('mcp-session-id') ?? '', 'mcp-protocol-version': '2025-11-25' };
+        await h.post({ jsonrpc: '2.0', method: 'notifications/initialized' }, headers);
+        names.push(`${prefix}-${names.length}`);
+        await callTool(h, headers, 'run_command', { command: names.at(-1), background: true });
+      }
+    };
+    const a = await grab({ authorization: `Bearer ${HARNESS_TOKEN}` }, 'hold-a');
+    const b = await grab(asB, 'hold-b');
+    await settle(() => [...a.names, ...b.names].every((name) => held.started(name)));
+    expect([a.names.length, b.names.length]).toEqual([2, 2]);
+    expect(b.refusal.status).toBe(429);
+    expect(errorOf(b.refusal)?.message).toContain('MCP_MAX_SESSIONS_PER_CREDENTIAL=2');
+    const third = await h.post(initializeBody(), asC);
+    expect(third.status).toBe(200);
+    expect(logsOf(h, 'session evicted')).toEqual([]);
+    for (const name of [...a.names, ...b.names]) held.release(name);
+  });
+
+  it('one static token and no OAuth issuer: the one credential there can be may use the whole instance', async () => {
+    const h = createHarness({ env: { MCP_MAX_SESSIONS: '8', MCP_AUTH_TOKENS: HARNESS_TOKEN } });
+    const held = holdCommands(h);
+    const names = Array.from({ length: 8 }, (_, i) => `hold-only-${i}`);
+    await holdSessions(h, {}, names);
+    await settle(() => names.every((name) => held.started(name)));
+    const ninth = await h.post(initializeBody());
+    expect(ninth.status).toBe(503);
+    expect(errorOf(ninth)?.message).toContain('MCP_MAX_SESSIONS=8');
+    for (const name of names) held.release(name);
   });
 });
 

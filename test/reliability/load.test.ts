@@ -90,7 +90,8 @@ describe(`${SESSIONS} concurrent sessions × ${CALLS} mixed tool calls on the lo
   const timings: Record<string, number> = {};
 
   beforeAll(async () => {
-    server = await startServer({ env: { MCP_AUTH_TOKENS: TOKEN, MCP_MAX_SESSIONS: '300', MCP_MAX_SESSIONS_PER_CREDENTIAL: '300', MCP_MAX_CALLS_PER_CREDENTIAL: '1000' } });
+    // One credential opens every session at once: past the default burst of new sessions (MCP_INITIALIZE_BURST).
+    server = await startServer({ env: { MCP_AUTH_TOKENS: TOKEN, MCP_MAX_SESSIONS: '300', MCP_MAX_SESSIONS_PER_CREDENTIAL: '300', MCP_MAX_CALLS_PER_CREDENTIAL: '1000', MCP_INITIALIZE_BURST: '1000' } });
   });
 
   it('opens every session first, so that all of them are alive at once', async () => {

@@ -30,7 +30,7 @@ const ACCEPT = 'application/json, text/event-stream';
 const sandboxRoot = mkdtempSync(join(tmpdir(), 'mcp-soak-root-'));
 chmodSync(sandboxRoot, 0o711);
 const child = spawn(process.execPath, [join(ROOT, 'dist/index.js')], {
-  env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', PORT: '0', LOCAL_SANDBOX_ROOT: sandboxRoot, LOCAL_SANDBOX_DISK_MB: '0', MCP_AUTH_TOKENS: TOKEN, MCP_MAX_SESSIONS: String(SESSIONS * 2), LOG_LEVEL: 'warn' },
+  env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', PORT: '0', LOCAL_SANDBOX_ROOT: sandboxRoot, LOCAL_SANDBOX_DISK_MB: '0', MCP_AUTH_TOKENS: TOKEN, MCP_MAX_SESSIONS: String(SESSIONS * 2), /* sessions churn faster than the default rate of new ones */ MCP_INITIALIZE_PER_MIN: '0', LOG_LEVEL: 'warn' },
   stdio: ['ignore', 'pipe', 'pipe'],
 });
 let serverOut = '';

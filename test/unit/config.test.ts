@@ -234,3 +234,43 @@ describe('parseList', () => {
     expect(parseList(' a, b\nc ,, ')).toEqual(['a', 'b', 'c']);
   });
 });
+
+describe('what one credential may take of an instance', () => {
+  const TOKEN = 'token-0123456789abcdef';
+  const OAUTH = { MCP_OAUTH_ISSUER: 'https://id.example.com/realms/mcp', MCP_PUBLIC_URL: 'https://mcp.example.com' };
+  const shareOf = (env: Record<string, string>) => {
+    const { sessions, sandboxes } = loadConfig({ MCP_MAX_SESSIONS: '10', ...env }).perCredential;
+    return { sessions, sandboxes };
+  };
+
+  it('is the whole instance where only one credential can exist: no auth, or one static token and no OAuth issuer', () => {
+    expect(shareOf({})).toEqual({ sessions: 10, sandboxes: 10 });
+    expect(shareOf({ MCP_AUTH: 'none' })).toEqual({ sessions: 10, sandboxes: 10 });
+    expect(shareOf({ MCP_AUTH_TOKENS: TOKEN })).toEqual({ sessions: 10, sandboxes: 10 });
+    expect(shareOf({ MCP_AUTH_TOKENS: `${TOKEN},${TOKEN}` })).toEqual({ sessions: 10, sandboxes: 10 });
+  });
+
+  it('is a quarter of the instance, rounded up, where there can be more than one, so that no two leave a third without a session', () => {
+    expect(shareOf({ MCP_AUTH_TOKENS: `${TOKEN},${TOKEN}-2` })).toEqual({ sessions: 3, sandboxes: 3 });
+    expect(shareOf({ MCP_AUTH_TOKENS: TOKEN, ...OAUTH })).toEqual({ sessions: 3, sandboxes: 3 });
+    expect(shareOf(OAUTH)).toEqual({ sessions: 3, sandboxes: 3 });
+    expect(loadConfig({ MCP_AUTH_TOKENS: `${TOKEN},${TOKEN}-2` }).perCredential.sessions).toBe(25);
+    for (const max of [3, 4, 5, 7, 20, 100, 101]) {
+      const share = loadConfig({ MCP_MAX_SESSIONS: String(max), MCP_AUTH_TOKENS: `${TOKEN},${TOKEN}-2` }).perCredential.sessions;
+      expect(2 * share).toBeLessThan(max);
+    }
+  });
+
+  it('takes the shares that are set, and the sandboxes share follows the sessions share', () => {
+    expect(shareOf({ MCP_AUTH_TOKENS: TOKEN, MCP_MAX_SESSIONS_PER_CREDENTIAL: '4' })).toEqual({ sessions: 4, sandboxes: 4 });
+    expect(shareOf({ MCP_AUTH_TOKENS: `${TOKEN},${TOKEN}-2`, MCP_MAX_SANDBOXES_PER_CREDENTIAL: '9' })).toEqual({ sessions: 3, sandboxes: 9 });
+  });
+
+  it('opens 120 sessions at once and 120 a minute after that by default; MCP_INITIALIZE_PER_MIN=0 lifts the limit; bad values are refused by name', () => {
+    expect(loadConfig({}).perCredential).toMatchObject({ initializeBurst: 120, initializePerMin: 120 });
+    expect(loadConfig({ MCP_INITIALIZE_BURST: '5', MCP_INITIALIZE_PER_MIN: '0' }).perCredential).toMatchObject({ initializeBurst: 5, initializePerMin: 0 });
+    const problems = problemsOf({ MCP_INITIALIZE_BURST: '0', MCP_INITIALIZE_PER_MIN: '-1' }).join('\n');
+    expect(problems).toMatch(/MCP_INITIALIZE_BURST must be an integer from 1/);
+    expect(problems).toMatch(/MCP_INITIALIZE_PER_MIN must be an integer from 0/);
+  });
+});

@@ -51,6 +51,8 @@ interface RefusalDetails {
   // No room: a session or sandbox cap (sessions/fair-share.ts decides and words it), or the calls a credential runs.
   no_room: { status: 429 | 503; message: string; retryAfterS: number };
   too_many_calls: { running: number; max: number; retryAfterS: number };
+  /** A credential past its rate of new sessions (sessions/initialize-rate.ts). */
+  initialize_rate: { burst: number; perMinute: number; retryAfterS: number };
   // The error boundary.
   client_gone: None;
   internal: None;
@@ -181,6 +183,12 @@ const ROWS: Rows = {
     status: 429,
     code: SERVER_ERROR,
     message: `Too many tool calls at once: this credential has ${running} running (MCP_MAX_CALLS_PER_CREDENTIAL=${max}). Retry in ${retryAfterS} s, once one has finished.`,
+    retryAfterS,
+  }),
+  initialize_rate: ({ burst, perMinute, retryAfterS }) => ({
+    status: 429,
+    code: SERVER_ERROR,
+    message: `Too many new sessions: this credential may open ${burst} at once on this server and ${perMinute} a minute after that (MCP_INITIALIZE_BURST=${burst}, MCP_INITIALIZE_PER_MIN=${perMinute}). Retry in ${retryAfterS} s, or keep using a session already open.`,
     retryAfterS,
   }),
 

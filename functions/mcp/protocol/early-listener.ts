@@ -9,7 +9,8 @@
  * it is new. A request is answered only when it passes the core's gates with the same functions (Host, token,
  * Accept, Content-Type, size: http/origin.ts, http/auth.ts, http/post-gates.ts, node-listener.ts), has no Origin
  * (CORS is the core's) and names no other protocol version; anything else is handed on, with the body if it
- * was read.
+ * was read. An answer takes from the credential's rate of new sessions (sessions/initialize-rate.ts), shared with the
+ * core; past it the request is handed on too, and the core refuses it (429, from the one table).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 
@@ -20,6 +21,7 @@ import { isHostAllowed, type OriginPolicy } from '../http/origin';
 import { acceptsMcpAnswers, isJsonContentType } from '../http/post-gates';
 import { logRequest } from '../http/request-log';
 import type { Logger } from '../log';
+import type { InitializeRate } from '../sessions/initialize-rate';
 import { type SignedIdCodec, toSessionTag } from '../sessions/session-id';
 import { earlyInitializeResponse, negotiateVersion, readEarlyInitialize } from './early-answers';
 import { HTTP_PROTOCOL_VERSIONS } from './versions';
@@ -31,6 +33,8 @@ export interface EarlyListenerOptions {
   policy: OriginPolicy;
   /** MCP_MAX_BODY_BYTES. */
   maxBodyBytes: number;
+  /** The credentials' rate of new sessions (MCP_INITIALIZE_BURST, MCP_INITIALIZE_PER_MIN), the core's own. @default none */
+  initializeRate?: InitializeRate;
   /** Told each id this path minted, so that the core opens it as a new session (index.ts hands it on). */
   onMinted: (id: string) => void;
   /** Header that carries the platform's request id (FC: `x-fc-request-id`). */
@@ -63,6 +67,7 @@ export function createEarlyListener(options: EarlyListenerOptions): EarlyListene
       return { answered: false, body };
     }
     if (request === undefined) return { answered: false, body };
+    if ((options.initializeRate?.take(principal, now()) ?? 0) > 0) return { answered: false, body };
     const minted = ids.mint('session', principal, now());
     options.onMinted(minted.id);
     res.writeHead(200, { ...SSE_HEADERS, 'mcp-session-id': minted.id });

@@ -16,7 +16,8 @@ import { createLazySandbox } from '../sandbox/lazy-sandbox';
 import type { SandboxProvider } from '../sandbox/types';
 import { type Holder, makeRoom, type Refusal, type SandboxHolder } from '../sessions/fair-share';
 import { RecentSet } from '../sessions/recent-set';
-import { type SignedIdCodec, toSessionTag } from '../sessions/session-id';
+import type { InitializeRate } from '../sessions/initialize-rate';
+import { type SignedIdCodec, toIssuedAtMs, toSessionTag } from '../sessions/session-id';
 import type { SessionStore } from '../sessions/store';
 import type { ToolCatalog } from '../tools';
 import { type LegacySession, openLegacySession, primeSession } from './legacy-session';
@@ -39,6 +40,8 @@ export interface LegacyLaneOptions {
   idleTtlMs: number;
   /** MCP_SESSION_MAX_AGE_S in milliseconds: how long an ended id's tombstone must hold. */
   maxAgeMs: number;
+  /** Each credential's rate of new sessions (MCP_INITIALIZE_BURST, MCP_INITIALIZE_PER_MIN). @default no limit */
+  initializeRate?: InitializeRate;
   /** MCP_TOOL_TIMEOUT_MAX_S in milliseconds. */
   toolTimeoutMaxMs: number;
   logger: Logger;
@@ -76,6 +79,8 @@ const ENDED_IDS_REMEMBERED = 10_000;
  * there is no `MCP-Protocol-Version` header and no other way to know (docs/platform-facts.md).
  */
 const DEFAULT_RECOVERY_VERSION = '2025-03-26';
+/** Ids carry their issue time in whole seconds: a tombstone holds a second past the id's max age. */
+const ISSUE_TIME_RESOLUTION_MS = 1000;
 
 /** Creates the 2025-era lane. */
 export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
@@ -83,17 +88,25 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
 
   const ended = new RecentSet(ENDED_IDS_REMEMBERED);
 
-  /** Ends the id on every instance (the backend keeps a tombstone) for as long as it could be valid. */
-  const recordEnded = (session: LegacySession): Promise<void> =>
-    options.provider.recordEnded(session.sandbox.owner, now() + options.maxAgeMs).catch((err: unknown) => {
+  /**
+   * Ends the id on every instance (the backend keeps a tombstone) for as long as it could be valid: until its max
+   * age from its issue time, which every instance compares with its own clock, as it does for the id itself. Only for
+   * a session that may have a sandbox: one that never had any leaves nothing to revive (this instance refuses it from
+   * `ended`; elsewhere its id would open an empty session for its own credential), so an initialize + DELETE loop
+   * writes nothing. A session resumed from its id may have a sandbox made elsewhere: it counts as having one.
+   */
+  const recordEnded = async (session: LegacySession): Promise<void> => {
+    const issuedAtMs = toIssuedAtMs(session.id) ?? now();
+    await options.provider.recordEnded(session.sandbox.owner, issuedAtMs + options.maxAgeMs + ISSUE_TIME_RESOLUTION_MS).catch((err: unknown) => {
       logger.error('session tombstone not recorded: another instance could revive the id', { session: session.tag, error: describeError(err) });
     });
+  };
 
   const close = async (session: LegacySession, reason: string): Promise<void> => {
     store.remove(session.id);
     ended.add(session.tag);
     try {
-      await recordEnded(session);
+      if (session.sandbox.mayExist()) await recordEnded(session);
       await session.close();
       logger.info('session closed', { session: session.tag, reason });
     } catch (err: unknown) {
@@ -104,10 +117,11 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
   const expire = async (session: LegacySession): Promise<void> => {
     try {
       // Without affinity another instance may serve this session now: then only let go here.
+      const hadSandbox = session.sandbox.mayExist();
       const destroyed = await session.expire(options.idleTtlMs, now());
       if (destroyed) {
         ended.add(session.tag);
-        await recordEnded(session);
+        if (hadSandbox) await recordEnded(session);
       }
       logger.info(destroyed ? 'session closed' : 'session released', { session: session.tag, reason: destroyed ? 'idle_expired' : 'idle_here_used_elsewhere' });
     } catch (err: unknown) {
@@ -266,10 +280,18 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
       if (Array.isArray(body) && body.some((m) => hasMethod(m, 'initialize'))) return toErrorResponse({ kind: 'initialize_in_batch' });
       return toErrorResponse({ kind: isJsonRpcEnvelope(body) ? 'session_id_required' : 'not_json_rpc' });
     }
-    const refusal = makeRoomFor(ctx.principal ?? ANONYMOUS_PRINCIPAL, ctx);
+    const principal = ctx.principal ?? ANONYMOUS_PRINCIPAL;
+    // Counted before room is made: an initialize refused for room still cost a credential's turn.
+    const rate = options.initializeRate;
+    const waitS = rate?.take(principal, now()) ?? 0;
+    if (rate !== undefined && waitS > 0) {
+      ctx.log.error_code = 'initialize_rate';
+      return toErrorResponse({ kind: 'initialize_rate', burst: rate.burst, perMinute: rate.perMinute, retryAfterS: waitS }, jsonRpcIdOf(body));
+    }
+    const refusal = makeRoomFor(principal, ctx);
     if (refusal !== undefined) return refused(refusal, ctx, jsonRpcIdOf(body));
-    const minted = options.ids.mint('session', ctx.principal ?? ANONYMOUS_PRINCIPAL, now());
-    const session = open(ctx.principal ?? ANONYMOUS_PRINCIPAL, minted.id, minted.key, false);
+    const minted = options.ids.mint('session', principal, now());
+    const session = open(principal, minted.id, minted.key, false);
     ctx.log.session = session.tag;
     await session.server.connect(session.transport);
     const res = await session.transport.handleRequest(withCanonicalAccept(req), { parsedBody: body });

@@ -11,6 +11,11 @@ export interface LazySandbox {
   current(): Sandbox | undefined;
   /** True while the sandbox exists or is being made (it counts against its credential's share). */
   active(): boolean;
+  /**
+   * False only when no sandbox of its owner can exist: none was made or looked for through this handle since it was
+   * opened as new or last killed. A session resumed from its id (it may have one elsewhere) or let go may have one.
+   */
+  mayExist(): boolean;
   /** Kills the sandbox (if any); the next `get()` creates a fresh one. */
   kill(): Promise<void>;
   /** Lets go of the sandbox without destroying it (eviction, shutdown). */
@@ -48,6 +53,8 @@ export function createLazySandbox(provider: SandboxProvider, owner: SandboxOwner
   let sandbox: Sandbox | undefined;
   let creating: Promise<Sandbox> | undefined;
   let resume = options.resume === true;
+  /** A sandbox was made or attached (or tried) since the start or the last kill. */
+  let obtained = false;
   let notice: string | undefined;
 
   const obtain = async (): Promise<Sandbox> => {
@@ -75,6 +82,7 @@ export function createLazySandbox(provider: SandboxProvider, owner: SandboxOwner
         } catch (err: unknown) {
           return Promise.reject(err);
         }
+        obtained = true;
       }
       creating ??= obtain().then(
         (created) => {
@@ -93,6 +101,7 @@ export function createLazySandbox(provider: SandboxProvider, owner: SandboxOwner
     },
     current: () => (sandbox?.isGone() === true ? undefined : sandbox),
     active: () => creating !== undefined || (sandbox !== undefined && !sandbox.isGone()),
+    mayExist: () => resume || obtained,
     async kill() {
       let existing = sandbox ?? (await creating?.catch(() => undefined));
       // A recovered session that has not touched its sandbox yet still owns one to kill.
@@ -100,7 +109,14 @@ export function createLazySandbox(provider: SandboxProvider, owner: SandboxOwner
       resume = false;
       creating = undefined;
       sandbox = undefined;
-      await existing?.kill();
+      obtained = false;
+      try {
+        await existing?.kill();
+      } catch (err: unknown) {
+        // Not killed, so it may still be there.
+        obtained = true;
+        throw err;
+      }
     },
     async expire(idleTtlMs, nowMs) {
       let existing = sandbox ?? (await creating?.catch(() => undefined));

@@ -55,3 +55,10 @@ export function createSignedIdCodec(secret: string, maxAgeMs: number): SignedIdC
 export function toSessionTag(id: string): string {
   return createHash('sha256').update(`mcp-session:${id}`).digest('hex').slice(0, 12);
 }
+
+/** When a signed id says it was issued, in ms since the epoch (not checked: verify the id first), or `undefined`. */
+export function toIssuedAtMs(id: string): number | undefined {
+  const issued = id.split('.')[1];
+  if (issued === undefined || !/^[0-9a-z]{1,10}$/.test(issued)) return undefined;
+  return parseInt(issued, 36) * 1000;
+}

@@ -6,7 +6,7 @@ import type { E2BConfig } from '../../config';
 import { AppError } from '../../errors';
 import type { Logger } from '../../log';
 import { SERVER_INFO } from '../../version';
-import { hasTombstone, sweepTombstones, writeTombstone } from '../tombstones';
+import { createTombstoneStore } from '../tombstones';
 import type { BackendStatus, Sandbox, SandboxOwner, SandboxProvider } from '../types';
 import { E2BSandbox } from './e2b-sandbox';
 import { toE2BAppError } from './errors';
@@ -42,9 +42,6 @@ function endedName(sessionKey: string): string {
   return `mcp-session-${toTag(sessionKey)}`;
 }
 
-/** How often recording an ended session also deletes records whose time has passed. */
-const TOMBSTONE_SWEEP_EVERY_MS = 60 * 60 * 1000;
-
 /** Creates the provider. Nothing is loaded or called until the first sandbox is needed. */
 export function createE2BSandboxProvider(options: E2BProviderOptions): SandboxProvider {
   const { config, logger, loadSdk = loadE2BSdk, maxOutputBytes = 65_536, requestTimeoutMs = 30_000, clock = SYSTEM_CLOCK } = options;
@@ -53,7 +50,7 @@ export function createE2BSandboxProvider(options: E2BProviderOptions): SandboxPr
   let sdk: Promise<E2BSdk> | undefined;
   /** Set once the service answered 404 to the sandbox listing (said in the log once). */
   let listingMissing = false;
-  let lastSweepMs = Number.NEGATIVE_INFINITY;
+  const tombstones = config.stateDir === undefined ? undefined : createTombstoneStore(config.stateDir, { now: () => clock.now() });
 
   const connection = { apiKey: config.apiKey, domain: config.domain, apiUrl: config.apiUrl, requestTimeoutMs };
   const wrap = (api: E2BSandboxApi, errors: E2BSdk['errors'], terms: { lease: typeof lease; confirmedLease?: typeof lease; priorLeaseEnd?: Date }): Sandbox =>
@@ -104,16 +101,9 @@ export function createE2BSandboxProvider(options: E2BProviderOptions): SandboxPr
     // killed sandbox is listed nowhere. With E2B_STATE_DIR (storage every instance shares) ended sessions are
     // recorded there; without it an ended id is refused by the instance that ended it (legacy-lane.ts) and,
     // replayed elsewhere, gets a fresh, empty sandbox, for the same credential only (README, Security notes).
-    async recordEnded({ sessionKey }: SandboxOwner, untilMs: number): Promise<void> {
-      if (config.stateDir === undefined) return;
-      await writeTombstone(config.stateDir, endedName(sessionKey), untilMs);
-      // Those whose time has passed go now and then, by whoever ends a session (FC freezes timers).
-      if (clock.now() - lastSweepMs >= TOMBSTONE_SWEEP_EVERY_MS) {
-        lastSweepMs = clock.now();
-        void sweepTombstones(config.stateDir, clock.now()).catch(() => undefined);
-      }
-    },
-    hasEnded: async ({ sessionKey }: SandboxOwner, nowMs: number) => config.stateDir !== undefined && hasTombstone(config.stateDir, endedName(sessionKey), nowMs),
+    // The store also deletes those whose time has passed, now and then, on a record or a lookup (FC freezes timers).
+    recordEnded: async ({ sessionKey }: SandboxOwner, untilMs: number) => tombstones?.record(endedName(sessionKey), untilMs),
+    hasEnded: async ({ sessionKey }: SandboxOwner, nowMs: number) => (await tombstones?.has(endedName(sessionKey), nowMs)) === true,
     async attach(owner: SandboxOwner): Promise<Sandbox | undefined> {
       sdk ??= loadSdk();
       const loaded = await sdk;

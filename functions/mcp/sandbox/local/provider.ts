@@ -17,7 +17,7 @@ import { heldLimits, limitSettings, logLimits, processLimitsFor } from './resour
 import { workspaceSandboxId } from './sandbox-id';
 import { PROBE_UID } from './sandbox-users';
 import { seccompProgram } from './seccomp';
-import { hasTombstone, writeTombstone } from '../tombstones';
+import { createTombstoneStore } from '../tombstones';
 import { createWorkspaceJanitor } from './workspace-sweep';
 import { createWorkspace, toWorkspaceName } from './workspace';
 import { PROBING_DISKS, setUpWorkspaceDisks, type WorkspaceDisks } from './workspace-disk';
@@ -64,6 +64,7 @@ export function createLocalSandboxProvider({
   previewTtlMs = 6 * 3_600_000,
 }: LocalProviderOptions): LocalSandboxProvider {
   const janitor = staleAfterMs === undefined ? undefined : createWorkspaceJanitor({ root: config.root, staleAfterMs, now: () => clock.now(), logger });
+  const tombstones = createTombstoneStore(config.root, { now: () => clock.now() });
   // As root, each sandbox runs as its own unprivileged user: rlimits then hold and sessions cannot reach each other.
   const dropPrivileges = process.getuid?.() === 0 && tools.setpriv !== undefined;
   let isolation: 'bwrap' | 'none' | undefined;
@@ -225,8 +226,8 @@ export function createLocalSandboxProvider({
       );
       return exists ? open(sessionKey, true) : undefined;
     },
-    recordEnded: ({ sessionKey }, untilMs) => writeTombstone(config.root, toWorkspaceName(sessionKey), untilMs),
-    hasEnded: ({ sessionKey }, nowMs) => hasTombstone(config.root, toWorkspaceName(sessionKey), nowMs),
+    recordEnded: ({ sessionKey }, untilMs) => tombstones.record(toWorkspaceName(sessionKey), untilMs),
+    hasEnded: ({ sessionKey }, nowMs) => tombstones.has(toWorkspaceName(sessionKey), nowMs),
   };
 }
 
