@@ -200,3 +200,24 @@ describeWithDisks('the local sandbox’s disk limit (LOCAL_SANDBOX_DISK_MB=64)',
     expect(readdirSync(join(root, '.disks'))).toEqual([]);
   });
 });
+
+describeWithDisks('a server SIGTERMed without a configured secret (LOCAL_SANDBOX_DISK_MB=64)', () => {
+  afterAll(() => stopAllServers());
+
+  it('destroys its sandboxes, images and all: nothing stays mounted or attached under its root', async () => {
+    const server = await startServer({ env: { MCP_AUTH_TOKENS: TOKEN, LOCAL_SANDBOX_DISK_MB: '64' } });
+    const root = server.sandboxRoot;
+    const client = await connectClient('v2', server.url, { token: TOKEN });
+    expect((await client.callTool('write_file', { path: 'gone.txt', content: 'gone' })).isError).toBeFalsy();
+    expect(mountsUnder(root)).toHaveLength(1);
+    const exited = new Promise((resolve) => server.child.once('exit', resolve));
+    server.child.kill('SIGTERM');
+    await exited;
+    // Nobody could come back to them (the secret was this process's own).
+    expect(mountsUnder(root)).toEqual([]);
+    expect(await loopDevicesSettledUnder(root)).toEqual([]);
+    expect(readdirSync(join(root, '.disks'))).toEqual([]);
+    expect(workspacesIn(root)).toEqual([]);
+    await client.close().catch(() => undefined);
+  });
+});
