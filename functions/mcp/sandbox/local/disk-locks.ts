@@ -24,7 +24,7 @@ import { type FileHandle, mkdir, open, stat, unlink } from 'node:fs/promises';
 import { dirname } from 'node:path';
 
 import { toErrnoCode } from '../../errors';
-import { diskTools, runTool, runToolExit, TOOL_TIMEOUT_MS } from './host-mounts';
+import { diskTools, runTool, runToolExit, TOOL_TIMEOUT_MS } from './disk-tools';
 
 /** flock(1)'s exit code when `-n` finds the lock taken (its `-E`). */
 const LOCK_TAKEN_EXIT = 75;

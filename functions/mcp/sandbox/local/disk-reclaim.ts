@@ -13,7 +13,8 @@ import { basename, dirname, join } from 'node:path';
 import { describeError } from '../../errors';
 import type { Logger } from '../../log';
 import { lockIfUnheld, takeTurn } from './disk-locks';
-import { detachLoopDevices, type LoopDevice, readLoopDevices, readMounts } from './host-mounts';
+import { detachLoopDevices } from './disk-tools';
+import { type LoopDevice, readLoopDevices, readMounts } from './host-mounts';
 import { DISKS_DIR, imageOf, realPaths, unmountImage } from './workspace-disk';
 
 /** A workspace directory's name (workspace.ts `toWorkspaceName`). */

@@ -21,7 +21,8 @@ import { describeError, toErrnoCode } from '../../errors';
 import { type Logger, SILENT_LOGGER } from '../../log';
 import type { DiskFull, ResourceLimit } from '../types';
 import { type DiskHold, holdImage, lockIfUnheld, takeTurn } from './disk-locks';
-import { detachLoopDevices, diskTools, findDiskTools, mountsAt, readMounts, runTool, unmount, type Unmounted } from './host-mounts';
+import { detachLoopDevices, diskTools, findDiskTools, runTool, unmount, type Unmounted } from './disk-tools';
+import { mountsAt, readMounts } from './host-mounts';
 
 /** The directory under LOCAL_SANDBOX_ROOT that holds the images (mode 0700, root's). */
 export const DISKS_DIR = '.disks';
