@@ -3,6 +3,8 @@
  * image of that size, loop-mounted at its directory. A write past it fails inside the sandbox (home and /tmp
  * together), the tool results name the limit, the host pays at most the image, the server and other sessions go
  * on, DELETE takes the mount, the loop device and the image away, and a restarted server finds the files again.
+ * No mount or loop device outlives the server that made it: a SIGTERMed one unmounts what it let go, and a start-up
+ * releases what a SIGKILLed one left, never what a live server on the same root holds.
  * Needs root and loop devices (CI); elsewhere it says plainly that it was skipped.
  */
 import { execFileSync } from 'node:child_process';
@@ -10,7 +12,8 @@ import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { connectClient, type TestClient, textOf, type ToolResult } from '../support/clients';
-import { diskTestsUnavailable, loopDevicesUnder, mountsUnder, removeRootWithDisks } from '../support/disks';
+import { diskTestsUnavailable, loopDevicesSettledUnder, loopDevicesUnder, mountsUnder, removeRootWithDisks } from '../support/disks';
+import { pollUntil, SETTLE_MS } from '../support/processes';
 import { findFreePort, makeSandboxRoot, startServer, type StartedServer, stopAllServers, workspacesIn } from '../support/server';
 
 const TOKEN = 'e2e-disk-token-0123456789abcdef';
@@ -58,8 +61,20 @@ describeWithDisks('the local sandbox’s disk limit (LOCAL_SANDBOX_DISK_MB=64)',
     await stopAllServers();
     removeRootWithDisks(root);
     // Nothing of these tests outlives them, failed or not.
-    expect(loopDevicesUnder(root)).toEqual([]);
+    expect(await loopDevicesSettledUnder(root)).toEqual([]);
   });
+  /** Stops `which` with `signal` and waits for it to exit. */
+  const stop = async (which: StartedServer, signal: NodeJS.Signals): Promise<void> => {
+    const exited = new Promise((resolve) => which.child.once('exit', resolve));
+    which.child.kill(signal);
+    await exited;
+  };
+  /** The workspace directory whose home holds `marker`. */
+  const workspaceWith = (marker: string): string => {
+    const name = workspacesIn(root).find((ws) => existsSync(join(root, ws, 'home', marker)));
+    if (name === undefined) throw new Error(`no mounted workspace holds ${marker}`);
+    return join(root, name);
+  };
 
   it('mounts the workspace on its own image and reports the limit (sandbox_status)', async () => {
     expect(mountsUnder(root)).toEqual([dir]);
@@ -119,18 +134,46 @@ describeWithDisks('the local sandbox’s disk limit (LOCAL_SANDBOX_DISK_MB=64)',
     expect((await client.callTool('write_file', { path: 'more.bin', content: 'x'.repeat(2 * MIB) })).isError).toBeFalsy();
   });
 
-  it('keeps the files across a server restart, mounted or not (a host restart), and mounts them once', async () => {
-    server.child.kill('SIGKILL');
-    await new Promise((resolve) => server.child.once('exit', resolve));
-    // The mount outlives the server process: the next one finds it mounted.
-    expect(mountsUnder(root)).toContain(dir);
+  it('unmounts every workspace and frees its loop device when SIGTERMed (the image stays); the next server mounts it again for its session', async () => {
+    expect(mountsUnder(root)).toEqual([dir]);
+    await stop(server, 'SIGTERM');
+    expect(mountsUnder(root)).toEqual([]);
+    expect(await loopDevicesSettledUnder(root)).toEqual([]);
+    expect(statSync(image(dir)).size).toBe(64 * MIB);
     server = await startServer({ env: ENV, sandboxRoot: root, port });
     expect((await client.callTool('read_file', { path: 'mark/here.txt' })).structuredContent).toMatchObject({ content: 'client' });
-    expect(mountsUnder(root).filter((point) => point === dir)).toHaveLength(1);
+    expect(mountsUnder(root)).toEqual([dir]);
+    expect(loopDevicesUnder(root)).toHaveLength(1);
+  });
 
-    // As after a host restart: nothing mounted, the image in place. The next server mounts it again.
-    server.child.kill('SIGKILL');
-    await new Promise((resolve) => server.child.once('exit', resolve));
+  it('releases at start-up what a SIGKILLed server left mounted, never what a live server on the same root holds', async () => {
+    // A second server on the root, live, with a session whose workspace it has mounted.
+    const sibling = await startServer({ env: ENV, sandboxRoot: root });
+    const other = await connectClient('v2', sibling.url, { token: TOKEN });
+    expect((await other.callTool('write_file', { path: 'sibling.txt', content: 'sibling' })).isError).toBeFalsy();
+    const otherDir = workspaceWith('sibling.txt');
+    // Killed outright: nothing could unmount its workspace, which keeps its mount and its loop device.
+    await stop(server, 'SIGKILL');
+    expect(mountsUnder(root).sort()).toEqual([dir, otherDir].sort());
+
+    server = await startServer({ env: ENV, sandboxRoot: root, port });
+    // No request needed: the start-up releases it (before any workspace is opened), and then says so.
+    const released = (): Array<Record<string, unknown>> => server.logs().filter((line) => line.msg === 'released the workspace disks of servers that are gone');
+    expect(await pollUntil(released, (lines) => lines.length > 0, SETTLE_MS)).toEqual([expect.objectContaining({ unmounted: 1 })]);
+    // (The start-up's own probe, right after, mounts a tiny image in .disks for a moment.)
+    expect(mountsUnder(root).filter((point) => !point.startsWith(join(root, '.disks')))).toEqual([otherDir]);
+    expect(await loopDevicesSettledUnder(root, 1)).toEqual([expect.stringContaining(image(otherDir))]);
+    // The live server's session goes on, on its own mount; the killed server's comes back to its files.
+    expect((await other.callTool('read_file', { path: 'sibling.txt' })).structuredContent).toMatchObject({ content: 'sibling' });
+    expect((await client.callTool('read_file', { path: 'mark/here.txt' })).structuredContent).toMatchObject({ content: 'client' });
+    expect(mountsUnder(root).sort()).toEqual([dir, otherDir].sort());
+    await other.terminate();
+    await sibling.stop();
+    expect(mountsUnder(root)).toEqual([dir]);
+  });
+
+  it('keeps the files when the host restarts (nothing mounted, the image in place) and mounts them once', async () => {
+    await stop(server, 'SIGKILL');
     execFileSync('umount', [dir]);
     expect(readdirSync(dir)).toEqual([]);
     server = await startServer({ env: ENV, sandboxRoot: root, port });
@@ -157,5 +200,26 @@ describeWithDisks('the local sandbox’s disk limit (LOCAL_SANDBOX_DISK_MB=64)',
     expect(mountsUnder(root)).toEqual([]);
     expect(loopDevicesUnder(root)).toEqual([]);
     expect(readdirSync(join(root, '.disks'))).toEqual([]);
+  });
+});
+
+describeWithDisks('a server SIGTERMed without a configured secret (LOCAL_SANDBOX_DISK_MB=64)', () => {
+  afterAll(() => stopAllServers());
+
+  it('destroys its sandboxes, images and all: nothing stays mounted or attached under its root', async () => {
+    const server = await startServer({ env: { MCP_AUTH_TOKENS: TOKEN, LOCAL_SANDBOX_DISK_MB: '64' } });
+    const root = server.sandboxRoot;
+    const client = await connectClient('v2', server.url, { token: TOKEN });
+    expect((await client.callTool('write_file', { path: 'gone.txt', content: 'gone' })).isError).toBeFalsy();
+    expect(mountsUnder(root)).toHaveLength(1);
+    const exited = new Promise((resolve) => server.child.once('exit', resolve));
+    server.child.kill('SIGTERM');
+    await exited;
+    // Nobody could come back to them (the secret was this process's own).
+    expect(mountsUnder(root)).toEqual([]);
+    expect(await loopDevicesSettledUnder(root)).toEqual([]);
+    expect(readdirSync(join(root, '.disks'))).toEqual([]);
+    expect(workspacesIn(root)).toEqual([]);
+    await client.close().catch(() => undefined);
   });
 });

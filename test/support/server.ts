@@ -3,11 +3,12 @@
  * runs it, and stops it (and everything it started) after the test.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
 import { removeCgroupsOf } from './cgroups';
+import { removeRootWithDisks } from './disks';
 
 export const BUNDLE = resolve(__dirname, '../../dist/index.js');
 
@@ -78,8 +79,8 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sta
     PORT: String(options.port ?? 0),
     LOCAL_SANDBOX_ROOT: sandboxRoot,
     LOG_LEVEL: 'info',
-    // Workspaces on disk images stay mounted when a server stops (their files are kept for the next one), and a
-    // mount under the root would stop its removal: only the disk-limit tests, which unmount what they made, turn them on.
+    // Workspaces on disk images cost a format and a mount each, and a server killed outright leaves them mounted
+    // for the next start on its root (a fresh root never sees one): only the disk-limit tests turn them on.
     LOCAL_SANDBOX_DISK_MB: '0',
     ...options.env,
   };
@@ -131,7 +132,8 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sta
       }
       // A server killed outright leaves its sandboxes' cgroups; no later server will have its root to sweep them.
       if (ownsRoot) await removeCgroupsOf(sandboxRoot);
-      if (ownsRoot) rmSync(sandboxRoot, { recursive: true, force: true });
+      // Unmounted first: rm -rf would delete the images under their mounts and leave both (test/support/disks.ts).
+      if (ownsRoot) removeRootWithDisks(sandboxRoot);
     },
   };
   running.add(server);

@@ -293,9 +293,13 @@ export class LocalSandbox implements Sandbox {
     await removeWorkspace(this.options.workspace);
   }
 
-  /** Stops every process and keeps the files: the workspace is re-attached by its session later. */
+  /**
+   * Stops every process and keeps the files: the workspace is re-attached by its session later. Its disk image
+   * is let go once nothing runs in it (the last holder unmounts it and frees its loop device) and mounted again then.
+   */
   async release(): Promise<void> {
     await this.stopProcesses();
+    await this.options.workspace.disk?.release();
   }
 
   private async stopProcesses(): Promise<void> {

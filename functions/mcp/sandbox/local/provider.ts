@@ -9,6 +9,7 @@ import { AppError, describeError } from '../../errors';
 import type { Logger } from '../../log';
 import type { BackendStatus, Sandbox, SandboxLimits, SandboxOwner, SandboxProvider } from '../types';
 import { probeCgroups, type SandboxCgroups } from './cgroups';
+import { releaseOrphanedDisks } from './disk-reclaim';
 import { findHostTools, findRootLinks, probeBwrap } from './host-tools';
 import { type BwrapHardening, DEFAULT_PROCESS_LIMITS, type HostTools, NO_HARDENING, type ProcessLimits } from './launch';
 import { LocalSandbox } from './local-sandbox';
@@ -98,8 +99,9 @@ export function createLocalSandboxProvider({
 
   const ready = (): Promise<void> => {
     probe ??= (async () => {
-      // Side by side with the other probes: a tiny image is formatted, mounted and unmounted (~40 ms).
-      const disksFound = setUpWorkspaceDisks(config.root, config.diskBytes, logger);
+      // Side by side with the other probes: what servers that are gone left mounted under the root is released
+      // (disk-reclaim.ts), then a tiny image is formatted, mounted and unmounted (~40 ms). Both before any workspace opens.
+      const disksFound = releaseOrphanedDisks(config.root, logger).then(() => setUpWorkspaceDisks(config.root, config.diskBytes, logger));
       await findCgroups();
       if (config.isolation === 'none') {
         isolation = 'none';
@@ -179,9 +181,13 @@ export function createLocalSandboxProvider({
   const make = async (sessionKey: string, resumed: boolean): Promise<Sandbox> => {
     const mode = isolation === 'bwrap' ? 'bwrap' : 'none';
     const opened = async () => {
-      const workspace = await createWorkspace({ root: config.root, sessionKey, virtualHome: mode === 'bwrap', sandboxUser: dropPrivileges, diskBytes: disks.limitBytes });
+      const workspace = await createWorkspace({ root: config.root, sessionKey, virtualHome: mode === 'bwrap', sandboxUser: dropPrivileges, diskBytes: disks.limitBytes, logger });
       // A new workspace (a new session, or a reset) gets a new id; one opened again keeps its own.
-      return { workspace, id: await workspaceSandboxId(workspace.dir) };
+      const id = await workspaceSandboxId(workspace.dir).catch(async (err: unknown) => {
+        await workspace.disk?.release();
+        throw err;
+      });
+      return { workspace, id };
     };
     const { workspace, id } = await opened().catch((err: unknown) => {
       throw new AppError('sandbox_error', `Could not create the sandbox workspace under LOCAL_SANDBOX_ROOT (${config.root}).`, { cause: err });

@@ -12,64 +12,28 @@
  * takes ~13 ms and ~0.7 MiB of the host for a 1 GiB image, the same as without a journal). Mounted `nosuid`,
  * `nodev`, and `discard`, so that deleted files give their blocks back to the host.
  */
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { constants, existsSync } from 'node:fs';
-import { chmod, mkdir, open, readdir, readFile, realpath, rename, rm, stat, statfs, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, open, readdir, realpath, rename, rm, stat, statfs, writeFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 
 import { describeError, toErrnoCode } from '../../errors';
-import type { Logger } from '../../log';
+import { type Logger, SILENT_LOGGER } from '../../log';
 import type { DiskFull, ResourceLimit } from '../types';
-import { findProgram } from './find-program';
+import { type DiskHold, holdImage, lockIfUnheld, takeTurn } from './disk-locks';
+import { detachLoopDevices, diskTools, findDiskTools, runTool, unmount, type Unmounted } from './disk-tools';
+import { mountsAt, readMounts } from './host-mounts';
 
 /** The directory under LOCAL_SANDBOX_ROOT that holds the images (mode 0700, root's). */
 export const DISKS_DIR = '.disks';
 /** The size of the start-up probe's image. */
 const PROBE_BYTES = 16 * 1024 * 1024;
-/** How long a host program (mkfs, mount, umount) or the wait for another instance's lock may take. */
-const TOOL_TIMEOUT_MS = 60_000;
 /** Options of every mount: no set-uid programs or device files from the image; freed blocks go back to the host. */
 const MOUNT_OPTIONS = 'loop,nosuid,nodev,discard';
 
 /** The image of the workspace in `dir` (`<root>/<name>` → `<root>/.disks/<name>.img`). */
 export function imageOf(dir: string): string {
   return join(dirname(dir), DISKS_DIR, `${basename(dir)}.img`);
-}
-
-/** One line of /proc/self/mountinfo, the parts used here. */
-export interface MountEntry {
-  readonly mountPoint: string;
-  readonly fsType: string;
-  readonly source: string;
-}
-
-/** The kernel writes a space, tab, newline or backslash in a mountinfo path as an octal escape (`\040`). */
-export function unescapeMountField(field: string): string {
-  return field.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(parseInt(octal, 8)));
-}
-
-/**
- * Parses /proc/self/mountinfo: `id parent major:minor root mount-point options [optional fields…] - type source
- * super-options` per line (proc(5)). Lines that do not have that shape are passed over.
- */
-export function parseMountinfo(text: string): MountEntry[] {
-  const mounts: MountEntry[] = [];
-  for (const line of text.split('\n')) {
-    const fields = line.split(' ');
-    const separator = fields.indexOf('-', 6);
-    const mountPoint = fields[4];
-    const fsType = fields[separator + 1];
-    const source = fields[separator + 2];
-    if (separator === -1 || mountPoint === undefined || fsType === undefined || source === undefined) continue;
-    mounts.push({ mountPoint: unescapeMountField(mountPoint), fsType, source: unescapeMountField(source) });
-  }
-  return mounts;
-}
-
-/** How many file systems are mounted at `path` (a real path: no symlinks), stacked or not. */
-export function mountsAt(mounts: readonly MountEntry[], path: string): number {
-  return mounts.filter((mount) => mount.mountPoint === path).length;
 }
 
 /** What `openWorkspaceDisk` finds before it acts. */
@@ -98,59 +62,6 @@ export function decideDisk(state: DiskState, limitBytes: number | undefined): Di
   return 'format';
 }
 
-/** Runs a host program; rejects with its stderr. `fd` is handed to it as descriptor 3. */
-function runTool(file: string, args: readonly string[], fd?: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(file, [...args], { env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', LC_ALL: 'C' }, stdio: ['ignore', 'ignore', 'pipe', ...(fd === undefined ? [] : [fd])], timeout: TOOL_TIMEOUT_MS });
-    let stderr = '';
-    child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
-      if (stderr.length < 1000) stderr += chunk;
-    });
-    child.once('error', (err) => reject(new Error(`${basename(file)} failed: ${err.message}`)));
-    child.once('close', (code, signal) => {
-      if (code === 0) resolve();
-      else reject(new Error(`${basename(file)} failed: ${stderr.trim().slice(0, 300) || (signal ?? `exit ${code}`)}`));
-    });
-  });
-}
-
-/** The programs disks need, by absolute path. */
-interface DiskTools {
-  readonly mkfs: string;
-  readonly mount: string;
-  readonly umount: string;
-  readonly flock: string;
-}
-
-/** The programs, or which of them are missing. */
-function findDiskTools(): DiskTools | string {
-  const found = { mkfs: findProgram('mkfs.ext4'), mount: findProgram('mount'), umount: findProgram('umount'), flock: findProgram('flock') };
-  const missing = Object.entries({ 'mkfs.ext4 (e2fsprogs)': found.mkfs, 'mount (util-linux)': found.mount, 'umount (util-linux)': found.umount, 'flock (util-linux)': found.flock })
-    .filter(([, path]) => path === undefined)
-    .map(([name]) => name);
-  if (missing.length > 0) return `not installed: ${missing.join(', ')}`;
-  return found as DiskTools;
-}
-
-let tools: DiskTools | undefined;
-function diskTools(): DiskTools {
-  if (tools === undefined) {
-    const found = findDiskTools();
-    if (typeof found === 'string') throw new Error(`workspace disk images need programs that are ${found}`);
-    tools = found;
-  }
-  return tools;
-}
-
-/** The mounts this process sees; none where there is no /proc (macOS). */
-async function readMounts(): Promise<MountEntry[]> {
-  const text = await readFile('/proc/self/mountinfo', 'utf8').catch((err: unknown) => {
-    if (toErrnoCode(err) === 'ENOENT') return '';
-    throw err;
-  });
-  return parseMountinfo(text);
-}
-
 /** Creates `image` as a sparse file of `bytes` with an empty ext4 file system: formatted aside, then renamed into place. */
 async function formatImage(image: string, bytes: number): Promise<void> {
   const aside = `${image}.new-${process.pid}-${randomBytes(4).toString('hex')}`;
@@ -173,27 +84,6 @@ async function mountImage(image: string, dir: string): Promise<void> {
   await runTool(diskTools().mount, ['-t', 'ext4', '-o', MOUNT_OPTIONS, image, dir]);
 }
 
-/** Unmounts `dir`; busy (a process still holds a file), it is detached lazily and goes once that is let go. */
-async function unmount(dir: string): Promise<void> {
-  await runTool(diskTools().umount, [dir]).catch(() => runTool(diskTools().umount, ['-l', dir]));
-}
-
-/**
- * Holds an exclusive lock on the directory `dir` until `release` is called (flock(2) on an open directory,
- * taken by flock(1) on the descriptor handed to it: the lock belongs to the open file, which this process
- * keeps, and goes with it if this process dies). Two instances opening the same workspace take turns.
- */
-async function lockDirectory(dir: string): Promise<{ release: () => Promise<void> }> {
-  const handle = await open(dir, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
-  try {
-    await runTool(diskTools().flock, ['-x', '-w', String(TOOL_TIMEOUT_MS / 1000), '3'], handle.fd);
-  } catch (err: unknown) {
-    await handle.close();
-    throw err;
-  }
-  return { release: () => handle.close() };
-}
-
 async function inspect(dir: string, image: string): Promise<DiskState> {
   const [mounts, real, imageInfo, entries] = await Promise.all([
     readMounts(),
@@ -207,54 +97,148 @@ async function inspect(dir: string, image: string): Promise<DiskState> {
   return { mounted: mountsAt(mounts, real) > 0, imageExists: imageInfo !== undefined, dirEmpty: entries.length === 0 };
 }
 
-/**
- * Gives the workspace in `dir` (just made, or re-opened) its disk: mounts its image when it has one and it is not
- * mounted yet (after a host restart), formats one of `limitBytes` for a new workspace, or leaves a plain
- * directory. Resolves with the limit that holds (the image's size), or `undefined` when none does. Two
- * instances sharing the root take turns (a lock on the directory), so an image is never mounted twice.
- */
-export async function openWorkspaceDisk(dir: string, limitBytes: number | undefined): Promise<number | undefined> {
-  const image = imageOf(dir);
-  const first = decideDisk(await inspect(dir, image), limitBytes);
-  if (first === 'plain') return undefined;
-  if (first !== 'mounted') {
-    const lock = await lockDirectory(dir);
-    try {
-      // Decided again under the lock: another instance may have mounted it meanwhile.
-      const action = decideDisk(await inspect(dir, image), limitBytes);
-      if (action === 'plain') return undefined;
-      if (action === 'format') {
-        await mkdir(dirname(image), { mode: 0o700 }).catch((err: unknown) => {
-          if (toErrnoCode(err) !== 'EEXIST') throw err;
-        });
-        await formatImage(image, limitBytes ?? 0);
-      }
-      if (action !== 'mounted') {
-        await mountImage(image, dir);
-        // The file system's root is the workspace's directory: the server's, searchable only (as createWorkspace makes it).
-        await chmod(dir, 0o711);
-      }
-    } finally {
-      await lock.release();
-    }
-  }
-  return (await stat(image).catch(() => undefined))?.size;
+/** The real paths of a workspace's directory and image (what mountinfo and the loop devices name). */
+export async function realPaths(dir: string): Promise<{ dir: string; image: string }> {
+  const root = await realpath(dirname(dir));
+  return { dir: join(root, basename(dir)), image: join(root, DISKS_DIR, `${basename(dir)}.img`) };
 }
 
 /**
- * Takes the disk of the workspace in `dir` away, before its directory is deleted: unmounts it (lazily when a
- * process still holds a file in it; the loop device, set to clear itself, is freed once the last holder lets
- * go) and deletes the image. The files go with the image; a workspace without one is left to the caller's rm.
+ * Unmounts every file system at `real` (stacked mounts never happen: the turn prevents them, but each would need
+ * its own unmount) and detaches the loop device behind the image, should it not have cleared itself (it is set
+ * to when `mount -o loop` attaches it). Resolves with `lazy` when a mount had to be detached lazily.
  */
-export async function removeWorkspaceDisk(dir: string): Promise<void> {
-  const real = await realpath(dir).catch(() => undefined);
-  if (real !== undefined) {
-    // Stacked mounts never happen (openWorkspaceDisk locks), but each would need its own unmount.
-    for (let mounted = mountsAt(await readMounts(), real); mounted > 0; mounted -= 1) await unmount(dir).catch(() => undefined);
-    const left = mountsAt(await readMounts(), real);
-    if (left > 0) throw new Error(`the workspace's disk image is still mounted at ${dir}`);
+export async function unmountImage(real: { dir: string; image: string }): Promise<Unmounted> {
+  let how: Unmounted = 'clean';
+  for (let mounted = mountsAt(await readMounts(), real.dir); mounted > 0; mounted -= 1) {
+    if ((await unmount(real.dir)) === 'lazy') how = 'lazy';
   }
-  await rm(imageOf(dir), { force: true });
+  if (mountsAt(await readMounts(), real.dir) > 0) throw new Error(`the workspace's disk image is still mounted at ${real.dir}`);
+  await detachLoopDevices((device) => device.backingFile === real.image);
+  return how;
+}
+
+/** A workspace's disk image, mounted at its directory and held (disk-locks.ts) while a sandbox has it open. */
+export interface WorkspaceDisk {
+  /** The image's size: the limit on all the workspace's files, in bytes. */
+  readonly limitBytes: number;
+  /**
+   * Lets go of it (the sandbox ended, or was let go for its session to come back to): the last holder, on any
+   * server sharing the root, unmounts the image and frees its loop device; the image stays, and is mounted again
+   * when a sandbox opens the workspace. Never rejects (a failure is logged: the next start-up releases it).
+   */
+  release(): Promise<void>;
+  /** Lets go of the hold only, for a caller that deletes the workspace (removeWorkspaceDisk). */
+  drop(): Promise<void>;
+}
+
+export interface OpenWorkspaceDiskOptions {
+  /** The size of a new workspace's image, in bytes. @default none: a new workspace is a plain directory */
+  limitBytes?: number;
+  /** Where a disk that could not be let go is reported. @default SILENT_LOGGER */
+  logger?: Logger;
+}
+
+/**
+ * Gives the workspace in `dir` (just made, or re-opened) its disk: mounts its image when it has one and it is not
+ * mounted (it was let go, or the host restarted), formats one of `limitBytes` for a new workspace, or leaves a
+ * plain directory (`undefined`). Every change happens under the image's turn, so an image is never mounted
+ * twice; the hold is taken first, so an image found mounted stays mounted while this sandbox has it.
+ */
+export async function openWorkspaceDisk(dir: string, { limitBytes, logger = SILENT_LOGGER }: OpenWorkspaceDiskOptions = {}): Promise<WorkspaceDisk | undefined> {
+  const image = imageOf(dir);
+  if (decideDisk(await inspect(dir, image), limitBytes) === 'plain') return undefined;
+  let hold = await holdImage(image).catch((err: unknown) => {
+    if (toErrnoCode(err) === 'ENOENT') return undefined;
+    throw err;
+  });
+  try {
+    if (hold === undefined || decideDisk(await inspect(dir, image), limitBytes) !== 'mounted') {
+      const turn = await takeTurn(image);
+      try {
+        // Decided again under the turn: another sandbox may have mounted (or let go of) it meanwhile.
+        const action = decideDisk(await inspect(dir, image), limitBytes);
+        if (action === 'plain') {
+          await hold?.close();
+          return undefined;
+        }
+        if (action === 'format') await formatImage(image, limitBytes ?? 0);
+        if (action !== 'mounted') {
+          await mountImage(image, dir);
+          // The file system's root is the workspace's directory: the server's, searchable only (as createWorkspace makes it).
+          await chmod(dir, 0o711);
+        }
+        hold ??= await holdImage(image);
+      } finally {
+        await turn.release();
+      }
+    }
+    return createWorkspaceDisk(dir, (await stat(image)).size, hold, logger);
+  } catch (err: unknown) {
+    await hold?.close();
+    throw err;
+  }
+}
+
+function createWorkspaceDisk(dir: string, limitBytes: number, hold: DiskHold, logger: Logger): WorkspaceDisk {
+  let dropped: Promise<void> | undefined;
+  const drop = (): Promise<void> => (dropped ??= hold.close().catch(() => undefined));
+  let released: Promise<void> | undefined;
+  const release = async (): Promise<void> => {
+    await drop();
+    const image = imageOf(dir);
+    // Deleted meanwhile (DELETE on another server, or the root removed): nothing is mounted there any more.
+    const state = await inspect(dir, image).catch(() => undefined);
+    if (state === undefined || (!state.mounted && !state.imageExists)) return;
+    const turn = await takeTurn(image);
+    try {
+      // Another sandbox (here, or on a server sharing the root) still has it open: the last one unmounts.
+      const lock = await lockIfUnheld(image);
+      if (lock.held) return;
+      try {
+        const how = await unmountImage(await realPaths(dir));
+        if (how === 'lazy') logger.info('workspace disk detached lazily: a process still has a file open in it; its loop device goes when it closes it', { workspace: basename(dir) });
+      } finally {
+        await lock.release();
+      }
+      if (lock.gone) await turn.removeLockFile();
+    } finally {
+      await turn.release();
+    }
+  };
+  return {
+    limitBytes,
+    release: () =>
+      (released ??= release().catch((err: unknown) =>
+        logger.warn('workspace disk left mounted: the next start-up on LOCAL_SANDBOX_ROOT releases it', { workspace: basename(dir), error: describeError(err) }),
+      )),
+    drop,
+  };
+}
+
+/**
+ * Takes the disk of the workspace in `dir` away, before its directory is deleted: lets go of `disk` (this
+ * sandbox's hold), unmounts it whoever else holds it (lazily when a process still has a file open in it; its
+ * loop device then goes when that file is closed) and deletes the image and its lock file. The files go with the
+ * image; a workspace without one is left to the caller's rm.
+ */
+export async function removeWorkspaceDisk(dir: string, disk?: WorkspaceDisk): Promise<void> {
+  await disk?.drop();
+  const image = imageOf(dir);
+  const state = await inspect(dir, image).catch(() => undefined);
+  if (state === undefined || (!state.mounted && !state.imageExists)) {
+    await rm(image, { force: true });
+    return;
+  }
+  const turn = await takeTurn(image);
+  try {
+    const real = await realPaths(dir);
+    await unmountImage(real);
+    await rm(image, { force: true });
+    await turn.removeLockFile();
+  } finally {
+    await turn.release();
+  }
 }
 
 /** A probe's image and mount point, or an image being formatted, and the server process it is of. */
@@ -296,7 +280,6 @@ export async function probeWorkspaceDisks(root: string): Promise<DiskProbe> {
   if (process.getuid?.() !== 0) return { ok: false, reason: 'the server is not root: it cannot mount disk images' };
   const found = findDiskTools();
   if (typeof found === 'string') return { ok: false, reason: found };
-  tools = found;
   if (!existsSync('/dev/loop-control')) return { ok: false, reason: 'no loop devices here (/dev/loop-control is missing)' };
   const disks = join(root, DISKS_DIR);
   const name = `probe-${process.pid}-${randomBytes(4).toString('hex')}`;

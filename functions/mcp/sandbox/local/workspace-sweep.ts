@@ -15,15 +15,22 @@ import { killUserProcesses } from './host-processes';
 import { recordedUid } from './sandbox-users';
 import { sweepTombstones } from '../tombstones';
 import { removeWorkspace } from './workspace';
+import { imageOf, openWorkspaceDisk } from './workspace-disk';
 
 /** What every workspace directory's name starts with (workspace.ts `toWorkspaceName`). */
 const WORKSPACE_PREFIX = 'mcp-sandbox-';
 
-/** When the workspace in `dir` was last used (its marker, else the directory itself), in ms since the epoch. */
+/**
+ * When the workspace in `dir` was last used, in ms since the epoch: its marker; else (a workspace let go, whose
+ * marker is on its unmounted image) the later of the directory's and the image's times. The image's time moves
+ * with every write through its loop device, the unmount's last of all, so it is never earlier than the last use.
+ */
 export async function lastUsedMs(dir: string): Promise<number | undefined> {
   const marker = await lstat(join(dir, 'last-used')).catch(() => undefined);
   if (marker !== undefined) return marker.mtimeMs;
-  return (await lstat(dir).catch(() => undefined))?.mtimeMs;
+  const [own, image] = await Promise.all([lstat(dir).catch(() => undefined), lstat(imageOf(dir)).catch(() => undefined)]);
+  if (own === undefined) return undefined;
+  return Math.max(own.mtimeMs, image?.mtimeMs ?? -Infinity);
 }
 
 /** True when the workspace in `dir` has gone unused for longer than `staleAfterMs`. */
@@ -34,10 +41,13 @@ export async function isStale(dir: string, nowMs: number, staleAfterMs: number):
 
 /** Deletes the workspace in `dir` that no sandbox here has open: its user's processes, its files, its uid claim. */
 export async function removeAbandonedWorkspace(dir: string): Promise<void> {
+  // A workspace let go is unmounted, and its uid record is on its image: mounted again to read it (one that
+  // cannot be mounted is deleted all the same; its uid claim then stays).
+  const disk = await openWorkspaceDisk(dir).catch(() => undefined);
   const uid = await recordedUid(dir);
   // Only without bubblewrap can a process outlive the server that started it (bubblewrap dies with its parent).
   if (uid !== undefined) await killUserProcesses(uid);
-  await removeWorkspace({ dir, owner: uid === undefined ? undefined : { uid, gid: uid } });
+  await removeWorkspace({ dir, owner: uid === undefined ? undefined : { uid, gid: uid }, disk });
 }
 
 export interface SweepOptions {

@@ -8,8 +8,9 @@ import { lstat, mkdir, open, realpath, rm } from 'node:fs/promises';
 import { dirname, isAbsolute, join, posix, relative, sep } from 'node:path';
 
 import { AppError, toErrnoCode } from '../../errors';
+import type { Logger } from '../../log';
 import { releaseUid, workspaceUid } from './sandbox-users';
-import { openWorkspaceDisk, removeWorkspaceDisk } from './workspace-disk';
+import { openWorkspaceDisk, removeWorkspaceDisk, type WorkspaceDisk } from './workspace-disk';
 
 /** Where a session's files live on the host. */
 export interface Workspace {
@@ -25,6 +26,8 @@ export interface Workspace {
   readonly owner: { uid: number; gid: number } | undefined;
   /** The size of the disk image `dir` is mounted from: the limit on all the workspace's files (workspace-disk.ts); absent when none holds. */
   readonly diskLimitBytes?: number;
+  /** That image, held while the workspace is open here: `release` it when the sandbox is let go; absent without one. */
+  readonly disk?: WorkspaceDisk;
 }
 
 /** The working directory's path inside a bubblewrap sandbox. */
@@ -44,43 +47,52 @@ export interface CreateWorkspaceOptions {
   sandboxUser: boolean;
   /** The size of a new workspace's disk image (LOCAL_SANDBOX_DISK_MB, when images work here); absent: a plain directory. */
   diskBytes?: number;
+  /** Where a disk image that could not be let go is reported. @default SILENT_LOGGER */
+  logger?: Logger;
 }
 
 /**
  * Creates (or re-opens) the workspace of `sessionKey`. Its directory stays the server's (mode 0711) so
  * that the sandbox user cannot replace `home` or `tmp` with a symlink; those two are the sandbox user's, 0700.
  * With `diskBytes`, a new workspace's directory is the root of a disk image of that size; an image made
- * earlier is mounted again whatever `diskBytes` is (workspace-disk.ts).
+ * earlier (and let go since, or before a host restart) is mounted again whatever `diskBytes` is
+ * (workspace-disk.ts).
  */
-export async function createWorkspace({ root, sessionKey, virtualHome, sandboxUser, diskBytes }: CreateWorkspaceOptions): Promise<Workspace> {
+export async function createWorkspace({ root, sessionKey, virtualHome, sandboxUser, diskBytes, logger }: CreateWorkspaceOptions): Promise<Workspace> {
   const dir = join(root, toWorkspaceName(sessionKey));
   const home = join(dir, 'home');
   const tmp = join(dir, 'tmp');
   await mkdir(dir, { recursive: true, mode: 0o711 });
   // Before anything is put in it: the uid record, home and tmp live on the image.
-  const diskLimitBytes = await openWorkspaceDisk(dir, diskBytes);
-  const uid = sandboxUser ? await workspaceUid(root, dir) : undefined;
-  const owner = uid === undefined ? undefined : { uid, gid: uid };
-  for (const path of [home, tmp]) {
-    await mkdir(path, { mode: 0o700 }).catch((err: unknown) => {
-      if (toErrnoCode(err) !== 'EEXIST') throw err;
-    });
-    const handle = await open(path, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
-    try {
-      if (owner !== undefined) await handle.chown(owner.uid, owner.gid);
-    } finally {
-      await handle.close();
+  const disk = await openWorkspaceDisk(dir, { limitBytes: diskBytes, logger });
+  try {
+    const uid = sandboxUser ? await workspaceUid(root, dir) : undefined;
+    const owner = uid === undefined ? undefined : { uid, gid: uid };
+    for (const path of [home, tmp]) {
+      await mkdir(path, { mode: 0o700 }).catch((err: unknown) => {
+        if (toErrnoCode(err) !== 'EEXIST') throw err;
+      });
+      const handle = await open(path, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+      try {
+        if (owner !== undefined) await handle.chown(owner.uid, owner.gid);
+      } finally {
+        await handle.close();
+      }
     }
+    return { dir, home, tmp, workdir: virtualHome ? BWRAP_WORKDIR : home, owner, ...(disk === undefined ? {} : { diskLimitBytes: disk.limitBytes, disk }) };
+  } catch (err: unknown) {
+    // No sandbox will have it: its mount goes now, not at the next start-up.
+    await disk?.release();
+    throw err;
   }
-  return { dir, home, tmp, workdir: virtualHome ? BWRAP_WORKDIR : home, owner, ...(diskLimitBytes === undefined ? {} : { diskLimitBytes }) };
 }
 
 /**
- * Deletes the workspace and everything in it (its disk image unmounted and deleted, when it has one), and gives
- * its user back (once nothing runs as it any more).
+ * Deletes the workspace and everything in it (its disk image unmounted and deleted, when it has one, and its hold
+ * let go), and gives its user back (once nothing runs as it any more).
  */
-export async function removeWorkspace(ws: Pick<Workspace, 'dir' | 'owner'>): Promise<void> {
-  await removeWorkspaceDisk(ws.dir);
+export async function removeWorkspace(ws: Pick<Workspace, 'dir' | 'owner' | 'disk'>): Promise<void> {
+  await removeWorkspaceDisk(ws.dir, ws.disk);
   await rm(ws.dir, { recursive: true, force: true, maxRetries: 3 });
   if (ws.owner !== undefined) await releaseUid(dirname(ws.dir), ws.owner.uid);
 }

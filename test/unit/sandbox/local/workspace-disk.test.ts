@@ -1,63 +1,24 @@
 /**
- * Workspace disk images: reading /proc/self/mountinfo, the decision for each state a workspace can be found in,
- * and (as root, where loop devices work) the whole life of an image under createWorkspace and removeWorkspace.
+ * Workspace disk images: the decision for each state a workspace can be found in, and (as root, where loop devices
+ * work) the whole life of an image under createWorkspace, release and removeWorkspace, across holders that share
+ * the root, and what a start-up releases of servers that are gone. No test leaves a mount or a loop device behind,
+ * whatever order its teardown runs in. The mount table itself: host-mounts.test.ts.
  */
-import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { loadConfig } from '../../../../functions/mcp/config';
 import { SILENT_LOGGER } from '../../../../functions/mcp/log';
+import { releaseOrphanedDisks } from '../../../../functions/mcp/sandbox/local/disk-reclaim';
 import { findHostTools } from '../../../../functions/mcp/sandbox/local/host-tools';
 import { createLocalSandboxProvider } from '../../../../functions/mcp/sandbox/local/provider';
-import { createWorkspace, removeWorkspace } from '../../../../functions/mcp/sandbox/local/workspace';
-import {
-  decideDisk,
-  describeDiskLimit,
-  diskFullAfterCall,
-  type DiskState,
-  imageOf,
-  mountsAt,
-  parseMountinfo,
-  probeWorkspaceDisks,
-  unescapeMountField,
-} from '../../../../functions/mcp/sandbox/local/workspace-disk';
-import { diskTestsUnavailable, loopDevicesUnder, mountsUnder, removeRootWithDisks } from '../../../support/disks';
-
-const MOUNTINFO = [
-  '27 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw,discard',
-  '30 25 0:27 / /dev/shm rw,relatime - tmpfs tmpfs rw,size=24683656k',
-  // No optional fields, and a mount point with a space, a tab and a backslash in it.
-  '101 27 7:3 / /srv/sandbox\\040root/mcp-sandbox-ab\\011c\\134d rw,nosuid,nodev,relatime - ext4 /dev/loop3 rw',
-  // Two optional fields.
-  '102 27 7:4 / /srv/root/mcp-sandbox-x rw,nosuid shared:7 master:2 - ext4 /dev/loop4 rw,discard',
-  '103 27 7:5 / /srv/root/mcp-sandbox-x rw,nosuid - ext4 /dev/loop5 rw',
-  'garbage',
-  '',
-].join('\n');
-
-describe('mountinfo', () => {
-  it('reads mount points, types and sources, with the kernel’s octal escapes undone and optional fields skipped', () => {
-    const mounts = parseMountinfo(MOUNTINFO);
-    expect(mounts).toEqual([
-      { mountPoint: '/', fsType: 'ext4', source: '/dev/vda' },
-      { mountPoint: '/dev/shm', fsType: 'tmpfs', source: 'tmpfs' },
-      { mountPoint: '/srv/sandbox root/mcp-sandbox-ab\tc\\d', fsType: 'ext4', source: '/dev/loop3' },
-      { mountPoint: '/srv/root/mcp-sandbox-x', fsType: 'ext4', source: '/dev/loop4' },
-      { mountPoint: '/srv/root/mcp-sandbox-x', fsType: 'ext4', source: '/dev/loop5' },
-    ]);
-    expect(unescapeMountField('a\\012b')).toBe('a\nb');
-  });
-
-  it('counts the mounts at a path exactly (stacked ones each), not at its prefixes or its children', () => {
-    const mounts = parseMountinfo(MOUNTINFO);
-    expect(mountsAt(mounts, '/srv/root/mcp-sandbox-x')).toBe(2);
-    expect(mountsAt(mounts, '/srv/sandbox root/mcp-sandbox-ab\tc\\d')).toBe(1);
-    expect(mountsAt(mounts, '/srv/root')).toBe(0);
-    expect(mountsAt(mounts, '/srv/root/mcp-sandbox-x/home')).toBe(0);
-  });
-});
+import { createWorkspace, removeWorkspace, type Workspace } from '../../../../functions/mcp/sandbox/local/workspace';
+import { decideDisk, describeDiskLimit, diskFullAfterCall, type DiskState, imageOf, probeWorkspaceDisks } from '../../../../functions/mcp/sandbox/local/workspace-disk';
+import { lastUsedMs, removeAbandonedWorkspace } from '../../../../functions/mcp/sandbox/local/workspace-sweep';
+import { diskTestsUnavailable, loopDevicesSettledUnder, loopDevicesUnder, mountsUnder, removeRootWithDisks } from '../../../support/disks';
+import { uidClaimsIn } from '../../../support/server';
 
 describe('what a workspace gets', () => {
   const state = (over: Partial<DiskState>): DiskState => ({ mounted: false, imageExists: false, dirEmpty: true, ...over });
@@ -133,15 +94,48 @@ if (unavailable !== undefined) console.log(`SKIPPED: the workspace disk image te
 withDisks('a workspace on its own disk image (root, loop devices)', () => {
   const MIB = 2 ** 20;
   let root: string;
+  /** What the test started and the processes it made hold a file: the teardown awaits the one and kills the other first. */
+  const pending = new Set<Promise<unknown>>();
+  const holders = new Set<number>();
   beforeEach(() => {
     root = mkdtempSync(join(tmpdir(), 'ws-disk-'));
   });
-  afterEach(() => {
+  afterEach(async () => {
+    // Whatever the test got to (a failed expectation, a timeout mid-way): nothing it started is still running,
+    // no holder keeps a detached file system (and its loop device) alive, then the root goes with its mounts.
+    await Promise.allSettled([...pending]);
+    for (const pid of holders) killHolder(pid);
+    holders.clear();
     removeRootWithDisks(root);
-    expect(loopDevicesUnder(root)).toEqual([]);
+    expect(mountsUnder(root)).toEqual([]);
+    expect(await loopDevicesSettledUnder(root)).toEqual([]);
   });
 
-  const open = (sessionKey: string, diskBytes: number | undefined) => createWorkspace({ root, sessionKey, virtualHome: true, sandboxUser: true, diskBytes });
+  const track = <T>(work: Promise<T>): Promise<T> => {
+    pending.add(work);
+    void work.then(
+      () => pending.delete(work),
+      () => pending.delete(work),
+    );
+    return work;
+  };
+  const open = (sessionKey: string, diskBytes: number | undefined): Promise<Workspace> => track(createWorkspace({ root, sessionKey, virtualHome: true, sandboxUser: true, diskBytes }));
+  const remove = (ws: Workspace): Promise<void> => track(removeWorkspace(ws));
+  const letGo = (ws: Workspace): Promise<void> => track(ws.disk?.release() ?? Promise.resolve());
+  /** A process that keeps `file` open (so the file system it is on is busy) until the teardown or `killHolder`. */
+  const holdFile = (file: string): number => {
+    const pid = Number(execFileSync('sh', ['-c', `sleep 60 < '${file}' > /dev/null 2>&1 & echo $!`], { encoding: 'utf8' }).trim());
+    holders.add(pid);
+    return pid;
+  };
+  const killHolder = (pid: number): void => {
+    holders.delete(pid);
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // gone already
+    }
+  };
 
   it('is formatted and mounted at the workspace directory, which stays the server’s (0711); lost+found stays outside home', async () => {
     const ws = await open('a', 32 * MIB);
@@ -156,7 +150,7 @@ withDisks('a workspace on its own disk image (root, loop devices)', () => {
     expect(statSync(join(root, '.disks')).mode & 0o777).toBe(0o700);
     // Sparse: only what mkfs wrote is on the host.
     expect(image.blocks * 512).toBeLessThan(4 * MIB);
-    await removeWorkspace(ws);
+    await remove(ws);
   });
 
   it('is mounted once however many opens race (two instances share the root), and re-opened as it is', async () => {
@@ -167,7 +161,47 @@ withDisks('a workspace on its own disk image (root, loop devices)', () => {
     const again = await open('b', 32 * MIB);
     expect(readFileSync(join(again.home, 'kept.txt'), 'utf8')).toBe('kept');
     expect(mountsUnder(root)).toHaveLength(1);
-    await removeWorkspace(again);
+    await Promise.all(opened.map(letGo));
+    await remove(again);
+  });
+
+  it('is unmounted by the last of its holders when let go, its loop device freed and its image kept; opened again, it has its files', async () => {
+    // Two sandboxes have it open: here, or on two servers sharing the root (a hold is a lock on the image).
+    const first = await open('h', 32 * MIB);
+    const second = await open('h', 32 * MIB);
+    writeFileSync(join(first.home, 'kept.txt'), 'kept');
+    await letGo(first);
+    expect(mountsUnder(root)).toEqual([first.dir]);
+    expect(readFileSync(join(second.home, 'kept.txt'), 'utf8')).toBe('kept');
+    await letGo(second);
+    await letGo(second);
+    expect(mountsUnder(root)).toEqual([]);
+    expect(await loopDevicesSettledUnder(root)).toEqual([]);
+    expect(statSync(imageOf(first.dir)).size).toBe(32 * MIB);
+    expect(readdirSync(first.dir)).toEqual([]);
+    const again = await open('h', undefined);
+    expect(again.diskLimitBytes).toBe(32 * MIB);
+    expect(readFileSync(join(again.home, 'kept.txt'), 'utf8')).toBe('kept');
+    expect(again.owner).toEqual(first.owner);
+    expect(mountsUnder(root)).toEqual([again.dir]);
+    await remove(again);
+  });
+
+  it('let go while a process has a file open, is detached lazily; opened again, it is on the same loop device (one file system, never two), which goes with the holder', async () => {
+    const ws = await open('i', 32 * MIB);
+    writeFileSync(join(ws.home, 'kept.txt'), 'kept');
+    const holder = holdFile(join(ws.home, 'kept.txt'));
+    await letGo(ws);
+    expect(mountsUnder(root)).toEqual([]);
+    expect(loopDevicesUnder(root)).toHaveLength(1);
+    const again = await open('i', undefined);
+    writeFileSync(join(again.home, 'more.txt'), 'more');
+    expect(readFileSync(join(again.home, 'kept.txt'), 'utf8')).toBe('kept');
+    expect(loopDevicesUnder(root)).toHaveLength(1);
+    killHolder(holder);
+    await letGo(again);
+    expect(mountsUnder(root)).toEqual([]);
+    expect(await loopDevicesSettledUnder(root)).toEqual([]);
   });
 
   it('is mounted again, never formatted, when found unmounted (after a host restart), whatever the limit is now', async () => {
@@ -175,11 +209,12 @@ withDisks('a workspace on its own disk image (root, loop devices)', () => {
     writeFileSync(join(ws.home, 'kept.txt'), 'kept');
     execFileSync('umount', [ws.dir]);
     expect(readdirSync(ws.dir)).toEqual([]);
+    await ws.disk?.drop();
     const again = await open('c', undefined);
     expect(again.diskLimitBytes).toBe(32 * MIB);
     expect(readFileSync(join(again.home, 'kept.txt'), 'utf8')).toBe('kept');
     expect(again.owner).toEqual(ws.owner);
-    await removeWorkspace(again);
+    await remove(again);
   });
 
   it('leaves a workspace made before disk images as it is: no image, unlimited, its files in place', async () => {
@@ -187,32 +222,30 @@ withDisks('a workspace on its own disk image (root, loop devices)', () => {
     writeFileSync(join(plain.home, 'old.txt'), 'old');
     const again = await open('d', 32 * MIB);
     expect(again.diskLimitBytes).toBeUndefined();
+    expect(again.disk).toBeUndefined();
     expect(mountsUnder(root)).toEqual([]);
     expect(readFileSync(join(again.home, 'old.txt'), 'utf8')).toBe('old');
-    await removeWorkspace(again);
+    await remove(again);
+    expect(readdirSync(root)).toEqual(['.uids']);
   });
 
   it('is unmounted, its loop device freed and its image deleted when the workspace is removed, even while a process holds a file', async () => {
     const ws = await open('e', 32 * MIB);
     const quiet = await open('f', 32 * MIB);
-    await removeWorkspace(quiet);
+    await remove(quiet);
     expect(mountsUnder(root)).toEqual([ws.dir]);
     expect(loopDevicesUnder(root)).toHaveLength(1);
     // A holder: umount is busy, the mount is detached lazily and goes with the holder.
-    const holder = execFileSync('sh', ['-c', `sleep 30 < ${join(ws.home, '..', 'uid')} > /dev/null 2>&1 & echo $!`], { encoding: 'utf8' }).trim();
-    try {
-      await removeWorkspace(ws);
-      expect(mountsUnder(root)).toEqual([]);
-      // Detached, not gone: the deleted image stays attached until the holder lets go.
-      expect(loopDevicesUnder(root)).toEqual([expect.stringMatching(/\.img \(deleted\)$/)]);
-      expect(readdirSync(root).sort()).toEqual(['.disks', '.uids']);
-      expect(readdirSync(join(root, '.disks'))).toEqual([]);
-    } finally {
-      process.kill(Number(holder), 'SIGKILL');
-    }
-    // The loop device goes once the holder is gone (polled: the kernel frees it asynchronously).
-    for (let i = 0; i < 200 && loopDevicesUnder(root).length > 0; i += 1) await new Promise((r) => setTimeout(r, 50));
-    expect(loopDevicesUnder(root)).toEqual([]);
+    const holder = holdFile(join(ws.dir, 'uid'));
+    await remove(ws);
+    expect(mountsUnder(root)).toEqual([]);
+    // Detached, not gone: the deleted image stays attached until the holder lets go.
+    expect(loopDevicesUnder(root)).toEqual([expect.stringMatching(/\.img \(deleted\)$/)]);
+    expect(readdirSync(root).sort()).toEqual(['.disks', '.uids']);
+    expect(readdirSync(join(root, '.disks'))).toEqual([]);
+    killHolder(holder);
+    // The loop device goes once the holder is gone (the kernel frees it when the last user lets go).
+    expect(await loopDevicesSettledUnder(root)).toEqual([]);
   });
 
   it('fills up inside its limit: a write past it fails with ENOSPC, and the note says so', async () => {
@@ -220,7 +253,69 @@ withDisks('a workspace on its own disk image (root, loop devices)', () => {
     expect(() => execFileSync('sh', ['-c', `head -c ${32 * MIB} /dev/zero > ${join(ws.tmp, 'fill')}`], { stdio: 'pipe' })).toThrow(/No space left on device/);
     expect(statSync(imageOf(ws.dir)).blocks * 512).toBeLessThanOrEqual(16 * MIB);
     await expect(diskFullAfterCall(ws.dir, ws.diskLimitBytes)).resolves.toEqual({ limitBytes: 16 * MIB, note: expect.stringMatching(/^The sandbox's disk is full \(limit 16 MiB, LOCAL_SANDBOX_DISK_MB\): \d+ KiB left\./) });
-    await removeWorkspace(ws);
+    await remove(ws);
+  });
+
+  it('at start-up, unmounts the workspaces of servers that are gone (no hold on the image), never a live one’s, and frees the loop device of a deleted image', async () => {
+    // A server killed with a workspace open: its hold went with it (the kernel drops a dead process's locks), its mount stayed.
+    const gone = await open('j', 32 * MIB);
+    writeFileSync(join(gone.home, 'kept.txt'), 'kept');
+    await gone.disk?.drop();
+    // A live server's (this process holds it).
+    const live = await open('k', 32 * MIB);
+    // An image deleted while attached to a loop device: its space stays taken on the host while the device is.
+    const stray = join(root, '.disks', 'stray.img');
+    execFileSync('truncate', ['-s', '16M', stray]);
+    execFileSync('losetup', ['-f', stray]);
+    rmSync(stray);
+    expect(loopDevicesUnder(root)).toHaveLength(3);
+    expect(loopDevicesUnder(root)).toContainEqual(expect.stringMatching(/stray\.img \(deleted\)$/));
+
+    await expect(releaseOrphanedDisks(root, SILENT_LOGGER)).resolves.toMatchObject({ unmounted: 1 });
+    expect(mountsUnder(root)).toEqual([live.dir]);
+    expect(await loopDevicesSettledUnder(root, 1)).toEqual([expect.stringContaining(imageOf(live.dir))]);
+    expect(readFileSync(join(live.home, '..', 'uid'), 'utf8')).toMatch(/^\d+\n$/);
+    // Nothing left to release: a second start-up runs no program at all.
+    await expect(releaseOrphanedDisks(root, SILENT_LOGGER)).resolves.toEqual({ unmounted: 0, loopDevices: 0 });
+    expect(mountsUnder(root)).toEqual([live.dir]);
+    // The image stays, for its session to come back to.
+    const back = await open('j', undefined);
+    expect(readFileSync(join(back.home, 'kept.txt'), 'utf8')).toBe('kept');
+    await remove(back);
+    await remove(live);
+  });
+
+  it('at start-up, after an rm -rf of its root while mounted (the images deleted under their mounts), unmounts them and frees their loop devices', async () => {
+    const ws = await open('l', 32 * MIB);
+    await ws.disk?.drop();
+    // rm -rf goes into the mount, deletes the image beside it, and cannot remove the mount point.
+    expect(spawnSync('rm', ['-rf', root]).status).not.toBe(0);
+    expect(mountsUnder(root)).toEqual([ws.dir]);
+    expect(loopDevicesUnder(root)).toEqual([expect.stringMatching(/\.img \(deleted\)$/)]);
+    await expect(releaseOrphanedDisks(root, SILENT_LOGGER)).resolves.toMatchObject({ unmounted: 1 });
+    expect(mountsUnder(root)).toEqual([]);
+    expect(await loopDevicesSettledUnder(root)).toEqual([]);
+    // Its lock file went with it (the image is gone for good).
+    expect(readdirSync(join(root, '.disks'))).toEqual([]);
+  });
+
+  it('let go and unused since, is swept whole: its last use read from its image, its uid given back, nothing left mounted', async () => {
+    const ws = await open('m', 32 * MIB);
+    const uid = ws.owner?.uid;
+    expect(uidClaimsIn(root)).toEqual([uid]);
+    const letGoAtMs = Date.now();
+    await letGo(ws);
+    // Its marker is on the image now; the directory under it says nothing of its use.
+    const longAgo = new Date(letGoAtMs - 86_400_000);
+    utimesSync(ws.dir, longAgo, longAgo);
+    expect(await lastUsedMs(ws.dir)).toBeGreaterThanOrEqual(letGoAtMs - 1000);
+
+    await track(removeAbandonedWorkspace(ws.dir));
+    expect(uidClaimsIn(root)).toEqual([]);
+    expect(readdirSync(root).sort()).toEqual(['.disks', '.uids']);
+    expect(readdirSync(join(root, '.disks'))).toEqual([]);
+    expect(mountsUnder(root)).toEqual([]);
+    expect(await loopDevicesSettledUnder(root)).toEqual([]);
   });
 
   it('probes the host once with a tiny image, leaves nothing behind, and clears what a dead server’s probe left mounted', async () => {
@@ -233,10 +328,11 @@ withDisks('a workspace on its own disk image (root, loop devices)', () => {
     writeFileSync(join(disks, 'x.img.new-4194305-0a1b'), '');
     writeFileSync(join(disks, `x.img.new-${process.pid}-0a1b`), '');
     expect(loopDevicesUnder(root)).toHaveLength(1);
-    await expect(probeWorkspaceDisks(root)).resolves.toEqual({ ok: true, sparse: true });
-    expect(loopDevicesUnder(root)).toEqual([]);
+    await expect(track(probeWorkspaceDisks(root))).resolves.toEqual({ ok: true, sparse: true });
+    expect(await loopDevicesSettledUnder(root)).toEqual([]);
     // A live process's image in the making is left alone.
     expect(readdirSync(disks)).toEqual([`x.img.new-${process.pid}-0a1b`]);
     expect(mountsUnder(root)).toEqual([]);
+    expect(existsSync(join(disks, 'probe-4194305-0a1b'))).toBe(false);
   });
 });
