@@ -34,6 +34,16 @@ describe.each(NODES)('run_code on E2B, server on %s', (_name, node) => {
     expect(out).toMatchObject({ results: [{ type: 'text', text: '52' }], error: null, timed_out: false, state_lost: false });
   });
 
+  it('cuts off an execution that prints past what the server holds for it, and keeps the state', async () => {
+    await run('kept = 7');
+    // 40 lines of a million characters: past the 32 Mi characters the code interpreter may hold (held-output.ts).
+    const { result, out } = await run("for _ in range(40): print('x' * 999_999)");
+    expect(result.isError).toBe(true);
+    expect(out.error).toMatchObject({ name: 'OutputLimitExceeded' });
+    expect(out.stdout).toContain(' bytes omitted …]');
+    expect((await run('kept * 6')).out.results).toEqual([{ type: 'text', text: '42' }]);
+  });
+
   // E2B's interpreter strips one pair of quotes from a result's text (its server's Result model): 'a' comes back as a.
   it('passes env to the code', async () => {
     expect((await run('import os\nos.environ.get("WIRE_GREETING")', { env: { WIRE_GREETING: 'hi there' } })).out.results).toEqual([{ type: 'text', text: 'hi there' }]);

@@ -59,7 +59,10 @@ export class StubSandbox implements E2BSandboxApi {
 
   async runCode(code: string, opts: RunCodeOpts): Promise<Execution> {
     this.check();
-    return this.code(code, opts);
+    const execution = await this.code(code, opts);
+    // As the SDK does: each result goes to onResult as it arrives, and stays in the execution.
+    for (const result of execution.results) await opts.onResult?.(result);
+    return execution;
   }
 
   /** What `kill -TERM <pid>` inside the sandbox would stop. */

@@ -140,9 +140,17 @@ class E2BBackground implements BackgroundBackend<E2BBackgroundPlace, BackgroundH
   private async readRange(id: string, from: number, length: number): Promise<Buffer> {
     if (length === 0) return Buffer.alloc(0);
     const parts = segmentRanges(from, length).map((r) => `tail -c +${r.start + 1} ${LOG_DIR}/${id}.log.${r.index} 2>/dev/null | head -c ${r.length}`);
+    // The sandbox's own tools answer: no more than the range's base64 is kept, however much they print.
+    const expected = 4 * Math.ceil(length / 3);
     let out = '';
-    const reader = await this.api.startCommand(`{ ${parts.join('; ')}; } | base64 -w 0`, { timeoutMs: 30_000, onStdout: (text) => {
-        out += text;
+    let reader: Awaited<ReturnType<E2BSandboxApi['startCommand']>> | undefined;
+    reader = await this.api.startCommand(`{ ${parts.join('; ')}; } | base64 -w 0`, {
+      timeoutMs: 30_000,
+      onStdout: (text) => {
+        const kept = text.slice(0, expected - out.length);
+        out += kept;
+        // More than was asked for: stop the reader rather than take the rest.
+        if (kept.length < text.length) void reader?.kill().catch(() => false);
       },
     });
     await reader.wait().catch(() => undefined);

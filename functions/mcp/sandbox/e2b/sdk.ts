@@ -7,6 +7,7 @@ import type { Sandbox as CodeInterpreterSandbox, Execution, RunCodeOpts, RunCode
 import type { CommandHandle, CommandStartOpts, ConnectionOpts, EntryInfo, SandboxConnectOpts, SandboxOpts } from 'e2b';
 
 import { readStreamAtMost } from '../read-limit';
+import { dropHeldOutput } from './held-output';
 import { loadE2BModules } from './sdk-modules';
 
 /** A running E2B sandbox, as the backend uses it. */
@@ -71,7 +72,27 @@ export async function loadE2BSdk(): Promise<E2BSdk> {
   const adapt = (sandbox: CodeInterpreterSandbox): E2BSandboxApi => ({
     sandboxId: sandbox.sandboxId,
     runCode: (code, runOpts) => sandbox.runCode(code, runOpts),
-    startCommand: (cmd, cmdOpts) => sandbox.commands.run(cmd, { ...cmdOpts, background: true }),
+    async startCommand(cmd, cmdOpts) {
+      // The handle keeps a copy of all the command's output; it is dropped at every chunk (held-output.ts).
+      let handle: CommandHandle | undefined;
+      const took = (): void => {
+        if (handle !== undefined) dropHeldOutput(handle);
+      };
+      handle = await sandbox.commands.run(cmd, {
+        ...cmdOpts,
+        background: true,
+        onStdout: (text) => {
+          cmdOpts.onStdout?.(text);
+          took();
+        },
+        onStderr: (text) => {
+          cmdOpts.onStderr?.(text);
+          took();
+        },
+      });
+      took();
+      return handle;
+    },
     readFile: async (path, maxBytes) => readStreamAtMost(await sandbox.files.read(path, { format: 'stream' }), maxBytes + 1),
     writeFile: (path, data) => sandbox.files.write(path, data),
     listFiles: (path, depth) => sandbox.files.list(path, { depth }),
