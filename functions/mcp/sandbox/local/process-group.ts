@@ -27,12 +27,19 @@ export function spawnGroup(spec: LaunchSpec, stdio: StdioSlot[]): ChildProcess {
 /** A process that could not be started, as a message the model can act on. */
 export function toSpawnError(err: unknown): AppError {
   const code = toErrnoCode(err) ?? 'error';
+  // The supervisor reports a process once it started; one stopped or killed before then (by that very process,
+  // say) leaves it unknown whether it ran.
+  if (code === 'ESRCH') {
+    return new AppError(
+      'sandbox_error',
+      "The sandbox's supervisor was stopped or killed before it reported the process (a process in the sandbox can do that; this one may have run); the next call starts it again.",
+      { cause: err },
+    );
+  }
   const hint =
     code === 'E2BIG'
       ? ': the command or its environment is too large; write a script with write_file and run it'
-      : code === 'ESRCH'
-        ? ": the sandbox's supervisor was stopped or killed (a process in the sandbox can do that); the next call starts it again"
-        : '';
+      : '';
   return new AppError('sandbox_error', `Could not start the process (${code})${hint}.`, { cause: err });
 }
 
