@@ -304,7 +304,7 @@ describe('the cookies of two sandboxes’ previews, in one browser', () => {
     const a = await connectClient('v2', server.url, { token: TOKEN });
     const b = await connectClient('v2', server.url, { token: TOKEN });
     const urlA = await cookieApp(a, 'tenant-a');
-    const idA = String((await a.callTool('sandbox_status')).structuredContent?.id);
+    const idA = String((await a.callTool('sandbox_status')).structuredContent?.sandbox_id);
     expect(new URL(urlA).hostname).toBe(`${idA}.localhost`);
     const browser = new Browser();
     expect(await browser.open(urlA, '/login')).toEqual({ status: 200, body: 'cookies: ' });
