@@ -291,7 +291,7 @@ export class LocalSandbox implements Sandbox {
       url,
       listening: await isListening(port),
       reachable: true,
-      note: `This sandbox shares the host's network (LOCAL_SANDBOX_ISOLATION=none or LOCAL_SANDBOX_NETWORK=on), so the port is the host's own: anyone who can reach the port on this host opens it, without a token, and other hosts too if the app listens beyond 127.0.0.1.`,
+      note: `This sandbox shares the host's network (LOCAL_SANDBOX_ISOLATION=none or LOCAL_SANDBOX_NETWORK=on), so the port is the host's own and no preview front can gate it: anyone who can reach the port on this host opens it, without a token, and other hosts too if the app listens beyond 127.0.0.1.`,
     };
   }
 
