@@ -6,9 +6,9 @@
  *
  * Strict where parsers disagree (the ground of request smuggling): Transfer-Encoding other than exactly
  * `chunked`, with Content-Length, or on HTTP/1.0; more than one Content-Length or Host; a Content-Length that is
- * not plain digits; a chunk line or chunk end without CRLF; CONNECT: all `bad` (400), and nothing more is
- * framed. Everything it holds is bounded: a head or the trailers at `maxHeadBytes` (431), a chunk line at
- * PREVIEW_MAX_CHUNK_LINE_BYTES; bodies pass as they come, never gathered.
+ * not plain digits; a head line, chunk line or chunk end not ended by CRLF (a bare LF or CR); CONNECT: all `bad`
+ * (400), and nothing more is framed. Everything it holds is bounded: a head or the trailers at `maxHeadBytes`
+ * (431), a chunk line at PREVIEW_MAX_CHUNK_LINE_BYTES; bodies pass as they come, never gathered.
  */
 
 /** The most bytes of request line and headers read before a request is refused (431). */
@@ -36,12 +36,13 @@ export type Framed =
   | { readonly kind: 'bad'; readonly status: 400 | 431 };
 
 const TCHAR = "[!#$%&'*+.^_`|~0-9A-Za-z-]";
-const REQUEST_LINE = new RegExp(`^(${TCHAR}{1,32}) ([\\x21-\\x7e]+) HTTP/1\\.([01])\\r?$`);
+const REQUEST_LINE = new RegExp(`^(${TCHAR}{1,32}) ([\\x21-\\x7e]+) HTTP/1\\.([01])$`);
 const HEADER_LINE = new RegExp(`^(${TCHAR}+):([\\t\\x20-\\x7e\\x80-\\xff]*)$`);
 const METHOD_SO_FAR = new RegExp(`^${TCHAR}{0,32}$`);
 /** A chunk-size line without its CRLF: hex size (at most 2^48 - 1), optional extensions of visible characters. */
 const CHUNK_LINE = /^([0-9A-Fa-f]{1,12})(?:[\t ]*;[\t\x20-\x7e]*)?$/;
 const EMPTY = Buffer.alloc(0);
+const HEAD_END = Buffer.from('\r\n\r\n', 'latin1');
 const CR = 0x0d;
 const LF = 0x0a;
 
@@ -150,7 +151,7 @@ export class RequestFramer {
       while (start < input.length && (input[start] === CR || input[start] === LF)) start += 1;
       if (start === input.length) return EMPTY;
     }
-    const from = Math.max(0, this.pending.length - 2);
+    const from = Math.max(0, this.pending.length - 3);
     const view = this.pending.length === 0 ? input.subarray(start) : Buffer.concat([this.pending, input]);
     // Not HTTP is told at once, from the method, or from the request line once it is whole.
     if (!this.lineChecked) {
@@ -160,9 +161,13 @@ export class RequestFramer {
         const space = begun.indexOf(' ');
         if (!METHOD_SO_FAR.test(space < 0 ? begun : begun.slice(0, space)) || space === 0) return this.fail(out, 400);
       } else {
-        if (!REQUEST_LINE.test(view.toString('latin1', 0, lineEnd))) return this.fail(out, 400);
+        if (view[lineEnd - 1] !== CR || !REQUEST_LINE.test(view.toString('latin1', 0, lineEnd - 1))) return this.fail(out, 400);
         this.lineChecked = true;
       }
+    }
+    // A bare LF is told at once, not when (or if) a blank line comes.
+    for (let i = view.indexOf(LF, Math.max(0, this.pending.length - 1)); i >= 0; i = view.indexOf(LF, i + 1)) {
+      if (view[i - 1] !== CR) return this.fail(out, 400);
     }
     const end = headEnd(view, from);
     if (end < 0 ? view.length > this.maxHeadBytes : end > this.maxHeadBytes) return this.fail(out, 431);
@@ -196,18 +201,19 @@ export class RequestFramer {
   }
 }
 
-/** The offset just past the blank line that ends the headers (CRLF or LF line ends), or -1. */
+/**
+ * The offset just past the blank line that ends the headers, or -1. Lines end at CRLF only: an app that took a bare
+ * LF for part of a line would read other fields (and so other request boundaries) than the front; parseHead then
+ * refuses any bare LF or CR left inside.
+ */
 function headEnd(view: Buffer, from: number): number {
-  for (let i = view.indexOf(LF, from); i >= 0; i = view.indexOf(LF, i + 1)) {
-    if (view[i + 1] === LF) return i + 2;
-    if (view[i + 1] === CR && view[i + 2] === LF) return i + 3;
-  }
-  return -1;
+  const at = view.indexOf(HEAD_END, from);
+  return at < 0 ? -1 : at + HEAD_END.length;
 }
 
-/** A head's request line and fields; undefined when a line is not well formed (folded lines included). */
+/** A head's request line and fields; undefined when a line is not well formed (folded lines, bare LF or CR included). */
 function parseHead(text: string): { head: RequestHead; minorVersion: string } | undefined {
-  const lines = text.split('\n').map((line) => (line.endsWith('\r') ? line.slice(0, -1) : line));
+  const lines = text.split('\r\n');
   const request = REQUEST_LINE.exec(lines[0] ?? '');
   if (request === null) return undefined;
   const fields: (readonly [string, string])[] = [];
