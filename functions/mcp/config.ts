@@ -60,11 +60,18 @@ export interface LocalSandboxConfig {
   readonly cpus?: number;
   /**
    * LOCAL_SANDBOX_PREVIEW_HOST: the address get_preview_url's forwarders listen on and their URLs name. An
-   * address other than loopback needs LOCAL_SANDBOX_PREVIEW_PUBLIC=on, and its previews are then behind
-   * capability URLs (a token signed with MCP_SESSION_SECRET, exchanged for a cookie: sandbox/local/preview-auth.ts);
-   * on loopback a forwarder carries connections in as they come. @default '127.0.0.1'
+   * address other than loopback needs LOCAL_SANDBOX_PREVIEW_PUBLIC=on. On every address previews are behind
+   * capability URLs (a token signed with MCP_SESSION_SECRET, exchanged for a cookie: sandbox/local/preview-auth.ts).
+   * @default '127.0.0.1'
    */
   readonly previewHost?: string;
+  /**
+   * LOCAL_SANDBOX_PREVIEW_DOMAIN: a DNS name every `<label>.<name>` of which resolves to the preview host (a
+   * wildcard record; `localhost` on a machine whose browser is the user's: browsers resolve every *.localhost to
+   * loopback). Each sandbox's preview URLs then name `<sandbox id>.<domain>`, and its previews answer only to that
+   * Host, so that a browser keeps each sandbox's cookies apart. Lower-cased. @default none: URLs name the address
+   */
+  readonly previewDomain?: string;
 }
 
 /** The defaults of the local sandbox's resource limits. */
@@ -279,6 +286,14 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): Config {
     );
   }
 
+  const previewDomain = env.LOCAL_SANDBOX_PREVIEW_DOMAIN?.trim().toLowerCase() || undefined;
+  // A label of it is a sandbox id (`local-` and 16 hex digits: 22 characters, and a dot).
+  if (previewDomain !== undefined && (!/^(?!-)[a-z0-9-]{1,63}(?<!-)(\.(?!-)[a-z0-9-]{1,63}(?<!-))*$/.test(previewDomain) || previewDomain.length > 230 || isIP(previewDomain) !== 0)) {
+    problems.push(
+      `LOCAL_SANDBOX_PREVIEW_DOMAIN must be a DNS name whose every subdomain resolves to LOCAL_SANDBOX_PREVIEW_HOST, written without "*." or a port, at most 230 characters (e.g. localhost, or previews.example.com with a wildcard record; got "${env.LOCAL_SANDBOX_PREVIEW_DOMAIN}")`,
+    );
+  }
+
   const functionTimeoutS = env.MCP_FUNCTION_TIMEOUT_S === undefined || env.MCP_FUNCTION_TIMEOUT_S === '' ? undefined : int('MCP_FUNCTION_TIMEOUT_S', 0, 1, 86_400);
   const defaultToolMax = functionTimeoutS === undefined ? 300 : Math.min(300, functionTimeoutS - FUNCTION_TIMEOUT_MARGIN_S);
   const toolTimeoutMaxS = int('MCP_TOOL_TIMEOUT_MAX_S', Math.max(1, defaultToolMax), 1, 86_400);
@@ -339,6 +354,7 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): Config {
       maxProcesses: int('LOCAL_SANDBOX_MAX_PROCESSES', LOCAL_LIMIT_DEFAULTS.maxProcesses, 8, 4_194_304),
       cpus: Number.isFinite(cpus) && cpus >= 0.01 && cpus <= 1024 ? cpus : LOCAL_LIMIT_DEFAULTS.cpus,
       previewHost,
+      ...(previewDomain === undefined ? {} : { previewDomain }),
     },
     e2b: {
       apiKey,

@@ -91,12 +91,14 @@ it('serves a background http.server at the preview URL, shows its logs, and kill
   expect(id).toMatch(/^p\d+$/);
 
   const preview = await pollUntil(
-    async () => (await client.callTool('get_preview_url', { port })).structuredContent as { url: string; listening: boolean },
+    async () => (await client.callTool('get_preview_url', { port })).structuredContent as { url: string; listening: boolean; note: string },
     (p) => p.listening,
     SETTLE_MS,
     200,
   );
   expect(preview.url).toBe(`http://127.0.0.1:${port}`);
+  // The host's own port: no forwarder, so no token, and the note says so.
+  expect(preview.note).toMatch(/shares the host's network .* no preview front can gate it: .* without a token/);
   expect(await (await fetch(`${preview.url}/index.html`)).text()).toBe('<h1>preview works</h1>');
 
   const logs = await pollUntil(

@@ -135,7 +135,7 @@ describe('run_command under bubblewrap', () => {
       100,
     );
     // Its URL is a forwarder on the host (test/e2e/preview-forwarder.test.ts), not the port itself.
-    expect(preview).toMatchObject({ listening: true, reachable: true, note: null });
+    expect(preview).toMatchObject({ listening: true, reachable: true, note: expect.stringContaining('access token') });
     expect(preview.url).not.toBe(`http://127.0.0.1:${port}`);
     expect((await client.callTool('run_command', { command: fetchScript })).structuredContent).toMatchObject({ exit_code: 0, stdout: '<h1>served inside</h1>\n' });
 

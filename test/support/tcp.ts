@@ -44,8 +44,29 @@ export async function exchange(url: string, request: string | Buffer, end = fals
   return exchangeOn(opened.socket, request, end);
 }
 
-/** An HTTP/1.0 GET of `path` (the server closes the connection after its answer). */
-export const httpGet = (path: string): string => `GET ${path} HTTP/1.0\r\nHost: preview\r\n\r\n`;
+/** An HTTP/1.0 GET of `path` (the server closes the connection after its answer), with `headers` (a preview's Cookie). */
+export const httpGet = (path: string, headers: readonly string[] = []): string => [`GET ${path} HTTP/1.0`, 'Host: preview', ...headers, '', ''].join('\r\n');
+
+/** A preview URL opened as a browser opens it: its token traded for the cookie on the 302. */
+export interface OpenedPreview {
+  /** `http://host:port`, the preview's origin. */
+  readonly origin: string;
+  /** The Cookie header to send from then on (`Cookie: mcp_preview_<port>=…`). */
+  readonly cookie: string;
+}
+
+/** Opens a preview URL (`http://host:port/?mcp_preview=<token>`): the 302 and its cookie, or throws with what came instead. */
+export async function openPreview(url: string): Promise<OpenedPreview> {
+  const { origin, pathname, search, host } = new URL(url);
+  const answer = (await exchange(origin, `GET ${pathname}${search} HTTP/1.1\r\nHost: ${host}\r\n\r\n`)).received.toString('latin1');
+  const cookie = /^Set-Cookie: ([^;\r\n]+);/im.exec(answer)?.[1];
+  if (!answer.startsWith('HTTP/1.1 302 ') || cookie === undefined) throw new Error(`opening ${origin} gave no cookie: ${answer.split('\r\n')[0] ?? 'nothing'}`);
+  return { origin, cookie: `Cookie: ${cookie}` };
+}
+
+/** `fetch` of `path` on an opened preview, with its cookie. */
+export const fetchPreview = (preview: OpenedPreview, path: string, init: RequestInit = {}): Promise<Response> =>
+  fetch(new URL(path, preview.origin), { ...init, headers: { ...(init.headers as Record<string, string> | undefined), cookie: preview.cookie.slice('Cookie: '.length) }, redirect: 'manual' });
 
 /** The body of an HTTP answer. */
 export const bodyOf = (answer: Buffer): string => {

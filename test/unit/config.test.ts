@@ -68,6 +68,16 @@ describe('loadConfig', () => {
     expect(problemsOf({ LOCAL_SANDBOX_PREVIEW_PUBLIC: 'yes' }).join()).toMatch(/LOCAL_SANDBOX_PREVIEW_PUBLIC must be on or off/);
   });
 
+  it('names previews by the address unless LOCAL_SANDBOX_PREVIEW_DOMAIN gives a DNS name (lower-cased), without a wildcard, a port or an address', () => {
+    expect(loadConfig({}).local.previewDomain).toBeUndefined();
+    expect(loadConfig({ LOCAL_SANDBOX_PREVIEW_DOMAIN: '' }).local.previewDomain).toBeUndefined();
+    expect(loadConfig({ LOCAL_SANDBOX_PREVIEW_DOMAIN: 'localhost' }).local.previewDomain).toBe('localhost');
+    expect(loadConfig({ LOCAL_SANDBOX_PREVIEW_DOMAIN: ' Previews.Example.COM ' }).local.previewDomain).toBe('previews.example.com');
+    for (const domain of ['*.example.com', 'example.com:8080', '10.1.2.3', '-bad.example.com', 'a..b', `${'a'.repeat(64)}.com`, `${'a.'.repeat(120)}com`]) {
+      expect({ domain, problems: problemsOf({ LOCAL_SANDBOX_PREVIEW_DOMAIN: domain }).join() }).toEqual({ domain, problems: expect.stringMatching(/LOCAL_SANDBOX_PREVIEW_DOMAIN must be a DNS name/) });
+    }
+  });
+
   it('refuses a world-readable token file wherever the local backend runs sandbox code, isolated or not', () => {
     const file = join(mkdtempSync(join(tmpdir(), 'tokens-')), 'tokens');
     writeFileSync(file, 'token-0123456789abcdef\n', { mode: 0o644 });

@@ -24,7 +24,7 @@ export function createSandboxProvider(config: Config, logger: Logger, clock?: Cl
   }
   // A session unused for the idle TTL has ended on every instance; a call may still run the longest tool timeout.
   const staleAfterMs = (config.sessionIdleTtlS + config.toolTimeoutMaxS) * 1000 + STALE_MARGIN_MS;
-  // Preview URLs on a public address carry a token signed like session ids, valid as long as one.
+  // Preview URLs carry a token signed like session ids (with the same secret, configured or this process's), valid as long as one.
   const provider = createLocalSandboxProvider({ config: config.local, logger, clock, staleAfterMs, previewSecret: config.sessionSecret, previewTtlMs: config.sessionMaxAgeS * 1000 });
   return { provider, ready: provider.ready };
 }

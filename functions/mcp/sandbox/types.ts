@@ -144,7 +144,7 @@ export interface PreviewInfo {
   readonly listening: boolean;
   /** Whether the URL opens from where the server's clients are. */
   readonly reachable: boolean;
-  /** Where it does open, when not from there. */
+  /** Where it does open, when not from there; how it opens (an access token in it); who else reaches the port. */
   readonly note?: string;
 }
 

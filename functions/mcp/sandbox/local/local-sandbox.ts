@@ -76,11 +76,10 @@ export interface PreviewSettings {
    * only on loopback (its clients are on this host).
    */
   readonly reachable: boolean;
-  /**
-   * Signs the capability tokens of previews on an address other than loopback (preview-token.ts); absent on
-   * loopback, where connections are carried in as they come.
-   */
-  readonly signer?: PreviewSigner;
+  /** Signs the capability tokens of preview URLs (preview-token.ts). */
+  readonly signer: PreviewSigner;
+  /** LOCAL_SANDBOX_PREVIEW_DOMAIN: URLs then name `<sandbox id>.<domain>`, the sandbox's own host name. */
+  readonly domain?: string;
 }
 
 /** Interpreters for the stateless languages: program name and file extension. */
@@ -119,10 +118,12 @@ export class LocalSandbox implements Sandbox {
     this.stateLostOnResume = options.resumed;
     // Logs live beside the workspace, where the sandbox user cannot rewrite them.
     this.background = createLocalBackgroundProcesses(join(options.workspace.dir, 'processes'));
-    const { host, signer } = options.preview;
-    const auth = signer === undefined ? undefined : { signer, sandbox: options.id, now: () => options.clock.now() };
+    const { host, signer, domain } = options.preview;
+    const auth = { signer, sandbox: options.id, now: () => options.clock.now() };
+    // A sandbox id (`local-` and 16 hex digits) is a DNS label: the sandbox's own host name, and so its own cookie jar.
+    const name = domain === undefined ? {} : { name: `${options.id}.${domain}` };
     this.forwarder =
-      options.isolation === 'bwrap' && !options.allowNetwork ? new PreviewForwarder({ host, supervisor: () => this.runningSupervisor(), ...(auth && { auth }) }) : undefined;
+      options.isolation === 'bwrap' && !options.allowNetwork ? new PreviewForwarder({ host, ...name, supervisor: () => this.runningSupervisor(), auth }) : undefined;
   }
 
   info(): SandboxInfo {
@@ -275,17 +276,26 @@ export class LocalSandbox implements Sandbox {
         }
         throw new AppError('sandbox_error', `Could not open a preview port on ${host} (${toErrnoCode(err) ?? 'error'}; LOCAL_SANDBOX_PREVIEW_HOST).`, { cause: err });
       });
-      if (reachable) return { url, listening, reachable };
-      const hostPort = new URL(url).port;
+      // The token is the whole of the access: a model that trims the URL, or a script that drops the cookie, is shut out.
+      const access = `The URL carries an access token for this sandbox's port: give it whole. A browser trades it for a cookie on a redirect; a script must follow the redirect with cookies on (e.g. curl -L -b '' '<url>'). Inside the sandbox the app is at http://127.0.0.1:${port}.`;
+      if (reachable) return { url, listening, reachable, note: access };
+      const { hostname, port: hostPort } = new URL(url);
       return {
         url,
         listening,
         reachable: false,
-        note: `It listens on the server's host only (${host}), and this server's clients are elsewhere: open it on that host, or forward it to your machine (e.g. ssh -L ${hostPort}:${host}:${hostPort} <server>). The operator can serve previews on an address clients reach with LOCAL_SANDBOX_PREVIEW_HOST and LOCAL_SANDBOX_PREVIEW_PUBLIC=on (URLs that carry an access token).`,
+        note: `It listens on the server's host only (${host}), and this server's clients are elsewhere: open it on that host, or forward it to your machine (e.g. ssh -L ${hostPort}:${host}:${hostPort} <server>${hostname === host ? '' : `, then open it with ${hostname} still in the URL`}). The operator can serve previews on an address clients reach with LOCAL_SANDBOX_PREVIEW_HOST and LOCAL_SANDBOX_PREVIEW_PUBLIC=on. ${access}`,
       };
     }
+    // No network of its own (isolation none, or LOCAL_SANDBOX_NETWORK=on): its ports are the host's, which no
+    // forwarder stands in front of.
     const url = `http://127.0.0.1:${port}`;
-    return { url, listening: await isListening(port), reachable: true };
+    return {
+      url,
+      listening: await isListening(port),
+      reachable: true,
+      note: `This sandbox shares the host's network (LOCAL_SANDBOX_ISOLATION=none or LOCAL_SANDBOX_NETWORK=on), so the port is the host's own and no preview front can gate it: anyone who can reach the port on this host opens it, without a token, and other hosts too if the app listens beyond 127.0.0.1.`,
+    };
   }
 
   async kill(): Promise<void> {

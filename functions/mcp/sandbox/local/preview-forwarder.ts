@@ -12,16 +12,17 @@
  * PREVIEW_IDLE_MS without a connection (the next call opens it again, on the same host port when it is still
  * free), and closed with everything it carries when the sandbox ends or is released.
  *
- * On an address other than loopback (LOCAL_SANDBOX_PREVIEW_PUBLIC=on) a forwarder is given `auth`: its URLs then
- * carry a capability token (preview-token.ts), and each connection's first request must prove it holds one, or
- * the cookie it is exchanged for, before anything is carried in (preview-auth.ts).
+ * Its URLs carry a capability token (preview-token.ts), on loopback as on a public address: every request of every
+ * connection must prove it holds one, or the cookie it is exchanged for, before any of its bytes is carried in
+ * (preview-connection.ts, preview-auth.ts). With a host name per sandbox (`name`), its URLs name that instead of
+ * the address, and requests must too.
  */
 import { createServer, type Server, type Socket } from 'node:net';
 
-import { admitPreview, type PreviewGate, PREVIEW_PARAM, previewCookieName, type StartTimer } from './preview-auth';
+import { type PreviewGate, PREVIEW_PARAM, previewCookieName } from './preview-auth';
+import { servePreviewConnection, type StartTimer } from './preview-connection';
 import type { PreviewSigner } from './preview-token';
 import type { Supervisor } from './supervisor';
-import type { SandboxStream } from './supervisor-streams';
 
 /** Connections a sandbox's previews carry at once. */
 export const PREVIEW_MAX_CONNECTIONS = 64;
@@ -31,8 +32,14 @@ export const PREVIEW_MAX_PORTS = 16;
 export const PREVIEW_IDLE_MS = 10 * 60_000;
 
 export interface PreviewForwarderOptions {
-  /** The address to listen on, named in the URLs. */
+  /** The address to listen on, named in the URLs unless `name` is given. */
   host: string;
+  /**
+   * The host name the URLs give, the sandbox's own (`<sandbox id>.<LOCAL_SANDBOX_PREVIEW_DOMAIN>`), which every
+   * request must then name in its Host: a browser keeps cookies per host name, so the apps of two sandboxes never
+   * share a jar. @default none: the URLs name `host`, and previews on one address share the browser's jar for it
+   */
+  name?: string;
   /**
    * The sandbox's supervisor while one runs. Never starts one: a new supervisor is a new network, where nothing
    * listens yet.
@@ -44,18 +51,18 @@ export interface PreviewForwarderOptions {
   maxPorts?: number;
   /** @default PREVIEW_IDLE_MS */
   idleMs?: number;
-  /** Capability URLs (a public address): without it, connections are carried in as they come (loopback). */
-  auth?: PreviewAuth;
+  /** How its URLs are signed and its requests admitted. */
+  auth: PreviewAuth;
 }
 
-/** How a forwarder on a public address signs its URLs and admits connections (preview-auth.ts). */
+/** How a forwarder signs its URLs and admits requests (preview-auth.ts). */
 export interface PreviewAuth {
   readonly signer: PreviewSigner;
   /** The sandbox's id: a token opens this sandbox's port only (a reset gives a new id). */
   readonly sandbox: string;
   /** Milliseconds since the epoch. */
   readonly now: () => number;
-  /** For tests: the first request's header cap and deadline, and the timers. */
+  /** For tests: the header cap and deadline, and the timers. */
   readonly maxHeadBytes?: number;
   readonly headTimeoutMs?: number;
   readonly timer?: StartTimer;
@@ -129,7 +136,6 @@ export class PreviewForwarder {
     // Asked for again: its idle time starts over.
     this.idleFromNow(listener);
     const { auth } = this.options;
-    if (auth === undefined) return this.origin(listener.hostPort);
     const token = auth.signer.mint('url', { sandbox: auth.sandbox, port }, auth.now());
     return `${this.origin(listener.hostPort)}/?${PREVIEW_PARAM}=${token}`;
   }
@@ -144,10 +150,11 @@ export class PreviewForwarder {
     this.sockets.clear();
   }
 
-  /** `http://<host>:<hostPort>`, as browsers write an origin (an IPv6 address in its short form). */
+  /** `http://<name or host>:<hostPort>`, as browsers write an origin (an IPv6 address in its short form). */
   private origin(hostPort: number): string {
-    const { host } = this.options;
-    return new URL(`http://${host.includes(':') ? `[${host}]` : host}:${hostPort}`).origin;
+    const { host, name } = this.options;
+    const shown = name ?? (host.includes(':') ? `[${host}]` : host);
+    return new URL(`http://${shown}:${hostPort}`).origin;
   }
 
   private makeRoom(): void {
@@ -215,28 +222,17 @@ export class PreviewForwarder {
       this.idleFromNow(listener);
     });
     const { auth } = this.options;
-    if (auth === undefined) {
-      this.carryIn(listener, socket, undefined);
-      return;
-    }
-    // Nothing is carried in before the first request proved it may be.
-    void admitPreview(socket, this.gate(listener, auth), { maxHeadBytes: auth.maxHeadBytes, timeoutMs: auth.headTimeoutMs, timer: auth.timer }).then((first) => {
-      if (first !== undefined) this.carryIn(listener, socket, first);
+    // Nothing is carried in before a request proved it may be, and no stream asked of the supervisor.
+    servePreviewConnection(socket, {
+      gate: this.gate(listener, auth),
+      connect: () => this.options.supervisor().then((supervisor) => supervisor?.connect(listener.port)),
+      maxHeadBytes: auth.maxHeadBytes,
+      headTimeoutMs: auth.headTimeoutMs,
+      timer: auth.timer,
     });
   }
 
-  /** Connects the sandbox's side (its running supervisor only) and pumps the two into each other. */
-  private carryIn(listener: Listener, socket: Socket, first: Buffer | undefined): void {
-    this.options.supervisor().then(
-      (supervisor) => {
-        if (supervisor === undefined || socket.destroyed) socket.destroy();
-        else carry(socket, supervisor.connect(listener.port), first);
-      },
-      () => socket.destroy(),
-    );
-  }
-
-  /** What a listener's connections must show: a token or cookie for this sandbox and port, from no foreign page. */
+  /** What a listener's requests must show: a token or cookie for this sandbox and port, from no foreign page, for its name. */
   private gate(listener: Listener, auth: PreviewAuth): PreviewGate {
     const binding = { sandbox: auth.sandbox, port: listener.port };
     const { signer } = auth;
@@ -251,6 +247,10 @@ export class PreviewForwarder {
       admitCookie: (value) => signer.verify('cookie', value, binding, auth.now()) !== undefined,
       // The sandbox's own previews (an app on one port calling its API on another), those listening now.
       allowsOrigin: (origin) => [...this.opened.values()].some((open) => this.origin(open.hostPort) === origin),
+      allowsHost: (host) => {
+        const { name } = this.options;
+        return name === undefined || host?.toLowerCase() === `${name}:${listener.hostPort}`;
+      },
     };
   }
 
@@ -272,33 +272,4 @@ function bind(server: Server, host: string, port: number): Promise<void> {
       resolve();
     });
   });
-}
-
-/**
- * Pumps one host connection through a stream, both ways: the host side is read only while the stream's window
- * has room, and what the sandbox sends is acknowledged only once handed to the host's kernel, so neither a slow
- * sandbox nor a slow client makes the server buffer more than a window. `first`: bytes already read from the
- * socket (an admitted first request), sent in before the rest.
- */
-function carry(socket: Socket, stream: SandboxStream, first?: Buffer): void {
-  stream.once('connect', () => socket.resume());
-  stream.once('refused', () => socket.destroy());
-  if (first !== undefined && first.length > 0) stream.write(first);
-  socket.on('data', (chunk: Buffer) => {
-    if (!stream.write(chunk)) socket.pause();
-  });
-  stream.on('drain', () => socket.resume());
-  // The client may have ended its side while its first request was read.
-  if (socket.readableEnded) stream.end();
-  else socket.once('end', () => stream.end());
-  stream.on('data', (chunk: Buffer) => socket.write(chunk, () => stream.consumed(chunk.length)));
-  stream.once('end', () => socket.end());
-  // Over both ways (or reset inside): what was written still reaches the client, then the socket goes.
-  stream.once('close', () => {
-    if (socket.destroyed) return;
-    if (!socket.writableEnded) socket.end();
-    if (socket.writableFinished) socket.destroy();
-    else socket.once('finish', () => socket.destroy());
-  });
-  socket.once('close', () => stream.destroy());
 }

@@ -39,7 +39,7 @@ export interface LocalProviderOptions {
    */
   staleAfterMs?: number;
   /**
-   * Signs the access tokens of preview URLs on an address other than loopback (MCP_SESSION_SECRET).
+   * Signs the access tokens of preview URLs (MCP_SESSION_SECRET).
    * @default random, for this provider
    */
   previewSecret?: string;
@@ -85,11 +85,15 @@ export function createLocalSandboxProvider({
   let cgroupsProbed = false;
   const rlimits = { prlimit: tools.prlimit !== undefined, ownUsers: dropPrivileges };
   // Previews on loopback reach clients only when the server's own clients are on this host too. Elsewhere
-  // (LOCAL_SANDBOX_PREVIEW_PUBLIC=on) anyone who reaches the address could connect: their URLs carry a token.
+  // (LOCAL_SANDBOX_PREVIEW_PUBLIC=on) anyone who reaches the address could connect. On both, every process of this
+  // host can: their URLs carry a token.
   const previewHost = config.previewHost ?? '127.0.0.1';
-  const preview = isLoopbackHost(previewHost)
-    ? { host: previewHost, reachable: !config.exposed }
-    : { host: previewHost, reachable: true, signer: createPreviewSigner(previewSecret, previewTtlMs) };
+  const preview = {
+    host: previewHost,
+    reachable: !isLoopbackHost(previewHost) || !config.exposed,
+    signer: createPreviewSigner(previewSecret, previewTtlMs),
+    ...(config.previewDomain === undefined ? {} : { domain: config.previewDomain }),
+  };
   const findCgroups = async (): Promise<void> => {
     const probed = await probeCgroups({ root: config.root, limits: settings }).catch((err: unknown) => ({ cgroups: undefined, problems: [describeError(err)] }));
     cgroups = probed.cgroups;

@@ -1,132 +1,86 @@
 /**
- * The HTTP front of public previews (preview-auth.ts) over loopback sockets, with a stand-in gate (which tokens
- * and cookies it takes is the signer's business, below), and the signer of its tokens (preview-token.ts). The
- * forwarder's own tests (preview-forwarder.test.ts) show the two together, with a sandbox's side behind them.
+ * What the HTTP front of previews admits (preview-auth.ts), one request head at a time, with a stand-in gate
+ * (which tokens and cookies it takes is the signer's business, below), and the signer of its tokens
+ * (preview-token.ts). The connection around it: preview-connection.test.ts; the forwarder with a sandbox's side
+ * behind it: preview-forwarder.test.ts.
  */
-import { createServer, type Server, type Socket } from 'node:net';
-
-import { admitPreview, type PreviewGate } from '../../../../functions/mcp/sandbox/local/preview-auth';
+import { judgeHead, type PreviewGate, toAnswer, type Verdict } from '../../../../functions/mcp/sandbox/local/preview-auth';
+import { RequestFramer } from '../../../../functions/mcp/sandbox/local/preview-framing';
 import { createPreviewSigner } from '../../../../functions/mcp/sandbox/local/preview-token';
-import { exchange } from '../../../support/tcp';
 
 const GATE: PreviewGate = {
   cookieName: 'mcp_preview_9',
   admitToken: (token) => (token === 'good' ? { cookie: 'c00kie', maxAgeS: 60 } : undefined),
   admitCookie: (value) => value === 'c00kie',
   allowsOrigin: (origin) => origin === 'http://own:9',
+  allowsHost: (host) => host !== 'elsewhere:9',
 };
 
-let server: Server;
-let url: string;
-/** What admitPreview resolved with, per connection, in order. */
-const admitted: Promise<Buffer | undefined>[] = [];
-
-beforeAll(async () => {
-  server = createServer({ allowHalfOpen: true, pauseOnConnect: true }, (socket: Socket) => {
-    socket.on('error', () => undefined);
-    admitted.push(
-      admitPreview(socket, GATE).then((first) => {
-        // Admitted: the forwarder would carry it in; here it ends.
-        if (first !== undefined) socket.destroy();
-        return first;
-      }),
-    );
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
-});
-afterAll(() => new Promise((resolve) => server.close(resolve)));
-
-/** Sends `request` (ending the client's side when `end`); the answer, and what the front would carry in. */
-async function front(request: string | Buffer, end = false): Promise<{ status: number; answer: string; carried: string | undefined }> {
-  const { received } = await exchange(url, request, end);
-  const carried = await admitted.shift();
-  const answer = received.toString('latin1');
-  return { status: Number(/^HTTP\/1\.1 (\d{3}) /.exec(answer)?.[1] ?? 0), answer, carried: carried?.toString('latin1') };
+/** The verdict on one head (framed as the connection frames it), with a 302's or refusal's headers by name. */
+function judged(request: string): { status: number | 'forward'; carried?: string; headers: Record<string, string> } {
+  const [part] = new RequestFramer().push(Buffer.from(request, 'latin1'));
+  if (part?.kind !== 'head') throw new Error(`not a head: ${request}`);
+  const verdict: Verdict = judgeHead(part.head, GATE);
+  if (verdict.kind === 'forward') return { status: 'forward', carried: verdict.head.toString('latin1'), headers: {} };
+  return { status: verdict.status, headers: Object.fromEntries(verdict.headers.map((line) => [line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 2)])) };
 }
 
-const headerOf = (answer: string, name: string): string | undefined => new RegExp(`^${name}: (.*)$`, 'im').exec(answer.split('\r\n\r\n')[0] ?? '')?.[1]?.replace(/\r$/, '');
-
 describe('the redirect', () => {
-  it('drops every mcp_preview parameter and keeps the others as sent', async () => {
-    const { status, answer, carried } = await front('GET /a/b%20c?q=%41+b&mcp_preview=good&mcp_preview=bad&z HTTP/1.1\r\nHost: h\r\n\r\n');
-    expect({ status, carried }).toEqual({ status: 302, carried: undefined });
-    expect(headerOf(answer, 'Location')).toBe('/a/b%20c?q=%41+b&z');
-    expect(headerOf(answer, 'Set-Cookie')).toBe('mcp_preview_9=c00kie; Max-Age=60; Path=/; HttpOnly; SameSite=Lax');
-    expect(headerOf(answer, 'Content-Length')).toBe('0');
+  it('drops every mcp_preview parameter and keeps the others as sent', () => {
+    const { status, headers } = judged('GET /a/b%20c?q=%41+b&mcp_preview=good&mcp_preview=bad&z HTTP/1.1\r\nHost: h\r\n\r\n');
+    expect(status).toBe(302);
+    expect(headers).toEqual({ Location: '/a/b%20c?q=%41+b&z', 'Set-Cookie': 'mcp_preview_9=c00kie; Max-Age=60; Path=/; HttpOnly; SameSite=Lax' });
+    expect(toAnswer(302, ['Location: /']).toString()).toBe('HTTP/1.1 302 Found\r\nLocation: /\r\nCache-Control: no-store\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
   });
 
-  it('stays on this host: no `//host` or `/\\host` Location, the absolute form reduced to its path', async () => {
+  it('stays on this host: no `//host` or `/\\host` Location, the absolute form reduced to its path', () => {
     for (const [target, location] of [
       ['//evil.example/x?mcp_preview=good', '/evil.example/x'],
       ['/\\evil.example?mcp_preview=good', '/evil.example'],
       ['http://preview:9//evil.example/p?mcp_preview=good', '/evil.example/p'],
       ['/?mcp_preview=good', '/'],
     ]) {
-      const { answer } = await front(`GET ${target} HTTP/1.1\r\nHost: h\r\n\r\n`);
-      expect({ target, location: headerOf(answer, 'Location') }).toEqual({ target, location });
+      expect({ target, location: judged(`GET ${target} HTTP/1.1\r\nHost: h\r\n\r\n`).headers.Location }).toEqual({ target, location });
     }
   });
 
-  it('takes a stale token out for a client whose cookie is valid (no new cookie), and refuses it without one', async () => {
-    const withCookie = await front('GET /p?mcp_preview=stale HTTP/1.1\r\nCookie: mcp_preview_9=c00kie\r\n\r\n');
-    expect(withCookie.status).toBe(302);
-    expect(headerOf(withCookie.answer, 'Location')).toBe('/p');
-    expect(headerOf(withCookie.answer, 'Set-Cookie')).toBeUndefined();
-    expect((await front('GET /p?mcp_preview=stale HTTP/1.1\r\n\r\n')).status).toBe(401);
+  it('takes a stale token out for a client whose cookie is valid (no new cookie), and refuses it without one', () => {
+    const withCookie = judged('GET /p?mcp_preview=stale HTTP/1.1\r\nCookie: mcp_preview_9=c00kie\r\n\r\n');
+    expect(withCookie).toEqual({ status: 302, headers: { Location: '/p' } });
+    expect(judged('GET /p?mcp_preview=stale HTTP/1.1\r\n\r\n').status).toBe(401);
   });
 });
 
 describe('what is carried in', () => {
-  it('the request with its preview cookies out, every other byte as sent, and what followed it', async () => {
+  it('the request with its preview cookies out, every other byte as sent', () => {
     const head = 'GET / HTTP/1.1\r\nHost: h\r\ncookie:a=1;mcp_preview_9=c00kie ;  mcp_preview_77=x\r\nCookie: mcp_preview_9=c00kie\r\nX: y\r\n\r\n';
-    const { carried } = await front(`${head}BODY`);
-    expect(carried).toBe('GET / HTTP/1.1\r\nHost: h\r\ncookie: a=1\r\nX: y\r\n\r\nBODY');
+    expect(judged(head).carried).toBe('GET / HTTP/1.1\r\nHost: h\r\ncookie: a=1\r\nX: y\r\n\r\n');
   });
 
-  it('a request with bare LF line ends, and one whose client ended its side after it', async () => {
-    expect((await front('GET / HTTP/1.0\nCookie: mcp_preview_9=c00kie\n\n')).carried).toBe('GET / HTTP/1.0\n\n');
-    expect((await front('GET / HTTP/1.0\r\nCookie: mcp_preview_9=c00kie\r\n\r\n', true)).carried).toBe('GET / HTTP/1.0\r\n\r\n');
-  });
-
-  it('from a page of the sandbox’s own previews, not of another origin or an opaque one', async () => {
+  it('from a page of the sandbox’s own previews, not of another origin or an opaque one', () => {
     const request = (origin: string): string => `POST /api HTTP/1.1\r\nCookie: mcp_preview_9=c00kie\r\nOrigin: ${origin}\r\nContent-Length: 0\r\n\r\n`;
-    expect((await front(request('http://own:9'))).carried).toBe('POST /api HTTP/1.1\r\nOrigin: http://own:9\r\nContent-Length: 0\r\n\r\n');
-    for (const origin of ['http://own:10', 'null']) {
-      const { status, carried } = await front(request(origin));
-      expect({ origin, status, carried }).toEqual({ origin, status: 403, carried: undefined });
+    expect(judged(request('http://own:9')).carried).toBe('POST /api HTTP/1.1\r\nOrigin: http://own:9\r\nContent-Length: 0\r\n\r\n');
+    for (const origin of ['http://own:10', 'null']) expect({ origin, status: judged(request(origin)).status }).toEqual({ origin, status: 403 });
+  });
+
+  it('only for a Host the preview answers to (421), token or cookie', () => {
+    for (const line of ['GET /?mcp_preview=good HTTP/1.1', 'GET / HTTP/1.1']) {
+      expect(judged(`${line}\r\nHost: elsewhere:9\r\nCookie: mcp_preview_9=c00kie\r\n\r\n`).status).toBe(421);
     }
   });
 });
 
 describe('what is refused', () => {
-  it('401 with a short text naming get_preview_url; no body for HEAD', async () => {
-    const { status, answer } = await front('GET / HTTP/1.1\r\nCookie: other=1\r\n\r\n');
-    expect(status).toBe(401);
-    expect(headerOf(answer, 'Content-Type')).toBe('text/plain; charset=utf-8');
+  it('401 with a short text naming get_preview_url; no body for HEAD', () => {
+    expect(judged('GET / HTTP/1.1\r\nCookie: other=1\r\n\r\n').status).toBe(401);
+    const answer = toAnswer(401).toString();
+    expect(answer).toMatch(/^HTTP\/1\.1 401 Unauthorized\r\n.*Content-Type: text\/plain; charset=utf-8\r\n/s);
     expect(answer.split('\r\n\r\n')[1]).toMatch(/get_preview_url/);
-    const head = await front('HEAD / HTTP/1.1\r\n\r\n');
-    expect(head.status).toBe(401);
-    expect(head.answer.split('\r\n\r\n')[1]).toBe('');
-  });
-
-  it('400 for what is not an HTTP/1.x request head', async () => {
-    for (const request of [
-      'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n',
-      'GET /\r\n\r\n',
-      ' GET / HTTP/1.1\r\n\r\n',
-      'GET / HTTP/1.1\r\nNo colon here\r\n\r\n',
-      'GET / HTTP/1.1\r\nX: a\r\n folded\r\nCookie: mcp_preview_9=c00kie\r\n\r\n',
-      'GET / HTTP/1.1\r\nX: a\x00b\r\nCookie: mcp_preview_9=c00kie\r\n\r\n',
-      `${'G'.repeat(40)} / HTTP/1.1`,
-    ]) {
-      const { status, carried } = await front(request);
-      expect({ request, status, carried }).toEqual({ request, status: 400, carried: undefined });
-    }
-    // Ended in the middle of its head.
-    expect((await front('GET / HTTP/1.1\r\nHost:', true)).status).toBe(400);
-    // Nothing sent at all: closed without an answer.
-    expect(await front('', true)).toEqual({ status: 0, answer: '', carried: undefined });
+    const [part] = new RequestFramer().push(Buffer.from('HEAD / HTTP/1.1\r\n\r\n'));
+    expect(part?.kind === 'head' && judgeHead(part.head, GATE)).toMatchObject({ kind: 'answer', status: 401, bodyless: true });
+    const bodyless = toAnswer(401, [], true).toString();
+    expect(bodyless.split('\r\n\r\n')[1]).toBe('');
+    expect(bodyless).toContain(`Content-Length: ${answer.split('\r\n\r\n')[1]?.length}`);
   });
 });
 
