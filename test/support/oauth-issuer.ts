@@ -52,6 +52,8 @@ export interface TestIssuerOptions {
   algorithms?: string[];
   /** The client allowed to introspect (HTTP Basic at `/introspect`, published as introspection_endpoint). @default none */
   introspectionClient?: { id: string; secret: string };
+  /** Holds the introspection answer for `token` until the promise it returns settles (a slow provider). @default none held */
+  introspectionDelay?: (token: string) => Promise<void> | undefined;
 }
 
 let keyCount = 0;
@@ -92,7 +94,7 @@ export async function startTestIssuer(options: TestIssuerOptions): Promise<TestI
         const expected = `Basic ${Buffer.from(`${encodeURIComponent(client.id)}:${encodeURIComponent(client.secret)}`).toString('base64')}`;
         if (req.headers.authorization !== expected) return json({ error: 'invalid_client' }, 401);
         const token = new URLSearchParams(body).get('token') ?? '';
-        json(opaque.get(token) ?? { active: false });
+        void Promise.resolve(options.introspectionDelay?.(token)).then(() => json(opaque.get(token) ?? { active: false }));
       });
       return;
     }
