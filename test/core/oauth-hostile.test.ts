@@ -84,6 +84,13 @@ describe('key rotation (the default 30 s between fetches for unknown key ids)', 
   });
 });
 
+it('takes a token without a key id while the issuer publishes two keys (mid-rotation): each matching key is tried', async () => {
+  const { h, issuer } = await setUp();
+  await issuer.rotate();
+  expect((await initialize(h, await issuer.mint({ kid: null }))).status).toBe(200);
+  expect((await initialize(h, await issuer.mint({ kid: null, key: await issuer.unpublishedKey() }))).status).toBe(401);
+});
+
 describe('an introspection flood', () => {
   const client = { id: 'mcp-server', secret: 'introspection-secret-0123456789' };
   const env = { MCP_OAUTH_INTROSPECTION_CLIENT_ID: client.id, MCP_OAUTH_INTROSPECTION_CLIENT_SECRET: client.secret };

@@ -20,8 +20,8 @@ export interface MintOptions {
   claims?: Record<string, unknown>;
   /** Sign with this key instead of the current one (e.g. one never published). */
   key?: SigningKey;
-  /** The `kid` header. @default the signing key's */
-  kid?: string;
+  /** The `kid` header; `null` for none. @default the signing key's */
+  kid?: string | null;
 }
 
 export interface TestIssuer {
@@ -117,7 +117,7 @@ export async function startTestIssuer(options: TestIssuerOptions): Promise<TestI
       const nowS = Math.floor(options.now() / 1000);
       const payload: Record<string, unknown> = { iss: issuer, aud: options.audience, sub: 'user-1', scope: 'mcp:tools', iat: nowS, exp: nowS + 300, ...claims };
       for (const [name, value] of Object.entries(payload)) if (value === undefined) delete payload[name];
-      return new SignJWT(payload as JWTPayload).setProtectedHeader({ alg: 'RS256', kid, typ: 'at+jwt' }).sign(key.privateKey);
+      return new SignJWT(payload as JWTPayload).setProtectedHeader({ alg: 'RS256', ...(kid !== null && { kid }), typ: 'at+jwt' }).sign(key.privateKey);
     },
     unpublishedKey: newKey,
     async rotate() {

@@ -39,17 +39,17 @@ export interface KeySetOptions {
 }
 
 /**
- * What verifies a token (a key, or the held set itself when several of its keys match a token without a key id:
- * jwtVerify then tries each), or why there is none (the failures of a ClaimsCheck).
+ * The keys that may verify a token (one, or several of the held keys when they all match a token without a key id,
+ * as in a rotation: each is tried), or why there are none (the failures of a ClaimsCheck).
  */
-export type KeyLookup = { ok: true; key: CryptoKey | LocalSet } | Exclude<ClaimsCheck, { ok: true }>;
+export type KeyLookup = { ok: true; keys: CryptoKey[] } | Exclude<ClaimsCheck, { ok: true }>;
 
 export interface KeySet {
   /** The key for a token with this protected header. */
   keyFor(header: JWSHeaderParameters): Promise<KeyLookup>;
 }
 
-export type LocalSet = ReturnType<Jose['createLocalJWKSet']>;
+type LocalSet = ReturnType<Jose['createLocalJWKSet']>;
 
 const DEFAULT_MAX_AGE_MS = 10 * 60_000;
 
@@ -107,11 +107,16 @@ export function createKeySet(options: KeySetOptions): KeySet {
   /** The held keys' key for `header`, `undefined` when they have none with its id, or why it cannot be used. */
   const lookUp = async (keys: LocalSet, header: JWSHeaderParameters): Promise<KeyLookup | undefined> => {
     try {
-      return { ok: true, key: await keys(header) };
+      return { ok: true, keys: [await keys(header)] };
     } catch (err: unknown) {
       const { JWKSNoMatchingKey, JWKSMultipleMatchingKeys, JWKSInvalid, JOSEError } = jose.errors;
       if (err instanceof JWKSNoMatchingKey) return undefined;
-      if (err instanceof JWKSMultipleMatchingKeys) return { ok: true, key: keys };
+      if (err instanceof JWKSMultipleMatchingKeys) {
+        // jose leaves trying them to the caller: the error iterates over the matching keys.
+        const candidates: CryptoKey[] = [];
+        for await (const key of err as unknown as AsyncIterable<CryptoKey>) candidates.push(key);
+        return { ok: true, keys: candidates };
+      }
       // A key of the set that cannot be imported is the issuer's fault; anything else (an algorithm a key set
       // cannot have) is the token's.
       if (err instanceof JWKSInvalid || !(err instanceof JOSEError)) return { ok: false, reason: 'unavailable', detail: describeError(err) };

@@ -4,8 +4,9 @@
  * with a public key); then the key, from the issuer's `jwks_uri` (issuer-metadata.ts), cached, and fetched again
  * when a token names a key id the cache does not hold (key rotation; at most once per `jwksCooldownMs`, so that
  * made-up key ids cannot make the server hammer the issuer, a token that came during the cooldown waiting for the
- * next fetch: key-set.ts); then `iss`, `aud`, `exp`/`nbf` with a small leeway, `sub` and the required scopes. A token that is not a JWT is asked about at the issuer's introspection endpoint when this
- * server has credentials for it (introspection.ts), and refused otherwise. The verified subject (`iss` + `sub`)
+ * next fetch: key-set.ts); then `iss`, `aud`, `exp`/`nbf` with a small leeway, `sub` and the required scopes. A
+ * token that is not a JWT is asked about at the issuer's introspection endpoint when this server has credentials
+ * for it (introspection.ts), and refused otherwise. The verified subject (`iss` + `sub`)
  * becomes the principal that sessions and sandboxes belong to, so a refreshed token goes on with the same sessions.
  */
 import { createHash } from 'node:crypto';
@@ -125,21 +126,27 @@ export function createOAuthVerifier(config: OAuthConfig, options: OAuthVerifierO
     }
     const found = await keys.keyFor(header);
     if (!found.ok) return found;
-    try {
-      const { payload } = await jose.jwtVerify(token, found.key, {
-        issuer: config.issuer,
-        audience: config.audience,
-        algorithms,
-        clockTolerance: CLOCK_TOLERANCE_S,
-        requiredClaims: ['exp', 'sub'],
-        currentDate: new Date(now()),
-      });
-      return { ok: true, claims: payload };
-    } catch (err: unknown) {
-      // With the key in hand, every failure of jose's is about the token; anything else is not.
-      if (!(err instanceof jose.errors.JOSEError)) return { ok: false, reason: 'unavailable', detail: describeError(err) };
-      return { ok: false, reason: 'invalid', detail: describeError(err) };
+    let refusal: ClaimsCheck = { ok: false, reason: 'invalid', detail: 'no key of the issuer matches the token' };
+    for (const key of found.keys) {
+      try {
+        const { payload } = await jose.jwtVerify(token, key, {
+          issuer: config.issuer,
+          audience: config.audience,
+          algorithms,
+          clockTolerance: CLOCK_TOLERANCE_S,
+          requiredClaims: ['exp', 'sub'],
+          currentDate: new Date(now()),
+        });
+        return { ok: true, claims: payload };
+      } catch (err: unknown) {
+        // With the key in hand, every failure of jose's is about the token; anything else is not.
+        if (!(err instanceof jose.errors.JOSEError)) return { ok: false, reason: 'unavailable', detail: describeError(err) };
+        refusal = { ok: false, reason: 'invalid', detail: describeError(err) };
+        // Only another key can make a bad signature good; any other fault is the token's whatever the key.
+        if (!(err instanceof jose.errors.JWSSignatureVerificationFailed)) return refusal;
+      }
     }
+    return refusal;
   };
 
   /** The claims of an opaque token, from the issuer's introspection endpoint when this server may ask it. */
