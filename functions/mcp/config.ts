@@ -156,13 +156,24 @@ export interface Config {
   readonly allowedHosts: readonly string[] | undefined;
   /** MCP_MAX_BODY_BYTES: larger request bodies get 413. @default 4 MiB */
   readonly maxBodyBytes: number;
-  /** MCP_MAX_CONNECTIONS: open connections at most; more are closed at once. @default 1024 */
+  /**
+   * MCP_MAX_CONNECTIONS: open connections served at most; the request of one more is answered 503 with
+   * `Retry-After` and its connection closed (http/connection-guard.ts). @default 1024
+   */
   readonly maxConnections: number;
   /**
-   * MCP_MAX_CONNECTIONS_PER_PEER: open connections from one address at most (0: no cap). @default 128, and 0
-   * on FC, where every connection comes from the platform's front end
+   * MCP_MAX_CONNECTIONS_PER_PEER: open connections from one address at most (0: no cap), answered beyond it as
+   * beyond MCP_MAX_CONNECTIONS; through a trusted proxy (MCP_TRUSTED_PROXIES), requests in flight per client
+   * address. @default 128, and 0 on FC, where every connection comes from the platform's front end
    */
   readonly maxConnectionsPerPeer: number;
+  /**
+   * MCP_TRUSTED_PROXIES (comma-separated IP addresses and CIDR ranges, IPv4 or IPv6): reverse proxies whose
+   * `X-Forwarded-For` (else `Forwarded: for=`) names the client (http/client-address.ts). A connection from one
+   * is not capped per peer; its requests in flight are, per client address. @default none: the socket's peer
+   * is the client, and forwarding headers are ignored
+   */
+  readonly trustedProxies: readonly string[];
   /**
    * MCP_TOOL_TIMEOUT_MAX_S: upper bound for any tool's `timeout_ms`. Must leave MCP_FUNCTION_TIMEOUT_S a
    * margin, so the server always answers before FC cuts the request. @default 300, or the function timeout less the margin
@@ -339,6 +350,7 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): Config {
     maxBodyBytes: int('MCP_MAX_BODY_BYTES', DEFAULT_MAX_BODY_BYTES, 1024, 32 * 1024 * 1024),
     maxConnections: int('MCP_MAX_CONNECTIONS', 1024, 1, 1_000_000),
     maxConnectionsPerPeer: int('MCP_MAX_CONNECTIONS_PER_PEER', onFc ? 0 : 128, 0, 1_000_000),
+    trustedProxies: parseTrustedProxies(env.MCP_TRUSTED_PROXIES, problems),
     toolTimeoutMaxS,
     functionTimeoutS,
     sandboxBackend: backend === 'e2b' ? 'e2b' : 'local',
@@ -369,6 +381,23 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): Config {
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(config);
+}
+
+/** MCP_TRUSTED_PROXIES as `address/prefix` ranges (a lone address is its own range); problems go to `problems`. */
+function parseTrustedProxies(value: string | undefined, problems: string[]): string[] {
+  const ranges: string[] = [];
+  for (const item of parseList(value ?? '')) {
+    const [address = '', prefix, ...rest] = item.split('/');
+    const family = isIP(address);
+    const bits = family === 4 ? 32 : 128;
+    const length = prefix === undefined ? bits : /^\d{1,3}$/.test(prefix) ? Number(prefix) : Number.NaN;
+    if (family === 0 || address.includes('%') || rest.length > 0 || !(length >= 0 && length <= bits)) {
+      problems.push(`MCP_TRUSTED_PROXIES must list IP addresses or CIDR ranges (192.0.2.10, 10.0.0.0/8, 2001:db8::/32), comma-separated (got "${item}")`);
+      continue;
+    }
+    ranges.push(`${address.toLowerCase()}/${length}`);
+  }
+  return ranges;
 }
 
 function loadAuth(env: Env, problems: string[]): AuthConfig {

@@ -11,6 +11,7 @@ import { createApp } from './http/app';
 import { createOAuthGate } from './http/oauth/oauth-gate';
 import type { OAuthVerifierOptions } from './http/oauth/token-verifier';
 import type { FetchHandler } from './http/context';
+import { createClientAddresses } from './http/client-address';
 import { createHealthReport } from './http/health';
 import { createNodeListener, type NodeListener } from './http/node-listener';
 import type { Logger } from './log';
@@ -116,7 +117,7 @@ export function createCoreApp({ config, logger, verifier, policy, ids, initializ
     }),
     preStop: () => logger.flush(),
     verifier,
-    oauth: config.auth.oauth === undefined ? undefined : createOAuthGate(config.auth.oauth, { now, ...oauth }),
+    oauth: config.auth.oauth === undefined ? undefined : createOAuthGate(config.auth.oauth, { now, sleep: (ms) => clock.sleep(ms), ...oauth }),
     policy,
     logger,
   });
@@ -146,6 +147,8 @@ export function createCore(deps: CoreDeps): Core {
     listener: createNodeListener(handle, {
       requestIdHeader,
       maxBodyBytes: config.maxBodyBytes,
+      // On FC every socket's peer is the platform's front end: no client address unless a trusted proxy names it.
+      clientOf: createClientAddresses({ trustedProxies: config.trustedProxies, socketPeerIsClient: !config.onFc }).clientOf,
       onError: (err, clientGone) => {
         const error = describeError(err);
         // A client that hangs up mid-request is routine, not a server fault.

@@ -13,6 +13,7 @@ import { codeCacheState, loadCore } from './core-modules';
 import { installCrashGuards } from './crash-guard';
 import { createEntryDeps } from './entry-deps';
 import { describeError } from './errors';
+import { createClientAddresses } from './http/client-address';
 import { guardConnections, serverTimeouts } from './http/connection-guard';
 import { writeErrorAnswer } from './http/refusals';
 import { createEarlyListener } from './protocol/early-listener';
@@ -101,8 +102,10 @@ function main(): void {
 
   // On FC every connection is the platform's own (pooled, idle between requests): no first-request deadline.
   const connectionLimits = { maxConnections: config.maxConnections, maxPerPeer: config.maxConnectionsPerPeer, firstRequestMs: config.onFc ? 0 : undefined };
-  const server = createServer(serverTimeouts(connectionLimits), serve);
-  guardConnections(server, connectionLimits);
+  const server = createServer(serverTimeouts(connectionLimits));
+  // The caps sit in front of both the early path and the core: a connection over one is answered 503 on either.
+  const clients = createClientAddresses({ trustedProxies: config.trustedProxies, socketPeerIsClient: !config.onFc });
+  guardConnections(server, { limits: connectionLimits, clients, logger, serve });
   // CONNECT never reaches the request handler: answer it rather than drop the connection.
   server.on('connect', (_req, socket: Socket) => {
     socket.end('HTTP/1.1 405 Method Not Allowed\r\nAllow: GET, POST, DELETE, OPTIONS\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');

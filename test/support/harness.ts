@@ -52,6 +52,8 @@ export interface HarnessOptions {
   sandboxes?: (deps: { config: Config; logger: Logger; clock: FakeClock }) => SelectedProvider;
   /** How OAuth access tokens are checked (with MCP_OAUTH_ISSUER in `env`). @default the verifier's defaults on the harness clock */
   oauth?: OAuthVerifierOptions;
+  /** The client address of a request (`ctx.peer`, which the Node shell takes from the socket). @default none, as behind FC */
+  peerOf?: (req: Request) => string | undefined;
 }
 
 export interface Harness {
@@ -124,7 +126,7 @@ export function createHarness(options: HarnessOptions = {}): Harness {
     const settle = (): void => {
       for (const done of sent.splice(0)) done();
     };
-    const ctx = { requestId: randomUUID(), path: url.pathname, log: {}, readBody: async () => body, signal: hangUp.signal, onSent: (done: () => void) => void sent.push(done) };
+    const ctx = { requestId: randomUUID(), path: url.pathname, peer: options.peerOf?.(request), log: {}, readBody: async () => body, signal: hangUp.signal, onSent: (done: () => void) => void sent.push(done) };
     const response = await core.handle(bare, ctx).catch((err: unknown) => {
       settle();
       throw err;

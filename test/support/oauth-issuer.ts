@@ -20,8 +20,8 @@ export interface MintOptions {
   claims?: Record<string, unknown>;
   /** Sign with this key instead of the current one (e.g. one never published). */
   key?: SigningKey;
-  /** The `kid` header. @default the signing key's */
-  kid?: string;
+  /** The `kid` header; `null` for none. @default the signing key's */
+  kid?: string | null;
 }
 
 export interface TestIssuer {
@@ -52,6 +52,8 @@ export interface TestIssuerOptions {
   algorithms?: string[];
   /** The client allowed to introspect (HTTP Basic at `/introspect`, published as introspection_endpoint). @default none */
   introspectionClient?: { id: string; secret: string };
+  /** Holds the introspection answer for `token` until the promise it returns settles (a slow provider). @default none held */
+  introspectionDelay?: (token: string) => Promise<void> | undefined;
 }
 
 let keyCount = 0;
@@ -92,7 +94,7 @@ export async function startTestIssuer(options: TestIssuerOptions): Promise<TestI
         const expected = `Basic ${Buffer.from(`${encodeURIComponent(client.id)}:${encodeURIComponent(client.secret)}`).toString('base64')}`;
         if (req.headers.authorization !== expected) return json({ error: 'invalid_client' }, 401);
         const token = new URLSearchParams(body).get('token') ?? '';
-        json(opaque.get(token) ?? { active: false });
+        void Promise.resolve(options.introspectionDelay?.(token)).then(() => json(opaque.get(token) ?? { active: false }));
       });
       return;
     }
@@ -115,7 +117,7 @@ export async function startTestIssuer(options: TestIssuerOptions): Promise<TestI
       const nowS = Math.floor(options.now() / 1000);
       const payload: Record<string, unknown> = { iss: issuer, aud: options.audience, sub: 'user-1', scope: 'mcp:tools', iat: nowS, exp: nowS + 300, ...claims };
       for (const [name, value] of Object.entries(payload)) if (value === undefined) delete payload[name];
-      return new SignJWT(payload as JWTPayload).setProtectedHeader({ alg: 'RS256', kid, typ: 'at+jwt' }).sign(key.privateKey);
+      return new SignJWT(payload as JWTPayload).setProtectedHeader({ alg: 'RS256', ...(kid !== null && { kid }), typ: 'at+jwt' }).sign(key.privateKey);
     },
     unpublishedKey: newKey,
     async rotate() {

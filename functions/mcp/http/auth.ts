@@ -53,7 +53,8 @@ export function toPrincipal(token: string): string {
 
 /** OAuth beside the static tokens (MCP_OAUTH_ISSUER): the verifier and the challenges that point at its metadata. */
 export interface OAuthGate {
-  verify(token: string): Promise<OAuthCheck>;
+  /** `peer`: the client's address (RequestContext `peer`). */
+  verify(token: string, peer?: string): Promise<OAuthCheck>;
   challenge(error?: 'invalid_token' | 'insufficient_scope'): string;
 }
 
@@ -62,7 +63,8 @@ const AUTH_UNAVAILABLE_RETRY_S = 10;
 
 /**
  * Answers 401 with a Bearer challenge unless the request carries a valid token (403 for an OAuth token without a
- * required scope, 503 when the issuer cannot be reached to check one); sets `ctx.principal`.
+ * required scope, 503 when the issuer cannot be reached to check one or the check must wait its turn); sets
+ * `ctx.principal`.
  */
 export function withAuth(next: FetchHandler, verifier: BearerVerifier | undefined, oauth?: OAuthGate): FetchHandler {
   return async (req, ctx) => {
@@ -81,7 +83,7 @@ export function withAuth(next: FetchHandler, verifier: BearerVerifier | undefine
       ctx.log.error_code = `auth_${result.reason}`;
       return toErrorResponse({ kind: 'unauthorized', reason: result.reason, ...(oauth !== undefined && { challenge: oauth.challenge() }) });
     }
-    const check = await oauth.verify(token);
+    const check = await oauth.verify(token, ctx.peer);
     if (check.ok) {
       ctx.principal = check.principal;
       return next(req, ctx);
@@ -89,6 +91,7 @@ export function withAuth(next: FetchHandler, verifier: BearerVerifier | undefine
     ctx.log.error_code = `auth_${check.reason}`;
     ctx.log.auth_detail = check.detail;
     if (check.reason === 'unavailable') return toErrorResponse({ kind: 'auth_unavailable', retryAfterS: AUTH_UNAVAILABLE_RETRY_S });
+    if (check.reason === 'busy') return toErrorResponse({ kind: 'auth_busy', what: check.what, retryAfterS: check.retryAfterS });
     if (check.reason === 'insufficient_scope') return toErrorResponse({ kind: 'insufficient_scope', challenge: oauth.challenge('insufficient_scope'), detail: check.detail });
     return toErrorResponse({ kind: 'unauthorized', reason: 'invalid', challenge: oauth.challenge('invalid_token') });
   };

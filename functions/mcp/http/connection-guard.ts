@@ -1,17 +1,33 @@
 /**
  * What a client may cost before it says who it is: the server reads nothing of a request body before the
- * token is checked (node-listener.ts); here, the connections themselves. Caps on open connections in total
+ * token is checked (node-listener.ts); here, the connections themselves. Caps on the connections served in total
  * and per peer address, a deadline for a connection's first request (Node's own `headersTimeout` only runs
  * once a request has begun), and deadlines for headers and the whole request (never the answer: tool calls
  * run for minutes).
+ *
+ * A connection over a cap is answered, not reset: its request gets 503 with `Retry-After` and `Connection: close`
+ * (http/refusals.ts `over_capacity`) and one log line, and the connection closes once the request has been read,
+ * so that the close does not reset the answer away. Behind a reverse proxy a reset reaches the client as "socket
+ * hang up"; a 503 reaches it as a 503. Such connections are held `refusalHoldMs` at most, and at most
+ * `maxRefusing` at a time: beyond that hard ceiling (MCP_MAX_CONNECTIONS + `maxRefusing` open connections in all)
+ * a new connection is closed at once, so that nobody can hold an unbounded number of sockets in the refused state.
+ *
+ * A trusted proxy (MCP_TRUSTED_PROXIES, client-address.ts) carries many clients over few keep-alive connections:
+ * its connections are not capped per peer; instead each client it forwards for may have MCP_MAX_CONNECTIONS_PER_PEER
+ * requests in flight, and its next one is answered 503 the same way.
  */
-import type { Server } from 'node:http';
+import type { IncomingMessage, RequestListener, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 
+import type { Logger } from '../log';
+import { type ClientAddresses, toAddress } from './client-address';
+import { UNTRUSTED_DRAIN_BYTES } from './node-listener';
+import { type HttpRefusal, toErrorAnswer } from './refusals';
+
 export interface ConnectionLimits {
-  /** Open connections at most (MCP_MAX_CONNECTIONS). */
+  /** Open connections served at most (MCP_MAX_CONNECTIONS). */
   readonly maxConnections: number;
-  /** Open connections from one address at most; 0 for none (MCP_MAX_CONNECTIONS_PER_PEER). */
+  /** Open connections from one address at most, or requests in flight per client through a trusted proxy; 0 for none (MCP_MAX_CONNECTIONS_PER_PEER). */
   readonly maxPerPeer: number;
   /** A new connection must start a request within this (0: no deadline). @default 10 s */
   readonly firstRequestMs?: number;
@@ -19,44 +35,140 @@ export interface ConnectionLimits {
   readonly headersMs?: number;
   /** A request (headers and body, not the answer) must arrive within this. @default 30 s */
   readonly requestMs?: number;
+  /** Connections over a cap held at once to be answered 503; beyond, a new one is closed at once. @default 256 */
+  readonly maxRefusing?: number;
+  /** A connection over a cap is closed this long after it opened, answered or not, in milliseconds. @default 5 s */
+  readonly refusalHoldMs?: number;
 }
+
+export interface ConnectionGuardOptions {
+  limits: ConnectionLimits;
+  /** Tells trusted proxies and the clients they forward for. */
+  clients: ClientAddresses;
+  logger: Logger;
+  /** Serves the requests within the caps. */
+  serve: RequestListener;
+}
+
+/** Connections over a cap held at once to be answered, unless configured. */
+export const DEFAULT_MAX_REFUSING = 256;
+/** What a refused client is told to wait: connections come and go by the second. */
+const REFUSAL_RETRY_AFTER_S = 1;
+/** Dropped connections (past the hard ceiling) are logged at most this often, as a count. */
+const DROP_LOG_INTERVAL_MS = 10_000;
 
 /** The options for `http.createServer` that bound how long a request may take to arrive. */
 export function serverTimeouts(limits: ConnectionLimits): { headersTimeout: number; requestTimeout: number; connectionsCheckingInterval: number } {
   return { headersTimeout: limits.headersMs ?? 10_000, requestTimeout: limits.requestMs ?? 30_000, connectionsCheckingInterval: 1_000 };
 }
 
-/** Applies the caps and the first-request deadline to `server`. */
-export function guardConnections(server: Server, limits: ConnectionLimits): void {
-  server.maxConnections = limits.maxConnections;
+/** Applies the caps and the first-request deadline to `server`, and hands the requests within them to `serve`. */
+export function guardConnections(server: Server, { limits, clients, logger, serve }: ConnectionGuardOptions): void {
+  const { maxConnections, maxPerPeer } = limits;
+  const { maxRefusing = DEFAULT_MAX_REFUSING, refusalHoldMs = 5_000, firstRequestMs = 10_000 } = limits;
+  // Past the hard ceiling Node itself closes a new connection before any event ('drop').
+  server.maxConnections = maxConnections + maxRefusing;
+  let served = 0;
+  let refusing = 0;
   const perPeer = new Map<string, number>();
-  const firstRequestMs = limits.firstRequestMs ?? 10_000;
+  const perClient = new Map<string, number>();
+  const refusals = new WeakMap<Socket, HttpRefusal<'over_capacity'>>();
+  const proxied = new WeakSet<Socket>();
+  const firstRequest = new WeakMap<Socket, NodeJS.Timeout>();
+
+  let dropped = 0;
+  let droppedLoggedAtMs = 0;
+  const drop = (): void => {
+    dropped += 1;
+    if (Date.now() - droppedLoggedAtMs < DROP_LOG_INTERVAL_MS) return;
+    logger.warn('connections dropped', { count: dropped, ceiling: maxConnections + maxRefusing, max_refusing: maxRefusing });
+    dropped = 0;
+    droppedLoggedAtMs = Date.now();
+  };
+  server.on('drop', drop);
+
   server.on('connection', (socket: Socket) => {
-    const peer = socket.remoteAddress ?? '';
-    const open = (perPeer.get(peer) ?? 0) + 1;
-    perPeer.set(peer, open);
-    socket.once('close', () => {
-      const left = (perPeer.get(peer) ?? 1) - 1;
-      if (left <= 0) perPeer.delete(peer);
-      else perPeer.set(peer, left);
-    });
-    if (limits.maxPerPeer > 0 && open > limits.maxPerPeer) {
-      socket.destroy();
+    const peer = toAddress(socket.remoteAddress) ?? '';
+    const viaProxy = clients.isTrustedProxy(peer);
+    const scope = served >= maxConnections ? 'server' : !viaProxy && maxPerPeer > 0 && (perPeer.get(peer) ?? 0) >= maxPerPeer ? 'peer' : undefined;
+    if (scope !== undefined) {
+      if (refusing >= maxRefusing) {
+        socket.destroy();
+        drop();
+        return;
+      }
+      refusing += 1;
+      refusals.set(socket, { kind: 'over_capacity', scope, max: scope === 'server' ? maxConnections : maxPerPeer, retryAfterS: REFUSAL_RETRY_AFTER_S });
+      const hold = setTimeout(() => socket.destroy(), refusalHoldMs);
+      hold.unref();
+      socket.once('close', () => {
+        refusing -= 1;
+        clearTimeout(hold);
+      });
       return;
     }
+    served += 1;
+    if (viaProxy) proxied.add(socket);
+    else count(perPeer, peer, 1);
+    socket.once('close', () => {
+      served -= 1;
+      if (!viaProxy) count(perPeer, peer, -1);
+    });
     if (firstRequestMs === 0) return;
     const deadline = setTimeout(() => socket.destroy(), firstRequestMs);
     deadline.unref();
     socket.once('close', () => clearTimeout(deadline));
-    FIRST_REQUEST.set(socket, deadline);
+    firstRequest.set(socket, deadline);
   });
-  server.on('request', (req) => {
-    const deadline = FIRST_REQUEST.get(req.socket);
-    if (deadline === undefined) return;
-    clearTimeout(deadline);
-    FIRST_REQUEST.delete(req.socket);
+
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    const { socket } = req;
+    const deadline = firstRequest.get(socket);
+    if (deadline !== undefined) {
+      clearTimeout(deadline);
+      firstRequest.delete(socket);
+    }
+    const refusal = refusals.get(socket);
+    if (refusal !== undefined) {
+      logger.warn('connection refused', { scope: refusal.scope, max: refusal.max, peer: toAddress(socket.remoteAddress) });
+      answerAndClose(req, res, refusal);
+      return;
+    }
+    if (proxied.has(socket) && maxPerPeer > 0) {
+      const client = clients.clientOf(req) ?? '';
+      if ((perClient.get(client) ?? 0) >= maxPerPeer) {
+        logger.warn('connection refused', { scope: 'client', max: maxPerPeer, peer: toAddress(socket.remoteAddress), client });
+        answerAndClose(req, res, { kind: 'over_capacity', scope: 'client', max: maxPerPeer, retryAfterS: REFUSAL_RETRY_AFTER_S });
+        return;
+      }
+      count(perClient, client, 1);
+      res.once('close', () => count(perClient, client, -1));
+    }
+    serve(req, res);
   });
 }
 
-/** Each connection's first-request timer, until its first request. */
-const FIRST_REQUEST = new WeakMap<Socket, NodeJS.Timeout>();
+function count(counts: Map<string, number>, key: string, by: 1 | -1): void {
+  const next = (counts.get(key) ?? 0) + by;
+  if (next <= 0) counts.delete(key);
+  else counts.set(key, next);
+}
+
+/**
+ * Writes `refusal` and closes the connection once the request has been read: the answer goes out at once, and the
+ * rest of the body is read and dropped (a small budget; beyond it the connection goes) before the close. Closing
+ * with unread bytes would make the kernel reset the connection, and the client could lose the answer (RFC 9112
+ * §9.6, lingering close).
+ */
+function answerAndClose(req: IncomingMessage, res: ServerResponse, refusal: HttpRefusal<'over_capacity'>): void {
+  const { status, headers, body } = toErrorAnswer(refusal);
+  res.writeHead(status, { ...headers, 'content-length': String(Buffer.byteLength(body)) });
+  res.write(body);
+  let discarded = 0;
+  req.on('data', (chunk: Buffer) => {
+    discarded += chunk.length;
+    if (discarded > UNTRUSTED_DRAIN_BYTES) req.socket.destroy();
+  });
+  req.once('end', () => res.end());
+  req.resume();
+}

@@ -33,6 +33,12 @@ export interface RequestContext {
   /** The request's path, parsed once by the shell for the router and the log. */
   readonly path: string;
   /**
+   * The client's address: the socket's peer, or the client a trusted proxy forwarded for (MCP_TRUSTED_PROXIES,
+   * client-address.ts); `undefined` when it cannot be told (FC's front end) or without the shell. Caps what one
+   * client may cost before it is authenticated (oauth/introspection.ts).
+   */
+  readonly peer?: string;
+  /**
    * Runs `done` once the answer has been written to the end, or failed, or the client went away: the shell that
    * writes it knows when (node-listener.ts; in the tests, the in-process harness).
    */

@@ -2,6 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 
+import { toAddress } from './client-address';
 import type { FetchHandler, RequestBody, RequestContext } from './context';
 import { MCP_ALLOW, targetsMcp } from './mcp-methods';
 import { writeErrorAnswer } from './refusals';
@@ -13,6 +14,8 @@ export interface NodeListenerOptions {
   onError?: (err: unknown, clientGone: boolean) => void;
   /** Request bodies are read up to this many bytes (MCP_MAX_BODY_BYTES); beyond it they are marked too large. @default 4 MiB */
   maxBodyBytes?: number;
+  /** The client's address, for `ctx.peer` (client-address.ts). @default the socket's peer */
+  clientOf?: (req: IncomingMessage) => string | undefined;
 }
 
 /** Methods a web `Request` can carry; anything else is answered 405 here. */
@@ -28,7 +31,7 @@ export type NodeListener = (req: IncomingMessage, res: ServerResponse, body?: Re
  * space (measured: more and longer GC pauses under load). The modern lane attaches the signal itself.
  */
 export function createNodeListener(handler: FetchHandler, options: NodeListenerOptions = {}): NodeListener {
-  const { requestIdHeader, onError, maxBodyBytes = DEFAULT_MAX_BODY_BYTES } = options;
+  const { requestIdHeader, onError, maxBodyBytes = DEFAULT_MAX_BODY_BYTES, clientOf = (req: IncomingMessage) => toAddress(req.socket.remoteAddress) } = options;
   return (req, res, preRead) => {
     const abort = new AbortController();
     res.on('close', () => {
@@ -65,6 +68,7 @@ export function createNodeListener(handler: FetchHandler, options: NodeListenerO
     const ctx: RequestContext = {
       requestId,
       path: new URL(request.url).pathname,
+      peer: clientOf(req),
       log: {},
       readBody: () => (body ??= readBodyOrHangUp()),
       signal: abort.signal,
@@ -157,8 +161,8 @@ export function readBody(req: IncomingMessage, maxBytes: number): Promise<Reques
 
 /** Bytes of an unread request body discarded after the answer, so that the client can read it (RFC 9112 §9.6). */
 const MAX_DRAIN_BYTES = 64 * 1024 * 1024;
-/** The same for a request that was refused before anyone looked at its body (no valid token): a small budget. */
-const UNTRUSTED_DRAIN_BYTES = 64 * 1024;
+/** The same for a request that was refused before anyone looked at its body (no valid token, over a cap): a small budget. */
+export const UNTRUSTED_DRAIN_BYTES = 64 * 1024;
 
 /** After the answer, the rest of an unread body is discarded, up to `budget` bytes; beyond it the connection goes. */
 function discardUnread(req: IncomingMessage, budget: number): void {

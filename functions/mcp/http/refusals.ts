@@ -33,6 +33,8 @@ interface RefusalDetails {
   unauthorized: { reason: 'missing' | 'invalid'; challenge?: string };
   insufficient_scope: { challenge: string; detail: string };
   auth_unavailable: { retryAfterS: number };
+  /** The token could not be checked yet: its issuer's introspection is busy, or its key is not fetched yet (oauth/). */
+  auth_busy: { what: 'introspection' | 'keys'; retryAfterS: number };
   mcp_method_not_allowed: { method: string };
   not_acceptable: None;
   unsupported_media_type: None;
@@ -67,6 +69,8 @@ interface RefusalDetails {
   duplicate_host: None;
   bad_target: None;
   internal_plain: None;
+  /** A connection or request over a cap of http/connection-guard.ts: `scope` says whose. */
+  over_capacity: { scope: 'server' | 'peer' | 'client'; max: number; retryAfterS: number };
 }
 
 type RefusalKind = keyof RefusalDetails;
@@ -99,6 +103,8 @@ interface PlainRow {
   readonly headers?: Readonly<Record<string, string>>;
   /** Also as `error_description`, where OAuth clients look for it. */
   readonly oauth?: true;
+  /** Sent as `Retry-After`. */
+  readonly retryAfterS?: number;
 }
 
 type Row = RpcRow | PlainRow;
@@ -133,6 +139,15 @@ const ROWS: Rows = {
     status: 503,
     code: SERVER_ERROR,
     message: `Service Unavailable: the authorization server's metadata or keys cannot be fetched, so the access token cannot be checked; retry in ${retryAfterS} s`,
+    retryAfterS,
+  }),
+  auth_busy: ({ what, retryAfterS }) => ({
+    status: 503,
+    code: SERVER_ERROR,
+    message:
+      what === 'keys'
+        ? `Service Unavailable: the access token is signed with a key this server has not fetched yet, and the authorization server's keys were fetched moments ago; retry in ${retryAfterS} s`
+        : `Service Unavailable: too many access tokens are waiting to be checked at the authorization server; retry in ${retryAfterS} s`,
     retryAfterS,
   }),
   mcp_method_not_allowed: ({ method }) => ({ status: 405, code: SERVER_ERROR, message: mcpMethodNotAllowed(method), headers: { allow: MCP_ALLOW } }),
@@ -206,6 +221,19 @@ const ROWS: Rows = {
   duplicate_host: () => ({ status: 400, error: 'bad_request', message: 'The request carries more than one Host header.' }),
   bad_target: () => ({ status: 400, error: 'bad_request', message: 'The request target is not a valid path.' }),
   internal_plain: () => ({ status: 500, error: 'internal_error', message: 'Internal server error' }),
+  // Answered, not reset: a client behind a proxy would only see "socket hang up".
+  over_capacity: ({ scope, max, retryAfterS }) => ({
+    status: 503,
+    error: 'over_capacity',
+    message:
+      scope === 'server'
+        ? `Service Unavailable: the server has ${max} connections open, the most it serves (MCP_MAX_CONNECTIONS); retry in ${retryAfterS} s`
+        : scope === 'peer'
+          ? `Service Unavailable: this address has ${max} connections open, the most one address may (MCP_MAX_CONNECTIONS_PER_PEER); reuse one, or retry in ${retryAfterS} s`
+          : `Service Unavailable: this client has ${max} requests in flight through the proxy, the most one client may (MCP_MAX_CONNECTIONS_PER_PEER); retry in ${retryAfterS} s`,
+    headers: { connection: 'close' },
+    retryAfterS,
+  }),
 };
 
 /** The status, headers and body of `refusal`; `id` is echoed by JSON-RPC bodies. */
@@ -216,6 +244,7 @@ export function toErrorAnswer(refusal: HttpRefusal, id: JsonRpcId = null): Error
     if (row.retryAfterS !== undefined) headers['retry-after'] = String(row.retryAfterS);
     return { status: row.status, headers, body: JSON.stringify({ jsonrpc: '2.0', error: { code: row.code, message: row.message }, id }) };
   }
+  if (row.retryAfterS !== undefined) headers['retry-after'] = String(row.retryAfterS);
   const body = row.oauth === true ? { error: row.error, error_description: row.message, message: row.message } : { error: row.error, message: row.message };
   return { status: row.status, headers, body: JSON.stringify(body) };
 }

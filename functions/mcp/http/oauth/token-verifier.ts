@@ -1,50 +1,59 @@
 /**
- * Verifies OAuth access tokens (JWTs) from the configured issuer with jose: the issuer's keys from its `jwks_uri`
- * (issuer-metadata.ts), cached, and fetched again once when a token names a key id the cache does not hold (key
- * rotation; at most once per `jwksCooldownMs`, so that made-up key ids cannot make the server hammer the issuer);
- * `iss`, `aud`, `exp`/`nbf` with a small leeway, `sub`, the required scopes; and the algorithm, which must be
- * asymmetric and, when the issuer publishes its signing algorithms, one of them: never `none`, never an HMAC keyed
- * with a public key. A token that is not a JWT is asked about at the issuer's introspection endpoint when this
- * server has credentials for it (introspection.ts), and refused otherwise. The verified subject (`iss` + `sub`)
+ * Verifies OAuth access tokens (JWTs) from the configured issuer with jose: the algorithm first, which must be
+ * asymmetric and, when the issuer publishes its signing algorithms, one of them (never `none`, never an HMAC keyed
+ * with a public key); then the key, from the issuer's `jwks_uri` (issuer-metadata.ts), cached, and fetched again
+ * when a token names a key id the cache does not hold (key rotation; at most once per `jwksCooldownMs`, so that
+ * made-up key ids cannot make the server hammer the issuer, a token that came during the cooldown waiting for the
+ * next fetch: key-set.ts); then `iss`, `aud`, `exp`/`nbf` with a small leeway, `sub` and the required scopes. A
+ * token that is not a JWT is asked about at the issuer's introspection endpoint when this server has credentials
+ * for it (introspection.ts), and refused otherwise. The verified subject (`iss` + `sub`)
  * becomes the principal that sessions and sandboxes belong to, so a refreshed token goes on with the same sessions.
  */
 import { createHash } from 'node:crypto';
-
-// Types only: jose itself is loaded on first use (jose-modules.ts).
-import type { createRemoteJWKSet } from 'jose';
 
 import type { OAuthConfig } from '../../config-oauth';
 import { describeError } from '../../errors';
 import { type ClaimsCheck, createIntrospector } from './introspection';
 import { fetchIssuerMetadata, type IssuerMetadata } from './issuer-metadata';
 import { loadJose } from './jose-modules';
+import { createKeySet, type KeySet } from './key-set';
 
 export type OAuthCheck =
   | { ok: true; principal: string }
   /** `invalid`: not a token of this issuer for this server (401); `insufficient_scope`: one lacking a required scope (403). */
   | { ok: false; reason: 'invalid' | 'insufficient_scope'; detail: string }
   /** The issuer's metadata or keys could not be fetched: the token may be fine, so not a 401 (503). */
-  | { ok: false; reason: 'unavailable'; detail: string };
+  | { ok: false; reason: 'unavailable'; detail: string }
+  /** The token could not be checked yet (its key is not fetched yet, or introspection is at its caps): 503 with `Retry-After`. */
+  | { ok: false; reason: 'busy'; detail: string; retryAfterS: number; what: 'introspection' | 'keys' };
 
 export interface OAuthVerifier {
-  verify(token: string): Promise<OAuthCheck>;
+  /** `peer`: the client's address (RequestContext `peer`), whose introspections are capped. */
+  verify(token: string, peer?: string): Promise<OAuthCheck>;
 }
 
 export interface OAuthVerifierOptions {
   /** @default the global fetch */
   fetch?: typeof fetch;
-  /** The shortest time between two fetches of the issuer's keys. @default 30 s */
+  /** The shortest time between two fetches of the issuer's keys for unknown key ids, in milliseconds. @default 30 s */
   jwksCooldownMs?: number;
+  /**
+   * How long a token whose key id is unknown may wait for the next fetch the cooldown allows, in milliseconds;
+   * longer, it gets 503 with `Retry-After`. @default 10 s
+   */
+  keyWaitMaxMs?: number;
   /** How long a failed metadata lookup is remembered before the next request tries again. @default 10 s */
   retryAfterMs?: number;
   /** @default Date.now */
   now?: () => number;
+  /** Waits (a token for the next key fetch, a question for its turn at introspection). @default setTimeout */
+  sleep?: (ms: number) => Promise<void>;
 }
 
 /** What checking a token needs of its issuer, found once: its metadata, its key set, the algorithms allowed. */
 interface IssuerKeys {
   readonly metadata: IssuerMetadata;
-  readonly jwks: ReturnType<typeof createRemoteJWKSet>;
+  readonly keys: KeySet;
   readonly algorithms: string[];
 }
 
@@ -65,6 +74,7 @@ export function toSubjectPrincipal(issuer: string, subject: string): string {
 export function createOAuthVerifier(config: OAuthConfig, options: OAuthVerifierOptions = {}): OAuthVerifier {
   const fetchImpl = options.fetch ?? fetch;
   const now = options.now ?? Date.now;
+  const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
   const retryAfterMs = options.retryAfterMs ?? 10_000;
   let keys: Promise<IssuerKeys> | undefined;
   let failedAt = 0;
@@ -72,13 +82,18 @@ export function createOAuthVerifier(config: OAuthConfig, options: OAuthVerifierO
   /** The issuer's key set and the algorithms its tokens may use, once its metadata is known. */
   const issuerKeys = async (metadata: IssuerMetadata): Promise<IssuerKeys> => {
     const jose = await loadJose();
-    const jwks = jose.createRemoteJWKSet(metadata.jwksUri, {
-      cooldownDuration: options.jwksCooldownMs ?? 30_000,
-      timeoutDuration: FETCH_TIMEOUT_MS,
-      [jose.customFetch]: fetchImpl,
+    const keySet = createKeySet({
+      url: metadata.jwksUri,
+      fetch: fetchImpl,
+      now,
+      sleep,
+      cooldownMs: options.jwksCooldownMs ?? 30_000,
+      maxWaitMs: options.keyWaitMaxMs ?? 10_000,
+      timeoutMs: FETCH_TIMEOUT_MS,
+      jose,
     });
     const published = metadata.signingAlgorithms;
-    return { metadata, jwks, algorithms: published === undefined ? ASYMMETRIC : ASYMMETRIC.filter((alg) => published.includes(alg)) };
+    return { metadata, keys: keySet, algorithms: published === undefined ? ASYMMETRIC : ASYMMETRIC.filter((alg) => published.includes(alg)) };
   };
   const keysOf = (): Promise<IssuerKeys> => {
     if (keys === undefined || (failedAt !== 0 && now() - failedAt >= retryAfterMs)) {
@@ -94,49 +109,64 @@ export function createOAuthVerifier(config: OAuthConfig, options: OAuthVerifierO
   const introspector =
     config.introspection === undefined
       ? undefined
-      : createIntrospector({ ...config.introspection, issuer: config.issuer, audience: config.audience, fetch: fetchImpl, now, clockToleranceS: CLOCK_TOLERANCE_S, timeoutMs: FETCH_TIMEOUT_MS });
+      : createIntrospector({ ...config.introspection, issuer: config.issuer, audience: config.audience, fetch: fetchImpl, now, sleep, clockToleranceS: CLOCK_TOLERANCE_S, timeoutMs: FETCH_TIMEOUT_MS });
 
   /** The claims of a JWT the issuer signed for this server, or why not. */
-  const jwtClaims = async ({ jwks, algorithms }: IssuerKeys, token: string): Promise<ClaimsCheck> => {
+  const jwtClaims = async ({ keys, algorithms }: IssuerKeys, token: string): Promise<ClaimsCheck> => {
     const jose = await loadJose();
+    // The algorithm before the key: a token that names one this server never takes costs no key fetch or wait.
+    let header: ReturnType<typeof jose.decodeProtectedHeader>;
     try {
-      const { payload } = await jose.jwtVerify(token, jwks, {
-        issuer: config.issuer,
-        audience: config.audience,
-        algorithms,
-        clockTolerance: CLOCK_TOLERANCE_S,
-        requiredClaims: ['exp', 'sub'],
-        currentDate: new Date(now()),
-      });
-      return { ok: true, claims: payload };
+      header = jose.decodeProtectedHeader(token);
     } catch (err: unknown) {
-      // The issuer's side failed (keys not fetched, not a key set, a network error) rather than the token:
-      // jose raises the base JOSEError for a non-200 answer and its own subclasses for everything about a token.
-      const { JOSEError, JWKSInvalid, JWKSTimeout } = jose.errors;
-      if (!(err instanceof JOSEError) || err.constructor === JOSEError || err instanceof JWKSTimeout || err instanceof JWKSInvalid) {
-        return { ok: false, reason: 'unavailable', detail: describeError(err) };
-      }
       return { ok: false, reason: 'invalid', detail: describeError(err) };
     }
+    if (typeof header.alg !== 'string' || !algorithms.includes(header.alg)) {
+      return { ok: false, reason: 'invalid', detail: `"alg" (Algorithm) Header Parameter value not allowed: ${String(header.alg)}` };
+    }
+    const found = await keys.keyFor(header);
+    if (!found.ok) return found;
+    let refusal: ClaimsCheck = { ok: false, reason: 'invalid', detail: 'no key of the issuer matches the token' };
+    for (const key of found.keys) {
+      try {
+        const { payload } = await jose.jwtVerify(token, key, {
+          issuer: config.issuer,
+          audience: config.audience,
+          algorithms,
+          clockTolerance: CLOCK_TOLERANCE_S,
+          requiredClaims: ['exp', 'sub'],
+          currentDate: new Date(now()),
+        });
+        return { ok: true, claims: payload };
+      } catch (err: unknown) {
+        // With the key in hand, every failure of jose's is about the token; anything else is not.
+        if (!(err instanceof jose.errors.JOSEError)) return { ok: false, reason: 'unavailable', detail: describeError(err) };
+        refusal = { ok: false, reason: 'invalid', detail: describeError(err) };
+        // Only another key can make a bad signature good; any other fault is the token's whatever the key.
+        if (!(err instanceof jose.errors.JWSSignatureVerificationFailed)) return refusal;
+      }
+    }
+    return refusal;
   };
 
   /** The claims of an opaque token, from the issuer's introspection endpoint when this server may ask it. */
-  const opaqueClaims = async ({ metadata }: IssuerKeys, token: string): Promise<ClaimsCheck> => {
+  const opaqueClaims = async ({ metadata }: IssuerKeys, token: string, peer: string | undefined): Promise<ClaimsCheck> => {
     if (introspector === undefined) return { ok: false, reason: 'invalid', detail: 'not a JWT, and opaque tokens are not introspected (MCP_OAUTH_INTROSPECTION_CLIENT_ID)' };
     if (metadata.introspectionEndpoint === undefined) return { ok: false, reason: 'unavailable', detail: 'the issuer publishes no introspection_endpoint' };
-    return introspector.claimsOf(token, metadata.introspectionEndpoint);
+    return introspector.claimsOf(token, metadata.introspectionEndpoint, peer);
   };
 
   return {
-    async verify(token) {
+    async verify(token, peer) {
       let resolved: IssuerKeys;
       try {
         resolved = await keysOf();
       } catch (err: unknown) {
         return { ok: false, reason: 'unavailable', detail: describeError(err) };
       }
-      const checked = JWT_SHAPE.test(token) ? await jwtClaims(resolved, token) : await opaqueClaims(resolved, token);
-      if (!checked.ok) return checked;
+      const jwt = JWT_SHAPE.test(token);
+      const checked = jwt ? await jwtClaims(resolved, token) : await opaqueClaims(resolved, token, peer);
+      if (!checked.ok) return checked.reason === 'busy' ? { ...checked, what: jwt ? 'keys' : 'introspection' } : checked;
       const payload = checked.claims;
       if (typeof payload.sub !== 'string' || payload.sub === '') return { ok: false, reason: 'invalid', detail: 'the token has no subject' };
       const granted = scopesOf(payload);

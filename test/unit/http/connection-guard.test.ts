@@ -1,0 +1,202 @@
+/**
+ * Connections over a cap (functions/mcp/http/connection-guard.ts), on a real node:http server on loopback: each is
+ * answered 503 with Retry-After and Connection: close, never reset; past the hard ceiling they are closed at once;
+ * behind a trusted proxy (127.0.0.2 here) requests in flight are capped per forwarded client, and a forwarding header
+ * from any other peer changes nothing. 127.0.0.0/8 is loopback: a client socket bound to 127.0.0.2 is another peer.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { type AddressInfo, connect, type Socket } from 'node:net';
+
+import { createClientAddresses } from '../../../functions/mcp/http/client-address';
+import { type ConnectionLimits, guardConnections } from '../../../functions/mcp/http/connection-guard';
+import type { LogFields, Logger } from '../../../functions/mcp/log';
+
+const PROXY = '127.0.0.2';
+
+interface Guarded {
+  port: number;
+  /** The requests `serve` holds until `release()`. */
+  held: ServerResponse[];
+  release(): void;
+  logged: Array<{ msg: string } & LogFields>;
+}
+
+const servers: Server[] = [];
+afterEach(async () => {
+  for (const server of servers.splice(0)) {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+});
+
+/** A guarded server whose requests, once their body is read, are answered 200 (or held, with `hold`). */
+async function startGuarded(limits: ConnectionLimits, { hold = false }: { hold?: boolean } = {}): Promise<Guarded> {
+  const held: ServerResponse[] = [];
+  const logged: Guarded['logged'] = [];
+  const record = (msg: string, fields?: LogFields): void => void logged.push({ msg, ...fields });
+  const logger: Logger = { debug: record, info: record, warn: record, error: record, flush: async () => undefined };
+  const serve = (req: IncomingMessage, res: ServerResponse): void => {
+    req.resume();
+    req.once('end', () => {
+      if (hold) held.push(res);
+      else res.end('ok');
+    });
+  };
+  const server = createServer();
+  guardConnections(server, { limits, clients: createClientAddresses({ trustedProxies: [`${PROXY}/32`] }), logger, serve });
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { port: (server.address() as AddressInfo).port, held, logged, release: () => held.splice(0).forEach((res) => res.end('ok')) };
+}
+
+interface Connection {
+  socket: Socket;
+  received(): string;
+  /** The socket error that ended the connection (ECONNRESET), if any. */
+  error(): string | undefined;
+  closed: Promise<void>;
+}
+
+/** A raw connection from `localAddress`, once connected. */
+function open(port: number, localAddress = '127.0.0.1'): Promise<Connection> {
+  return new Promise((resolve, reject) => {
+    let data = '';
+    let error: string | undefined;
+    const socket = connect({ port, host: '127.0.0.1', localAddress });
+    const closed = new Promise<void>((done) => socket.once('close', () => done()));
+    socket.setEncoding('utf8');
+    socket.on('data', (chunk: string) => (data += chunk));
+    socket.on('end', () => socket.end());
+    socket.on('error', (err: NodeJS.ErrnoException) => (error = err.code ?? err.message));
+    socket.once('error', reject);
+    socket.once('connect', () => resolve({ socket, received: () => data, error: () => error, closed }));
+  });
+}
+
+/** Opens `count` connections, all of them before any sends a byte. */
+const openAll = (port: number, count: number, localAddress?: string): Promise<Connection[]> =>
+  Promise.all(Array.from({ length: count }, () => open(port, localAddress)));
+
+/** A POST with a small body, as a client would send it. */
+const post = (forwardedFor?: string): string =>
+  `POST /mcp HTTP/1.1\r\nHost: localhost\r\n${forwardedFor === undefined ? '' : `X-Forwarded-For: ${forwardedFor}\r\n`}Content-Length: 5\r\n\r\nhello`;
+
+/** Turns the event loop until `condition` holds (bounded: a hang fails the test rather than the suite). */
+async function until(condition: () => boolean): Promise<void> {
+  for (let i = 0; i < 2_000 && !condition(); i += 1) await new Promise((resolve) => setTimeout(resolve, 5));
+  if (!condition()) throw new Error('condition never held');
+}
+
+/** The status line's code of a received answer, once its headers are in. */
+const statusOf = (text: string): number => Number(/^HTTP\/1\.1 (\d{3}) /.exec(text)?.[1]);
+const hasHead = (conn: Connection): boolean => conn.received().includes('\r\n\r\n');
+
+/** Every refused connection's answer: 503, Retry-After, Connection: close, a message naming the setting; then a clean close. */
+async function expectRefused(conn: Connection, names: string): Promise<void> {
+  await conn.closed;
+  const text = conn.received();
+  expect(statusOf(text)).toBe(503);
+  expect(text.toLowerCase()).toContain('\r\nretry-after: 1\r\n');
+  expect(text.toLowerCase()).toContain('\r\nconnection: close\r\n');
+  expect(text).toContain(names);
+  expect(conn.error()).toBeUndefined();
+}
+
+it('answers every connection from one address past MCP_MAX_CONNECTIONS_PER_PEER 503, none reset; another address is served', async () => {
+  const g = await startGuarded({ maxConnections: 100, maxPerPeer: 8 });
+  const conns = await openAll(g.port, 20);
+  const other = await open(g.port, '127.0.0.3');
+  for (const conn of [...conns, other]) conn.socket.write(post());
+  await until(() => [...conns, other].every(hasHead));
+  const served = conns.filter((conn) => statusOf(conn.received()) === 200);
+  const refused = conns.filter((conn) => statusOf(conn.received()) === 503);
+  expect([served.length, refused.length]).toEqual([8, 12]);
+  for (const conn of refused) await expectRefused(conn, 'MCP_MAX_CONNECTIONS_PER_PEER');
+  expect(statusOf(other.received())).toBe(200);
+  expect(g.logged.filter((line) => line.msg === 'connection refused')).toHaveLength(12);
+  expect(g.logged.find((line) => line.msg === 'connection refused')).toMatchObject({ scope: 'peer', max: 8, peer: '127.0.0.1' });
+  // The served ones stay open (keep-alive) and go on being served.
+  served[0]?.socket.write(post());
+  await until(() => (served[0]?.received().match(/HTTP\/1\.1 200/g) ?? []).length === 2);
+});
+
+it('answers every connection past MCP_MAX_CONNECTIONS 503, whatever its address', async () => {
+  const g = await startGuarded({ maxConnections: 8, maxPerPeer: 0 });
+  const conns = [...(await openAll(g.port, 10)), ...(await openAll(g.port, 10, '127.0.0.3'))];
+  for (const conn of conns) conn.socket.write(post());
+  await until(() => conns.every(hasHead));
+  const refused = conns.filter((conn) => statusOf(conn.received()) === 503);
+  expect(refused).toHaveLength(12);
+  expect(conns.filter((conn) => statusOf(conn.received()) === 200)).toHaveLength(8);
+  for (const conn of refused) await expectRefused(conn, 'MCP_MAX_CONNECTIONS)');
+});
+
+it('closes connections at once past the hard ceiling (the caps plus those being refused), and serves again once they are gone', async () => {
+  const g = await startGuarded({ maxConnections: 2, maxPerPeer: 0, maxRefusing: 3 });
+  const conns = await openAll(g.port, 2);
+  const refusing = await openAll(g.port, 3);
+  const dropped = await openAll(g.port, 2);
+  for (const conn of dropped) await conn.closed;
+  expect(dropped.map((conn) => conn.received())).toEqual(['', '']);
+  expect(g.logged.filter((line) => line.msg === 'connections dropped')).toEqual([expect.objectContaining({ count: 1, ceiling: 5 })]);
+  // Those being refused are still answered.
+  refusing[0]?.socket.write(post());
+  await expectRefused(refusing[0] as Connection, 'MCP_MAX_CONNECTIONS)');
+  for (const conn of [...conns, ...refusing]) conn.socket.destroy();
+  await Promise.all([...conns, ...refusing].map((conn) => conn.closed));
+  const again = await open(g.port);
+  again.socket.write(post());
+  await until(() => hasHead(again));
+  expect(statusOf(again.received())).toBe(200);
+});
+
+it('closes a refused connection that sends no request after the hold, unanswered', async () => {
+  const g = await startGuarded({ maxConnections: 1, maxPerPeer: 0, refusalHoldMs: 50 });
+  await open(g.port);
+  const idle = await open(g.port);
+  await idle.closed;
+  expect(idle.received()).toBe('');
+});
+
+describe('behind a trusted proxy (MCP_TRUSTED_PROXIES)', () => {
+  it('does not cap the proxy by its connections: twenty clients forwarded over twenty connections are all served', async () => {
+    const g = await startGuarded({ maxConnections: 100, maxPerPeer: 8 }, { hold: true });
+    const conns = await openAll(g.port, 20, PROXY);
+    conns.forEach((conn, i) => conn.socket.write(post(`198.51.100.${i + 1}`)));
+    await until(() => g.held.length === 20);
+    g.release();
+    await until(() => conns.every(hasHead));
+    expect(conns.map((conn) => statusOf(conn.received()))).toEqual(Array.from({ length: 20 }, () => 200));
+  });
+
+  it('caps the requests in flight of one forwarded client, answering the next 503, and frees its share as they end', async () => {
+    const g = await startGuarded({ maxConnections: 100, maxPerPeer: 8 }, { hold: true });
+    const conns = await openAll(g.port, 20, PROXY);
+    // The client wrote an address of its own on the left; the proxy appended the one it saw.
+    for (const conn of conns) conn.socket.write(post('203.0.113.66, 198.51.100.7'));
+    await until(() => g.held.length === 8 && conns.filter(hasHead).length === 12);
+    const refused = conns.filter(hasHead);
+    for (const conn of refused) await expectRefused(conn, 'requests in flight through the proxy');
+    expect(g.logged.find((line) => line.msg === 'connection refused')).toMatchObject({ scope: 'client', client: '198.51.100.7', peer: PROXY });
+    // Another client through the same proxy is not held back by it.
+    const other = await open(g.port, PROXY);
+    other.socket.write(post('198.51.100.8'));
+    await until(() => g.held.length === 9);
+    g.release();
+    const served = conns.filter((conn) => !refused.includes(conn));
+    await until(() => served.every(hasHead));
+    served[0]?.socket.write(post('198.51.100.7'));
+    await until(() => g.held.length === 1);
+    g.release();
+  });
+
+  it('ignores X-Forwarded-For from a peer that is not a trusted proxy: a spoofed client per connection does not escape the cap', async () => {
+    const g = await startGuarded({ maxConnections: 100, maxPerPeer: 8 });
+    const conns = await openAll(g.port, 20);
+    conns.forEach((conn, i) => conn.socket.write(post(`198.51.100.${i + 1}`)));
+    await until(() => conns.every(hasHead));
+    const refused = conns.filter((conn) => statusOf(conn.received()) === 503);
+    expect(refused).toHaveLength(12);
+    for (const conn of refused) await expectRefused(conn, 'MCP_MAX_CONNECTIONS_PER_PEER');
+  });
+});
