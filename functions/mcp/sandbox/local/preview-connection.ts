@@ -28,7 +28,7 @@ const LINGER_MS = 2_000;
 /** Starts a timer; the returned function cancels it. Injected by tests. */
 export type StartTimer = (ms: number, fire: () => void) => () => void;
 
-const REAL_TIMER: StartTimer = (ms, fire) => {
+export const REAL_TIMER: StartTimer = (ms, fire) => {
   const timer = setTimeout(fire, ms);
   timer.unref();
   return () => clearTimeout(timer);

@@ -20,7 +20,7 @@
 import { createServer, type Server, type Socket } from 'node:net';
 
 import { type PreviewGate, PREVIEW_PARAM, previewCookieName } from './preview-auth';
-import { servePreviewConnection, type StartTimer } from './preview-connection';
+import { REAL_TIMER, servePreviewConnection, type StartTimer } from './preview-connection';
 import type { PreviewSigner } from './preview-token';
 import type { Supervisor } from './supervisor';
 
@@ -62,7 +62,7 @@ export interface PreviewAuth {
   readonly sandbox: string;
   /** Milliseconds since the epoch. */
   readonly now: () => number;
-  /** For tests: the header cap and deadline, and the timers. */
+  /** For tests: the header cap and deadline, and the timers (the fronts' deadlines, the listeners' idle time). */
   readonly maxHeadBytes?: number;
   readonly headTimeoutMs?: number;
   readonly timer?: StartTimer;
@@ -81,7 +81,8 @@ interface Listener {
   readonly hostPort: number;
   /** The connections it accepted that are still open. */
   readonly sockets: Set<Socket>;
-  idleTimer?: NodeJS.Timeout;
+  /** Cancels the idle timer, while one runs. */
+  cancelIdle?: () => void;
   /** Closed (idle, or to make room): the next call for its port opens another. */
   shut: boolean;
 }
@@ -199,7 +200,7 @@ export class PreviewForwarder {
   /** Stops listening (what it carries goes on: only close() or the end of each connection ends those). */
   private shut(listener: Listener): void {
     listener.shut = true;
-    clearTimeout(listener.idleTimer);
+    listener.cancelIdle?.();
     listener.server.close();
     if (this.opened.get(listener.port) === listener) {
       this.opened.delete(listener.port);
@@ -215,7 +216,7 @@ export class PreviewForwarder {
     }
     this.sockets.add(socket);
     listener.sockets.add(socket);
-    clearTimeout(listener.idleTimer);
+    listener.cancelIdle?.();
     socket.once('close', () => {
       this.sockets.delete(socket);
       listener.sockets.delete(socket);
@@ -255,12 +256,11 @@ export class PreviewForwarder {
   }
 
   private idleFromNow(listener: Listener): void {
-    clearTimeout(listener.idleTimer);
+    listener.cancelIdle?.();
     if (this.closed || listener.shut || listener.sockets.size > 0) return;
-    listener.idleTimer = setTimeout(() => {
+    listener.cancelIdle = (this.options.auth.timer ?? REAL_TIMER)(this.idleMs, () => {
       if (listener.sockets.size === 0) this.shut(listener);
-    }, this.idleMs);
-    listener.idleTimer.unref();
+    });
   }
 }
 

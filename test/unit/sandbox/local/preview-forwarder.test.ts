@@ -27,7 +27,7 @@ const signer = createPreviewSigner(SECRET, TTL_MS);
 const SANDBOX = 'sandbox-a';
 /** The fake clock the tokens are checked against. */
 let now = Date.UTC(2026, 0, 1);
-/** The timers the front started (its header deadlines): they fire only when a test says so. */
+/** The timers the forwarder started (header deadlines, idle listeners): they fire only when a test says so. */
 const timers: { ms: number; fire: () => void; cancelled: boolean }[] = [];
 const timer: StartTimer = (ms, fire) => {
   const started = { ms, fire, cancelled: false };
@@ -191,6 +191,9 @@ it('closes an idle listener, opens it again on the same host port, and closes ev
   const previews = forwarder({ idleMs: 20 });
   const url = await previews.open(port);
   const { origin, cookie } = await openPreview(url);
+  // The listener's idle time is a timer of the test's: it runs out once its connection closed, when fired here.
+  const idle = await pollUntil(() => timers.find((t) => t.ms === 20 && !t.cancelled), (t) => t !== undefined, SETTLE_MS);
+  idle?.fire();
   const refused = await pollUntil(() => exchange(origin, 'hi', true), (answer) => answer.error === 'ECONNREFUSED', SETTLE_MS);
   expect(refused.error).toBe('ECONNREFUSED');
   expect(new URL(await previews.open(port)).origin).toBe(origin);
