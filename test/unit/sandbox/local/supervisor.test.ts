@@ -47,6 +47,30 @@ function ended(proc: SandboxProcess): Promise<Ended> {
   });
 }
 
+/**
+ * A stand-in supervisor in Python: it says it is ready, then runs `onFrame` (lines, indented here) for every frame
+ * the server sends it, with `kind`, `key`, `fd` and `n` (a counter it may use), and `send(kind, key, payload, fd)`.
+ */
+function standIn(onFrame: string[]): string {
+  return [
+    'import os, struct',
+    'H = struct.Struct(">IBIB")',
+    'def send(kind, key, payload=b"", fd=0):',
+    '    os.write(1, H.pack(len(payload), kind, key, fd) + payload)',
+    'send(6, 0, b\'{"ready":true}\')',
+    'buf, n = b"", 0',
+    'while True:',
+    '    chunk = os.read(0, 65536)',
+    '    if not chunk: break',
+    '    buf += chunk',
+    '    while len(buf) >= 10:',
+    '        size, kind, key, fd = H.unpack_from(buf)',
+    '        if len(buf) < 10 + size: break',
+    '        buf = buf[10 + size:]',
+    ...onFrame.map((line) => `        ${line}`),
+  ].join('\n');
+}
+
 function killLeft(fragment: string): void {
   for (const { pid } of processesWithCmdline(fragment)) process.kill(pid, 'SIGKILL');
 }
@@ -163,25 +187,11 @@ describe("windows on a process's descriptors", () => {
 
   it("is killed when it sends more of a process's output than the window without an acknowledgement", async () => {
     // A stand-in that starts nothing: it answers a SPAWN with a pid, then sends 400,000 bytes of its stdout.
-    const script = [
-      'import os, struct',
-      'H = struct.Struct(">IBIB")',
-      'def send(kind, key, fd, payload=b""):',
-      '    os.write(1, H.pack(len(payload), kind, key, fd) + payload)',
-      'send(6, 0, 0, b\'{"ready":true}\')',
-      'buf = b""',
-      'while True:',
-      '    chunk = os.read(0, 65536)',
-      '    if not chunk: break',
-      '    buf += chunk',
-      '    while len(buf) >= 10:',
-      '        size, kind, key, fd = H.unpack_from(buf)',
-      '        if len(buf) < 10 + size: break',
-      '        buf = buf[10 + size:]',
-      '        if kind != 1: continue',
-      '        send(6, key, 0, b\'{"pid":4242}\')',
-      '        for _ in range(2): send(2, key, 1, b"x" * 200000)',
-    ].join('\n');
+    const script = standIn([
+      'if kind != 1: continue',
+      'send(6, key, b\'{"pid":4242}\')',
+      'for _ in range(2): send(2, key, b"x" * 200000, 1)',
+    ]);
     const fake = await Supervisor.start({ file: 'python3', args: ['-c', script], env, cwd: dir });
     const proc = fake.spawn({ argv: ['true'], cwd: dir, env });
     let held = 0;
@@ -318,28 +328,14 @@ describe('a supervisor that goes', () => {
   it('ignores stream frames for ids it never opened, and is killed when a stream sends past its window', async () => {
     // A stand-in: the first CONNECT is answered, preceded by frames for an unknown id, then "hello"; the
     // second by 400,000 bytes nobody acknowledged (the window is 262,144).
-    const script = [
-      'import os, struct',
-      'H = struct.Struct(">IBIB")',
-      'def send(kind, key, payload=b""):',
-      '    os.write(1, H.pack(len(payload), kind, key, 0) + payload)',
-      'send(6, 0, b\'{"ready":true}\')',
-      'buf, n = b"", 0',
-      'while True:',
-      '    chunk = os.read(0, 65536)',
-      '    if not chunk: break',
-      '    buf += chunk',
-      '    while len(buf) >= 10:',
-      '        size, kind, key, fd = H.unpack_from(buf)',
-      '        if len(buf) < 10 + size: break',
-      '        buf = buf[10 + size:]',
-      '        if kind != 9: continue',
-      '        n += 1',
-      '        for k in (10, 2, 3, 11, 12): send(k, 999, b"1")',
-      '        send(10, key)',
-      '        if n == 1: send(2, key, b"hello")',
-      '        else: send(2, key, b"x" * 200000); send(2, key, b"x" * 200000)',
-    ].join('\n');
+    const script = standIn([
+      'if kind != 9: continue',
+      'n += 1',
+      'for k in (10, 2, 3, 11, 12): send(k, 999, b"1")',
+      'send(10, key)',
+      'if n == 1: send(2, key, b"hello")',
+      'else: send(2, key, b"x" * 200000); send(2, key, b"x" * 200000)',
+    ]);
     const fake = await Supervisor.start({ file: 'python3', args: ['-c', script], env, cwd: dir });
     const first = fake.connect(1);
     const firstDone = streamed(first);
