@@ -185,6 +185,12 @@ describe('the tombstone store', () => {
     expect(await createTombstoneStore(root).has('mcp-sandbox-a', NOW + HOUR_MS)).toBe(true);
   });
 
+  it('finds nothing ended under a root that is no directory (nothing can have been recorded there)', async () => {
+    const file = join(root, 'not-a-directory');
+    writeFileSync(file, 'x');
+    expect(await createTombstoneStore(file).has('mcp-sandbox-a', NOW)).toBe(false);
+  });
+
   it('puts records of long lifetimes in longer spans, so a writer keeps few files (MCP_SESSION_MAX_AGE_S of 30 days)', async () => {
     const writer = createTombstoneStore(root, { now: () => NOW });
     for (let i = 0; i < 300; i += 1) await writer.record(`mcp-sandbox-${i}`, NOW + (i + 1) * 2.4 * HOUR_MS);

@@ -136,7 +136,9 @@ export function createTombstoneStore(root: string, { now = Date.now }: Tombstone
 
   const refreshOnce = async (nowMs: number): Promise<Listing> => {
     const names = await readdir(dir).catch((err: unknown) => {
-      if (toErrnoCode(err) === 'ENOENT') return [] as string[];
+      // No directory (or a file where one of its parents should be): nothing was ever recorded here.
+      const code = toErrnoCode(err);
+      if (code === 'ENOENT' || code === 'ENOTDIR') return [] as string[];
       throw err;
     });
     const legacy = new Set<string>();
