@@ -48,7 +48,7 @@ it.each(['v2', 'v1'] as const)('re-attaches the same sandbox, state included, wh
       const assign = /^(\w+) = (\d+)$/.exec(code);
       if (assign?.[1] !== undefined && assign[2] !== undefined) state.set(`${sandbox.sandboxId}:${assign[1]}`, assign[2]);
       const value = state.get(`${sandbox.sandboxId}:${code}`);
-      return { results: value === undefined ? [] : ([{ text: value }] as never), logs: { stdout: [], stderr: [] }, error: undefined };
+      return { results: value === undefined ? [] : [{ text: value }] };
     };
   };
   const client = await d.connect(kind);

@@ -2,7 +2,7 @@
  * What the real E2B SDKs hold in the server's memory for sandbox output, through this server's adapter
  * (functions/mcp/sandbox/e2b/sdk.ts) against the local E2B service: a command's handle keeps no copy of its
  * output (held-output.ts). This pins the SDK internals the adapter relies on: an SDK that renames them fails
- * here, not in production. (run-code.test.ts has the budget of an execution, through the bundle.)
+ * here, not in production. (An execution's answer is read by execute.ts: run-code.test.ts and the reliability suite.)
  */
 import type { CommandHandle } from 'e2b';
 

@@ -34,14 +34,23 @@ describe.each(NODES)('run_code on E2B, server on %s', (_name, node) => {
     expect(out).toMatchObject({ results: [{ type: 'text', text: '52' }], error: null, timed_out: false, state_lost: false });
   });
 
-  it('cuts off an execution that prints past what the server holds for it, and keeps the state', async () => {
+  it('streams a long execution through, keeping head and tail of its output, and the state', async () => {
     await run('kept = 7');
-    // 40 lines of a million characters: past the 32 Mi characters the code interpreter may hold (held-output.ts).
-    const { result, out } = await run("for _ in range(40): print('x' * 999_999)");
-    expect(result.isError).toBe(true);
-    expect(out.error).toMatchObject({ name: 'OutputLimitExceeded' });
+    // 40 lines of a million characters: taken as they come, none of it held beyond the output's head and tail.
+    const { result, out } = await run("for _ in range(40): print('x' * 999_999)\n'done'");
+    expect(result.isError).toBeFalsy();
+    expect(out).toMatchObject({ error: null, results: [{ type: 'text', text: 'done' }] });
     expect(out.stdout).toContain(' bytes omitted …]');
     expect((await run('kept * 6')).out.results).toEqual([{ type: 'text', text: '42' }]);
+  });
+
+  it('leaves out an answer line too long to hold, counts it, and answers the rest', async () => {
+    // A 24 MiB text result is one line of the interpreter's answer, past what the server reads of a line.
+    const { result, out } = await run("print('before')\n'y' * (24 << 20)");
+    expect(result.isError).toBeFalsy();
+    expect(out).toMatchObject({ stdout: 'before\n', error: null, results: [], results_omitted: { count: 1 } });
+    expect((out as unknown as { results_omitted: { bytes: number } }).results_omitted.bytes).toBeGreaterThan(24 << 20);
+    expect((await run('1 + 1')).out.results).toEqual([{ type: 'text', text: '2' }]);
   });
 
   // E2B's interpreter strips one pair of quotes from a result's text (its server's Result model): 'a' comes back as a.

@@ -5,11 +5,10 @@
  * (VmHWM, reset before the attack) under a bound while another credential's calls are served meanwhile. Slow by
  * nature (gigabytes go through), so here rather than in `npm test`.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
-
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 
 import { connectClient, type TestClient, type ToolResult } from '../support/clients';
+import { peakRssMiB as serverPeakRssMiB, resetPeakRss as resetServerPeakRss } from '../support/peak-rss';
 import { startServer, stopAllServers, type StartedServer } from '../support/server';
 
 const ATTACKER = 'flood-attacker-token-0123456789abcdef';
@@ -39,16 +38,12 @@ afterEach(async () => {
   await stopAllServers();
 });
 
-/** Linux: writing 5 to clear_refs resets the process's peak RSS (VmHWM) to its current RSS. */
 function resetPeakRss(): void {
-  writeFileSync(`/proc/${server.child.pid}/clear_refs`, '5');
+  resetServerPeakRss(server.child.pid ?? 0);
 }
 
-/** The server's peak RSS since the last reset, in MiB. */
 function peakRssMiB(): number {
-  const status = readFileSync(`/proc/${server.child.pid}/status`, 'utf8');
-  const kib = Number(/^VmHWM:\s+(\d+) kB$/m.exec(status)?.[1]);
-  return Math.round(kib / 1024);
+  return serverPeakRssMiB(server.child.pid ?? 0);
 }
 
 /** Runs the victim's calls one after another until `attack` settles; resolves to how many came back right. */

@@ -10,11 +10,19 @@ import { SILENT_LOGGER } from '../../functions/mcp/log';
 import { createE2BSandboxProvider } from '../../functions/mcp/sandbox/e2b/provider';
 import type { Clock } from '../../functions/mcp/clock';
 import type { SandboxProvider } from '../../functions/mcp/sandbox/types';
+import type { ExecuteResult, ExecutionOutcome } from '../../functions/mcp/sandbox/e2b/execute';
 import type { E2BCreateOptions, E2BSandboxApi, E2BSdk, FoundSandbox } from '../../functions/mcp/sandbox/e2b/sdk';
+import type { CodeError } from '../../functions/mcp/sandbox/types';
 
 type StartOpts = Parameters<E2BSandboxApi['startCommand']>[1];
 type RunCodeOpts = Parameters<E2BSandboxApi['runCode']>[1];
-type Execution = Awaited<ReturnType<E2BSandboxApi['runCode']>>;
+
+/** What a scripted execution prints and returns; the stub hands each piece to the call's callbacks. */
+export interface ScriptedExecution {
+  results?: ExecuteResult[];
+  logs?: { stdout?: string[]; stderr?: string[] };
+  error?: CodeError;
+}
 
 /** What a scripted command does. */
 export interface CommandScript {
@@ -47,7 +55,7 @@ export class StubSandbox implements E2BSandboxApi {
   /** Thrown by every operation from now on. */
   failAlways: Error | undefined;
   command: (cmd: string) => CommandScript = () => ({ exitCode: 0 });
-  code: (code: string, opts: RunCodeOpts) => Promise<Execution> = async () => ({ results: [], logs: { stdout: [], stderr: [] }, error: undefined });
+  code: (code: string, opts: RunCodeOpts) => Promise<ScriptedExecution> = async () => ({});
 
   constructor(readonly sandboxId: string) {}
 
@@ -57,12 +65,14 @@ export class StubSandbox implements E2BSandboxApi {
     if (err !== undefined) throw err;
   }
 
-  async runCode(code: string, opts: RunCodeOpts): Promise<Execution> {
+  async runCode(code: string, opts: RunCodeOpts): Promise<ExecutionOutcome> {
     this.check();
     const execution = await this.code(code, opts);
-    // As the SDK does: each result goes to onResult as it arrives, and stays in the execution.
-    for (const result of execution.results) await opts.onResult?.(result);
-    return execution;
+    // As execute.ts does: each piece goes to its callback as it arrives; only the error comes back.
+    for (const line of execution.logs?.stdout ?? []) opts.onStdout?.(line);
+    for (const line of execution.logs?.stderr ?? []) opts.onStderr?.(line);
+    for (const result of execution.results ?? []) opts.onResult?.(result);
+    return execution.error === undefined ? {} : { error: execution.error };
   }
 
   /** What `kill -TERM <pid>` inside the sandbox would stop. */

@@ -33,7 +33,7 @@ it('gives every result without isError structured content matching the output sc
   const { sdk, call } = setup();
   sdk.onSandbox = (sandbox) => {
     sandbox.command = () => ({ stdout: 'hi\n', exitCode: 1 });
-    sandbox.code = async () => ({ results: [{ text: '2' }] as never, logs: { stdout: [], stderr: [] }, error: undefined });
+    sandbox.code = async () => ({ results: [{ text: '2' }] });
   };
   const calls: Array<[string, Record<string, unknown>]> = [
     ['sandbox_status', {}],
@@ -54,7 +54,7 @@ it('gives every result without isError structured content matching the output sc
 it('gives an isError result about work that ran its structured content too', async () => {
   const { sdk, call } = setup();
   sdk.onSandbox = (sandbox) => {
-    sandbox.code = async () => ({ results: [], logs: { stdout: [], stderr: [] }, error: { name: 'ValueError', value: 'bad', traceback: 'Traceback…' } as never });
+    sandbox.code = async () => ({ error: { name: 'ValueError', value: 'bad', traceback: 'Traceback…' } });
   };
   expect(shape('run_code', await call('run_code', { code: 'raise ValueError("bad")' }))).toBe('error with structure');
 });

@@ -16,7 +16,7 @@ it('answers every tool with structured content that matches the tool’s output 
   const { sdk, call } = setup();
   sdk.onSandbox = (sandbox) => {
     sandbox.command = () => ({ stdout: 'hi\n', exitCode: 0 });
-    sandbox.code = async () => ({ results: [{ text: '2' }] as never, logs: { stdout: [], stderr: [] }, error: undefined });
+    sandbox.code = async () => ({ results: [{ text: '2' }] });
   };
   const calls: Array<[string, Record<string, unknown>]> = [
     ['sandbox_status', {}],

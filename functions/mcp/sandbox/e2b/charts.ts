@@ -10,6 +10,8 @@ import type { E2BSandboxApi } from './sdk';
 export const CHART_DIR = '/home/user/charts';
 /** Charts larger than this are reported by path only. */
 const MAX_INLINE_CHART_BYTES = 1024 * 1024;
+/** What the saving code's printed paths may take. */
+const MAX_PRINTED_CHARS = 256 * 1024;
 
 /** Saves every open figure, closes them, prints the paths as JSON; leaves no name behind in the kernel. */
 const SAVE_FIGURES = `def _mcp_save_figures():
@@ -33,11 +35,19 @@ finally:
 
 /** Saves the open figures and returns what to report for them. */
 export async function saveOpenFigures(api: E2BSandboxApi): Promise<CodeOutput[]> {
-  const execution = await api.runCode(SAVE_FIGURES, { language: 'python', timeoutMs: 30_000 });
+  // The paths' JSON, kept up to a bound: code before this call may have left threads printing.
+  let printed = '';
+  const execution = await api.runCode(SAVE_FIGURES, {
+    language: 'python',
+    timeoutMs: 30_000,
+    onStdout: (text) => {
+      if (printed.length + text.length <= MAX_PRINTED_CHARS) printed += text;
+    },
+  });
   if (execution.error !== undefined) return [];
   let paths: unknown;
   try {
-    paths = JSON.parse(execution.logs.stdout.join('').trim() || '[]');
+    paths = JSON.parse(printed.trim() || '[]');
   } catch {
     return [];
   }

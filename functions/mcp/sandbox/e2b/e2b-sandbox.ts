@@ -28,7 +28,6 @@ import type {
 import { createE2BBackgroundProcesses, type E2BBackgroundProcesses } from './background';
 import { saveOpenFigures } from './charts';
 import { toE2BAppError } from './errors';
-import { ExecutionBudget, ExecutionOverBudget, MAX_E2B_EXECUTION_CHARS, resultChars } from './held-output';
 import { Lease, type LeaseTerms } from './lease';
 import type { E2BErrorClasses, E2BSandboxApi } from './sdk';
 import { shellQuote } from './shell';
@@ -42,12 +41,6 @@ export const E2B_WORKDIR = '/home/user';
 const INTERRUPT_KERNELS =
   't(){ for c in $(pgrep -P "$1"); do t "$c"; kill -KILL "$c" 2>/dev/null; done; }; ' +
   "for k in $(pgrep -f 'ipykernel_launche[r]'); do t \"$k\"; kill -INT \"$k\" 2>/dev/null; done; true";
-/** How an execution cut off for what it made the SDK hold is reported (held-output.ts). */
-const OVER_BUDGET_ERROR: CodeError = {
-  name: 'OutputLimitExceeded',
-  value: `The code printed or returned more than ${MAX_E2B_EXECUTION_CHARS / 1024 / 1024} Mi characters in one call, more than the server holds for a call on E2B, so it was interrupted (the interpreter's state is kept). Write large output to a file and read it with read_file.`,
-  traceback: '',
-};
 /** Grace beyond the in-sandbox `timeout -k 2` before the server kills the command itself. */
 const COMMAND_BACKSTOP_MS = 5_000;
 
@@ -238,39 +231,28 @@ export class E2BSandbox implements Sandbox {
     try {
       return await this.call(`running ${req.language} code`, async () => {
         const results = new CodeResults();
-        const held = new ExecutionBudget();
-        let execution: Awaited<ReturnType<E2BSandboxApi['runCode']>>;
-        try {
-          execution = await api.runCode(req.code, {
-            language: req.language,
-            envs: req.env,
-            timeoutMs: req.timeoutMs,
-            onStdout: (msg) => {
-              stdout.push(Buffer.from(msg.line, 'utf8'));
-              req.onOutput?.('stdout', msg.line);
-              held.take(msg.line.length);
-            },
-            onStderr: (msg) => {
-              stderr.push(Buffer.from(msg.line, 'utf8'));
-              req.onOutput?.('stderr', msg.line);
-              held.take(msg.line.length);
-            },
-            onResult: (result) => {
-              if (result.png !== undefined) results.add({ type: 'image', mimeType: 'image/png', data: result.png });
-              else if (result.jpeg !== undefined) results.add({ type: 'image', mimeType: 'image/jpeg', data: result.jpeg });
-              else if (result.text !== undefined) results.add({ type: 'text', text: result.text });
-              held.take(resultChars(result));
-            },
-          });
-        } catch (err: unknown) {
-          if (!(err instanceof ExecutionOverBudget)) throw err;
-          // The SDK dropped the execution; the cell itself runs on until interrupted (its state stays).
-          await interrupt();
-          return partial(false, OVER_BUDGET_ERROR, results);
-        }
+        const execution = await api.runCode(req.code, {
+          language: req.language,
+          envs: req.env,
+          timeoutMs: req.timeoutMs,
+          onStdout: (text) => {
+            stdout.push(Buffer.from(text, 'utf8'));
+            req.onOutput?.('stdout', text);
+          },
+          onStderr: (text) => {
+            stderr.push(Buffer.from(text, 'utf8'));
+            req.onOutput?.('stderr', text);
+          },
+          onResult: (result) => {
+            if (result.png !== undefined) results.add({ type: 'image', mimeType: 'image/png', data: result.png });
+            else if (result.jpeg !== undefined) results.add({ type: 'image', mimeType: 'image/jpeg', data: result.jpeg });
+            else if (result.text !== undefined) results.add({ type: 'text', text: result.text });
+          },
+          // An answer line too long to hold (output or a result): counted with the results left out.
+          onDropped: (bytes) => results.omit(bytes),
+        });
         if (this.options.charts === 'files' && req.language === 'python' && !cancelled) for (const chart of await saveOpenFigures(api)) results.add(chart);
-        const error = execution.error === undefined ? null : { name: execution.error.name, value: execution.error.value, traceback: execution.error.traceback };
-        return partial(false, error, results);
+        return partial(false, execution.error ?? null, results);
       }, req.timeoutMs);
     } catch (err: unknown) {
       if (cancelled) return partial(false, null);

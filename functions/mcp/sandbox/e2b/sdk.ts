@@ -3,17 +3,18 @@
  * breaks the build (and the tests' stub), not production. The SDK itself is loaded on first use only:
  * it costs ~80 ms of start-up, off the path to the first `initialize` answer.
  */
-import type { Sandbox as CodeInterpreterSandbox, Execution, RunCodeOpts, RunCodeLanguage } from '@e2b/code-interpreter';
 import type { CommandHandle, CommandStartOpts, ConnectionOpts, EntryInfo, SandboxConnectOpts, SandboxOpts } from 'e2b';
 
 import { readStreamAtMost } from '../read-limit';
+import { execute, type ExecuteOptions, type ExecutionOutcome } from './execute';
 import { dropHeldOutput } from './held-output';
 import { loadE2BModules } from './sdk-modules';
 
 /** A running E2B sandbox, as the backend uses it. */
 export interface E2BSandboxApi {
   readonly sandboxId: string;
-  runCode(code: string, opts: RunCodeOpts & { language?: RunCodeLanguage }): Promise<Pick<Execution, 'results' | 'logs' | 'error'>>;
+  /** Runs code in the interpreter; output and results go to the callbacks as they come (execute.ts). */
+  runCode(code: string, opts: ExecuteOptions): Promise<ExecutionOutcome>;
   /** `commands.run(cmd, { background: true })`. */
   startCommand(cmd: string, opts: Omit<CommandStartOpts, 'background'>): Promise<Pick<CommandHandle, 'pid' | 'wait' | 'kill' | 'sendStdin'>>;
   /** At most `maxBytes` + 1 bytes of the file from its start: more than `maxBytes` means it is larger. */
@@ -29,6 +30,9 @@ export interface E2BSandboxApi {
   leaseEnd(): Promise<Date>;
   kill(): Promise<unknown>;
 }
+
+/** The port of the code interpreter's HTTP API inside the sandbox (the SDK's own constant, not exported). */
+const JUPYTER_PORT = 49999;
 
 /** A sandbox found by its metadata, with its lease end as the listing reports it (before anyone connects). */
 export interface FoundSandbox {
@@ -69,9 +73,26 @@ export type E2BErrorClasses = Pick<
 /** Loads the real SDK (once) and adapts its sandbox objects. */
 export async function loadE2BSdk(): Promise<E2BSdk> {
   const { e2b, codeInterpreter } = await loadE2BModules();
-  const adapt = (sandbox: CodeInterpreterSandbox): E2BSandboxApi => ({
+  /** The interpreter's sandbox, with what execute.ts needs to send an execution as the SDK's `runCode` does. */
+  class InterpreterSandbox extends codeInterpreter.Sandbox {
+    runBounded(code: string, opts: ExecuteOptions): Promise<ExecutionOutcome> {
+      const source = this.connectionConfig.requestSource;
+      const url = `${this.jupyterUrl}/execute`;
+      const headers: Record<string, string> = { 'E2b-Sandbox-Id': this.sandboxId, 'E2b-Sandbox-Port': String(JUPYTER_PORT) };
+      if (this.trafficAccessToken) headers['E2B-Traffic-Access-Token'] = this.trafficAccessToken;
+      if (this.envdAccessToken) headers['X-Access-Token'] = this.envdAccessToken;
+      const target = {
+        url: source ? `${url}${url.includes('?') ? '&' : '?'}source=${encodeURIComponent(source)}` : url,
+        headers,
+        requestTimeoutMs: this.connectionConfig.requestTimeoutMs,
+        isRunning: () => this.isRunning(),
+      };
+      return execute(target, code, opts, e2b);
+    }
+  }
+  const adapt = (sandbox: InterpreterSandbox): E2BSandboxApi => ({
     sandboxId: sandbox.sandboxId,
-    runCode: (code, runOpts) => sandbox.runCode(code, runOpts),
+    runCode: (code, runOpts) => sandbox.runBounded(code, runOpts),
     async startCommand(cmd, cmdOpts) {
       // The handle keeps a copy of all the command's output; it is dropped at every chunk (held-output.ts).
       let handle: CommandHandle | undefined;
@@ -104,12 +125,12 @@ export async function loadE2BSdk(): Promise<E2BSdk> {
     kill: () => sandbox.kill(),
   });
   return {
-    create: async (template, opts) => adapt(await codeInterpreter.Sandbox.create(template, opts)),
+    create: async (template, opts) => adapt(await InterpreterSandbox.create(template, opts)),
     async findByMetadata(metadata, opts) {
       const page = await codeInterpreter.Sandbox.list({ ...opts, query: { metadata, state: ['running', 'paused'] } }).nextItems();
       return page.map((info) => ({ sandboxId: info.sandboxId, endAt: info.endAt }));
     },
-    connect: async (sandboxId, opts) => adapt(await codeInterpreter.Sandbox.connect(sandboxId, opts)),
+    connect: async (sandboxId, opts) => adapt(await InterpreterSandbox.connect(sandboxId, opts)),
     errors: e2b,
   };
 }

@@ -1,8 +1,9 @@
 /**
  * The Python kernel's control channel (fd 3), read as JSON lines (kernel.py writes them). The kernel's process
- * runs the user's code, which can write to fd 3 too, so a line is held only up to a limit the reader asks for at
- * each chunk: a longer one is skipped to its end without being kept, and reported as dropped.
+ * runs the user's code, which can write to fd 3 too, so the lines are read bounded (bounded-lines.ts): a line
+ * over the limit the reader asks for is skipped without being kept, and reported as dropped.
  */
+import { BoundedLineReader } from '../bounded-lines';
 import type { CodeError } from '../types';
 
 /** What kernel.py sends. */
@@ -22,50 +23,21 @@ export interface KernelFrameReaderOptions {
 
 /** Splits the channel's bytes into frames. Malformed lines can only come from user code: they are ignored. */
 export class KernelFrameReader {
-  private parts: Buffer[] = [];
-  private size = 0;
-  /** Bytes of the line being skipped, or -1 while a line is being kept. */
-  private skipped = -1;
+  private readonly lines: BoundedLineReader;
 
-  constructor(private readonly options: KernelFrameReaderOptions) {}
+  constructor(options: KernelFrameReaderOptions) {
+    this.lines = new BoundedLineReader({
+      limitBytes: options.limitBytes,
+      onLine: (line) => {
+        const frame = toFrame(line);
+        if (frame !== undefined) options.onFrame(frame);
+      },
+      onDropped: options.onDropped,
+    });
+  }
 
   feed(chunk: Buffer): void {
-    let start = 0;
-    while (start < chunk.length) {
-      const newline = chunk.indexOf(10, start);
-      const end = newline === -1 ? chunk.length : newline;
-      this.take(chunk.subarray(start, end));
-      if (newline === -1) return;
-      this.endLine();
-      start = newline + 1;
-    }
-  }
-
-  private take(piece: Buffer): void {
-    if (this.skipped >= 0) {
-      this.skipped += piece.length;
-    } else if (this.size + piece.length > this.options.limitBytes()) {
-      this.skipped = this.size + piece.length;
-      this.parts = [];
-      this.size = 0;
-    } else if (piece.length > 0) {
-      this.parts.push(Buffer.from(piece));
-      this.size += piece.length;
-    }
-  }
-
-  private endLine(): void {
-    if (this.skipped >= 0) {
-      const bytes = this.skipped;
-      this.skipped = -1;
-      this.options.onDropped(bytes);
-      return;
-    }
-    const line = Buffer.concat(this.parts, this.size).toString('utf8');
-    this.parts = [];
-    this.size = 0;
-    const frame = toFrame(line);
-    if (frame !== undefined) this.options.onFrame(frame);
+    this.lines.feed(chunk);
   }
 }
 
