@@ -4,42 +4,18 @@
  * trusted proxy (MCP_TRUSTED_PROXIES) the proxy's connections are not capped per peer, and a forwarding header
  * from any other peer changes nothing. 127.0.0.0/8 is loopback: a client socket bound to 127.0.0.2 is another peer.
  */
-import { connect, type Socket } from 'node:net';
-
 import { initializeBody } from '../support/http';
 import { startServer, stopAllServers, type StartedServer } from '../support/server';
+import { openFrom, type RawConnection } from '../support/tcp';
 
 const TOKEN = 'e2e-caps-token-0123456789abcdef';
 const PROXY = '127.0.0.2';
 
 afterAll(() => stopAllServers());
 
-interface Connection {
-  socket: Socket;
-  received(): string;
-  error(): string | undefined;
-  closed: Promise<void>;
-}
-
-/** A raw connection from `localAddress`, once connected. */
-function open(port: number, localAddress: string): Promise<Connection> {
-  return new Promise((resolve, reject) => {
-    let data = '';
-    let error: string | undefined;
-    const socket = connect({ port, host: '127.0.0.1', localAddress });
-    const closed = new Promise<void>((done) => socket.once('close', () => done()));
-    socket.setEncoding('utf8');
-    socket.on('data', (chunk: string) => (data += chunk));
-    socket.on('end', () => socket.end());
-    socket.on('error', (err: NodeJS.ErrnoException) => (error = err.code ?? err.message));
-    socket.once('error', reject);
-    socket.once('connect', () => resolve({ socket, received: () => data, error: () => error, closed }));
-  });
-}
-
 /** `count` connections, all open before any sends a byte, each then sending `request(i)`; resolves with every head. */
-async function concurrently(server: StartedServer, count: number, localAddress: string, request: (i: number) => string): Promise<Connection[]> {
-  const conns = await Promise.all(Array.from({ length: count }, () => open(server.port, localAddress)));
+async function concurrently(server: StartedServer, count: number, localAddress: string, request: (i: number) => string): Promise<RawConnection[]> {
+  const conns = await Promise.all(Array.from({ length: count }, () => openFrom(server.port, localAddress)));
   conns.forEach((conn, i) => conn.socket.write(request(i)));
   for (let i = 0; i < 2_000 && !conns.every((conn) => conn.received().includes('\r\n\r\n') || conn.error() !== undefined); i += 1) {
     await new Promise((resolve) => setTimeout(resolve, 10));
@@ -54,10 +30,10 @@ const initialize = (server: StartedServer, forwardedFor?: string): string => {
   return `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n${xff}Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
 };
 
-const statusOf = (conn: Connection): number => Number(/^HTTP\/1\.1 (\d{3}) /.exec(conn.received())?.[1]);
+const statusOf = (conn: RawConnection): number => Number(/^HTTP\/1\.1 (\d{3}) /.exec(conn.received())?.[1]);
 
 /** Counts by status, and checks that every 503 is a clean refusal naming `setting`. */
-async function judge(conns: Connection[], setting: string): Promise<Record<number, number>> {
+async function judge(conns: RawConnection[], setting: string): Promise<Record<number, number>> {
   const byStatus: Record<number, number> = {};
   for (const conn of conns) {
     expect(conn.error()).toBeUndefined();
@@ -74,7 +50,7 @@ async function judge(conns: Connection[], setting: string): Promise<Record<numbe
   return byStatus;
 }
 
-async function closeAll(conns: Connection[]): Promise<void> {
+async function closeAll(conns: RawConnection[]): Promise<void> {
   for (const conn of conns) conn.socket.destroy();
   await Promise.all(conns.map((conn) => conn.closed));
 }

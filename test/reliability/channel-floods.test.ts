@@ -8,7 +8,7 @@
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 
 import { connectClient, type TestClient, type ToolResult } from '../support/clients';
-import { peakRssMiB as serverPeakRssMiB, resetPeakRss as resetServerPeakRss } from '../support/peak-rss';
+import { peakRssMiB as serverPeakRssMiB, resetPeakRss as resetServerPeakRss, victimCallsWhile } from '../support/peak-rss';
 import { startServer, stopAllServers, type StartedServer } from '../support/server';
 
 const ATTACKER = 'flood-attacker-token-0123456789abcdef';
@@ -46,18 +46,6 @@ function peakRssMiB(): number {
   return serverPeakRssMiB(server.child.pid ?? 0);
 }
 
-/** Runs the victim's calls one after another until `attack` settles; resolves to how many came back right. */
-async function victimCallsWhile(attack: Promise<unknown>): Promise<number> {
-  let settled = false;
-  void attack.finally(() => (settled = true)).catch(() => undefined);
-  let served = 0;
-  while (!settled) {
-    const result = await victim.callTool('run_command', { command: 'echo alive' });
-    if (result.structuredContent?.stdout === 'alive\n' && !settled) served += 1;
-  }
-  return served;
-}
-
 it('a run_code call that writes 60 images of 60 MiB to the kernel channel gets a bounded answer', async () => {
   const code = [
     'import json, os',
@@ -68,7 +56,7 @@ it('a run_code call that writes 60 images of 60 MiB to the kernel channel gets a
     '"written"',
   ].join('\n');
   const attack = attacker.callTool('run_code', { code, timeout_ms: 240_000 }, { timeoutMs: 280_000 });
-  expect(await victimCallsWhile(attack)).toBeGreaterThan(0);
+  expect(await victimCallsWhile(victim, attack)).toBeGreaterThan(0);
   const result = await attack;
   expect(result.structuredContent).toMatchObject({ error: null, state_lost: false, results: [{ type: 'text', text: "'written'" }], results_omitted: { count: 60 } });
   expect(peakRssMiB()).toBeLessThan(PEAK_RSS_BOUND_MIB);
@@ -89,7 +77,7 @@ it('run_command printing 700 MiB with a progress token is answered, its progress
       },
     },
   ) as Promise<ToolResult>;
-  expect(await victimCallsWhile(attack)).toBeGreaterThan(0);
+  expect(await victimCallsWhile(victim, attack)).toBeGreaterThan(0);
   const result = await attack;
   expect(result.structuredContent).toMatchObject({ exit_code: 0, timed_out: false });
   expect(String(result.structuredContent?.stdout)).toMatch(/bytes omitted[\s\S]*done\n$/);
@@ -117,7 +105,7 @@ it('400 write_stdin calls of 950 KB to a process whose supervisor the sandbox st
       else outcomes.pending += 1;
     }
   })();
-  expect(await victimCallsWhile(attack)).toBeGreaterThan(0);
+  expect(await victimCallsWhile(victim, attack)).toBeGreaterThan(0);
   await attack;
   // At most one input waits for a process that reads nothing: the first is pending, every later one refused.
   expect(outcomes).toEqual({ written: 0, pending: 1, refused: 399 });
@@ -129,7 +117,7 @@ it('two background processes writing /dev/zero for 12 s make the server hold no 
     expect((await attacker.callTool('run_command', { command: 'timeout 12 cat /dev/zero', background: true })).isError).toBeFalsy();
   }
   const attack = new Promise((resolve) => setTimeout(resolve, 12_000));
-  expect(await victimCallsWhile(attack)).toBeGreaterThan(0);
+  expect(await victimCallsWhile(victim, attack)).toBeGreaterThan(0);
   const listed = await attacker.callTool('manage_process', { action: 'list' });
   const processes = (listed.structuredContent?.processes ?? []) as Array<{ output_bytes: number }>;
   // The logs took what the disk could (their tail is kept): the floods were slowed, not dropped unseen.
@@ -183,7 +171,7 @@ it('read_file of a file the sandbox grows to a sparse 1.9 GiB right after the si
       else seen.other.push(text);
     }
   })();
-  expect(await victimCallsWhile(attack)).toBeGreaterThan(0);
+  expect(await victimCallsWhile(victim, attack)).toBeGreaterThan(0);
   await attack;
   expect(seen.other).toEqual([]);
   expect(seen.read + seen.refusedBySize + seen.refusedWhileReading).toBeGreaterThan(0);

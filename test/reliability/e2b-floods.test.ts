@@ -6,7 +6,7 @@
  */
 import { connectClient, type TestClient } from '../support/clients';
 import { WIRE_TOKEN, startWire, type Wire } from '../support/e2b-wire';
-import { peakRssMiB, resetPeakRss } from '../support/peak-rss';
+import { peakRssMiB, resetPeakRss, victimCallsWhile } from '../support/peak-rss';
 
 const VICTIM = 'e2b-flood-victim-token-0123456789abcdef';
 /** The server's own ~70 MiB, one line at the reader's limit (8.25 MiB) and its copies, with room to spare. */
@@ -33,14 +33,7 @@ it('a run_code result of 300 MiB is left out, counted, and costs the server no m
   const pid = wire.server.child.pid ?? 0;
   resetPeakRss(pid);
   const attack = attacker.callTool('run_code', { code: "'y' * (300 << 20)", timeout_ms: 240_000 }, { timeoutMs: 280_000 });
-  let settled = false;
-  void attack.finally(() => (settled = true)).catch(() => undefined);
-  let served = 0;
-  while (!settled) {
-    const result = await victim.callTool('run_command', { command: 'echo alive' });
-    if (result.structuredContent?.stdout === 'alive\n' && !settled) served += 1;
-  }
-  expect(served).toBeGreaterThan(0);
+  expect(await victimCallsWhile(victim, attack)).toBeGreaterThan(0);
   const result = await attack;
   expect(result.structuredContent).toMatchObject({ error: null, results: [], results_omitted: { count: 1 } });
   expect(peakRssMiB(pid)).toBeLessThan(PEAK_RSS_BOUND_MIB);

@@ -1,4 +1,4 @@
-/** Raw TCP from the test process to a preview URL (http://host:port): what a client gets, byte for byte. */
+/** Raw TCP from the test process to a preview URL or a server's port: what a client gets, byte for byte. */
 import { connect, type Socket } from 'node:net';
 
 export interface Exchanged {
@@ -74,3 +74,28 @@ export const bodyOf = (answer: Buffer): string => {
   const at = text.indexOf('\r\n\r\n');
   return at < 0 ? '' : text.slice(at + 4);
 };
+
+/** A raw connection to a loopback server, read as text as it comes. */
+export interface RawConnection {
+  socket: Socket;
+  received(): string;
+  /** The socket error that ended the connection (ECONNRESET), if any. */
+  error(): string | undefined;
+  closed: Promise<void>;
+}
+
+/** Connects to `127.0.0.1:<port>` from `localAddress` (127.0.0.0/8 is loopback: each address is another peer). */
+export function openFrom(port: number, localAddress = '127.0.0.1'): Promise<RawConnection> {
+  return new Promise((resolve, reject) => {
+    let data = '';
+    let error: string | undefined;
+    const socket = connect({ port, host: '127.0.0.1', localAddress });
+    const closed = new Promise<void>((done) => socket.once('close', () => done()));
+    socket.setEncoding('utf8');
+    socket.on('data', (chunk: string) => (data += chunk));
+    socket.on('end', () => socket.end());
+    socket.on('error', (err: NodeJS.ErrnoException) => (error = err.code ?? err.message));
+    socket.once('error', reject);
+    socket.once('connect', () => resolve({ socket, received: () => data, error: () => error, closed }));
+  });
+}

@@ -5,11 +5,12 @@
  * from any other peer changes nothing. 127.0.0.0/8 is loopback: a client socket bound to 127.0.0.2 is another peer.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { type AddressInfo, connect, type Socket } from 'node:net';
+import type { AddressInfo } from 'node:net';
 
 import { createClientAddresses } from '../../../functions/mcp/http/client-address';
 import { type ConnectionLimits, guardConnections } from '../../../functions/mcp/http/connection-guard';
 import type { LogFields, Logger } from '../../../functions/mcp/log';
+import { openFrom, type RawConnection } from '../../support/tcp';
 
 const PROXY = '127.0.0.2';
 
@@ -49,33 +50,9 @@ async function startGuarded(limits: ConnectionLimits, { hold = false }: { hold?:
   return { port: (server.address() as AddressInfo).port, held, logged, release: () => held.splice(0).forEach((res) => res.end('ok')) };
 }
 
-interface Connection {
-  socket: Socket;
-  received(): string;
-  /** The socket error that ended the connection (ECONNRESET), if any. */
-  error(): string | undefined;
-  closed: Promise<void>;
-}
-
-/** A raw connection from `localAddress`, once connected. */
-function open(port: number, localAddress = '127.0.0.1'): Promise<Connection> {
-  return new Promise((resolve, reject) => {
-    let data = '';
-    let error: string | undefined;
-    const socket = connect({ port, host: '127.0.0.1', localAddress });
-    const closed = new Promise<void>((done) => socket.once('close', () => done()));
-    socket.setEncoding('utf8');
-    socket.on('data', (chunk: string) => (data += chunk));
-    socket.on('end', () => socket.end());
-    socket.on('error', (err: NodeJS.ErrnoException) => (error = err.code ?? err.message));
-    socket.once('error', reject);
-    socket.once('connect', () => resolve({ socket, received: () => data, error: () => error, closed }));
-  });
-}
-
 /** Opens `count` connections, all of them before any sends a byte. */
-const openAll = (port: number, count: number, localAddress?: string): Promise<Connection[]> =>
-  Promise.all(Array.from({ length: count }, () => open(port, localAddress)));
+const openAll = (port: number, count: number, localAddress?: string): Promise<RawConnection[]> =>
+  Promise.all(Array.from({ length: count }, () => openFrom(port, localAddress)));
 
 /** A POST with a small body, as a client would send it. */
 const post = (forwardedFor?: string): string =>
@@ -89,10 +66,10 @@ async function until(condition: () => boolean): Promise<void> {
 
 /** The status line's code of a received answer, once its headers are in. */
 const statusOf = (text: string): number => Number(/^HTTP\/1\.1 (\d{3}) /.exec(text)?.[1]);
-const hasHead = (conn: Connection): boolean => conn.received().includes('\r\n\r\n');
+const hasHead = (conn: RawConnection): boolean => conn.received().includes('\r\n\r\n');
 
 /** Every refused connection's answer: 503, Retry-After, Connection: close, a message naming the setting; then a clean close. */
-async function expectRefused(conn: Connection, names: string): Promise<void> {
+async function expectRefused(conn: RawConnection, names: string): Promise<void> {
   await conn.closed;
   const text = conn.received();
   expect(statusOf(text)).toBe(503);
@@ -105,7 +82,7 @@ async function expectRefused(conn: Connection, names: string): Promise<void> {
 it('answers every connection from one address past MCP_MAX_CONNECTIONS_PER_PEER 503, none reset; another address is served', async () => {
   const g = await startGuarded({ maxConnections: 100, maxPerPeer: 8 });
   const conns = await openAll(g.port, 20);
-  const other = await open(g.port, '127.0.0.3');
+  const other = await openFrom(g.port, '127.0.0.3');
   for (const conn of [...conns, other]) conn.socket.write(post());
   await until(() => [...conns, other].every(hasHead));
   const served = conns.filter((conn) => statusOf(conn.received()) === 200);
@@ -141,10 +118,10 @@ it('closes connections at once past the hard ceiling (the caps plus those being 
   expect(g.logged.filter((line) => line.msg === 'connections dropped')).toEqual([expect.objectContaining({ count: 1, ceiling: 5 })]);
   // Those being refused are still answered.
   refusing[0]?.socket.write(post());
-  await expectRefused(refusing[0] as Connection, 'MCP_MAX_CONNECTIONS)');
+  await expectRefused(refusing[0] as RawConnection, 'MCP_MAX_CONNECTIONS)');
   for (const conn of [...conns, ...refusing]) conn.socket.destroy();
   await Promise.all([...conns, ...refusing].map((conn) => conn.closed));
-  const again = await open(g.port);
+  const again = await openFrom(g.port);
   again.socket.write(post());
   await until(() => hasHead(again));
   expect(statusOf(again.received())).toBe(200);
@@ -152,8 +129,8 @@ it('closes connections at once past the hard ceiling (the caps plus those being 
 
 it('closes a refused connection that sends no request after the hold, unanswered', async () => {
   const g = await startGuarded({ maxConnections: 1, maxPerPeer: 0, refusalHoldMs: 50 });
-  await open(g.port);
-  const idle = await open(g.port);
+  await openFrom(g.port);
+  const idle = await openFrom(g.port);
   await idle.closed;
   expect(idle.received()).toBe('');
 });
@@ -179,7 +156,7 @@ describe('behind a trusted proxy (MCP_TRUSTED_PROXIES)', () => {
     for (const conn of refused) await expectRefused(conn, 'requests in flight through the proxy');
     expect(g.logged.find((line) => line.msg === 'connection refused')).toMatchObject({ scope: 'client', client: '198.51.100.7', peer: PROXY });
     // Another client through the same proxy is not held back by it.
-    const other = await open(g.port, PROXY);
+    const other = await openFrom(g.port, PROXY);
     other.socket.write(post('198.51.100.8'));
     await until(() => g.held.length === 9);
     g.release();

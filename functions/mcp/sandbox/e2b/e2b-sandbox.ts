@@ -9,6 +9,7 @@ import { OutputCapture } from '../output-capture';
 import { tooLargeToRead } from '../read-limit';
 import type {
   BackgroundProcess,
+  CallControls,
   CodeError,
   FileEntry,
   ListFilesRequest,
@@ -43,6 +44,20 @@ const INTERRUPT_KERNELS =
   "for k in $(pgrep -f 'ipykernel_launche[r]'); do t \"$k\"; kill -INT \"$k\" 2>/dev/null; done; true";
 /** Grace beyond the in-sandbox `timeout -k 2` before the server kills the command itself. */
 const COMMAND_BACKSTOP_MS = 5_000;
+
+/** The output callbacks of a command or an execution: each chunk into its capture, and on to the live output. */
+function intoCaptures(stdout: OutputCapture, stderr: OutputCapture, onOutput: CallControls['onOutput']) {
+  return {
+    onStdout: (text: string): void => {
+      stdout.push(Buffer.from(text, 'utf8'));
+      onOutput?.('stdout', text);
+    },
+    onStderr: (text: string): void => {
+      stderr.push(Buffer.from(text, 'utf8'));
+      onOutput?.('stderr', text);
+    },
+  };
+}
 
 export interface E2BSandboxOptions {
   api: E2BSandboxApi;
@@ -144,14 +159,7 @@ export class E2BSandbox implements Sandbox {
         cwd,
         envs: req.env,
         timeoutMs: req.timeoutMs + COMMAND_BACKSTOP_MS * 2,
-        onStdout: (text) => {
-          stdout.push(Buffer.from(text, 'utf8'));
-          req.onOutput?.('stdout', text);
-        },
-        onStderr: (text) => {
-          stderr.push(Buffer.from(text, 'utf8'));
-          req.onOutput?.('stderr', text);
-        },
+        ...intoCaptures(stdout, stderr, req.onOutput),
       });
       let timedOut = false;
       let cancelled = false;
@@ -235,14 +243,7 @@ export class E2BSandbox implements Sandbox {
           language: req.language,
           envs: req.env,
           timeoutMs: req.timeoutMs,
-          onStdout: (text) => {
-            stdout.push(Buffer.from(text, 'utf8'));
-            req.onOutput?.('stdout', text);
-          },
-          onStderr: (text) => {
-            stderr.push(Buffer.from(text, 'utf8'));
-            req.onOutput?.('stderr', text);
-          },
+          ...intoCaptures(stdout, stderr, req.onOutput),
           onResult: (result) => {
             if (result.png !== undefined) results.add({ type: 'image', mimeType: 'image/png', data: result.png });
             else if (result.jpeg !== undefined) results.add({ type: 'image', mimeType: 'image/jpeg', data: result.jpeg });
