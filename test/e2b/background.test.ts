@@ -5,7 +5,7 @@
  * that ended a process, and ids for processes started side by side.
  */
 import type { TestClient } from '../support/clients';
-import { NODES, ok, startWire, WIRE_TOKEN } from '../support/e2b-wire';
+import { NODES, ok, startWire, WIRE_TOKEN, wireDescribe } from '../support/e2b-wire';
 import { connectClient, textOf } from '../support/clients';
 import { pollUntil, SETTLE_MS } from '../support/processes';
 import { startServer } from '../support/server';
@@ -81,7 +81,7 @@ const EXPECTED = {
   sideBySide: ['p4', 'p5'],
 };
 
-describe.each(NODES)('background processes on E2B, server on %s', (_name, node) => {
+wireDescribe.each(NODES)('background processes on E2B, server on %s', (_name, node) => {
   it('report output, stdin, the kept tail, byte counts, exit codes and kill as the local backend does', async () => {
     const wire = await startWire(node);
     try {

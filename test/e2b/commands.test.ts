@@ -3,7 +3,7 @@
  * exit codes, stderr, stdin, env, cwd, bounded output, and timeouts and cancellation that stop everything the
  * command started (checked from inside the sandbox, whose processes the service runs for real).
  */
-import { failure, NODES, ok, suiteWire } from '../support/e2b-wire';
+import { failure, NODES, ok, suiteWire, wireDescribe } from '../support/e2b-wire';
 import { pollUntil, SETTLE_MS } from '../support/processes';
 
 interface CommandOut {
@@ -14,7 +14,7 @@ interface CommandOut {
   timed_out: boolean;
 }
 
-describe.each(NODES)('run_command on E2B, server on %s', (_name, node) => {
+wireDescribe.each(NODES)('run_command on E2B, server on %s', (_name, node) => {
   const suite = suiteWire(node);
 
   const run = async (args: Record<string, unknown>, options?: { signal?: AbortSignal }): Promise<CommandOut> =>

@@ -3,7 +3,7 @@
  * /files), against the local E2B service: unicode and binary round trips, sizes near the limits, edits,
  * listings, and paths anywhere in the VM.
  */
-import { failure, NODES, ok, suiteWire } from '../support/e2b-wire';
+import { failure, NODES, ok, suiteWire, wireDescribe } from '../support/e2b-wire';
 
 interface ReadOut {
   path: string;
@@ -18,7 +18,7 @@ interface ListOut {
   truncated: boolean;
 }
 
-describe.each(NODES)('the file tools on E2B, server on %s', (_name, node) => {
+wireDescribe.each(NODES)('the file tools on E2B, server on %s', (_name, node) => {
   const suite = suiteWire(node);
 
   const call = (name: string, args: Record<string, unknown>) => suite.client.callTool(name, args);

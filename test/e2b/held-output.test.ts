@@ -8,34 +8,37 @@ import type { CommandHandle } from 'e2b';
 
 import { type E2BSandboxApi, loadE2BSdk } from '../../functions/mcp/sandbox/e2b/sdk';
 import { type LocalE2B, startLocalE2B } from '../support/e2b-local';
+import { needs } from '../support/needs';
 
-let e2b: LocalE2B;
-let sandbox: E2BSandboxApi;
-const saved = { ...process.env };
+needs('bubblewrap').describe('the SDK on the wire to the local E2B service', () => {
+  let e2b: LocalE2B;
+  let sandbox: E2BSandboxApi;
+  const saved = { ...process.env };
 
-beforeAll(async () => {
-  e2b = await startLocalE2B();
-  Object.assign(process.env, e2b.env());
-  const sdk = await loadE2BSdk();
-  sandbox = await sdk.create('code-interpreter-v1', { timeoutMs: 60_000, retries: 0 });
-});
-afterAll(async () => {
-  await sandbox?.kill().catch(() => undefined);
-  await e2b?.stop();
-  process.env = saved;
-});
-
-it('a command that prints 8 MB leaves no copy of it on its handle', async () => {
-  let seen = 0;
-  const handle = await sandbox.startCommand('head -c 8000000 /dev/zero | tr "\\0" y; echo done >&2', {
-    timeoutMs: 30_000,
-    onStdout: (text) => {
-      seen += text.length;
-    },
+  beforeAll(async () => {
+    e2b = await startLocalE2B();
+    Object.assign(process.env, e2b.env());
+    const sdk = await loadE2BSdk();
+    sandbox = await sdk.create('code-interpreter-v1', { timeoutMs: 60_000, retries: 0 });
   });
-  const result = await handle.wait();
-  expect(seen).toBe(8_000_000);
-  // The SDK's own copy (handle.stdout, and the result built from it) holds at most the last chunk.
-  expect((handle as CommandHandle).stdout.length).toBeLessThan(1 << 20);
-  expect(result.stdout.length).toBeLessThan(1 << 20);
+  afterAll(async () => {
+    await sandbox?.kill().catch(() => undefined);
+    await e2b?.stop();
+    process.env = saved;
+  });
+
+  it('a command that prints 8 MB leaves no copy of it on its handle', async () => {
+    let seen = 0;
+    const handle = await sandbox.startCommand('head -c 8000000 /dev/zero | tr "\\0" y; echo done >&2', {
+      timeoutMs: 30_000,
+      onStdout: (text) => {
+        seen += text.length;
+      },
+    });
+    const result = await handle.wait();
+    expect(seen).toBe(8_000_000);
+    // The SDK's own copy (handle.stdout, and the result built from it) holds at most the last chunk.
+    expect((handle as CommandHandle).stdout.length).toBeLessThan(1 << 20);
+    expect(result.stdout.length).toBeLessThan(1 << 20);
+  });
 });

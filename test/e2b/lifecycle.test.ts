@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import type { TestClient } from '../support/clients';
-import { failure, NODES, ok, PREVIEW_DOMAIN, serviceIt, startWire, WIRE_TOKEN, type Wire } from '../support/e2b-wire';
+import { failure, NODES, ok, PREVIEW_DOMAIN, serviceIt, startWire, type Wire, WIRE_TOKEN, wireDescribe } from '../support/e2b-wire';
 import { postMcp } from '../support/http';
 import { pollUntil, SETTLE_MS } from '../support/processes';
 import { startServer } from '../support/server';
@@ -18,7 +18,7 @@ interface Status {
   sandbox_id: string | null;
 }
 
-describe.each(NODES)('the life of an E2B sandbox, server on %s', (_name, node) => {
+wireDescribe.each(NODES)('the life of an E2B sandbox, server on %s', (_name, node) => {
   let wire: Wire;
   beforeAll(async () => {
     wire = await startWire(node);
@@ -102,7 +102,7 @@ describe.each(NODES)('the life of an E2B sandbox, server on %s', (_name, node) =
   });
 });
 
-describe.each(NODES)('idle expiry of an E2B sandbox (MCP_SESSION_IDLE_TTL_S=2), server on %s', (_name, node) => {
+wireDescribe.each(NODES)('idle expiry of an E2B sandbox (MCP_SESSION_IDLE_TTL_S=2), server on %s', (_name, node) => {
   let wire: Wire;
   beforeAll(async () => {
     wire = await startWire(node, { env: { MCP_SESSION_IDLE_TTL_S: '2' } });
@@ -145,7 +145,7 @@ describe.each(NODES)('idle expiry of an E2B sandbox (MCP_SESSION_IDLE_TTL_S=2), 
   });
 });
 
-describe.each(NODES)('ended sessions with E2B_STATE_DIR, server on %s', (_name, node) => {
+wireDescribe.each(NODES)('ended sessions with E2B_STATE_DIR, server on %s', (_name, node) => {
   let stateDir: string;
   let wire: Wire;
   beforeAll(async () => {

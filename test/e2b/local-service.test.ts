@@ -14,6 +14,7 @@ import { AuthenticationError, CommandExitError, FileNotFoundError, RateLimitErro
 
 import { type LocalE2B, NO_ANSWER, startLocalE2B } from '../support/e2b-local';
 import { listProcesses, markedSleep, pollUntil, RUN_MARK, SETTLE_MS } from '../support/processes';
+import { needs } from '../support/needs';
 
 /** `pids` and all their descendants, from the parent pids in /proc. */
 function descendants(pids: number[]): Set<number> {
@@ -39,7 +40,7 @@ function descendants(pids: number[]): Set<number> {
   return found;
 }
 
-describe('the local E2B service, through the real SDK', () => {
+needs('bubblewrap').describe('the local E2B service, through the real SDK', () => {
   let e2b: LocalE2B;
   let opts: { apiKey: string; apiUrl: string; sandboxUrl: string };
   /** The main sandbox (code-interpreter template). */

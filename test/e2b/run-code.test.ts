@@ -4,7 +4,7 @@
  * interrupts at a timeout and on cancel that keep the state, and a template without an interpreter.
  */
 import type { ToolResult } from '../support/clients';
-import { failure, inlineImagesIt, NODES, ok, startWire, suiteWire, type Wire } from '../support/e2b-wire';
+import { failure, inlineImagesIt, NODES, ok, startWire, suiteWire, type Wire, wireDescribe } from '../support/e2b-wire';
 import { pollUntil, SETTLE_MS } from '../support/processes';
 
 interface CodeOut {
@@ -19,7 +19,7 @@ interface CodeOut {
 /** A 1×1 PNG. */
 const PNG_B64 = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
 
-describe.each(NODES)('run_code on E2B, server on %s', (_name, node) => {
+wireDescribe.each(NODES)('run_code on E2B, server on %s', (_name, node) => {
   const suite = suiteWire(node);
 
   const run = async (code: string, extra: Record<string, unknown> = {}): Promise<{ result: ToolResult; out: CodeOut }> => {
@@ -98,7 +98,7 @@ describe.each(NODES)('run_code on E2B, server on %s', (_name, node) => {
   });
 });
 
-describe.each(NODES)('run_code on an E2B template without an interpreter, server on %s', (_name, node) => {
+wireDescribe.each(NODES)('run_code on an E2B template without an interpreter, server on %s', (_name, node) => {
   let wire: Wire;
   beforeAll(async () => {
     wire = await startWire(node, { env: { E2B_TEMPLATE: 'base' } });

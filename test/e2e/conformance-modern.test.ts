@@ -13,8 +13,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-import { CONFORMANCE_DIR, type ConformanceCheck, conformanceEntry, isConformanceInstalled, runConformance as run } from '../support/conformance';
+import { CONFORMANCE_DIR, type ConformanceCheck, conformanceEntry, runConformance as run } from '../support/conformance';
 import { startServer, stopAllServers, type StartedServer } from '../support/server';
+import { needs } from '../support/needs';
 
 const ENTRY = conformanceEntry('conformance-modern');
 const EXPECTED_FAILURES = join(CONFORMANCE_DIR, 'expected-modern-check-failures.yml');
@@ -44,8 +45,9 @@ const SCENARIO_TIMEOUT_MS = 30_000;
 
 const PASSING = new Set(['SUCCESS', 'INFO', 'SKIPPED']);
 
-const installed = isConformanceInstalled(ENTRY);
-const describeIfInstalled = installed ? describe : describe.skip;
+const suite = needs('the MCP conformance suite');
+const installed = suite.ok;
+const describeIfInstalled = suite.describe;
 
 /** Runs the alpha against `url`. */
 const runConformance = (url: string, args: string[], timeoutMs: number) => run(ENTRY, url, args, timeoutMs);

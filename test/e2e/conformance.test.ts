@@ -7,8 +7,9 @@
  */
 import { join } from 'node:path';
 
-import { CONFORMANCE_DIR, conformanceEntry, isConformanceInstalled, runConformance as run } from '../support/conformance';
+import { CONFORMANCE_DIR, conformanceEntry, runConformance as run } from '../support/conformance';
 import { startServer, stopAllServers, type StartedServer } from '../support/server';
+import { needs } from '../support/needs';
 
 const ENTRY = conformanceEntry('@modelcontextprotocol/conformance');
 const EXPECTED_FAILURES = join(CONFORMANCE_DIR, 'expected-failures.yml');
@@ -20,7 +21,7 @@ const REQUIRED = ['server-initialize', 'ping', 'tools-list', 'server-sse-multipl
 const SCENARIO_TIMEOUT_MS = 30_000;
 const SUITE_TIMEOUT_MS = 90_000;
 
-const describeIfInstalled = isConformanceInstalled(ENTRY) ? describe : describe.skip;
+const describeIfInstalled = needs('the MCP conformance suite').describe;
 
 /** The suite's run plus its checks that are neither SUCCESS nor INFO. */
 async function runConformance(url: string, args: string[], timeoutMs: number) {

@@ -12,9 +12,10 @@ import { join } from 'node:path';
 
 import { removeCgroupsOf } from '../support/cgroups';
 import { connectClient, textOf, type TestClient, type ToolResult } from '../support/clients';
-import { diskTestsUnavailable, removeRootWithDisks } from '../support/disks';
+import { removeRootWithDisks } from '../support/disks';
 import { markedSleep, pollUntil, processesOfUid, processesWithCmdline, RUN_MARK, SETTLE_MS, waitUntilGone } from '../support/processes';
 import { findFreePort, makeSandboxRoot, runServerToExit, startServer, stopAllServers, type StartedServer, workspacesIn } from '../support/server';
+import { needs } from '../support/needs';
 
 const TOKEN = 'e2e-isolation-token-0123456789abcdef';
 const FILE_TOKEN = 'e2e-isolation-file-token-fedcba9876543210';
@@ -28,9 +29,9 @@ const RLIMIT_FSIZE = String(2 * 1024 * 1024 * 1024);
 /** A file a sandbox writes in its /dev/shm (the host's, should isolation fail: removed after the tests). */
 const SHM_MARK = `/dev/shm/mark-${RUN_MARK}`;
 
-const asRoot = process.getuid?.() === 0;
-if (!asRoot) console.log('skipped: isolation-modes.test.ts needs root (to run the server as root, as another user, and in a mount namespace of its own); CI runs it as root');
-const describeAsRoot = asRoot ? describe : describe.skip;
+/** Root: to run the server as root, as another user, and in a mount namespace of its own. */
+const describeAsRoot = needs('root').describe;
+const describeWithBwrap = needs('root', 'bubblewrap').describe;
 
 /** Users the server runs as in the "not root" rows: outside the sandbox users' range (100000 up), and this test process's own. */
 const SERVER_UID = 40_000 + (process.pid % 10_000) * 2;
@@ -136,7 +137,7 @@ afterAll(async () => {
   rmSync(wrappers, { recursive: true, force: true });
 });
 
-describeAsRoot('bwrap, server as root (LOCAL_SANDBOX_ISOLATION unset: auto finds bubblewrap)', () => {
+describeWithBwrap('bwrap, server as root (LOCAL_SANDBOX_ISOLATION unset: auto finds bubblewrap)', () => {
   let server: StartedServer;
   let a: TestClient;
   let b: TestClient;
@@ -294,7 +295,7 @@ describeAsRoot('bwrap, server as root (LOCAL_SANDBOX_ISOLATION unset: auto finds
   });
 });
 
-describeAsRoot('bwrap, server not root (the server runs as an unprivileged user)', () => {
+describeWithBwrap('bwrap, server not root (the server runs as an unprivileged user)', () => {
   let root: string;
   let server: StartedServer;
   let a: TestClient;
@@ -583,10 +584,7 @@ describeAsRoot('auto (the default) without working bubblewrap', () => {
   });
 });
 
-const limitsAtWork = asRoot && diskTestsUnavailable() === undefined;
-if (asRoot && !limitsAtWork) console.log(`skipped: the limits at work (${diskTestsUnavailable()})`);
-
-(limitsAtWork ? describe : describe.skip)('the limits at work (root: cgroups and a disk image per sandbox)', () => {
+needs('root', 'bubblewrap', 'disk images', 'cgroups').describe('the limits at work (root: cgroups and a disk image per sandbox)', () => {
   const MIB = 2 ** 20;
   let root: string;
   let server: StartedServer;

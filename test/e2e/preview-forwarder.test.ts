@@ -14,6 +14,7 @@ import { connectClient, type TestClient } from '../support/clients';
 import { pollUntil, SETTLE_MS } from '../support/processes';
 import { runServerToExit, startServer, stopAllServers, type StartedServer } from '../support/server';
 import { bodyOf, exchange, exchangeOn, fetchPreview, httpGet, openConnection, openPreview, type OpenedPreview } from '../support/tcp';
+import { needs } from '../support/needs';
 
 const TOKEN = 'e2e-preview-token-0123456789abcdef';
 const PAGE = '<h1>served from the sandbox</h1>';
@@ -138,7 +139,7 @@ class Browser {
   }
 }
 
-describe('the preview URL of a local sandbox with its own network', () => {
+needs('bubblewrap').describe('the preview URL of a local sandbox with its own network', () => {
   let server: StartedServer;
   let client: TestClient;
 
@@ -299,7 +300,7 @@ describe('the cookies of two sandboxes’ previews, in one browser', () => {
     await b.terminate();
   });
 
-  it('on a host name per sandbox (LOCAL_SANDBOX_PREVIEW_DOMAIN) are apart: each app sees its own only, and a preview answers only to its name', async () => {
+  needs('bubblewrap').it('on a host name per sandbox (LOCAL_SANDBOX_PREVIEW_DOMAIN) are apart: each app sees its own only, and a preview answers only to its name', async () => {
     const server = await startServer({ env: { MCP_AUTH_TOKENS: TOKEN, SANDBOX_BACKEND: 'local', LOCAL_SANDBOX_PREVIEW_DOMAIN: 'localhost' } });
     const a = await connectClient('v2', server.url, { token: TOKEN });
     const b = await connectClient('v2', server.url, { token: TOKEN });
@@ -326,7 +327,7 @@ describe('the cookies of two sandboxes’ previews, in one browser', () => {
 describe('the preview address', () => {
   afterAll(stopAllServers);
 
-  it('on a server other hosts reach, stays on loopback and says the URL is on the server’s host', async () => {
+  needs('bubblewrap').it('on a server other hosts reach, stays on loopback and says the URL is on the server’s host', async () => {
     const server = await startServer({ env: { MCP_AUTH_TOKENS: TOKEN, SANDBOX_BACKEND: 'local', HOST: '0.0.0.0' } });
     const client = await connectClient('v2', `http://127.0.0.1:${server.port}/mcp`, { token: TOKEN });
     await startApp(client);
@@ -347,7 +348,7 @@ describe('the preview address', () => {
   const address = Object.values(networkInterfaces())
     .flat()
     .find((info) => info?.family === 'IPv4' && !info.internal)?.address;
-  (address === undefined ? it.skip : it)(
+  (address === undefined ? it.skip : needs('bubblewrap').it)(
     'serves previews on a public address on purpose, behind a capability URL: its token buys a cookie, nothing else opens it, and it opens no other sandbox',
     async () => {
       const server = await startServer({ env: { MCP_AUTH_TOKENS: TOKEN, SANDBOX_BACKEND: 'local', LOCAL_SANDBOX_PREVIEW_HOST: address ?? '', LOCAL_SANDBOX_PREVIEW_PUBLIC: 'on' } });

@@ -11,6 +11,7 @@ import { postMcp } from '../support/http';
 import { markedSleep, pollUntil, processesWithCmdline, SETTLE_MS, waitUntilGone } from '../support/processes';
 import { startRoundRobinProxy } from '../support/round-robin-proxy';
 import { findFreePort, makeSandboxRoot, startServer, stopAllServers, workspacesIn } from '../support/server';
+import { needs } from '../support/needs';
 
 const TOKEN = 'recovery-token-0123456789abcdef';
 const OTHER_TOKEN = 'recovery-other-token-fedcba9876543210';
@@ -136,7 +137,7 @@ it('keeps sandboxes on SIGTERM when sessions can come back (secret configured), 
   }
 });
 
-it('keeps the logs of background processes when the session moves to a new server process', async () => {
+needs('bubblewrap').it('keeps the logs of background processes when the session moves to a new server process', async () => {
   const root = sharedRoot();
   const port = await findFreePort();
   const first = await startServer({ env: ENV, sandboxRoot: root, port });

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 
 import { connectClient, type TestClient } from '../support/clients';
 import { runServerToExit, startServer, stopAllServers, type StartedServer, uidClaimsIn, workspacesIn } from '../support/server';
+import { needs } from '../support/needs';
 
 const TOKEN = 'e2e-attack-token-0123456789abcdef';
 const VICTIM_MARK = 'victim-only-entry';
@@ -90,8 +91,7 @@ public class Main {
     expect(read.structuredContent).toMatchObject({ content: 'the victim’s source' });
   });
 
-  const asRoot = process.getuid?.() === 0 ? it : it.skip;
-  asRoot('runs each sandbox as a user of its own, allocated (not derived from the session), recorded with its workspace and given back at the end', async () => {
+  needs('root').it('runs each sandbox as a user of its own, allocated (not derived from the session), recorded with its workspace and given back at the end', async () => {
     const uidOf = async (client: TestClient): Promise<number> => Number(((await client.callTool('run_command', { command: 'id -u' })).structuredContent as { stdout: string }).stdout.trim());
     const clients = await Promise.all([0, 1, 2].map(() => connectClient('v2', server.url, { token: TOKEN })));
     const uids = await Promise.all(clients.map(uidOf));
@@ -104,7 +104,7 @@ public class Main {
     for (const client of clients.slice(1)) await client.close();
   });
 
-  it('refuses nested user namespaces and the system calls escapes start from (seccomp), and refuses x32 calls', async () => {
+  needs('bubblewrap').it('refuses nested user namespaces and the system calls escapes start from (seccomp), and refuses x32 calls', async () => {
     const probe = [
       'import ctypes, os',
       'libc = ctypes.CDLL(None, use_errno=True)',
@@ -158,7 +158,8 @@ public class Main {
 });
 
 describe('a token file reached by another name', () => {
-  const asRoot = process.getuid?.() === 0 ? it : it.skip;
+  /** The mask is bubblewrap's; root, to write the token file under /opt and /usr/lib. */
+  const asRoot = needs('root', 'bubblewrap').it;
   /** What each path is inside the sandbox, one line each: `%F` (the mask is a character device) or `absent`. */
   const typesOf = (paths: string[]) => paths.map((path) => `stat -L -c %F ${path} 2>/dev/null || echo absent`).join('; ');
 
@@ -182,7 +183,7 @@ describe('a token file reached by another name', () => {
   });
 
   // A merged-/usr host (/lib → usr/lib) shows /usr/lib a second time at /lib unless /lib is a symlink inside too.
-  const mergedUsr = process.getuid?.() === 0 && lstatSync('/lib').isSymbolicLink() && readlinkSync('/lib') === 'usr/lib' ? it : it.skip;
+  const mergedUsr = lstatSync('/lib').isSymbolicLink() && readlinkSync('/lib') === 'usr/lib' ? asRoot : it.skip;
   mergedUsr('is masked under every alias of its directory (/lib and /usr/lib)', async () => {
     const dir = mkdtempSync('/usr/lib/mcp-attack-');
     chmodSync(dir, 0o755);

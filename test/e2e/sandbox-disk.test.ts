@@ -12,9 +12,10 @@ import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { connectClient, type TestClient, textOf, type ToolResult } from '../support/clients';
-import { diskTestsUnavailable, loopDevicesSettledUnder, loopDevicesUnder, mountsUnder, removeRootWithDisks } from '../support/disks';
+import { loopDevicesSettledUnder, loopDevicesUnder, mountsUnder, removeRootWithDisks } from '../support/disks';
 import { pollUntil, SETTLE_MS } from '../support/processes';
 import { findFreePort, makeSandboxRoot, startServer, type StartedServer, stopAllServers, workspacesIn } from '../support/server';
+import { needs } from '../support/needs';
 
 const TOKEN = 'e2e-disk-token-0123456789abcdef';
 const SECRET = 'e2e-disk-secret-0123456789abcdef0123456789';
@@ -23,9 +24,7 @@ const ENV = { MCP_AUTH_TOKENS: TOKEN, MCP_SESSION_SECRET: SECRET, LOCAL_SANDBOX_
 /** What every result about a full disk starts with. */
 const FULL = /The sandbox's disk is full \(limit 64 MiB, LOCAL_SANDBOX_DISK_MB\)/;
 
-const unavailable = diskTestsUnavailable();
-const describeWithDisks = unavailable === undefined ? describe : describe.skip;
-if (unavailable !== undefined) console.log(`SKIPPED: the disk-limit e2e tests (${unavailable})`);
+const describeWithDisks = needs('disk images').describe;
 
 interface CommandOutput {
   exit_code: number | null;
@@ -35,7 +34,7 @@ interface CommandOutput {
 }
 const outputOf = (result: ToolResult): CommandOutput => result.structuredContent as unknown as CommandOutput;
 
-describeWithDisks('the local sandbox’s disk limit (LOCAL_SANDBOX_DISK_MB=64)', () => {
+needs('bubblewrap', 'disk images').describe('the local sandbox’s disk limit (LOCAL_SANDBOX_DISK_MB=64)', () => {
   let root: string;
   let port: number;
   let server: StartedServer;

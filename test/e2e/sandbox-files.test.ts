@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { connectClient, textOf, type TestClient, type ToolResult } from '../support/clients';
 import { findWorkspaceHome } from '../support/processes';
 import { startServer, stopAllServers, type StartedServer } from '../support/server';
+import { needs } from '../support/needs';
 
 const TOKEN = 'e2e-files-token-0123456789abcdef';
 /** A valid 1×1 RGBA PNG (IHDR, IDAT, IEND with correct CRCs). */
@@ -97,7 +98,10 @@ describe('path confinement', () => {
   });
 });
 
-describe('read_file', () => {
+/** What the file tools say of paths is what the sandbox sees: /home/user, under bubblewrap. */
+const describeSandboxView = needs('bubblewrap').describe;
+
+describeSandboxView('read_file', () => {
   const lines = Array.from({ length: 5000 }, (_, i) => `line ${i + 1}`);
   const text = `${lines.join('\n')}\n`;
 
@@ -160,7 +164,7 @@ describe('read_file', () => {
   });
 });
 
-describe('edit_file and write_file', () => {
+describeSandboxView('edit_file and write_file', () => {
   it('reports a missing old_string, an ambiguous one (pointing at replace_all), and replaces all on request', async () => {
     await call('write_file', { path: 'edit.txt', content: 'alpha beta\nalpha gamma\n' });
     expectError(await call('edit_file', { path: 'edit.txt', old_string: 'delta', new_string: 'x' }), 'old_string was not found in /home/user/edit.txt');
@@ -183,7 +187,7 @@ describe('edit_file and write_file', () => {
   });
 });
 
-describe('list_files', () => {
+describeSandboxView('list_files', () => {
   const pathsOf = (result: ToolResult): string[] => (result.structuredContent?.entries as Array<{ path: string }>).map((e) => e.path);
 
   beforeAll(async () => {

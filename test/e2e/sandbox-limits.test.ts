@@ -5,44 +5,26 @@
  * and the groups go with the session. Needs a host where the server can make cgroups (root, a writable
  * cgroupfs): elsewhere the suite says so and is skipped; CI runs it as root, where it must run.
  */
-import { accessSync, constants, existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { cgroupParentsOf, removeCgroupsOf } from '../support/cgroups';
 import { connectClient, textOf, type TestClient } from '../support/clients';
 import { markedSleep, pollUntil, processesWithCmdline, SETTLE_MS } from '../support/processes';
 import { makeSandboxRoot, startServer, stopAllServers, type StartedServer, workspacesIn } from '../support/server';
+import { needs } from '../support/needs';
 
 const TOKEN = 'e2e-limits-token-0123456789abcdef';
 const MEMORY_MB = 128;
 const MAX_PROCESSES = 32;
 const CPUS = 0.5;
 
-/** True when this process could make a cgroup: root, and a cgroup hierarchy mounted writable. */
-function canCreateCgroups(): boolean {
-  if (process.getuid?.() !== 0) return false;
-  // cgroup v1's memory hierarchy, or a cgroup2 mount at the usual place.
-  return ['/sys/fs/cgroup/memory/cgroup.procs', '/sys/fs/cgroup/cgroup.subtree_control'].some((file) => {
-    try {
-      accessSync(file, constants.W_OK);
-      return true;
-    } catch {
-      return false;
-    }
-  });
-}
-
-const runs = canCreateCgroups() || process.env.CI === 'true';
-if (!runs) {
-  process.stderr.write('sandbox-limits.test.ts: SKIPPED, this machine cannot create cgroups (it needs root and a writable /sys/fs/cgroup); CI runs it as root.\n');
-}
-
 interface Limit {
   value: number | null;
   enforced_by: string;
 }
 
-(runs ? describe : describe.skip)('per-sandbox limits through cgroups', () => {
+needs('cgroups').describe('per-sandbox limits through cgroups', () => {
   let server: StartedServer;
   let client: TestClient;
   let other: TestClient;

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { connectClient, textOf, type TestClient } from '../support/clients';
 import { markedSleep, pollUntil, processesWithCmdline, SETTLE_MS, waitUntilGone } from '../support/processes';
 import { startServer, stopAllServers, type StartedServer } from '../support/server';
+import { needs } from '../support/needs';
 
 const TOKEN = 'e2e-proc-token-0123456789abcdef';
 const FILE_TOKEN = 'e2e-file-token-fedcba9876543210';
@@ -16,7 +17,7 @@ const E2B_KEY = 'e2b_secret_value';
 const SESSION_SECRET = 'session-secret-0123456789abcdef0123456789';
 const CONNECT_SCRIPT = (port: number): string => `python3 -c "import socket; socket.create_connection(('127.0.0.1', ${port}), 2); print('connected')"`;
 
-describe('run_command under bubblewrap', () => {
+needs('bubblewrap').describe('run_command under bubblewrap', () => {
   let server: StartedServer;
   let client: TestClient;
   let secretsDir: string;

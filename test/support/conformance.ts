@@ -16,13 +16,6 @@ export function conformanceEntry(packageName: string): string {
   return join(CONFORMANCE_DIR, 'node_modules', packageName, 'dist/index.js');
 }
 
-/** True when the suite (and the Node 22 it needs) is installed; says plainly when it is not. */
-export function isConformanceInstalled(entry: string): boolean {
-  const installed = existsSync(NODE22) && existsSync(entry);
-  if (!installed) console.warn('conformance suite not installed: run npm ci --prefix test/conformance');
-  return installed;
-}
-
 export interface ConformanceCheck {
   id: string;
   status: string;

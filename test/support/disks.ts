@@ -8,24 +8,10 @@ import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 
 import { parseMountinfo } from '../../functions/mcp/sandbox/local/host-mounts';
 import { pollUntil, SETTLE_MS } from './processes';
+import { missing } from './requirements';
 
-/**
- * Why the disk tests cannot run here, or `undefined` when they can (root, loop devices, mkfs.ext4): in CI
- * (root) they run; elsewhere they say plainly that they were skipped.
- */
-export function diskTestsUnavailable(): string | undefined {
-  if (process.platform !== 'linux') return `${process.platform} has no loop devices`;
-  if (process.getuid?.() !== 0) return 'not root: disk images cannot be mounted';
-  if (!existsSync('/dev/loop-control')) return 'no /dev/loop-control';
-  for (const program of ['mkfs.ext4', 'mount', 'umount', 'losetup', 'flock']) {
-    try {
-      execFileSync('sh', ['-c', `command -v ${program}`], { stdio: 'pipe' });
-    } catch {
-      return `${program} is not installed`;
-    }
-  }
-  return undefined;
-}
+/** Why the disk tests cannot run here, or `undefined` when they can (root, loop devices, mkfs.ext4; requirements.js). */
+export const diskTestsUnavailable = (): string | undefined => missing('disk images');
 
 /** Mount points at or under `root` (deepest first), once per mount; none where there is no /proc. */
 export function mountsUnder(root: string): string[] {

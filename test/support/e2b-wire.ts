@@ -12,6 +12,7 @@
 import { connectClient, type TestClient, type ToolResult } from './clients';
 import { isDeployToolInstalled, NODE_20_10 } from './deploy-tools';
 import { type LocalE2B, startLocalE2B } from './e2b-local';
+import { needs } from './needs';
 import { findFreePort, startServer, type StartedServer } from './server';
 
 export const WIRE_TOKEN = 'e2b-wire-token-0123456789abcdef';
@@ -21,14 +22,18 @@ export const LIVE = process.env.E2B_WIRE_TARGET === 'live';
 /** Settings passed to the server as they are, against real E2B. */
 const LIVE_PASS_THROUGH = ['E2B_API_KEY', 'E2B_DOMAIN', 'E2B_API_URL', 'E2B_SANDBOX_URL', 'E2B_TEMPLATE'] as const;
 
+/** The local service runs each sandbox under bubblewrap (e2b-local/sandbox-runtime.ts): without it, its suites are skipped. */
+const localService = needs('bubblewrap');
+/** A suite on the wire: the local service's, or real E2B's. */
+export const wireDescribe: jest.Describe = LIVE ? describe : localService.describe;
 /** A test that needs the local service itself (its files, request log or faults): skipped against real E2B. */
 export const serviceIt: jest.It = LIVE ? it.skip : it;
 /** A suite that needs the local service itself: skipped against real E2B. */
-export const serviceDescribe: jest.Describe = LIVE ? describe.skip : describe;
+export const serviceDescribe: jest.Describe = LIVE ? describe.skip : localService.describe;
 /** True against Alibaba Cloud's real service (E2B_DOMAIN on aliyuncs.com). */
 const LIVE_ON_ALIBABA = LIVE && /aliyuncs\.com$/i.test(process.env.E2B_DOMAIN?.trim() ?? '');
 /** A suite for Alibaba Cloud's service: the local one switched to it, or the real one. */
-export const alibabaDescribe: jest.Describe = !LIVE || LIVE_ON_ALIBABA ? describe : describe.skip;
+export const alibabaDescribe: jest.Describe = LIVE_ON_ALIBABA ? describe : LIVE ? describe.skip : localService.describe;
 /** A test of images returned inline by the interpreter, which Alibaba Cloud's service does not do. */
 export const inlineImagesIt: jest.It = LIVE_ON_ALIBABA ? it.skip : it;
 /** The domain preview hosts are under: E2B's default, or E2B_DOMAIN against real E2B. */

@@ -209,7 +209,7 @@ export function createModernLane(options: ModernLaneOptions): ModernLane {
     ).finally(() => {
       entry.calls -= 1;
     });
-    return withSandboxHandle(result, resolved.handle);
+    return withSandboxHandle(result, resolved.handle, handle === undefined);
   };
 
   const handler = createMcpHandler(

@@ -45,11 +45,19 @@ export function takeSandboxArgument(args: unknown): { handle: unknown; rest: unk
 }
 
 /**
- * Puts the handle into a result: its structured content and, for people and models reading text, the first line
- * of its text (where a model looks first, and which a long output cannot push out of view).
+ * Said under the handle of a call that carried none: its sandbox was made for it, so a file or a variable an
+ * earlier call left is not there, and the error that follows (a missing file, above all) would mislead alone.
  */
-export function withSandboxHandle(result: CallToolResult, handle: string): CallToolResult {
-  const line = `sandbox: ${handle}`;
+export const NEW_SANDBOX_NOTE =
+  'this call ran in a new, empty sandbox: it carried no `sandbox` handle. Pass the handle above as "sandbox" on every later call to keep working in this one.';
+
+/**
+ * Puts the handle into a result: its structured content and, for people and models reading text, the first line
+ * of its text (where a model looks first, and which a long output cannot push out of view). `fresh`: the call
+ * carried no handle, so the sandbox is new (NEW_SANDBOX_NOTE follows the handle).
+ */
+export function withSandboxHandle(result: CallToolResult, handle: string, fresh: boolean): CallToolResult {
+  const line = fresh ? `sandbox: ${handle}\n${NEW_SANDBOX_NOTE}` : `sandbox: ${handle}`;
   const content = [...result.content];
   const first = content[0];
   if (first?.type === 'text') content[0] = { ...first, text: `${line}\n${first.text}` };

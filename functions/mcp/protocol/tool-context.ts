@@ -6,8 +6,11 @@ import type { BackendStatus } from '../sandbox/types';
 import type { ToolContext } from '../tools';
 import { createProgressForwarder } from '../tools/progress';
 
-/** A tool's `timeout_ms` when the call gives none. */
-export const DEFAULT_TOOL_TIMEOUT_MS = 60_000;
+/**
+ * A tool's `timeout_ms` when the call gives none: 50 s, so that the server's own answer (timed out, with the
+ * output so far and what to do) reaches the client before the 60 s request timeout most MCP clients keep.
+ */
+export const DEFAULT_TOOL_TIMEOUT_MS = 50_000;
 
 export interface CallContextOptions {
   sandbox: LazySandbox;

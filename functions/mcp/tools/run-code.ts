@@ -37,7 +37,8 @@ export const runCodeTool = defineTool({
   title: 'Run code',
   description:
     'Run code in the sandbox. Python runs in a persistent interpreter: variables and imports survive between calls, the value of a final ' +
-    'expression is returned, and matplotlib figures come back as images. Exceptions come back with name, value and traceback.',
+    'expression is returned, and matplotlib figures come back as images. Exceptions come back with name, value and traceback. ' +
+    'Code running longer than about 50 s belongs in a script started with run_command background: true, since most clients give up on a call after 60 s.',
   input: Input,
   output: Output,
   annotations: { destructiveHint: true, openWorldHint: true },
@@ -58,7 +59,7 @@ export const runCodeTool = defineTool({
       if (item.type === 'image') images.push({ type: 'image', data: item.data, mimeType: item.mimeType });
       else lines.push(`Result: ${item.text}`);
     }
-    if (result.timedOut) lines.unshift(`Timed out after ${timeoutMs} ms and was interrupted. Pass a larger timeout_ms or split the work.`);
+    if (result.timedOut) lines.unshift(`Timed out after ${timeoutMs} ms and was interrupted. Pass a larger timeout_ms, or run long work as a script with run_command background: true.`);
     if (result.cancelled) lines.unshift('Cancelled.');
     const omitted = result.omittedResults;
     if (omitted !== undefined) {

@@ -38,7 +38,8 @@ export const runCommandTool = defineTool({
   description:
     'Run a bash command in the sandbox and return its exit code, stdout and stderr. A non-zero exit code is a normal result. ' +
     'Output is bounded (head and tail are kept). The command and everything it started are killed at the timeout. ' +
-    'With background: true it keeps running (until killed or the sandbox ends) and is managed with manage_process.',
+    'With background: true it keeps running (until killed or the sandbox ends) and is managed with manage_process: use it for anything that may take ' +
+    'longer than about 50 s (builds, test suites, servers), since most clients give up on a call after 60 s.',
   input: Input,
   output: Output,
   annotations: { destructiveHint: true, openWorldHint: true },
@@ -63,7 +64,7 @@ export const runCommandTool = defineTool({
       onOutput: ctx.onOutput,
     });
     const ended = result.timedOut
-      ? `Timed out after ${timeoutMs} ms; the command and its child processes were killed. Pass a larger timeout_ms or split the work.`
+      ? `Timed out after ${timeoutMs} ms; the command and its child processes were killed. Pass a larger timeout_ms, or run it with background: true and follow it with manage_process.`
       : result.cancelled
         ? 'Cancelled; the command and its child processes were killed.'
         : result.exitCode === null

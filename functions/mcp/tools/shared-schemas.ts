@@ -39,7 +39,9 @@ export const TimeoutSchema = z
   .number()
   .int()
   .min(1)
-  .describe('Wall-clock limit in milliseconds (default 60000; capped by the server maximum).');
+  .describe(
+    'Wall-clock limit in milliseconds (default 50000; capped by the server maximum). Most clients give up on a call after 60 s, so run longer work with run_command background: true and follow it with manage_process.',
+  );
 
 /** A path argument: relative to the working directory, or absolute under it. */
 export const PathSchema = z

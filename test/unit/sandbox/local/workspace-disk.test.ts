@@ -19,6 +19,7 @@ import { decideDisk, describeDiskLimit, diskFullAfterCall, type DiskState, image
 import { lastUsedMs, removeAbandonedWorkspace } from '../../../../functions/mcp/sandbox/local/workspace-sweep';
 import { diskTestsUnavailable, loopDevicesSettledUnder, loopDevicesUnder, mountsUnder, removeRootWithDisks } from '../../../support/disks';
 import { uidClaimsIn } from '../../../support/server';
+import { needs } from '../../../support/needs';
 
 describe('what a workspace gets', () => {
   const state = (over: Partial<DiskState>): DiskState => ({ mounted: false, imageExists: false, dirEmpty: true, ...over });
@@ -87,9 +88,7 @@ describe('the disk limit the local backend reports', () => {
   });
 });
 
-const unavailable = diskTestsUnavailable();
-const withDisks = unavailable === undefined ? describe : describe.skip;
-if (unavailable !== undefined) console.log(`SKIPPED: the workspace disk image tests (${unavailable})`);
+const withDisks = needs('disk images').describe;
 
 withDisks('a workspace on its own disk image (root, loop devices)', () => {
   const MIB = 2 ** 20;
