@@ -15,6 +15,7 @@ import { toIssuedAtMs } from '../../functions/mcp/sessions/session-id';
 import { StubSdk } from '../support/e2b-stub';
 import { createFakeClock, type FakeClock } from '../support/fake-clock';
 import { createHarness, type Harness, type HarnessOptions } from '../support/harness';
+import { pollUntil, SETTLE_MS } from '../support/processes';
 import { errorOf, rpc } from '../support/raw-session';
 import { makeSandboxRoot, workspacesIn } from '../support/server';
 
@@ -56,8 +57,9 @@ const deployment = (): { sdk: StubSdk; clock: FakeClock } => {
 
 const writeFile = (h: Harness, headers: Record<string, string>) => h.post(rpc('tools/call', 5, { name: 'write_file', arguments: { path: 'a.txt', content: 'a' } }), headers);
 const del = (h: Harness, headers: Record<string, string>) => h.fetch(h.url, { method: 'DELETE', headers });
+/** Waits for what a sweep set off (a session closed, its workspace deleted: real processes and disks) to be done. */
 const turns = async (done: () => boolean): Promise<void> => {
-  for (let turn = 0; turn < 10_000 && !done(); turn += 1) await new Promise((resolve) => setImmediate(resolve));
+  await pollUntil(done, (yes) => yes, SETTLE_MS, 5);
 };
 
 describe('the local backend (LOCAL_SANDBOX_ROOT)', () => {
@@ -90,7 +92,7 @@ describe('the local backend (LOCAL_SANDBOX_ROOT)', () => {
     a.clock.advance(TTL_S * 1000 + 1);
     await a.openSession(); // any request sweeps: the idle session is closed, its workspace deleted
     const closed = () => a.logs().filter((line) => line.msg === 'session closed');
-    await turns(() => closed().length > 0);
+    await turns(() => closed().length > 0 && workspacesIn(root).length === 0);
     expect(workspacesIn(root)).toEqual([]);
     expect(closed()).toEqual([expect.objectContaining({ reason: 'idle_expired' })]);
     expect((await b.post(rpc('tools/list', 2), headers)).status).toBe(404);

@@ -43,7 +43,13 @@ def _on_sigint(_signum, frame):
     STATE["pending"] = True
     if not STATE["redeliver"]:
         STATE["redeliver"] = True
-        threading.Timer(0.02, _redeliver).start()  # imported below, long before any execution
+        # The timer's thread starts with SIGINT blocked, as every helper thread runs: a process-directed SIGINT
+        # it took instead of the main thread would leave the main thread's sleep running.
+        unblocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            threading.Timer(0.02, _redeliver).start()  # imported below, long before any execution
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, unblocked)
 
 
 def _redeliver():
