@@ -4,8 +4,9 @@
  * (load, real-time faults, the large fuzz) is jest.reliability.config.js (`npm run test:reliability`).
  */
 const swc = ['@swc/jest', { jsc: { target: 'es2022', parser: { syntax: 'typescript' } }, module: { type: 'commonjs' } }];
-// ESM-only packages that CommonJS code under test requires: the E2B SDK's chalk, and jose (the bundle gets them through esbuild).
-const ESM_ONLY = ['chalk', 'jose'];
+// ESM-only packages that CommonJS code under test requires: the E2B SDK's chalk, and jose (the bundle gets them through
+// esbuild); the AI SDK's MCP client and what it imports (test/interop/ai-sdk.test.ts).
+const ESM_ONLY = ['chalk', 'jose', '@ai-sdk', '@workflow/serde'];
 
 module.exports = {
   testEnvironment: 'node',
@@ -19,6 +20,9 @@ module.exports = {
     [`/node_modules/(.+/)?(${ESM_ONLY.join('|')})/.+\\.js$`]: ['@swc/jest', { jsc: { target: 'es2022' }, module: { type: 'commonjs' } }],
   },
   transformIgnorePatterns: [`/node_modules/(?!(.+/)?(${ESM_ONLY.join('|')})/)`],
+  // The AI SDK imports zod's English locale by its ESM file name (zod maps `v4/locales/*` to the same file for
+  // require); its CommonJS twin keeps it on the one zod every other module loads.
+  moduleNameMapper: { '^zod/v4/locales/en\\.js$': '<rootDir>/node_modules/zod/v4/locales/en.cjs' },
   testTimeout: 60_000,
   maxWorkers: 2,
   // The last line names what was skipped for want of something on this machine (test/support/needs.ts).
