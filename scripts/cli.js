@@ -24,7 +24,7 @@ function buildCli(argv, context = {}) {
     cwd: context.cwd ?? process.cwd(),
     root: context.root ?? resolve(__dirname, '..'),
   };
-  // One default command rather than .demandCommand(1): the README's form is `node scripts/deploy.js --output-dir DIR`.
+  // One default command rather than .demandCommand(1): docs/deploy-fc.md's form is `node scripts/deploy.js --output-dir DIR`.
   return yargs(argv)
     .scriptName('node scripts/deploy.js')
     .usage('Usage: $0 [options]')

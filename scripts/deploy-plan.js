@@ -47,7 +47,7 @@ const MANAGED_NAMES = new Set([
 
 /**
  * What `--sandbox-backend local` means on FC, printed whenever it is chosen: FC's runtime image has no bubblewrap,
- * so the local backend runs with LOCAL_SANDBOX_ISOLATION=none there (README, Security notes).
+ * so the local backend runs with LOCAL_SANDBOX_ISOLATION=none there (docs/security.md, "Isolation modes").
  */
 const LOCAL_ON_FC =
   '--sandbox-backend local: sandboxes are processes inside the FC instance (LOCAL_SANDBOX_ISOLATION=none; FC has no bubblewrap). ' +

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * `node scripts/deploy.js`: deploy the MCP server to Alibaba Cloud Function Compute (see --help and the README).
+ * `node scripts/deploy.js`: deploy the MCP server to Alibaba Cloud Function Compute (see --help and docs/deploy-fc.md).
  * The only file that parses the command line and sets the exit code: 0 done, 1 failed, 2 usage.
  */
 'use strict';

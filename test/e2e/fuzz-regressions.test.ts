@@ -1,6 +1,6 @@
 /**
  * Failing cases the fuzz suite found (seeds 20260728, 1, 2, 3, 5), kept as explicit tests of the behaviour
- * the README and the status table (docs/platform-facts.md) promise. Each names the fuzz family and note it came from.
+ * docs/protocol.md and the status table (docs/platform-facts.md) promise. Each names the fuzz family and note it came from.
  * Each failed when it was found; the server was fixed, and these keep it so.
  */
 import { connect } from 'node:net';
@@ -27,7 +27,7 @@ async function callTool(name: string, args: Record<string, unknown>): Promise<{ 
   return messagesOf(res).find((m) => m.id === 7) as never;
 }
 
-/** Invalid input is a tool error that names the problem (README, "Tools"), never the generic -32603. */
+/** Invalid input is a tool error that names the problem (docs/protocol.md, "Results"), never the generic -32603. */
 function expectRefusedByName(answer: Awaited<ReturnType<typeof callTool>>, named: RegExp): void {
   expect(answer.error).toBeUndefined();
   expect(answer.result?.isError).toBe(true);

@@ -1,5 +1,5 @@
 /**
- * The isolation modes of the local backend, exactly as the README's table states them (LOCAL_SANDBOX_ISOLATION:
+ * The isolation modes of the local backend, exactly as the table in docs/security.md states them (LOCAL_SANDBOX_ISOLATION:
  * bwrap or none, the server root or not, and auto), through the built bundle and the official client: what holds
  * in each mode, and what does not. The server runs as a user other than root through a wrapper given to
  * startServer as its `node` (setpriv), and without working bubblewrap through one that masks it in a mount

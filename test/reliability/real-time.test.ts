@@ -13,7 +13,7 @@ import { markedSleep, pollUntil, processesWithCmdline, RUN_MARK, SETTLE_MS, wait
 import { startServer, stopAllServers, type StartedServer } from '../support/server';
 
 const TOKEN = 'real-time-token-0123456789abcdef';
-/** How soon "at once" must happen here: far above the second the README promises, far below a hang. */
+/** How soon "at once" must happen here: far above the second docs/protocol.md promises, far below a hang. */
 const SOON_MS = 15_000;
 
 let server: StartedServer;

@@ -221,7 +221,7 @@ interface ToolShape {
   required: readonly string[];
 }
 
-/** The tools' argument shapes (README, "Tools"), with harmless valid values. */
+/** The tools' argument shapes (docs/protocol.md, "Tools"), with harmless valid values. */
 const TOOLS: Record<string, ToolShape> = {
   run_code: { valid: { code: '1 + 1', timeout_ms: 3000 }, fields: { code: 'string', language: 'enum', timeout_ms: 'int', env: 'env' }, pathFields: [], required: ['code'] },
   run_command: {
@@ -504,7 +504,7 @@ export function generateCases(seed: number, count: number, t: FuzzTargets): Fuzz
     return raw('http-method', `${m} ${path.slice(0, 40)}${withSession ? ' with session' : ''}`, Buffer.from(head(lines) + body, 'latin1'), allowed);
   }
 
-  /** What the routes answer (README, the status table in docs/platform-facts.md), for a request with a valid token and no Origin. */
+  /** What the routes answer (docs/protocol.md, "Errors", and the status table in docs/platform-facts.md), for a request with a valid token and no Origin. */
   function expectedForRoute(m: string, path: string, session: string | undefined): readonly number[] {
     // Node's parser accepts only known methods; an unknown or lower-case token is a 400 before any route.
     if (!['GET', 'PUT', 'PATCH', 'HEAD', 'DELETE', 'OPTIONS', 'TRACE', 'PROPFIND', 'CONNECT', 'POST'].includes(m)) return [400, 405];

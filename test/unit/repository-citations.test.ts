@@ -12,7 +12,7 @@ import { join, posix } from 'node:path';
 
 const ROOT = join(__dirname, '..', '..');
 /** What is checked. */
-const WALKED = ['functions', 'test', 'scripts', 'docs', 'README.md', 'build.mjs'];
+const WALKED = ['functions', 'test', 'scripts', 'docs', 'README.md', 'CHANGELOG.md', 'build.mjs'];
 /** Folders neither checked nor counted as repository files: installed packages, build and deploy outputs, git. */
 const SKIPPED_DIRS = new Set(['node_modules', 'dist', 'coverage', 'fc-deploy', '.git']);
 const CHECKED_FILE = /\.(?:ts|js|mjs|cjs|md|py|ya?ml)$/;

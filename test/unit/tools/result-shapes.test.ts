@@ -1,5 +1,5 @@
 /**
- * What the README's Tools section says of results: every result without `isError` has `structuredContent`
+ * What docs/protocol.md says of results (its Tools section, "Results"): every result without `isError` has `structuredContent`
  * matching the tool's output schema, and so does an `isError` result about work that ran (code that raised, a
  * command that timed out); an `isError` result about a call the tool could not carry out (arguments that do
  * not fit the schema, a bad path, an unknown process, a backend refusing) has text only. (The spec's tool
@@ -16,7 +16,7 @@ import { createStubCatalog } from '../../support/stub-catalog';
 
 const setup = createStubCatalog;
 
-/** The README's rule for one result: which kind it is, and that its structured content (if any) fits. */
+/** The documented rule for one result: which kind it is, and that its structured content (if any) fits. */
 function shape(name: string, result: CallToolResult): 'structured' | 'error with structure' | 'error as text' {
   const text = result.content[0];
   expect(text?.type === 'text' && text.text.length > 0).toBe(true);
@@ -75,9 +75,9 @@ it('answers a call the tool could not carry out with an isError result of text o
   expect(shape('run_command', await fresh.call('run_command', { command: 'ls' }))).toBe('error as text');
 });
 
-it('is what the README says', () => {
-  const readme = readFileSync(join(__dirname, '../../../README.md'), 'utf8').replace(/\s+/g, ' ');
-  expect(readme).toContain("A result without `isError` always has `structuredContent` matching the tool's `outputSchema`");
-  expect(readme).toContain('An `isError: true` result about a call the tool could not carry out has text only');
-  expect(readme).not.toMatch(/Every result has [^.]*`structuredContent`/);
+it('is what docs/protocol.md says', () => {
+  const doc = readFileSync(join(__dirname, '../../../docs/protocol.md'), 'utf8').replace(/\s+/g, ' ');
+  expect(doc).toContain("A result without `isError` always has `structuredContent` matching the tool's `outputSchema`");
+  expect(doc).toContain('An `isError: true` result about a call the tool could not carry out has text only');
+  expect(doc).not.toMatch(/Every result has [^.]*`structuredContent`/);
 });

@@ -100,7 +100,7 @@ export function createE2BSandboxProvider(options: E2BProviderOptions): SandboxPr
     // E2B keeps nothing an instance could record an ended session in: metadata is fixed at creation, and a
     // killed sandbox is listed nowhere. With E2B_STATE_DIR (storage every instance shares) ended sessions are
     // recorded there; without it an ended id is refused by the instance that ended it (legacy-lane.ts) and,
-    // replayed elsewhere, gets a fresh, empty sandbox, for the same credential only (README, Security notes).
+    // replayed elsewhere, gets a fresh, empty sandbox, for the same credential only (docs/security.md, "Ended means ended").
     // The store also deletes those whose time has passed, now and then, on a record or a lookup (FC freezes timers).
     recordEnded: async ({ sessionKey }: SandboxOwner, untilMs: number) => tombstones?.record(endedName(sessionKey), untilMs),
     hasEnded: async ({ sessionKey }: SandboxOwner, nowMs: number) => (await tombstones?.has(endedName(sessionKey), nowMs)) === true,
