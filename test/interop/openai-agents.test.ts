@@ -7,6 +7,7 @@
  */
 import { type CallToolResultContent, MCPServerStreamableHttp } from '@openai/agents-core';
 
+import { NEW_SANDBOX_NOTE } from '../../functions/mcp/protocol/sandbox-argument';
 import { INTEROP_TOKEN, loggedRequests, loggedToolCalls, MISSING_FILE, protocolsOf, SANDBOX_HANDLE, SERVER_TOOLS, startInteropServer } from '../support/interop';
 import { stopAllServers, type StartedServer } from '../support/server';
 
@@ -43,7 +44,8 @@ it('runs run_command: the content list carries structuredContent, in the 2026-07
   const result = await mcp.callTool('run_command', { command: 'echo hi' });
   expect(result.isError).toBeFalsy();
   expect(result.structuredContent).toMatchObject({ stdout: 'hi\n', exit_code: 0, sandbox: expect.stringMatching(SANDBOX_HANDLE) });
-  expect(textLines(result)).toEqual([`sandbox: ${handleOf(result)}`, 'Exit code 0.', 'stdout:', 'hi', '']);
+  // A first call carries no handle: its sandbox is new, and the text says so under the handle.
+  expect(textLines(result)).toEqual([`sandbox: ${handleOf(result)}`, NEW_SANDBOX_NOTE, 'Exit code 0.', 'stdout:', 'hi', '']);
   await loggedToolCalls(server, 1);
   // Everything it sent, from its first request on: server/discover, never initialize.
   const requests = loggedRequests(server);
@@ -70,4 +72,16 @@ it('returns a tool error with isError and the server’s message, not as a throw
   expect(result.isError).toBe(true);
   expect(result.structuredContent).toBeUndefined();
   expect(textLines(result)).toEqual([`sandbox: ${sandbox}`, expect.stringMatching(MISSING_FILE)]);
+});
+
+it('reads a file without the handle the write gave: the error says the call ran in a new, empty sandbox', async () => {
+  const written = await mcp.callTool('write_file', { path: 'kept.txt', content: 'kept\n' });
+  expect(written.isError).toBeFalsy();
+  const read = await mcp.callTool('read_file', { path: 'kept.txt' });
+  expect(read.isError).toBe(true);
+  const [handleLine, note, error] = textLines(read);
+  expect(handleLine).toMatch(/^sandbox: /);
+  expect(handleLine).not.toBe(`sandbox: ${handleOf(written)}`);
+  expect(note).toBe(NEW_SANDBOX_NOTE);
+  expect(error).toMatch(/^No such file or directory: \S*\/kept\.txt$/);
 });
