@@ -253,12 +253,19 @@ describe('the local code interpreter through the code-interpreter SDK', () => {
   it('takes SIGINT during an execution as KeyboardInterrupt, keeps the state, and ignores SIGINT while idle', async () => {
     const context = await sandbox.createCodeContext({ cwd: dir });
     const pid = Number((await sandbox.runCode('import os, time\nkept = "yes"\nos.getpid()', { context })).text);
-    const interrupted = await sandbox.runCode('print("sleeping", flush=True)\ntime.sleep(600)', {
-      context,
-      onStdout: (msg) => {
-        if (msg.line.includes('sleeping')) process.kill(pid, 'SIGINT');
-      },
-    });
+    // As a person presses Ctrl-C again: a SIGINT that lands just before time.sleep starts is taken only when the
+    // sleep returns (interpreter.ts, INTERRUPT_REPEAT_MS), so it is sent again while the execution runs.
+    let again: NodeJS.Timeout | undefined;
+    const interrupted = await sandbox
+      .runCode('print("sleeping", flush=True)\ntime.sleep(600)', {
+        context,
+        onStdout: (msg) => {
+          if (!msg.line.includes('sleeping')) return;
+          process.kill(pid, 'SIGINT');
+          again = setInterval(() => process.kill(pid, 'SIGINT'), 500);
+        },
+      })
+      .finally(() => clearInterval(again));
     expect(interrupted.error).toMatchObject({ name: 'KeyboardInterrupt', value: '' });
     expect(interrupted.error?.traceback).toContain('----> 2 time.sleep(600)');
     process.kill(pid, 'SIGINT');

@@ -29,6 +29,12 @@ const DEFAULT_CWD = '/home/user';
 const KEEPALIVE_MS = 5_000;
 /** Output can still be in the kernel's stdout pipe when its exit is reported. */
 const EXIT_GRACE_MS = 100;
+/**
+ * How often an interrupt is repeated while its execution still runs. A SIGINT that lands in the moment before a
+ * blocking call starts (between Python's last check for signals and the `time.sleep` it then enters) is taken
+ * only when that call returns, which for `time.sleep(600)` is ten minutes on: so the kernel is signalled again.
+ */
+const INTERRUPT_REPEAT_MS = 500;
 const MAX_BODY_BYTES = 64 * 1024 * 1024;
 /** The status E2B's server answers when Jupyter has no kernel for a language (it relays that as a failure). */
 const NO_KERNEL_STATUS = 500;
@@ -165,9 +171,19 @@ class Kernel {
     });
   }
 
-  /** SIGINT, as Jupyter interrupts a kernel; only while it runs something (the kernel ignores it otherwise anyway). */
+  /**
+   * SIGINT, as Jupyter interrupts a kernel; only while it runs something (the kernel ignores it otherwise anyway),
+   * and again every INTERRUPT_REPEAT_MS while that same execution runs.
+   */
   interrupt(): void {
-    if (this.run !== null && !this.exited) this.proc.kill('SIGINT');
+    const run = this.run;
+    if (run === null || this.exited) return;
+    this.proc.kill('SIGINT');
+    const again = setInterval(() => {
+      if (this.run === run && !this.exited) this.proc.kill('SIGINT');
+      else clearInterval(again);
+    }, INTERRUPT_REPEAT_MS);
+    again.unref();
   }
 
   /** Kills the process; its execution (if any) ends at once as aborted. */
