@@ -10,6 +10,6 @@ module.exports = {
   roots: ['<rootDir>/test/reliability'],
   testPathIgnorePatterns: ['/node_modules/'],
   testTimeout: 300_000,
-  // Two: load and floods are CPU-bound, and each judges the server under its own attack alone.
+  // Two, one a core: load and the floods are CPU-bound, unlike most of npm test.
   maxWorkers: 2,
 };
