@@ -7,7 +7,7 @@
  */
 import { type CallToolResult, createMCPClient, type MCPClient } from '@ai-sdk/mcp';
 
-import { INTEROP_TOKEN, loggedRequests, loggedToolCalls, MISSING_FILE, protocolsOf, SANDBOX_HANDLE, SERVER_TOOLS, startInteropServer } from '../support/interop';
+import { expectModernFromTheStart, INTEROP_TOKEN, loggedToolCalls, MISSING_FILE, SANDBOX_HANDLE, SERVER_TOOLS, startInteropServer } from '../support/interop';
 import { stopAllServers, type StartedServer } from '../support/server';
 
 /** A tools/call answer with content (CallToolResult also admits the 2024-era `toolResult` form). */
@@ -65,11 +65,7 @@ it('runs run_command and returns the CallToolResult with structuredContent, in t
   expect(result.isError).toBe(false);
   expect(result.structuredContent).toMatchObject({ stdout: 'hi\n', exit_code: 0, sandbox: expect.stringMatching(SANDBOX_HANDLE) });
   await loggedToolCalls(server, 1);
-  // Everything it sent, from its first request on: server/discover, never initialize.
-  const requests = loggedRequests(server);
-  expect(requests[0]?.mcp_method).toBe('server/discover');
-  expect(requests.map((r) => r.mcp_method)).not.toContain('initialize');
-  expect(protocolsOf(requests)).toEqual(['2026-07-28 (modern)']);
+  expectModernFromTheStart(server);
 });
 
 it('writes and reads back a file in one sandbox by carrying the handle the model is shown', async () => {

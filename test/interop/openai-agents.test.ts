@@ -8,7 +8,7 @@
 import { type CallToolResultContent, MCPServerStreamableHttp } from '@openai/agents-core';
 
 import { NEW_SANDBOX_NOTE } from '../../functions/mcp/protocol/sandbox-argument';
-import { INTEROP_TOKEN, loggedRequests, loggedToolCalls, MISSING_FILE, protocolsOf, SANDBOX_HANDLE, SERVER_TOOLS, startInteropServer } from '../support/interop';
+import { expectModernFromTheStart, INTEROP_TOKEN, loggedToolCalls, MISSING_FILE, SANDBOX_HANDLE, SERVER_TOOLS, startInteropServer } from '../support/interop';
 import { stopAllServers, type StartedServer } from '../support/server';
 
 let server: StartedServer;
@@ -47,11 +47,7 @@ it('runs run_command: the content list carries structuredContent, in the 2026-07
   // A first call carries no handle: its sandbox is new, and the text says so under the handle.
   expect(textLines(result)).toEqual([`sandbox: ${handleOf(result)}`, NEW_SANDBOX_NOTE, 'Exit code 0.', 'stdout:', 'hi', '']);
   await loggedToolCalls(server, 1);
-  // Everything it sent, from its first request on: server/discover, never initialize.
-  const requests = loggedRequests(server);
-  expect(requests[0]?.mcp_method).toBe('server/discover');
-  expect(requests.map((r) => r.mcp_method)).not.toContain('initialize');
-  expect(protocolsOf(requests)).toEqual(['2026-07-28 (modern)']);
+  expectModernFromTheStart(server);
 });
 
 it('writes and reads back a file in one sandbox by carrying the handle the model is shown', async () => {

@@ -53,3 +53,11 @@ export function loggedToolCalls(server: StartedServer, count: number): Promise<L
 export function protocolsOf(requests: readonly LoggedRequest[]): string[] {
   return [...new Set(requests.map((request) => `${request.protocol_version} (${request.era})`))];
 }
+
+/** That the client spoke 2026-07-28 from its first request on: `server/discover`, never `initialize`. */
+export function expectModernFromTheStart(server: StartedServer): void {
+  const requests = loggedRequests(server);
+  expect(requests[0]?.mcp_method).toBe('server/discover');
+  expect(requests.map((r) => r.mcp_method)).not.toContain('initialize');
+  expect(protocolsOf(requests)).toEqual(['2026-07-28 (modern)']);
+}
