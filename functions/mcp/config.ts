@@ -191,6 +191,7 @@ export interface Config {
 
 type Env = Record<string, string | undefined>;
 
+/** Request bodies are read up to this many bytes unless configured (MCP_MAX_BODY_BYTES). */
 const DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024;
 /** Time kept between the longest tool call and the function timeout: the answer, the kill, the network. */
 const FUNCTION_TIMEOUT_MARGIN_S = 10;

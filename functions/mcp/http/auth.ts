@@ -2,8 +2,9 @@
  * Bearer-token checks: the static tokens in constant time, then (with MCP_OAUTH_ISSUER) OAuth access tokens; and
  * the principal id that binds sessions to a credential.
  */
-import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 
+import { hashTag } from '../hash-tag';
 import type { FetchHandler } from './context';
 import type { OAuthCheck } from './oauth/token-verifier';
 import { toErrorResponse } from './refusals';
@@ -13,6 +14,8 @@ export type BearerCheck = { ok: true; principal: string } | { ok: false; reason:
 /** Checks an `Authorization` header against the configured tokens. */
 export interface BearerVerifier {
   check(authorization: string | null): BearerCheck;
+  /** The same for a token already taken from its header (bearerTokenOf). */
+  checkToken(token: string | undefined): BearerCheck;
 }
 
 /** The principal of an unauthenticated server (`MCP_AUTH=none`, or loopback without tokens). */
@@ -27,18 +30,16 @@ export function createBearerVerifier(tokens: readonly string[]): BearerVerifier 
   const key = randomBytes(32);
   const digest = (value: string): Buffer => createHmac('sha256', key).update(value).digest();
   const entries = tokens.map((token) => ({ digest: digest(token), principal: toPrincipal(token) }));
-  return {
-    check(authorization) {
-      const token = bearerTokenOf(authorization);
-      if (token === undefined) return { ok: false, reason: 'missing' };
-      const presented = digest(token);
-      let principal: string | undefined;
-      for (const entry of entries) {
-        if (timingSafeEqual(presented, entry.digest) && principal === undefined) principal = entry.principal;
-      }
-      return principal === undefined ? { ok: false, reason: 'invalid' } : { ok: true, principal };
-    },
+  const checkToken = (token: string | undefined): BearerCheck => {
+    if (token === undefined) return { ok: false, reason: 'missing' };
+    const presented = digest(token);
+    let principal: string | undefined;
+    for (const entry of entries) {
+      if (timingSafeEqual(presented, entry.digest) && principal === undefined) principal = entry.principal;
+    }
+    return principal === undefined ? { ok: false, reason: 'invalid' } : { ok: true, principal };
   };
+  return { check: (authorization) => checkToken(bearerTokenOf(authorization)), checkToken };
 }
 
 /** The token of an `Authorization: Bearer <token>` header. */
@@ -48,7 +49,7 @@ export function bearerTokenOf(authorization: string | null): string | undefined 
 
 /** A stable, non-reversible id for a credential: the same on every instance, never the token. */
 export function toPrincipal(token: string): string {
-  return createHash('sha256').update(`mcp-principal:${token}`).digest('hex').slice(0, 24);
+  return hashTag(`mcp-principal:${token}`, 24);
 }
 
 /** OAuth beside the static tokens (MCP_OAUTH_ISSUER): the verifier and the challenges that point at its metadata. */
@@ -74,7 +75,7 @@ export function withAuth(next: FetchHandler, verifier: BearerVerifier | undefine
     }
     const authorization = req.headers.get('authorization');
     const token = bearerTokenOf(authorization);
-    const result = verifier?.check(authorization) ?? { ok: false, reason: token === undefined ? 'missing' : 'invalid' };
+    const result = verifier?.checkToken(token) ?? { ok: false, reason: token === undefined ? 'missing' : 'invalid' };
     if (result.ok) {
       ctx.principal = result.principal;
       return next(req, ctx);

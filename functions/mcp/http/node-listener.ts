@@ -12,8 +12,8 @@ export interface NodeListenerOptions {
   requestIdHeader?: string;
   /** Called when serving a request fails; `clientGone` when the client went away first (not a server fault). */
   onError?: (err: unknown, clientGone: boolean) => void;
-  /** Request bodies are read up to this many bytes (MCP_MAX_BODY_BYTES); beyond it they are marked too large. @default 4 MiB */
-  maxBodyBytes?: number;
+  /** Request bodies are read up to this many bytes (MCP_MAX_BODY_BYTES); beyond it they are marked too large. */
+  maxBodyBytes: number;
   /** The client's address, for `ctx.peer` (client-address.ts). @default the socket's peer */
   clientOf?: (req: IncomingMessage) => string | undefined;
 }
@@ -30,8 +30,8 @@ export type NodeListener = (req: IncomingMessage, res: ServerResponse, body?: Re
  * `WeakRef`, which V8's minor GC treats as strong, so every request's objects would be promoted to the old
  * space (measured: more and longer GC pauses under load). The modern lane attaches the signal itself.
  */
-export function createNodeListener(handler: FetchHandler, options: NodeListenerOptions = {}): NodeListener {
-  const { requestIdHeader, onError, maxBodyBytes = DEFAULT_MAX_BODY_BYTES, clientOf = (req: IncomingMessage) => toAddress(req.socket.remoteAddress) } = options;
+export function createNodeListener(handler: FetchHandler, options: NodeListenerOptions): NodeListener {
+  const { requestIdHeader, onError, maxBodyBytes, clientOf = (req: IncomingMessage) => toAddress(req.socket.remoteAddress) } = options;
   return (req, res, preRead) => {
     const abort = new AbortController();
     res.on('close', () => {
@@ -99,9 +99,6 @@ export function createNodeListener(handler: FetchHandler, options: NodeListenerO
       });
   };
 }
-
-/** Request bodies are read up to this many bytes unless configured (MCP_MAX_BODY_BYTES). */
-const DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024;
 
 /** The platform's request id from `header` when it looks like one, else a random one. */
 export function requestIdOf(req: IncomingMessage, header: string | undefined): string {

@@ -16,11 +16,12 @@
  * Per-session files of earlier versions (`.ended/<name>`, holding the until time) are still honoured, and a sweep
  * turns them into records. What cannot be read holds: refusing a session too long is safe, reviving one is not.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { appendFile, mkdir, open, readdir, readFile, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 
 import { toErrnoCode } from '../errors';
+import { hashTag } from '../hash-tag';
 import { TombstoneIndex } from './tombstone-index';
 
 const HOUR_MS = 3_600_000;
@@ -266,7 +267,7 @@ function parseRecordFile(name: string): RecordFile | undefined {
 
 /** The name hashed, as records keep it. */
 function toHash(name: string): string {
-  return createHash('sha256').update(name).digest('hex').slice(0, 32);
+  return hashTag(name, 32);
 }
 
 /** The index's key of a hash: its first 52 bits. */

@@ -5,7 +5,9 @@
  * issued to. Session ids carry 128 random bits and a 132-bit HMAC; sandbox handles, which a model copies from
  * result to call, are shorter (96 and 96 bits, 40 characters), still far beyond guessing.
  */
-import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+
+import { hashTag } from '../hash-tag';
 
 /** What a signed id is for; ids of one purpose are never valid as the other. */
 export type SignedIdPurpose = 'session' | 'sandbox';
@@ -53,7 +55,7 @@ export function createSignedIdCodec(secret: string, maxAgeMs: number): SignedIdC
 
 /** A short, non-reversible tag of a session id for logs and metrics; never the id itself. */
 export function toSessionTag(id: string): string {
-  return createHash('sha256').update(`mcp-session:${id}`).digest('hex').slice(0, 12);
+  return hashTag(`mcp-session:${id}`, 12);
 }
 
 /** When a signed id says it was issued, in ms since the epoch (not checked: verify the id first), or `undefined`. */

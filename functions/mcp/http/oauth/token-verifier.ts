@@ -9,10 +9,9 @@
  * for it (introspection.ts), and refused otherwise. The verified subject (`iss` + `sub`)
  * becomes the principal that sessions and sandboxes belong to, so a refreshed token goes on with the same sessions.
  */
-import { createHash } from 'node:crypto';
-
 import type { OAuthConfig } from '../../config-oauth';
 import { describeError } from '../../errors';
+import { hashTag } from '../../hash-tag';
 import { type ClaimsCheck, createIntrospector } from './introspection';
 import { fetchIssuerMetadata, type IssuerMetadata } from './issuer-metadata';
 import { loadJose } from './jose-modules';
@@ -68,7 +67,7 @@ const FETCH_TIMEOUT_MS = 5_000;
 
 /** A stable, non-reversible principal for an OAuth subject, distinct from every static token's (auth.ts toPrincipal). */
 export function toSubjectPrincipal(issuer: string, subject: string): string {
-  return `oauth-${createHash('sha256').update(`mcp-principal-oauth:${issuer}\n${subject}`).digest('hex').slice(0, 24)}`;
+  return `oauth-${hashTag(`mcp-principal-oauth:${issuer}\n${subject}`, 24)}`;
 }
 
 export function createOAuthVerifier(config: OAuthConfig, options: OAuthVerifierOptions = {}): OAuthVerifier {

@@ -1,9 +1,8 @@
 /** The E2B backend: sandboxes on E2B's cloud or on Alibaba Cloud's E2B-compatible service. */
-import { createHash } from 'node:crypto';
-
 import { type Clock, SYSTEM_CLOCK } from '../../clock';
 import type { E2BConfig } from '../../config';
 import { AppError } from '../../errors';
+import { hashTag } from '../../hash-tag';
 import type { Logger } from '../../log';
 import { SERVER_INFO } from '../../version';
 import { createTombstoneStore } from '../tombstones';
@@ -34,7 +33,7 @@ export interface E2BProviderOptions {
 
 /** A stable, non-reversible tag for metadata (E2B metadata is visible to anyone with the API key). */
 function toTag(value: string): string {
-  return createHash('sha256').update(value).digest('hex').slice(0, 24);
+  return hashTag(value, 24);
 }
 
 /** An ended session's record name under E2B_STATE_DIR: its key hashed, as its metadata tag is. */

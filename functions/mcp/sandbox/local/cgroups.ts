@@ -9,12 +9,12 @@
  * wrapper writes its pid to their `cgroup.procs`); a child goes once its sandbox ended and nothing runs in it,
  * and the parent goes with its last child. Children left empty by an earlier server go at start-up.
  */
-import { createHash } from 'node:crypto';
 import { constants } from 'node:fs';
 import { mkdir, open, readdir, readFile, rmdir } from 'node:fs/promises';
 import { join } from 'node:path';
 
 import { describeError, toErrnoCode } from '../../errors';
+import { hashTag } from '../../hash-tag';
 
 export type CgroupController = 'memory' | 'pids' | 'cpu';
 export type CgroupVersion = 1 | 2;
@@ -114,7 +114,7 @@ export class SandboxCgroups {
 
 /** The parent group's name for a LOCAL_SANDBOX_ROOT: servers with other roots (jest workers) never share one. */
 export function parentGroupName(root: string): string {
-  return `mcp-sandboxes-${createHash('sha256').update(root).digest('hex').slice(0, 12)}`;
+  return `mcp-sandboxes-${hashTag(root, 12)}`;
 }
 
 export interface ProbeCgroupsOptions {

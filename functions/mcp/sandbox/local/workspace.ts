@@ -2,12 +2,12 @@
  * A session's workspace on the host, and the confinement of every path a tool names to it.
  * The sandbox sees `home` as its working directory (`/home/user` under bubblewrap).
  */
-import { createHash } from 'node:crypto';
 import { constants } from 'node:fs';
 import { lstat, mkdir, open, realpath, rm } from 'node:fs/promises';
 import { dirname, isAbsolute, join, posix, relative, sep } from 'node:path';
 
 import { AppError, toErrnoCode } from '../../errors';
+import { hashTag } from '../../hash-tag';
 import type { Logger } from '../../log';
 import { releaseUid, workspaceUid } from './sandbox-users';
 import { openWorkspaceDisk, removeWorkspaceDisk, type WorkspaceDisk } from './workspace-disk';
@@ -35,7 +35,7 @@ export const BWRAP_WORKDIR = '/home/user';
 
 /** A directory name for a session that does not reveal the session id. */
 export function toWorkspaceName(sessionKey: string): string {
-  return `mcp-sandbox-${createHash('sha256').update(sessionKey).digest('hex').slice(0, 32)}`;
+  return `mcp-sandbox-${hashTag(sessionKey, 32)}`;
 }
 
 export interface CreateWorkspaceOptions {
