@@ -66,3 +66,13 @@ export class BoundedLineReader {
     this.options.onLine(line);
   }
 }
+
+/** A line read as a JSON object, or `undefined` for anything else (sandbox code writes these lines too). */
+export function jsonObjectOf(line: string): Record<string, unknown> | undefined {
+  try {
+    const value: unknown = JSON.parse(line);
+    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}

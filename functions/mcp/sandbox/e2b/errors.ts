@@ -30,15 +30,18 @@ export function redact(text: string, apiKey: string | undefined): string {
   return out.length > 300 ? `${out.slice(0, 300)}…` : out;
 }
 
-/** True for errors that mean the network path to E2B failed (DNS, refused, reset, fetch failure). */
-export function isNetworkError(err: unknown): boolean {
+/** Whether `err` or one of its causes (four deep: fetch wraps the socket's error) is what `is` looks for. */
+export function someCause(err: unknown, is: (e: unknown) => boolean): boolean {
   for (let e: unknown = err, depth = 0; e !== undefined && e !== null && depth < 4; depth += 1) {
-    const code = toErrnoCode(e);
-    if (code !== undefined && NETWORK_CODES.has(code)) return true;
-    if (e instanceof TypeError && /fetch failed|network/i.test(e.message)) return true;
+    if (is(e)) return true;
     e = typeof e === 'object' && 'cause' in e ? e.cause : undefined;
   }
   return false;
+}
+
+/** True for errors that mean the network path to E2B failed (DNS, refused, reset, fetch failure). */
+export function isNetworkError(err: unknown): boolean {
+  return someCause(err, (e) => NETWORK_CODES.has(toErrnoCode(e) ?? '') || (e instanceof TypeError && /fetch failed|network/i.test(e.message)));
 }
 
 /** A fetch aborted by its timeout (DOMException TimeoutError / AbortError), in any realm. */

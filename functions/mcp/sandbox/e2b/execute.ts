@@ -6,10 +6,12 @@
  * the bounded reader the local kernel's channel uses (bounded-lines.ts), handing each output line and result on
  * as it comes: nothing of an execution is kept here, and a line too long to hold is skipped and counted.
  */
-import { BoundedLineReader } from '../bounded-lines';
+import { toErrnoCode } from '../../errors';
+import { BoundedLineReader, jsonObjectOf } from '../bounded-lines';
 import { MAX_CODE_RESULT_BYTES } from '../code-results';
 import { readStreamAtMost } from '../read-limit';
 import type { CodeError } from '../types';
+import { someCause } from './errors';
 
 /** The SDK's error classes an execution's failures are made of. */
 export type ExecuteErrors = Pick<typeof import('e2b'), 'TimeoutError' | 'NotFoundError' | 'SandboxError'>;
@@ -106,7 +108,7 @@ async function readAnswer(body: ReadableStream<Uint8Array>, opts: ExecuteOptions
   const lines = new BoundedLineReader({
     limitBytes: () => MAX_EXECUTE_LINE_BYTES,
     onLine: (line) => {
-      const message = parse(line);
+      const message = jsonObjectOf(line);
       switch (message?.type) {
         case 'stdout':
           if (typeof message.text === 'string') opts.onStdout?.(message.text);
@@ -131,15 +133,6 @@ async function readAnswer(body: ReadableStream<Uint8Array>, opts: ExecuteOptions
   return error === undefined ? {} : { error };
 }
 
-function parse(line: string): Record<string, unknown> | undefined {
-  try {
-    const value: unknown = JSON.parse(line);
-    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 const stringOf = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
 
 /** The SDK's errors for an answer that is not 200 (its `extractError`); the body is read at most 4 KiB. */
@@ -151,12 +144,6 @@ async function statusError(res: Response, errors: ExecuteErrors): Promise<Error 
   return new errors.SandboxError(`${res.status} ${res.statusText}`);
 }
 
-/** A connection the sandbox's side closed (what the SDK checks before asking whether the sandbox still runs). */
-function isConnectionClosed(err: unknown): boolean {
-  for (let e: unknown = err, depth = 0; typeof e === 'object' && e !== null && depth < 4; depth += 1) {
-    const code = (e as { code?: unknown }).code;
-    if (code === 'ECONNRESET' || code === 'EPIPE' || code === 'UND_ERR_SOCKET') return true;
-    e = (e as { cause?: unknown }).cause;
-  }
-  return false;
-}
+/** What a connection the sandbox's side closed throws (the SDK's check before it asks whether the sandbox still runs). */
+const CONNECTION_CLOSED_CODES = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET']);
+const isConnectionClosed = (err: unknown): boolean => someCause(err, (e) => CONNECTION_CLOSED_CODES.has(toErrnoCode(e) ?? ''));

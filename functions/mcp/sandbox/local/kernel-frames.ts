@@ -3,7 +3,7 @@
  * runs the user's code, which can write to fd 3 too, so the lines are read bounded (bounded-lines.ts): a line
  * over the limit the reader asks for is skipped without being kept, and reported as dropped.
  */
-import { BoundedLineReader } from '../bounded-lines';
+import { BoundedLineReader, jsonObjectOf } from '../bounded-lines';
 import type { CodeError } from '../types';
 
 /** What kernel.py sends. */
@@ -42,15 +42,8 @@ export class KernelFrameReader {
 }
 
 function toFrame(line: string): KernelFrame | undefined {
-  let value: unknown;
-  try {
-    value = JSON.parse(line);
-  } catch {
-    return undefined;
-  }
-  if (typeof value !== 'object' || value === null) return undefined;
-  const frame = value as Record<string, unknown>;
-  switch (frame.t) {
+  const frame = jsonObjectOf(line);
+  switch (frame?.t) {
     case 'ready':
       return { t: 'ready' };
     case 'result':
