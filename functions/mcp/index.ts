@@ -100,8 +100,13 @@ function main(): void {
       });
   };
 
-  // On FC every connection is the platform's own (pooled, idle between requests): no first-request deadline.
-  const connectionLimits = { maxConnections: config.maxConnections, maxPerPeer: config.maxConnectionsPerPeer, firstRequestMs: config.onFc ? 0 : undefined };
+  // On FC every connection is the platform's own (pooled, idle between requests): no first-request or idle deadline.
+  const connectionLimits = {
+    maxConnections: config.maxConnections,
+    maxPerPeer: config.maxConnectionsPerPeer,
+    firstRequestMs: config.onFc ? 0 : undefined,
+    keepAliveMs: config.onFc ? 0 : undefined,
+  };
   const server = createServer(serverTimeouts(connectionLimits));
   // The caps sit in front of both the early path and the core: a connection over one is answered 503 on either.
   const clients = createClientAddresses({ trustedProxies: config.trustedProxies, socketPeerIsClient: !config.onFc });
@@ -110,10 +115,7 @@ function main(): void {
   server.on('connect', (_req, socket: Socket) => {
     socket.end('HTTP/1.1 405 Method Not Allowed\r\nAllow: GET, POST, DELETE, OPTIONS\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
   });
-  if (config.onFc) {
-    server.keepAliveTimeout = 0;
-    server.timeout = 0;
-  }
+  if (config.onFc) server.timeout = 0;
   server.on('error', (err: NodeJS.ErrnoException) => {
     process.stderr.write(`Cannot listen on ${config.host}:${config.port}: ${err.code ?? err.message}. Set PORT or HOST.\n`);
     process.exitCode = 1;

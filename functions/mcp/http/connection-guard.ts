@@ -35,6 +35,8 @@ export interface ConnectionLimits {
   readonly headersMs?: number;
   /** A request (headers and body, not the answer) must arrive within this. @default 30 s */
   readonly requestMs?: number;
+  /** An idle keep-alive connection is closed after this (0: never). @default 75 s */
+  readonly keepAliveMs?: number;
   /** Connections over a cap held at once to be answered 503; beyond, a new one is closed at once. @default 256 */
   readonly maxRefusing?: number;
   /** A connection over a cap is closed this long after it opened, answered or not, in milliseconds. @default 5 s */
@@ -57,6 +59,15 @@ const REFUSAL_RETRY_AFTER_S = 1;
 /** Dropped connections (past the hard ceiling) are logged at most this often, as a count. */
 const DROP_LOG_INTERVAL_MS = 10_000;
 
+/**
+ * How long an idle keep-alive connection stays open, unless configured. Clients close their idle pooled
+ * connections after a few seconds (undici 4 s, or the server's `Keep-Alive` hint less 2 s; httpx 5 s): a server
+ * that closes first, as Node's own 5 s does, races a client reusing the socket at that instant, and the client's
+ * POST fails as "other side closed". Well above the clients' windows, the client always closes first. Idle
+ * connections still count against the caps.
+ */
+export const DEFAULT_KEEP_ALIVE_MS = 75_000;
+
 /** The options for `http.createServer` that bound how long a request may take to arrive. */
 export function serverTimeouts(limits: ConnectionLimits): { headersTimeout: number; requestTimeout: number; connectionsCheckingInterval: number } {
   return { headersTimeout: limits.headersMs ?? 10_000, requestTimeout: limits.requestMs ?? 30_000, connectionsCheckingInterval: 1_000 };
@@ -68,6 +79,7 @@ export function guardConnections(server: Server, { limits, clients, logger, serv
   const { maxRefusing = DEFAULT_MAX_REFUSING, refusalHoldMs = 5_000, firstRequestMs = 10_000 } = limits;
   // Past the hard ceiling Node itself closes a new connection before any event ('drop').
   server.maxConnections = maxConnections + maxRefusing;
+  server.keepAliveTimeout = limits.keepAliveMs ?? DEFAULT_KEEP_ALIVE_MS;
   let served = 0;
   let refusing = 0;
   const perPeer = new Map<string, number>();

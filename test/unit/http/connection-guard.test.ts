@@ -8,7 +8,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 
 import { createClientAddresses } from '../../../functions/mcp/http/client-address';
-import { type ConnectionLimits, guardConnections } from '../../../functions/mcp/http/connection-guard';
+import { type ConnectionLimits, DEFAULT_KEEP_ALIVE_MS, guardConnections } from '../../../functions/mcp/http/connection-guard';
 import type { LogFields, Logger } from '../../../functions/mcp/log';
 import { openFrom, type RawConnection } from '../../support/tcp';
 
@@ -95,6 +95,23 @@ it('answers every connection from one address past MCP_MAX_CONNECTIONS_PER_PEER 
   // The served ones stay open (keep-alive) and go on being served.
   served[0]?.socket.write(post());
   await until(() => (served[0]?.received().match(/HTTP\/1\.1 200/g) ?? []).length === 2);
+});
+
+it('keeps an idle served connection open well past the clients\' own idle windows, and says so in Keep-Alive', async () => {
+  const g = await startGuarded({ maxConnections: 8, maxPerPeer: 0 });
+  const [conn] = await openAll(g.port, 1);
+  conn?.socket.write(post());
+  await until(() => (conn === undefined ? false : hasHead(conn)));
+  expect(conn?.received().toLowerCase()).toContain(`\r\nkeep-alive: timeout=${DEFAULT_KEEP_ALIVE_MS / 1000}\r\n`);
+  expect(DEFAULT_KEEP_ALIVE_MS).toBeGreaterThanOrEqual(60_000);
+});
+
+it('sends no idle deadline with keepAliveMs 0 (on FC the platform owns the connections)', async () => {
+  const g = await startGuarded({ maxConnections: 8, maxPerPeer: 0, keepAliveMs: 0 });
+  const [conn] = await openAll(g.port, 1);
+  conn?.socket.write(post());
+  await until(() => (conn === undefined ? false : hasHead(conn)));
+  expect(conn?.received().toLowerCase()).not.toContain('keep-alive: timeout=');
 });
 
 it('answers every connection past MCP_MAX_CONNECTIONS 503, whatever its address', async () => {
