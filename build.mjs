@@ -31,15 +31,34 @@ export const ENTRY_POINTS = {
  */
 const DEFERRED_MODULES = [
   // The E2B SDK (~500 KB): only the E2B backend needs it, at its first sandbox.
-  { file: 'functions/mcp/sandbox/e2b/sdk-modules.ts', loader: 'loadE2BModules', name: 'e2b-sdk.js', compress: 'brotli' },
+  {
+    file: 'functions/mcp/sandbox/e2b/sdk-modules.ts',
+    loader: 'loadE2BModules',
+    name: 'e2b-sdk.js',
+    compress: 'brotli',
+  },
   // jose (~60 KB): only a server with MCP_OAUTH_ISSUER needs it, at its first OAuth access token.
   { file: 'functions/mcp/http/oauth/jose-modules.ts', loader: 'loadJose', name: 'jose.js', compress: 'brotli' },
   // The HTTP entry's core (SDK, zod, tools, sandboxes; ~0.7 MB): loaded once a client goes past its handshake.
-  { file: 'functions/mcp/core-modules.ts', loader: 'loadCore', name: 'mcp-core.js', compress: 'deflate', codeCache: true },
+  {
+    file: 'functions/mcp/core-modules.ts',
+    loader: 'loadCore',
+    name: 'mcp-core.js',
+    compress: 'deflate',
+    codeCache: true,
+  },
 ];
 
 /** `.py` files (the local sandbox's Python programs) are imported as their text. */
-const COMMON = { bundle: true, platform: 'node', target: 'node20.10', format: 'cjs', minify: true, legalComments: 'none', loader: { '.py': 'text' } };
+const COMMON = {
+  bundle: true,
+  platform: 'node',
+  target: 'node20.10',
+  format: 'cjs',
+  minify: true,
+  legalComments: 'none',
+  loader: { '.py': 'text' },
+};
 
 /**
  * Source maps: each bundle and each deferred chunk gets a `.map` beside it (index.js.map, mcp-core.js.map, …),
@@ -61,10 +80,19 @@ async function deferredModulePlugins(common) {
   const maps = [];
   const cached = [];
   for (const deferred of DEFERRED_MODULES) {
-    const chunk = await esbuild({ ...common, ...SOURCE_MAPS, entryPoints: [deferred.file], outfile: join(MAP_HOME, deferred.name), write: false, logLevel: 'silent', plugins: [...plugins] });
+    const chunk = await esbuild({
+      ...common,
+      ...SOURCE_MAPS,
+      entryPoints: [deferred.file],
+      outfile: join(MAP_HOME, deferred.name),
+      write: false,
+      logLevel: 'silent',
+      plugins: [...plugins],
+    });
     maps.push({ file: `${deferred.name}.map`, text: outputText(chunk, '.map') });
     plugins.push(deferredModulePlugin(deferred, outputText(chunk, '.js')));
-    if (deferred.codeCache === true) cached.push({ name: deferred.name, prefix: codeCachePrefix(deferred.name, outputText(chunk, '.js')) });
+    if (deferred.codeCache === true)
+      cached.push({ name: deferred.name, prefix: codeCachePrefix(deferred.name, outputText(chunk, '.js')) });
   }
   return { plugins, maps, cached };
 }
@@ -81,12 +109,15 @@ const NO_AJV = {
   name: 'no-ajv',
   setup(build) {
     build.onLoad({ filter: /[\\/]@modelcontextprotocol[\\/]server[\\/]dist[\\/]ajvProvider-[\w-]+\.mjs$/ }, (args) => {
-      const exported = /export \{([^}]*)\};\s*(?:\/\/# sourceMappingURL=\S*\s*)?$/.exec(readFileSync(args.path, 'utf8'));
+      const exported = /export \{([^}]*)\};\s*(?:\/\/# sourceMappingURL=\S*\s*)?$/.exec(
+        readFileSync(args.path, 'utf8'),
+      );
       if (exported === null) throw new Error(`${args.path}: no export list found; update NO_AJV in build.mjs`);
       const standIns = { AjvJsonSchemaValidator: 'NoJsonSchemaValidator', addFormats: 'refuse', Ajv: 'NoEngine' };
       const exports = exported[1].split(',').map((entry) => {
         const [local, name] = entry.trim().split(/\s+as\s+/);
-        if (!Object.hasOwn(standIns, local)) throw new Error(`${args.path} exports ${local}; update NO_AJV in build.mjs`);
+        if (!Object.hasOwn(standIns, local))
+          throw new Error(`${args.path} exports ${local}; update NO_AJV in build.mjs`);
         return `${standIns[local]} as ${name ?? local}`;
       });
       return {
@@ -124,19 +155,31 @@ export { ${exports.join(', ')} };`,
 const SPEC_SCHEMAS_ON_USE = {
   name: 'spec-schemas-on-use',
   setup(build) {
-    build.onLoad({ filter: /[\\/]@modelcontextprotocol[\\/]core[\\/]dist[\\/](?:schemas|auth)-[\w-]+\.mjs$/ }, (args) => ({
-      loader: 'js',
-      contents: markConstantsPure(args.path, readFileSync(args.path, 'utf8')),
-    }));
+    build.onLoad(
+      { filter: /[\\/]@modelcontextprotocol[\\/]core[\\/]dist[\\/](?:schemas|auth)-[\w-]+\.mjs$/ },
+      (args) => ({
+        loader: 'js',
+        contents: markConstantsPure(args.path, readFileSync(args.path, 'utf8')),
+      }),
+    );
     build.onLoad({ filter: /[\\/]@modelcontextprotocol[\\/]server[\\/]dist[\\/]src-[\w-]+\.mjs$/ }, (args) => {
       let text = readFileSync(args.path, 'utf8');
       const rewrites = [
-        ['for (const key of SPEC_SCHEMA_KEYS) register(key, schemas_exports[key]);\nfor (const [key, schema] of Object.entries(authSchemas)) register(key, schema);\n', ''],
-        ['const specTypeSchemas = Object.freeze(_specTypeSchemas);', `const specTypeSchemas = ${TABLE_STAND_IN('specTypeSchemas')};`],
+        [
+          'for (const key of SPEC_SCHEMA_KEYS) register(key, schemas_exports[key]);\nfor (const [key, schema] of Object.entries(authSchemas)) register(key, schema);\n',
+          '',
+        ],
+        [
+          'const specTypeSchemas = Object.freeze(_specTypeSchemas);',
+          `const specTypeSchemas = ${TABLE_STAND_IN('specTypeSchemas')};`,
+        ],
         ['const isSpecType = Object.freeze(_isSpecType);', `const isSpecType = ${TABLE_STAND_IN('isSpecType')};`],
       ];
       for (const [from, to] of rewrites) {
-        if (text.split(from).length !== 2) throw new Error(`${args.path}: expected once: ${from.split('\n')[0]}; update SPEC_SCHEMAS_ON_USE in build.mjs`);
+        if (text.split(from).length !== 2)
+          throw new Error(
+            `${args.path}: expected once: ${from.split('\n')[0]}; update SPEC_SCHEMAS_ON_USE in build.mjs`,
+          );
         text = text.replace(from, to);
       }
       return { loader: 'js', contents: text };
@@ -160,13 +203,17 @@ function markConstantsPure(path, text) {
     const line = lines[i];
     const declaration = /^const ([\w$]+) = (.*)$/.exec(line);
     if (declaration === null) {
-      if (!/^(?:$|import |export |\/\/|\/\*|\*|[ \t])/.test(line)) throw new Error(`${path}:${i + 1}: unexpected top-level line; update SPEC_SCHEMAS_ON_USE in build.mjs`);
+      if (!/^(?:$|import |export |\/\/|\/\*|\*|[ \t])/.test(line))
+        throw new Error(`${path}:${i + 1}: unexpected top-level line; update SPEC_SCHEMAS_ON_USE in build.mjs`);
       out.push(line);
       continue;
     }
     let end = i;
     while (end + 1 < lines.length && /^(?:[ \t]|[}\])])/.test(lines[end + 1])) end += 1;
-    if (!lines[end].endsWith(';')) throw new Error(`${path}:${end + 1}: a declaration that does not end with ';'; update SPEC_SCHEMAS_ON_USE in build.mjs`);
+    if (!lines[end].endsWith(';'))
+      throw new Error(
+        `${path}:${end + 1}: a declaration that does not end with ';'; update SPEC_SCHEMAS_ON_USE in build.mjs`,
+      );
     const statement = lines.slice(i, end + 1);
     if (!/^(?:"[^"]*"|\d+);$/.test(declaration[2])) {
       statement[0] = `const ${declaration[1]} = /* @__PURE__ */ (() => (${declaration[2]}`;
@@ -264,7 +311,13 @@ exports.codeCacheState = function () {
 }
 
 /** Brotli at its best for text of `size` bytes (quality 11, told the size). */
-const BROTLI_BEST = (size) => ({ params: { [zlibConstants.BROTLI_PARAM_MODE]: zlibConstants.BROTLI_MODE_TEXT, [zlibConstants.BROTLI_PARAM_QUALITY]: 11, [zlibConstants.BROTLI_PARAM_SIZE_HINT]: size } });
+const BROTLI_BEST = (size) => ({
+  params: {
+    [zlibConstants.BROTLI_PARAM_MODE]: zlibConstants.BROTLI_MODE_TEXT,
+    [zlibConstants.BROTLI_PARAM_QUALITY]: 11,
+    [zlibConstants.BROTLI_PARAM_SIZE_HINT]: size,
+  },
+});
 
 /**
  * Writes the code cache of each `codeCache` chunk for each Node in `nodes` (paths of node binaries) into `outdir`.
@@ -276,20 +329,43 @@ const BROTLI_BEST = (size) => ({ params: { [zlibConstants.BROTLI_PARAM_MODE]: zl
 function writeCodeCaches(chunks, outdir, nodes) {
   // Caches of earlier builds would never be read again (their chunk hash differs): remove them.
   for (const file of readdirSync(outdir)) {
-    if (chunks.some((chunk) => file.startsWith(`${chunk.name}.`) && file.endsWith('.cache'))) rmSync(join(outdir, file));
+    if (chunks.some((chunk) => file.startsWith(`${chunk.name}.`) && file.endsWith('.cache')))
+      rmSync(join(outdir, file));
   }
   if (chunks.length === 0 || nodes.length === 0) return;
   const scratch = mkdtempSync(join(tmpdir(), 'code-cache-'));
   try {
     const sandboxRoot = join(scratch, 'sandboxes');
     mkdirSync(sandboxRoot, { mode: 0o711 });
-    const env = { PATH: process.env.PATH ?? '', HOME: scratch, HOST: '127.0.0.1', MCP_AUTH: 'none', LOG_LEVEL: 'error', LOCAL_SANDBOX_ROOT: sandboxRoot, LOCAL_SANDBOX_DISK_MB: '0' };
-    const args = [resolve(outdir, 'index.js'), resolve(outdir), ...chunks.flatMap((chunk) => [chunk.name, chunk.prefix])];
+    const env = {
+      PATH: process.env.PATH ?? '',
+      HOME: scratch,
+      HOST: '127.0.0.1',
+      MCP_AUTH: 'none',
+      LOG_LEVEL: 'error',
+      LOCAL_SANDBOX_ROOT: sandboxRoot,
+      LOCAL_SANDBOX_DISK_MB: '0',
+    };
+    const args = [
+      resolve(outdir, 'index.js'),
+      resolve(outdir),
+      ...chunks.flatMap((chunk) => [chunk.name, chunk.prefix]),
+    ];
     for (const node of nodes) {
       try {
-        execFileSync(node, ['-e', CODE_CACHE_MAKER, ...args], { stdio: ['ignore', 'ignore', 'pipe'], env, timeout: 60_000 });
+        execFileSync(node, ['-e', CODE_CACHE_MAKER, ...args], {
+          stdio: ['ignore', 'ignore', 'pipe'],
+          env,
+          timeout: 60_000,
+        });
       } catch (err) {
-        process.stderr.write(`build.mjs: no code cache for ${node}: ${String(err.stderr ?? err.message).trim().split('\n').slice(-3).join(' ')}\n`);
+        process.stderr.write(
+          `build.mjs: no code cache for ${node}: ${String(err.stderr ?? err.message)
+            .trim()
+            .split('\n')
+            .slice(-3)
+            .join(' ')}\n`,
+        );
       }
     }
   } finally {
@@ -368,10 +444,20 @@ async function toolListDefine(common) {
     write: false,
     logLevel: 'silent',
     plugins: [NO_AJV, SPEC_SCHEMAS_ON_USE],
-    stdin: { contents: TOOL_LIST_PRINTER, resolveDir: fileURLToPath(new URL('.', import.meta.url)), loader: 'ts', sourcefile: 'tool-list.ts' },
+    stdin: {
+      contents: TOOL_LIST_PRINTER,
+      resolveDir: fileURLToPath(new URL('.', import.meta.url)),
+      loader: 'ts',
+      sourcefile: 'tool-list.ts',
+    },
   });
-  const json = execFileSync(process.execPath, ['-'], { input: program.outputFiles[0].text, encoding: 'utf8', timeout: 60_000 });
-  if (!Array.isArray(JSON.parse(json))) throw new Error(`build.mjs: the tool list is not an array: ${json.slice(0, 200)}`);
+  const json = execFileSync(process.execPath, ['-'], {
+    input: program.outputFiles[0].text,
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+  if (!Array.isArray(JSON.parse(json)))
+    throw new Error(`build.mjs: the tool list is not an array: ${json.slice(0, 200)}`);
   return { __TOOL_LIST_JSON__: JSON.stringify(json) };
 }
 
@@ -385,7 +471,13 @@ process.stdout.write(JSON.stringify(describeTools(TOOLS)), () => process.exit(0)
  * `codeCacheNodes`: the node binaries to make the core's code cache for (CODE_CACHE), `[]` for none; the deploy
  * adds the Node of FC's runtime (20.10.0).
  */
-export async function build({ outdir = 'dist', metafile = false, logLevel = 'warning', minify = true, codeCacheNodes = [process.execPath] } = {}) {
+export async function build({
+  outdir = 'dist',
+  metafile = false,
+  logLevel = 'warning',
+  minify = true,
+  codeCacheNodes = [process.execPath],
+} = {}) {
   const common = { ...COMMON, minify, define: await toolListDefine({ ...COMMON, minify }) };
   const { plugins, maps, cached } = await deferredModulePlugins(common);
   const result = await esbuild({
@@ -400,7 +492,8 @@ export async function build({ outdir = 'dist', metafile = false, logLevel = 'war
     plugins,
   });
   mkdirSync(outdir, { recursive: true });
-  for (const output of result.outputFiles) writeFileSync(output.path, output.path.endsWith('.map') ? rebaseSources(output) : output.contents);
+  for (const output of result.outputFiles)
+    writeFileSync(output.path, output.path.endsWith('.map') ? rebaseSources(output) : output.contents);
   for (const map of maps) writeFileSync(join(outdir, map.file), map.text);
   writeCodeCaches(cached, outdir, codeCacheNodes);
   return result;
@@ -409,7 +502,13 @@ export async function build({ outdir = 'dist', metafile = false, logLevel = 'war
 /** A map of `outdir` with its `sources` made relative to dist/ (SOURCE_MAPS); esbuild's own (`<define:…>`) kept. */
 function rebaseSources(output) {
   const map = JSON.parse(output.text);
-  const sources = map.sources.map((source) => (source.startsWith('<') ? source : relative(MAP_HOME, resolve(dirname(output.path), source)).split(sep).join('/')));
+  const sources = map.sources.map((source) =>
+    source.startsWith('<')
+      ? source
+      : relative(MAP_HOME, resolve(dirname(output.path), source))
+          .split(sep)
+          .join('/'),
+  );
   return JSON.stringify({ ...map, sources });
 }
 

@@ -3,7 +3,10 @@
  * TypeScript through SWC; e2e suites start the built bundle (npm test builds it first). What is slow by nature
  * (load, real-time faults, the large fuzz) is jest.reliability.config.js (`npm run test:reliability`).
  */
-const swc = ['@swc/jest', { jsc: { target: 'es2022', parser: { syntax: 'typescript' } }, module: { type: 'commonjs' } }];
+const swc = [
+  '@swc/jest',
+  { jsc: { target: 'es2022', parser: { syntax: 'typescript' } }, module: { type: 'commonjs' } },
+];
 // ESM-only packages that CommonJS code under test requires: the E2B SDK's chalk, and jose (the bundle gets them through
 // esbuild); the AI SDK's MCP client and what it imports (test/interop/ai-sdk.test.ts).
 const ESM_ONLY = ['chalk', 'jose', '@ai-sdk', '@workflow/serde'];
@@ -17,7 +20,10 @@ module.exports = {
     '^.+\\.ts$': swc,
     // The local sandbox's Python programs are imported as their text (build.mjs: esbuild's `text` loader).
     '^.+\\.py$': '<rootDir>/test/support/text-transform.js',
-    [`/node_modules/(.+/)?(${ESM_ONLY.join('|')})/.+\\.js$`]: ['@swc/jest', { jsc: { target: 'es2022' }, module: { type: 'commonjs' } }],
+    [`/node_modules/(.+/)?(${ESM_ONLY.join('|')})/.+\\.js$`]: [
+      '@swc/jest',
+      { jsc: { target: 'es2022' }, module: { type: 'commonjs' } },
+    ],
   },
   transformIgnorePatterns: [`/node_modules/(?!(.+/)?(${ESM_ONLY.join('|')})/)`],
   // The AI SDK imports zod's English locale by its ESM file name (zod maps `v4/locales/*` to the same file for

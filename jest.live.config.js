@@ -15,7 +15,10 @@ const WIRE_SUITES = ['commands', 'files', 'run-code', 'background', 'lifecycle',
 
 module.exports = {
   ...base,
-  testMatch: ['<rootDir>/test/live/**/*.test.ts', ...(hasKey ? WIRE_SUITES.map((name) => `<rootDir>/test/e2b/${name}.test.ts`) : [])],
+  testMatch: [
+    '<rootDir>/test/live/**/*.test.ts',
+    ...(hasKey ? WIRE_SUITES.map((name) => `<rootDir>/test/e2b/${name}.test.ts`) : []),
+  ],
   testTimeout: 300_000,
   maxWorkers: 1,
 };

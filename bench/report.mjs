@@ -142,7 +142,11 @@ function liveOutputRow(liveOutput) {
     r2: '—',
     ratio: `p50 ${f(liveOutput.p50Ms)} ms, max ${f(liveOutput.maxMs)} ms, ${liveOutput.linesReceived}/${liveOutput.linesExpected} lines`,
     target: '≤ 300 ms',
-    verdict: verdict(liveOutput.p95Ms <= 300 && liveOutput.linesReceived === liveOutput.linesExpected, `${f(liveOutput.p95Ms)} ms`, '300 ms'),
+    verdict: verdict(
+      liveOutput.p95Ms <= 300 && liveOutput.linesReceived === liveOutput.linesExpected,
+      `${f(liveOutput.p95Ms)} ms`,
+      '300 ms',
+    ),
   };
 }
 
@@ -173,16 +177,36 @@ const TOOL_LABELS = {
 function toolLatencyRows(latency) {
   const label = (tool) => `7 tool call p50 (p95) ms, local bwrap: ${tool}`;
   if (latency.skipped !== undefined) {
-    return [{ figure: label('all'), ours: 'n/a', r1: '—', r2: '—', ratio: `not measured: ${latency.skipped}`, target: '—', verdict: 'not measured' }];
+    return [
+      {
+        figure: label('all'),
+        ours: 'n/a',
+        r1: '—',
+        r2: '—',
+        ratio: `not measured: ${latency.skipped}`,
+        target: '—',
+        verdict: 'not measured',
+      },
+    ];
   }
   const { tools, bareSpawn } = latency;
   const cell = (s) => `${f(s.p50Ms, 2)} (${f(s.p95Ms, 2)})`;
-  const row = (tool, fields) => ({ figure: label(TOOL_LABELS[tool]), ours: cell(tools[tool]), r1: '—', r2: '—', ...fields });
+  const row = (tool, fields) => ({
+    figure: label(TOOL_LABELS[tool]),
+    ours: cell(tools[tool]),
+    r1: '—',
+    r2: '—',
+    ...fields,
+  });
   const status = tools.sandbox_status.p50Ms;
   const runRatio = x(tools.run_command.p50Ms, bareSpawn.p50Ms);
   const { fileToolMs, runCommandRatio } = TOOL_LATENCY_TARGETS;
   const rows = [
-    row('sandbox_status', { ratio: 'no sandbox work: the floor of the file tools', target: '— (no target)', verdict: '—' }),
+    row('sandbox_status', {
+      ratio: 'no sandbox work: the floor of the file tools',
+      target: '— (no target)',
+      verdict: '—',
+    }),
     row('run_command', {
       ratio: `${f(runRatio, 2)}× bare bwrap spawn (${cell(bareSpawn)} ms)`,
       target: `≤ ${runCommandRatio}× bare bwrap spawn`,
@@ -199,7 +223,13 @@ function toolLatencyRows(latency) {
       }),
     );
   }
-  rows.push(row('run_code', { ratio: `warm interpreter; ${f(x(tools.run_code.p50Ms, status), 1)}× sandbox_status`, target: '— (no target)', verdict: '—' }));
+  rows.push(
+    row('run_code', {
+      ratio: `warm interpreter; ${f(x(tools.run_code.p50Ms, status), 1)}× sandbox_status`,
+      target: '— (no target)',
+      verdict: '—',
+    }),
+  );
   return rows;
 }
 
@@ -216,8 +246,16 @@ const COLUMNS = [
 /** The rows as an aligned plain-text table. */
 export function renderTable(rows) {
   const widths = COLUMNS.map(([key, title]) => Math.max(title.length, ...rows.map((r) => String(r[key]).length)));
-  const line = (cells) => cells.map((c, i) => String(c).padEnd(widths[i])).join('  ').trimEnd();
-  return [line(COLUMNS.map(([, title]) => title)), line(widths.map((w) => '-'.repeat(w))), ...rows.map((r) => line(COLUMNS.map(([key]) => r[key])))].join('\n');
+  const line = (cells) =>
+    cells
+      .map((c, i) => String(c).padEnd(widths[i]))
+      .join('  ')
+      .trimEnd();
+  return [
+    line(COLUMNS.map(([, title]) => title)),
+    line(widths.map((w) => '-'.repeat(w))),
+    ...rows.map((r) => line(COLUMNS.map(([key]) => r[key]))),
+  ].join('\n');
 }
 
 /** The rows as a Markdown table. */

@@ -12,16 +12,25 @@ export function renderResults({ date, machine, isolation, settings, rows, result
       Object.entries(bySessions).flatMap(([sessions, byServer]) =>
         Object.entries(byServer).map(
           ([name, r]) =>
-            `- ${client}, ${sessions} session(s), ${name}: req/s ${list(r.runs.map((x) => x.rps), 0)}; p99 ms ${list(r.runs.map((x) => x.p99Ms))}; CPU µs/call ${list(r.runs.map((x) => x.cpuUsPerCall), 0)}; errors ${r.errors}`,
+            `- ${client}, ${sessions} session(s), ${name}: req/s ${list(
+              r.runs.map((x) => x.rps),
+              0,
+            )}; p99 ms ${list(r.runs.map((x) => x.p99Ms))}; CPU µs/call ${list(
+              r.runs.map((x) => x.cpuUsPerCall),
+              0,
+            )}; errors ${r.errors}`,
         ),
       ),
     )
     .join('\n');
-  const ms = (s) => `p50 ${s.p50Ms.toFixed(2)}, p95 ${s.p95Ms.toFixed(2)}, min ${s.minMs.toFixed(2)}, max ${s.maxMs.toFixed(2)}`;
+  const ms = (s) =>
+    `p50 ${s.p50Ms.toFixed(2)}, p95 ${s.p95Ms.toFixed(2)}, min ${s.minMs.toFixed(2)}, max ${s.maxMs.toFixed(2)}`;
   const toolRuns =
     toolLatency.skipped !== undefined
       ? `- Tool latency: not measured (${toolLatency.skipped})`
-      : [...Object.entries(toolLatency.tools), ['bare bwrap spawn', toolLatency.bareSpawn]].map(([name, s]) => `- Tool latency ms, ${name}: ${ms(s)}`).join('\n');
+      : [...Object.entries(toolLatency.tools), ['bare bwrap spawn', toolLatency.bareSpawn]]
+          .map(([name, s]) => `- Tool latency ms, ${name}: ${ms(s)}`)
+          .join('\n');
   const callList = TOOL_CALLS.map((t) => `\`${t.name} ${t.shown ?? JSON.stringify(t.args)}\``).join(', ');
   return `# Benchmark results
 

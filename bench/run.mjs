@@ -35,17 +35,48 @@ const FIGURES = {
 };
 
 const settings = quick
-  ? { coldRuns: 3, connections: 32, durationS: 1, warmupS: 0.2, tpRuns: 1, memRuns: 1, overheadS: 0.5, overheadRuns: 1, liveRuns: 1, sandboxRuns: 1, toolReps: 10, toolWarmup: 3, toolWarmupS: 0.5 }
-  : { coldRuns: 15, connections: 32, durationS: 5, warmupS: 0.5, tpRuns: 3, memRuns: 3, overheadS: 1.5, overheadRuns: 3, liveRuns: 3, sandboxRuns: 3, toolReps: 60, toolWarmup: 10, toolWarmupS: 3 };
+  ? {
+      coldRuns: 3,
+      connections: 32,
+      durationS: 1,
+      warmupS: 0.2,
+      tpRuns: 1,
+      memRuns: 1,
+      overheadS: 0.5,
+      overheadRuns: 1,
+      liveRuns: 1,
+      sandboxRuns: 1,
+      toolReps: 10,
+      toolWarmup: 3,
+      toolWarmupS: 0.5,
+    }
+  : {
+      coldRuns: 15,
+      connections: 32,
+      durationS: 5,
+      warmupS: 0.5,
+      tpRuns: 3,
+      memRuns: 3,
+      overheadS: 1.5,
+      overheadRuns: 3,
+      liveRuns: 3,
+      sandboxRuns: 3,
+      toolReps: 60,
+      toolWarmup: 10,
+      toolWarmupS: 3,
+    };
 settings.maxSessions = 2000;
-settings.autocannonVersion = JSON.parse(readFileSync(join(BENCH_DIR, 'node_modules/autocannon/package.json'), 'utf8')).version;
+settings.autocannonVersion = JSON.parse(
+  readFileSync(join(BENCH_DIR, 'node_modules/autocannon/package.json'), 'utf8'),
+).version;
 settings.protocolVersion = PROTOCOL_VERSION;
 
 const progress = (text) => process.stderr.write(`[bench] ${text}\n`);
 
 async function main() {
   const started = Date.now();
-  if (!existsSync(BUNDLES.ours)) throw new Error('dist/index.js is missing: run `node build.mjs` (or `npm run bench`) first');
+  if (!existsSync(BUNDLES.ours))
+    throw new Error('dist/index.js is missing: run `node build.mjs` (or `npm run bench`) first');
   const only = parseOnly(process.argv.slice(2));
   const selected = (name) => only === undefined || only.includes(name);
   const chosen = Object.keys(FIGURES).filter(selected);
@@ -65,7 +96,9 @@ async function main() {
     isolation = steady.isolation;
     try {
       if (selected('throughput')) {
-        progress(`2 throughput: ${settings.tpRuns} × ${settings.durationS} s per server and load client (undici, autocannon), 1 and 64 sessions`);
+        progress(
+          `2 throughput: ${settings.tpRuns} × ${settings.durationS} s per server and load client (undici, autocannon), 1 and 64 sessions`,
+        );
         results.throughput = await measureThroughput(steady.targets, {
           connections: settings.connections,
           runs: settings.tpRuns,
@@ -75,7 +108,10 @@ async function main() {
       }
       if (selected('overhead')) {
         progress('4 server overhead');
-        results.overhead = await measureOverhead(steady.bare, steady.targets, { runs: settings.overheadRuns, durationMs: settings.overheadS * 1000 });
+        results.overhead = await measureOverhead(steady.bare, steady.targets, {
+          runs: settings.overheadRuns,
+          durationMs: settings.overheadS * 1000,
+        });
       }
       if (selected('live-output')) {
         progress('5 live output');
@@ -95,9 +131,16 @@ async function main() {
     results.sandboxMemory = await measureSandboxMemory({ runs: settings.sandboxRuns });
   }
   if (selected('tool-latency')) {
-    progress(`7 tool latency: ${settings.toolReps} calls per tool (after ≥ ${settings.toolWarmup} uncounted and ≥ ${settings.toolWarmupS} s), one session`);
-    results.toolLatency = await measureToolLatency({ reps: settings.toolReps, warmup: settings.toolWarmup, warmupMs: settings.toolWarmupS * 1000 });
-    if (results.toolLatency.skipped !== undefined) progress(`7 tool latency not measured: ${results.toolLatency.skipped}`);
+    progress(
+      `7 tool latency: ${settings.toolReps} calls per tool (after ≥ ${settings.toolWarmup} uncounted and ≥ ${settings.toolWarmupS} s), one session`,
+    );
+    results.toolLatency = await measureToolLatency({
+      reps: settings.toolReps,
+      warmup: settings.toolWarmup,
+      warmupMs: settings.toolWarmupS * 1000,
+    });
+    if (results.toolLatency.skipped !== undefined)
+      progress(`7 tool latency not measured: ${results.toolLatency.skipped}`);
     else isolation ??= results.toolLatency.isolation;
   }
 
@@ -108,7 +151,15 @@ async function main() {
     progress(`${quick ? 'quick ' : ''}run of ${chosen.join(', ')} done in ${durationS} s; RESULTS.md not written`);
     return;
   }
-  const text = renderResults({ date: new Date().toISOString(), machine: describeMachine(), isolation, settings, rows, results, durationS });
+  const text = renderResults({
+    date: new Date().toISOString(),
+    machine: describeMachine(),
+    isolation,
+    settings,
+    rows,
+    results,
+    durationS,
+  });
   writeFileSync(join(BENCH_DIR, 'RESULTS.md'), text);
   progress(`done in ${durationS} s; wrote bench/RESULTS.md`);
 }
@@ -118,10 +169,15 @@ function parseOnly(argv) {
   const index = argv.findIndex((arg) => arg === '--only' || arg.startsWith('--only='));
   if (index < 0) return undefined;
   const value = argv[index].startsWith('--only=') ? argv[index].slice('--only='.length) : argv[index + 1];
-  const names = (value ?? '').split(',').map((n) => n.trim()).filter(Boolean);
+  const names = (value ?? '')
+    .split(',')
+    .map((n) => n.trim())
+    .filter(Boolean);
   const unknown = names.filter((n) => !(n in FIGURES));
   if (names.length === 0 || unknown.length > 0) {
-    throw new Error(`--only takes figure names separated by commas${unknown.length > 0 ? ` (unknown: ${unknown.join(', ')})` : ''}; known: ${Object.keys(FIGURES).join(', ')}`);
+    throw new Error(
+      `--only takes figure names separated by commas${unknown.length > 0 ? ` (unknown: ${unknown.join(', ')})` : ''}; known: ${Object.keys(FIGURES).join(', ')}`,
+    );
   }
   return names;
 }

@@ -15,7 +15,12 @@ const { toManifest } = require('./deployment-manifest');
 const { toServerlessDevsYaml } = require('./s-yaml');
 
 /** Files of the artifact, relative to the output directory. */
-const ARTIFACT_FILES = Object.freeze({ code: 'code/index.js', zip: 'code.zip', manifest: 'config.yaml', sYaml: 's.yaml' });
+const ARTIFACT_FILES = Object.freeze({
+  code: 'code/index.js',
+  zip: 'code.zip',
+  manifest: 'config.yaml',
+  sYaml: 's.yaml',
+});
 
 /**
  * The bundle's source maps (build.mjs writes them beside dist/index.js): the entry's, and those of the chunks it
@@ -47,7 +52,12 @@ const CODE_CACHE_FILE = /^mcp-core\.js\.[0-9a-f]{12}-[0-9a-f]{8}\.cache$/;
  */
 function readFilesBeside(bundlePath) {
   const dir = dirname(bundlePath);
-  const names = [...SOURCE_MAP_FILES, ...readdirSync(dir).filter((name) => CODE_CACHE_FILE.test(name)).sort()];
+  const names = [
+    ...SOURCE_MAP_FILES,
+    ...readdirSync(dir)
+      .filter((name) => CODE_CACHE_FILE.test(name))
+      .sort(),
+  ];
   const files = names.map((name) => ({ name, path: join(dir, name) }));
   return files.filter(({ path }) => existsSync(path)).map(({ name, path }) => ({ name, contents: readFileSync(path) }));
 }
@@ -69,7 +79,10 @@ async function renderArtifact(plan, bundle, beside = []) {
       { path: ARTIFACT_FILES.code, contents: bundle },
       ...beside.map(({ name, contents }) => ({ path: posix.join(posix.dirname(ARTIFACT_FILES.code), name), contents })),
       { path: ARTIFACT_FILES.zip, contents: zip },
-      { path: ARTIFACT_FILES.manifest, contents: header('Deployment manifest (provider-neutral)') + stringify(manifest, { lineWidth: 0 }) },
+      {
+        path: ARTIFACT_FILES.manifest,
+        contents: header('Deployment manifest (provider-neutral)') + stringify(manifest, { lineWidth: 0 }),
+      },
       {
         path: ARTIFACT_FILES.sYaml,
         contents:

@@ -33,11 +33,13 @@ function resolveAuth(args, env) {
   /** @type {string[]} */
   const warnings = [];
   if (!args.auth) {
-    if (args.generateToken || args.authTokenFile !== undefined) problems.push('--no-auth conflicts with --generate-token and --auth-token-file: choose one');
+    if (args.generateToken || args.authTokenFile !== undefined)
+      problems.push('--no-auth conflicts with --generate-token and --auth-token-file: choose one');
     warnings.push('--no-auth: anyone who finds the URL can run commands in the sandboxes');
     return { choice: { mode: 'none', source: 'none', tokens: [], file: undefined }, problems, warnings };
   }
-  if (args.generateToken && args.authTokenFile !== undefined) problems.push('--generate-token conflicts with --auth-token-file: choose one');
+  if (args.generateToken && args.authTokenFile !== undefined)
+    problems.push('--generate-token conflicts with --auth-token-file: choose one');
   if (args.generateToken) {
     const file = join(args.outputDir, TOKEN_FILE_NAME);
     const tokens = existsSync(file) ? parseTokens(readFileSync(file, 'utf8')) : [];
@@ -48,7 +50,8 @@ function resolveAuth(args, env) {
     let tokens = [];
     try {
       tokens = parseTokens(readFileSync(args.authTokenFile, 'utf8'));
-      if (tokens.length === 0) problems.push(`--auth-token-file ${args.authTokenFile} holds no token: put one token a line`);
+      if (tokens.length === 0)
+        problems.push(`--auth-token-file ${args.authTokenFile} holds no token: put one token a line`);
     } catch (err) {
       problems.push(`--auth-token-file ${args.authTokenFile} cannot be read (${errnoCode(err)})`);
     }
@@ -57,7 +60,11 @@ function resolveAuth(args, env) {
   }
   const fromEnv = parseTokens(env.MCP_AUTH_TOKENS ?? '');
   checkTokens(fromEnv, 'MCP_AUTH_TOKENS', problems, warnings);
-  return { choice: { mode: 'bearer', source: fromEnv.length > 0 ? 'env' : 'missing', tokens: fromEnv, file: undefined }, problems, warnings };
+  return {
+    choice: { mode: 'bearer', source: fromEnv.length > 0 ? 'env' : 'missing', tokens: fromEnv, file: undefined },
+    problems,
+    warnings,
+  };
 }
 
 /**
@@ -98,8 +105,12 @@ function parseTokens(text) {
  * @param {string[]} warnings
  */
 function checkTokens(tokens, source, problems, warnings) {
-  if (tokens.some((t) => !/^[\x21-\x7e]+$/.test(t))) problems.push(`${source}: tokens must be visible ASCII without spaces (one is not; it is not shown here)`);
-  if (tokens.some((t) => t.length < MIN_TOKEN_LENGTH)) warnings.push(`${source}: a token is shorter than ${MIN_TOKEN_LENGTH} characters; use long random tokens (openssl rand -hex 32)`);
+  if (tokens.some((t) => !/^[\x21-\x7e]+$/.test(t)))
+    problems.push(`${source}: tokens must be visible ASCII without spaces (one is not; it is not shown here)`);
+  if (tokens.some((t) => t.length < MIN_TOKEN_LENGTH))
+    warnings.push(
+      `${source}: a token is shorter than ${MIN_TOKEN_LENGTH} characters; use long random tokens (openssl rand -hex 32)`,
+    );
 }
 
 /** @param {unknown} err */

@@ -34,7 +34,7 @@ function buildCli(argv, context = {}) {
     .wrap(Math.min(120, process.stdout.columns || 120))
     .epilogue(
       'Exit codes: 0 done, 1 failed (an FC API error or a failed step), 2 usage (a bad option; nothing was written or changed).\n' +
-        "Secrets are read from the environment, never from options: MCP_AUTH_TOKENS, MCP_SESSION_SECRET, E2B_API_KEY; with --deploy, what the function already has is kept.\n" +
+        'Secrets are read from the environment, never from options: MCP_AUTH_TOKENS, MCP_SESSION_SECRET, E2B_API_KEY; with --deploy, what the function already has is kept.\n' +
         CREDENTIALS_HELP,
     )
     .help()

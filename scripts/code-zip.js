@@ -32,7 +32,8 @@ function createCodeZip(bundle, besides = []) {
   return new Promise((resolve, reject) => {
     const zipfile = new ZipFile();
     zipfile.addBuffer(bundle, ENTRY_FILE, { mtime: FIXED_MTIME, mode: 0o100644, compress: true });
-    for (const file of besides) zipfile.addBuffer(file.contents, file.name, { mtime: FIXED_MTIME, mode: 0o100644, compress: true });
+    for (const file of besides)
+      zipfile.addBuffer(file.contents, file.name, { mtime: FIXED_MTIME, mode: 0o100644, compress: true });
     zipfile.end();
     /** @type {Buffer[]} */
     const chunks = [];

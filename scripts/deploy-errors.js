@@ -10,7 +10,10 @@ class UsageError extends Error {
    * @param {ErrorOptions} [options]
    */
   constructor(problems, options) {
-    super(problems.length === 1 ? String(problems[0]) : `${problems.length} problems:\n  - ${problems.join('\n  - ')}`, options);
+    super(
+      problems.length === 1 ? String(problems[0]) : `${problems.length} problems:\n  - ${problems.join('\n  - ')}`,
+      options,
+    );
     this.name = 'UsageError';
     this.problems = problems;
   }

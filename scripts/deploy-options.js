@@ -13,16 +13,33 @@ const GROUPS = Object.freeze({
   sessions: 'Sessions and trigger:',
   logs: 'Logs (FC keeps none unless the function names an SLS project and logstore):',
   auth: 'Auth (secrets come from files or the environment, never from flags):',
-  oauth: "OAuth (access tokens from an authorization server, beside or instead of static tokens; not secrets; with --deploy, what is not given here stays as the function has it):",
-  sandbox: 'Sandboxes (E2B settings not given here come from E2B_API_KEY, E2B_DOMAIN, E2B_API_URL, E2B_TEMPLATE in the environment, else stay as the function has them):',
+  oauth:
+    'OAuth (access tokens from an authorization server, beside or instead of static tokens; not secrets; with --deploy, what is not given here stays as the function has it):',
+  sandbox:
+    'Sandboxes (E2B settings not given here come from E2B_API_KEY, E2B_DOMAIN, E2B_API_URL, E2B_TEMPLATE in the environment, else stay as the function has them):',
   output: 'Output and deployment:',
 });
 
 /** @type {Record<string, import('yargs').Options>} */
 const DEPLOY_OPTIONS = {
-  name: { group: GROUPS.function, type: 'string', default: 'sandbox-mcp', describe: 'Function name (letters, digits, _ and -; starts with a letter or _; at most 64)' },
-  region: { group: GROUPS.function, type: 'string', default: 'cn-hangzhou', describe: 'Alibaba Cloud region, e.g. cn-hangzhou, ap-southeast-1' },
-  runtime: { group: GROUPS.function, type: 'string', default: DEFAULT_RUNTIME, describe: 'FC runtime; custom.debian10 runs the bundle on its built-in Node 20.10 (/var/fc/lang/nodejs20/bin/node)' },
+  name: {
+    group: GROUPS.function,
+    type: 'string',
+    default: 'sandbox-mcp',
+    describe: 'Function name (letters, digits, _ and -; starts with a letter or _; at most 64)',
+  },
+  region: {
+    group: GROUPS.function,
+    type: 'string',
+    default: 'cn-hangzhou',
+    describe: 'Alibaba Cloud region, e.g. cn-hangzhou, ap-southeast-1',
+  },
+  runtime: {
+    group: GROUPS.function,
+    type: 'string',
+    default: DEFAULT_RUNTIME,
+    describe: 'FC runtime; custom.debian10 runs the bundle on its built-in Node 20.10 (/var/fc/lang/nodejs20/bin/node)',
+  },
   'node-path': {
     group: GROUPS.function,
     type: 'string',
@@ -30,9 +47,19 @@ const DEPLOY_OPTIONS = {
     defaultDescription: "the runtime's built-in Node",
     describe: 'Node ≥ 20.10 inside the runtime; needed for custom runtimes other than custom.debian10',
   },
-  memory: { group: GROUPS.function, type: 'number', default: 1024, describe: 'Memory in MB: a multiple of 64 from 128 to 32768, 1–4 GB per vCPU' },
+  memory: {
+    group: GROUPS.function,
+    type: 'number',
+    default: 1024,
+    describe: 'Memory in MB: a multiple of 64 from 128 to 32768, 1–4 GB per vCPU',
+  },
   cpu: { group: GROUPS.function, type: 'number', default: 1, describe: 'vCPUs: 0.05–16 in steps of 0.05' },
-  timeout: { group: GROUPS.function, type: 'number', default: 600, describe: 'Function timeout in seconds (also caps each streamed response); at least 10 s above --tool-timeout-max' },
+  timeout: {
+    group: GROUPS.function,
+    type: 'number',
+    default: 600,
+    describe: 'Function timeout in seconds (also caps each streamed response); at least 10 s above --tool-timeout-max',
+  },
   'tool-timeout-max': {
     group: GROUPS.function,
     type: 'number',
@@ -40,30 +67,54 @@ const DEPLOY_OPTIONS = {
     defaultDescription: 'the smaller of 300 and --timeout less 10',
     describe: 'Upper bound of any tool call in seconds (MCP_TOOL_TIMEOUT_MAX_S)',
   },
-  'log-level': { group: GROUPS.function, type: 'string', choices: ['debug', 'info', 'warn', 'error'], default: 'info', describe: 'LOG_LEVEL of the server' },
+  'log-level': {
+    group: GROUPS.function,
+    type: 'string',
+    choices: ['debug', 'info', 'warn', 'error'],
+    default: 'info',
+    describe: 'LOG_LEVEL of the server',
+  },
   env: {
     group: GROUPS.function,
     type: 'string',
     array: true,
     default: [],
-    describe: 'Extra environment variable NAME=VALUE for the function (repeatable; not FC_*, 4 KB in all with the others)',
+    describe:
+      'Extra environment variable NAME=VALUE for the function (repeatable; not FC_*, 4 KB in all with the others)',
   },
   unset: {
     group: GROUPS.function,
     type: 'string',
     array: true,
     default: [],
-    describe: "On update, remove this variable of the existing function (repeatable); variables a deploy does not set are otherwise kept",
+    describe:
+      'On update, remove this variable of the existing function (repeatable); variables a deploy does not set are otherwise kept',
   },
   'enable-session-affinity': {
     group: GROUPS.sessions,
     type: 'boolean',
     default: true,
-    describe: 'MCP_STREAMABLE session affinity: FC pins each Mcp-Session-Id to one instance (--no-enable-session-affinity to turn off)',
+    describe:
+      'MCP_STREAMABLE session affinity: FC pins each Mcp-Session-Id to one instance (--no-enable-session-affinity to turn off)',
   },
-  'session-concurrency': { group: GROUPS.sessions, type: 'number', default: 20, describe: 'Sessions per instance (1–200); also MCP_MAX_SESSIONS' },
-  'session-idle-ttl': { group: GROUPS.sessions, type: 'number', default: 1800, describe: 'Seconds a session may stay idle (≤ 21600; MCP_SESSION_IDLE_TTL_S)' },
-  'session-ttl': { group: GROUPS.sessions, type: 'number', default: 21_600, describe: 'Longest life of a session in seconds (≤ 21600; MCP_SESSION_MAX_AGE_S)' },
+  'session-concurrency': {
+    group: GROUPS.sessions,
+    type: 'number',
+    default: 20,
+    describe: 'Sessions per instance (1–200); also MCP_MAX_SESSIONS',
+  },
+  'session-idle-ttl': {
+    group: GROUPS.sessions,
+    type: 'number',
+    default: 1800,
+    describe: 'Seconds a session may stay idle (≤ 21600; MCP_SESSION_IDLE_TTL_S)',
+  },
+  'session-ttl': {
+    group: GROUPS.sessions,
+    type: 'number',
+    default: 21_600,
+    describe: 'Longest life of a session in seconds (≤ 21600; MCP_SESSION_MAX_AGE_S)',
+  },
   'trigger-methods': {
     group: GROUPS.sessions,
     type: 'string',
@@ -72,20 +123,34 @@ const DEPLOY_OPTIONS = {
     default: [...DEFAULT_TRIGGER_METHODS],
     describe: 'Methods the HTTP trigger allows; affinity needs GET, POST and DELETE',
   },
-  'custom-domain': { group: GROUPS.sessions, type: 'string', default: undefined, defaultDescription: 'none', describe: 'Route this domain (CNAME to <account-id>.<region>.fc.aliyuncs.com) to the function' },
+  'custom-domain': {
+    group: GROUPS.sessions,
+    type: 'string',
+    default: undefined,
+    defaultDescription: 'none',
+    describe: 'Route this domain (CNAME to <account-id>.<region>.fc.aliyuncs.com) to the function',
+  },
   'domain-cert': {
     group: GROUPS.sessions,
     type: 'string',
     default: undefined,
     defaultDescription: 'none',
-    describe: "PEM file with the custom domain's certificate (chain): the domain is served over HTTPS only; with --domain-key",
+    describe:
+      "PEM file with the custom domain's certificate (chain): the domain is served over HTTPS only; with --domain-key",
   },
-  'domain-key': { group: GROUPS.sessions, type: 'string', default: undefined, defaultDescription: 'none', describe: 'PEM file with the private key of --domain-cert' },
+  'domain-key': {
+    group: GROUPS.sessions,
+    type: 'string',
+    default: undefined,
+    defaultDescription: 'none',
+    describe: 'PEM file with the private key of --domain-cert',
+  },
   'domain-http-only': {
     group: GROUPS.sessions,
     type: 'boolean',
     default: false,
-    describe: 'Serve --custom-domain over plain HTTP, on purpose (tokens in clear text). Without a certificate an update keeps the HTTPS one the domain has',
+    describe:
+      'Serve --custom-domain over plain HTTP, on purpose (tokens in clear text). Without a certificate an update keeps the HTTPS one the domain has',
   },
   'sls-project': {
     group: GROUPS.logs,
@@ -94,9 +159,25 @@ const DEPLOY_OPTIONS = {
     defaultDescription: "the function's current one (none for a new function)",
     describe: 'SLS project (in the same region) for the function logs; with --sls-logstore',
   },
-  'sls-logstore': { group: GROUPS.logs, type: 'string', default: undefined, defaultDescription: "the function's current one", describe: 'SLS logstore of --sls-project' },
-  auth: { group: GROUPS.auth, type: 'boolean', default: true, describe: 'Require a bearer token; --no-auth deploys without one, on purpose' },
-  'generate-token': { group: GROUPS.auth, type: 'boolean', default: false, describe: 'Generate a token, write it to <output-dir>/auth-token (mode 0600) and show it once' },
+  'sls-logstore': {
+    group: GROUPS.logs,
+    type: 'string',
+    default: undefined,
+    defaultDescription: "the function's current one",
+    describe: 'SLS logstore of --sls-project',
+  },
+  auth: {
+    group: GROUPS.auth,
+    type: 'boolean',
+    default: true,
+    describe: 'Require a bearer token; --no-auth deploys without one, on purpose',
+  },
+  'generate-token': {
+    group: GROUPS.auth,
+    type: 'boolean',
+    default: false,
+    describe: 'Generate a token, write it to <output-dir>/auth-token (mode 0600) and show it once',
+  },
   'auth-token-file': {
     group: GROUPS.auth,
     type: 'string',
@@ -109,14 +190,16 @@ const DEPLOY_OPTIONS = {
     type: 'string',
     default: undefined,
     defaultDescription: "the function's current one (none: OAuth off)",
-    describe: "MCP_OAUTH_ISSUER: the authorization server's issuer URL (https; http only on 127.0.0.1, localhost or [::1]), exactly as its tokens' iss carries it; turns OAuth on",
+    describe:
+      "MCP_OAUTH_ISSUER: the authorization server's issuer URL (https; http only on 127.0.0.1, localhost or [::1]), exactly as its tokens' iss carries it; turns OAuth on",
   },
   'public-url': {
     group: GROUPS.oauth,
     type: 'string',
     default: undefined,
     defaultDescription: "https://<custom-domain> with --oauth-issuer, else the function's current one",
-    describe: 'MCP_PUBLIC_URL: the origin clients reach the server at, e.g. https://mcp.example.com; the resource tokens are for is <public-url>/mcp',
+    describe:
+      'MCP_PUBLIC_URL: the origin clients reach the server at, e.g. https://mcp.example.com; the resource tokens are for is <public-url>/mcp',
   },
   'oauth-audience': {
     group: GROUPS.oauth,
@@ -130,7 +213,8 @@ const DEPLOY_OPTIONS = {
     type: 'string',
     default: undefined,
     defaultDescription: "the function's current ones (none: no scope required)",
-    describe: 'MCP_OAUTH_SCOPES: scopes every access token must carry, space-separated in one argument, e.g. "mcp:tools mcp:read"',
+    describe:
+      'MCP_OAUTH_SCOPES: scopes every access token must carry, space-separated in one argument, e.g. "mcp:tools mcp:read"',
   },
   'sandbox-backend': {
     group: GROUPS.sandbox,
@@ -140,22 +224,47 @@ const DEPLOY_OPTIONS = {
     describe:
       'e2b: an E2B microVM per session (E2B_API_KEY needed, from the environment or kept from the function). local: processes inside the FC instance, without bubblewrap (it prints what that does not isolate)',
   },
-  'e2b-domain': { group: GROUPS.sandbox, type: 'string', default: undefined, defaultDescription: "E2B's cloud", describe: 'E2B_DOMAIN, e.g. cn-hangzhou.e2b.fc.aliyuncs.com' },
-  'e2b-api-url': { group: GROUPS.sandbox, type: 'string', default: undefined, defaultDescription: "E2B's cloud", describe: 'E2B_API_URL, e.g. https://api.cn-hangzhou.e2b.fc.aliyuncs.com' },
-  template: { group: GROUPS.sandbox, type: 'string', default: undefined, defaultDescription: 'code-interpreter-v1', describe: 'E2B_TEMPLATE of new sandboxes' },
-  'output-dir': { group: GROUPS.output, type: 'string', default: 'fc-deploy', describe: 'Where to write code/, code.zip, config.yaml, s.yaml (and auth-token)' },
+  'e2b-domain': {
+    group: GROUPS.sandbox,
+    type: 'string',
+    default: undefined,
+    defaultDescription: "E2B's cloud",
+    describe: 'E2B_DOMAIN, e.g. cn-hangzhou.e2b.fc.aliyuncs.com',
+  },
+  'e2b-api-url': {
+    group: GROUPS.sandbox,
+    type: 'string',
+    default: undefined,
+    defaultDescription: "E2B's cloud",
+    describe: 'E2B_API_URL, e.g. https://api.cn-hangzhou.e2b.fc.aliyuncs.com',
+  },
+  template: {
+    group: GROUPS.sandbox,
+    type: 'string',
+    default: undefined,
+    defaultDescription: 'code-interpreter-v1',
+    describe: 'E2B_TEMPLATE of new sandboxes',
+  },
+  'output-dir': {
+    group: GROUPS.output,
+    type: 'string',
+    default: 'fc-deploy',
+    describe: 'Where to write code/, code.zip, config.yaml, s.yaml (and auth-token)',
+  },
   deploy: {
     group: GROUPS.output,
     type: 'boolean',
     default: false,
-    describe: 'Also deploy through the FC API, with credentials from the Alibaba Cloud default chain: environment, Aliyun CLI profile, ~/.alibabacloud/credentials, ECS RAM role (see --profile / --s-access)',
+    describe:
+      'Also deploy through the FC API, with credentials from the Alibaba Cloud default chain: environment, Aliyun CLI profile, ~/.alibabacloud/credentials, ECS RAM role (see --profile / --s-access)',
   },
   profile: {
     group: GROUPS.output,
     type: 'string',
     default: undefined,
     defaultDescription: "ALIBABA_CLOUD_PROFILE, else ~/.aliyun/config.json's current profile",
-    describe: 'Aliyun CLI profile whose credentials --deploy uses (in ~/.aliyun/config.json, else ~/.alibabacloud/credentials); only that profile is read',
+    describe:
+      'Aliyun CLI profile whose credentials --deploy uses (in ~/.aliyun/config.json, else ~/.alibabacloud/credentials); only that profile is read',
   },
   's-access': {
     group: GROUPS.output,
@@ -163,9 +272,16 @@ const DEPLOY_OPTIONS = {
     default: undefined,
     defaultDescription: 'none',
     conflicts: 'profile',
-    describe: "Alias of an access Serverless Devs stored in ~/.s/access.yaml (`s config add`), e.g. default; when given, used instead of the chain",
+    describe:
+      'Alias of an access Serverless Devs stored in ~/.s/access.yaml (`s config add`), e.g. default; when given, used instead of the chain',
   },
-  'account-id': { group: GROUPS.output, type: 'string', default: undefined, defaultDescription: 'none', describe: 'Alibaba Cloud account id: the API endpoint <id>.<region>.fc.aliyuncs.com and the CNAME target' },
+  'account-id': {
+    group: GROUPS.output,
+    type: 'string',
+    default: undefined,
+    defaultDescription: 'none',
+    describe: 'Alibaba Cloud account id: the API endpoint <id>.<region>.fc.aliyuncs.com and the CNAME target',
+  },
   endpoint: {
     group: GROUPS.output,
     type: 'string',
@@ -173,8 +289,19 @@ const DEPLOY_OPTIONS = {
     defaultDescription: 'from --account-id and --region, else fcv3.<region>.aliyuncs.com',
     describe: 'FC API endpoint (host, or http://host:port for a local fake in tests)',
   },
-  'dry-run': { group: GROUPS.output, type: 'boolean', default: false, describe: 'Validate and show what would be written and called; write and change nothing (with --deploy it reads the function to show the environment diff)' },
-  json: { group: GROUPS.output, type: 'boolean', default: false, describe: 'Print one JSON document on stdout; progress and warnings go to stderr' },
+  'dry-run': {
+    group: GROUPS.output,
+    type: 'boolean',
+    default: false,
+    describe:
+      'Validate and show what would be written and called; write and change nothing (with --deploy it reads the function to show the environment diff)',
+  },
+  json: {
+    group: GROUPS.output,
+    type: 'boolean',
+    default: false,
+    describe: 'Print one JSON document on stdout; progress and warnings go to stderr',
+  },
 };
 
 /**
@@ -184,9 +311,18 @@ const DEPLOY_OPTIONS = {
 const EXAMPLES = [
   ['$0 --generate-token --output-dir fc-deploy', 'Write the artifact, a new token and the manual steps'],
   ['$0 --generate-token --deploy --region cn-shanghai', 'Deploy through the FC API and print the MCP URL'],
-  ['$0 --e2b-domain cn-hangzhou.e2b.fc.aliyuncs.com --e2b-api-url https://api.cn-hangzhou.e2b.fc.aliyuncs.com', "Use Alibaba Cloud's E2B-compatible sandboxes"],
-  ['$0 --deploy --oauth-issuer https://auth.example.com --custom-domain mcp.example.com --domain-cert fullchain.pem --domain-key privkey.pem', 'Accept OAuth access tokens of that issuer for https://mcp.example.com/mcp (no static token needed)'],
-  ['$0 --deploy --dry-run --json', 'Show the plan and the environment diff (secrets masked) as JSON; read the function, change nothing'],
+  [
+    '$0 --e2b-domain cn-hangzhou.e2b.fc.aliyuncs.com --e2b-api-url https://api.cn-hangzhou.e2b.fc.aliyuncs.com',
+    "Use Alibaba Cloud's E2B-compatible sandboxes",
+  ],
+  [
+    '$0 --deploy --oauth-issuer https://auth.example.com --custom-domain mcp.example.com --domain-cert fullchain.pem --domain-key privkey.pem',
+    'Accept OAuth access tokens of that issuer for https://mcp.example.com/mcp (no static token needed)',
+  ],
+  [
+    '$0 --deploy --dry-run --json',
+    'Show the plan and the environment diff (secrets masked) as JSON; read the function, change nothing',
+  ],
 ];
 
 module.exports = { DEPLOY_OPTIONS, EXAMPLES };

@@ -6,7 +6,14 @@
 
 const { resolveAuth } = require('./auth-tokens');
 const { planDomain } = require('./domain-plan');
-const { FUNCTION_TIMEOUT_MARGIN_S, INSTANCE_CONCURRENCY, RUNTIMES, TOOL_TIMEOUT_MAX_S, TRIGGER_NAME, DISK_MB } = require('./fc-limits');
+const {
+  FUNCTION_TIMEOUT_MARGIN_S,
+  INSTANCE_CONCURRENCY,
+  RUNTIMES,
+  TOOL_TIMEOUT_MAX_S,
+  TRIGGER_NAME,
+  DISK_MB,
+} = require('./fc-limits');
 const { checkOAuthVariables, OAUTH_VARIABLES, planOAuth } = require('./oauth-settings');
 const { optionalString } = require('./option-values');
 const { validatePlan } = require('./validate-plan');
@@ -106,7 +113,10 @@ function createPlan(args, env) {
   const warnings = [];
   const runtime = String(args.runtime);
   const timeoutS = Number(args.timeout);
-  const toolTimeoutMaxS = args.toolTimeoutMax === undefined ? Math.min(TOOL_TIMEOUT_MAX_S, timeoutS - FUNCTION_TIMEOUT_MARGIN_S) : Number(args.toolTimeoutMax);
+  const toolTimeoutMaxS =
+    args.toolTimeoutMax === undefined
+      ? Math.min(TOOL_TIMEOUT_MAX_S, timeoutS - FUNCTION_TIMEOUT_MARGIN_S)
+      : Number(args.toolTimeoutMax);
   const sessionConcurrency = Number(args.sessionConcurrency);
   const sessionIdleTtlS = Number(args.sessionIdleTtl);
   const sessionTtlS = Number(args.sessionTtl);
@@ -117,11 +127,18 @@ function createPlan(args, env) {
     template: optionalString(args.template),
   };
   if (sandbox === 'local' && Object.values(e2b).some((v) => v !== undefined)) {
-    problems.push('--e2b-domain, --e2b-api-url and --template configure E2B: drop them, or drop --sandbox-backend local');
+    problems.push(
+      '--e2b-domain, --e2b-api-url and --template configure E2B: drop them, or drop --sandbox-backend local',
+    );
   }
 
   const auth = resolveAuth(
-    { auth: args.auth !== false, generateToken: args.generateToken === true, authTokenFile: optionalString(args.authTokenFile), outputDir: String(args.outputDir) },
+    {
+      auth: args.auth !== false,
+      generateToken: args.generateToken === true,
+      authTokenFile: optionalString(args.authTokenFile),
+      outputDir: String(args.outputDir),
+    },
     env,
   );
   problems.push(...auth.problems);
@@ -148,7 +165,9 @@ function createPlan(args, env) {
     const at = entry.indexOf('=');
     const name = entry.slice(0, at);
     if (at === -1 || !VARIABLE_NAME.test(name)) {
-      problems.push(`--env "${entry.split('=')[0]}" must be NAME=VALUE with a NAME of letters, digits and _ that starts with a letter`);
+      problems.push(
+        `--env "${entry.split('=')[0]}" must be NAME=VALUE with a NAME of letters, digits and _ that starts with a letter`,
+      );
     } else if (MANAGED_NAMES.has(name)) {
       problems.push(`--env ${name} is set by this CLI; use its own option (see --help) instead`);
     } else {
@@ -162,8 +181,10 @@ function createPlan(args, env) {
 
   const unset = [...new Set(/** @type {string[]} */ (args.unset ?? []))];
   for (const name of unset) {
-    if (!VARIABLE_NAME.test(name)) problems.push(`--unset "${name}" must be a variable name (letters, digits and _, starting with a letter)`);
-    else if (Object.hasOwn(environment, name)) problems.push(`--unset ${name} conflicts with this deploy, which sets it`);
+    if (!VARIABLE_NAME.test(name))
+      problems.push(`--unset "${name}" must be a variable name (letters, digits and _, starting with a letter)`);
+    else if (Object.hasOwn(environment, name))
+      problems.push(`--unset ${name} conflicts with this deploy, which sets it`);
   }
 
   // E2B_DOMAIN is required so that `s deploy` never sends an Alibaba Cloud key to E2B's cloud for want of it.
@@ -174,7 +195,9 @@ function createPlan(args, env) {
     ...(sandbox === 'e2b' ? [{ name: 'E2B_API_KEY', required: true, secret: true }] : []),
     ...(sandbox === 'e2b' && e2b.domain === undefined ? [{ name: 'E2B_DOMAIN', required: true, secret: false }] : []),
     ...(sandbox === 'e2b' && e2b.apiUrl === undefined ? [{ name: 'E2B_API_URL', required: false, secret: false }] : []),
-    ...(sandbox === 'e2b' && e2b.template === undefined ? [{ name: 'E2B_TEMPLATE', required: false, secret: false }] : []),
+    ...(sandbox === 'e2b' && e2b.template === undefined
+      ? [{ name: 'E2B_TEMPLATE', required: false, secret: false }]
+      : []),
   ];
 
   const domain = planDomain(args, problems, warnings);
@@ -185,7 +208,11 @@ function createPlan(args, env) {
     name: String(args.name),
     region: String(args.region),
     runtime,
-    nodePath: optionalString(args.nodePath) ?? (Object.hasOwn(RUNTIMES, runtime) ? RUNTIMES[/** @type {keyof typeof RUNTIMES} */ (runtime)].nodePath : undefined),
+    nodePath:
+      optionalString(args.nodePath) ??
+      (Object.hasOwn(RUNTIMES, runtime)
+        ? RUNTIMES[/** @type {keyof typeof RUNTIMES} */ (runtime)].nodePath
+        : undefined),
     memoryMb: Number(args.memory),
     cpu: Number(args.cpu),
     diskMb: DISK_MB,
@@ -212,7 +239,10 @@ function createPlan(args, env) {
 
   const tokensBytes = auth.choice.source === 'generated' ? 64 : auth.choice.tokens.join(',').length;
   /** @type {Record<string, number>} */
-  const secretSizes = { MCP_AUTH_TOKENS: tokensBytes, MCP_SESSION_SECRET: Buffer.byteLength(env.MCP_SESSION_SECRET ?? '') || 43 };
+  const secretSizes = {
+    MCP_AUTH_TOKENS: tokensBytes,
+    MCP_SESSION_SECRET: Buffer.byteLength(env.MCP_SESSION_SECRET ?? '') || 43,
+  };
   for (const { name } of fromShell) secretSizes[name] ??= Buffer.byteLength(env[name]?.trim() ?? '');
   problems.push(...validatePlan(plan, { secretSizes }));
 
@@ -220,19 +250,27 @@ function createPlan(args, env) {
   // checkOAuthVariables (run-deploy.js, lookUpTarget) decide. Without it, s.yaml holds only what this run sets.
   if (args.deploy !== true) problems.push(...checkOAuthVariables(environment));
   if (auth.choice.source === 'missing' && !oauthOnly && args.deploy !== true) {
-    warnings.push('no auth token yet: s.yaml reads MCP_AUTH_TOKENS from the environment at `s deploy` and fails without it; set it, or re-run with --generate-token');
+    warnings.push(
+      'no auth token yet: s.yaml reads MCP_AUTH_TOKENS from the environment at `s deploy` and fails without it; set it, or re-run with --generate-token',
+    );
   }
   if (sandbox === 'e2b' && (env.E2B_API_KEY ?? '').trim() === '' && args.deploy !== true) {
-    warnings.push('E2B_API_KEY is not set: s.yaml reads it (and E2B_DOMAIN) from the environment at `s deploy` and fails without it; set it, or pass --sandbox-backend local');
+    warnings.push(
+      'E2B_API_KEY is not set: s.yaml reads it (and E2B_DOMAIN) from the environment at `s deploy` and fails without it; set it, or pass --sandbox-backend local',
+    );
   }
   problems.push(...checkEndpoint(args));
   const accountId = optionalString(args.accountId);
-  if (accountId !== undefined && !/^\d{6,20}$/.test(accountId)) problems.push(`--account-id "${accountId}" must be your numeric Alibaba Cloud account id`);
+  if (accountId !== undefined && !/^\d{6,20}$/.test(accountId))
+    problems.push(`--account-id "${accountId}" must be your numeric Alibaba Cloud account id`);
 
   const sessionSecret = env.MCP_SESSION_SECRET ?? '';
-  if (sessionSecret !== '' && Buffer.byteLength(sessionSecret) < 32) problems.push('MCP_SESSION_SECRET must be at least 32 bytes (openssl rand -base64 32); it is not shown here');
+  if (sessionSecret !== '' && Buffer.byteLength(sessionSecret) < 32)
+    problems.push('MCP_SESSION_SECRET must be at least 32 bytes (openssl rand -base64 32); it is not shown here');
   if (plan.domainProtocol === 'keep' && args.deploy !== true) {
-    problems.push(`--custom-domain ${plan.customDomain} needs --domain-cert FILE and --domain-key FILE (HTTPS), or --domain-http-only to serve it over HTTP on purpose`);
+    problems.push(
+      `--custom-domain ${plan.customDomain} needs --domain-cert FILE and --domain-key FILE (HTTPS), or --domain-http-only to serve it over HTTP on purpose`,
+    );
   }
   return { plan, authChoice: auth.choice, certConfig: domain.certConfig, problems, warnings };
 }
@@ -247,11 +285,17 @@ function planLogs(args, problems) {
   const logstore = optionalString(args.slsLogstore);
   if (project === undefined && logstore === undefined) return undefined;
   if (project === undefined || logstore === undefined) {
-    problems.push('--sls-project and --sls-logstore go together: the SLS project and the logstore in it that keep the function logs');
+    problems.push(
+      '--sls-project and --sls-logstore go together: the SLS project and the logstore in it that keep the function logs',
+    );
     return undefined;
   }
-  if (!/^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$/.test(project)) problems.push(`--sls-project "${project}" is not an SLS project name (3–63 lowercase letters, digits and -, not starting or ending with -)`);
-  if (!/^[a-z0-9][a-z0-9_-]{0,61}[a-z0-9]$/.test(logstore)) problems.push(`--sls-logstore "${logstore}" is not an SLS logstore name (2–63 lowercase letters, digits, _ and -)`);
+  if (!/^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$/.test(project))
+    problems.push(
+      `--sls-project "${project}" is not an SLS project name (3–63 lowercase letters, digits and -, not starting or ending with -)`,
+    );
+  if (!/^[a-z0-9][a-z0-9_-]{0,61}[a-z0-9]$/.test(logstore))
+    problems.push(`--sls-logstore "${logstore}" is not an SLS logstore name (2–63 lowercase letters, digits, _ and -)`);
   return { project, logstore };
 }
 
@@ -267,7 +311,8 @@ function planLogs(args, problems) {
  */
 function checkAgainstFunction(plan, authChoice, shell, existing) {
   const current = existing?.environmentVariables ?? {};
-  const kept = (/** @type {string} */ name) => typeof current[name] === 'string' && current[name].trim() !== '' && !plan.unset.includes(name);
+  const kept = (/** @type {string} */ name) =>
+    typeof current[name] === 'string' && current[name].trim() !== '' && !plan.unset.includes(name);
   // OAuth is auth too: an issuer given now, or one the function has and keeps, lets the server start without a token.
   const oauth = plan.environment.MCP_OAUTH_ISSUER !== undefined || kept('MCP_OAUTH_ISSUER');
   const problems = [];
@@ -292,7 +337,9 @@ function checkEndpoint(args) {
   const problems = [];
   const endpoint = optionalString(args.endpoint);
   if (endpoint !== undefined && !/^(https?:\/\/)?[A-Za-z0-9.-]+(:\d{1,5})?\/?$/.test(endpoint)) {
-    problems.push(`--endpoint "${endpoint}" must be a host such as 123456789.cn-hangzhou.fc.aliyuncs.com, or http(s)://host:port`);
+    problems.push(
+      `--endpoint "${endpoint}" must be a host such as 123456789.cn-hangzhou.fc.aliyuncs.com, or http(s)://host:port`,
+    );
   }
   return problems;
 }

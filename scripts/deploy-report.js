@@ -46,20 +46,32 @@ function toHumanReport(input) {
     lines.push('', 'Would call the FC API:', ...input.plannedCalls.map((c) => `  ${c}`));
   }
   if (input.newToken !== undefined) {
-    lines.push('', `New bearer token (shown this once; kept in ${rel(/** @type {string} */ (input.auth.file))}, mode 0600):`, `  ${input.newToken}`);
+    lines.push(
+      '',
+      `New bearer token (shown this once; kept in ${rel(/** @type {string} */ (input.auth.file))}, mode 0600):`,
+      `  ${input.newToken}`,
+    );
   }
   if (input.warnings.length > 0) lines.push('', 'Warnings:', ...input.warnings.map((w) => `  - ${w}`));
 
   const url = input.deployed?.url ?? toUrlForm(plan);
   if (input.deployed !== undefined) {
-    lines.push('', `Deployed ${plan.name} in ${plan.region} (function ${input.deployed.function}, trigger ${input.deployed.trigger}).`, `MCP URL: ${url}`);
+    lines.push(
+      '',
+      `Deployed ${plan.name} in ${plan.region} (function ${input.deployed.function}, trigger ${input.deployed.trigger}).`,
+      `MCP URL: ${url}`,
+    );
   } else {
     lines.push('', ...toManualSteps(input, dir, rel), '', `The URL will be: ${url}`);
   }
   if (input.oauth !== undefined) lines.push(...oauthLines(input));
   // No token was given and none is kept, yet the run went on: OAuth is the only way in, and clients sign in by themselves.
   const signInOnly = input.oauth !== undefined && input.auth.source === 'missing';
-  lines.push('', 'Client configuration (Cursor, VS Code, Claude Code and others take this shape):', ...indent(toClientSnippet(plan, url, !signInOnly)));
+  lines.push(
+    '',
+    'Client configuration (Cursor, VS Code, Claude Code and others take this shape):',
+    ...indent(toClientSnippet(plan, url, !signInOnly)),
+  );
   if (plan.auth === 'bearer' && !signInOnly) lines.push(`  (replace <token> with ${tokenWhere(input, dir)})`);
   lines.push('');
   return lines.join('\n');
@@ -92,7 +104,11 @@ function oauthLines(input) {
  * @param {boolean} [withToken] whether clients send a static token (not when OAuth is the only way in)
  */
 function toClientSnippet(plan, url, withToken = true) {
-  const server = { type: 'http', url, ...(plan.auth === 'bearer' && withToken && { headers: { Authorization: 'Bearer <token>' } }) };
+  const server = {
+    type: 'http',
+    url,
+    ...(plan.auth === 'bearer' && withToken && { headers: { Authorization: 'Bearer <token>' } }),
+  };
   return JSON.stringify({ mcpServers: { sandbox: server } }, null, 2);
 }
 
@@ -148,7 +164,9 @@ function toManualSteps(input, dir, rel) {
         : plan.domainProtocol === 'http-only'
           ? 'protocol HTTP (--domain-http-only: tokens cross the network in clear text)'
           : 'keep its HTTPS certificate (this s.yaml leaves the domain out, so that s deploy does not replace it)';
-    lines.push(`  9. Custom domain ${plan.customDomain}: CNAME it to ${cname}, then add it under Custom domains with route /* → ${plan.name}; ${served}.`);
+    lines.push(
+      `  9. Custom domain ${plan.customDomain}: CNAME it to ${cname}, then add it under Custom domains with route /* → ${plan.name}; ${served}.`,
+    );
   }
   return lines;
 }
@@ -166,14 +184,19 @@ function exportLines(input, dir, rel) {
     const placeholder = SHELL_PLACEHOLDERS[variable.name];
     if (variable.name === 'MCP_AUTH_TOKENS') {
       if (input.auth.source === 'generated') lines.push(`export MCP_AUTH_TOKENS="$(cat ${dir}/auth-token)"`);
-      else if (input.auth.source === 'file') lines.push(`export MCP_AUTH_TOKENS="$(grep -v '^#' ${input.auth.file} | paste -sd, -)"`);
-      else if (!variable.required) lines.push(`# optional: export MCP_AUTH_TOKENS=<static token(s), comma-separated>   (${OAUTH_ONLY})`);
+      else if (input.auth.source === 'file')
+        lines.push(`export MCP_AUTH_TOKENS="$(grep -v '^#' ${input.auth.file} | paste -sd, -)"`);
+      else if (!variable.required)
+        lines.push(`# optional: export MCP_AUTH_TOKENS=<static token(s), comma-separated>   (${OAUTH_ONLY})`);
       else lines.push('export MCP_AUTH_TOKENS=<your token(s), comma-separated>   # already set in this shell? keep it');
     } else if (variable.name === 'MCP_SESSION_SECRET') {
-      if (input.sessionSecretFile !== undefined) lines.push(`export MCP_SESSION_SECRET="$(cat ${rel(input.sessionSecretFile)})"   # the same on every deploy`);
+      if (input.sessionSecretFile !== undefined)
+        lines.push(`export MCP_SESSION_SECRET="$(cat ${rel(input.sessionSecretFile)})"   # the same on every deploy`);
       else lines.push('# MCP_SESSION_SECRET is set in this shell: keep using it, the same value on every deploy');
     } else if (!variable.required) {
-      lines.push(`# optional: export ${variable.name}=<${placeholder?.value ?? 'value'}>   (${placeholder?.optional ?? 'left out: empty'})`);
+      lines.push(
+        `# optional: export ${variable.name}=<${placeholder?.value ?? 'value'}>   (${placeholder?.optional ?? 'left out: empty'})`,
+      );
     } else {
       lines.push(`export ${variable.name}=<${placeholder?.value ?? 'value'}>`);
     }
@@ -190,7 +213,8 @@ function sDeployNotes(input) {
   const { plan } = input;
   const required = plan.fromShell.filter((v) => v.required).map((v) => v.name);
   const notes = [];
-  if (required.length > 0) notes.push(`(s deploy refuses to run while ${required.join(', ')} ${required.length === 1 ? 'is' : 'are'} unset.)`);
+  if (required.length > 0)
+    notes.push(`(s deploy refuses to run while ${required.join(', ')} ${required.length === 1 ? 'is' : 'are'} unset.)`);
   if (plan.fromShell.some((v) => v.name === 'MCP_SESSION_SECRET')) {
     notes.push(
       "(MCP_SESSION_SECRET must stay the same on every deploy: a new one ends every open session. A re-deploy through --deploy keeps the function's secret by itself.)",
@@ -211,7 +235,8 @@ function sDeployNotes(input) {
  */
 function consoleLogging(plan) {
   const logConfig = plan.logConfig;
-  if (logConfig !== undefined) return `Logging: SLS project ${logConfig.project}, logstore ${logConfig.logstore}; request and instance metrics on.`;
+  if (logConfig !== undefined)
+    return `Logging: SLS project ${logConfig.project}, logstore ${logConfig.logstore}; request and instance metrics on.`;
   return (
     'Logging: FC keeps no logs of this function until logging is on. Function → Logging: choose or create an SLS project and logstore ' +
     '(or re-run with --sls-project and --sls-logstore). `s deploy` with this s.yaml turns it on by itself (logConfig: auto).'
@@ -228,10 +253,15 @@ function consoleLogging(plan) {
 function consolePlaceholder(variable, input, dir, rel) {
   if (variable.name === 'MCP_AUTH_TOKENS') {
     if (input.auth.source === 'generated' || input.auth.source === 'file') return tokenWhere(input, dir);
-    return variable.required ? 'your token(s), comma-separated' : `optional: static token(s), comma-separated; ${OAUTH_ONLY}`;
+    return variable.required
+      ? 'your token(s), comma-separated'
+      : `optional: static token(s), comma-separated; ${OAUTH_ONLY}`;
   }
   if (variable.name === 'MCP_SESSION_SECRET') {
-    const from = input.sessionSecretFile === undefined ? 'MCP_SESSION_SECRET of your shell' : `the secret in ${rel(input.sessionSecretFile)}`;
+    const from =
+      input.sessionSecretFile === undefined
+        ? 'MCP_SESSION_SECRET of your shell'
+        : `the secret in ${rel(input.sessionSecretFile)}`;
     return `${from}; the same on every deploy`;
   }
   const placeholder = SHELL_PLACEHOLDERS[variable.name];

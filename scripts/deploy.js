@@ -28,7 +28,14 @@ async function main() {
 function toErrorJson(err) {
   if (err instanceof UsageError) return { kind: 'usage', message: err.message, problems: err.problems };
   if (err instanceof DeployError) {
-    return { kind: 'deploy', message: err.message, step: err.step ?? null, code: err.code ?? null, requestId: err.requestId ?? null, hint: err.hint ?? null };
+    return {
+      kind: 'deploy',
+      message: err.message,
+      step: err.step ?? null,
+      code: err.code ?? null,
+      requestId: err.requestId ?? null,
+      hint: err.hint ?? null,
+    };
   }
   return { kind: 'internal', message: describeError(err) };
 }
@@ -37,7 +44,13 @@ function toErrorJson(err) {
 function toErrorText(err) {
   if (err instanceof UsageError) return `error: ${err.message}\nRun node scripts/deploy.js --help for the options.`;
   if (err instanceof DeployError) {
-    return [`error: ${err.message}`, err.requestId && `  request id: ${err.requestId}`, err.hint && `  what to do: ${err.hint}`].filter(Boolean).join('\n');
+    return [
+      `error: ${err.message}`,
+      err.requestId && `  request id: ${err.requestId}`,
+      err.hint && `  what to do: ${err.hint}`,
+    ]
+      .filter(Boolean)
+      .join('\n');
   }
   return `error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`;
 }

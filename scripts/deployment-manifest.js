@@ -21,13 +21,30 @@ function toManifest(plan, code) {
     name: plan.name,
     region: plan.region,
     platform: { provider: 'alibabacloud-fc3', runtime: plan.runtime },
-    code: { archive: code.zipFile, entry: ENTRY_FILE, sha256: code.zipSha256, bytes: code.zipBytes, unpackedAt: CODE_DIR },
-    start: { command: [plan.nodePath, `${CODE_DIR}/${ENTRY_FILE}`], listen: '0.0.0.0', port: LISTEN_PORT, portVariable: 'FC_CUSTOM_LISTEN_PORT' },
+    code: {
+      archive: code.zipFile,
+      entry: ENTRY_FILE,
+      sha256: code.zipSha256,
+      bytes: code.zipBytes,
+      unpackedAt: CODE_DIR,
+    },
+    start: {
+      command: [plan.nodePath, `${CODE_DIR}/${ENTRY_FILE}`],
+      listen: '0.0.0.0',
+      port: LISTEN_PORT,
+      portVariable: 'FC_CUSTOM_LISTEN_PORT',
+    },
     resources: { memoryMb: plan.memoryMb, cpu: plan.cpu, diskMb: plan.diskMb },
     timeouts: { functionS: plan.timeoutS, toolMaxS: plan.toolTimeoutMaxS },
     concurrency: { requestsPerInstance: plan.instanceConcurrency, sessionsPerInstance: plan.sessionConcurrency },
     sessionAffinity: plan.sessionAffinity
-      ? { enabled: true, mode: 'MCP_STREAMABLE', header: 'Mcp-Session-Id', idleTimeoutS: plan.sessionIdleTtlS, ttlS: plan.sessionTtlS }
+      ? {
+          enabled: true,
+          mode: 'MCP_STREAMABLE',
+          header: 'Mcp-Session-Id',
+          idleTimeoutS: plan.sessionIdleTtlS,
+          ttlS: plan.sessionTtlS,
+        }
       : { enabled: false },
     http: {
       path: MCP_PATH,

@@ -47,18 +47,28 @@ function readDomainCertificate({ certFile, keyFile, domain, now = new Date() }) 
   }
   if (cert === undefined || key === undefined) return { certConfig: undefined, problems, warnings };
 
-  if (!cert.checkPrivateKey(key)) problems.push(`--domain-key ${keyFile} is not the private key of the certificate in ${certFile}`);
-  if (cert.checkHost(domain) === undefined) problems.push(`the certificate in ${certFile} does not name ${domain} (it is for ${cert.subjectAltName ?? cert.subject})`);
+  if (!cert.checkPrivateKey(key))
+    problems.push(`--domain-key ${keyFile} is not the private key of the certificate in ${certFile}`);
+  if (cert.checkHost(domain) === undefined)
+    problems.push(
+      `the certificate in ${certFile} does not name ${domain} (it is for ${cert.subjectAltName ?? cert.subject})`,
+    );
   const validTo = new Date(cert.validTo);
   const validFrom = new Date(cert.validFrom);
   if (validTo <= now) problems.push(`the certificate in ${certFile} expired on ${validTo.toISOString()}`);
-  else if (validFrom > now) problems.push(`the certificate in ${certFile} is not valid before ${validFrom.toISOString()}`);
-  else if (validTo.getTime() - now.getTime() < EXPIRY_WARNING_DAYS * DAY_MS) warnings.push(`the certificate of ${domain} expires on ${validTo.toISOString()}: renew it and re-deploy`);
+  else if (validFrom > now)
+    problems.push(`the certificate in ${certFile} is not valid before ${validFrom.toISOString()}`);
+  else if (validTo.getTime() - now.getTime() < EXPIRY_WARNING_DAYS * DAY_MS)
+    warnings.push(`the certificate of ${domain} expires on ${validTo.toISOString()}: renew it and re-deploy`);
   if (problems.length > 0) return { certConfig: undefined, problems, warnings };
 
   // A name per certificate: a renewed one replaces the old under a new name, and the name says which it is.
   const certName = `${domain.replace(/[^A-Za-z0-9]+/g, '-').slice(0, 48)}-${createHash('sha256').update(cert.raw).digest('hex').slice(0, 12)}`;
-  return { certConfig: { certName, certificate: certificate.trim(), privateKey: privateKey.trim() }, problems, warnings };
+  return {
+    certConfig: { certName, certificate: certificate.trim(), privateKey: privateKey.trim() },
+    problems,
+    warnings,
+  };
 }
 
 /**

@@ -23,12 +23,16 @@ function planDomain(args, problems, warnings) {
   const httpOnly = args.domainHttpOnly === true;
   const none = { customDomain, protocol: undefined, certificate: undefined, certConfig: undefined };
   if (customDomain === undefined) {
-    if (certFile !== undefined || keyFile !== undefined || httpOnly) problems.push('--domain-cert, --domain-key and --domain-http-only go with --custom-domain');
+    if (certFile !== undefined || keyFile !== undefined || httpOnly)
+      problems.push('--domain-cert, --domain-key and --domain-http-only go with --custom-domain');
     return none;
   }
   if (httpOnly) {
-    if (certFile !== undefined || keyFile !== undefined) problems.push('--domain-http-only conflicts with --domain-cert and --domain-key: choose one');
-    warnings.push(`--domain-http-only: ${customDomain} is served over plain HTTP, so bearer tokens cross the network in clear text`);
+    if (certFile !== undefined || keyFile !== undefined)
+      problems.push('--domain-http-only conflicts with --domain-cert and --domain-key: choose one');
+    warnings.push(
+      `--domain-http-only: ${customDomain} is served over plain HTTP, so bearer tokens cross the network in clear text`,
+    );
     return { ...none, protocol: /** @type {const} */ ('http-only') };
   }
   if (certFile === undefined && keyFile === undefined) return { ...none, protocol: /** @type {const} */ ('keep') };
@@ -39,7 +43,10 @@ function planDomain(args, problems, warnings) {
   const read = readDomainCertificate({ certFile, keyFile, domain: customDomain });
   problems.push(...read.problems);
   warnings.push(...read.warnings);
-  const certificate = read.certConfig === undefined ? undefined : { certName: read.certConfig.certName, certFile: resolve(certFile), keyFile: resolve(keyFile) };
+  const certificate =
+    read.certConfig === undefined
+      ? undefined
+      : { certName: read.certConfig.certName, certFile: resolve(certFile), keyFile: resolve(keyFile) };
   return { customDomain, protocol: /** @type {const} */ ('https'), certificate, certConfig: read.certConfig };
 }
 
@@ -62,7 +69,11 @@ function checkAgainstDomain(plan, existingDomain) {
  * @param {Record<string, any> | undefined} domain as GetCustomDomain returns it
  */
 function hasHttps(domain) {
-  return String(domain?.protocol ?? '').includes('HTTPS') && typeof domain?.certConfig?.certificate === 'string' && domain.certConfig.certificate !== '';
+  return (
+    String(domain?.protocol ?? '').includes('HTTPS') &&
+    typeof domain?.certConfig?.certificate === 'string' &&
+    domain.certConfig.certificate !== ''
+  );
 }
 
 module.exports = { planDomain, checkAgainstDomain };

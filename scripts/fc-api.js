@@ -45,9 +45,14 @@ class FcApiError extends Error {
 function resolveEndpoint({ endpoint, accountId, region }) {
   if (endpoint !== undefined) {
     const match = /^(https?):\/\/([^/]+)\/?$/.exec(endpoint);
-    return match === null ? { host: endpoint.replace(/\/$/, ''), protocol: 'https' } : { host: String(match[2]), protocol: /** @type {'http' | 'https'} */ (match[1]) };
+    return match === null
+      ? { host: endpoint.replace(/\/$/, ''), protocol: 'https' }
+      : { host: String(match[2]), protocol: /** @type {'http' | 'https'} */ (match[1]) };
   }
-  return { host: accountId === undefined ? `fcv3.${region}.aliyuncs.com` : `${accountId}.${region}.fc.aliyuncs.com`, protocol: 'https' };
+  return {
+    host: accountId === undefined ? `fcv3.${region}.aliyuncs.com` : `${accountId}.${region}.fc.aliyuncs.com`,
+    protocol: 'https',
+  };
 }
 
 /**
@@ -90,15 +95,31 @@ function createFcApi(options) {
   };
   return {
     getFunction: (name) => unlessNotFound(() => client.getFunction(name, new FC.GetFunctionRequest({}))),
-    createFunction: (input) => body(() => client.createFunction(new FC.CreateFunctionRequest({ body: new FC.CreateFunctionInput(input) }))),
-    updateFunction: (name, input) => body(() => client.updateFunction(name, new FC.UpdateFunctionRequest({ body: new FC.UpdateFunctionInput(input) }))),
+    createFunction: (input) =>
+      body(() => client.createFunction(new FC.CreateFunctionRequest({ body: new FC.CreateFunctionInput(input) }))),
+    updateFunction: (name, input) =>
+      body(() =>
+        client.updateFunction(name, new FC.UpdateFunctionRequest({ body: new FC.UpdateFunctionInput(input) })),
+      ),
     getTrigger: (name, trigger) => unlessNotFound(() => client.getTrigger(name, trigger)),
-    createTrigger: (name, input) => body(() => client.createTrigger(name, new FC.CreateTriggerRequest({ body: new FC.CreateTriggerInput(input) }))),
-    updateTrigger: (name, trigger, input) => body(() => client.updateTrigger(name, trigger, new FC.UpdateTriggerRequest({ body: new FC.UpdateTriggerInput(input) }))),
+    createTrigger: (name, input) =>
+      body(() => client.createTrigger(name, new FC.CreateTriggerRequest({ body: new FC.CreateTriggerInput(input) }))),
+    updateTrigger: (name, trigger, input) =>
+      body(() =>
+        client.updateTrigger(name, trigger, new FC.UpdateTriggerRequest({ body: new FC.UpdateTriggerInput(input) })),
+      ),
     getCustomDomain: (domain) => unlessNotFound(() => client.getCustomDomain(domain)),
-    createCustomDomain: (input) => body(() => client.createCustomDomain(new FC.CreateCustomDomainRequest({ body: new FC.CreateCustomDomainInput(input) }))),
+    createCustomDomain: (input) =>
+      body(() =>
+        client.createCustomDomain(new FC.CreateCustomDomainRequest({ body: new FC.CreateCustomDomainInput(input) })),
+      ),
     updateCustomDomain: (domain, input) =>
-      body(() => client.updateCustomDomain(domain, new FC.UpdateCustomDomainRequest({ body: new FC.UpdateCustomDomainInput(input) }))),
+      body(() =>
+        client.updateCustomDomain(
+          domain,
+          new FC.UpdateCustomDomainRequest({ body: new FC.UpdateCustomDomainInput(input) }),
+        ),
+      ),
   };
 }
 
@@ -119,10 +140,20 @@ function toFcApiError(err) {
   if (err instanceof FcApiError) return err;
   const e = /** @type {Record<string, any>} */ (typeof err === 'object' && err !== null ? err : {});
   const statusCode = typeof e.statusCode === 'number' ? e.statusCode : undefined;
-  const code = typeof e.code === 'string' && e.code !== '' && e.code !== 'undefined' ? e.code : statusCode === undefined ? 'NetworkError' : `HTTP${statusCode}`;
+  const code =
+    typeof e.code === 'string' && e.code !== '' && e.code !== 'undefined'
+      ? e.code
+      : statusCode === undefined
+        ? 'NetworkError'
+        : `HTTP${statusCode}`;
   const requestId = typeof e.requestId === 'string' && e.requestId !== 'undefined' ? e.requestId : undefined;
   const data = /** @type {Record<string, unknown>} */ (e.data ?? {});
-  const detail = typeof data.Message === 'string' ? data.Message : typeof data.message === 'string' ? data.message : String(e.message ?? err);
+  const detail =
+    typeof data.Message === 'string'
+      ? data.Message
+      : typeof data.message === 'string'
+        ? data.message
+        : String(e.message ?? err);
   const retryAfterMs = typeof e.retryAfter === 'number' ? e.retryAfter : undefined;
   return new FcApiError(detail, { code, statusCode, requestId, retryAfterMs, cause: err });
 }

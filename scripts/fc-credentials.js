@@ -73,15 +73,23 @@ const isTrue = (value) => (value ?? '').toLowerCase() === 'true';
 const CHAIN = [
   {
     provider: 'env',
-    label: ({ env }) => `environment variables ALIBABA_CLOUD_ACCESS_KEY_ID/ALIBABA_CLOUD_ACCESS_KEY_SECRET${env.ALIBABA_CLOUD_SECURITY_TOKEN ? '/ALIBABA_CLOUD_SECURITY_TOKEN' : ''}`,
+    label: ({ env }) =>
+      `environment variables ALIBABA_CLOUD_ACCESS_KEY_ID/ALIBABA_CLOUD_ACCESS_KEY_SECRET${env.ALIBABA_CLOUD_SECURITY_TOKEN ? '/ALIBABA_CLOUD_SECURITY_TOKEN' : ''}`,
     create: (lib, { env }) => {
       const accessKeyId = env.ALIBABA_CLOUD_ACCESS_KEY_ID;
       const accessKeySecret = env.ALIBABA_CLOUD_ACCESS_KEY_SECRET;
       if (!accessKeyId || !accessKeySecret) return 'not set';
       const token = env.ALIBABA_CLOUD_SECURITY_TOKEN;
       return token
-        ? lib.StaticSTSCredentialsProvider.builder().withAccessKeyId(accessKeyId).withAccessKeySecret(accessKeySecret).withSecurityToken(token).build()
-        : lib.StaticAKCredentialsProvider.builder().withAccessKeyId(accessKeyId).withAccessKeySecret(accessKeySecret).build();
+        ? lib.StaticSTSCredentialsProvider.builder()
+            .withAccessKeyId(accessKeyId)
+            .withAccessKeySecret(accessKeySecret)
+            .withSecurityToken(token)
+            .build()
+        : lib.StaticAKCredentialsProvider.builder()
+            .withAccessKeyId(accessKeyId)
+            .withAccessKeySecret(accessKeySecret)
+            .build();
     },
   },
   {
@@ -95,7 +103,10 @@ const CHAIN = [
       const providerArn = env.ALIBABA_CLOUD_OIDC_PROVIDER_ARN;
       const tokenFile = env.ALIBABA_CLOUD_OIDC_TOKEN_FILE;
       if (!roleArn || !providerArn || !tokenFile) return 'not set';
-      const builder = lib.OIDCRoleArnCredentialsProvider.builder().withRoleArn(roleArn).withOIDCProviderArn(providerArn).withOIDCTokenFilePath(tokenFile);
+      const builder = lib.OIDCRoleArnCredentialsProvider.builder()
+        .withRoleArn(roleArn)
+        .withOIDCProviderArn(providerArn)
+        .withOIDCTokenFilePath(tokenFile);
       if (env.ALIBABA_CLOUD_ROLE_SESSION_NAME) builder.withRoleSessionName(env.ALIBABA_CLOUD_ROLE_SESSION_NAME);
       if (env.ALIBABA_CLOUD_STS_REGION) builder.withStsRegionId(env.ALIBABA_CLOUD_STS_REGION);
       if (isTrue(env.ALIBABA_CLOUD_VPC_ENDPOINT_ENABLED)) builder.withEnableVpc(true);
@@ -110,7 +121,8 @@ const CHAIN = [
       return `${name === undefined ? 'the current profile' : `profile "${name}"`} in ${file === undefined ? '~/.aliyun/config.json' : shown(file, home)}`;
     },
     create: (lib, { env, home, profile }) => {
-      if (isTrue(env.ALIBABA_CLOUD_CLI_PROFILE_DISABLED)) return 'turned off by ALIBABA_CLOUD_CLI_PROFILE_DISABLED=true';
+      if (isTrue(env.ALIBABA_CLOUD_CLI_PROFILE_DISABLED))
+        return 'turned off by ALIBABA_CLOUD_CLI_PROFILE_DISABLED=true';
       const file = cliConfigPath(home);
       if (file === undefined) return 'HOME is not set';
       if (!existsSync(file)) return 'no such file';
@@ -130,15 +142,24 @@ const CHAIN = [
       const file = iniPath(env, home);
       if (file === undefined) return 'HOME is not set';
       if (!existsSync(file)) return 'no such file';
-      return withHome(lib.ProfileCredentialsProvider.builder().withProfileName(profile ?? env.ALIBABA_CLOUD_PROFILE ?? 'default').build(), home);
+      return withHome(
+        lib.ProfileCredentialsProvider.builder()
+          .withProfileName(profile ?? env.ALIBABA_CLOUD_PROFILE ?? 'default')
+          .build(),
+        home,
+      );
     },
   },
   {
     provider: 'ecs_ram_role',
-    label: ({ env }) => `ECS RAM role${env.ALIBABA_CLOUD_ECS_METADATA ? ` "${env.ALIBABA_CLOUD_ECS_METADATA}"` : ''} (instance metadata)`,
+    label: ({ env }) =>
+      `ECS RAM role${env.ALIBABA_CLOUD_ECS_METADATA ? ` "${env.ALIBABA_CLOUD_ECS_METADATA}"` : ''} (instance metadata)`,
     create: (lib, { env }) => {
-      if (isTrue(env.ALIBABA_CLOUD_ECS_METADATA_DISABLED)) return 'turned off by ALIBABA_CLOUD_ECS_METADATA_DISABLED=true';
-      const builder = lib.ECSRAMRoleCredentialsProvider.builder().withDisableIMDSv1(isTrue(env.ALIBABA_CLOUD_IMDSV1_DISABLED));
+      if (isTrue(env.ALIBABA_CLOUD_ECS_METADATA_DISABLED))
+        return 'turned off by ALIBABA_CLOUD_ECS_METADATA_DISABLED=true';
+      const builder = lib.ECSRAMRoleCredentialsProvider.builder().withDisableIMDSv1(
+        isTrue(env.ALIBABA_CLOUD_IMDSV1_DISABLED),
+      );
       if (env.ALIBABA_CLOUD_ECS_METADATA) builder.withRoleName(env.ALIBABA_CLOUD_ECS_METADATA);
       return builder.build();
     },
@@ -147,7 +168,10 @@ const CHAIN = [
     provider: 'credential_uri',
     // The URL is not shown: it may carry a token.
     label: () => 'the credentials URL in ALIBABA_CLOUD_CREDENTIALS_URI',
-    create: (lib, { env }) => (env.ALIBABA_CLOUD_CREDENTIALS_URI ? lib.URICredentialsProvider.builder().withCredentialsURI(env.ALIBABA_CLOUD_CREDENTIALS_URI).build() : 'not set'),
+    create: (lib, { env }) =>
+      env.ALIBABA_CLOUD_CREDENTIALS_URI
+        ? lib.URICredentialsProvider.builder().withCredentialsURI(env.ALIBABA_CLOUD_CREDENTIALS_URI).build()
+        : 'not set',
   },
 ];
 
@@ -217,7 +241,8 @@ function safeReason(err) {
  * @returns {Promise<FcCredentials>}
  */
 async function resolveFcCredentials({ env, home, profile, sAccess }) {
-  if (profile !== undefined && sAccess !== undefined) throw new UsageError(['--profile and --s-access both choose the credentials: pass one of them']);
+  if (profile !== undefined && sAccess !== undefined)
+    throw new UsageError(['--profile and --s-access both choose the credentials: pass one of them']);
   if (sAccess !== undefined) return readServerlessDevsAccess(sAccess, env, home);
   // Loaded here, not at the top: the artifact-only path never loads the credentials package.
   const lib = require('@alicloud/credentials');
@@ -239,14 +264,22 @@ async function resolveFcCredentials({ env, home, profile, sAccess }) {
     try {
       const found = await provider.getCredentials();
       if (found.accessKeyId && found.accessKeySecret) {
-        return { accessKeyId: found.accessKeyId, accessKeySecret: found.accessKeySecret, securityToken: found.securityToken || undefined, source: toSource(label, link, found.providerName) };
+        return {
+          accessKeyId: found.accessKeyId,
+          accessKeySecret: found.accessKeySecret,
+          securityToken: found.securityToken || undefined,
+          source: toSource(label, link, found.providerName),
+        };
       }
       tried.push(`${label}: no AccessKey id and secret in it`);
     } catch (err) {
       tried.push(`${label}: ${safeReason(err)}`);
     }
   }
-  const what = profile === undefined ? 'no Alibaba Cloud credentials found for --deploy' : `--profile ${profile}: no such profile with credentials`;
+  const what =
+    profile === undefined
+      ? 'no Alibaba Cloud credentials found for --deploy'
+      : `--profile ${profile}: no such profile with credentials`;
   throw new UsageError([
     `${what}; tried, in order:\n    - ${tried.join('\n    - ')}\n  ` +
       (profile === undefined

@@ -57,7 +57,10 @@ function createCaller({ step, random, wait = sleep }) {
     withRetry(fn, {
       wait,
       random,
-      onRetry: (err, attempt, delayMs) => step(`  ${what}: ${describeAttempt(err)}; retrying in ${(delayMs / 1000).toFixed(1)} s (attempt ${attempt + 1})`),
+      onRetry: (err, attempt, delayMs) =>
+        step(
+          `  ${what}: ${describeAttempt(err)}; retrying in ${(delayMs / 1000).toFixed(1)} s (attempt ${attempt + 1})`,
+        ),
     }).catch((err) => {
       throw toDeployError(what, err);
     });
@@ -92,16 +95,22 @@ async function deployToFc(options) {
   const call = createCaller(options);
   const input = { ...toFunctionConfig(plan, options.variables), code: { zipFile: options.zip.toString('base64') } };
   if (existing !== undefined && existing.sessionAffinity && !plan.sessionAffinity) {
-    step(`  note: the function keeps its session affinity (${existing.sessionAffinity}); turn it off in the FC console if you mean to`);
+    step(
+      `  note: the function keeps its session affinity (${existing.sessionAffinity}); turn it off in the FC console if you mean to`,
+    );
   }
 
   let functionOutcome = /** @type {'created' | 'updated'} */ ('updated');
   if (existing === undefined) {
-    step(`Creating function ${plan.name} (${plan.runtime}, ${plan.memoryMb} MB, ${plan.cpu} vCPU, timeout ${plan.timeoutS} s)…`);
-    const created = await call('CreateFunction', () => api.createFunction({ functionName: plan.name, ...input })).catch((err) => {
-      if (err instanceof DeployError && err.code === 'FunctionAlreadyExists') return undefined;
-      throw err;
-    });
+    step(
+      `Creating function ${plan.name} (${plan.runtime}, ${plan.memoryMb} MB, ${plan.cpu} vCPU, timeout ${plan.timeoutS} s)…`,
+    );
+    const created = await call('CreateFunction', () => api.createFunction({ functionName: plan.name, ...input })).catch(
+      (err) => {
+        if (err instanceof DeployError && err.code === 'FunctionAlreadyExists') return undefined;
+        throw err;
+      },
+    );
     if (created === undefined) {
       step(`  ${plan.name} already exists (created meanwhile); updating it instead…`);
       await call('UpdateFunction', () => api.updateFunction(plan.name, input));
@@ -119,9 +128,17 @@ async function deployToFc(options) {
   const trigger = await call('GetTrigger', () => api.getTrigger(plan.name, plan.triggerName));
   const triggerUrl = trigger?.httpTrigger?.urlInternet;
 
-  const domainOutcome = plan.customDomain === undefined ? undefined : await upsertCustomDomain({ plan, api, call, step }, options);
-  const base = plan.customDomain === undefined ? triggerUrl : `${plan.domainProtocol === 'http-only' ? 'http' : 'https'}://${plan.customDomain}`;
-  if (typeof base !== 'string' || base === '') throw new DeployError('FC returned no URL for the HTTP trigger', { step: 'GetTrigger', hint: 'Open the function in the FC console: Triggers shows its URL.' });
+  const domainOutcome =
+    plan.customDomain === undefined ? undefined : await upsertCustomDomain({ plan, api, call, step }, options);
+  const base =
+    plan.customDomain === undefined
+      ? triggerUrl
+      : `${plan.domainProtocol === 'http-only' ? 'http' : 'https'}://${plan.customDomain}`;
+  if (typeof base !== 'string' || base === '')
+    throw new DeployError('FC returned no URL for the HTTP trigger', {
+      step: 'GetTrigger',
+      hint: 'Open the function in the FC console: Triggers shows its URL.',
+    });
   const url = `${base.replace(/\/$/, '')}${MCP_PATH}`;
   step(`Deployed: ${url}`);
   return { function: functionOutcome, trigger: triggerOutcome, customDomain: domainOutcome, url, triggerUrl };
@@ -144,11 +161,18 @@ async function waitUntilActive({ plan, api, call, step, wait }) {
   const deadline = Date.now() + ACTIVE_TIMEOUT_MS;
   for (let poll = 0; ; poll++) {
     const fn = await call('GetFunction', () => api.getFunction(plan.name));
-    if (fn === undefined) throw new DeployError(`function ${plan.name} vanished while it was being deployed`, { step: 'GetFunction', code: 'FunctionNotFound', hint: toErrorHint('FunctionNotFound', 404) });
+    if (fn === undefined)
+      throw new DeployError(`function ${plan.name} vanished while it was being deployed`, {
+        step: 'GetFunction',
+        code: 'FunctionNotFound',
+        hint: toErrorHint('FunctionNotFound', 404),
+      });
     const state = String(fn.state ?? 'Active');
     const update = String(fn.lastUpdateStatus ?? 'Successful');
     if (state === 'Failed' || update === 'Failed') {
-      const reason = [fn.stateReasonCode, fn.stateReason, fn.lastUpdateStatusReasonCode, fn.lastUpdateStatusReason].filter(Boolean).join(': ');
+      const reason = [fn.stateReasonCode, fn.stateReason, fn.lastUpdateStatusReasonCode, fn.lastUpdateStatusReason]
+        .filter(Boolean)
+        .join(': ');
       throw new DeployError(`FC could not make function ${plan.name} ready${reason ? ` (${reason})` : ''}`, {
         step: 'GetFunction',
         code: String(fn.lastUpdateStatusReasonCode ?? fn.stateReasonCode ?? 'FunctionFailed'),
@@ -160,7 +184,10 @@ async function waitUntilActive({ plan, api, call, step, wait }) {
       return;
     }
     if (Date.now() > deadline) {
-      throw new DeployError(`function ${plan.name} was still ${state}/${update} after ${ACTIVE_TIMEOUT_MS / 60_000} minutes`, { step: 'GetFunction', hint: 'Check the function in the FC console, then re-run.' });
+      throw new DeployError(
+        `function ${plan.name} was still ${state}/${update} after ${ACTIVE_TIMEOUT_MS / 60_000} minutes`,
+        { step: 'GetFunction', hint: 'Check the function in the FC console, then re-run.' },
+      );
     }
     step(`  still ${state === 'Pending' ? 'pending' : 'updating'} (state ${state}, last update ${update})…`);
     await wait(POLL_DELAYS_MS[poll] ?? POLL_STEADY_MS);
@@ -174,7 +201,8 @@ async function waitUntilActive({ plan, api, call, step, wait }) {
  */
 async function upsertTrigger({ plan, api, call, step }) {
   const triggerConfig = JSON.stringify(toHttpTriggerConfig(plan));
-  const update = () => call('UpdateTrigger', () => api.updateTrigger(plan.name, plan.triggerName, { triggerConfig, qualifier: 'LATEST' }));
+  const update = () =>
+    call('UpdateTrigger', () => api.updateTrigger(plan.name, plan.triggerName, { triggerConfig, qualifier: 'LATEST' }));
   step(`Looking up HTTP trigger ${plan.triggerName}…`);
   const existing = await call('GetTrigger', () => api.getTrigger(plan.name, plan.triggerName));
   if (existing !== undefined) {
@@ -182,9 +210,18 @@ async function upsertTrigger({ plan, api, call, step }) {
     await update();
     return 'updated';
   }
-  step(`Creating HTTP trigger ${plan.triggerName} (anonymous at the trigger, bearer auth in the function; ${plan.triggerMethods.join(', ')})…`);
+  step(
+    `Creating HTTP trigger ${plan.triggerName} (anonymous at the trigger, bearer auth in the function; ${plan.triggerMethods.join(', ')})…`,
+  );
   try {
-    await call('CreateTrigger', () => api.createTrigger(plan.name, { triggerName: plan.triggerName, triggerType: 'http', qualifier: 'LATEST', triggerConfig }));
+    await call('CreateTrigger', () =>
+      api.createTrigger(plan.name, {
+        triggerName: plan.triggerName,
+        triggerType: 'http',
+        qualifier: 'LATEST',
+        triggerConfig,
+      }),
+    );
     return 'created';
   } catch (err) {
     if (!(err instanceof DeployError && err.code === 'TriggerAlreadyExists')) throw err;
@@ -207,16 +244,31 @@ async function upsertCustomDomain({ plan, api, call, step }, { existingDomain, c
   const domain = /** @type {string} */ (plan.customDomain);
   const route = toDomainRoute(plan);
   const tls =
-    plan.domainProtocol === 'https' ? { protocol: 'HTTPS', certConfig } : plan.domainProtocol === 'http-only' ? { protocol: 'HTTP' } : {};
-  const served = plan.domainProtocol === 'https' ? `HTTPS, certificate ${certConfig?.certName}` : plan.domainProtocol === 'http-only' ? 'HTTP only' : 'HTTPS, its certificate kept';
+    plan.domainProtocol === 'https'
+      ? { protocol: 'HTTPS', certConfig }
+      : plan.domainProtocol === 'http-only'
+        ? { protocol: 'HTTP' }
+        : {};
+  const served =
+    plan.domainProtocol === 'https'
+      ? `HTTPS, certificate ${certConfig?.certName}`
+      : plan.domainProtocol === 'http-only'
+        ? 'HTTP only'
+        : 'HTTPS, its certificate kept';
   if (existingDomain === undefined) {
     step(`Creating custom domain ${domain} → ${plan.name} (${served})…`);
-    await call('CreateCustomDomain', () => api.createCustomDomain({ domainName: domain, ...tls, routeConfig: { routes: [route] } }));
+    await call('CreateCustomDomain', () =>
+      api.createCustomDomain({ domainName: domain, ...tls, routeConfig: { routes: [route] } }),
+    );
     return 'created';
   }
-  const others = (existingDomain.routeConfig?.routes ?? []).filter((/** @type {{ path?: string }} */ r) => r.path !== route.path);
+  const others = (existingDomain.routeConfig?.routes ?? []).filter(
+    (/** @type {{ path?: string }} */ r) => r.path !== route.path,
+  );
   step(`Updating custom domain ${domain}: ${route.path} → ${plan.name} (${served})…`);
-  await call('UpdateCustomDomain', () => api.updateCustomDomain(domain, { ...tls, routeConfig: { routes: [...others, route] } }));
+  await call('UpdateCustomDomain', () =>
+    api.updateCustomDomain(domain, { ...tls, routeConfig: { routes: [...others, route] } }),
+  );
   return 'updated';
 }
 

@@ -30,13 +30,23 @@ function toFunctionConfig(plan, environmentVariables) {
       command: [/** @type {string} */ (plan.nodePath)],
       args: [`${CODE_DIR}/${ENTRY_FILE}`],
       port: LISTEN_PORT,
-      healthCheckConfig: { httpGetUrl: HEALTH_PATH, initialDelaySeconds: 1, periodSeconds: 5, timeoutSeconds: 3, failureThreshold: 3, successThreshold: 1 },
+      healthCheckConfig: {
+        httpGetUrl: HEALTH_PATH,
+        initialDelaySeconds: 1,
+        periodSeconds: 5,
+        timeoutSeconds: 3,
+        failureThreshold: 3,
+        successThreshold: 1,
+      },
     },
     instanceLifecycleConfig: {
       initializer: { handler: HOOK_HANDLER, timeout: HOOKS.initializer.timeoutS },
       preStop: { handler: HOOK_HANDLER, timeout: HOOKS.preStop.timeoutS },
     },
-    ...(plan.sessionAffinity && { sessionAffinity: 'MCP_STREAMABLE', sessionAffinityConfig: toSessionAffinityConfig(plan) }),
+    ...(plan.sessionAffinity && {
+      sessionAffinity: 'MCP_STREAMABLE',
+      sessionAffinityConfig: toSessionAffinityConfig(plan),
+    }),
     ...(plan.logConfig !== undefined && { logConfig: toLogConfig(plan.logConfig) }),
     environmentVariables,
   };

@@ -75,7 +75,10 @@ function toVariables(plan, shell, existing) {
     }
     if (value) variables[name] = value;
   }
-  const given = new Set([...Object.keys(plan.environment), ...plan.fromShell.filter(({ name }) => shell[name]).map(({ name }) => name)]);
+  const given = new Set([
+    ...Object.keys(plan.environment),
+    ...plan.fromShell.filter(({ name }) => shell[name]).map(({ name }) => name),
+  ]);
   return { variables, sessionSecret, kept: fromFunction.filter((name) => !given.has(name)).sort() };
 }
 
@@ -89,7 +92,8 @@ function toVariables(plan, shell, existing) {
  */
 function describeDiff(plan, before, after, kept) {
   const secret = new Set(plan.fromShell.filter((v) => v.secret).map((v) => v.name));
-  const show = (/** @type {string} */ name, /** @type {string} */ value) => (secret.has(name) || SECRET_NAME.test(name) ? `<secret, ${value.length} characters>` : JSON.stringify(value));
+  const show = (/** @type {string} */ name, /** @type {string} */ value) =>
+    secret.has(name) || SECRET_NAME.test(name) ? `<secret, ${value.length} characters>` : JSON.stringify(value);
   const lines = [];
   for (const name of [...new Set([...Object.keys(before), ...Object.keys(after)])].sort()) {
     const [was, will] = [before[name], after[name]];

@@ -107,7 +107,9 @@ function checkPublicUrl(publicUrl) {
     url.username === '' &&
     url.password === '';
   if (origin) return [];
-  return [`--public-url "${publicUrl}" must be an origin such as https://mcp.example.com, without a path, query or credentials (the resource is <public-url>${MCP_PATH})`];
+  return [
+    `--public-url "${publicUrl}" must be an origin such as https://mcp.example.com, without a path, query or credentials (the resource is <public-url>${MCP_PATH})`,
+  ];
 }
 
 /**
@@ -117,7 +119,9 @@ function checkPublicUrl(publicUrl) {
  */
 function checkScopes(scopes) {
   if (scopes.split(/\s+/).every((scope) => SCOPE_TOKEN.test(scope))) return [];
-  return [`--oauth-scopes ${JSON.stringify(scopes)} must be scope names separated by spaces, without quotes or backslashes`];
+  return [
+    `--oauth-scopes ${JSON.stringify(scopes)} must be scope names separated by spaces, without quotes or backslashes`,
+  ];
 }
 
 /**
@@ -140,7 +144,9 @@ function checkOAuthVariables(variables) {
   for (const key of /** @type {const} */ (['oauthAudience', 'oauthScopes'])) {
     const { option, variable } = OAUTH_OPTIONS[key];
     if (!issuer && (variables[variable] ?? '').trim() !== '') {
-      problems.push(`${option} (${variable}) needs --oauth-issuer (MCP_OAUTH_ISSUER), or the server refuses to start: pass --oauth-issuer URL, or --unset ${variable}`);
+      problems.push(
+        `${option} (${variable}) needs --oauth-issuer (MCP_OAUTH_ISSUER), or the server refuses to start: pass --oauth-issuer URL, or --unset ${variable}`,
+      );
     }
   }
   return problems;

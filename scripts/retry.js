@@ -8,7 +8,17 @@
 const { setTimeout: sleep } = require('node:timers/promises');
 
 /** Errno codes of a connection that failed on the way, not a refused request. */
-const NETWORK_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'ETIMEDOUT', 'EPIPE', 'EAI_AGAIN', 'ENOTFOUND', 'ReadTimeout', 'ConnectTimeout', 'NetworkError']);
+const NETWORK_CODES = new Set([
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EAI_AGAIN',
+  'ENOTFOUND',
+  'ReadTimeout',
+  'ConnectTimeout',
+  'NetworkError',
+]);
 
 /**
  * @param {{ code?: string, statusCode?: number }} err
@@ -38,7 +48,14 @@ function isRetryable(err) {
  * @returns {Promise<T>}
  */
 async function withRetry(call, options = {}) {
-  const { attempts = 5, baseDelayMs = 500, maxDelayMs = 8000, onRetry = () => {}, random = Math.random, wait = sleep } = options;
+  const {
+    attempts = 5,
+    baseDelayMs = 500,
+    maxDelayMs = 8000,
+    onRetry = () => {},
+    random = Math.random,
+    wait = sleep,
+  } = options;
   for (let attempt = 1; ; attempt++) {
     try {
       return await call();

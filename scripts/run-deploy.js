@@ -46,14 +46,20 @@ async function runDeploy(args, context) {
   const outputDir = resolve(context.cwd, String(args.outputDir));
 
   const { plan, authChoice, certConfig, problems, warnings } = createPlan({ ...args, outputDir }, context.env);
-  if (existsSync(outputDir) && !statSync(outputDir).isDirectory()) problems.push(`--output-dir ${args.outputDir} exists and is not a directory`);
+  if (existsSync(outputDir) && !statSync(outputDir).isDirectory())
+    problems.push(`--output-dir ${args.outputDir} exists and is not a directory`);
   if (problems.length > 0) throw new UsageError(problems);
   for (const warning of warnings) log(`warning: ${warning}`);
 
   // With --deploy the function is read first: what it already has (tokens, the E2B key, the session secret) may
   // complete the plan, and nothing is written or changed before the plan is known to be complete.
-  const endpoint = resolveEndpoint({ endpoint: optionalString(args.endpoint), accountId: optionalString(args.accountId), region: plan.region });
-  const target = args.deploy === true ? await lookUpTarget({ args, context, plan, authChoice, endpoint, log }) : undefined;
+  const endpoint = resolveEndpoint({
+    endpoint: optionalString(args.endpoint),
+    accountId: optionalString(args.accountId),
+    region: plan.region,
+  });
+  const target =
+    args.deploy === true ? await lookUpTarget({ args, context, plan, authChoice, endpoint, log }) : undefined;
   // No token given, yet the deploy goes on: the function's tokens are kept, or (without any) OAuth is its auth.
   if (authChoice.source === 'missing' && target?.tokensKept === true) authChoice.source = 'kept';
 
@@ -76,11 +82,30 @@ async function runDeploy(args, context) {
   // A function that has a session secret keeps it; otherwise the one kept in the output directory is used, so that
   // `s deploy` from this artifact sends the same value later.
   const hasSecret = typeof target?.existing?.environmentVariables?.MCP_SESSION_SECRET === 'string';
-  const sessionSecretFile = hasSecret ? undefined : keepSessionSecret({ outputDir, env: context.env, write: !dryRun, log });
+  const sessionSecretFile = hasSecret
+    ? undefined
+    : keepSessionSecret({ outputDir, env: context.env, write: !dryRun, log });
   if (sessionSecretFile !== undefined) files.push(sessionSecretFile);
 
-  const { deployed, plannedCalls, environmentDiff, oauth = describeOAuth(plan.environment) } =
-    target === undefined ? {} : await applyToTarget({ target, plan, authChoice, certConfig, env: context.env, sessionSecretFile, zip: artifact.zip, endpoint, dryRun, log });
+  const {
+    deployed,
+    plannedCalls,
+    environmentDiff,
+    oauth = describeOAuth(plan.environment),
+  } = target === undefined
+    ? {}
+    : await applyToTarget({
+        target,
+        plan,
+        authChoice,
+        certConfig,
+        env: context.env,
+        sessionSecretFile,
+        zip: artifact.zip,
+        endpoint,
+        dryRun,
+        log,
+      });
 
   if (json) {
     const result = {
@@ -89,7 +114,12 @@ async function runDeploy(args, context) {
       outputDir,
       files,
       manifest: artifact.manifest,
-      auth: { mode: plan.auth, source: authChoice.source, tokenFile: authChoice.file ?? null, tokenGenerated: newToken !== undefined },
+      auth: {
+        mode: plan.auth,
+        source: authChoice.source,
+        tokenFile: authChoice.file ?? null,
+        tokenGenerated: newToken !== undefined,
+      },
       warnings,
       url: deployed?.url ?? toUrlForm(plan),
       deployed: deployed ?? null,
@@ -98,10 +128,25 @@ async function runDeploy(args, context) {
       plannedCalls: plannedCalls ?? null,
     };
     context.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
-    if (newToken !== undefined) log(`New bearer token written to ${authChoice.file} (mode 0600); it is not repeated in the JSON.`);
+    if (newToken !== undefined)
+      log(`New bearer token written to ${authChoice.file} (mode 0600); it is not repeated in the JSON.`);
   } else {
     context.stdout.write(
-      toHumanReport({ plan, outputDir, cwd: context.cwd, dryRun, files, auth: authChoice, newToken, warnings, deployed, plannedCalls, accountId: optionalString(args.accountId), sessionSecretFile, oauth }),
+      toHumanReport({
+        plan,
+        outputDir,
+        cwd: context.cwd,
+        dryRun,
+        files,
+        auth: authChoice,
+        newToken,
+        warnings,
+        deployed,
+        plannedCalls,
+        accountId: optionalString(args.accountId),
+        sessionSecretFile,
+        oauth,
+      }),
     );
   }
 }
@@ -118,7 +163,12 @@ function toPlannedCalls(plan, endpoint) {
     `GET  ${base}/functions/${plan.name} (until active)`,
     `GET  ${base}/functions/${plan.name}/triggers/${plan.triggerName}`,
     `POST ${base}/functions/${plan.name}/triggers (create), or PUT ${base}/functions/${plan.name}/triggers/${plan.triggerName} (update)`,
-    ...(plan.customDomain === undefined ? [] : [`GET  ${base}/custom-domains/${plan.customDomain}`, `POST or PUT ${base}/custom-domains[/${plan.customDomain}]`]),
+    ...(plan.customDomain === undefined
+      ? []
+      : [
+          `GET  ${base}/custom-domains/${plan.customDomain}`,
+          `POST or PUT ${base}/custom-domains[/${plan.customDomain}]`,
+        ]),
   ];
 }
 
@@ -127,19 +177,41 @@ function toPlannedCalls(plan, endpoint) {
  * calls that create or update (none for a dry run, which lists them instead).
  * @param {{ target: { api: import('./fc-api').FcApi, existing: Record<string, any> | undefined, existingDomain: Record<string, any> | undefined }, plan: import('./deploy-plan').DeploymentPlan, authChoice: import('./auth-tokens').AuthChoice, certConfig: import('./domain-certificate').CertConfig | undefined, env: Record<string, string | undefined>, sessionSecretFile: string | undefined, zip: Buffer, endpoint: { host: string, protocol: 'http' | 'https' }, dryRun: boolean, log: (line: string) => void }} options
  */
-async function applyToTarget({ target, plan, authChoice, certConfig, env, sessionSecretFile, zip, endpoint, dryRun, log }) {
+async function applyToTarget({
+  target,
+  plan,
+  authChoice,
+  certConfig,
+  env,
+  sessionSecretFile,
+  zip,
+  endpoint,
+  dryRun,
+  log,
+}) {
   const { api, existing, existingDomain } = target;
   const shell = shellValues(plan, authChoice, env);
-  if (sessionSecretFile !== undefined && existsSync(sessionSecretFile)) shell.MCP_SESSION_SECRET = readFileSync(sessionSecretFile, 'utf8').trim();
+  if (sessionSecretFile !== undefined && existsSync(sessionSecretFile))
+    shell.MCP_SESSION_SECRET = readFileSync(sessionSecretFile, 'utf8').trim();
   const { variables, sessionSecret, kept } = toVariables(plan, shell, existing);
   const environmentDiff = describeDiff(plan, existing?.environmentVariables ?? {}, variables, kept);
-  log(`Environment of function ${plan.name}${existing === undefined ? ' (new)' : ''}, secrets masked (+ added, ~ changed, - removed, = kept; --unset NAME removes one):`);
+  log(
+    `Environment of function ${plan.name}${existing === undefined ? ' (new)' : ''}, secrets masked (+ added, ~ changed, - removed, = kept; --unset NAME removes one):`,
+  );
   for (const line of environmentDiff) log(`  ${line}`);
   const oauth = describeOAuth(variables);
   if (dryRun) return { environmentDiff, oauth, plannedCalls: toPlannedCalls(plan, endpoint), deployed: undefined };
   log(`Deploying through the FC API at ${endpoint.protocol}://${endpoint.host}…`);
   const result = await deployToFc({ plan, api, existing, existingDomain, certConfig, variables, zip, step: log });
-  return { environmentDiff, oauth, plannedCalls: undefined, deployed: { ...result, sessionSecret: sessionSecret === 'environment' && sessionSecretFile !== undefined ? 'file' : sessionSecret } };
+  return {
+    environmentDiff,
+    oauth,
+    plannedCalls: undefined,
+    deployed: {
+      ...result,
+      sessionSecret: sessionSecret === 'environment' && sessionSecretFile !== undefined ? 'file' : sessionSecret,
+    },
+  };
 }
 
 /**
@@ -149,11 +221,24 @@ async function applyToTarget({ target, plan, authChoice, certConfig, env, sessio
  * @param {{ args: Record<string, unknown>, context: RunContext, plan: import('./deploy-plan').DeploymentPlan, authChoice: import('./auth-tokens').AuthChoice, endpoint: { host: string, protocol: 'http' | 'https' }, log: (line: string) => void }} options
  */
 async function lookUpTarget({ args, context, plan, authChoice, endpoint, log }) {
-  const credentials = await resolveFcCredentials({ env: context.env, home: context.env.HOME, profile: optionalString(args.profile), sAccess: optionalString(args.sAccess) });
+  const credentials = await resolveFcCredentials({
+    env: context.env,
+    home: context.env.HOME,
+    profile: optionalString(args.profile),
+    sAccess: optionalString(args.sAccess),
+  });
   log(`Credentials: ${credentials.source}.`);
-  const api = createFcApi({ ...endpoint, accessKeyId: credentials.accessKeyId, accessKeySecret: credentials.accessKeySecret, securityToken: credentials.securityToken });
+  const api = createFcApi({
+    ...endpoint,
+    accessKeyId: credentials.accessKeyId,
+    accessKeySecret: credentials.accessKeySecret,
+    securityToken: credentials.securityToken,
+  });
   const existing = await lookUpFunction({ api, step: log, name: plan.name, region: plan.region });
-  const existingDomain = plan.customDomain === undefined ? undefined : await lookUpCustomDomain({ api, step: log, domain: plan.customDomain });
+  const existingDomain =
+    plan.customDomain === undefined
+      ? undefined
+      : await lookUpCustomDomain({ api, step: log, domain: plan.customDomain });
   const shell = shellValues(plan, authChoice, context.env);
   const { variables } = toVariables(plan, shell, existing);
   const refused = [
@@ -174,9 +259,11 @@ async function lookUpTarget({ args, context, plan, authChoice, endpoint, log }) 
  * @param {Record<string, any> | undefined} existing
  */
 function describeLogs(plan, existing) {
-  if (plan.logConfig !== undefined) return `Logs: SLS project ${plan.logConfig.project}, logstore ${plan.logConfig.logstore}.`;
+  if (plan.logConfig !== undefined)
+    return `Logs: SLS project ${plan.logConfig.project}, logstore ${plan.logConfig.logstore}.`;
   const current = existing?.logConfig;
-  if (typeof current?.project === 'string' && current.project !== '') return `Logs: kept (SLS project ${current.project}, logstore ${current.logstore}).`;
+  if (typeof current?.project === 'string' && current.project !== '')
+    return `Logs: kept (SLS project ${current.project}, logstore ${current.logstore}).`;
   return 'warning: FC will keep no logs for this function: pass --sls-project P --sls-logstore L (an SLS project and logstore in the same region), or turn logging on in the FC console (function → Logging)';
 }
 
@@ -193,7 +280,8 @@ function shellValues(plan, authChoice, env) {
   const values = {};
   for (const { name } of plan.fromShell) values[name] = env[name]?.trim() || undefined;
   if (plan.auth === 'bearer') {
-    values.MCP_AUTH_TOKENS = authChoice.tokens.join(',') || (authChoice.source === 'generated' ? TOKEN_TO_GENERATE : undefined);
+    values.MCP_AUTH_TOKENS =
+      authChoice.tokens.join(',') || (authChoice.source === 'generated' ? TOKEN_TO_GENERATE : undefined);
   }
   return values;
 }

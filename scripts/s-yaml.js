@@ -42,7 +42,14 @@ function toServerlessDevsYaml(plan, options) {
         code: options.codePath,
         ...config,
         logConfig,
-        triggers: [{ triggerName: plan.triggerName, triggerType: 'http', qualifier: 'LATEST', triggerConfig: toHttpTriggerConfig(plan) }],
+        triggers: [
+          {
+            triggerName: plan.triggerName,
+            triggerType: 'http',
+            qualifier: 'LATEST',
+            triggerConfig: toHttpTriggerConfig(plan),
+          },
+        ],
       },
     },
   };
@@ -58,7 +65,14 @@ function toServerlessDevsYaml(plan, options) {
         // fc3-domain reads certificate and privateKey from these files when it deploys: the key never enters s.yaml.
         ...(certificate === undefined
           ? { protocol: 'HTTP' }
-          : { protocol: 'HTTPS', certConfig: { certName: certificate.certName, certificate: certificate.certFile, privateKey: certificate.keyFile } }),
+          : {
+              protocol: 'HTTPS',
+              certConfig: {
+                certName: certificate.certName,
+                certificate: certificate.certFile,
+                privateKey: certificate.keyFile,
+              },
+            }),
         routeConfig: { routes: [{ ...toDomainRoute(plan), functionName: '${vars.functionName}' }] },
       },
     };

@@ -38,11 +38,14 @@ const OPENSSL_MAGIC = Buffer.from('Salted__', 'utf8');
  */
 function readServerlessDevsAccess(alias, env, home) {
   const base = env.serverless_devs_config_home || home;
-  if (base === undefined) throw new UsageError([`--s-access ${alias}: HOME is not set, so Serverless Devs' access.yaml cannot be found`]);
+  if (base === undefined)
+    throw new UsageError([`--s-access ${alias}: HOME is not set, so Serverless Devs' access.yaml cannot be found`]);
   const dir = join(base, '.s');
-  const file = [join(dir, 'access.yaml'), join(dir, 'access.yml')].find((path) => existsSync(path)) ?? join(dir, 'access.yaml');
+  const file =
+    [join(dir, 'access.yaml'), join(dir, 'access.yml')].find((path) => existsSync(path)) ?? join(dir, 'access.yaml');
   const where = shown(file, home);
-  if (!existsSync(file)) throw new UsageError([`--s-access ${alias}: ${where} does not exist; add the access with \`s config add\` first`]);
+  if (!existsSync(file))
+    throw new UsageError([`--s-access ${alias}: ${where} does not exist; add the access with \`s config add\` first`]);
   let content;
   try {
     content = parse(readFileSync(file, 'utf8'));
@@ -53,22 +56,34 @@ function readServerlessDevsAccess(alias, env, home) {
   const aliases = isMapping(content) ? Object.keys(content) : [];
   const entry = isMapping(content) && Object.hasOwn(content, alias) ? content[alias] : undefined;
   if (!isMapping(entry)) {
-    throw new UsageError([`--s-access ${alias}: ${where} has no access "${alias}"; it has ${aliases.length === 0 ? 'none' : aliases.map((a) => `"${a}"`).join(', ')}`]);
+    throw new UsageError([
+      `--s-access ${alias}: ${where} has no access "${alias}"; it has ${aliases.length === 0 ? 'none' : aliases.map((a) => `"${a}"`).join(', ')}`,
+    ]);
   }
   /** @param {string} key */
   const field = (key) => {
     const raw = entry[key];
     if (raw === undefined || raw === null || String(raw) === '') return undefined;
     const value = decryptValue(String(raw));
-    if (value === undefined) throw new UsageError([`--s-access ${alias}: ${key} of that access in ${where} cannot be decrypted; add the access again with \`s config add\``]);
+    if (value === undefined)
+      throw new UsageError([
+        `--s-access ${alias}: ${key} of that access in ${where} cannot be decrypted; add the access again with \`s config add\``,
+      ]);
     return value;
   };
   const accessKeyId = field('AccessKeyID');
   const accessKeySecret = field('AccessKeySecret');
   if (accessKeyId === undefined || accessKeySecret === undefined) {
-    throw new UsageError([`--s-access ${alias}: that access in ${where} has no AccessKeyID and AccessKeySecret (keys: ${Object.keys(entry).join(', ')}); is it an Alibaba Cloud access?`]);
+    throw new UsageError([
+      `--s-access ${alias}: that access in ${where} has no AccessKeyID and AccessKeySecret (keys: ${Object.keys(entry).join(', ')}); is it an Alibaba Cloud access?`,
+    ]);
   }
-  return { accessKeyId, accessKeySecret, securityToken: field('SecurityToken'), source: `Serverless Devs access "${alias}" (${where})` };
+  return {
+    accessKeyId,
+    accessKeySecret,
+    securityToken: field('SecurityToken'),
+    source: `Serverless Devs access "${alias}" (${where})`,
+  };
 }
 
 /**
@@ -98,7 +113,9 @@ function evpBytesToKey(passphrase, salt) {
   const blocks = [];
   let previous = Buffer.alloc(0);
   while (blocks.length * 16 < 48) {
-    previous = createHash('md5').update(Buffer.concat([previous, passphrase, salt])).digest();
+    previous = createHash('md5')
+      .update(Buffer.concat([previous, passphrase, salt]))
+      .digest();
     blocks.push(previous);
   }
   const material = Buffer.concat(blocks);

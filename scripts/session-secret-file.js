@@ -27,7 +27,11 @@ function keepSessionSecret({ outputDir, env, write, log }) {
   const file = join(outputDir, SESSION_SECRET_FILE_NAME);
   if (write) {
     const created = ensureSessionSecretFile(file);
-    log?.(created ? `New session secret written to ${file} (mode 0600); export it as MCP_SESSION_SECRET for every deploy.` : `Using the session secret kept in ${file}.`);
+    log?.(
+      created
+        ? `New session secret written to ${file} (mode 0600); export it as MCP_SESSION_SECRET for every deploy.`
+        : `Using the session secret kept in ${file}.`,
+    );
   }
   return file;
 }

@@ -42,17 +42,24 @@ function validatePlan(plan, sizes) {
 function checkName(plan) {
   const problems = [];
   if (!FUNCTION_NAME_PATTERN.test(plan.name)) {
-    problems.push(`--name "${plan.name}" is not a valid function name: use 1–64 letters, digits, _ or -, starting with a letter or _`);
+    problems.push(
+      `--name "${plan.name}" is not a valid function name: use 1–64 letters, digits, _ or -, starting with a letter or _`,
+    );
   }
-  if (!REGION_PATTERN.test(plan.region)) problems.push(`--region "${plan.region}" is not a region id such as cn-hangzhou or ap-southeast-1`);
+  if (!REGION_PATTERN.test(plan.region))
+    problems.push(`--region "${plan.region}" is not a region id such as cn-hangzhou or ap-southeast-1`);
   return problems;
 }
 
 /** @param {import('./deploy-plan').DeploymentPlan} plan */
 function checkRuntime(plan) {
-  const runtime = Object.hasOwn(RUNTIMES, plan.runtime) ? RUNTIMES[/** @type {keyof typeof RUNTIMES} */ (plan.runtime)] : undefined;
+  const runtime = Object.hasOwn(RUNTIMES, plan.runtime)
+    ? RUNTIMES[/** @type {keyof typeof RUNTIMES} */ (plan.runtime)]
+    : undefined;
   if (runtime === undefined) {
-    return [`--runtime "${plan.runtime}" is not one this CLI knows (${Object.keys(RUNTIMES).join(', ')}); use custom.debian10`];
+    return [
+      `--runtime "${plan.runtime}" is not one this CLI knows (${Object.keys(RUNTIMES).join(', ')}); use custom.debian10`,
+    ];
   }
   const problems = [];
   if (!runtime.custom && plan.sessionAffinity) {
@@ -61,9 +68,13 @@ function checkRuntime(plan) {
     );
   }
   if (!runtime.custom) {
-    problems.push(`--runtime ${plan.runtime} runs event handlers, not an HTTP server: this server needs a custom runtime such as custom.debian10`);
+    problems.push(
+      `--runtime ${plan.runtime} runs event handlers, not an HTTP server: this server needs a custom runtime such as custom.debian10`,
+    );
   } else if (plan.nodePath === undefined) {
-    problems.push(`--runtime ${plan.runtime} has no Node 20 at a known path: pass --node-path (a Node ≥ 20.10 inside the runtime), or use custom.debian10`);
+    problems.push(
+      `--runtime ${plan.runtime} has no Node 20 at a known path: pass --node-path (a Node ≥ 20.10 inside the runtime), or use custom.debian10`,
+    );
   } else if (!plan.nodePath.startsWith('/')) {
     problems.push(`--node-path must be an absolute path inside the runtime (got "${plan.nodePath}")`);
   }
@@ -74,10 +85,18 @@ function checkRuntime(plan) {
 function checkResources(plan) {
   const problems = [];
   const { memoryMb, cpu } = plan;
-  const memoryOk = Number.isInteger(memoryMb) && memoryMb >= MEMORY_MB.min && memoryMb <= MEMORY_MB.max && memoryMb % MEMORY_MB.step === 0;
-  if (!memoryOk) problems.push(`--memory ${memoryMb} must be a multiple of ${MEMORY_MB.step} MB from ${MEMORY_MB.min} to ${MEMORY_MB.max}`);
+  const memoryOk =
+    Number.isInteger(memoryMb) &&
+    memoryMb >= MEMORY_MB.min &&
+    memoryMb <= MEMORY_MB.max &&
+    memoryMb % MEMORY_MB.step === 0;
+  if (!memoryOk)
+    problems.push(
+      `--memory ${memoryMb} must be a multiple of ${MEMORY_MB.step} MB from ${MEMORY_MB.min} to ${MEMORY_MB.max}`,
+    );
   const cpuSteps = cpu / CPU.step;
-  const cpuOk = Number.isFinite(cpu) && cpu >= CPU.min && cpu <= CPU.max && Math.abs(cpuSteps - Math.round(cpuSteps)) < 1e-9;
+  const cpuOk =
+    Number.isFinite(cpu) && cpu >= CPU.min && cpu <= CPU.max && Math.abs(cpuSteps - Math.round(cpuSteps)) < 1e-9;
   if (!cpuOk) problems.push(`--cpu ${cpu} must be from ${CPU.min} to ${CPU.max} vCPU in steps of ${CPU.step}`);
   if (memoryOk && cpuOk) {
     const gbPerCpu = memoryMb / 1024 / cpu;
@@ -95,9 +114,12 @@ function checkResources(plan) {
 /** @param {import('./deploy-plan').DeploymentPlan} plan */
 function checkTimeouts(plan) {
   const { timeoutS, toolTimeoutMaxS } = plan;
-  if (!Number.isInteger(timeoutS) || timeoutS < 1 || timeoutS > 86_400) return [`--timeout ${timeoutS} must be a whole number of seconds from 1 to 86400`];
+  if (!Number.isInteger(timeoutS) || timeoutS < 1 || timeoutS > 86_400)
+    return [`--timeout ${timeoutS} must be a whole number of seconds from 1 to 86400`];
   if (!Number.isInteger(toolTimeoutMaxS) || toolTimeoutMaxS < 1) {
-    return [`--timeout ${timeoutS} leaves no time for tool calls: it must be above ${FUNCTION_TIMEOUT_MARGIN_S} s (and --tool-timeout-max a whole number ≥ 1)`];
+    return [
+      `--timeout ${timeoutS} leaves no time for tool calls: it must be above ${FUNCTION_TIMEOUT_MARGIN_S} s (and --tool-timeout-max a whole number ≥ 1)`,
+    ];
   }
   if (timeoutS < toolTimeoutMaxS + FUNCTION_TIMEOUT_MARGIN_S) {
     return [
@@ -112,15 +134,22 @@ function checkSessions(plan) {
   const problems = [];
   const { min, max } = SESSION_CONCURRENCY_RANGE;
   if (!Number.isInteger(plan.sessionConcurrency) || plan.sessionConcurrency < min || plan.sessionConcurrency > max) {
-    problems.push(`--session-concurrency ${plan.sessionConcurrency} must be a whole number from ${min} to ${max} (FC's sessions per instance)`);
+    problems.push(
+      `--session-concurrency ${plan.sessionConcurrency} must be a whole number from ${min} to ${max} (FC's sessions per instance)`,
+    );
   }
   if (!Number.isInteger(plan.sessionIdleTtlS) || plan.sessionIdleTtlS < 1 || plan.sessionIdleTtlS > SESSION_TTL_MAX_S) {
-    problems.push(`--session-idle-ttl ${plan.sessionIdleTtlS} must be a whole number of seconds from 1 to ${SESSION_TTL_MAX_S}`);
+    problems.push(
+      `--session-idle-ttl ${plan.sessionIdleTtlS} must be a whole number of seconds from 1 to ${SESSION_TTL_MAX_S}`,
+    );
   }
   if (!Number.isInteger(plan.sessionTtlS) || plan.sessionTtlS < 60 || plan.sessionTtlS > SESSION_TTL_MAX_S) {
-    problems.push(`--session-ttl ${plan.sessionTtlS} must be a whole number of seconds from 60 to ${SESSION_TTL_MAX_S}`);
+    problems.push(
+      `--session-ttl ${plan.sessionTtlS} must be a whole number of seconds from 60 to ${SESSION_TTL_MAX_S}`,
+    );
   }
-  if (!plan.triggerMethods.includes('POST')) problems.push('--trigger-methods must include POST: every MCP request is a POST');
+  if (!plan.triggerMethods.includes('POST'))
+    problems.push('--trigger-methods must include POST: every MCP request is a POST');
   if (plan.sessionAffinity) {
     const missing = AFFINITY_METHODS.filter((m) => !plan.triggerMethods.includes(m));
     if (missing.length > 0) {
@@ -143,10 +172,14 @@ function checkEnvironment(plan, sizes) {
     if (/^FC_/i.test(name)) problems.push(`--env ${name}: FC reserves variables starting with FC_; rename it`);
   }
   const bytes =
-    Object.entries(plan.environment).reduce((sum, [name, value]) => sum + Buffer.byteLength(name) + Buffer.byteLength(value), 0) +
-    plan.fromShell.reduce((sum, s) => sum + Buffer.byteLength(s.name) + (sizes.secretSizes[s.name] ?? 0), 0);
+    Object.entries(plan.environment).reduce(
+      (sum, [name, value]) => sum + Buffer.byteLength(name) + Buffer.byteLength(value),
+      0,
+    ) + plan.fromShell.reduce((sum, s) => sum + Buffer.byteLength(s.name) + (sizes.secretSizes[s.name] ?? 0), 0);
   if (bytes > ENV_MAX_BYTES) {
-    problems.push(`--env: the function's environment variables come to ${bytes} bytes, over FC's ${ENV_MAX_BYTES}-byte limit; drop or shorten some --env values`);
+    problems.push(
+      `--env: the function's environment variables come to ${bytes} bytes, over FC's ${ENV_MAX_BYTES}-byte limit; drop or shorten some --env values`,
+    );
   }
   return problems;
 }
@@ -161,9 +194,12 @@ function checkHosts(plan) {
     problems.push(`--e2b-domain "${plan.e2b.domain}" is not a domain name such as cn-hangzhou.e2b.fc.aliyuncs.com`);
   }
   if (plan.e2b.apiUrl !== undefined && !/^https?:\/\/[^/\s]+/.test(plan.e2b.apiUrl)) {
-    problems.push(`--e2b-api-url "${plan.e2b.apiUrl}" must be an http(s) URL such as https://api.cn-hangzhou.e2b.fc.aliyuncs.com`);
+    problems.push(
+      `--e2b-api-url "${plan.e2b.apiUrl}" must be an http(s) URL such as https://api.cn-hangzhou.e2b.fc.aliyuncs.com`,
+    );
   }
-  if (plan.e2b.template !== undefined && !/^[\w.:/-]+$/.test(plan.e2b.template)) problems.push(`--template "${plan.e2b.template}" is not a template name or id`);
+  if (plan.e2b.template !== undefined && !/^[\w.:/-]+$/.test(plan.e2b.template))
+    problems.push(`--template "${plan.e2b.template}" is not a template name or id`);
   return problems;
 }
 
@@ -174,9 +210,14 @@ function checkHosts(plan) {
  * @returns {string[]}
  */
 function checkVariablesSize(variables) {
-  const bytes = Object.entries(variables).reduce((sum, [name, value]) => sum + Buffer.byteLength(name) + Buffer.byteLength(value), 0);
+  const bytes = Object.entries(variables).reduce(
+    (sum, [name, value]) => sum + Buffer.byteLength(name) + Buffer.byteLength(value),
+    0,
+  );
   if (bytes <= ENV_MAX_BYTES) return [];
-  return [`the function's environment variables would come to ${bytes} bytes with the ones kept from the function, over FC's ${ENV_MAX_BYTES}-byte limit; --unset some, or shorten --env values`];
+  return [
+    `the function's environment variables would come to ${bytes} bytes with the ones kept from the function, over FC's ${ENV_MAX_BYTES}-byte limit; --unset some, or shorten --env values`,
+  ];
 }
 
 module.exports = { validatePlan, checkVariablesSize };

@@ -13,7 +13,10 @@ const line = (found) => `  ${found.name}: ${found.why}; to get it: ${found.insta
 const fatal = process.env.CI === 'true' ? absent : absent.filter((found) => found.name === 'python3');
 
 if (fatal.length > 0) {
-  const why = process.env.CI === 'true' ? 'CI=true, so nothing may be skipped' : 'the local sandbox backend runs Python in every sandbox';
+  const why =
+    process.env.CI === 'true'
+      ? 'CI=true, so nothing may be skipped'
+      : 'the local sandbox backend runs Python in every sandbox';
   process.stderr.write(`The tests cannot run on this machine (${why}):\n${fatal.map(line).join('\n')}\n`);
   process.exit(1);
 }

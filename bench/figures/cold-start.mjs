@@ -33,7 +33,10 @@ export async function measureColdStart({ runs = 15, servers = ['ours', 'r1', 'r2
       const nodeMs = await timeNodeNoop();
       if (round >= 0) samples.node.push(nodeMs);
       for (const name of servers) {
-        const { initializeMs, toolsListMs, toolCallMs, cpuInitializeMs, cpuToolCallMs } = await timeFirstRequests(name, sandboxRoot);
+        const { initializeMs, toolsListMs, toolCallMs, cpuInitializeMs, cpuToolCallMs } = await timeFirstRequests(
+          name,
+          sandboxRoot,
+        );
         if (round < 0) continue;
         samples[name].push(initializeMs);
         samples.toolsList[name].push(toolsListMs);
@@ -50,7 +53,12 @@ export async function measureColdStart({ runs = 15, servers = ['ours', 'r1', 'r2
 
 /** Medians of `measureColdStart`'s samples, in ms: `{ node, ours, ..., toolsList: { ours, ... }, toolCall: { ours, ... }, cpu… }`. */
 export function summarizeColdStart(samples) {
-  const medians = (group) => Object.fromEntries(Object.entries(group).filter(([, v]) => Array.isArray(v)).map(([name, values]) => [name, median(values)]));
+  const medians = (group) =>
+    Object.fromEntries(
+      Object.entries(group)
+        .filter(([, v]) => Array.isArray(v))
+        .map(([name, values]) => [name, median(values)]),
+    );
   return {
     ...medians(samples),
     toolsList: medians(samples.toolsList),
@@ -83,20 +91,26 @@ async function timeFirstRequests(name, sandboxRoot) {
       answer = await post(port, mcpHeaders(undefined), body);
       if (answer.ok) break;
       if (child.exitCode !== null) throw new Error(`${name} exited with ${child.exitCode}:\n${child.stderrTail()}`);
-      if (performance.now() - start > GIVE_UP_MS) throw new Error(`${name} did not answer initialize within ${GIVE_UP_MS} ms`);
+      if (performance.now() - start > GIVE_UP_MS)
+        throw new Error(`${name} did not answer initialize within ${GIVE_UP_MS} ms`);
       await new Promise((r) => setTimeout(r, 1));
     }
     const initializeMs = performance.now() - start;
     const cpuInitializeMs = readMainThreadCpuMs(child.pid);
     const sessionId = answer.sessionId;
     await post(port, mcpHeaders(sessionId), JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }));
-    const list = await post(port, mcpHeaders(sessionId), JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }));
+    const list = await post(
+      port,
+      mcpHeaders(sessionId),
+      JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+    );
     if (!list.ok || (name !== 'bare' && !Array.isArray(parseRpcResponse(list.text).result?.tools))) {
       throw new Error(`${name}: tools/list after a cold start failed: ${list.text.slice(0, 200)}`);
     }
     const toolsListMs = performance.now() - start;
     const call = await post(port, mcpHeaders(sessionId), toolCallBody(2, CHEAP_TOOL[name]));
-    if (!call.ok || parseRpcResponse(call.text).result?.isError === true) throw new Error(`${name}: the first tools/call failed: ${call.text.slice(0, 200)}`);
+    if (!call.ok || parseRpcResponse(call.text).result?.isError === true)
+      throw new Error(`${name}: the first tools/call failed: ${call.text.slice(0, 200)}`);
     const toolCallMs = performance.now() - start;
     return { initializeMs, toolsListMs, toolCallMs, cpuInitializeMs, cpuToolCallMs: readMainThreadCpuMs(child.pid) };
   } finally {

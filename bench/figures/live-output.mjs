@@ -46,10 +46,18 @@ async function runOnce(client) {
       if (match !== null) latencies.push(arrivedMs - toMs(match[2]));
     }
   };
-  const result = await client.callTool({ name: 'run_command', arguments: { command: LIVE_OUTPUT_COMMAND } }, { onprogress, timeout: 60_000 });
+  const result = await client.callTool(
+    { name: 'run_command', arguments: { command: LIVE_OUTPUT_COMMAND } },
+    { onprogress, timeout: 60_000 },
+  );
   if (result.isError === true) throw new Error(`run_command failed: ${JSON.stringify(result.content)}`);
   latencies.sort((a, b) => a - b);
-  return { lines: latencies.length, p50Ms: percentile(latencies, 50), p95Ms: percentile(latencies, 95), maxMs: latencies.at(-1) ?? Number.NaN };
+  return {
+    lines: latencies.length,
+    p50Ms: percentile(latencies, 50),
+    p95Ms: percentile(latencies, 95),
+    maxMs: latencies.at(-1) ?? Number.NaN,
+  };
 }
 
 /** Nanoseconds since the epoch (a decimal string beyond 2^53) → milliseconds, keeping the fraction. */

@@ -28,7 +28,13 @@ export const LOAD_CLIENTS = {
 export async function measureThroughput(targets, options = {}) {
   const { connections, sessionCounts, runs, durationMs, warmupMs } = { ...DEFAULTS, ...options };
   for (const target of targets) {
-    await runClosedLoop({ origin: target.origin, connections, durationMs: 1000, warmupMs: 0, makeRequest: requestMaker(target, 64) });
+    await runClosedLoop({
+      origin: target.origin,
+      connections,
+      durationMs: 1000,
+      warmupMs: 0,
+      makeRequest: requestMaker(target, 64),
+    });
   }
   const results = {};
   for (const [client, load] of Object.entries(LOAD_CLIENTS)) {
@@ -47,7 +53,9 @@ export async function measureThroughput(targets, options = {}) {
           perServer[target.name].push({ ...result, cpuUsPerCall: (cpuMs * 1000) / calls });
         }
       }
-      results[client][sessions] = Object.fromEntries(Object.entries(perServer).map(([name, list]) => [name, summarize(list)]));
+      results[client][sessions] = Object.fromEntries(
+        Object.entries(perServer).map(([name, list]) => [name, summarize(list)]),
+      );
     }
   }
   return results;
@@ -66,7 +74,9 @@ function summarize(list) {
 
 /** The headers of each session's requests, in order (one without a session for a stateless server). */
 function sessionHeaders(target, sessions) {
-  return target.sessionIds.length === 0 ? [mcpHeaders(undefined)] : target.sessionIds.slice(0, sessions).map((id) => mcpHeaders(id));
+  return target.sessionIds.length === 0
+    ? [mcpHeaders(undefined)]
+    : target.sessionIds.slice(0, sessions).map((id) => mcpHeaders(id));
 }
 
 /** Request i goes to session i mod `sessions` (or without a session to a stateless server). */

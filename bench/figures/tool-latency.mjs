@@ -23,8 +23,18 @@ const SMALL_CONTENT = 'a small file for the latency bench\n'.repeat(3);
 /** The calls measured, by label: tool name, arguments, a check of the result, and how RESULTS.md names it. */
 export const TOOL_CALLS = [
   { label: 'sandbox_status', name: 'sandbox_status', args: {}, check: (r) => r.structuredContent?.state === 'running' },
-  { label: 'run_command', name: 'run_command', args: { command: 'echo hi' }, check: (r) => r.structuredContent?.stdout === 'hi\n' },
-  { label: 'read_file', name: 'read_file', args: { path: SMALL_FILE }, check: (r) => r.structuredContent?.content === SMALL_CONTENT },
+  {
+    label: 'run_command',
+    name: 'run_command',
+    args: { command: 'echo hi' },
+    check: (r) => r.structuredContent?.stdout === 'hi\n',
+  },
+  {
+    label: 'read_file',
+    name: 'read_file',
+    args: { path: SMALL_FILE },
+    check: (r) => r.structuredContent?.content === SMALL_CONTENT,
+  },
   {
     label: 'write_file',
     name: 'write_file',
@@ -32,16 +42,49 @@ export const TOOL_CALLS = [
     check: (r) => r.structuredContent?.bytes_written === SMALL_CONTENT.length,
     shown: `{"path":"${SMALL_WRITTEN}","content":<${SMALL_CONTENT.length} bytes>}`,
   },
-  { label: 'list_files', name: 'list_files', args: { path: '.' }, check: (r) => r.structuredContent?.entries?.some((e) => e.path === SMALL_FILE) === true },
-  { label: 'run_code', name: 'run_code', args: { code: 'x+1', language: 'python' }, check: (r) => r.structuredContent?.results?.[0]?.text === '2' },
+  {
+    label: 'list_files',
+    name: 'list_files',
+    args: { path: '.' },
+    check: (r) => r.structuredContent?.entries?.some((e) => e.path === SMALL_FILE) === true,
+  },
+  {
+    label: 'run_code',
+    name: 'run_code',
+    args: { code: 'x+1', language: 'python' },
+    check: (r) => r.structuredContent?.results?.[0]?.text === '2',
+  },
 ];
 
 /** What the bare reference spawns: plain bubblewrap, no rlimits, no user switch, no seccomp filter. */
 export const BARE_BWRAP_ARGS = [
-  '--unshare-all', '--die-with-parent',
-  '--ro-bind', '/usr', '/usr', '--ro-bind-try', '/bin', '/bin', '--ro-bind-try', '/lib', '/lib', '--ro-bind-try', '/lib64', '/lib64',
-  '--ro-bind-try', '/etc', '/etc', '--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp',
-  '--', 'bash', '-c', 'echo hi',
+  '--unshare-all',
+  '--die-with-parent',
+  '--ro-bind',
+  '/usr',
+  '/usr',
+  '--ro-bind-try',
+  '/bin',
+  '/bin',
+  '--ro-bind-try',
+  '/lib',
+  '/lib',
+  '--ro-bind-try',
+  '/lib64',
+  '/lib64',
+  '--ro-bind-try',
+  '/etc',
+  '/etc',
+  '--proc',
+  '/proc',
+  '--dev',
+  '/dev',
+  '--tmpfs',
+  '/tmp',
+  '--',
+  'bash',
+  '-c',
+  'echo hi',
 ];
 
 /**
@@ -69,7 +112,8 @@ export async function measureToolLatency({ reps = 60, warmup = 10, warmupMs = 30
         label: tool.label,
         run: async () => {
           const result = await call(tool.name, tool.args);
-          if (!tool.check(result)) throw new Error(`${tool.label}: unexpected result ${JSON.stringify(result).slice(0, 300)}`);
+          if (!tool.check(result))
+            throw new Error(`${tool.label}: unexpected result ${JSON.stringify(result).slice(0, 300)}`);
         },
       })),
       { label: 'bare', run: () => spawnBareBwrap(bwrap) },
@@ -124,7 +168,10 @@ function spawnBareBwrap(bwrap) {
     child.once('error', reject);
     child.once('close', (code) => {
       if (code === 0 && stdout === 'hi\n') resolve();
-      else reject(new Error(`bare bwrap exited with ${code}, stdout ${JSON.stringify(stdout)}: ${stderr.trim().slice(0, 300)}`));
+      else
+        reject(
+          new Error(`bare bwrap exited with ${code}, stdout ${JSON.stringify(stdout)}: ${stderr.trim().slice(0, 300)}`),
+        );
     });
   });
 }

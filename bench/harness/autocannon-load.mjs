@@ -28,13 +28,20 @@ export async function runAutocannon({ origin, path = '/mcp', connections, durati
   latencies.sort((a, b) => a - b);
   const errors = result.errors + result.timeouts + result.non2xx + result.mismatches;
   const ok = Math.max(0, latencies.length - result.mismatches);
-  return { requests: ok, errors, rps: ok / (durationMs / 1000), p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99) };
+  return {
+    requests: ok,
+    errors,
+    rps: ok / (durationMs / 1000),
+    p50Ms: percentile(latencies, 50),
+    p99Ms: percentile(latencies, 99),
+  };
 }
 
 /** One autocannon run; `onResponse(statusCode, responseTimeMs)` for each answer. Resolves with its result. */
 function run(options, onResponse) {
   return new Promise((resolve, reject) => {
     const instance = autocannon(options, (err, result) => (err ? reject(err) : resolve(result)));
-    if (onResponse !== undefined) instance.on('response', (_client, statusCode, _bytes, responseTime) => onResponse(statusCode, responseTime));
+    if (onResponse !== undefined)
+      instance.on('response', (_client, statusCode, _bytes, responseTime) => onResponse(statusCode, responseTime));
   });
 }

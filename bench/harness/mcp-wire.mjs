@@ -10,7 +10,11 @@ export const SETUP_AGENT = new Agent({ connections: 64, keepAliveTimeout: 30_000
 
 /** Request headers of a JSON-RPC POST, in session `sessionId` when given. */
 export function mcpHeaders(sessionId) {
-  const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': PROTOCOL_VERSION };
+  const headers = {
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+    'mcp-protocol-version': PROTOCOL_VERSION,
+  };
   if (sessionId !== undefined) headers['mcp-session-id'] = sessionId;
   return headers;
 }
@@ -27,7 +31,11 @@ export function initializeBody(id = 0) {
     jsonrpc: '2.0',
     id,
     method: 'initialize',
-    params: { protocolVersion: PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'mcp-bench', version: '1.0.0' } },
+    params: {
+      protocolVersion: PROTOCOL_VERSION,
+      capabilities: {},
+      clientInfo: { name: 'mcp-bench', version: '1.0.0' },
+    },
   });
 }
 
@@ -60,8 +68,14 @@ export async function openSession(url, dispatcher = SETUP_AGENT) {
   if (init.status !== 200) throw new Error(`initialize answered ${init.status}: ${init.text.slice(0, 300)}`);
   parseRpcResponse(init.text);
   const sessionId = init.headers['mcp-session-id'];
-  const notice = await postRpc(url, JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }), sessionId, dispatcher);
-  if (notice.status !== 202 && notice.status !== 200) throw new Error(`notifications/initialized answered ${notice.status}`);
+  const notice = await postRpc(
+    url,
+    JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
+    sessionId,
+    dispatcher,
+  );
+  if (notice.status !== 202 && notice.status !== 200)
+    throw new Error(`notifications/initialized answered ${notice.status}`);
   return typeof sessionId === 'string' ? sessionId : undefined;
 }
 
@@ -71,7 +85,8 @@ export async function callTool(url, sessionId, name, args = {}, dispatcher = SET
   if (res.status !== 200) throw new Error(`tools/call ${name} answered ${res.status}: ${res.text.slice(0, 300)}`);
   const message = parseRpcResponse(res.text);
   if (message.error !== undefined) throw new Error(`tools/call ${name}: ${JSON.stringify(message.error)}`);
-  if (message.result.isError === true) throw new Error(`tools/call ${name} isError: ${JSON.stringify(message.result.content)}`);
+  if (message.result.isError === true)
+    throw new Error(`tools/call ${name} isError: ${JSON.stringify(message.result.content)}`);
   return message.result;
 }
 

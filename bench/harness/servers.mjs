@@ -60,12 +60,24 @@ export function bundleOf(name) {
 
 /** The environment each server gets: a clean base, loopback, and for ours auth off and its log level. */
 export function serverEnv(name, port, { sandboxRoot, maxSessions = 2000 } = {}) {
-  const base = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', PORT: String(port), HOST: '127.0.0.1' };
+  const base = {
+    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    HOME: process.env.HOME ?? '/tmp',
+    PORT: String(port),
+    HOST: '127.0.0.1',
+  };
   if (!isOurs(name)) return base;
   // No disk images: the figures measure calls, not workspace creation, and images of sessions the bench lets go
   // would stay mounted under the root it deletes afterwards.
   const logLevel = OUR_LOG_LEVELS[name];
-  return { ...base, MCP_AUTH: 'none', ...(logLevel && { LOG_LEVEL: logLevel }), LOCAL_SANDBOX_ROOT: sandboxRoot, LOCAL_SANDBOX_DISK_MB: '0', MCP_MAX_SESSIONS: String(maxSessions) };
+  return {
+    ...base,
+    MCP_AUTH: 'none',
+    ...(logLevel && { LOG_LEVEL: logLevel }),
+    LOCAL_SANDBOX_ROOT: sandboxRoot,
+    LOCAL_SANDBOX_DISK_MB: '0',
+    MCP_MAX_SESSIONS: String(maxSessions),
+  };
 }
 
 const GC_HOOK = join(BENCH_DIR, 'harness/gc-on-signal.cjs');
@@ -83,7 +95,10 @@ export function spawnServer(name, port, options = {}) {
   const logDir = mkdtempSync(join(tmpdir(), 'mcp-bench-log-'));
   const logFile = join(logDir, 'stdout.log');
   const logFd = openSync(logFile, 'w');
-  const child = spawn(process.execPath, args, { env: serverEnv(name, port, options), stdio: ['ignore', logFd, 'pipe'] });
+  const child = spawn(process.execPath, args, {
+    env: serverEnv(name, port, options),
+    stdio: ['ignore', logFd, 'pipe'],
+  });
   closeSync(logFd);
   child.once('exit', () => rmSync(logDir, { recursive: true, force: true }));
   child.stdoutBytes = () => {

@@ -12,16 +12,31 @@ export const PREPARED_SESSIONS = 64;
  * each target is `{ name, origin, url, pid, tool, sessionIds }` (`ours`, `ours-warn`, `r1`, `r2`).
  */
 export async function startSteadyServers() {
-  const [ours, oursWarn, r1, r2, bare] = await Promise.all(['ours', 'ours-warn', 'r1', 'r2', 'bare'].map((name) => startServer(name)));
+  const [ours, oursWarn, r1, r2, bare] = await Promise.all(
+    ['ours', 'ours-warn', 'r1', 'r2', 'bare'].map((name) => startServer(name)),
+  );
   const stopAll = () => Promise.all([ours, oursWarn, r1, r2, bare].map((s) => s.stop()));
   try {
     const oursIds = await prepareOurs(ours);
     const oursWarnIds = await prepareOurs(oursWarn);
     const status = await callTool(ours.url, oursIds[0], 'sandbox_status');
-    if (status.structuredContent?.state !== 'running') throw new Error(`sandbox_status says ${status.structuredContent?.state}, expected running`);
+    if (status.structuredContent?.state !== 'running')
+      throw new Error(`sandbox_status says ${status.structuredContent?.state}, expected running`);
     const r1Ids = await runPool(PREPARED_SESSIONS, 8, () => openSession(r1.url));
-    const target = (server, tool, sessionIds) => ({ name: server.name, origin: server.origin, url: server.url, pid: server.pid, tool, sessionIds });
-    const targets = [target(ours, 'sandbox_status', oursIds), target(oursWarn, 'sandbox_status', oursWarnIds), target(r1, 'status', r1Ids), target(r2, 'status', [])];
+    const target = (server, tool, sessionIds) => ({
+      name: server.name,
+      origin: server.origin,
+      url: server.url,
+      pid: server.pid,
+      tool,
+      sessionIds,
+    });
+    const targets = [
+      target(ours, 'sandbox_status', oursIds),
+      target(oursWarn, 'sandbox_status', oursWarnIds),
+      target(r1, 'status', r1Ids),
+      target(r2, 'status', []),
+    ];
     return { targets, bare, ours, isolation: String(status.structuredContent.isolation), stopAll };
   } catch (err) {
     await stopAll();

@@ -28,7 +28,10 @@ app.post('/mcp', async (req, res) => {
 });
 
 const methodNotAllowed = (_req, res) => {
-  res.status(405).set('Allow', 'POST').json({ jsonrpc: '2.0', error: { code: -32000, message: 'Method not allowed.' }, id: null });
+  res
+    .status(405)
+    .set('Allow', 'POST')
+    .json({ jsonrpc: '2.0', error: { code: -32000, message: 'Method not allowed.' }, id: null });
 };
 app.get('/mcp', methodNotAllowed);
 app.delete('/mcp', methodNotAllowed);

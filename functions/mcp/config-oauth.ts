@@ -35,30 +35,56 @@ const LOOPBACK_NAMES = new Set(['127.0.0.1', 'localhost', '[::1]']);
 export function loadOAuthConfig(env: Env, problems: string[]): OAuthConfig | undefined {
   const issuer = env.MCP_OAUTH_ISSUER?.trim() || undefined;
   if (issuer === undefined) {
-    for (const name of ['MCP_OAUTH_AUDIENCE', 'MCP_OAUTH_SCOPES', 'MCP_OAUTH_INTROSPECTION_CLIENT_ID', 'MCP_OAUTH_INTROSPECTION_CLIENT_SECRET'] as const) {
-      if (env[name]?.trim()) problems.push(`${name} needs MCP_OAUTH_ISSUER (the authorization server whose tokens to accept)`);
+    for (const name of [
+      'MCP_OAUTH_AUDIENCE',
+      'MCP_OAUTH_SCOPES',
+      'MCP_OAUTH_INTROSPECTION_CLIENT_ID',
+      'MCP_OAUTH_INTROSPECTION_CLIENT_SECRET',
+    ] as const) {
+      if (env[name]?.trim())
+        problems.push(`${name} needs MCP_OAUTH_ISSUER (the authorization server whose tokens to accept)`);
     }
     return undefined;
   }
   const issuerUrl = parseUrl(issuer);
   if (issuerUrl === undefined || issuerUrl.search !== '' || issuerUrl.hash !== '') {
     problems.push(`MCP_OAUTH_ISSUER must be an https URL without query or fragment (got "${issuer}")`);
-  } else if (issuerUrl.protocol !== 'https:' && !(issuerUrl.protocol === 'http:' && LOOPBACK_NAMES.has(issuerUrl.hostname))) {
-    problems.push(`MCP_OAUTH_ISSUER must use https (http only for an issuer on 127.0.0.1, localhost or [::1]; got "${issuer}")`);
+  } else if (
+    issuerUrl.protocol !== 'https:' &&
+    !(issuerUrl.protocol === 'http:' && LOOPBACK_NAMES.has(issuerUrl.hostname))
+  ) {
+    problems.push(
+      `MCP_OAUTH_ISSUER must use https (http only for an issuer on 127.0.0.1, localhost or [::1]; got "${issuer}")`,
+    );
   }
   const publicUrl = env.MCP_PUBLIC_URL?.trim() || undefined;
   const origin = publicUrl === undefined ? undefined : parseUrl(publicUrl);
   if (publicUrl === undefined) {
-    problems.push('MCP_OAUTH_ISSUER needs MCP_PUBLIC_URL: the https origin clients reach this server at (e.g. https://mcp.example.com), which names the resource its tokens are for');
-  } else if (origin === undefined || (origin.protocol !== 'https:' && origin.protocol !== 'http:') || origin.pathname !== '/' || origin.search !== '' || origin.hash !== '' || origin.username !== '' || origin.password !== '') {
-    problems.push(`MCP_PUBLIC_URL must be an origin such as https://mcp.example.com, without a path, query or credentials (got "${publicUrl}")`);
+    problems.push(
+      'MCP_OAUTH_ISSUER needs MCP_PUBLIC_URL: the https origin clients reach this server at (e.g. https://mcp.example.com), which names the resource its tokens are for',
+    );
+  } else if (
+    origin === undefined ||
+    (origin.protocol !== 'https:' && origin.protocol !== 'http:') ||
+    origin.pathname !== '/' ||
+    origin.search !== '' ||
+    origin.hash !== '' ||
+    origin.username !== '' ||
+    origin.password !== ''
+  ) {
+    problems.push(
+      `MCP_PUBLIC_URL must be an origin such as https://mcp.example.com, without a path, query or credentials (got "${publicUrl}")`,
+    );
   }
   const scopes = (env.MCP_OAUTH_SCOPES ?? '').split(/\s+/).filter((scope) => scope !== '');
-  if (scopes.some((scope) => !SCOPE_TOKEN.test(scope))) problems.push('MCP_OAUTH_SCOPES must be scope names separated by spaces, without quotes or backslashes');
+  if (scopes.some((scope) => !SCOPE_TOKEN.test(scope)))
+    problems.push('MCP_OAUTH_SCOPES must be scope names separated by spaces, without quotes or backslashes');
   const clientId = env.MCP_OAUTH_INTROSPECTION_CLIENT_ID?.trim() || undefined;
   const clientSecret = env.MCP_OAUTH_INTROSPECTION_CLIENT_SECRET?.trim() || undefined;
   if ((clientId === undefined) !== (clientSecret === undefined)) {
-    problems.push('MCP_OAUTH_INTROSPECTION_CLIENT_ID and MCP_OAUTH_INTROSPECTION_CLIENT_SECRET go together: set both to introspect opaque access tokens, or neither');
+    problems.push(
+      'MCP_OAUTH_INTROSPECTION_CLIENT_ID and MCP_OAUTH_INTROSPECTION_CLIENT_SECRET go together: set both to introspect opaque access tokens, or neither',
+    );
   }
   const base = origin?.origin ?? 'http://invalid';
   const resource = `${base}/mcp`;

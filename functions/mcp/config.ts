@@ -243,17 +243,24 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): Config {
 
   const apiKey = env.E2B_API_KEY?.trim() || undefined;
   const backend = env.SANDBOX_BACKEND?.trim() || (apiKey === undefined ? 'local' : 'e2b');
-  if (backend !== 'local' && backend !== 'e2b') problems.push(`SANDBOX_BACKEND must be "local" or "e2b" (got "${backend}")`);
+  if (backend !== 'local' && backend !== 'e2b')
+    problems.push(`SANDBOX_BACKEND must be "local" or "e2b" (got "${backend}")`);
   if (backend === 'e2b' && apiKey === undefined) problems.push('SANDBOX_BACKEND=e2b needs E2B_API_KEY');
   const apiUrl = env.E2B_API_URL?.trim() || undefined;
-  if (apiUrl !== undefined && !/^https?:\/\/[^/\s]+/.test(apiUrl)) problems.push(`E2B_API_URL must be an http(s) URL (got "${apiUrl}")`);
-  const charts = env.E2B_CHARTS?.trim() || (/aliyuncs\.com/i.test(`${env.E2B_DOMAIN ?? ''} ${apiUrl ?? ''}`) ? 'files' : 'inline');
-  if (charts !== 'inline' && charts !== 'files') problems.push(`E2B_CHARTS must be "inline" or "files" (got "${charts}")`);
+  if (apiUrl !== undefined && !/^https?:\/\/[^/\s]+/.test(apiUrl))
+    problems.push(`E2B_API_URL must be an http(s) URL (got "${apiUrl}")`);
+  const charts =
+    env.E2B_CHARTS?.trim() || (/aliyuncs\.com/i.test(`${env.E2B_DOMAIN ?? ''} ${apiUrl ?? ''}`) ? 'files' : 'inline');
+  if (charts !== 'inline' && charts !== 'files')
+    problems.push(`E2B_CHARTS must be "inline" or "files" (got "${charts}")`);
   const stateDir = env.E2B_STATE_DIR?.trim() || undefined;
-  if (stateDir !== undefined && !isAbsolute(stateDir)) problems.push(`E2B_STATE_DIR must be an absolute path (got "${stateDir}")`);
+  if (stateDir !== undefined && !isAbsolute(stateDir))
+    problems.push(`E2B_STATE_DIR must be an absolute path (got "${stateDir}")`);
   const maxCreatesPerS = Number(env.E2B_MAX_CREATES_PER_S ?? 1);
   if (!Number.isFinite(maxCreatesPerS) || maxCreatesPerS <= 0 || maxCreatesPerS > 100) {
-    problems.push(`E2B_MAX_CREATES_PER_S must be a number above 0 and at most 100 (got "${env.E2B_MAX_CREATES_PER_S}")`);
+    problems.push(
+      `E2B_MAX_CREATES_PER_S must be a number above 0 and at most 100 (got "${env.E2B_MAX_CREATES_PER_S}")`,
+    );
   }
 
   const isolation = env.LOCAL_SANDBOX_ISOLATION?.trim() || 'auto';
@@ -272,26 +279,40 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): Config {
   // Sandbox code runs on this host: masked or not, a token file every user may read is one step from it (an
   // alias the mask misses, a hard link, isolation switched off later).
   const tokenFile = env.MCP_AUTH_TOKEN_FILE;
-  if (backend === 'local' && tokenFile !== undefined && ((statSync(tokenFile, { throwIfNoEntry: false })?.mode ?? 0) & 0o004) !== 0) {
-    problems.push(`MCP_AUTH_TOKEN_FILE is readable by every user, and the local backend runs sandbox code on this host: chmod 600 ${tokenFile}`);
+  if (
+    backend === 'local' &&
+    tokenFile !== undefined &&
+    ((statSync(tokenFile, { throwIfNoEntry: false })?.mode ?? 0) & 0o004) !== 0
+  ) {
+    problems.push(
+      `MCP_AUTH_TOKEN_FILE is readable by every user, and the local backend runs sandbox code on this host: chmod 600 ${tokenFile}`,
+    );
   }
   const diskMb = int('LOCAL_SANDBOX_DISK_MB', 1024, 0, 1_048_576);
   // Smaller, an ext4 image holds little but its own metadata.
-  if (diskMb > 0 && diskMb < 16) problems.push(`LOCAL_SANDBOX_DISK_MB must be 0 (no disk limit) or from 16 to 1048576 (got "${env.LOCAL_SANDBOX_DISK_MB}")`);
+  if (diskMb > 0 && diskMb < 16)
+    problems.push(
+      `LOCAL_SANDBOX_DISK_MB must be 0 (no disk limit) or from 16 to 1048576 (got "${env.LOCAL_SANDBOX_DISK_MB}")`,
+    );
   const root = env.LOCAL_SANDBOX_ROOT?.trim() || tmpdir();
   if (!isAbsolute(root)) problems.push(`LOCAL_SANDBOX_ROOT must be an absolute path (got "${root}")`);
   const network = env.LOCAL_SANDBOX_NETWORK?.trim() || 'off';
-  if (network !== 'on' && network !== 'off') problems.push(`LOCAL_SANDBOX_NETWORK must be on or off (got "${network}")`);
+  if (network !== 'on' && network !== 'off')
+    problems.push(`LOCAL_SANDBOX_NETWORK must be on or off (got "${network}")`);
   const cpusRaw = env.LOCAL_SANDBOX_CPUS?.trim() || String(LOCAL_LIMIT_DEFAULTS.cpus);
   const cpus = Number(cpusRaw);
   // A CFS quota is at least 1 ms per 100 ms period: 0.01 CPU.
-  if (!/^\d*\.?\d+$/.test(cpusRaw) || !(cpus >= 0.01 && cpus <= 1024)) problems.push(`LOCAL_SANDBOX_CPUS must be a number of CPUs from 0.01 to 1024, decimals allowed (got "${cpusRaw}")`);
+  if (!/^\d*\.?\d+$/.test(cpusRaw) || !(cpus >= 0.01 && cpus <= 1024))
+    problems.push(`LOCAL_SANDBOX_CPUS must be a number of CPUs from 0.01 to 1024, decimals allowed (got "${cpusRaw}")`);
   const previewHost = env.LOCAL_SANDBOX_PREVIEW_HOST?.trim() || '127.0.0.1';
   const previewPublic = env.LOCAL_SANDBOX_PREVIEW_PUBLIC?.trim() || 'off';
-  if (previewPublic !== 'on' && previewPublic !== 'off') problems.push(`LOCAL_SANDBOX_PREVIEW_PUBLIC must be on or off (got "${previewPublic}")`);
+  if (previewPublic !== 'on' && previewPublic !== 'off')
+    problems.push(`LOCAL_SANDBOX_PREVIEW_PUBLIC must be on or off (got "${previewPublic}")`);
   if (isIP(previewHost) === 0 || previewHost === '0.0.0.0' || previewHost === '::') {
     // The address is also the URL's host: a name or a wildcard would give clients a URL that may lead elsewhere.
-    problems.push(`LOCAL_SANDBOX_PREVIEW_HOST must be one IP address of this host, which preview URLs then name (got "${previewHost}")`);
+    problems.push(
+      `LOCAL_SANDBOX_PREVIEW_HOST must be one IP address of this host, which preview URLs then name (got "${previewHost}")`,
+    );
   } else if (!isLoopbackHost(previewHost) && previewPublic !== 'on') {
     problems.push(
       `LOCAL_SANDBOX_PREVIEW_HOST=${previewHost} would serve sandbox previews to every host that reaches that address, each behind its capability URL (whoever holds a preview URL opens that app): set LOCAL_SANDBOX_PREVIEW_PUBLIC=on to do so on purpose, or keep previews on 127.0.0.1`,
@@ -300,14 +321,23 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): Config {
 
   const previewDomain = env.LOCAL_SANDBOX_PREVIEW_DOMAIN?.trim().toLowerCase() || undefined;
   // A label of it is a sandbox id (`local-` and 16 hex digits: 22 characters, and a dot).
-  if (previewDomain !== undefined && (!/^(?!-)[a-z0-9-]{1,63}(?<!-)(\.(?!-)[a-z0-9-]{1,63}(?<!-))*$/.test(previewDomain) || previewDomain.length > 230 || isIP(previewDomain) !== 0)) {
+  if (
+    previewDomain !== undefined &&
+    (!/^(?!-)[a-z0-9-]{1,63}(?<!-)(\.(?!-)[a-z0-9-]{1,63}(?<!-))*$/.test(previewDomain) ||
+      previewDomain.length > 230 ||
+      isIP(previewDomain) !== 0)
+  ) {
     problems.push(
       `LOCAL_SANDBOX_PREVIEW_DOMAIN must be a DNS name whose every subdomain resolves to LOCAL_SANDBOX_PREVIEW_HOST, written without "*." or a port, at most 230 characters (e.g. localhost, or previews.example.com with a wildcard record; got "${env.LOCAL_SANDBOX_PREVIEW_DOMAIN}")`,
     );
   }
 
-  const functionTimeoutS = env.MCP_FUNCTION_TIMEOUT_S === undefined || env.MCP_FUNCTION_TIMEOUT_S === '' ? undefined : int('MCP_FUNCTION_TIMEOUT_S', 0, 1, 86_400);
-  const defaultToolMax = functionTimeoutS === undefined ? 300 : Math.min(300, functionTimeoutS - FUNCTION_TIMEOUT_MARGIN_S);
+  const functionTimeoutS =
+    env.MCP_FUNCTION_TIMEOUT_S === undefined || env.MCP_FUNCTION_TIMEOUT_S === ''
+      ? undefined
+      : int('MCP_FUNCTION_TIMEOUT_S', 0, 1, 86_400);
+  const defaultToolMax =
+    functionTimeoutS === undefined ? 300 : Math.min(300, functionTimeoutS - FUNCTION_TIMEOUT_MARGIN_S);
   const toolTimeoutMaxS = int('MCP_TOOL_TIMEOUT_MAX_S', Math.max(1, defaultToolMax), 1, 86_400);
   if (functionTimeoutS !== undefined && toolTimeoutMaxS + FUNCTION_TIMEOUT_MARGIN_S > functionTimeoutS) {
     problems.push(
@@ -315,7 +345,8 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): Config {
     );
   }
 
-  const secret = env.MCP_SESSION_SECRET === undefined || env.MCP_SESSION_SECRET === '' ? undefined : env.MCP_SESSION_SECRET;
+  const secret =
+    env.MCP_SESSION_SECRET === undefined || env.MCP_SESSION_SECRET === '' ? undefined : env.MCP_SESSION_SECRET;
   if (secret !== undefined && Buffer.byteLength(secret) < 32) {
     problems.push('MCP_SESSION_SECRET must be at least 32 bytes (e.g. openssl rand -base64 32); it is not shown here');
   }
@@ -347,7 +378,8 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): Config {
       initializePerMin: int('MCP_INITIALIZE_PER_MIN', 120, 0, 1_000_000),
     },
     allowedOrigins: env.MCP_ALLOWED_ORIGINS === undefined ? undefined : parseList(env.MCP_ALLOWED_ORIGINS),
-    allowedHosts: env.MCP_ALLOWED_HOSTS === undefined ? undefined : parseList(env.MCP_ALLOWED_HOSTS).map((h) => h.toLowerCase()),
+    allowedHosts:
+      env.MCP_ALLOWED_HOSTS === undefined ? undefined : parseList(env.MCP_ALLOWED_HOSTS).map((h) => h.toLowerCase()),
     maxBodyBytes: int('MCP_MAX_BODY_BYTES', DEFAULT_MAX_BODY_BYTES, 1024, 32 * 1024 * 1024),
     maxConnections: int('MCP_MAX_CONNECTIONS', 1024, 1, 1_000_000),
     maxConnectionsPerPeer: int('MCP_MAX_CONNECTIONS_PER_PEER', onFc ? 0 : 128, 0, 1_000_000),
@@ -393,7 +425,9 @@ function parseTrustedProxies(value: string | undefined, problems: string[]): str
     const bits = family === 4 ? 32 : 128;
     const length = prefix === undefined ? bits : /^\d{1,3}$/.test(prefix) ? Number(prefix) : Number.NaN;
     if (family === 0 || address.includes('%') || rest.length > 0 || !(length >= 0 && length <= bits)) {
-      problems.push(`MCP_TRUSTED_PROXIES must list IP addresses or CIDR ranges (192.0.2.10, 10.0.0.0/8, 2001:db8::/32), comma-separated (got "${item}")`);
+      problems.push(
+        `MCP_TRUSTED_PROXIES must list IP addresses or CIDR ranges (192.0.2.10, 10.0.0.0/8, 2001:db8::/32), comma-separated (got "${item}")`,
+      );
       continue;
     }
     ranges.push(`${address.toLowerCase()}/${length}`);
@@ -410,13 +444,16 @@ function loadAuth(env: Env, problems: string[]): AuthConfig {
   }
   if (env.MCP_AUTH === 'none') {
     if (fromList !== undefined || file !== undefined || oauth !== undefined) {
-      problems.push('MCP_AUTH=none conflicts with MCP_AUTH_TOKENS / MCP_AUTH_TOKEN_FILE / MCP_OAUTH_ISSUER: set one or the other');
+      problems.push(
+        'MCP_AUTH=none conflicts with MCP_AUTH_TOKENS / MCP_AUTH_TOKEN_FILE / MCP_OAUTH_ISSUER: set one or the other',
+      );
     }
     return { mode: 'none', tokens: [], source: 'none', oauth: undefined };
   }
   if (fromList === undefined && file === undefined) {
     if (oauth !== undefined) return { mode: 'bearer', tokens: [], source: 'none', oauth };
-    if (env.MCP_AUTH === 'bearer') problems.push('MCP_AUTH=bearer needs MCP_AUTH_TOKENS, MCP_AUTH_TOKEN_FILE or MCP_OAUTH_ISSUER');
+    if (env.MCP_AUTH === 'bearer')
+      problems.push('MCP_AUTH=bearer needs MCP_AUTH_TOKENS, MCP_AUTH_TOKEN_FILE or MCP_OAUTH_ISSUER');
     return { mode: 'none', tokens: [], source: 'none', oauth: undefined };
   }
   const tokens = fromList === undefined ? [] : parseList(fromList);
@@ -434,6 +471,11 @@ function loadAuth(env: Env, problems: string[]): AuthConfig {
       break;
     }
   }
-  const source = fromList !== undefined && file !== undefined ? 'both' : fromList !== undefined ? 'MCP_AUTH_TOKENS' : 'MCP_AUTH_TOKEN_FILE';
+  const source =
+    fromList !== undefined && file !== undefined
+      ? 'both'
+      : fromList !== undefined
+        ? 'MCP_AUTH_TOKENS'
+        : 'MCP_AUTH_TOKEN_FILE';
   return { mode: 'bearer', tokens, source, oauth };
 }

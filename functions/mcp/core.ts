@@ -63,7 +63,19 @@ export interface Core extends Omit<CoreApp, 'handle'> {
 }
 
 /** Wires the layers (HTTP gates, the two lanes, tools, the sandbox backend) into one web-standard handler. */
-export function createCoreApp({ config, logger, verifier, policy, ids, initializeRate, mintedEarly, startedAtMs, sandboxes, clock = SYSTEM_CLOCK, oauth }: CoreDeps): CoreApp {
+export function createCoreApp({
+  config,
+  logger,
+  verifier,
+  policy,
+  ids,
+  initializeRate,
+  mintedEarly,
+  startedAtMs,
+  sandboxes,
+  clock = SYSTEM_CLOCK,
+  oauth,
+}: CoreDeps): CoreApp {
   const { provider, ready } = sandboxes ?? createSandboxProvider(config, logger, clock);
   const now = (): number => clock.now();
   const catalog = createToolCatalog(logger);
@@ -102,7 +114,12 @@ export function createCoreApp({ config, logger, verifier, policy, ids, initializ
     now,
   });
   const handle = createApp({
-    mcp: createMcpEndpoint({ legacy: lane, modern, maxBodyBytes: config.maxBodyBytes, calls: createCallShare(config.perCredential.calls) }),
+    mcp: createMcpEndpoint({
+      legacy: lane,
+      modern,
+      maxBodyBytes: config.maxBodyBytes,
+      calls: createCallShare(config.perCredential.calls),
+    }),
     health: createHealthReport({
       backend: () => provider.status(),
       counts: () => {
@@ -117,7 +134,10 @@ export function createCoreApp({ config, logger, verifier, policy, ids, initializ
     }),
     preStop: () => logger.flush(),
     verifier,
-    oauth: config.auth.oauth === undefined ? undefined : createOAuthGate(config.auth.oauth, { now, sleep: (ms) => clock.sleep(ms), ...oauth }),
+    oauth:
+      config.auth.oauth === undefined
+        ? undefined
+        : createOAuthGate(config.auth.oauth, { now, sleep: (ms) => clock.sleep(ms), ...oauth }),
     policy,
     logger,
   });
@@ -125,7 +145,10 @@ export function createCoreApp({ config, logger, verifier, policy, ids, initializ
     handle,
     ready,
     async shutdown({ keepSandboxes, flushMs }) {
-      await Promise.all([lane.shutdown({ keepSandboxes, flushMs }), keepSandboxes ? modern.releaseAll() : modern.closeAll()]);
+      await Promise.all([
+        lane.shutdown({ keepSandboxes, flushMs }),
+        keepSandboxes ? modern.releaseAll() : modern.closeAll(),
+      ]);
     },
   };
 }
@@ -148,7 +171,8 @@ export function createCore(deps: CoreDeps): Core {
       requestIdHeader,
       maxBodyBytes: config.maxBodyBytes,
       // On FC every socket's peer is the platform's front end: no client address unless a trusted proxy names it.
-      clientOf: createClientAddresses({ trustedProxies: config.trustedProxies, socketPeerIsClient: !config.onFc }).clientOf,
+      clientOf: createClientAddresses({ trustedProxies: config.trustedProxies, socketPeerIsClient: !config.onFc })
+        .clientOf,
       onError: (err, clientGone) => {
         const error = describeError(err);
         // A client that hangs up mid-request is routine, not a server fault.

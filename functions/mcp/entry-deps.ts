@@ -24,8 +24,15 @@ export interface EntryDeps {
 export function createEntryDeps(config: Config): EntryDeps {
   return {
     verifier: config.auth.mode === 'bearer' ? createBearerVerifier(config.auth.tokens) : undefined,
-    policy: { allowedOrigins: config.allowedOrigins, allowedHosts: config.allowedHosts, loopbackOnly: !config.onFc && isLoopbackHost(config.host) },
+    policy: {
+      allowedOrigins: config.allowedOrigins,
+      allowedHosts: config.allowedHosts,
+      loopbackOnly: !config.onFc && isLoopbackHost(config.host),
+    },
     ids: createSignedIdCodec(config.sessionSecret, config.sessionMaxAgeS * 1000),
-    initializeRate: createInitializeRate({ burst: config.perCredential.initializeBurst, perMinute: config.perCredential.initializePerMin }),
+    initializeRate: createInitializeRate({
+      burst: config.perCredential.initializeBurst,
+      perMinute: config.perCredential.initializePerMin,
+    }),
   };
 }

@@ -57,5 +57,7 @@ export function describeError(err: unknown): string {
 
 /** The log fields of an unexpected failure: `Name: message`, and the stack to find it by. */
 export function toFaultFields(err: unknown): { error: string; stack: string | undefined } {
-  return err instanceof Error ? { error: `${err.name}: ${err.message}`, stack: err.stack } : { error: describeError(err), stack: undefined };
+  return err instanceof Error
+    ? { error: `${err.name}: ${err.message}`, stack: err.stack }
+    : { error: describeError(err), stack: undefined };
 }

@@ -62,7 +62,14 @@ function main(): void {
   const theCore = (): Core => {
     if (core === undefined) {
       const started = performance.now();
-      core = loadCore().createCore({ ...shared, config, logger, requestIdHeader: FC_REQUEST_ID_HEADER, startedAtMs, mintedEarly: (id) => mintedEarly.delete(id) });
+      core = loadCore().createCore({
+        ...shared,
+        config,
+        logger,
+        requestIdHeader: FC_REQUEST_ID_HEADER,
+        startedAtMs,
+        mintedEarly: (id) => mintedEarly.delete(id),
+      });
       logger.info('core loaded', { load_ms: Math.round(performance.now() - started), code_cache: codeCacheState() });
       // The backend's probes (bubblewrap) a moment later, off the path of the request that needed the core.
       const loaded = core;
@@ -113,17 +120,28 @@ function main(): void {
   guardConnections(server, { limits: connectionLimits, clients, logger, serve });
   // CONNECT never reaches the request handler: answer it rather than drop the connection.
   server.on('connect', (_req, socket: Socket) => {
-    socket.end('HTTP/1.1 405 Method Not Allowed\r\nAllow: GET, POST, DELETE, OPTIONS\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
+    socket.end(
+      'HTTP/1.1 405 Method Not Allowed\r\nAllow: GET, POST, DELETE, OPTIONS\r\nContent-Length: 0\r\nConnection: close\r\n\r\n',
+    );
   });
   if (config.onFc) server.timeout = 0;
   server.on('error', (err: NodeJS.ErrnoException) => {
-    process.stderr.write(`Cannot listen on ${config.host}:${config.port}: ${err.code ?? err.message}. Set PORT or HOST.\n`);
+    process.stderr.write(
+      `Cannot listen on ${config.host}:${config.port}: ${err.code ?? err.message}. Set PORT or HOST.\n`,
+    );
     process.exitCode = 1;
   });
   server.listen(config.port, config.host, () => {
     const address = server.address();
     const port = typeof address === 'object' && address !== null ? address.port : config.port;
-    logger.info('listening', { host: config.host, port, auth: config.auth.mode, backend: config.sandboxBackend, version: SERVER_INFO.version, on_fc: config.onFc });
+    logger.info('listening', {
+      host: config.host,
+      port,
+      auth: config.auth.mode,
+      backend: config.sandboxBackend,
+      version: SERVER_INFO.version,
+      on_fc: config.onFc,
+    });
     if (!config.onFc) process.stderr.write(toBanner(config, port));
     setTimeout(theCore, IDLE_CORE_LOAD_DELAY_MS).unref();
   });
@@ -142,7 +160,8 @@ function main(): void {
       // processes stop, so calls still running end with a clean result, written before the connections close.
       // Without the core there are no sandboxes yet.
       const keepSandboxes = config.sessionSecretSource === 'configured';
-      const ending = core === undefined ? Promise.resolve() : core.shutdown({ keepSandboxes, flushMs: SHUTDOWN_FLUSH_MS });
+      const ending =
+        core === undefined ? Promise.resolve() : core.shutdown({ keepSandboxes, flushMs: SHUTDOWN_FLUSH_MS });
       void ending
         .then(() => new Promise((resolve) => setTimeout(resolve, SHUTDOWN_FLUSH_MS)))
         .then(() => {
@@ -167,12 +186,18 @@ function main(): void {
 
 function warnAboutAuth(config: Config, logger: Logger): void {
   if (config.sessionSecretSource === 'generated') {
-    logger.warn('MCP_SESSION_SECRET is not set: session ids are signed with a key made for this process, so sessions cannot move to another instance or survive a restart');
+    logger.warn(
+      'MCP_SESSION_SECRET is not set: session ids are signed with a key made for this process, so sessions cannot move to another instance or survive a restart',
+    );
   }
   if (config.auth.mode === 'none') {
-    logger.warn('auth is off: anyone who can reach this address can run commands in the sandbox', { host: config.host });
+    logger.warn('auth is off: anyone who can reach this address can run commands in the sandbox', {
+      host: config.host,
+    });
   } else if (config.auth.tokens.length === 0 && config.auth.oauth === undefined) {
-    logger.warn('the configured token list is empty: every /mcp request will be refused', { source: config.auth.source });
+    logger.warn('the configured token list is empty: every /mcp request will be refused', {
+      source: config.auth.source,
+    });
   } else if (config.auth.tokens.some((t) => t.length < 16)) {
     logger.warn('an auth token is shorter than 16 characters; use long random tokens (openssl rand -hex 32)');
   }
@@ -189,12 +214,18 @@ function toBanner(config: Config, port: number): string {
     ? 'none (loopback only; set MCP_AUTH_TOKENS to require a token)'
     : [
         ...(oauth === undefined ? [] : [`OAuth (tokens of ${oauth.issuer} for ${oauth.resource})`]),
-        ...(config.auth.tokens.length === 0 && oauth !== undefined ? [] : [`bearer token (${config.auth.source}; ${config.auth.tokens.length} configured)`]),
+        ...(config.auth.tokens.length === 0 && oauth !== undefined
+          ? []
+          : [`bearer token (${config.auth.source}; ${config.auth.tokens.length} configured)`]),
       ].join(' and ');
   const clientConfig = {
     mcpServers: {
       // With OAuth, the URL its tokens are for (MCP_PUBLIC_URL), which a client must use for them to be accepted.
-      sandbox: { type: 'http', url: oauth?.resource ?? url, ...(withHeader && { headers: { Authorization: 'Bearer ${MCP_TOKEN}' } }) },
+      sandbox: {
+        type: 'http',
+        url: oauth?.resource ?? url,
+        ...(withHeader && { headers: { Authorization: 'Bearer ${MCP_TOKEN}' } }),
+      },
     },
   };
   return [
@@ -202,8 +233,14 @@ function toBanner(config: Config, port: number): string {
     `  ${SERVER_INFO.name} ${SERVER_INFO.version} — MCP endpoint: ${url}`,
     `  auth: ${authLine}`,
     `  sandboxes: ${config.sandboxBackend === 'e2b' ? `E2B (template ${config.e2b.template}${config.e2b.domain === undefined ? '' : `, ${config.e2b.domain}`})` : `local (workspaces under ${config.local.root})`}`,
-    withHeader ? '  client configuration (replace ${MCP_TOKEN} with your token):' : oauth !== undefined ? '  client configuration (the client signs in with OAuth):' : '  client configuration:',
-    ...JSON.stringify(clientConfig, null, 2).split('\n').map((line) => `    ${line}`),
+    withHeader
+      ? '  client configuration (replace ${MCP_TOKEN} with your token):'
+      : oauth !== undefined
+        ? '  client configuration (the client signs in with OAuth):'
+        : '  client configuration:',
+    ...JSON.stringify(clientConfig, null, 2)
+      .split('\n')
+      .map((line) => `    ${line}`),
     '',
     '',
   ].join('\n');

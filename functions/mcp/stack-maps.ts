@@ -33,14 +33,20 @@ export interface OriginalPosition {
 }
 
 const BASE64_DIGITS = new Int8Array(128).fill(-1);
-for (const [i, c] of [...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'].entries()) BASE64_DIGITS[c.charCodeAt(0)] = i;
+for (const [i, c] of [...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'].entries())
+  BASE64_DIGITS[c.charCodeAt(0)] = i;
 
 /** Decodes a version 3 source map (`sources`, `mappings`) whose file lies in `mapDir`; throws on a malformed one. */
-export function decodeSourceMap(map: { sources?: unknown; sourceRoot?: unknown; mappings?: unknown }, mapDir: string): DecodedMap {
+export function decodeSourceMap(
+  map: { sources?: unknown; sourceRoot?: unknown; mappings?: unknown },
+  mapDir: string,
+): DecodedMap {
   const { mappings } = map;
   if (typeof mappings !== 'string' || !Array.isArray(map.sources)) throw new Error('not a source map');
   const root = typeof map.sourceRoot === 'string' ? map.sourceRoot : '';
-  const sources = map.sources.map((source: unknown) => (typeof source !== 'string' ? '' : source.startsWith('<') ? source : resolve(mapDir, root + source)));
+  const sources = map.sources.map((source: unknown) =>
+    typeof source !== 'string' ? '' : source.startsWith('<') ? source : resolve(mapDir, root + source),
+  );
   let lines = 1;
   let segments = 1;
   for (let i = 0; i < mappings.length; i++) {
@@ -67,7 +73,8 @@ export function decodeSourceMap(map: { sources?: unknown; sourceRoot?: unknown; 
   for (let i = 0; i <= mappings.length; i++) {
     const c = i === mappings.length ? 59 : mappings.charCodeAt(i);
     if (c === 59 /* ; */ || c === 44 /* , */) {
-      if (shift !== 0 || (field !== 0 && field !== 1 && field !== 4 && field !== 5)) throw new Error('malformed mappings');
+      if (shift !== 0 || (field !== 0 && field !== 1 && field !== 4 && field !== 5))
+        throw new Error('malformed mappings');
       if (field !== 0) {
         columns[count] = column;
         if (field === 1) sourceIndexes[count] = -1;
@@ -189,7 +196,9 @@ function mappedFrame(frame: NodeJS.CallSite, mapOf: (file: string) => DecodedMap
  */
 function headerOf(error: Error): string {
   try {
-    return Object.prototype.toString.call(error) === '[object Error]' ? String(error) : Error.prototype.toString.call(error);
+    return Object.prototype.toString.call(error) === '[object Error]'
+      ? String(error)
+      : Error.prototype.toString.call(error);
   } catch {
     return '<error>';
   }

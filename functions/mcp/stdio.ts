@@ -47,7 +47,13 @@ async function main(): Promise<void> {
   installStackMaps(__filename);
   let config: Config;
   try {
-    config = loadConfig({ ...process.env, MCP_AUTH: 'none', MCP_AUTH_TOKENS: undefined, MCP_AUTH_TOKEN_FILE: undefined, HOST: '127.0.0.1' });
+    config = loadConfig({
+      ...process.env,
+      MCP_AUTH: 'none',
+      MCP_AUTH_TOKENS: undefined,
+      MCP_AUTH_TOKEN_FILE: undefined,
+      HOST: '127.0.0.1',
+    });
   } catch (err: unknown) {
     process.stderr.write(`${describeError(err)}\n`);
     process.exitCode = 1;
@@ -57,7 +63,10 @@ async function main(): Promise<void> {
   const logger = createLogger(createStreamSink(process.stderr), config.logLevel);
   installCrashGuards(logger);
   const { provider } = createSandboxProvider(config, logger);
-  const sandbox = createLazySandbox(provider, { sessionKey: `stdio-${randomBytes(16).toString('hex')}`, principal: 'stdio' });
+  const sandbox = createLazySandbox(provider, {
+    sessionKey: `stdio-${randomBytes(16).toString('hex')}`,
+    principal: 'stdio',
+  });
   const startedMs = Date.now();
   const server = createCatalogServer({
     catalog: createToolCatalog(logger),

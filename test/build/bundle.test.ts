@@ -15,7 +15,14 @@ import { createHarness } from '../support/harness';
 import { startServer, stopAllServers } from '../support/server';
 
 interface Metafile {
-  outputs: Record<string, { bytes: number; imports: Array<{ path: string; external?: boolean }>; inputs: Record<string, { bytesInOutput: number }> }>;
+  outputs: Record<
+    string,
+    {
+      bytes: number;
+      imports: Array<{ path: string; external?: boolean }>;
+      inputs: Record<string, { bytesInOutput: number }>;
+    }
+  >;
 }
 
 const ROOT = resolve(__dirname, '../..');
@@ -29,25 +36,46 @@ it('builds dist/index.js and dist/stdio.js, each one file importing only Node bu
   try {
     // build.mjs is an ES module: run its exported build() in a child Node, as npm run build does.
     const script = `import('${pathToFileURL(resolve(ROOT, 'build.mjs')).href}').then((m) => m.build({ outdir: process.argv[1], metafile: true, logLevel: 'silent' })).then((r) => process.stdout.write(JSON.stringify(r.metafile)))`;
-    const metafile = JSON.parse(execFileSync(process.execPath, ['-e', script, outdir], { cwd: ROOT, encoding: 'utf8' })) as Metafile;
+    const metafile = JSON.parse(
+      execFileSync(process.execPath, ['-e', script, outdir], { cwd: ROOT, encoding: 'utf8' }),
+    ) as Metafile;
     const outputs = Object.keys(metafile.outputs).map((p) => p.slice(p.lastIndexOf('/') + 1));
     expect(outputs.sort()).toEqual(['index.js', 'index.js.map', 'stdio.js', 'stdio.js.map']);
     // The chunks compiled on first use have their maps too, and the core its code cache for this Node (code-cache.test.ts).
     const files = readdirSync(outdir).sort();
-    expect(files.filter((file) => !file.endsWith('.cache'))).toEqual(['e2b-sdk.js.map', 'index.js', 'index.js.map', 'jose.js.map', 'mcp-core.js.map', 'stdio.js', 'stdio.js.map']);
-    expect(files.filter((file) => file.endsWith('.cache'))).toEqual([expect.stringMatching(/^mcp-core\.js\.[0-9a-f]{12}-[0-9a-f]{8}\.cache$/)]);
+    expect(files.filter((file) => !file.endsWith('.cache'))).toEqual([
+      'e2b-sdk.js.map',
+      'index.js',
+      'index.js.map',
+      'jose.js.map',
+      'mcp-core.js.map',
+      'stdio.js',
+      'stdio.js.map',
+    ]);
+    expect(files.filter((file) => file.endsWith('.cache'))).toEqual([
+      expect.stringMatching(/^mcp-core\.js\.[0-9a-f]{12}-[0-9a-f]{8}\.cache$/),
+    ]);
     // The HTTP entry starts without compiling the SDK, zod or the tools: they travel in the deferred core.
     const index = Object.entries(metafile.outputs).find(([path]) => path.endsWith('index.js'))?.[1];
     const startUpInputs = Object.keys(index?.inputs ?? {});
     expect(startUpInputs).toContain('functions/mcp/core-modules.ts');
-    expect(startUpInputs.filter((input) => input.includes('node_modules') || input.startsWith('functions/mcp/tools/'))).toEqual([]);
+    expect(
+      startUpInputs.filter((input) => input.includes('node_modules') || input.startsWith('functions/mcp/tools/')),
+    ).toEqual([]);
     // The SDK's ajv (JSON Schema validation of what a client supplies, never asked of this server) is left out
     // (build.mjs NO_AJV): the core's map names the SDK's stand-in module, and no file of ajv.
-    const coreSources = (JSON.parse(readFileSync(join(outdir, 'mcp-core.js.map'), 'utf8')) as { sources: string[] }).sources;
-    expect(coreSources.filter((source) => /ajv/.test(source))).toEqual([expect.stringMatching(/@modelcontextprotocol\/server\/dist\/ajvProvider-[\w-]+\.mjs$/)]);
+    const coreSources = (JSON.parse(readFileSync(join(outdir, 'mcp-core.js.map'), 'utf8')) as { sources: string[] })
+      .sources;
+    expect(coreSources.filter((source) => /ajv/.test(source))).toEqual([
+      expect.stringMatching(/@modelcontextprotocol\/server\/dist\/ajvProvider-[\w-]+\.mjs$/),
+    ]);
     // stdio.js carries the core's modules itself, so its inputs show what the core is made of.
     const stdioInputs = Object.entries(metafile.outputs).find(([path]) => path.endsWith('stdio.js'))?.[1].inputs ?? {};
-    const bytesOf = (pattern: RegExp): number => Object.entries(stdioInputs).reduce((sum, [input, { bytesInOutput }]) => sum + (pattern.test(input) ? bytesInOutput : 0), 0);
+    const bytesOf = (pattern: RegExp): number =>
+      Object.entries(stdioInputs).reduce(
+        (sum, [input, { bytesInOutput }]) => sum + (pattern.test(input) ? bytesInOutput : 0),
+        0,
+      );
     // zod is imported as a namespace (`import * as z`), so only what is used is bundled: `import { z }` would
     // bring all of it (~450 KB, ~45 ms more to start the core).
     expect(bytesOf(/node_modules\/zod\//)).toBeGreaterThan(10_000);
@@ -75,7 +103,12 @@ it('serves MCP from index.js copied alone into an empty directory', async () => 
   const res = await fetch(server.url, {
     method: 'POST',
     headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } }),
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+    }),
   });
   expect(res.status).toBe(200);
   const sessionId = res.headers.get('mcp-session-id');
@@ -84,8 +117,18 @@ it('serves MCP from index.js copied alone into an empty directory', async () => 
   // The first initialize is answered before the core is loaded: a tool call proves the embedded core runs too.
   const call = await fetch(server.url, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-session-id': sessionId ?? '', 'mcp-protocol-version': '2025-06-18' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'run_command', arguments: { command: 'echo from-the-core' } } }),
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-session-id': sessionId ?? '',
+      'mcp-protocol-version': '2025-06-18',
+    },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 2,
+      method: 'tools/call',
+      params: { name: 'run_command', arguments: { command: 'echo from-the-core' } },
+    }),
   });
   expect(call.status).toBe(200);
   expect(await call.text()).toContain('from-the-core');
@@ -93,9 +136,11 @@ it('serves MCP from index.js copied alone into an empty directory', async () => 
   rmSync(dir, { recursive: true, force: true });
 });
 
-it("lists the tools as the build computed them, the same list the code computes from source", async () => {
+it('lists the tools as the build computed them, the same list the code computes from source', async () => {
   // The core's text, as index.js carries it (build.mjs deferredModulePlugin: base64 raw deflate).
-  const stored = /inflateRawSync\(Buffer\.from\("([A-Za-z0-9+/=]+)"/.exec(readFileSync(resolve(ROOT, 'dist/index.js'), 'latin1'));
+  const stored = /inflateRawSync\(Buffer\.from\("([A-Za-z0-9+/=]+)"/.exec(
+    readFileSync(resolve(ROOT, 'dist/index.js'), 'latin1'),
+  );
   const core = inflateRawSync(Buffer.from(stored?.[1] ?? '', 'base64')).toString('latin1');
   // build.mjs toolListDefine: the list travels as JSON text, so the bundle does not make it from the tools' zod schemas.
   const computed = describeTools(TOOLS);

@@ -48,7 +48,11 @@ afterAll(async () => {
 function buildInto(name: string, nodes?: string[]): string {
   const outdir = join(scratch, name);
   const options = JSON.stringify({ outdir, logLevel: 'silent', ...(nodes !== undefined && { codeCacheNodes: nodes }) });
-  execFileSync(process.execPath, ['-e', `import('${pathToFileURL(resolve(ROOT, 'build.mjs')).href}').then((m) => m.build(${options}))`], { cwd: ROOT });
+  execFileSync(
+    process.execPath,
+    ['-e', `import('${pathToFileURL(resolve(ROOT, 'build.mjs')).href}').then((m) => m.build(${options}))`],
+    { cwd: ROOT },
+  );
   return outdir;
 }
 
@@ -58,19 +62,37 @@ function cacheFiles(dir: string): string[] {
 
 /** Runs the bundle in `dir` (with `node`), calls a tool, and returns how its core was compiled. */
 async function serveOneCall(dir: string, options: { node?: string; nodeOptions?: string } = {}): Promise<string> {
-  const server = await startServer({ bundle: join(dir, 'index.js'), node: options.node, env: { MCP_AUTH: 'none', NODE_OPTIONS: `--require ${probe} ${options.nodeOptions ?? ''}`.trim() } });
-  const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-06-18' };
+  const server = await startServer({
+    bundle: join(dir, 'index.js'),
+    node: options.node,
+    env: { MCP_AUTH: 'none', NODE_OPTIONS: `--require ${probe} ${options.nodeOptions ?? ''}`.trim() },
+  });
+  const headers = {
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+    'mcp-protocol-version': '2025-06-18',
+  };
   const init = await fetch(server.url, {
     method: 'POST',
     headers,
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } }),
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+    }),
   });
   const session = { ...headers, 'mcp-session-id': init.headers.get('mcp-session-id') ?? '' };
   await init.text();
   const call = await fetch(server.url, {
     method: 'POST',
     headers: session,
-    body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'run_command', arguments: { command: 'echo served-by-the-core' } } }),
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 2,
+      method: 'tools/call',
+      params: { name: 'run_command', arguments: { command: 'echo served-by-the-core' } },
+    }),
   });
   expect(call.status).toBe(200);
   expect(await call.text()).toContain('served-by-the-core');

@@ -37,8 +37,16 @@ beforeEach(() => {
 });
 afterEach(() => e2b.standingFault('create', undefined));
 
-const creates = (): RecordedRequest[] => e2b.requests().slice(seenBefore).filter((r) => r.route === 'create');
-const newSandboxes = (): string[] => e2b.sandboxes().map((s) => s.sandboxId).filter((id) => !sandboxesBefore.has(id));
+const creates = (): RecordedRequest[] =>
+  e2b
+    .requests()
+    .slice(seenBefore)
+    .filter((r) => r.route === 'create');
+const newSandboxes = (): string[] =>
+  e2b
+    .sandboxes()
+    .map((s) => s.sandboxId)
+    .filter((id) => !sandboxesBefore.has(id));
 const rateLimited = { status: 429, body: { code: 429, message: 'rate limited' } };
 
 /** An instance whose sandboxes come from the provider SANDBOX_BACKEND=e2b selects, on the harness's clock. */
@@ -59,7 +67,10 @@ needs('bubblewrap').it('retries a create that got 429 after a jittered backoff, 
   expect(h.clock.sleeps).toEqual([375]);
   const fresh = newSandboxes();
   expect(fresh).toHaveLength(1);
-  expect((await client.callTool('sandbox_status')).structuredContent).toMatchObject({ state: 'running', sandbox_id: fresh[0] });
+  expect((await client.callTool('sandbox_status')).structuredContent).toMatchObject({
+    state: 'running',
+    sandbox_id: fresh[0],
+  });
 });
 
 it('gives up on a create that keeps getting 429 within the 10 s budget, after backoffs that grow, saying to retry later', async () => {
@@ -77,19 +88,25 @@ it('gives up on a create that keeps getting 429 within the 10 s budget, after ba
   expect((await client.callTool('sandbox_status')).structuredContent).toMatchObject({ state: 'not_started' });
 });
 
-needs('bubblewrap').it('spaces the creates of two sessions to E2B_MAX_CREATES_PER_S=1, with tags per session and one per owner', async () => {
-  const h = e2bInstance({ E2B_MAX_CREATES_PER_S: '1' });
-  const [a, b] = await Promise.all([h.connect(), h.connect()]);
-  await Promise.all([a.callTool('write_file', { path: 'a.txt', content: 'a' }), b.callTool('write_file', { path: 'b.txt', content: 'b' })]);
-  expect(creates()).toHaveLength(2);
-  expect(newSandboxes()).toHaveLength(2);
-  // The second waits its turn at the gate: one second after the first.
-  expect(h.clock.sleeps).toEqual([1000]);
-  const [ma, mb] = creates().map((r) => (r.body as { metadata: Record<string, string> }).metadata);
-  expect(ma?.mcp_session).toMatch(/^[0-9a-f]{16,64}$/);
-  expect(ma?.mcp_session).not.toBe(mb?.mcp_session);
-  expect(ma?.mcp_owner).toBe(mb?.mcp_owner);
-});
+needs('bubblewrap').it(
+  'spaces the creates of two sessions to E2B_MAX_CREATES_PER_S=1, with tags per session and one per owner',
+  async () => {
+    const h = e2bInstance({ E2B_MAX_CREATES_PER_S: '1' });
+    const [a, b] = await Promise.all([h.connect(), h.connect()]);
+    await Promise.all([
+      a.callTool('write_file', { path: 'a.txt', content: 'a' }),
+      b.callTool('write_file', { path: 'b.txt', content: 'b' }),
+    ]);
+    expect(creates()).toHaveLength(2);
+    expect(newSandboxes()).toHaveLength(2);
+    // The second waits its turn at the gate: one second after the first.
+    expect(h.clock.sleeps).toEqual([1000]);
+    const [ma, mb] = creates().map((r) => (r.body as { metadata: Record<string, string> }).metadata);
+    expect(ma?.mcp_session).toMatch(/^[0-9a-f]{16,64}$/);
+    expect(ma?.mcp_session).not.toBe(mb?.mcp_session);
+    expect(ma?.mcp_owner).toBe(mb?.mcp_owner);
+  },
+);
 
 it('answers a create that never comes back with a clear isError once the request times out, and serves other sessions meanwhile', async () => {
   // The SDK's request timer is real: 2 s here (long enough for the other session to be served first on a busy
@@ -98,14 +115,28 @@ it('answers a create that never comes back with a clear isError once the request
   const h = createHarness({
     env: { E2B_API_KEY: e2b.apiKey, E2B_API_URL: e2b.url },
     sandboxes: ({ config, logger, clock }) => ({
-      provider: createE2BSandboxProvider({ config: config.e2b, idleTtlMs: config.sessionIdleTtlS * 1000, logger, clock, requestTimeoutMs: 2_000 }),
+      provider: createE2BSandboxProvider({
+        config: config.e2b,
+        idleTtlMs: config.sessionIdleTtlS * 1000,
+        logger,
+        clock,
+        requestTimeoutMs: 2_000,
+      }),
       ready: async () => undefined,
     }),
   });
   const order: string[] = [];
   const client = await h.connect();
-  const pending = client.callTool('write_file', { path: 'a.txt', content: 'a' }).finally(() => order.push('hung create answered'));
-  expect(await pollUntil(() => creates().length, (n) => n >= 1, SETTLE_MS)).toBe(1);
+  const pending = client
+    .callTool('write_file', { path: 'a.txt', content: 'a' })
+    .finally(() => order.push('hung create answered'));
+  expect(
+    await pollUntil(
+      () => creates().length,
+      (n) => n >= 1,
+      SETTLE_MS,
+    ),
+  ).toBe(1);
   const other = await h.connect();
   expect((await other.callTool('sandbox_status')).structuredContent).toMatchObject({ state: 'not_started' });
   order.push('other session served');

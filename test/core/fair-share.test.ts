@@ -17,11 +17,17 @@ const asB = { authorization: `Bearer ${HARNESS_OTHER_TOKEN}` };
 const logsOf = (h: Harness, msg: string) => h.logs().filter((line) => line.msg === msg);
 const callTool = (h: Harness, headers: Record<string, string>, name: string, args: Record<string, unknown>, id = 7) =>
   h.post(rpc('tools/call', id, { name, arguments: args }), headers);
-type Result = { content: Array<{ type: string; text?: string }>; structuredContent?: Record<string, unknown>; isError?: boolean };
+type Result = {
+  content: Array<{ type: string; text?: string }>;
+  structuredContent?: Record<string, unknown>;
+  isError?: boolean;
+};
 const callModern = async (client: Client, name: string, args: Record<string, unknown> = {}): Promise<Result> =>
   (await client.callTool({ name, arguments: args })) as Result;
 const textOf = (res: Awaited<ReturnType<typeof callTool>>): string =>
-  String((messagesOf(res)[0] as { result?: { content?: Array<{ text?: string }> } } | undefined)?.result?.content?.[0]?.text);
+  String(
+    (messagesOf(res)[0] as { result?: { content?: Array<{ text?: string }> } } | undefined)?.result?.content?.[0]?.text,
+  );
 
 describe('sessions (MCP_MAX_SESSIONS=5: each of the two credentials may hold 2 by default, a quarter rounded up)', () => {
   const env = { MCP_MAX_SESSIONS: '5' };
@@ -75,15 +81,24 @@ describe('the default share (MCP_MAX_SESSIONS=8)', () => {
   };
 
   it('two credentials that each take all the busy sessions they can still leave a third one room (each may take a quarter)', async () => {
-    const h = createHarness({ env: { MCP_MAX_SESSIONS: '8', MCP_AUTH_TOKENS: `${HARNESS_TOKEN},${HARNESS_OTHER_TOKEN},${THIRD_TOKEN}` } });
+    const h = createHarness({
+      env: { MCP_MAX_SESSIONS: '8', MCP_AUTH_TOKENS: `${HARNESS_TOKEN},${HARNESS_OTHER_TOKEN},${THIRD_TOKEN}` },
+    });
     const held = holdCommands(h);
     /** Opens sessions that each run a background process until the credential is refused; returns their commands. */
-    const grab = async (auth: Record<string, string>, prefix: string): Promise<{ names: string[]; refusal: RawResponse }> => {
+    const grab = async (
+      auth: Record<string, string>,
+      prefix: string,
+    ): Promise<{ names: string[]; refusal: RawResponse }> => {
       const names: string[] = [];
       for (;;) {
         const opened = await h.post(initializeBody(), auth);
         if (opened.status !== 200 || names.length === 8) return { names, refusal: opened };
-        const headers = { ...auth, 'mcp-session-id': opened.headers.get('mcp-session-id') ?? '', 'mcp-protocol-version': '2025-11-25' };
+        const headers = {
+          ...auth,
+          'mcp-session-id': opened.headers.get('mcp-session-id') ?? '',
+          'mcp-protocol-version': '2025-11-25',
+        };
         await h.post({ jsonrpc: '2.0', method: 'notifications/initialized' }, headers);
         names.push(`${prefix}-${names.length}`);
         await callTool(h, headers, 'run_command', { command: names.at(-1), background: true });
@@ -162,10 +177,14 @@ describe('2026-07-28 sandboxes (MCP_MAX_SESSIONS=2)', () => {
     const h = createHarness({ env: { MCP_MAX_SESSIONS: '2', MCP_MAX_SANDBOXES_PER_CREDENTIAL: '2' } });
     const held = holdCommands(h);
     const theirs = await h.connectModern(B);
-    const handle = String((await callModern(theirs, 'run_command', { command: 'hold-server', background: true })).structuredContent?.sandbox);
+    const handle = String(
+      (await callModern(theirs, 'run_command', { command: 'hold-server', background: true })).structuredContent
+        ?.sandbox,
+    );
     await settle(() => held.started('hold-server'));
     const mine = await h.connectModern(A);
-    for (let i = 0; i < 5; i += 1) expect((await callModern(mine, 'write_file', { path: 'x', content: String(i) })).isError).toBeUndefined();
+    for (let i = 0; i < 5; i += 1)
+      expect((await callModern(mine, 'write_file', { path: 'x', content: String(i) })).isError).toBeUndefined();
     // B's sandbox was never let go: its handle is served from this instance's table, its process still held.
     const status = await callModern(theirs, 'manage_process', { action: 'list', sandbox: handle });
     expect(JSON.stringify(status.structuredContent)).toContain('running');
@@ -222,7 +241,9 @@ describe('sandboxes per credential, both eras together (MCP_MAX_SANDBOXES_PER_CR
     expect(modern.isError).toBe(true);
     expect(modern.content[0]?.text).toContain('MCP_MAX_SANDBOXES_PER_CREDENTIAL=1');
     const theirs = await h.openSession(B);
-    expect(messagesOf(await callTool(h, theirs.headers, 'write_file', { path: 'x', content: 'x' }))[0]).toMatchObject({ result: { structuredContent: { path: expect.any(String) } } });
+    expect(messagesOf(await callTool(h, theirs.headers, 'write_file', { path: 'x', content: 'x' }))[0]).toMatchObject({
+      result: { structuredContent: { path: expect.any(String) } },
+    });
     held.release('hold-busy');
   });
 });
@@ -232,7 +253,9 @@ describe('calls in flight per credential (MCP_MAX_CALLS_PER_CREDENTIAL=2)', () =
     const h = createHarness({ env: { MCP_MAX_CALLS_PER_CREDENTIAL: '2' } });
     const held = holdCommands(h);
     const session = await h.openSession(A);
-    const running = [0, 1].map((i) => callTool(h, session.headers, 'run_command', { command: `hold-call-${i}` }, 20 + i));
+    const running = [0, 1].map((i) =>
+      callTool(h, session.headers, 'run_command', { command: `hold-call-${i}` }, 20 + i),
+    );
     await settle(() => held.started('hold-call-0') && held.started('hold-call-1'));
     const third = await callTool(h, session.headers, 'sandbox_status', {}, 30);
     expect(third.status).toBe(429);
@@ -255,7 +278,10 @@ describe('calls in flight per credential (MCP_MAX_CALLS_PER_CREDENTIAL=2)', () =
     const held = holdCommands(h);
     const client = await h.connectModern();
     const abort = new AbortController();
-    const running = client.callTool({ name: 'run_command', arguments: { command: 'hold-gone' } }, { signal: abort.signal });
+    const running = client.callTool(
+      { name: 'run_command', arguments: { command: 'hold-gone' } },
+      { signal: abort.signal },
+    );
     await settle(() => held.started('hold-gone'));
     const session = await h.openSession(A);
     expect((await callTool(h, session.headers, 'sandbox_status', {})).status).toBe(429);
@@ -263,7 +289,8 @@ describe('calls in flight per credential (MCP_MAX_CALLS_PER_CREDENTIAL=2)', () =
     await expect(running).rejects.toThrow();
     // The hang-up cancels the answer's stream, which gives the slot back; no time passes, requests are tried.
     let status = 0;
-    for (let tries = 0; tries < 50 && status !== 200; tries += 1) status = (await callTool(h, session.headers, 'sandbox_status', {})).status;
+    for (let tries = 0; tries < 50 && status !== 200; tries += 1)
+      status = (await callTool(h, session.headers, 'sandbox_status', {})).status;
     expect(status).toBe(200);
   });
 });

@@ -34,14 +34,25 @@ it('serves on /mcp every revision /health lists for HTTP', async () => {
   for (const version of health.protocol.transports.http) {
     if (version >= '2026-07-28') {
       // No initialize in this era: the official client discovers the server at the pinned revision.
-      const client = new Client({ name: 'health-check', version: '1.0.0' }, { capabilities: {}, versionNegotiation: { mode: { pin: version } } });
-      await client.connect(new StreamableHTTPClientTransport(new URL(HARNESS_URL), { fetch: h.fetch, requestInit: { headers: { Authorization: `Bearer ${HARNESS_TOKEN}` } } }));
+      const client = new Client(
+        { name: 'health-check', version: '1.0.0' },
+        { capabilities: {}, versionNegotiation: { mode: { pin: version } } },
+      );
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(HARNESS_URL), {
+          fetch: h.fetch,
+          requestInit: { headers: { Authorization: `Bearer ${HARNESS_TOKEN}` } },
+        }),
+      );
       expect({ version, negotiated: client.getNegotiatedProtocolVersion() }).toEqual({ version, negotiated: version });
       expect((await client.listTools()).tools.length).toBeGreaterThan(0);
       await client.close();
     } else {
       const res = await h.post(initializeBody(version));
-      expect({ version, answered: (messagesOf(res)[0]?.result as { protocolVersion?: string } | undefined)?.protocolVersion }).toEqual({ version, answered: version });
+      expect({
+        version,
+        answered: (messagesOf(res)[0]?.result as { protocolVersion?: string } | undefined)?.protocolVersion,
+      }).toEqual({ version, answered: version });
     }
   }
   await h.close();

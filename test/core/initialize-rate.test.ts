@@ -32,18 +32,27 @@ it('holds an initialize + DELETE loop to the default rate: 120 at once, then 2 a
     const opened = await h.post(initializeBody());
     statuses.push(opened.status);
     const id = opened.headers.get('mcp-session-id');
-    if (id !== null) await h.fetch(h.url, { method: 'DELETE', headers: { authorization: `Bearer ${HARNESS_TOKEN}`, 'mcp-session-id': id } });
+    if (id !== null)
+      await h.fetch(h.url, {
+        method: 'DELETE',
+        headers: { authorization: `Bearer ${HARNESS_TOKEN}`, 'mcp-session-id': id },
+      });
   }
   expect(statuses.filter((s) => s === 200)).toHaveLength(120);
   expect(statuses.slice(120)).toEqual(Array(10).fill(429));
   h.clock.advance(1_000);
-  expect([(await h.post(initializeBody())).status, (await h.post(initializeBody())).status, (await h.post(initializeBody())).status]).toEqual([200, 200, 429]);
+  expect([
+    (await h.post(initializeBody())).status,
+    (await h.post(initializeBody())).status,
+    (await h.post(initializeBody())).status,
+  ]).toEqual([200, 200, 429]);
 });
 
 it('does not count what mints no id: requests in a session, and initialize bodies that are refused as malformed', async () => {
   const h = createHarness({ env: { MCP_INITIALIZE_BURST: '1', MCP_INITIALIZE_PER_MIN: '1' } });
   expect((await h.post({ jsonrpc: '2.0', id: 1, method: 'initialize', params: {} })).status).toBe(400);
   const { headers } = await h.openSession();
-  for (let i = 0; i < 5; i += 1) expect((await h.post({ jsonrpc: '2.0', id: i, method: 'ping' }, headers)).status).toBe(200);
+  for (let i = 0; i < 5; i += 1)
+    expect((await h.post({ jsonrpc: '2.0', id: i, method: 'ping' }, headers)).status).toBe(200);
   expect((await h.post(initializeBody())).status).toBe(429);
 });

@@ -7,11 +7,22 @@ import { createHarness } from '../support/harness';
 import { holdCommands, settle } from '../support/held-commands';
 import { teeToolCallBodies } from '../support/http';
 
-const keepAlives = (stream: string | undefined): number => (stream ?? '').split('\n').filter((line) => line.startsWith(':')).length;
+const keepAlives = (stream: string | undefined): number =>
+  (stream ?? '').split('\n').filter((line) => line.startsWith(':')).length;
 
 beforeEach(() => {
   jest.useFakeTimers({
-    doNotFake: ['Date', 'hrtime', 'nextTick', 'performance', 'queueMicrotask', 'setImmediate', 'clearImmediate', 'setTimeout', 'clearTimeout'],
+    doNotFake: [
+      'Date',
+      'hrtime',
+      'nextTick',
+      'performance',
+      'queueMicrotask',
+      'setImmediate',
+      'clearImmediate',
+      'setTimeout',
+      'clearTimeout',
+    ],
   });
 });
 afterEach(() => {

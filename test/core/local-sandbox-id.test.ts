@@ -22,15 +22,29 @@ const clock = createFakeClock(Date.parse('2030-01-01T00:00:00Z'));
 const instance = (): Harness =>
   createHarness({
     clock,
-    env: { SANDBOX_BACKEND: 'local', LOCAL_SANDBOX_ROOT: root, LOCAL_SANDBOX_ISOLATION: 'none', LOCAL_SANDBOX_DISK_MB: '0' },
+    env: {
+      SANDBOX_BACKEND: 'local',
+      LOCAL_SANDBOX_ROOT: root,
+      LOCAL_SANDBOX_ISOLATION: 'none',
+      LOCAL_SANDBOX_DISK_MB: '0',
+    },
     sandboxes: ({ config, logger, clock: c }: SandboxDeps) => createSandboxProvider(config, logger, c),
   });
 
 /** Calls a tool over raw requests and returns its structured content. */
-async function call(h: Harness, headers: Record<string, string>, name: string, id: number, args: Record<string, unknown> = {}): Promise<Record<string, unknown>> {
+async function call(
+  h: Harness,
+  headers: Record<string, string>,
+  name: string,
+  id: number,
+  args: Record<string, unknown> = {},
+): Promise<Record<string, unknown>> {
   const res = await h.post(rpc('tools/call', id, { name, arguments: args }), headers);
-  const result = messagesOf(res)[0]?.result as { structuredContent?: Record<string, unknown>; isError?: boolean } | undefined;
-  if (result?.structuredContent === undefined || result.isError === true) throw new Error(`${name} failed: ${res.text}`);
+  const result = messagesOf(res)[0]?.result as
+    | { structuredContent?: Record<string, unknown>; isError?: boolean }
+    | undefined;
+  if (result?.structuredContent === undefined || result.isError === true)
+    throw new Error(`${name} failed: ${res.text}`);
   return result.structuredContent;
 }
 
@@ -65,6 +79,8 @@ it('gives two sessions different ids', async () => {
   const a = await h.openSession();
   const b = await h.openSession();
   for (const { headers } of [a, b]) await call(h, headers, 'write_file', 1, { path: 'a.txt', content: 'a' });
-  expect((await call(h, a.headers, 'sandbox_status', 2)).sandbox_id).not.toBe((await call(h, b.headers, 'sandbox_status', 2)).sandbox_id);
+  expect((await call(h, a.headers, 'sandbox_status', 2)).sandbox_id).not.toBe(
+    (await call(h, b.headers, 'sandbox_status', 2)).sandbox_id,
+  );
   await h.close();
 });

@@ -8,7 +8,11 @@ import type { Client } from '@modelcontextprotocol/client';
 import { createHarness, type Harness } from '../support/harness';
 import { holdCommands, settle } from '../support/held-commands';
 
-type Result = { content: Array<{ type: string; text?: string }>; structuredContent?: Record<string, unknown>; isError?: boolean };
+type Result = {
+  content: Array<{ type: string; text?: string }>;
+  structuredContent?: Record<string, unknown>;
+  isError?: boolean;
+};
 const call = async (client: Client, name: string, args: Record<string, unknown> = {}): Promise<Result> =>
   (await client.callTool({ name, arguments: args })) as Result;
 const handleOf = (result: Result): string => String(result.structuredContent?.sandbox);
@@ -22,7 +26,10 @@ it('gives a handle-less call a new sandbox and its handle; the handle reaches th
   const sandbox = handleOf(await call(onA, 'write_file', { path: 'shared.txt', content: 'one\n' }));
   expect(sdk.created).toHaveLength(1);
   const onB = await b.connectModern();
-  expect((await call(onB, 'read_file', { path: 'shared.txt', sandbox })).structuredContent).toMatchObject({ content: 'one\n', sandbox });
+  expect((await call(onB, 'read_file', { path: 'shared.txt', sandbox })).structuredContent).toMatchObject({
+    content: 'one\n',
+    sandbox,
+  });
   expect(sdk.created).toHaveLength(1);
   expect(sdk.connects).toEqual(['sbx-1']);
   // Without the handle, a call gets a sandbox of its own.
@@ -35,9 +42,13 @@ it(`destroys a sandbox whose handle went unused past MCP_SESSION_IDLE_TTL_S (${T
   const kept = handleOf(await call(client, 'write_file', { path: 'a.txt', content: 'a' }));
   const dropped = handleOf(await call(client, 'write_file', { path: 'b.txt', content: 'b' }));
   h.clock.advance(TTL_S * 1000 - 1_000);
-  expect((await call(client, 'read_file', { path: 'a.txt', sandbox: kept })).structuredContent).toMatchObject({ content: 'a' });
+  expect((await call(client, 'read_file', { path: 'a.txt', sandbox: kept })).structuredContent).toMatchObject({
+    content: 'a',
+  });
   h.clock.advance(1_100);
-  expect((await call(client, 'read_file', { path: 'a.txt', sandbox: kept })).structuredContent).toMatchObject({ content: 'a' }); // and sweeps
+  expect((await call(client, 'read_file', { path: 'a.txt', sandbox: kept })).structuredContent).toMatchObject({
+    content: 'a',
+  }); // and sweeps
   await settle(() => h.sdk.sandboxes[1]?.killed === true);
   expect(h.sdk.sandboxes.map((s) => s.killed)).toEqual([false, true]);
   // The destroyed sandbox's handle still verifies: it gets a fresh sandbox, and says so.
@@ -58,7 +69,9 @@ it('lets go of the least recently used sandbox at the cap (MCP_MAX_SESSIONS=2) w
   h.clock.advance(1_000);
   await call(client, 'write_file', { path: 'third.txt', content: '3' });
   expect(h.sdk.sandboxes.map((s) => s.killed)).toEqual([false, false, false]);
-  expect((await call(client, 'read_file', { path: 'first.txt', sandbox: first })).structuredContent).toMatchObject({ content: '1' });
+  expect((await call(client, 'read_file', { path: 'first.txt', sandbox: first })).structuredContent).toMatchObject({
+    content: '1',
+  });
   expect(h.sdk.connects).toEqual(['sbx-1']);
   expect(h.sdk.created).toHaveLength(3);
   // Making room for it let go of the second, whose handle never came back: that one is destroyed, not kept.
@@ -74,7 +87,8 @@ it('answers a forged, foreign, expired or malformed handle with a tool error nam
   const client = await h.connectModern();
   const { HARNESS_OTHER_TOKEN } = await import('../support/harness');
   const other = await h.connectModern({ token: HARNESS_OTHER_TOKEN });
-  const fix = 'Call the tool again without "sandbox" to get a new, empty sandbox, and from then on pass the handle that each result gives back.';
+  const fix =
+    'Call the tool again without "sandbox" to get a new, empty sandbox, and from then on pass the handle that each result gives back.';
   const cases: Array<[Client, unknown, string]> = [
     [client, forged, 'it belongs to another credential or server, or was changed'],
     [other, mine, 'it belongs to another credential or server, or was changed'],
@@ -83,7 +97,10 @@ it('answers a forged, foreign, expired or malformed handle with a tool error nam
   ];
   for (const [who, sandbox, why] of cases) {
     const result = await call(who, 'sandbox_status', { sandbox });
-    expect({ isError: result.isError, text: result.content[0]?.text }).toEqual({ isError: true, text: `The "sandbox" handle cannot be used: ${why}. ${fix}` });
+    expect({ isError: result.isError, text: result.content[0]?.text }).toEqual({
+      isError: true,
+      text: `The "sandbox" handle cannot be used: ${why}. ${fix}`,
+    });
   }
   h.clock.advance(3601_000);
   const expired = await call(client, 'sandbox_status', { sandbox: mine });
@@ -110,7 +127,7 @@ it('destroys a sandbox whose handle never came back after MCP_SANDBOX_FIRST_LEAS
   await settle(() => h.sdk.sandboxes[1]?.killed === true);
 });
 
-it('makes a handle-less E2B sandbox with E2B\'s timeout at the first lease, and lengthens it to the idle TTL once its handle comes back', async () => {
+it("makes a handle-less E2B sandbox with E2B's timeout at the first lease, and lengthens it to the idle TTL once its handle comes back", async () => {
   const h = createHarness({ env: { MCP_SANDBOX_FIRST_LEASE_S: '120', MCP_SESSION_IDLE_TTL_S: '1800' } });
   const client = await h.connectModern();
   const created = h.clock.now();
@@ -125,7 +142,7 @@ it('makes a handle-less E2B sandbox with E2B\'s timeout at the first lease, and 
   expect(sandbox?.endAtMs).toBe(h.clock.now() + 1_830_000);
 });
 
-it('counts handle-less sandboxes against MCP_MAX_SANDBOXES_PER_CREDENTIAL: the credential\'s oldest idle one goes first, destroyed', async () => {
+it("counts handle-less sandboxes against MCP_MAX_SANDBOXES_PER_CREDENTIAL: the credential's oldest idle one goes first, destroyed", async () => {
   const h = createHarness({ env: { MCP_MAX_SANDBOXES_PER_CREDENTIAL: '2', MCP_MAX_SESSIONS: '10' } });
   const { HARNESS_OTHER_TOKEN } = await import('../support/harness');
   const other = await h.connectModern({ token: HARNESS_OTHER_TOKEN });
@@ -145,7 +162,10 @@ it('stops the running command in the sandbox when the client closes its stream',
   const held = holdCommands(h);
   const client = await h.connectModern();
   const abort = new AbortController();
-  const running = client.callTool({ name: 'run_command', arguments: { command: 'hold-forever' } }, { signal: abort.signal });
+  const running = client.callTool(
+    { name: 'run_command', arguments: { command: 'hold-forever' } },
+    { signal: abort.signal },
+  );
   await settle(() => held.started('hold-forever'));
   abort.abort();
   await expect(running).rejects.toThrow();

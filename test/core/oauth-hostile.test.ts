@@ -15,7 +15,9 @@ const PEER_HEADER = 'x-test-peer';
 
 afterAll(stopAllTestIssuers);
 
-async function setUp(options: { issuer?: Partial<TestIssuerOptions>; env?: Record<string, string>; harness?: HarnessOptions } = {}): Promise<{ h: Harness; issuer: TestIssuer }> {
+async function setUp(
+  options: { issuer?: Partial<TestIssuerOptions>; env?: Record<string, string>; harness?: HarnessOptions } = {},
+): Promise<{ h: Harness; issuer: TestIssuer }> {
   let now = (): number => Date.now();
   const issuer = await startTestIssuer({ audience: RESOURCE, now: () => now(), ...options.issuer });
   const h = createHarness({
@@ -27,7 +29,8 @@ async function setUp(options: { issuer?: Partial<TestIssuerOptions>; env?: Recor
   return { h, issuer };
 }
 
-const initialize = (h: Harness, token: string, peer = '127.0.0.1'): Promise<RawResponse> => h.post(initializeBody(), { authorization: `Bearer ${token}`, [PEER_HEADER]: peer });
+const initialize = (h: Harness, token: string, peer = '127.0.0.1'): Promise<RawResponse> =>
+  h.post(initializeBody(), { authorization: `Bearer ${token}`, [PEER_HEADER]: peer });
 
 /** Turns the event loop (the issuer is real HTTP on loopback) until `condition` holds; bounded, so a hang fails. */
 async function until(condition: () => boolean): Promise<void> {
@@ -99,16 +102,26 @@ describe('an introspection flood', () => {
     // The provider holds its answers about made-up tokens until the test lets them go; real tokens it answers at once.
     let answerFlood = (): void => undefined;
     const slow = new Promise<void>((resolve) => (answerFlood = resolve));
-    const { h, issuer } = await setUp({ env, issuer: { introspectionClient: client, introspectionDelay: (token) => (token.startsWith('made-up') ? slow : undefined) } });
+    const { h, issuer } = await setUp({
+      env,
+      issuer: {
+        introspectionClient: client,
+        introspectionDelay: (token) => (token.startsWith('made-up') ? slow : undefined),
+      },
+    });
     const flood = Array.from({ length: 24 }, (_, i) => initialize(h, `made-up-${i}-${'x'.repeat(24)}`));
     await until(() => (issuer.hits.get('/introspect') ?? 0) >= 4);
     // Ten real tokens of ten other clients, all at once, while the flood's questions are unanswered.
-    const real = await Promise.all(Array.from({ length: 10 }, (_, i) => initialize(h, issuer.mintOpaque(), `127.0.1.${i + 1}`)));
+    const real = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => initialize(h, issuer.mintOpaque(), `127.0.1.${i + 1}`)),
+    );
     expect(real.map((res) => res.status)).toEqual(Array.from({ length: 10 }, () => 200));
     // Four of the flood were asked; the rest waited their turn in vain and were told to retry (on the fake clock
     // their wait is over at once).
     const refused = await Promise.all(flood.slice(4));
-    expect(refused.map((res) => [res.status, res.headers.get('retry-after')])).toEqual(Array.from({ length: 20 }, () => [503, '2']));
+    expect(refused.map((res) => [res.status, res.headers.get('retry-after')])).toEqual(
+      Array.from({ length: 20 }, () => [503, '2']),
+    );
     expect(issuer.hits.get('/introspect')).toBe(14);
     answerFlood();
     expect((await Promise.all(flood.slice(0, 4))).map((res) => res.status)).toEqual([401, 401, 401, 401]);

@@ -15,7 +15,9 @@ const METADATA_URL = `${PUBLIC_URL}/.well-known/oauth-protected-resource/mcp`;
 
 afterAll(stopAllTestIssuers);
 
-async function setUp(options: { issuer?: Partial<TestIssuerOptions>; env?: Record<string, string>; harness?: HarnessOptions } = {}): Promise<{ h: Harness; issuer: TestIssuer }> {
+async function setUp(
+  options: { issuer?: Partial<TestIssuerOptions>; env?: Record<string, string>; harness?: HarnessOptions } = {},
+): Promise<{ h: Harness; issuer: TestIssuer }> {
   let now = (): number => Date.now();
   const issuer = await startTestIssuer({ audience: RESOURCE, now: () => now(), ...options.issuer });
   const h = createHarness({
@@ -26,7 +28,8 @@ async function setUp(options: { issuer?: Partial<TestIssuerOptions>; env?: Recor
   return { h, issuer };
 }
 
-const initialize = (h: Harness, token: string | undefined): Promise<RawResponse> => h.post(initializeBody(), token === undefined ? { authorization: '' } : { authorization: `Bearer ${token}` });
+const initialize = (h: Harness, token: string | undefined): Promise<RawResponse> =>
+  h.post(initializeBody(), token === undefined ? { authorization: '' } : { authorization: `Bearer ${token}` });
 
 /** A JWT with `alg: none`: no signature at all. */
 function unsignedToken(payload: Record<string, unknown>): string {
@@ -40,7 +43,13 @@ describe('metadata and challenges', () => {
     for (const path of ['/.well-known/oauth-protected-resource', '/.well-known/oauth-protected-resource/mcp']) {
       const res = await request(new URL(path, HARNESS_URL).href, {}, h.fetch);
       expect(res.status).toBe(200);
-      expect(res.json).toEqual({ resource: RESOURCE, authorization_servers: [issuer.issuer], scopes_supported: ['mcp:tools'], bearer_methods_supported: ['header'], resource_name: 'Sandbox MCP server' });
+      expect(res.json).toEqual({
+        resource: RESOURCE,
+        authorization_servers: [issuer.issuer],
+        scopes_supported: ['mcp:tools'],
+        bearer_methods_supported: ['header'],
+        resource_name: 'Sandbox MCP server',
+      });
     }
     // The server is no authorization server: registration and the rest are plain 404s, not the no-OAuth hint.
     const register = await request(new URL('/register', HARNESS_URL).href, { method: 'POST' }, h.fetch);
@@ -106,20 +115,45 @@ describe('a valid access token', () => {
 describe('refused tokens', () => {
   const refusals: Array<[string, (issuer: TestIssuer, h: Harness) => Promise<string>]> = [
     ['for another audience', (issuer) => issuer.mint({ claims: { aud: 'https://other.example.com/mcp' } })],
-    ['expired (past the leeway)', (issuer, h) => issuer.mint({ claims: { exp: Math.floor(h.clock.now() / 1000) - 120 } })],
-    ['not yet valid (past the leeway)', (issuer, h) => issuer.mint({ claims: { nbf: Math.floor(h.clock.now() / 1000) + 120 } })],
+    [
+      'expired (past the leeway)',
+      (issuer, h) => issuer.mint({ claims: { exp: Math.floor(h.clock.now() / 1000) - 120 } }),
+    ],
+    [
+      'not yet valid (past the leeway)',
+      (issuer, h) => issuer.mint({ claims: { nbf: Math.floor(h.clock.now() / 1000) + 120 } }),
+    ],
     ['from another issuer', (issuer) => issuer.mint({ claims: { iss: 'https://evil.example.com' } })],
     ['without a subject', (issuer) => issuer.mint({ claims: { sub: undefined } })],
-    ['signed by a key the issuer does not publish', async (issuer) => issuer.mint({ key: await issuer.unpublishedKey() })],
-    ['signed by another key under a published kid', async (issuer) => issuer.mint({ key: await issuer.unpublishedKey(), kid: issuer.currentKey().kid })],
+    [
+      'signed by a key the issuer does not publish',
+      async (issuer) => issuer.mint({ key: await issuer.unpublishedKey() }),
+    ],
+    [
+      'signed by another key under a published kid',
+      async (issuer) => issuer.mint({ key: await issuer.unpublishedKey(), kid: issuer.currentKey().kid }),
+    ],
     [
       'with alg none',
-      async (issuer, h) => unsignedToken({ iss: issuer.issuer, aud: RESOURCE, sub: 'user-1', scope: 'mcp:tools', exp: Math.floor(h.clock.now() / 1000) + 300 }),
+      async (issuer, h) =>
+        unsignedToken({
+          iss: issuer.issuer,
+          aud: RESOURCE,
+          sub: 'user-1',
+          scope: 'mcp:tools',
+          exp: Math.floor(h.clock.now() / 1000) + 300,
+        }),
     ],
     [
       'signed with HMAC keyed by the public key',
       async (issuer, h) =>
-        new SignJWT({ iss: issuer.issuer, aud: RESOURCE, sub: 'user-1', scope: 'mcp:tools', exp: Math.floor(h.clock.now() / 1000) + 300 })
+        new SignJWT({
+          iss: issuer.issuer,
+          aud: RESOURCE,
+          sub: 'user-1',
+          scope: 'mcp:tools',
+          exp: Math.floor(h.clock.now() / 1000) + 300,
+        })
           .setProtectedHeader({ alg: 'HS256', kid: issuer.currentKey().kid })
           .sign(new TextEncoder().encode(JSON.stringify(issuer.currentKey().publicJwk))),
     ],
@@ -130,7 +164,9 @@ describe('refused tokens', () => {
     const { h, issuer } = await setUp();
     const res = await initialize(h, await make(issuer, h));
     expect(res.status).toBe(401);
-    expect(res.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${METADATA_URL}", scope="mcp:tools", error="invalid_token"`);
+    expect(res.headers.get('www-authenticate')).toBe(
+      `Bearer resource_metadata="${METADATA_URL}", scope="mcp:tools", error="invalid_token"`,
+    );
     // Why is in the log, never the token.
     const line = h.logs().find((l) => l.msg === 'request' && l.status === 401);
     expect(line).toMatchObject({ error_code: 'auth_invalid', auth_detail: expect.any(String) });
@@ -140,14 +176,18 @@ describe('refused tokens', () => {
     const { h, issuer } = await setUp({ issuer: { algorithms: ['ES256'] } });
     const res = await initialize(h, await issuer.mint());
     expect(res.status).toBe(401);
-    expect(h.logs().find((l) => l.msg === 'request' && l.status === 401)).toMatchObject({ auth_detail: expect.stringContaining('alg') });
+    expect(h.logs().find((l) => l.msg === 'request' && l.status === 401)).toMatchObject({
+      auth_detail: expect.stringContaining('alg'),
+    });
   });
 
   it('refuses a token without a required scope with 403 insufficient_scope', async () => {
     const { h, issuer } = await setUp();
     const res = await initialize(h, await issuer.mint({ claims: { scope: 'openid profile' } }));
     expect(res.status).toBe(403);
-    expect(res.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${METADATA_URL}", scope="mcp:tools", error="insufficient_scope"`);
+    expect(res.headers.get('www-authenticate')).toBe(
+      `Bearer resource_metadata="${METADATA_URL}", scope="mcp:tools", error="insufficient_scope"`,
+    );
     expect(JSON.stringify(res.json)).toContain('missing scope mcp:tools');
   });
 
@@ -163,7 +203,10 @@ describe('refused tokens', () => {
 
 describe('opaque tokens (RFC 7662 introspection)', () => {
   const client = { id: 'mcp-server', secret: 'introspection-secret-0123456789' };
-  const withIntrospection = { issuer: { introspectionClient: client }, env: { MCP_OAUTH_INTROSPECTION_CLIENT_ID: client.id, MCP_OAUTH_INTROSPECTION_CLIENT_SECRET: client.secret } };
+  const withIntrospection = {
+    issuer: { introspectionClient: client },
+    env: { MCP_OAUTH_INTROSPECTION_CLIENT_ID: client.id, MCP_OAUTH_INTROSPECTION_CLIENT_SECRET: client.secret },
+  };
   const call = { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'sandbox_status', arguments: {} } };
 
   it('takes an active token for this server, asks once while it is remembered, and gives its session to its subject', async () => {
@@ -204,7 +247,10 @@ describe('opaque tokens (RFC 7662 introspection)', () => {
   });
 
   it('answers 503 when the issuer refuses the server as a client, and refuses opaque tokens without credentials', async () => {
-    const wrongSecret = await setUp({ ...withIntrospection, env: { ...withIntrospection.env, MCP_OAUTH_INTROSPECTION_CLIENT_SECRET: 'not-the-secret' } });
+    const wrongSecret = await setUp({
+      ...withIntrospection,
+      env: { ...withIntrospection.env, MCP_OAUTH_INTROSPECTION_CLIENT_SECRET: 'not-the-secret' },
+    });
     expect((await initialize(wrongSecret.h, wrongSecret.issuer.mintOpaque())).status).toBe(503);
     const noCredentials = await setUp({ issuer: { introspectionClient: client } });
     expect((await initialize(noCredentials.h, noCredentials.issuer.mintOpaque())).status).toBe(401);

@@ -39,35 +39,47 @@ function deployment(options: HarnessOptions = {}) {
   };
 }
 
-it.each(['v2', 'v1'] as const)('re-attaches the same sandbox, state included, when a %s session lands on a new instance', async (kind) => {
-  const d = deployment();
-  const state = new Map<string, string>();
-  d.sdk.onSandbox = (sandbox) => {
-    // A stand-in for the kernel: it lives in the sandbox, not in the server.
-    sandbox.code = async (code) => {
-      const assign = /^(\w+) = (\d+)$/.exec(code);
-      if (assign?.[1] !== undefined && assign[2] !== undefined) state.set(`${sandbox.sandboxId}:${assign[1]}`, assign[2]);
-      const value = state.get(`${sandbox.sandboxId}:${code}`);
-      return { results: value === undefined ? [] : [{ text: value }] };
+it.each(['v2', 'v1'] as const)(
+  're-attaches the same sandbox, state included, when a %s session lands on a new instance',
+  async (kind) => {
+    const d = deployment();
+    const state = new Map<string, string>();
+    d.sdk.onSandbox = (sandbox) => {
+      // A stand-in for the kernel: it lives in the sandbox, not in the server.
+      sandbox.code = async (code) => {
+        const assign = /^(\w+) = (\d+)$/.exec(code);
+        if (assign?.[1] !== undefined && assign[2] !== undefined)
+          state.set(`${sandbox.sandboxId}:${assign[1]}`, assign[2]);
+        const value = state.get(`${sandbox.sandboxId}:${code}`);
+        return { results: value === undefined ? [] : [{ text: value }] };
+      };
     };
-  };
-  const client = await d.connect(kind);
-  await client.callTool('write_file', { path: 'data.csv', content: 'a,b\n' });
-  await client.callTool('run_code', { code: 'total = 42' });
+    const client = await d.connect(kind);
+    await client.callTool('write_file', { path: 'data.csv', content: 'a,b\n' });
+    await client.callTool('run_code', { code: 'total = 42' });
 
-  // The first instance is gone without a word (SIGKILL, or FC reclaimed it); a new one takes the next request.
-  const second = d.instance();
-  d.route(second);
-  expect((await client.callTool('read_file', { path: 'data.csv' })).structuredContent).toMatchObject({ content: 'a,b\n' });
-  expect((await client.callTool('run_code', { code: 'total' })).structuredContent).toMatchObject({ results: [{ text: '42' }], state_lost: false });
-  // Found by its tags, re-attached, not re-created.
-  expect(d.sdk.created).toHaveLength(1);
-  expect(d.sdk.connects).toEqual(['sbx-1']);
-  expect(d.sdk.lookups[0]).toEqual({ mcp_session: d.sdk.sandboxes[0]?.metadata.mcp_session, mcp_owner: d.sdk.sandboxes[0]?.metadata.mcp_owner });
-  expect(logsOf(second, 'session recovered')).toEqual([expect.objectContaining({ protocol_version: '2025-11-25' })]);
-  await client.terminate();
-  expect(d.sdk.sandboxes[0]?.killed).toBe(true);
-});
+    // The first instance is gone without a word (SIGKILL, or FC reclaimed it); a new one takes the next request.
+    const second = d.instance();
+    d.route(second);
+    expect((await client.callTool('read_file', { path: 'data.csv' })).structuredContent).toMatchObject({
+      content: 'a,b\n',
+    });
+    expect((await client.callTool('run_code', { code: 'total' })).structuredContent).toMatchObject({
+      results: [{ text: '42' }],
+      state_lost: false,
+    });
+    // Found by its tags, re-attached, not re-created.
+    expect(d.sdk.created).toHaveLength(1);
+    expect(d.sdk.connects).toEqual(['sbx-1']);
+    expect(d.sdk.lookups[0]).toEqual({
+      mcp_session: d.sdk.sandboxes[0]?.metadata.mcp_session,
+      mcp_owner: d.sdk.sandboxes[0]?.metadata.mcp_owner,
+    });
+    expect(logsOf(second, 'session recovered')).toEqual([expect.objectContaining({ protocol_version: '2025-11-25' })]);
+    await client.terminate();
+    expect(d.sdk.sandboxes[0]?.killed).toBe(true);
+  },
+);
 
 it('goes on with a fresh sandbox, and says so once, when the old one is gone', async () => {
   const d = deployment();
@@ -79,7 +91,9 @@ it('goes on with a fresh sandbox, and says so once, when the old one is gone', a
 
   const result = await client.callTool('write_file', { path: 'new.txt', content: 'y' });
   expect(result.isError).toBeFalsy();
-  expect(textOf(result)).toMatch(/^Note: no earlier sandbox of this session was found.*files and state from before are gone/s);
+  expect(textOf(result)).toMatch(
+    /^Note: no earlier sandbox of this session was found.*files and state from before are gone/s,
+  );
   expect(d.sdk.created).toHaveLength(2);
   expect(textOf(await client.callTool('read_file', { path: 'new.txt' }))).not.toContain('Note:');
   await client.terminate();
@@ -123,7 +137,10 @@ it('lets any instance end a session: DELETE on one that never held it kills the 
  * A session written on A moves to B and is used there while A's copy goes idle past the TTL; back on A, A's
  * sweep lets its copy go (B used the sandbox lately) instead of destroying it, and the files are there.
  */
-async function idleHereUsedElsewhere(d: ReturnType<typeof deployment>, ttlMs: number): Promise<{ a: Harness; b: Harness; client: TestClient }> {
+async function idleHereUsedElsewhere(
+  d: ReturnType<typeof deployment>,
+  ttlMs: number,
+): Promise<{ a: Harness; b: Harness; client: TestClient }> {
   const a = d.current;
   const b = d.instance();
   const client = await d.connect();
@@ -134,7 +151,9 @@ async function idleHereUsedElsewhere(d: ReturnType<typeof deployment>, ttlMs: nu
     await client.callTool('list_files');
   }
   d.route(a);
-  expect((await client.callTool('read_file', { path: 'work.txt' })).structuredContent).toMatchObject({ content: 'precious' });
+  expect((await client.callTool('read_file', { path: 'work.txt' })).structuredContent).toMatchObject({
+    content: 'precious',
+  });
   expect(logsOf(a, 'session released')).toEqual([expect.objectContaining({ reason: 'idle_here_used_elsewhere' })]);
   return { a, b, client };
 }

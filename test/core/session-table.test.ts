@@ -30,8 +30,13 @@ describe('ids and the credential binding', () => {
   it('checks the token before the session: an unknown id without a valid token is 401, never 404', async () => {
     const h = createHarness();
     const { headers } = await h.openSession();
-    expect((await h.post(rpc('tools/list', 2), { ...headers, authorization: 'Bearer wrong-token-0123456789abcdef' })).status).toBe(401);
-    expect((await h.post(rpc('tools/list', 2), { ...headers, 'mcp-session-id': 'made-up', authorization: 'Bearer nope' })).status).toBe(401);
+    expect(
+      (await h.post(rpc('tools/list', 2), { ...headers, authorization: 'Bearer wrong-token-0123456789abcdef' })).status,
+    ).toBe(401);
+    expect(
+      (await h.post(rpc('tools/list', 2), { ...headers, 'mcp-session-id': 'made-up', authorization: 'Bearer nope' }))
+        .status,
+    ).toBe(401);
   });
 
   it('answers 404 to forged, tampered, expired and malformed ids and to ids signed with another secret, and 401 to each without a valid token', async () => {
@@ -47,14 +52,22 @@ describe('ids and the credential binding', () => {
       'tampered random part': `${flip(random)}.${issued}.${mac}`,
       // MCP_SESSION_MAX_AGE_S (21600 s) ago and a second, on the harness clock.
       expired: codec.mint('session', principal, h.clock.now() - 21_601_000).id,
-      'signed with another secret': createSignedIdCodec('another-secret-just-as-long-0123456789ab', 21_600_000).mint('session', principal, h.clock.now()).id,
+      'signed with another secret': createSignedIdCodec('another-secret-just-as-long-0123456789ab', 21_600_000).mint(
+        'session',
+        principal,
+        h.clock.now(),
+      ).id,
       malformed: 'hello',
     };
     for (const [kind, id] of Object.entries(ids)) {
       const res = await h.post(rpc('tools/list', 2), { ...headers, 'mcp-session-id': id });
       expect({ kind, status: res.status, code: errorOf(res)?.code }).toEqual({ kind, status: 404, code: -32001 });
       // Without a valid token the answer is 401, never a 404 that would tell what exists.
-      const unauthenticated = await h.post(rpc('tools/list', 3), { ...headers, 'mcp-session-id': id, authorization: 'Bearer wrong-token' });
+      const unauthenticated = await h.post(rpc('tools/list', 3), {
+        ...headers,
+        'mcp-session-id': id,
+        authorization: 'Bearer wrong-token',
+      });
       expect({ kind, status: unauthenticated.status }).toEqual({ kind, status: 401 });
     }
     expect(h.logs().filter((l) => l.msg === 'session recovered')).toEqual([]);
@@ -227,8 +240,13 @@ describe('DELETE and shutdown', () => {
       const { headers } = await h.openSession();
       await callTool(h, headers, 'write_file', { path: 'a.txt', content: 'a' });
       await h.core.shutdown({ keepSandboxes, flushMs: 0 });
-      expect({ keepSandboxes, killed: h.sdk.sandboxes.map((s) => s.killed) }).toEqual({ keepSandboxes, killed: [!keepSandboxes] });
-      expect(logsOf(h, 'sessions ended for shutdown')).toEqual([expect.objectContaining({ sessions: 1, sandboxes_kept: keepSandboxes })]);
+      expect({ keepSandboxes, killed: h.sdk.sandboxes.map((s) => s.killed) }).toEqual({
+        keepSandboxes,
+        killed: [!keepSandboxes],
+      });
+      expect(logsOf(h, 'sessions ended for shutdown')).toEqual([
+        expect.objectContaining({ sessions: 1, sandboxes_kept: keepSandboxes }),
+      ]);
     }
   });
 

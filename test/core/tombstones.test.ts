@@ -5,7 +5,17 @@
  * never had a sandbox leaves none. In-process, instances on one fake clock: the real local backend, or the real E2B
  * provider over the SDK stub with a state directory.
  */
-import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -41,7 +51,13 @@ const localInstances = (): [Harness, Harness, () => Harness] => {
   const clock = createFakeClock(START_MS);
   const options = {
     clock,
-    env: { SANDBOX_BACKEND: 'local', LOCAL_SANDBOX_ROOT: root, LOCAL_SANDBOX_ISOLATION: 'none', LOCAL_SANDBOX_DISK_MB: '0', MCP_SESSION_IDLE_TTL_S: String(TTL_S) },
+    env: {
+      SANDBOX_BACKEND: 'local',
+      LOCAL_SANDBOX_ROOT: root,
+      LOCAL_SANDBOX_ISOLATION: 'none',
+      LOCAL_SANDBOX_DISK_MB: '0',
+      MCP_SESSION_IDLE_TTL_S: String(TTL_S),
+    },
     sandboxes: ({ config, logger, clock: c }: SandboxDeps) => createSandboxProvider(config, logger, c),
   };
   return [createHarness(options), createHarness(options), () => createHarness(options)];
@@ -55,7 +71,8 @@ const deployment = (): { sdk: StubSdk; clock: FakeClock } => {
   return { clock, sdk: new StubSdk(clock) };
 };
 
-const writeFile = (h: Harness, headers: Record<string, string>) => h.post(rpc('tools/call', 5, { name: 'write_file', arguments: { path: 'a.txt', content: 'a' } }), headers);
+const writeFile = (h: Harness, headers: Record<string, string>) =>
+  h.post(rpc('tools/call', 5, { name: 'write_file', arguments: { path: 'a.txt', content: 'a' } }), headers);
 const del = (h: Harness, headers: Record<string, string>) => h.fetch(h.url, { method: 'DELETE', headers });
 /** Waits for what a sweep set off (a session closed, its workspace deleted: real processes and disks) to be done. */
 const turns = async (done: () => boolean): Promise<void> => {
@@ -134,7 +151,10 @@ describe('the E2B backend (E2B_STATE_DIR)', () => {
     }
     expect(endedBytes()).toBe(SESSIONS * RECORD_BYTES);
     expect(endedFiles().length).toBeLessThanOrEqual(8);
-    for (const line of readFileSync(join(endedDir(), endedFiles()[0] ?? ''), 'latin1').split('\n').slice(0, -1)) expect(line).toMatch(/^[0-9a-f]{32} \d{13}$/);
+    for (const line of readFileSync(join(endedDir(), endedFiles()[0] ?? ''), 'latin1')
+      .split('\n')
+      .slice(0, -1))
+      expect(line).toMatch(/^[0-9a-f]{32} \d{13}$/);
 
     // Another instance of the deployment, which never saw the DELETEs, and then one started afresh after it.
     const b = e2bInstance(shared);

@@ -25,13 +25,25 @@ beforeEach(() => {
 });
 afterEach(() => rmSync(root, { recursive: true, force: true }));
 
-const instance = (clock = createFakeClock(Date.parse('2030-01-01T00:00:00Z')), env: Record<string, string> = {}): Harness =>
+const instance = (
+  clock = createFakeClock(Date.parse('2030-01-01T00:00:00Z')),
+  env: Record<string, string> = {},
+): Harness =>
   createHarness({
     clock,
-    env: { SANDBOX_BACKEND: 'local', LOCAL_SANDBOX_ROOT: root, LOCAL_SANDBOX_ISOLATION: 'none', LOCAL_SANDBOX_DISK_MB: '0', MCP_SESSION_IDLE_TTL_S: String(TTL_S), MCP_TOOL_TIMEOUT_MAX_S: String(TOOL_MAX_S), ...env },
+    env: {
+      SANDBOX_BACKEND: 'local',
+      LOCAL_SANDBOX_ROOT: root,
+      LOCAL_SANDBOX_ISOLATION: 'none',
+      LOCAL_SANDBOX_DISK_MB: '0',
+      MCP_SESSION_IDLE_TTL_S: String(TTL_S),
+      MCP_TOOL_TIMEOUT_MAX_S: String(TOOL_MAX_S),
+      ...env,
+    },
     sandboxes: ({ config, logger, clock: c }: SandboxDeps) => createSandboxProvider(config, logger, c),
   });
-const write = (h: Harness, headers: Record<string, string>, id = 5) => h.post(rpc('tools/call', id, { name: 'write_file', arguments: { path: 'a.txt', content: 'a' } }), headers);
+const write = (h: Harness, headers: Record<string, string>, id = 5) =>
+  h.post(rpc('tools/call', id, { name: 'write_file', arguments: { path: 'a.txt', content: 'a' } }), headers);
 const turns = async (done: () => boolean): Promise<void> => {
   for (let turn = 0; turn < 20_000 && !done(); turn += 1) await new Promise((resolve) => setImmediate(resolve));
 };
@@ -85,7 +97,13 @@ it('never deletes a workspace whose sandbox is open here, even when its marker i
   const h = instance();
   const busy = await h.openSession();
   const hold = join(root, 'release-me');
-  const running = h.post(rpc('tools/call', 5, { name: 'run_command', arguments: { command: `while [ ! -e ${hold} ]; do sleep 0.05; done; echo done > out.txt` } }), busy.headers);
+  const running = h.post(
+    rpc('tools/call', 5, {
+      name: 'run_command',
+      arguments: { command: `while [ ! -e ${hold} ]; do sleep 0.05; done; echo done > out.txt` },
+    }),
+    busy.headers,
+  );
   await turns(() => workspacesIn(root).length === 1);
   h.clock.advance(STALE_MS + 1);
   const other = await h.openSession();

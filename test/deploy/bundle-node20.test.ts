@@ -26,7 +26,11 @@ interface RunningBundle {
 }
 
 /** Starts index.js as FC does, on FC_CUSTOM_LISTEN_PORT = `port`; resolves once it listens, or with why it exited. */
-function startOnFc(code: string, env: Record<string, string>, port: number): Promise<RunningBundle | { exitOutput: string }> {
+function startOnFc(
+  code: string,
+  env: Record<string, string>,
+  port: number,
+): Promise<RunningBundle | { exitOutput: string }> {
   const child = spawn(NODE_20_10, [join(code, 'index.js')], {
     cwd: code,
     env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env, FC_CUSTOM_LISTEN_PORT: String(port) },
@@ -63,7 +67,8 @@ async function startOnFreePort(code: string, env: Record<string, string>): Promi
   for (let attempt = 1; ; attempt++) {
     const started = await startOnFc(code, env, await findFreePort());
     if (!('exitOutput' in started)) return started;
-    if (!started.exitOutput.includes('EADDRINUSE') || attempt === 3) throw new Error(`the bundle exited before listening:\n${started.exitOutput}`);
+    if (!started.exitOutput.includes('EADDRINUSE') || attempt === 3)
+      throw new Error(`the bundle exited before listening:\n${started.exitOutput}`);
   }
 }
 
@@ -83,7 +88,11 @@ describeIfInstalled('the bundle from code.zip on Node 20.10.0', () => {
     for (const entry of entries) writeFileSync(join(code, entry.name), entry.data);
 
     // The function's environment as s deploy would set it: the literal values of s.yaml, the secrets from the shell.
-    const variables = Object.fromEntries(Object.entries(fc3Props(readYaml(join(out, 's.yaml'))).environmentVariables).filter(([, v]) => !v.startsWith('${')));
+    const variables = Object.fromEntries(
+      Object.entries(fc3Props(readYaml(join(out, 's.yaml'))).environmentVariables).filter(
+        ([, v]) => !v.startsWith('${'),
+      ),
+    );
     bundle = await startOnFreePort(code, {
       ...variables,
       MCP_AUTH_TOKENS: TOKEN,
@@ -127,11 +136,20 @@ describeIfInstalled('the bundle from code.zip on Node 20.10.0', () => {
   });
 
   it('answers initialize with the bearer token, and 401 without it', async () => {
-    const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'deploy-test', version: '1' } } });
+    const body = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'deploy-test', version: '1' } },
+    });
     const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
     const denied = await fetch(`${base}/mcp`, { method: 'POST', headers, body });
     expect(denied.status).toBe(401);
-    const res = await fetch(`${base}/mcp`, { method: 'POST', headers: { ...headers, authorization: `Bearer ${TOKEN}` }, body });
+    const res = await fetch(`${base}/mcp`, {
+      method: 'POST',
+      headers: { ...headers, authorization: `Bearer ${TOKEN}` },
+      body,
+    });
     expect(res.status).toBe(200);
     expect(res.headers.get('mcp-session-id')).toBeTruthy();
     expect(await res.text()).toContain('"protocolVersion":"2025-06-18"');

@@ -20,7 +20,11 @@ import { type Credentials, startFakeFc, unsignedCalls } from '../support/fake-fc
 const OFFLINE = { ALIBABA_CLOUD_ECS_METADATA_DISABLED: 'true' };
 
 const PROFILE_AK = { accessKeyId: 'LTAI5tProfileKeyId01', accessKeySecret: 'profile-secret-a1b2c3d4e5f6' };
-const PROFILE_STS = { accessKeyId: 'STS.NTestStsKeyId02', accessKeySecret: 'sts-secret-0f9e8d7c6b5a', securityToken: 'CAIS-test-security-token-7d6c5b4a' };
+const PROFILE_STS = {
+  accessKeyId: 'STS.NTestStsKeyId02',
+  accessKeySecret: 'sts-secret-0f9e8d7c6b5a',
+  securityToken: 'CAIS-test-security-token-7d6c5b4a',
+};
 const PROFILE_OTHER = { accessKeyId: 'LTAI5tOtherKeyId0003', accessKeySecret: 'other-secret-5a4b3c2d1e0f' };
 const INI_AK = { accessKeyId: 'LTAI5tIniKeyId000004', accessKeySecret: 'ini-secret-99aa88bb77cc' };
 const ENV_AK = { accessKeyId: 'LTAI5tEnvKeyId000005', accessKeySecret: 'env-secret-1234abcd5678' };
@@ -44,7 +48,9 @@ const SDEVS_ACCESS_YAML = `default:
  */
 const savedEnv: Record<string, string | undefined> = {};
 beforeAll(() => {
-  for (const name of Object.keys(process.env).filter((n) => n.startsWith('ALIBABA_CLOUD_') || n === 'serverless_devs_config_home')) {
+  for (const name of Object.keys(process.env).filter(
+    (n) => n.startsWith('ALIBABA_CLOUD_') || n === 'serverless_devs_config_home',
+  )) {
     savedEnv[name] = process.env[name];
     delete process.env[name];
   }
@@ -95,9 +101,16 @@ function writeAliyunConfig(home: string, current: string, profiles: CliProfile[]
 }
 
 /** ~/.alibabacloud/credentials, the shared ini file of the Alibaba Cloud SDKs. */
-function writeIniCredentials(home: string, section: string, keys: { accessKeyId: string; accessKeySecret: string }): void {
+function writeIniCredentials(
+  home: string,
+  section: string,
+  keys: { accessKeyId: string; accessKeySecret: string },
+): void {
   mkdirSync(join(home, '.alibabacloud'), { recursive: true });
-  writeFileSync(join(home, '.alibabacloud', 'credentials'), `[${section}]\ntype = access_key\naccess_key_id = ${keys.accessKeyId}\naccess_key_secret = ${keys.accessKeySecret}\n`);
+  writeFileSync(
+    join(home, '.alibabacloud', 'credentials'),
+    `[${section}]\ntype = access_key\naccess_key_id = ${keys.accessKeyId}\naccess_key_secret = ${keys.accessKeySecret}\n`,
+  );
 }
 
 function writeAccessYaml(home: string, text: string, name = 'access.yaml'): void {
@@ -112,7 +125,9 @@ function cryptoJsEncrypt(text: string): string {
   let block = Buffer.alloc(0);
   let material = Buffer.alloc(0);
   while (material.length < 48) {
-    block = createHash('md5').update(Buffer.concat([block, Buffer.from(passphrase), salt])).digest();
+    block = createHash('md5')
+      .update(Buffer.concat([block, Buffer.from(passphrase), salt]))
+      .digest();
     material = Buffer.concat([material, block]);
   }
   const cipher = createCipheriv('aes-256-cbc', material.subarray(0, 32), material.subarray(32, 48));
@@ -123,7 +138,10 @@ function cryptoJsEncrypt(text: string): string {
 function expectNoSecret(text: string, ...secrets: Array<{ accessKeySecret: string; securityToken?: string }>): void {
   for (const { accessKeySecret, securityToken } of secrets) {
     for (const secret of [accessKeySecret, securityToken].filter((s): s is string => s !== undefined)) {
-      expect({ text, leaks: text.includes(secret) || text.includes(secret.slice(0, 8)) || text.includes(secret.slice(-8)) }).toEqual({ text, leaks: false });
+      expect({
+        text,
+        leaks: text.includes(secret) || text.includes(secret.slice(0, 8)) || text.includes(secret.slice(-8)),
+      }).toEqual({ text, leaks: false });
     }
   }
 }
@@ -139,11 +157,15 @@ async function usageErrorOf(promise: Promise<unknown>): Promise<InstanceType<typ
 
 describe('the default chain', () => {
   // Proves: the Aliyun CLI's current profile is read from HOME's ~/.aliyun/config.json, AK mode without a token.
-  it("reads the current AK profile of ~/.aliyun/config.json, and says so without the secret", async () => {
+  it('reads the current AK profile of ~/.aliyun/config.json, and says so without the secret', async () => {
     const home = makeTempDir('home-');
     writeAliyunConfig(home, 'default', [{ name: 'default', mode: 'AK', ...PROFILE_AK }]);
     const found = await resolveFcCredentials({ env: OFFLINE, home });
-    expect(found).toEqual({ ...PROFILE_AK, securityToken: undefined, source: 'profile "default" in ~/.aliyun/config.json (AccessKey)' });
+    expect(found).toEqual({
+      ...PROFILE_AK,
+      securityToken: undefined,
+      source: 'profile "default" in ~/.aliyun/config.json (AccessKey)',
+    });
     expectNoSecret(found.source, PROFILE_AK);
   });
 
@@ -167,7 +189,11 @@ describe('the default chain', () => {
       { name: 'other', mode: 'AK', ...PROFILE_OTHER },
     ]);
     const byOption = await resolveFcCredentials({ env: OFFLINE, home, profile: 'other' });
-    expect(byOption).toEqual({ ...PROFILE_OTHER, securityToken: undefined, source: 'profile "other" in ~/.aliyun/config.json (AccessKey)' });
+    expect(byOption).toEqual({
+      ...PROFILE_OTHER,
+      securityToken: undefined,
+      source: 'profile "other" in ~/.aliyun/config.json (AccessKey)',
+    });
     const byVariable = await resolveFcCredentials({ env: { ...OFFLINE, ALIBABA_CLOUD_PROFILE: 'other' }, home });
     expect(byVariable).toEqual(byOption);
   });
@@ -176,11 +202,26 @@ describe('the default chain', () => {
   it('prefers ALIBABA_CLOUD_ACCESS_KEY_ID/_SECRET/_SECURITY_TOKEN to any profile', async () => {
     const home = makeTempDir('home-');
     writeAliyunConfig(home, 'default', [{ name: 'default', mode: 'AK', ...PROFILE_AK }]);
-    const env = { ...OFFLINE, ALIBABA_CLOUD_ACCESS_KEY_ID: ENV_AK.accessKeyId, ALIBABA_CLOUD_ACCESS_KEY_SECRET: ENV_AK.accessKeySecret };
+    const env = {
+      ...OFFLINE,
+      ALIBABA_CLOUD_ACCESS_KEY_ID: ENV_AK.accessKeyId,
+      ALIBABA_CLOUD_ACCESS_KEY_SECRET: ENV_AK.accessKeySecret,
+    };
     const found = await resolveFcCredentials({ env, home });
-    expect(found).toEqual({ ...ENV_AK, securityToken: undefined, source: 'environment variables ALIBABA_CLOUD_ACCESS_KEY_ID/ALIBABA_CLOUD_ACCESS_KEY_SECRET' });
-    const withToken = await resolveFcCredentials({ env: { ...env, ALIBABA_CLOUD_SECURITY_TOKEN: 'env-sts-token-abcdef0123' }, home });
-    expect(withToken).toMatchObject({ ...ENV_AK, securityToken: 'env-sts-token-abcdef0123', source: expect.stringContaining('ALIBABA_CLOUD_SECURITY_TOKEN') });
+    expect(found).toEqual({
+      ...ENV_AK,
+      securityToken: undefined,
+      source: 'environment variables ALIBABA_CLOUD_ACCESS_KEY_ID/ALIBABA_CLOUD_ACCESS_KEY_SECRET',
+    });
+    const withToken = await resolveFcCredentials({
+      env: { ...env, ALIBABA_CLOUD_SECURITY_TOKEN: 'env-sts-token-abcdef0123' },
+      home,
+    });
+    expect(withToken).toMatchObject({
+      ...ENV_AK,
+      securityToken: 'env-sts-token-abcdef0123',
+      source: expect.stringContaining('ALIBABA_CLOUD_SECURITY_TOKEN'),
+    });
     expectNoSecret(found.source + withToken.source, ENV_AK, { accessKeySecret: 'env-sts-token-abcdef0123' });
   });
 
@@ -189,7 +230,11 @@ describe('the default chain', () => {
     const home = makeTempDir('home-');
     writeIniCredentials(home, 'default', INI_AK);
     const fromIni = await resolveFcCredentials({ env: OFFLINE, home });
-    expect(fromIni).toEqual({ ...INI_AK, securityToken: undefined, source: 'profile "default" in ~/.alibabacloud/credentials (AccessKey)' });
+    expect(fromIni).toEqual({
+      ...INI_AK,
+      securityToken: undefined,
+      source: 'profile "default" in ~/.alibabacloud/credentials (AccessKey)',
+    });
     writeAliyunConfig(home, 'default', [{ name: 'default', mode: 'AK', ...PROFILE_AK }]);
     expect(await resolveFcCredentials({ env: OFFLINE, home })).toMatchObject(PROFILE_AK);
   });
@@ -198,15 +243,29 @@ describe('the default chain', () => {
   // upgrade that changes the package's chain fails here instead of drifting silently.
   it("has the links of @alicloud/credentials' own default chain, in its order", () => {
     // The package adds its OIDC and URI links only when their variables are set: set them for this construction.
-    const links = { ALIBABA_CLOUD_ROLE_ARN: 'acs:ram::1:role/x', ALIBABA_CLOUD_OIDC_PROVIDER_ARN: 'acs:ram::1:oidc-provider/x', ALIBABA_CLOUD_OIDC_TOKEN_FILE: '/nonexistent', ALIBABA_CLOUD_CREDENTIALS_URI: 'http://127.0.0.1:9/' };
+    const links = {
+      ALIBABA_CLOUD_ROLE_ARN: 'acs:ram::1:role/x',
+      ALIBABA_CLOUD_OIDC_PROVIDER_ARN: 'acs:ram::1:oidc-provider/x',
+      ALIBABA_CLOUD_OIDC_TOKEN_FILE: '/nonexistent',
+      ALIBABA_CLOUD_CREDENTIALS_URI: 'http://127.0.0.1:9/',
+    };
     Object.assign(process.env, links);
     try {
-      const chain = DefaultCredentialsProvider.builder().build() as unknown as { providers: Array<{ getProviderName(): string }> };
+      const chain = DefaultCredentialsProvider.builder().build() as unknown as {
+        providers: Array<{ getProviderName(): string }>;
+      };
       expect(chain.providers.map((p) => p.getProviderName())).toEqual(CHAIN_PROVIDERS);
     } finally {
       for (const name of Object.keys(links)) delete process.env[name];
     }
-    expect(CHAIN_PROVIDERS).toEqual(['env', 'oidc_role_arn', 'cli_profile', 'profile', 'ecs_ram_role', 'credential_uri']);
+    expect(CHAIN_PROVIDERS).toEqual([
+      'env',
+      'oidc_role_arn',
+      'cli_profile',
+      'profile',
+      'ecs_ram_role',
+      'credential_uri',
+    ]);
   });
 });
 
@@ -218,7 +277,11 @@ describe('--profile', () => {
       { name: 'default', mode: 'AK', ...PROFILE_AK },
       { name: 'other', mode: 'AK', ...PROFILE_OTHER },
     ]);
-    const env = { ...OFFLINE, ALIBABA_CLOUD_ACCESS_KEY_ID: ENV_AK.accessKeyId, ALIBABA_CLOUD_ACCESS_KEY_SECRET: ENV_AK.accessKeySecret };
+    const env = {
+      ...OFFLINE,
+      ALIBABA_CLOUD_ACCESS_KEY_ID: ENV_AK.accessKeyId,
+      ALIBABA_CLOUD_ACCESS_KEY_SECRET: ENV_AK.accessKeySecret,
+    };
     expect(await resolveFcCredentials({ env, home, profile: 'other' })).toMatchObject(PROFILE_OTHER);
   });
 
@@ -226,7 +289,11 @@ describe('--profile', () => {
   it('fails for a profile that does not exist, naming it and the files read', async () => {
     const home = makeTempDir('home-');
     writeAliyunConfig(home, 'default', [{ name: 'default', mode: 'AK', ...PROFILE_AK }]);
-    const env = { ...OFFLINE, ALIBABA_CLOUD_ACCESS_KEY_ID: ENV_AK.accessKeyId, ALIBABA_CLOUD_ACCESS_KEY_SECRET: ENV_AK.accessKeySecret };
+    const env = {
+      ...OFFLINE,
+      ALIBABA_CLOUD_ACCESS_KEY_ID: ENV_AK.accessKeyId,
+      ALIBABA_CLOUD_ACCESS_KEY_SECRET: ENV_AK.accessKeySecret,
+    };
     const err = await usageErrorOf(resolveFcCredentials({ env, home, profile: 'missing' }));
     expect(err.message).toContain('--profile missing');
     expect(err.message).toContain('profile "missing" in ~/.aliyun/config.json');
@@ -236,7 +303,9 @@ describe('--profile', () => {
 
   // Proves: the two ways of choosing credentials cannot be combined.
   it('refuses --profile together with --s-access', async () => {
-    const err = await usageErrorOf(resolveFcCredentials({ env: OFFLINE, home: makeTempDir('home-'), profile: 'a', sAccess: 'b' }));
+    const err = await usageErrorOf(
+      resolveFcCredentials({ env: OFFLINE, home: makeTempDir('home-'), profile: 'a', sAccess: 'b' }),
+    );
     expect(err.message).toContain('--profile and --s-access');
   });
 });
@@ -247,9 +316,17 @@ describe('--s-access (Serverless Devs)', () => {
   it('decrypts the access `s config add` wrote, instead of using the chain', async () => {
     const home = makeTempDir('home-');
     writeAccessYaml(home, SDEVS_ACCESS_YAML);
-    const env = { ...OFFLINE, ALIBABA_CLOUD_ACCESS_KEY_ID: ENV_AK.accessKeyId, ALIBABA_CLOUD_ACCESS_KEY_SECRET: ENV_AK.accessKeySecret };
+    const env = {
+      ...OFFLINE,
+      ALIBABA_CLOUD_ACCESS_KEY_ID: ENV_AK.accessKeyId,
+      ALIBABA_CLOUD_ACCESS_KEY_SECRET: ENV_AK.accessKeySecret,
+    };
     const found = await resolveFcCredentials({ env, home, sAccess: 'default' });
-    expect(found).toEqual({ ...SDEVS_AK, securityToken: undefined, source: 'Serverless Devs access "default" (~/.s/access.yaml)' });
+    expect(found).toEqual({
+      ...SDEVS_AK,
+      securityToken: undefined,
+      source: 'Serverless Devs access "default" (~/.s/access.yaml)',
+    });
     expectNoSecret(found.source, SDEVS_AK);
   });
 
@@ -265,23 +342,40 @@ describe('--s-access (Serverless Devs)', () => {
         `plain:\n  AccessKeyID: ${PROFILE_OTHER.accessKeyId}\n  AccessKeySecret: ${PROFILE_OTHER.accessKeySecret}\n`,
       'access.yml',
     );
-    expect(await resolveFcCredentials({ env: OFFLINE, home, sAccess: 'sts' })).toEqual({ ...sts, source: 'Serverless Devs access "sts" (~/.s/access.yml)' });
-    expect(await resolveFcCredentials({ env: OFFLINE, home, sAccess: 'plain' })).toMatchObject({ ...PROFILE_OTHER, securityToken: undefined });
+    expect(await resolveFcCredentials({ env: OFFLINE, home, sAccess: 'sts' })).toEqual({
+      ...sts,
+      source: 'Serverless Devs access "sts" (~/.s/access.yml)',
+    });
+    expect(await resolveFcCredentials({ env: OFFLINE, home, sAccess: 'plain' })).toMatchObject({
+      ...PROFILE_OTHER,
+      securityToken: undefined,
+    });
     const elsewhere = makeTempDir('s-home-');
     writeAccessYaml(elsewhere, SDEVS_ACCESS_YAML);
-    expect(await resolveFcCredentials({ env: { ...OFFLINE, serverless_devs_config_home: elsewhere }, home, sAccess: 'default' })).toMatchObject(SDEVS_AK);
+    expect(
+      await resolveFcCredentials({
+        env: { ...OFFLINE, serverless_devs_config_home: elsewhere },
+        home,
+        sAccess: 'default',
+      }),
+    ).toMatchObject(SDEVS_AK);
   });
 
   // Proves: without access.yaml the error names the path it looked at.
   it('names the file when there is no access.yaml', async () => {
-    const err = await usageErrorOf(resolveFcCredentials({ env: OFFLINE, home: makeTempDir('home-'), sAccess: 'default' }));
+    const err = await usageErrorOf(
+      resolveFcCredentials({ env: OFFLINE, home: makeTempDir('home-'), sAccess: 'default' }),
+    );
     expect(err.message).toContain('--s-access default: ~/.s/access.yaml does not exist');
   });
 
   // Proves: an unknown alias lists the aliases the file has, and none of their (decrypted or stored) values.
   it('lists the aliases, never their values, when the alias is not there', async () => {
     const home = makeTempDir('home-');
-    writeAccessYaml(home, `${SDEVS_ACCESS_YAML}prod:\n  AccessKeyID: ${PROFILE_OTHER.accessKeyId}\n  AccessKeySecret: ${PROFILE_OTHER.accessKeySecret}\n`);
+    writeAccessYaml(
+      home,
+      `${SDEVS_ACCESS_YAML}prod:\n  AccessKeyID: ${PROFILE_OTHER.accessKeyId}\n  AccessKeySecret: ${PROFILE_OTHER.accessKeySecret}\n`,
+    );
     const err = await usageErrorOf(resolveFcCredentials({ env: OFFLINE, home, sAccess: 'staging' }));
     expect(err.message).toBe('--s-access staging: ~/.s/access.yaml has no access "staging"; it has "default", "prod"');
   });
@@ -291,7 +385,10 @@ describe('--s-access (Serverless Devs)', () => {
     const home = makeTempDir('home-');
     // Cut short: no longer whole AES blocks, so it can never decrypt (a wrong key alone might, by chance, unpad).
     const damaged = Buffer.from(cryptoJsEncrypt('some-secret-value-000'), 'base64').subarray(0, -4).toString('base64');
-    writeAccessYaml(home, `default:\n  AccessKeyID: ${cryptoJsEncrypt('LTAI5tSomeKeyId00000')}\n  AccessKeySecret: ${damaged}\n`);
+    writeAccessYaml(
+      home,
+      `default:\n  AccessKeyID: ${cryptoJsEncrypt('LTAI5tSomeKeyId00000')}\n  AccessKeySecret: ${damaged}\n`,
+    );
     const err = await usageErrorOf(resolveFcCredentials({ env: OFFLINE, home, sAccess: 'default' }));
     expect(err.message).toContain('AccessKeySecret of that access in ~/.s/access.yaml cannot be decrypted');
   });
@@ -303,7 +400,10 @@ describe('when no source has credentials', () => {
   it('throws a UsageError naming each source tried, without any secret', async () => {
     const home = makeTempDir('home-');
     mkdirSync(join(home, '.aliyun'));
-    writeFileSync(join(home, '.aliyun', 'config.json'), `{"current": "default", "profiles": [{"name": "default", "access_key_secret": "${PROFILE_AK.accessKeySecret}",`);
+    writeFileSync(
+      join(home, '.aliyun', 'config.json'),
+      `{"current": "default", "profiles": [{"name": "default", "access_key_secret": "${PROFILE_AK.accessKeySecret}",`,
+    );
     writeIniCredentials(home, 'prod', INI_AK);
     const err = await usageErrorOf(resolveFcCredentials({ env: OFFLINE, home }));
     const lines = err.message.split('\n');
@@ -311,7 +411,9 @@ describe('when no source has credentials', () => {
     expect(lines.slice(1, 7)).toEqual([
       '    - environment variables ALIBABA_CLOUD_ACCESS_KEY_ID/ALIBABA_CLOUD_ACCESS_KEY_SECRET: not set',
       '    - OIDC role (ALIBABA_CLOUD_ROLE_ARN/ALIBABA_CLOUD_OIDC_PROVIDER_ARN/ALIBABA_CLOUD_OIDC_TOKEN_FILE): not set',
-      expect.stringMatching(/^ {4}- the current profile in ~\/\.aliyun\/config\.json: parse aliyun cli config from '.*config\.json' failed$/),
+      expect.stringMatching(
+        /^ {4}- the current profile in ~\/\.aliyun\/config\.json: parse aliyun cli config from '.*config\.json' failed$/,
+      ),
       '    - profile "default" in ~/.alibabacloud/credentials: Can not find credential type for "default"',
       '    - ECS RAM role (instance metadata): turned off by ALIBABA_CLOUD_ECS_METADATA_DISABLED=true',
       '    - the credentials URL in ALIBABA_CLOUD_CREDENTIALS_URI: not set',
@@ -322,7 +424,16 @@ describe('when no source has credentials', () => {
 
   // Proves: --help's text names every source, in the chain's order.
   it('CREDENTIALS_HELP lists the sources in order', () => {
-    const order = ['ALIBABA_CLOUD_ACCESS_KEY_ID', 'ALIBABA_CLOUD_OIDC_TOKEN_FILE', '~/.aliyun/config.json', '~/.alibabacloud/credentials', 'ECS', 'ALIBABA_CLOUD_CREDENTIALS_URI', '--profile', '--s-access'];
+    const order = [
+      'ALIBABA_CLOUD_ACCESS_KEY_ID',
+      'ALIBABA_CLOUD_OIDC_TOKEN_FILE',
+      '~/.aliyun/config.json',
+      '~/.alibabacloud/credentials',
+      'ECS',
+      'ALIBABA_CLOUD_CREDENTIALS_URI',
+      '--profile',
+      '--s-access',
+    ];
     const at = order.map((word) => CREDENTIALS_HELP.indexOf(word));
     expect(at.every((i) => i >= 0)).toBe(true);
     expect([...at].sort((a, b) => a - b)).toEqual(at);
@@ -338,9 +449,22 @@ describe('the CLI with credentials only in HOME', () => {
     try {
       const tokens = join(makeTempDir(), 'tokens');
       writeFileSync(tokens, 'deploy-test-token-0123456789abcdef\n', { mode: 0o600 });
-      const run = await runDeployCli(['--output-dir', makeTempDir(), '--deploy', '--endpoint', fake.endpoint, '--auth-token-file', tokens, '--json', ...args], {
-        env: { HOME: home, ...OFFLINE, E2B_API_KEY: E2B_KEY },
-      });
+      const run = await runDeployCli(
+        [
+          '--output-dir',
+          makeTempDir(),
+          '--deploy',
+          '--endpoint',
+          fake.endpoint,
+          '--auth-token-file',
+          tokens,
+          '--json',
+          ...args,
+        ],
+        {
+          env: { HOME: home, ...OFFLINE, E2B_API_KEY: E2B_KEY },
+        },
+      );
       return { ...run, calls: [...fake.calls] };
     } finally {
       await fake.close();
@@ -353,7 +477,10 @@ describe('the CLI with credentials only in HOME', () => {
     const home = makeTempDir('home-');
     writeAliyunConfig(home, 'default', [{ name: 'default', mode: 'AK', ...PROFILE_AK }]);
     const run = await deployWith(PROFILE_AK, home);
-    expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: expect.stringContaining('Credentials: profile "default" in ~/.aliyun/config.json (AccessKey).') });
+    expect({ code: run.code, stderr: run.stderr }).toEqual({
+      code: 0,
+      stderr: expect.stringContaining('Credentials: profile "default" in ~/.aliyun/config.json (AccessKey).'),
+    });
     expect(run.calls.map((c) => c.action)).toContain('CreateFunction');
     expect(unsignedCalls(run.calls)).toEqual([]);
     expectNoSecret(run.stdout + run.stderr, PROFILE_AK);
@@ -367,7 +494,10 @@ describe('the CLI with credentials only in HOME', () => {
       { name: 'sts', mode: 'StsToken', ...PROFILE_STS },
     ]);
     const run = await deployWith(PROFILE_STS, home, ['--profile', 'sts']);
-    expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: expect.stringContaining('Credentials: profile "sts" in ~/.aliyun/config.json (STS token).') });
+    expect({ code: run.code, stderr: run.stderr }).toEqual({
+      code: 0,
+      stderr: expect.stringContaining('Credentials: profile "sts" in ~/.aliyun/config.json (STS token).'),
+    });
     expect(run.calls.length).toBeGreaterThan(0);
     expect(unsignedCalls(run.calls)).toEqual([]);
     expectNoSecret(run.stdout + run.stderr, PROFILE_STS);
@@ -378,7 +508,10 @@ describe('the CLI with credentials only in HOME', () => {
     const home = makeTempDir('home-');
     writeAccessYaml(home, SDEVS_ACCESS_YAML);
     const run = await deployWith(SDEVS_AK, home, ['--s-access', 'default']);
-    expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: expect.stringContaining('Credentials: Serverless Devs access "default" (~/.s/access.yaml).') });
+    expect({ code: run.code, stderr: run.stderr }).toEqual({
+      code: 0,
+      stderr: expect.stringContaining('Credentials: Serverless Devs access "default" (~/.s/access.yaml).'),
+    });
     expect(run.calls.map((c) => c.action)).toContain('CreateFunction');
     expect(unsignedCalls(run.calls)).toEqual([]);
     expectNoSecret(run.stdout + run.stderr, SDEVS_AK);

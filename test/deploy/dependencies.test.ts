@@ -9,7 +9,10 @@ import { dirname, join } from 'node:path';
 
 import { ROOT } from '../support/deploy-cli';
 
-const packageJson = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { dependencies?: Record<string, string>; devDependencies?: Record<string, string> };
+const packageJson = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+  dependencies?: Record<string, string>;
+  devDependencies?: Record<string, string>;
+};
 
 /** `require('x')` and `import … from 'x'` / `import('x')` (build.mjs is ESM), with either quote. */
 const REQUIRE = /\brequire\(\s*(['"])([^'"]+)\1\s*\)/g;
@@ -34,11 +37,15 @@ function reachable(): { files: string[]; packages: Set<string> } {
     if (files.includes(file)) continue;
     files.push(file);
     const source = readFileSync(join(ROOT, file), 'utf8');
-    const specifiers = [...source.matchAll(REQUIRE), ...(file.endsWith('.mjs') ? [...source.matchAll(IMPORT)] : [])].map((m) => m[2] as string);
+    const specifiers = [
+      ...source.matchAll(REQUIRE),
+      ...(file.endsWith('.mjs') ? [...source.matchAll(IMPORT)] : []),
+    ].map((m) => m[2] as string);
     for (const specifier of specifiers) {
       // A relative path to TypeScript (build.mjs hands functions/ sources to esbuild) is bundled, not loaded by Node.
       if (specifier.startsWith('.') && existsSync(join(ROOT, dirname(file), `${specifier}.ts`))) continue;
-      if (specifier.startsWith('.')) queue.push(join(dirname(file), /\.[cm]?js$/.test(specifier) ? specifier : `${specifier}.js`));
+      if (specifier.startsWith('.'))
+        queue.push(join(dirname(file), /\.[cm]?js$/.test(specifier) ? specifier : `${specifier}.js`));
       else if (!isBuiltin(specifier)) packages.add(packageName(specifier));
     }
     if (file === 'scripts/bundle.js' && source.includes("'build.mjs'")) queue.push('build.mjs');
@@ -51,8 +58,27 @@ describe('the deploy CLI installs with npm ci --omit=dev', () => {
   // cannot pass the next test by finding nothing to check.
   it('finds the files and packages the CLI loads, lazy ones included', () => {
     const { files, packages } = reachable();
-    expect(files).toEqual(expect.arrayContaining(['scripts/cli.js', 'scripts/run-deploy.js', 'scripts/fc-api.js', 'scripts/fc-credentials.js', 'scripts/bundle.js', 'build.mjs']));
-    expect([...packages]).toEqual(expect.arrayContaining(['yargs', 'yaml', 'yazl', '@alicloud/fc20230330', '@alicloud/openapi-core', '@alicloud/credentials', 'esbuild']));
+    expect(files).toEqual(
+      expect.arrayContaining([
+        'scripts/cli.js',
+        'scripts/run-deploy.js',
+        'scripts/fc-api.js',
+        'scripts/fc-credentials.js',
+        'scripts/bundle.js',
+        'build.mjs',
+      ]),
+    );
+    expect([...packages]).toEqual(
+      expect.arrayContaining([
+        'yargs',
+        'yaml',
+        'yazl',
+        '@alicloud/fc20230330',
+        '@alicloud/openapi-core',
+        '@alicloud/credentials',
+        'esbuild',
+      ]),
+    );
   });
 
   // Proves: every package the CLI can load is a production dependency, not only a dev one.

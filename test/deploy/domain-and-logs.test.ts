@@ -24,7 +24,29 @@ interface Pem {
 function makeCertificate(dir: string, name: string, days = 30): Pem {
   const cert = join(dir, `${name}.crt`);
   const key = join(dir, `${name}.key`);
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-subj', `/CN=${name}`, '-addext', `subjectAltName=DNS:${name}`, '-days', String(days), '-keyout', key, '-out', cert], { stdio: 'ignore' });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-subj',
+      `/CN=${name}`,
+      '-addext',
+      `subjectAltName=DNS:${name}`,
+      '-days',
+      String(days),
+      '-keyout',
+      key,
+      '-out',
+      cert,
+    ],
+    { stdio: 'ignore' },
+  );
   return { cert, key };
 }
 
@@ -46,23 +68,43 @@ afterEach(() => fake.close());
 afterAll(removeTempDirs);
 
 const domainCalls = () => fake.calls.filter((c) => c.action?.includes('CustomDomain'));
-const storedDomain = () => fake.domains.get(DOMAIN) as { protocol: string; certConfig?: { certName: string; certificate: string; privateKey: string } };
+const storedDomain = () =>
+  fake.domains.get(DOMAIN) as {
+    protocol: string;
+    certConfig?: { certName: string; certificate: string; privateKey: string };
+  };
 
 describe('a custom domain over HTTPS', () => {
   it('is created with the certificate and its key, served over HTTPS only, and printed as https://', async () => {
-    const run = await deployToFake(fake, ['--auth-token-file', tokenFile(), '--custom-domain', DOMAIN, '--domain-cert', pem.cert, '--domain-key', pem.key], SHELL);
+    const run = await deployToFake(
+      fake,
+      ['--auth-token-file', tokenFile(), '--custom-domain', DOMAIN, '--domain-cert', pem.cert, '--domain-key', pem.key],
+      SHELL,
+    );
     expect({ code: run.code, error: run.json.error }).toEqual({ code: 0, error: undefined });
     expect(run.json).toMatchObject({ url: `https://${DOMAIN}/mcp`, deployed: { customDomain: 'created' } });
     const body = domainCalls().find((c) => c.action === 'CreateCustomDomain')?.body;
     expect(body).toMatchObject({ domainName: DOMAIN, protocol: 'HTTPS' });
-    expect(body?.certConfig).toEqual({ certName: expect.stringMatching(/^mcp-example-com-[0-9a-f]{12}$/), certificate: readFileSync(pem.cert, 'utf8').trim(), privateKey: readFileSync(pem.key, 'utf8').trim() });
+    expect(body?.certConfig).toEqual({
+      certName: expect.stringMatching(/^mcp-example-com-[0-9a-f]{12}$/),
+      certificate: readFileSync(pem.cert, 'utf8').trim(),
+      privateKey: readFileSync(pem.key, 'utf8').trim(),
+    });
     expect(run.stdout + run.stderr).not.toContain('PRIVATE KEY');
     expect(unsignedCalls(fake.calls)).toEqual([]);
   });
 
   it('keeps its certificate when a later deploy names the domain without one', async () => {
     const tokens = tokenFile();
-    expect((await deployToFake(fake, ['--auth-token-file', tokens, '--custom-domain', DOMAIN, '--domain-cert', pem.cert, '--domain-key', pem.key], SHELL)).code).toBe(0);
+    expect(
+      (
+        await deployToFake(
+          fake,
+          ['--auth-token-file', tokens, '--custom-domain', DOMAIN, '--domain-cert', pem.cert, '--domain-key', pem.key],
+          SHELL,
+        )
+      ).code,
+    ).toBe(0);
     const before = storedDomain().certConfig;
     fake.calls.length = 0;
     const run = await deployToFake(fake, ['--auth-token-file', tokens, '--custom-domain', DOMAIN], EMPTY_SHELL);
@@ -76,59 +118,144 @@ describe('a custom domain over HTTPS', () => {
 
   it('takes a renewed certificate on update', async () => {
     const tokens = tokenFile();
-    expect((await deployToFake(fake, ['--auth-token-file', tokens, '--custom-domain', DOMAIN, '--domain-cert', pem.cert, '--domain-key', pem.key], SHELL)).code).toBe(0);
+    expect(
+      (
+        await deployToFake(
+          fake,
+          ['--auth-token-file', tokens, '--custom-domain', DOMAIN, '--domain-cert', pem.cert, '--domain-key', pem.key],
+          SHELL,
+        )
+      ).code,
+    ).toBe(0);
     const first = storedDomain().certConfig?.certName;
-    expect((await deployToFake(fake, ['--auth-token-file', tokens, '--custom-domain', DOMAIN, '--domain-cert', renewed.cert, '--domain-key', renewed.key], SHELL)).code).toBe(0);
-    expect(storedDomain().certConfig).toMatchObject({ certificate: readFileSync(renewed.cert, 'utf8').trim(), privateKey: readFileSync(renewed.key, 'utf8').trim() });
+    expect(
+      (
+        await deployToFake(
+          fake,
+          [
+            '--auth-token-file',
+            tokens,
+            '--custom-domain',
+            DOMAIN,
+            '--domain-cert',
+            renewed.cert,
+            '--domain-key',
+            renewed.key,
+          ],
+          SHELL,
+        )
+      ).code,
+    ).toBe(0);
+    expect(storedDomain().certConfig).toMatchObject({
+      certificate: readFileSync(renewed.cert, 'utf8').trim(),
+      privateKey: readFileSync(renewed.key, 'utf8').trim(),
+    });
     expect(storedDomain().certConfig?.certName).not.toBe(first);
   });
 
   it('refuses a new domain with no certificate unless --domain-http-only says so: one read per resource, nothing written', async () => {
     const run = await deployToFake(fake, ['--auth-token-file', tokenFile(), '--custom-domain', DOMAIN], SHELL);
     expect(run.code).toBe(2);
-    expect(run.json.error?.message).toContain(`--custom-domain ${DOMAIN} is new: pass --domain-cert FILE and --domain-key FILE, or --domain-http-only`);
+    expect(run.json.error?.message).toContain(
+      `--custom-domain ${DOMAIN} is new: pass --domain-cert FILE and --domain-key FILE, or --domain-http-only`,
+    );
     expect(fake.calls.map((c) => c.action)).toEqual(['GetFunction', 'GetCustomDomain']);
   });
 
   it('refuses to keep "HTTPS" on a domain served over HTTP: the operator must choose', async () => {
     const tokens = tokenFile();
-    expect((await deployToFake(fake, ['--auth-token-file', tokens, '--custom-domain', DOMAIN, '--domain-http-only'], SHELL)).code).toBe(0);
+    expect(
+      (await deployToFake(fake, ['--auth-token-file', tokens, '--custom-domain', DOMAIN, '--domain-http-only'], SHELL))
+        .code,
+    ).toBe(0);
     const run = await deployToFake(fake, ['--auth-token-file', tokens, '--custom-domain', DOMAIN], SHELL);
     expect(run.code).toBe(2);
     expect(run.json.error?.message).toContain('has no HTTPS certificate');
   });
 
   it.each([
-    ['a key that is not the certificate\'s', () => ['--domain-cert', pem.cert, '--domain-key', otherDomain.key], 'is not the private key of the certificate'],
-    ['a certificate for another domain', () => ['--domain-cert', otherDomain.cert, '--domain-key', otherDomain.key], `does not name ${DOMAIN}`],
+    [
+      "a key that is not the certificate's",
+      () => ['--domain-cert', pem.cert, '--domain-key', otherDomain.key],
+      'is not the private key of the certificate',
+    ],
+    [
+      'a certificate for another domain',
+      () => ['--domain-cert', otherDomain.cert, '--domain-key', otherDomain.key],
+      `does not name ${DOMAIN}`,
+    ],
     ['a certificate without its key', () => ['--domain-cert', pem.cert], '--domain-cert and --domain-key go together'],
-    ['a certificate beside --domain-http-only', () => ['--domain-cert', pem.cert, '--domain-key', pem.key, '--domain-http-only'], '--domain-http-only conflicts'],
+    [
+      'a certificate beside --domain-http-only',
+      () => ['--domain-cert', pem.cert, '--domain-key', pem.key, '--domain-http-only'],
+      '--domain-http-only conflicts',
+    ],
   ])('refuses %s before any call', async (_what, args, message) => {
-    const run = await deployToFake(fake, ['--auth-token-file', tokenFile(), '--custom-domain', DOMAIN, ...args()], SHELL);
+    const run = await deployToFake(
+      fake,
+      ['--auth-token-file', tokenFile(), '--custom-domain', DOMAIN, ...args()],
+      SHELL,
+    );
     expect(run.code).toBe(2);
     expect(run.json.error?.message).toContain(message);
     expect(fake.calls).toEqual([]);
   });
 
-  it("writes the certificate into s.yaml as file paths fc3-domain reads when it deploys, never the key itself", async () => {
+  it('writes the certificate into s.yaml as file paths fc3-domain reads when it deploys, never the key itself', async () => {
     const out = makeTempDir();
-    const run = await runDeployCli(['--output-dir', out, '--generate-token', '--custom-domain', DOMAIN, '--domain-cert', pem.cert, '--domain-key', pem.key], { env: { E2B_API_KEY: E2B_KEY } });
+    const run = await runDeployCli(
+      [
+        '--output-dir',
+        out,
+        '--generate-token',
+        '--custom-domain',
+        DOMAIN,
+        '--domain-cert',
+        pem.cert,
+        '--domain-key',
+        pem.key,
+      ],
+      { env: { E2B_API_KEY: E2B_KEY } },
+    );
     expect(run.code).toBe(0);
-    const domain = (readYaml(join(out, 's.yaml')).resources as Record<string, { component: string; props: Record<string, unknown> }>).domain;
-    expect(domain).toMatchObject({ component: 'fc3-domain', props: { domainName: DOMAIN, protocol: 'HTTPS', certConfig: { certName: expect.stringMatching(/^mcp-example-com-/), certificate: pem.cert, privateKey: pem.key } } });
+    const domain = (
+      readYaml(join(out, 's.yaml')).resources as Record<string, { component: string; props: Record<string, unknown> }>
+    ).domain;
+    expect(domain).toMatchObject({
+      component: 'fc3-domain',
+      props: {
+        domainName: DOMAIN,
+        protocol: 'HTTPS',
+        certConfig: {
+          certName: expect.stringMatching(/^mcp-example-com-/),
+          certificate: pem.cert,
+          privateKey: pem.key,
+        },
+      },
+    });
     expect(readFileSync(join(out, 's.yaml'), 'utf8')).not.toContain('PRIVATE KEY');
   });
 
   it('leaves a domain whose certificate only FC holds out of s.yaml, so that s deploy cannot switch it to HTTP', async () => {
     const tokens = tokenFile();
-    expect((await deployToFake(fake, ['--auth-token-file', tokens, '--custom-domain', DOMAIN, '--domain-cert', pem.cert, '--domain-key', pem.key], SHELL)).code).toBe(0);
+    expect(
+      (
+        await deployToFake(
+          fake,
+          ['--auth-token-file', tokens, '--custom-domain', DOMAIN, '--domain-cert', pem.cert, '--domain-key', pem.key],
+          SHELL,
+        )
+      ).code,
+    ).toBe(0);
     const run = await deployToFake(fake, ['--auth-token-file', tokens, '--custom-domain', DOMAIN], SHELL);
     expect(run.code).toBe(0);
     expect(readYaml(join(run.outputDir, 's.yaml')).resources).not.toHaveProperty('domain');
   });
 
   it('without --deploy, asks for a certificate or --domain-http-only (s deploy would otherwise serve the domain over HTTP)', async () => {
-    const run = await runDeployCli(['--output-dir', makeTempDir(), '--generate-token', '--custom-domain', DOMAIN], { env: { E2B_API_KEY: E2B_KEY } });
+    const run = await runDeployCli(['--output-dir', makeTempDir(), '--generate-token', '--custom-domain', DOMAIN], {
+      env: { E2B_API_KEY: E2B_KEY },
+    });
     expect(run.code).toBe(2);
     expect(run.stderr).toContain('needs --domain-cert FILE and --domain-key FILE (HTTPS), or --domain-http-only');
   });
@@ -141,14 +268,20 @@ describe('checking a certificate (in-process, at a chosen date)', () => {
   });
   it('warns within 14 days of its end and refuses it after', () => {
     const day = 24 * 60 * 60 * 1000;
-    expect(read(new Date(Date.now() + 20 * day)).warnings).toEqual([expect.stringContaining(`the certificate of ${DOMAIN} expires on`)]);
+    expect(read(new Date(Date.now() + 20 * day)).warnings).toEqual([
+      expect.stringContaining(`the certificate of ${DOMAIN} expires on`),
+    ]);
     expect(read(new Date(Date.now() + 31 * day)).problems).toEqual([expect.stringContaining('expired on')]);
   });
 });
 
 describe('logs', () => {
   it('--sls-project and --sls-logstore send logConfig, with request and instance metrics', async () => {
-    const run = await deployToFake(fake, ['--auth-token-file', tokenFile(), '--sls-project', 'mcp-logs', '--sls-logstore', 'function-logs'], SHELL);
+    const run = await deployToFake(
+      fake,
+      ['--auth-token-file', tokenFile(), '--sls-project', 'mcp-logs', '--sls-logstore', 'function-logs'],
+      SHELL,
+    );
     expect(run.code).toBe(0);
     expect(fake.calls.find((c) => c.action === 'CreateFunction')?.body?.logConfig).toEqual({
       project: 'mcp-logs',
@@ -164,13 +297,19 @@ describe('logs', () => {
     const run = await deployToFake(fake, ['--auth-token-file', tokenFile()], SHELL);
     expect(run.code).toBe(0);
     expect(fake.calls.find((c) => c.action === 'CreateFunction')?.body).not.toHaveProperty('logConfig');
-    expect(run.stderr).toContain('warning: FC will keep no logs for this function: pass --sls-project P --sls-logstore L');
+    expect(run.stderr).toContain(
+      'warning: FC will keep no logs for this function: pass --sls-project P --sls-logstore L',
+    );
   });
 
   it('refuses one without the other, and names SLS would refuse, before any call', async () => {
     const half = await deployToFake(fake, ['--auth-token-file', tokenFile(), '--sls-project', 'mcp-logs'], SHELL);
     expect(half.json.error?.message).toContain('--sls-project and --sls-logstore go together');
-    const bad = await deployToFake(fake, ['--auth-token-file', tokenFile(), '--sls-project', 'MCP_Logs', '--sls-logstore', 'x'], SHELL);
+    const bad = await deployToFake(
+      fake,
+      ['--auth-token-file', tokenFile(), '--sls-project', 'MCP_Logs', '--sls-logstore', 'x'],
+      SHELL,
+    );
     expect(bad.json.error?.message).toContain('--sls-project "MCP_Logs" is not an SLS project name');
     expect(bad.json.error?.message).toContain('--sls-logstore "x" is not an SLS logstore name');
     expect(fake.calls).toEqual([]);

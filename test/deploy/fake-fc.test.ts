@@ -25,7 +25,13 @@ function signedRequest(body: string, query: Record<string, string> = {}, port = 
     'content-type': 'application/json; charset=utf-8',
   };
   const pathname = '/2023-03-30/functions';
-  headers.authorization = OpenApiUtil.getAuthorization({ protocol: 'http', port, pathname, method: 'POST', query, headers, body: Readable.from([]) }, 'ACS3-HMAC-SHA256', payloadHash, CREDENTIALS.accessKeyId, CREDENTIALS.accessKeySecret);
+  headers.authorization = OpenApiUtil.getAuthorization(
+    { protocol: 'http', port, pathname, method: 'POST', query, headers, body: Readable.from([]) },
+    'ACS3-HMAC-SHA256',
+    payloadHash,
+    CREDENTIALS.accessKeyId,
+    CREDENTIALS.accessKeySecret,
+  );
   const search = new URLSearchParams(query).toString();
   return { method: 'POST', url: search === '' ? pathname : `${pathname}?${search}`, headers };
 }
@@ -44,16 +50,38 @@ function send(endpoint: string, req: ReturnType<typeof signedRequest>, body: str
 
 it('accepts what the SDK signs, query included', () => {
   expect(verifyAcs3Signature(signedRequest('{"a":1}'), Buffer.from('{"a":1}'), CREDENTIALS)).toEqual({ ok: true });
-  expect(verifyAcs3Signature(signedRequest('', { z: '1', a: "b c!'()*" }), Buffer.alloc(0), CREDENTIALS)).toEqual({ ok: true });
+  expect(verifyAcs3Signature(signedRequest('', { z: '1', a: "b c!'()*" }), Buffer.alloc(0), CREDENTIALS)).toEqual({
+    ok: true,
+  });
 });
 
 it('rejects a changed body, query, signed header or key', () => {
   const req = signedRequest('{"a":1}');
-  expect(verifyAcs3Signature(req, Buffer.from('{"a":2}'), CREDENTIALS)).toMatchObject({ ok: false, reason: expect.stringContaining('x-acs-content-sha256') });
-  expect(verifyAcs3Signature({ ...req, url: `${req.url}?x=1` }, Buffer.from('{"a":1}'), CREDENTIALS)).toMatchObject({ ok: false, reason: expect.stringContaining('signature') });
-  expect(verifyAcs3Signature({ ...req, headers: { ...req.headers, 'x-acs-action': 'DeleteFunction' } }, Buffer.from('{"a":1}'), CREDENTIALS)).toMatchObject({ ok: false });
-  expect(verifyAcs3Signature({ ...req, headers: { ...req.headers, 'x-acs-extra': '1' } }, Buffer.from('{"a":1}'), CREDENTIALS)).toMatchObject({ ok: false, reason: 'headers not signed: x-acs-extra' });
-  expect(verifyAcs3Signature(req, Buffer.from('{"a":1}'), { ...CREDENTIALS, accessKeySecret: 'other' })).toMatchObject({ ok: false });
+  expect(verifyAcs3Signature(req, Buffer.from('{"a":2}'), CREDENTIALS)).toMatchObject({
+    ok: false,
+    reason: expect.stringContaining('x-acs-content-sha256'),
+  });
+  expect(verifyAcs3Signature({ ...req, url: `${req.url}?x=1` }, Buffer.from('{"a":1}'), CREDENTIALS)).toMatchObject({
+    ok: false,
+    reason: expect.stringContaining('signature'),
+  });
+  expect(
+    verifyAcs3Signature(
+      { ...req, headers: { ...req.headers, 'x-acs-action': 'DeleteFunction' } },
+      Buffer.from('{"a":1}'),
+      CREDENTIALS,
+    ),
+  ).toMatchObject({ ok: false });
+  expect(
+    verifyAcs3Signature(
+      { ...req, headers: { ...req.headers, 'x-acs-extra': '1' } },
+      Buffer.from('{"a":1}'),
+      CREDENTIALS,
+    ),
+  ).toMatchObject({ ok: false, reason: 'headers not signed: x-acs-extra' });
+  expect(verifyAcs3Signature(req, Buffer.from('{"a":1}'), { ...CREDENTIALS, accessKeySecret: 'other' })).toMatchObject({
+    ok: false,
+  });
 });
 
 // What lets the retry tests say "re-signed": a request sent again as it was, not signed again, is refused.
@@ -63,7 +91,10 @@ it('refuses a request sent twice with the same signature (its nonce was used bef
     const body = JSON.stringify({ functionName: 'replayed' });
     const req = signedRequest(body, {}, Number(new URL(fake.endpoint).port));
     expect([await send(fake.endpoint, req, body), await send(fake.endpoint, req, body)]).toEqual([200, 403]);
-    expect(fake.calls.map((c) => c.signature)).toEqual([{ ok: true }, { ok: false, reason: 'x-acs-signature-nonce was used before' }]);
+    expect(fake.calls.map((c) => c.signature)).toEqual([
+      { ok: true },
+      { ok: false, reason: 'x-acs-signature-nonce was used before' },
+    ]);
   } finally {
     await fake.close();
   }

@@ -13,14 +13,23 @@ import { toVariables } from '../../scripts/function-variables';
 import { type Credentials, type FakeFc, startFakeFc, unsignedCalls } from '../support/fake-fc';
 
 const CREDENTIALS: Credentials = { accessKeyId: 'LTAI5tTestKeyId0001', accessKeySecret: 'test-secret-9f8e7d6c5b4a' };
-const SECRETS: Record<string, string> = { MCP_AUTH_TOKENS: 'deploy-test-token-0123456789abcdef', E2B_API_KEY: 'e2b_key_for_the_function_0123456789' };
+const SECRETS: Record<string, string> = {
+  MCP_AUTH_TOKENS: 'deploy-test-token-0123456789abcdef',
+  E2B_API_KEY: 'e2b_key_for_the_function_0123456789',
+};
 const MCP_URL = 'https://sandbox-mcp-abcdefghij.cn-hangzhou.fcapp.run/mcp';
 
 /** The plan of `node scripts/deploy.js --deploy` with every option at its default, as the CLI would make it. */
 function defaultPlan() {
   const camelCase = (name: string): string => name.replace(/-([a-z])/g, (_, letter: string) => letter.toUpperCase());
-  const args = Object.fromEntries(Object.entries(DEPLOY_OPTIONS).map(([name, option]) => [camelCase(name), option.default]));
-  const env = { ...SECRETS, ALIBABA_CLOUD_ACCESS_KEY_ID: CREDENTIALS.accessKeyId, ALIBABA_CLOUD_ACCESS_KEY_SECRET: CREDENTIALS.accessKeySecret };
+  const args = Object.fromEntries(
+    Object.entries(DEPLOY_OPTIONS).map(([name, option]) => [camelCase(name), option.default]),
+  );
+  const env = {
+    ...SECRETS,
+    ALIBABA_CLOUD_ACCESS_KEY_ID: CREDENTIALS.accessKeyId,
+    ALIBABA_CLOUD_ACCESS_KEY_SECRET: CREDENTIALS.accessKeySecret,
+  };
   const { plan, problems } = createPlan({ ...args, deploy: true }, env);
   expect(problems).toEqual([]);
   return plan;
@@ -51,11 +60,19 @@ async function deploy(options: { random?: () => number } = {}) {
     ...options,
   };
   const outcome = await lookUpFunction({ ...calls, name: plan.name, region: plan.region })
-    .then((existing) => deployToFc({ ...calls, plan, existing, variables: toVariables(plan, SECRETS, existing).variables, zip: Buffer.from('code.zip of the test') }))
+    .then((existing) =>
+      deployToFc({
+        ...calls,
+        plan,
+        existing,
+        variables: toVariables(plan, SECRETS, existing).variables,
+        zip: Buffer.from('code.zip of the test'),
+      }),
+    )
     .then(
-    (result) => ({ result, error: undefined }),
-    (error: unknown) => ({ result: undefined, error }),
-  );
+      (result) => ({ result, error: undefined }),
+      (error: unknown) => ({ result: undefined, error }),
+    );
   return { ...outcome, timeline, delays, steps: timeline.filter((line) => !line.startsWith('(wait ')) };
 }
 
@@ -63,7 +80,11 @@ const statusesOf = (action: string) => fake.calls.filter((c) => c.action === act
 
 describe('retries', () => {
   it('retries a throttled call after a backoff with jitter, signing it again, then carries on', async () => {
-    fake.fail('CreateFunction', { status: 429, code: 'Throttling.User', message: 'Request was denied due to user flow control.' });
+    fake.fail('CreateFunction', {
+      status: 429,
+      code: 'Throttling.User',
+      message: 'Request was denied due to user flow control.',
+    });
     const run = await deploy({ random: () => 0.5 });
     expect(run.error).toBeUndefined();
     expect(statusesOf('CreateFunction')).toEqual([429, 200]);
@@ -92,7 +113,12 @@ describe('retries', () => {
   });
 
   it('gives up on a call still throttled after five attempts, with its code, the last request id and what to do', async () => {
-    fake.fail('GetFunction', { status: 429, code: 'Throttling', message: 'Request was denied due to request throttling.', times: 5 });
+    fake.fail('GetFunction', {
+      status: 429,
+      code: 'Throttling',
+      message: 'Request was denied due to request throttling.',
+      times: 5,
+    });
     // The jitter of Math.random itself: whatever it draws, each wait stays within the documented bounds.
     const run = await deploy();
     expect(fake.calls.map((c) => `${c.action} ${c.status}`)).toEqual(Array<string>(5).fill('GetFunction 429'));
@@ -104,7 +130,9 @@ describe('retries', () => {
     });
     expect(run.steps).toEqual([
       'Looking up function sandbox-mcp in cn-hangzhou…',
-      ...run.delays.map((ms, i) => `  GetFunction: Throttling (HTTP 429); retrying in ${(ms / 1000).toFixed(1)} s (attempt ${i + 2})`),
+      ...run.delays.map(
+        (ms, i) => `  GetFunction: Throttling (HTTP 429); retrying in ${(ms / 1000).toFixed(1)} s (attempt ${i + 2})`,
+      ),
     ]);
     expect(run.error).toBeInstanceOf(DeployError);
     expect(run.error).toMatchObject({
@@ -124,7 +152,14 @@ describe('waiting until the function is active', () => {
     fake.pendingPolls = 5;
     const run = await deploy();
     expect(run.error).toBeUndefined();
-    expect(fake.calls.map((c) => c.action)).toEqual(['GetFunction', 'CreateFunction', ...Array<string>(6).fill('GetFunction'), 'GetTrigger', 'CreateTrigger', 'GetTrigger']);
+    expect(fake.calls.map((c) => c.action)).toEqual([
+      'GetFunction',
+      'CreateFunction',
+      ...Array<string>(6).fill('GetFunction'),
+      'GetTrigger',
+      'CreateTrigger',
+      'GetTrigger',
+    ]);
     const pending = '  still pending (state Pending, last update InProgress)…';
     const waiting = run.timeline.indexOf('Waiting for the function to become active…');
     expect(run.timeline.slice(waiting, waiting + 12)).toEqual([

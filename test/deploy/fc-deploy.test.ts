@@ -35,14 +35,36 @@ describe('a first deploy', () => {
   it('creates the function and the HTTP trigger, signs every request, and prints the URL', async () => {
     const run = await deploy();
     expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: expect.any(String) });
-    expect(actions(fake.calls)).toEqual(['GetFunction', 'CreateFunction', 'GetFunction', 'GetTrigger', 'CreateTrigger', 'GetTrigger']);
-    expect(fake.calls.map((c) => `${c.method} ${c.path}`).slice(0, 2)).toEqual(['GET /2023-03-30/functions/sandbox-mcp', 'POST /2023-03-30/functions']);
+    expect(actions(fake.calls)).toEqual([
+      'GetFunction',
+      'CreateFunction',
+      'GetFunction',
+      'GetTrigger',
+      'CreateTrigger',
+      'GetTrigger',
+    ]);
+    expect(fake.calls.map((c) => `${c.method} ${c.path}`).slice(0, 2)).toEqual([
+      'GET /2023-03-30/functions/sandbox-mcp',
+      'POST /2023-03-30/functions',
+    ]);
     expectAllSigned();
-    expect(run.json).toMatchObject({ ok: true, url: `${TRIGGER_URL}/mcp`, deployed: { function: 'created', trigger: 'created', sessionSecret: 'file' } });
+    expect(run.json).toMatchObject({
+      ok: true,
+      url: `${TRIGGER_URL}/mcp`,
+      deployed: { function: 'created', trigger: 'created', sessionSecret: 'file' },
+    });
     // A new function gets the secret kept in the output directory, so that a later `s deploy` of the artifact sends the same one.
     const secret = readFileSync(join(run.outputDir, 'session-secret'), 'utf8').trim();
-    expect((fake.functions.get('sandbox-mcp')?.environmentVariables as Record<string, string>).MCP_SESSION_SECRET).toBe(secret);
-    for (const step of ['Looking up function sandbox-mcp', 'Creating function sandbox-mcp', 'Waiting for the function to become active', 'Creating HTTP trigger mcp', `Deployed: ${TRIGGER_URL}/mcp`]) {
+    expect((fake.functions.get('sandbox-mcp')?.environmentVariables as Record<string, string>).MCP_SESSION_SECRET).toBe(
+      secret,
+    );
+    for (const step of [
+      'Looking up function sandbox-mcp',
+      'Creating function sandbox-mcp',
+      'Waiting for the function to become active',
+      'Creating HTTP trigger mcp',
+      `Deployed: ${TRIGGER_URL}/mcp`,
+    ]) {
       expect(run.stderr).toContain(step);
     }
   });
@@ -58,11 +80,20 @@ describe('a first deploy', () => {
       diskSize: 512,
       timeout: 600,
       instanceConcurrency: 200,
-      customRuntimeConfig: { command: ['/var/fc/lang/nodejs20/bin/node'], args: ['/code/index.js'], port: 9000, healthCheckConfig: { httpGetUrl: '/health' } },
+      customRuntimeConfig: {
+        command: ['/var/fc/lang/nodejs20/bin/node'],
+        args: ['/code/index.js'],
+        port: 9000,
+        healthCheckConfig: { httpGetUrl: '/health' },
+      },
       instanceLifecycleConfig: { initializer: { timeout: 30 }, preStop: { timeout: 10 } },
       sessionAffinity: 'MCP_STREAMABLE',
     });
-    expect(JSON.parse(String(body.sessionAffinityConfig))).toEqual({ sessionConcurrencyPerInstance: 20, sessionTTLInSeconds: 21600, sessionIdleTimeoutInSeconds: 1800 });
+    expect(JSON.parse(String(body.sessionAffinityConfig))).toEqual({
+      sessionConcurrencyPerInstance: 20,
+      sessionTTLInSeconds: 21600,
+      sessionIdleTimeoutInSeconds: 1800,
+    });
     const env = body.environmentVariables as Record<string, string>;
     expect(env).toMatchObject({
       MCP_AUTH_TOKENS: TOKEN,
@@ -82,14 +113,21 @@ describe('a first deploy', () => {
     await deploy();
     const body = fake.calls.find((c) => c.action === 'CreateTrigger')?.body ?? {};
     expect(body).toMatchObject({ triggerName: 'mcp', triggerType: 'http', qualifier: 'LATEST' });
-    expect(JSON.parse(String(body.triggerConfig))).toEqual({ authType: 'anonymous', methods: ['GET', 'POST', 'DELETE', 'OPTIONS'], disableURLInternet: false });
+    expect(JSON.parse(String(body.triggerConfig))).toEqual({
+      authType: 'anonymous',
+      methods: ['GET', 'POST', 'DELETE', 'OPTIONS'],
+      disableURLInternet: false,
+    });
   });
 
   it('takes the session secret from MCP_SESSION_SECRET when it is set', async () => {
     const secret = 'a-session-secret-of-at-least-32-bytes-long';
     const run = await deploy([], { MCP_SESSION_SECRET: secret });
     expect(run.json.deployed.sessionSecret).toBe('environment');
-    expect((fake.calls.find((c) => c.action === 'CreateFunction')?.body?.environmentVariables as Record<string, string>).MCP_SESSION_SECRET).toBe(secret);
+    expect(
+      (fake.calls.find((c) => c.action === 'CreateFunction')?.body?.environmentVariables as Record<string, string>)
+        .MCP_SESSION_SECRET,
+    ).toBe(secret);
   });
 });
 
@@ -97,31 +135,61 @@ describe('a re-deploy', () => {
   it('updates the function and the trigger, keeping the session secret', async () => {
     const tokens = tokenFile();
     expect((await deploy([], {}, tokens)).code).toBe(0);
-    const firstSecret = (fake.functions.get('sandbox-mcp')?.environmentVariables as Record<string, string>).MCP_SESSION_SECRET;
+    const firstSecret = (fake.functions.get('sandbox-mcp')?.environmentVariables as Record<string, string>)
+      .MCP_SESSION_SECRET;
     fake.calls.length = 0;
     const run = await deploy(['--memory', '2048'], {}, tokens);
     expect(run.code).toBe(0);
-    expect(actions(fake.calls)).toEqual(['GetFunction', 'UpdateFunction', 'GetFunction', 'GetTrigger', 'UpdateTrigger', 'GetTrigger']);
-    expect(fake.calls.find((c) => c.action === 'UpdateFunction')).toMatchObject({ method: 'PUT', path: '/2023-03-30/functions/sandbox-mcp', body: { memorySize: 2048 } });
-    expect(fake.calls.find((c) => c.action === 'UpdateTrigger')).toMatchObject({ method: 'PUT', path: '/2023-03-30/functions/sandbox-mcp/triggers/mcp' });
+    expect(actions(fake.calls)).toEqual([
+      'GetFunction',
+      'UpdateFunction',
+      'GetFunction',
+      'GetTrigger',
+      'UpdateTrigger',
+      'GetTrigger',
+    ]);
+    expect(fake.calls.find((c) => c.action === 'UpdateFunction')).toMatchObject({
+      method: 'PUT',
+      path: '/2023-03-30/functions/sandbox-mcp',
+      body: { memorySize: 2048 },
+    });
+    expect(fake.calls.find((c) => c.action === 'UpdateTrigger')).toMatchObject({
+      method: 'PUT',
+      path: '/2023-03-30/functions/sandbox-mcp/triggers/mcp',
+    });
     expect(run.json.deployed).toMatchObject({ function: 'updated', trigger: 'updated', sessionSecret: 'kept' });
-    expect((fake.functions.get('sandbox-mcp')?.environmentVariables as Record<string, string>).MCP_SESSION_SECRET).toBe(firstSecret);
+    expect((fake.functions.get('sandbox-mcp')?.environmentVariables as Record<string, string>).MCP_SESSION_SECRET).toBe(
+      firstSecret,
+    );
     expectAllSigned();
   });
 
-  it('keeps what it does not set: the E2B key and domain, the tokens and the operator\'s own variables, from a shell without them', async () => {
+  it("keeps what it does not set: the E2B key and domain, the tokens and the operator's own variables, from a shell without them", async () => {
     const tokens = tokenFile();
-    expect((await deploy(['--e2b-domain', 'cn-hangzhou.e2b.fc.aliyuncs.com', '--env', 'TEAM_SETTING=blue'], {}, tokens)).code).toBe(0);
+    expect(
+      (await deploy(['--e2b-domain', 'cn-hangzhou.e2b.fc.aliyuncs.com', '--env', 'TEAM_SETTING=blue'], {}, tokens))
+        .code,
+    ).toBe(0);
     const before = { ...(fake.functions.get('sandbox-mcp')?.environmentVariables as Record<string, string>) };
     // Another shell: no E2B key, no --e2b-domain, no --env.
     const run = await deploy(['--memory', '2048'], { E2B_API_KEY: '' }, tokens);
     expect(run.code).toBe(0);
     const after = fake.functions.get('sandbox-mcp')?.environmentVariables as Record<string, string>;
     expect(after).toEqual(before);
-    expect(after).toMatchObject({ E2B_API_KEY: E2B_KEY, E2B_DOMAIN: 'cn-hangzhou.e2b.fc.aliyuncs.com', TEAM_SETTING: 'blue' });
+    expect(after).toMatchObject({
+      E2B_API_KEY: E2B_KEY,
+      E2B_DOMAIN: 'cn-hangzhou.e2b.fc.aliyuncs.com',
+      TEAM_SETTING: 'blue',
+    });
     // Said by name, secrets never by value.
     expect(run.json.environment).toEqual(
-      expect.arrayContaining(['= E2B_API_KEY (kept)', '= E2B_DOMAIN (kept)', '= MCP_SESSION_SECRET (kept)', '= TEAM_SETTING (kept)', '= MCP_MAX_SESSIONS']),
+      expect.arrayContaining([
+        '= E2B_API_KEY (kept)',
+        '= E2B_DOMAIN (kept)',
+        '= MCP_SESSION_SECRET (kept)',
+        '= TEAM_SETTING (kept)',
+        '= MCP_MAX_SESSIONS',
+      ]),
     );
     expect(run.stderr).toContain('  = E2B_API_KEY (kept)');
     expect(run.stderr).not.toContain(E2B_KEY);
@@ -135,9 +203,16 @@ describe('a re-deploy', () => {
     expect(fake.functions.get('sandbox-mcp')?.environmentVariables).not.toHaveProperty('OLD_FLAG');
     expect(fake.functions.get('sandbox-mcp')?.environmentVariables).toMatchObject({ TEAM_SETTING: 'blue' });
 
-    const open = await runDeployCli(['--output-dir', makeTempDir(), '--deploy', '--endpoint', fake.endpoint, '--no-auth', '--json'], {
-      env: { ALIBABA_CLOUD_ACCESS_KEY_ID: CREDENTIALS.accessKeyId, ALIBABA_CLOUD_ACCESS_KEY_SECRET: CREDENTIALS.accessKeySecret, E2B_API_KEY: E2B_KEY },
-    });
+    const open = await runDeployCli(
+      ['--output-dir', makeTempDir(), '--deploy', '--endpoint', fake.endpoint, '--no-auth', '--json'],
+      {
+        env: {
+          ALIBABA_CLOUD_ACCESS_KEY_ID: CREDENTIALS.accessKeyId,
+          ALIBABA_CLOUD_ACCESS_KEY_SECRET: CREDENTIALS.accessKeySecret,
+          E2B_API_KEY: E2B_KEY,
+        },
+      },
+    );
     expect(open.code).toBe(0);
     const opened = fake.functions.get('sandbox-mcp')?.environmentVariables as Record<string, string>;
     expect(opened).toMatchObject({ MCP_AUTH: 'none', TEAM_SETTING: 'blue' });
@@ -173,7 +248,11 @@ describe('a re-deploy', () => {
 
 // The one run of the CLI through a retry (it waits for real, 0.5–0.75 s): the policy itself is in fc-deploy-retries.test.ts.
 it('retries a throttled call with backoff, re-signing it, and says so on stderr', async () => {
-  fake.fail('CreateFunction', { status: 429, code: 'Throttling.User', message: 'Request was denied due to user flow control.' });
+  fake.fail('CreateFunction', {
+    status: 429,
+    code: 'Throttling.User',
+    message: 'Request was denied due to user flow control.',
+  });
   const run = await deploy();
   expect(run.code).toBe(0);
   const creates = fake.calls.filter((c) => c.action === 'CreateFunction');
@@ -185,12 +264,22 @@ it('retries a throttled call with backoff, re-signing it, and says so on stderr'
 
 describe('errors', () => {
   it('reports AccessDenied with its code, the request id and what to do, without retrying (exit 1)', async () => {
-    fake.fail('GetFunction', { status: 403, code: 'AccessDenied', message: 'You are not authorized to do this action. Resource: acs:fc:cn-hangzhou:123:functions/sandbox-mcp' });
+    fake.fail('GetFunction', {
+      status: 403,
+      code: 'AccessDenied',
+      message: 'You are not authorized to do this action. Resource: acs:fc:cn-hangzhou:123:functions/sandbox-mcp',
+    });
     const run = await deploy();
     expect(run.code).toBe(1);
     expect(fake.calls).toHaveLength(1);
     const requestId = fake.calls[0]?.requestId;
-    expect(run.json.error).toMatchObject({ kind: 'deploy', step: 'GetFunction', code: 'AccessDenied', requestId, hint: expect.stringContaining('AliyunFCFullAccess') });
+    expect(run.json.error).toMatchObject({
+      kind: 'deploy',
+      step: 'GetFunction',
+      code: 'AccessDenied',
+      requestId,
+      hint: expect.stringContaining('AliyunFCFullAccess'),
+    });
     expect(run.json.error?.message).toContain('GetFunction failed: AccessDenied (HTTP 403): You are not authorized');
     expect(run.stderr).toContain(`request id: ${requestId}`);
     expect(run.stderr).toContain('what to do: The credentials lack permission');
@@ -201,7 +290,10 @@ describe('errors', () => {
     const run = await deploy([], { ALIBABA_CLOUD_ACCESS_KEY_SECRET: 'not-the-right-secret' });
     expect(run.code).toBe(1);
     expect(fake.calls.map((c) => [c.action, c.signature.ok, c.status])).toEqual([['GetFunction', false, 403]]);
-    expect(run.json.error).toMatchObject({ code: 'SignatureDoesNotMatch', hint: expect.stringContaining('ALIBABA_CLOUD_ACCESS_KEY_SECRET') });
+    expect(run.json.error).toMatchObject({
+      code: 'SignatureDoesNotMatch',
+      hint: expect.stringContaining('ALIBABA_CLOUD_ACCESS_KEY_SECRET'),
+    });
   });
 });
 
@@ -221,7 +313,11 @@ it('creates, then updates, the custom-domain route (HTTP only, on purpose)', asy
   expect(fake.calls.find((c) => c.action === 'CreateCustomDomain')?.body).toEqual({
     domainName: 'mcp.example.com',
     protocol: 'HTTP',
-    routeConfig: { routes: [{ path: '/*', functionName: 'sandbox-mcp', qualifier: 'LATEST', methods: ['GET', 'POST', 'DELETE', 'OPTIONS'] }] },
+    routeConfig: {
+      routes: [
+        { path: '/*', functionName: 'sandbox-mcp', qualifier: 'LATEST', methods: ['GET', 'POST', 'DELETE', 'OPTIONS'] },
+      ],
+    },
   });
   const second = await deploy(['--custom-domain', 'mcp.example.com', '--domain-http-only'], {}, tokens);
   expect(second.json.deployed.customDomain).toBe('updated');
@@ -233,5 +329,7 @@ it('--dry-run with --deploy only reads the function, and lists the calls it woul
   const run = await deploy(['--dry-run']);
   expect(run.code).toBe(0);
   expect(actions(fake.calls)).toEqual(['GetFunction']);
-  expect(JSON.parse(run.stdout)).toMatchObject({ plannedCalls: expect.arrayContaining([`GET  ${fake.endpoint}/2023-03-30/functions/sandbox-mcp`]) });
+  expect(JSON.parse(run.stdout)).toMatchObject({
+    plannedCalls: expect.arrayContaining([`GET  ${fake.endpoint}/2023-03-30/functions/sandbox-mcp`]),
+  });
 });

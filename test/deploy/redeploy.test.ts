@@ -30,25 +30,51 @@ function functionState(): Record<string, unknown> {
 
 /** The first deploy, from the operator's own shell: every secret and E2B setting there, logs, an extra variable. */
 async function firstDeploy() {
-  const run = await deployToFake(fake, ['--auth-token-file', tokenFile(), '--env', 'TEAM_SETTING=blue', '--sls-project', 'mcp-logs', '--sls-logstore', 'function-logs'], {
-    ...EMPTY_SHELL,
-    ...ALIBABA,
-    E2B_API_KEY: E2B_KEY,
-    MCP_SESSION_SECRET: SESSION_SECRET,
-  });
+  const run = await deployToFake(
+    fake,
+    [
+      '--auth-token-file',
+      tokenFile(),
+      '--env',
+      'TEAM_SETTING=blue',
+      '--sls-project',
+      'mcp-logs',
+      '--sls-logstore',
+      'function-logs',
+    ],
+    {
+      ...EMPTY_SHELL,
+      ...ALIBABA,
+      E2B_API_KEY: E2B_KEY,
+      MCP_SESSION_SECRET: SESSION_SECRET,
+    },
+  );
   expect(run.code).toBe(0);
   fake.calls.length = 0;
 }
 
 describe('a re-deploy from an empty shell', () => {
-  it('keeps the tokens, the session secret, the E2B key, domain and template, the operator\'s variables and the logs', async () => {
+  it("keeps the tokens, the session secret, the E2B key, domain and template, the operator's variables and the logs", async () => {
     await firstDeploy();
     const before = functionState();
     const run = await deployToFake(fake, []);
     expect({ code: run.code, error: run.json.error }).toEqual({ code: 0, error: undefined });
-    expect(actions()).toEqual(['GetFunction', 'UpdateFunction', 'GetFunction', 'GetTrigger', 'UpdateTrigger', 'GetTrigger']);
+    expect(actions()).toEqual([
+      'GetFunction',
+      'UpdateFunction',
+      'GetFunction',
+      'GetTrigger',
+      'UpdateTrigger',
+      'GetTrigger',
+    ]);
     expect(functionState()).toEqual(before);
-    expect(fake.functions.get('sandbox-mcp')?.environmentVariables).toMatchObject({ MCP_AUTH_TOKENS: TOKEN, MCP_SESSION_SECRET: SESSION_SECRET, E2B_API_KEY: E2B_KEY, ...ALIBABA, TEAM_SETTING: 'blue' });
+    expect(fake.functions.get('sandbox-mcp')?.environmentVariables).toMatchObject({
+      MCP_AUTH_TOKENS: TOKEN,
+      MCP_SESSION_SECRET: SESSION_SECRET,
+      E2B_API_KEY: E2B_KEY,
+      ...ALIBABA,
+      TEAM_SETTING: 'blue',
+    });
     // The logs stay where they were because the update leaves logConfig out, and the run says so.
     expect(fake.calls.find((c) => c.action === 'UpdateFunction')?.body).not.toHaveProperty('logConfig');
     expect(run.stderr).toContain('Logs: kept (SLS project mcp-logs, logstore function-logs).');
@@ -62,7 +88,14 @@ describe('a re-deploy from an empty shell', () => {
     await firstDeploy();
     const run = await deployToFake(fake, []);
     expect(run.json.environment).toEqual(
-      expect.arrayContaining(['= E2B_API_KEY (kept)', '= E2B_DOMAIN (kept)', '= E2B_TEMPLATE (kept)', '= MCP_AUTH_TOKENS (kept)', '= MCP_SESSION_SECRET (kept)', '= TEAM_SETTING (kept)']),
+      expect.arrayContaining([
+        '= E2B_API_KEY (kept)',
+        '= E2B_DOMAIN (kept)',
+        '= E2B_TEMPLATE (kept)',
+        '= MCP_AUTH_TOKENS (kept)',
+        '= MCP_SESSION_SECRET (kept)',
+        '= TEAM_SETTING (kept)',
+      ]),
     );
     for (const secret of [E2B_KEY, TOKEN, SESSION_SECRET]) expect(run.stdout + run.stderr).not.toContain(secret);
   });
@@ -72,7 +105,9 @@ describe('refused before anything is written or changed', () => {
   it('a new function with no E2B key and no --sandbox-backend local: one read, no write, no file', async () => {
     const run = await deployToFake(fake, ['--auth-token-file', tokenFile()]);
     expect(run.code).toBe(2);
-    expect(run.json.error?.message).toContain('refusing to deploy a function without a sandbox backend (function sandbox-mcp has no E2B key to keep)');
+    expect(run.json.error?.message).toContain(
+      'refusing to deploy a function without a sandbox backend (function sandbox-mcp has no E2B key to keep)',
+    );
     expect(run.json.error?.message).toContain('--sandbox-backend local');
     expect(actions()).toEqual(['GetFunction']);
     expect(readdirSync(run.outputDir)).toEqual([]);
@@ -91,16 +126,27 @@ describe('refused before anything is written or changed', () => {
     fake.calls.length = 0;
     const run = await deployToFake(fake, [], { ...EMPTY_SHELL, E2B_API_KEY: E2B_KEY });
     expect(run.code).toBe(2);
-    expect(run.json.error?.message).toContain('refusing to deploy without an auth token (function sandbox-mcp has none to keep)');
+    expect(run.json.error?.message).toContain(
+      'refusing to deploy without an auth token (function sandbox-mcp has none to keep)',
+    );
     expect(actions()).toEqual(['GetFunction']);
   });
 
   it("an environment over FC's 4 KB once the function's kept variables are counted", async () => {
-    expect((await deployToFake(fake, ['--auth-token-file', tokenFile(), '--env', `BIG=${'x'.repeat(2500)}`], { ...EMPTY_SHELL, E2B_API_KEY: E2B_KEY })).code).toBe(0);
+    expect(
+      (
+        await deployToFake(fake, ['--auth-token-file', tokenFile(), '--env', `BIG=${'x'.repeat(2500)}`], {
+          ...EMPTY_SHELL,
+          E2B_API_KEY: E2B_KEY,
+        })
+      ).code,
+    ).toBe(0);
     fake.calls.length = 0;
     const run = await deployToFake(fake, ['--env', `OTHER=${'y'.repeat(1500)}`]);
     expect(run.code).toBe(2);
-    expect(run.json.error?.message).toMatch(/would come to \d+ bytes with the ones kept from the function, over FC's 4096-byte limit/);
+    expect(run.json.error?.message).toMatch(
+      /would come to \d+ bytes with the ones kept from the function, over FC's 4096-byte limit/,
+    );
     expect(actions()).toEqual(['GetFunction']);
   });
 
@@ -123,12 +169,24 @@ describe('--sandbox-backend local', () => {
   });
 
   it('an E2B deploy sets SANDBOX_BACKEND=e2b, so that a function that loses its key fails loudly instead of running local', async () => {
-    expect((await deployToFake(fake, ['--auth-token-file', tokenFile()], { ...EMPTY_SHELL, E2B_API_KEY: E2B_KEY })).code).toBe(0);
-    expect(fake.functions.get('sandbox-mcp')?.environmentVariables).toMatchObject({ SANDBOX_BACKEND: 'e2b', E2B_API_KEY: E2B_KEY });
+    expect(
+      (await deployToFake(fake, ['--auth-token-file', tokenFile()], { ...EMPTY_SHELL, E2B_API_KEY: E2B_KEY })).code,
+    ).toBe(0);
+    expect(fake.functions.get('sandbox-mcp')?.environmentVariables).toMatchObject({
+      SANDBOX_BACKEND: 'e2b',
+      E2B_API_KEY: E2B_KEY,
+    });
   });
 
   it('refuses E2B options beside it, before any call', async () => {
-    const run = await deployToFake(fake, ['--auth-token-file', tokenFile(), '--sandbox-backend', 'local', '--e2b-domain', 'cn-hangzhou.e2b.fc.aliyuncs.com']);
+    const run = await deployToFake(fake, [
+      '--auth-token-file',
+      tokenFile(),
+      '--sandbox-backend',
+      'local',
+      '--e2b-domain',
+      'cn-hangzhou.e2b.fc.aliyuncs.com',
+    ]);
     expect(run.code).toBe(2);
     expect(fake.calls).toEqual([]);
   });
@@ -139,7 +197,11 @@ describe('--dry-run with --deploy', () => {
     await firstDeploy();
     const before = functionState();
     const newKey = 'e2b_rotated_key_987654321';
-    const run = await deployToFake(fake, ['--dry-run', '--env', 'NEW_SETTING=1', '--unset', 'TEAM_SETTING', '--log-level', 'debug'], { ...EMPTY_SHELL, E2B_API_KEY: newKey });
+    const run = await deployToFake(
+      fake,
+      ['--dry-run', '--env', 'NEW_SETTING=1', '--unset', 'TEAM_SETTING', '--log-level', 'debug'],
+      { ...EMPTY_SHELL, E2B_API_KEY: newKey },
+    );
     expect(run.code).toBe(0);
     expect(actions()).toEqual(['GetFunction']);
     expect(functionState()).toEqual(before);
@@ -153,6 +215,7 @@ describe('--dry-run with --deploy', () => {
       ]),
     );
     expect(run.stderr).toContain('secrets masked');
-    for (const secret of [E2B_KEY, newKey, TOKEN, SESSION_SECRET]) expect(run.stdout + run.stderr).not.toContain(secret);
+    for (const secret of [E2B_KEY, newKey, TOKEN, SESSION_SECRET])
+      expect(run.stdout + run.stderr).not.toContain(secret);
   });
 });

@@ -5,7 +5,15 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-import { fc3Props, makeTempDir, readYaml, removeTempDirs, resolveVars, ROOT, runDeployCli } from '../support/deploy-cli';
+import {
+  fc3Props,
+  makeTempDir,
+  readYaml,
+  removeTempDirs,
+  resolveVars,
+  ROOT,
+  runDeployCli,
+} from '../support/deploy-cli';
 import { checkFc3Props } from '../support/fc3-rules';
 
 afterAll(removeTempDirs);
@@ -26,7 +34,11 @@ it('runs the build output: code ./dist holds index.js, started as /code/index.js
   expect(checkFc3Props(props)).toEqual([]);
   expect(props.code).toBe('./dist');
   expect(existsSync(join(ROOT, 'dist/index.js'))).toBe(true);
-  expect(props.customRuntimeConfig).toMatchObject({ command: ['/var/fc/lang/nodejs20/bin/node'], args: ['/code/index.js'], port: 9000 });
+  expect(props.customRuntimeConfig).toMatchObject({
+    command: ['/var/fc/lang/nodejs20/bin/node'],
+    args: ['/code/index.js'],
+    port: 9000,
+  });
 });
 
 it('holds secrets and E2B settings only as ${env(...)} references, the key and the domain required', () => {
@@ -42,7 +54,8 @@ it('holds secrets and E2B settings only as ${env(...)} references, the key and t
     SANDBOX_BACKEND: 'e2b',
   });
   const text = readFileSync(join(ROOT, 's.yaml'), 'utf8');
-  for (const line of text.split('\n').filter((l) => !l.startsWith('#') && /(TOKEN|SECRET|KEY):/.test(l))) expect(line).toMatch(/\$\{env\(/);
+  for (const line of text.split('\n').filter((l) => !l.startsWith('#') && /(TOKEN|SECRET|KEY):/.test(l)))
+    expect(line).toMatch(/\$\{env\(/);
 });
 
 it('sets logConfig: auto, so that s deploy turns logging on instead of off', () => {
@@ -50,10 +63,19 @@ it('sets logConfig: auto, so that s deploy turns logging on instead of off', () 
 });
 
 it('tells in its header which variables to export, and which are optional', () => {
-  const header = readFileSync(join(ROOT, 's.yaml'), 'utf8').split('\n').filter((line) => line.startsWith('#'));
+  const header = readFileSync(join(ROOT, 's.yaml'), 'utf8')
+    .split('\n')
+    .filter((line) => line.startsWith('#'));
   const env = fc3Props(repo).environmentVariables;
   const fromShell = Object.keys(env).filter((name) => env[name]?.startsWith('${env('));
-  expect(fromShell).toEqual(['MCP_AUTH_TOKENS', 'MCP_SESSION_SECRET', 'E2B_API_KEY', 'E2B_DOMAIN', 'E2B_API_URL', 'E2B_TEMPLATE']);
+  expect(fromShell).toEqual([
+    'MCP_AUTH_TOKENS',
+    'MCP_SESSION_SECRET',
+    'E2B_API_KEY',
+    'E2B_DOMAIN',
+    'E2B_API_URL',
+    'E2B_TEMPLATE',
+  ]);
   for (const name of fromShell) {
     const line = header.find((l) => l.includes(`export ${name}=`));
     const required = !env[name]?.includes(", '')");
@@ -64,9 +86,19 @@ it('tells in its header which variables to export, and which are optional', () =
 
 it('is checked for logConfig as fc3 takes it: auto or a project and a logstore, never left out', () => {
   const props = resolveVars(fc3Props(repo), repo);
-  const named = { project: 'p', logstore: 'l', enableRequestMetrics: true, enableInstanceMetrics: true, logBeginRule: 'DefaultRegex' as const };
+  const named = {
+    project: 'p',
+    logstore: 'l',
+    enableRequestMetrics: true,
+    enableInstanceMetrics: true,
+    logBeginRule: 'DefaultRegex' as const,
+  };
   expect(checkFc3Props({ ...props, logConfig: named })).toEqual([]);
   expect(checkFc3Props({ ...props, logConfig: undefined })).toEqual([expect.stringContaining('logConfig is missing')]);
-  expect(checkFc3Props({ ...props, logConfig: { ...named, logstore: '' } })).toEqual(['logConfig.logstore must be a non-empty string']);
-  expect(checkFc3Props({ ...props, logConfig: 'AUTO' as 'auto' })).toEqual([expect.stringContaining('neither auto nor')]);
+  expect(checkFc3Props({ ...props, logConfig: { ...named, logstore: '' } })).toEqual([
+    'logConfig.logstore must be a non-empty string',
+  ]);
+  expect(checkFc3Props({ ...props, logConfig: 'AUTO' as 'auto' })).toEqual([
+    expect.stringContaining('neither auto nor'),
+  ]);
 });

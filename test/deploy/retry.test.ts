@@ -18,7 +18,10 @@ function failing(...errors: object[]) {
 }
 
 /** Runs withRetry with a recording wait; keeps the outcome rather than throwing it. */
-async function retry(call: () => Promise<string>, options: { random?: () => number; attempts?: number; maxDelayMs?: number } = {}) {
+async function retry(
+  call: () => Promise<string>,
+  options: { random?: () => number; attempts?: number; maxDelayMs?: number } = {},
+) {
   const delays: number[] = [];
   const wait = async (ms: number): Promise<void> => {
     delays.push(ms);

@@ -19,7 +19,10 @@ import { needs } from '../support/needs';
 
 const describeIfInstalled = needs('the deploy tools').describe;
 
-const SECRETS = { MCP_AUTH_TOKENS: 'preview-token-0123456789abcdef', MCP_SESSION_SECRET: 'preview-session-secret-0123456789abcdef' };
+const SECRETS = {
+  MCP_AUTH_TOKENS: 'preview-token-0123456789abcdef',
+  MCP_SESSION_SECRET: 'preview-session-secret-0123456789abcdef',
+};
 /** What the E2B backend (the default) needs from the shell of `s deploy`. */
 const E2B = { E2B_API_KEY: 'e2b-key-from-env', E2B_DOMAIN: 'cn-hangzhou.e2b.fc.aliyuncs.com' };
 
@@ -35,7 +38,9 @@ async function generate(args: string[]): Promise<string> {
 /** The plan of `node scripts/deploy.js` with every option at its default, as the CLI makes it. */
 function defaultPlan() {
   const camelCase = (name: string): string => name.replace(/-([a-z])/g, (_, letter: string) => letter.toUpperCase());
-  const args = Object.fromEntries(Object.entries(DEPLOY_OPTIONS).map(([name, option]) => [camelCase(name), option.default]));
+  const args = Object.fromEntries(
+    Object.entries(DEPLOY_OPTIONS).map(([name, option]) => [camelCase(name), option.default]),
+  );
   const { plan, problems } = createPlan({ ...args, outputDir: makeTempDir() }, { ...SECRETS, ...E2B });
   expect(problems).toEqual([]);
   return plan;
@@ -47,19 +52,33 @@ describeIfInstalled('s preview', () => {
     expect({ code: preview.code, rendered: preview.document !== undefined }).toEqual({ code: 0, rendered: true });
     const props = fc3Props(preview.document ?? {});
     expect(checkFc3Props(props)).toEqual([]);
-    expect(props).toMatchObject({ region: 'cn-hangzhou', functionName: 'sandbox-mcp', code: './code', logConfig: 'auto' });
+    expect(props).toMatchObject({
+      region: 'cn-hangzhou',
+      functionName: 'sandbox-mcp',
+      code: './code',
+      logConfig: 'auto',
+    });
     // Unset optional variables render empty, which the server takes as its defaults.
-    expect(props.environmentVariables).toMatchObject({ ...SECRETS, ...E2B, SANDBOX_BACKEND: 'e2b', E2B_API_URL: '', E2B_TEMPLATE: '' });
+    expect(props.environmentVariables).toMatchObject({
+      ...SECRETS,
+      ...E2B,
+      SANDBOX_BACKEND: 'e2b',
+      E2B_API_URL: '',
+      E2B_TEMPLATE: '',
+    });
   });
 
-  it.each([['E2B_API_KEY'], ['E2B_DOMAIN']])('refuses to render without %s, so that s deploy never sends an empty one over the function\'s', async (name) => {
-    const file = await generate(['--generate-token']);
-    const shell: Record<string, string> = { ...SECRETS, ...E2B };
-    delete shell[name];
-    const preview = await sPreview(file, shell);
-    expect(preview.code).not.toBe(0);
-    expect(preview.output).toContain(`env('${name}') not found`);
-  });
+  it.each([['E2B_API_KEY'], ['E2B_DOMAIN']])(
+    "refuses to render without %s, so that s deploy never sends an empty one over the function's",
+    async (name) => {
+      const file = await generate(['--generate-token']);
+      const shell: Record<string, string> = { ...SECRETS, ...E2B };
+      delete shell[name];
+      const preview = await sPreview(file, shell);
+      expect(preview.code).not.toBe(0);
+      expect(preview.output).toContain(`env('${name}') not found`);
+    },
+  );
 
   it('renders the s.yaml of --sandbox-backend local with the secrets alone: no E2B variable, SANDBOX_BACKEND=local', async () => {
     const preview = await sPreview(await generate(['--generate-token', '--sandbox-backend', 'local']), SECRETS);
@@ -79,31 +98,71 @@ describeIfInstalled('s preview', () => {
     expect(preview.code).toBe(0);
     const props = fc3Props(preview.document ?? {});
     expect(checkFc3Props(props)).toEqual([]);
-    expect(props.logConfig).toEqual({ project: 'mcp-logs', logstore: 'mcp-function', enableRequestMetrics: true, enableInstanceMetrics: true, logBeginRule: 'DefaultRegex' });
+    expect(props.logConfig).toEqual({
+      project: 'mcp-logs',
+      logstore: 'mcp-function',
+      enableRequestMetrics: true,
+      enableInstanceMetrics: true,
+      logBeginRule: 'DefaultRegex',
+    });
   });
 
   it('renders an s.yaml with other options and a custom domain (fc3-domain)', async () => {
-    const file = await generate(['--generate-token', '--name', 'mcp-2', '--region', 'cn-shanghai', '--memory', '2048', '--cpu', '2', '--timeout', '900', '--session-concurrency', '100', '--custom-domain', 'mcp.example.com', '--domain-http-only']);
+    const file = await generate([
+      '--generate-token',
+      '--name',
+      'mcp-2',
+      '--region',
+      'cn-shanghai',
+      '--memory',
+      '2048',
+      '--cpu',
+      '2',
+      '--timeout',
+      '900',
+      '--session-concurrency',
+      '100',
+      '--custom-domain',
+      'mcp.example.com',
+      '--domain-http-only',
+    ]);
     const preview = await sPreview(file, { ...SECRETS, ...E2B, E2B_API_KEY: 'e2b-from-env' });
     expect(preview.code).toBe(0);
     const props = fc3Props(preview.document ?? {});
     expect(checkFc3Props(props)).toEqual([]);
-    expect(props).toMatchObject({ functionName: 'mcp-2', region: 'cn-shanghai', memorySize: 2048, cpu: 2, timeout: 900 });
+    expect(props).toMatchObject({
+      functionName: 'mcp-2',
+      region: 'cn-shanghai',
+      memorySize: 2048,
+      cpu: 2,
+      timeout: 900,
+    });
     expect(props.environmentVariables.E2B_API_KEY).toBe('e2b-from-env');
-    const domain = (preview.document?.resources as Record<string, { component: string; props: Record<string, unknown> }>).domain;
-    expect(domain).toMatchObject({ component: 'fc3-domain', props: { region: 'cn-shanghai', domainName: 'mcp.example.com' } });
+    const domain = (
+      preview.document?.resources as Record<string, { component: string; props: Record<string, unknown> }>
+    ).domain;
+    expect(domain).toMatchObject({
+      component: 'fc3-domain',
+      props: { region: 'cn-shanghai', domainName: 'mcp.example.com' },
+    });
     expect(JSON.stringify(domain?.props)).toContain('"functionName":"mcp-2"');
   });
 
   it('renders the s.yaml of --no-enable-session-affinity', async () => {
-    const preview = await sPreview(await generate(['--generate-token', '--no-enable-session-affinity']), { ...SECRETS, ...E2B });
+    const preview = await sPreview(await generate(['--generate-token', '--no-enable-session-affinity']), {
+      ...SECRETS,
+      ...E2B,
+    });
     const props = fc3Props(preview.document ?? {});
     expect(props.sessionAffinity).toBeUndefined();
     expect(checkFc3Props(props)).toEqual([]);
   });
 
   it('refuses to render without MCP_AUTH_TOKENS, so that s deploy never ships an open server by accident', async () => {
-    const preview = await sPreview(await generate(['--generate-token']), { MCP_SESSION_SECRET: SECRETS.MCP_SESSION_SECRET, ...E2B });
+    const preview = await sPreview(await generate(['--generate-token']), {
+      MCP_SESSION_SECRET: SECRETS.MCP_SESSION_SECRET,
+      ...E2B,
+    });
     expect(preview.code).not.toBe(0);
     expect(preview.output).toContain("env('MCP_AUTH_TOKENS') not found");
   });
@@ -119,13 +178,16 @@ describeIfInstalled('s preview', () => {
     expect(existsSync(join(ROOT, props.code, 'index.js'))).toBe(true);
   });
 
-  it.each([['E2B_API_KEY'], ['E2B_DOMAIN'], ['MCP_AUTH_TOKENS'], ['MCP_SESSION_SECRET']])("refuses to render the repository's s.yaml without %s", async (name) => {
-    const shell: Record<string, string> = { ...SECRETS, ...E2B };
-    delete shell[name];
-    const preview = await sPreview(join(ROOT, 's.yaml'), shell);
-    expect(preview.code).not.toBe(0);
-    expect(preview.output).toContain(`env('${name}') not found`);
-  });
+  it.each([['E2B_API_KEY'], ['E2B_DOMAIN'], ['MCP_AUTH_TOKENS'], ['MCP_SESSION_SECRET']])(
+    "refuses to render the repository's s.yaml without %s",
+    async (name) => {
+      const shell: Record<string, string> = { ...SECRETS, ...E2B };
+      delete shell[name];
+      const preview = await sPreview(join(ROOT, 's.yaml'), shell);
+      expect(preview.code).not.toBe(0);
+      expect(preview.output).toContain(`env('${name}') not found`);
+    },
+  );
 
   it('fails to render an s.yaml with an unresolved variable (the check is real)', async () => {
     const dir = mkdtempSync(join(tmpdir(), 's-broken-'));

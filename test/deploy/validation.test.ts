@@ -39,17 +39,26 @@ describe('refuses, naming the option', () => {
   });
 
   it('session affinity on a runtime that cannot hold it', async () => {
-    const problems = await expectRefusal(['--runtime', 'nodejs20'], /--runtime nodejs20 cannot hold session affinity \(--enable-session-affinity\)/);
+    const problems = await expectRefusal(
+      ['--runtime', 'nodejs20'],
+      /--runtime nodejs20 cannot hold session affinity \(--enable-session-affinity\)/,
+    );
     expect(problems.join('\n')).toContain('needs a custom runtime such as custom.debian10');
   });
 
   it('a built-in runtime even without affinity (the server is an HTTP server)', async () => {
-    const problems = await expectRefusal(['--runtime', 'python3.10', '--no-enable-session-affinity'], /--runtime python3.10 runs event handlers/);
+    const problems = await expectRefusal(
+      ['--runtime', 'python3.10', '--no-enable-session-affinity'],
+      /--runtime python3.10 runs event handlers/,
+    );
     expect(problems.join('\n')).not.toContain('cannot hold session affinity');
   });
 
   it('a custom runtime without a known Node, unless --node-path is given', async () => {
-    await expectRefusal(['--runtime', 'custom.debian12'], /--runtime custom.debian12 has no Node 20 at a known path: pass --node-path/);
+    await expectRefusal(
+      ['--runtime', 'custom.debian12'],
+      /--runtime custom.debian12 has no Node 20 at a known path: pass --node-path/,
+    );
   });
 
   it('an unknown runtime', async () => {
@@ -60,19 +69,31 @@ describe('refuses, naming the option', () => {
     [['GET', 'POST', 'OPTIONS'], 'DELETE'],
     [['POST', 'DELETE'], 'GET'],
   ])('a trigger with methods %j while affinity is on (lacks %s)', async (methods, missing) => {
-    await expectRefusal(['--trigger-methods', ...methods], new RegExp(`--trigger-methods lacks ${missing}: with --enable-session-affinity`));
+    await expectRefusal(
+      ['--trigger-methods', ...methods],
+      new RegExp(`--trigger-methods lacks ${missing}: with --enable-session-affinity`),
+    );
   });
 
   it('a trigger without POST', async () => {
-    await expectRefusal(['--no-enable-session-affinity', '--trigger-methods', 'GET'], /--trigger-methods must include POST/);
+    await expectRefusal(
+      ['--no-enable-session-affinity', '--trigger-methods', 'GET'],
+      /--trigger-methods must include POST/,
+    );
   });
 
   it.each(['0', '201', '2.5'])('session concurrency %s (outside 1–200)', async (value) => {
-    await expectRefusal(['--session-concurrency', value], new RegExp(`--session-concurrency ${value} must be a whole number from 1 to 200`));
+    await expectRefusal(
+      ['--session-concurrency', value],
+      new RegExp(`--session-concurrency ${value} must be a whole number from 1 to 200`),
+    );
   });
 
   it.each(['100', '1000', '40000', '64'])('memory %s MB (not a multiple of 64 in 128–32768)', async (value) => {
-    await expectRefusal(['--memory', value, '--cpu', '0.05'], new RegExp(`--memory ${value} must be a multiple of 64 MB from 128 to 32768`));
+    await expectRefusal(
+      ['--memory', value, '--cpu', '0.05'],
+      new RegExp(`--memory ${value} must be a multiple of 64 MB from 128 to 32768`),
+    );
   });
 
   it('a CPU:memory ratio FC rejects, with the memory range that would fit', async () => {
@@ -90,25 +111,37 @@ describe('refuses, naming the option', () => {
   });
 
   it('a user environment variable starting with FC_', async () => {
-    await expectRefusal(['--env', 'FC_SECRET_THING=1'], /--env FC_SECRET_THING: FC reserves variables starting with FC_/);
+    await expectRefusal(
+      ['--env', 'FC_SECRET_THING=1'],
+      /--env FC_SECRET_THING: FC reserves variables starting with FC_/,
+    );
   });
 
   it('user environment variables over 4 KB in all', async () => {
-    const problems = await expectRefusal(['--env', `BIG=${'x'.repeat(3900)}`], /--env: the function's environment variables come to \d+ bytes, over FC's 4096-byte limit/);
+    const problems = await expectRefusal(
+      ['--env', `BIG=${'x'.repeat(3900)}`],
+      /--env: the function's environment variables come to \d+ bytes, over FC's 4096-byte limit/,
+    );
     expect(problems.join('\n')).not.toContain('xxxx');
   });
 
   it('an --env entry that is not NAME=VALUE, or one the CLI sets itself', async () => {
     await expectRefusal(['--env', 'JUSTANAME'], /--env "JUSTANAME" must be NAME=VALUE/);
     // FC refuses names that do not start with a letter: refused here, before any call.
-    await expectRefusal(['--env', '_HIDDEN=1'], /--env "_HIDDEN" must be NAME=VALUE with a NAME .* that starts with a letter/);
+    await expectRefusal(
+      ['--env', '_HIDDEN=1'],
+      /--env "_HIDDEN" must be NAME=VALUE with a NAME .* that starts with a letter/,
+    );
     await expectRefusal(['--env', '9LIVES=1'], /--env "9LIVES" must be NAME=VALUE/);
     await expectRefusal(['--env', 'E2B_API_KEY=abc'], /--env E2B_API_KEY is set by this CLI/);
   });
 
   it('--deploy without credentials', async () => {
     // Refusing without a token, or without an E2B key, needs the function looked up first: test/deploy/redeploy.test.ts.
-    await expectRefusal(['--deploy'], /no Alibaba Cloud credentials found for --deploy; tried, in order:/, { ...E2B, HOME: makeTempDir() });
+    await expectRefusal(['--deploy'], /no Alibaba Cloud credentials found for --deploy; tried, in order:/, {
+      ...E2B,
+      HOME: makeTempDir(),
+    });
   });
 
   it('conflicting auth options', async () => {
@@ -120,7 +153,9 @@ describe('refuses, naming the option', () => {
 
   it('an unreadable or empty token file', async () => {
     const dir = join(makeTempDir(), 'out');
-    const missing = await runDeployCli(['--output-dir', dir, '--auth-token-file', '/nonexistent/tokens', '--json'], { env: E2B });
+    const missing = await runDeployCli(['--output-dir', dir, '--auth-token-file', '/nonexistent/tokens', '--json'], {
+      env: E2B,
+    });
     expect(missing.code).toBe(2);
     expect(missing.stdout).toContain('--auth-token-file /nonexistent/tokens cannot be read (ENOENT)');
     const empty = join(makeTempDir(), 'empty');
@@ -131,12 +166,18 @@ describe('refuses, naming the option', () => {
   });
 
   it('a short MCP_SESSION_SECRET, without showing it', async () => {
-    const problems = await expectRefusal([], /MCP_SESSION_SECRET must be at least 32 bytes/, { ...E2B, MCP_SESSION_SECRET: 'short-secret' });
+    const problems = await expectRefusal([], /MCP_SESSION_SECRET must be at least 32 bytes/, {
+      ...E2B,
+      MCP_SESSION_SECRET: 'short-secret',
+    });
     expect(problems.join('\n')).not.toContain('short-secret');
   });
 
   it('bad E2B settings and a bad custom domain', async () => {
-    await expectRefusal(['--e2b-api-url', 'api.example.com'], /--e2b-api-url "api.example.com" must be an http\(s\) URL/);
+    await expectRefusal(
+      ['--e2b-api-url', 'api.example.com'],
+      /--e2b-api-url "api.example.com" must be an http\(s\) URL/,
+    );
     await expectRefusal(['--e2b-domain', 'not a domain'], /--e2b-domain "not a domain" is not a domain name/);
     await expectRefusal(['--custom-domain', 'localhost'], /--custom-domain "localhost" is not a domain name/);
   });
@@ -146,7 +187,10 @@ describe('refuses, naming the option', () => {
   });
 
   it('every problem at once', async () => {
-    const problems = await expectRefusal(['--memory', '100', '--session-concurrency', '0', '--name', '9'], /--memory 100/);
+    const problems = await expectRefusal(
+      ['--memory', '100', '--session-concurrency', '0', '--name', '9'],
+      /--memory 100/,
+    );
     expect(problems).toHaveLength(3);
   });
 });
@@ -156,8 +200,12 @@ describe('warnings that do not stop the run', () => {
     const dir = makeTempDir();
     const run = await runDeployCli(['--output-dir', dir, '--generate-token', '--json'], { env: {} });
     expect(run.code).toBe(0);
-    expect(run.stderr).toContain('warning: E2B_API_KEY is not set: s.yaml reads it (and E2B_DOMAIN) from the environment at `s deploy` and fails without it');
-    expect((JSON.parse(run.stdout) as { warnings: string[] }).warnings).toEqual([expect.stringContaining('E2B_API_KEY is not set')]);
+    expect(run.stderr).toContain(
+      'warning: E2B_API_KEY is not set: s.yaml reads it (and E2B_DOMAIN) from the environment at `s deploy` and fails without it',
+    );
+    expect((JSON.parse(run.stdout) as { warnings: string[] }).warnings).toEqual([
+      expect.stringContaining('E2B_API_KEY is not set'),
+    ]);
   });
 
   it('does not warn about E2B when the key is set', async () => {

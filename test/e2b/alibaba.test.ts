@@ -32,7 +32,9 @@ alibabaDescribe.each(NODES)('the E2B backend on Alibaba Cloud’s service, serve
 
   it('reports a chart as a file the agent can read, and as an image', async () => {
     ok(await suite.client.callTool('run_code', { code: FAKE_PYPLOT }));
-    const result = await suite.client.callTool('run_code', { code: 'import matplotlib.pyplot as p\np.figure()\nprint("plotted")' });
+    const result = await suite.client.callTool('run_code', {
+      code: 'import matplotlib.pyplot as p\np.figure()\nprint("plotted")',
+    });
     const out = ok<{ stdout: string; results: Array<{ type: string; text?: string }> }>(result);
     expect(out.stdout).toBe('plotted\n');
     const saved = out.results.find((r) => r.type === 'text')?.text ?? '';

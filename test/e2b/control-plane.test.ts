@@ -33,7 +33,11 @@ function expectCleanError(result: ToolResult): string {
 }
 
 /** An E2B-style error answer. */
-const apiError = (status: number, message: string, headers?: Record<string, string>) => ({ status, headers, body: { code: status, message } });
+const apiError = (status: number, message: string, headers?: Record<string, string>) => ({
+  status,
+  headers,
+  body: { code: status, message },
+});
 
 interface CreateBody {
   templateID: string;
@@ -56,12 +60,23 @@ async function deploy(node: string, env: Record<string, string> = {}): Promise<D
   try {
     const server = await startServer({
       node,
-      env: { SANDBOX_BACKEND: 'e2b', ...e2b.env(), MCP_AUTH_TOKENS: WIRE_TOKEN, MCP_SESSION_IDLE_TTL_S: '900', E2B_MAX_CREATES_PER_S: '50', ...env },
+      env: {
+        SANDBOX_BACKEND: 'e2b',
+        ...e2b.env(),
+        MCP_AUTH_TOKENS: WIRE_TOKEN,
+        MCP_SESSION_IDLE_TTL_S: '900',
+        E2B_MAX_CREATES_PER_S: '50',
+        ...env,
+      },
     });
     return {
       e2b,
       server,
-      since: (mark, route) => e2b.requests().slice(mark).filter((r) => r.route === route),
+      since: (mark, route) =>
+        e2b
+          .requests()
+          .slice(mark)
+          .filter((r) => r.route === route),
       async stop() {
         await server.stop();
         await e2b.stop();
@@ -90,14 +105,19 @@ serviceDescribe.each(NODES)('the E2B control plane as the server uses it, server
     await client?.close();
     client = undefined;
   });
-  const connect = async (): Promise<TestClient> => (client = await connectClient('v2', d.server.url, { token: WIRE_TOKEN }));
-  const status = async (c: TestClient) => ok<{ state: string; sandbox_id: string | null }>(await c.callTool('sandbox_status'));
+  const connect = async (): Promise<TestClient> =>
+    (client = await connectClient('v2', d.server.url, { token: WIRE_TOKEN }));
+  const status = async (c: TestClient) =>
+    ok<{ state: string; sandbox_id: string | null }>(await c.callTool('sandbox_status'));
 
   it('reports backend e2b and ready on /health, with no part of the API key, and calls E2B on start-up not at all', async () => {
     const res = await fetch(`${d.server.origin}/health`);
     const text = await res.text();
     expect(res.status).toBe(200);
-    expect(JSON.parse(text)).toMatchObject({ status: 'ok', backend: { name: 'e2b', ready: true, isolation: 'e2b-microvm' } });
+    expect(JSON.parse(text)).toMatchObject({
+      status: 'ok',
+      backend: { name: 'e2b', ready: true, isolation: 'e2b-microvm' },
+    });
     expect(keyPartsIn(text)).toEqual([]);
     expect(requestsAtStart).toBe(0);
   });
@@ -135,7 +155,9 @@ serviceDescribe.each(NODES)('the E2B control plane as the server uses it, server
 
     // The sandbox the service made, with those tags, is the session's; the write went to its envd.
     const made = d.e2b.sandboxes().filter((s) => s.metadata.mcp_session === body.metadata.mcp_session);
-    expect(made.map((s) => ({ templateId: s.templateId, metadata: s.metadata }))).toEqual([{ templateId: 'code-interpreter-v1', metadata: body.metadata }]);
+    expect(made.map((s) => ({ templateId: s.templateId, metadata: s.metadata }))).toEqual([
+      { templateId: 'code-interpreter-v1', metadata: body.metadata },
+    ]);
     const id = made[0]!.sandboxId;
     expect(new Set(d.since(mark, 'envd').map((r) => r.sandboxId))).toEqual(new Set([id]));
     expect(readFileSync(d.e2b.hostPath(id, '/home/user/notes.txt'), 'utf8')).toBe('hello');
@@ -161,7 +183,11 @@ serviceDescribe.each(NODES)('the E2B control plane as the server uses it, server
     const { sandbox_id: id } = await status(c);
     await c.terminate();
     client = undefined;
-    const kills = await pollUntil(() => d.since(mark, 'kill'), (k) => k.length > 0, SETTLE_MS);
+    const kills = await pollUntil(
+      () => d.since(mark, 'kill'),
+      (k) => k.length > 0,
+      SETTLE_MS,
+    );
     expect(kills.map((r) => `${r.method} ${r.path}`)).toEqual([`DELETE /sandboxes/${id}`]);
     expect(kills[0]?.headers['x-api-key']).toBe(KEY);
     expect(d.e2b.sandboxes().map((s) => s.sandboxId)).not.toContain(id);
@@ -215,8 +241,14 @@ serviceDescribe.each(NODES)('E2B_TEMPLATE=my-template and E2B_MAX_CREATES_PER_S=
   afterAll(() => d?.stop());
 
   it('creates the sandboxes of two sessions starting at once from that template, tagged per session and with one owner', async () => {
-    const [a, b] = await Promise.all([connectClient('v2', d.server.url, { token: WIRE_TOKEN }), connectClient('v2', d.server.url, { token: WIRE_TOKEN })]);
-    const results = await Promise.all([a.callTool('write_file', { path: 'a.txt', content: 'a' }), b.callTool('write_file', { path: 'b.txt', content: 'b' })]);
+    const [a, b] = await Promise.all([
+      connectClient('v2', d.server.url, { token: WIRE_TOKEN }),
+      connectClient('v2', d.server.url, { token: WIRE_TOKEN }),
+    ]);
+    const results = await Promise.all([
+      a.callTool('write_file', { path: 'a.txt', content: 'a' }),
+      b.callTool('write_file', { path: 'b.txt', content: 'b' }),
+    ]);
     results.forEach((r) => ok(r));
     const creates = d.since(0, 'create');
     // Both are created; the gate's spacing (1 s apart) is asserted on a fake clock in test/core/e2b-create-schedule.test.ts.

@@ -25,10 +25,20 @@ wireDescribe.each(NODES)('the file tools on E2B, server on %s', (_name, node) =>
 
   it('writes and reads back unicode text exactly, and the bytes land in the sandbox', async () => {
     const text = 'héllo ✓ 日本語 🎉\nsecond line\n';
-    expect(ok(await call('write_file', { path: 'docs/unicode.txt', content: text }))).toEqual({ path: '/home/user/docs/unicode.txt', bytes_written: Buffer.byteLength(text), created: true });
-    expect(ok<ReadOut>(await call('read_file', { path: 'docs/unicode.txt' }))).toMatchObject({ encoding: 'utf8', content: text, size_bytes: Buffer.byteLength(text) });
+    expect(ok(await call('write_file', { path: 'docs/unicode.txt', content: text }))).toEqual({
+      path: '/home/user/docs/unicode.txt',
+      bytes_written: Buffer.byteLength(text),
+      created: true,
+    });
+    expect(ok<ReadOut>(await call('read_file', { path: 'docs/unicode.txt' }))).toMatchObject({
+      encoding: 'utf8',
+      content: text,
+      size_bytes: Buffer.byteLength(text),
+    });
     expect(ok<{ stdout: string }>(await call('run_command', { command: 'cat docs/unicode.txt' })).stdout).toBe(text);
-    expect(ok(await call('write_file', { path: 'docs/unicode.txt', content: 'over' }))).toMatchObject({ created: false });
+    expect(ok(await call('write_file', { path: 'docs/unicode.txt', content: 'over' }))).toMatchObject({
+      created: false,
+    });
   });
 
   it('round-trips every byte value through base64', async () => {
@@ -46,20 +56,33 @@ wireDescribe.each(NODES)('the file tools on E2B, server on %s', (_name, node) =>
     const back = ok<ReadOut>(await call('read_file', { path: 'big.txt', limit: 1 }));
     expect(back).toMatchObject({ size_bytes: big.length, total_lines: 1 });
     expect(back.content.startsWith(big.slice(0, 100_000))).toBe(true);
-    expect(ok<{ stdout: string }>(await call('run_command', { command: 'wc -c < big.txt' })).stdout).toBe(`${big.length}\n`);
+    expect(ok<{ stdout: string }>(await call('run_command', { command: 'wc -c < big.txt' })).stdout).toBe(
+      `${big.length}\n`,
+    );
     ok(await call('run_command', { command: 'head -c 11000000 /dev/zero > huge.bin' }));
-    expect(failure(await call('read_file', { path: 'huge.bin' }))).toMatch(/11000000 bytes, over the 10485760-byte read limit/);
+    expect(failure(await call('read_file', { path: 'huge.bin' }))).toMatch(
+      /11000000 bytes, over the 10485760-byte read limit/,
+    );
   });
 
   it('edits a file in place', async () => {
     ok(await call('write_file', { path: 'app.py', content: 'x = 1\ny = 1\n' }));
-    expect(failure(await call('edit_file', { path: 'app.py', old_string: '= 1', new_string: '= 2' }))).toMatch(/2 times|replace_all/);
-    expect(ok(await call('edit_file', { path: 'app.py', old_string: 'y = 1', new_string: 'y = 2' }))).toEqual({ path: '/home/user/app.py', replacements: 1 });
+    expect(failure(await call('edit_file', { path: 'app.py', old_string: '= 1', new_string: '= 2' }))).toMatch(
+      /2 times|replace_all/,
+    );
+    expect(ok(await call('edit_file', { path: 'app.py', old_string: 'y = 1', new_string: 'y = 2' }))).toEqual({
+      path: '/home/user/app.py',
+      replacements: 1,
+    });
     expect(ok<ReadOut>(await call('read_file', { path: 'app.py' })).content).toBe('x = 1\ny = 2\n');
   });
 
   it('lists to the requested depth, hidden names only on request, directories marked', async () => {
-    ok(await call('run_command', { command: 'mkdir -p tree/a/b && echo 1 > tree/a/one.txt && echo 22 > tree/a/b/two.txt && touch tree/.hidden' }));
+    ok(
+      await call('run_command', {
+        command: 'mkdir -p tree/a/b && echo 1 > tree/a/one.txt && echo 22 > tree/a/b/two.txt && touch tree/.hidden',
+      }),
+    );
     const shallow = ok<ListOut>(await call('list_files', { path: 'tree' }));
     expect(shallow).toMatchObject({ path: '/home/user/tree', truncated: false });
     expect(shallow.entries.map((e) => e.path)).toEqual(['a/']);
@@ -76,7 +99,9 @@ wireDescribe.each(NODES)('the file tools on E2B, server on %s', (_name, node) =>
 
   it('reaches paths anywhere in the VM: writes /tmp, reads /etc, and cannot write the read-only system', async () => {
     ok(await call('write_file', { path: '/tmp/abs/note.txt', content: 'in tmp' }));
-    expect((ok<{ stdout: string }>(await call('run_command', { command: 'cat /tmp/abs/note.txt' }))).stdout).toBe('in tmp');
+    expect(ok<{ stdout: string }>(await call('run_command', { command: 'cat /tmp/abs/note.txt' })).stdout).toBe(
+      'in tmp',
+    );
     expect(ok<ReadOut>(await call('read_file', { path: '/etc/os-release' })).content).toContain('NAME=');
     const text = failure(await call('write_file', { path: '/usr/mcp-wire-test.txt', content: 'no' }));
     expect(text).toContain('/usr/mcp-wire-test.txt');

@@ -39,7 +39,11 @@ class Rich:
 /** `child_process.spawn` as a SandboxProcess; every child is kept for the checks that nothing is left. */
 function hostSpawn(children: ChildProcess[]): InterpreterSpawn {
   return async (argv, opts) => {
-    const child = spawnChild(argv[0] as string, argv.slice(1), { cwd: opts.cwd, env: { ...process.env, ...opts.env }, stdio: 'pipe' });
+    const child = spawnChild(argv[0] as string, argv.slice(1), {
+      cwd: opts.cwd,
+      env: { ...process.env, ...opts.env },
+      stdio: 'pipe',
+    });
     children.push(child);
     await new Promise<void>((resolve, reject) => {
       child.once('spawn', resolve);
@@ -78,7 +82,15 @@ async function startService(flavor: 'e2b' | 'alibaba'): Promise<Service> {
     if (sandbox !== null) {
       req.resume();
       res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ sandboxID: sandbox[1], templateID: 'code-interpreter-v1', clientID: 'local', envdVersion: '0.4.0', state: 'running' }));
+      res.end(
+        JSON.stringify({
+          sandboxID: sandbox[1],
+          templateID: 'code-interpreter-v1',
+          clientID: 'local',
+          envdVersion: '0.4.0',
+          state: 'running',
+        }),
+      );
       return;
     }
     void interpreter.handle(req, res, path);
@@ -124,7 +136,12 @@ print("gate open" if os.path.exists(${JSON.stringify(path)}) else "gate never op
 }
 
 async function postExecute(url: string, body: unknown, signal?: AbortSignal): Promise<Response> {
-  return fetch(`${url}/execute`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal });
+  return fetch(`${url}/execute`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+    signal,
+  });
 }
 
 async function ndjson(url: string, body: unknown): Promise<string[]> {
@@ -159,7 +176,10 @@ describe('the local code interpreter through the code-interpreter SDK', () => {
     expect(second.text).toBe('42');
     expect(second.executionCount).toBe((first.executionCount as number) + 1);
     expect((await sandbox.runCode('x', { language: 'python' })).text).toBe('2');
-    expect((await sandbox.runCode('import sys\nprint("to stderr", file=sys.stderr)')).logs).toEqual({ stdout: [], stderr: ['to stderr\n'] });
+    expect((await sandbox.runCode('import sys\nprint("to stderr", file=sys.stderr)')).logs).toEqual({
+      stdout: [],
+      stderr: ['to stderr\n'],
+    });
   });
 
   it('returns a string result without its quotes, as E2B does, and no result for None or a trailing semicolon', async () => {
@@ -197,7 +217,13 @@ describe('the local code interpreter through the code-interpreter SDK', () => {
     const main = await sandbox.runCode(`${RICH_CLASS}Rich()`);
     expect(main.results).toHaveLength(1);
     const result = main.results[0];
-    expect(result).toMatchObject({ isMainResult: true, png: PNG_B64, jpeg: JPEG_B64, html: '<b>rich</b>', json: { a: 1 } });
+    expect(result).toMatchObject({
+      isMainResult: true,
+      png: PNG_B64,
+      jpeg: JPEG_B64,
+      html: '<b>rich</b>',
+      json: { a: 1 },
+    });
     expect(result?.text).toMatch(/^<__main__\.Rich object at 0x/);
     expect(result?.formats()).toEqual(['html', 'png', 'jpeg', 'json']);
     const shown = await sandbox.runCode('display(Rich())\ndisplay("shown")\n7');
@@ -209,7 +235,9 @@ describe('the local code interpreter through the code-interpreter SDK', () => {
   });
 
   it('applies env vars to one execution only', async () => {
-    expect((await sandbox.runCode('import os\nos.environ.get("ONLY_NOW")', { envs: { ONLY_NOW: 'yes' } })).text).toBe('yes');
+    expect((await sandbox.runCode('import os\nos.environ.get("ONLY_NOW")', { envs: { ONLY_NOW: 'yes' } })).text).toBe(
+      'yes',
+    );
     expect((await sandbox.runCode('os.environ.get("ONLY_NOW") is None')).text).toBe('True');
     const home = process.env.HOME as string;
     expect((await sandbox.runCode('os.environ["HOME"]', { envs: { HOME: '/elsewhere' } })).text).toBe('/elsewhere');
@@ -239,9 +267,17 @@ describe('the local code interpreter through the code-interpreter SDK', () => {
     expect(newPid).not.toBe(pid);
 
     await sandbox.removeCodeContext(context);
-    expect(await pollUntil(() => alive(newPid), (a) => !a, SETTLE_MS)).toBe(false);
+    expect(
+      await pollUntil(
+        () => alive(newPid),
+        (a) => !a,
+        SETTLE_MS,
+      ),
+    ).toBe(false);
     await expect(sandbox.runCode('1', { context, ...NO_REQUEST_TIMER })).rejects.toThrow(NotFoundError);
-    await expect(sandbox.runCode('1', { context, ...NO_REQUEST_TIMER })).rejects.toThrow(`Context ${context.id} not found`);
+    await expect(sandbox.runCode('1', { context, ...NO_REQUEST_TIMER })).rejects.toThrow(
+      `Context ${context.id} not found`,
+    );
     expect(await sandbox.listCodeContexts()).not.toContainEqual(context);
   });
 
@@ -269,7 +305,13 @@ describe('the local code interpreter through the code-interpreter SDK', () => {
     expect(interrupted.error).toMatchObject({ name: 'KeyboardInterrupt', value: '' });
     expect(interrupted.error?.traceback).toContain('----> 2 time.sleep(600)');
     process.kill(pid, 'SIGINT');
-    expect(await pollUntil(() => noSignalPending(pid), (done) => done, SETTLE_MS)).toBe(true);
+    expect(
+      await pollUntil(
+        () => noSignalPending(pid),
+        (done) => done,
+        SETTLE_MS,
+      ),
+    ).toBe(true);
     const after = await sandbox.runCode('kept', { context });
     expect(after.error).toBeUndefined();
     expect(after.text).toBe('yes');
@@ -282,14 +324,17 @@ describe('the local code interpreter through the code-interpreter SDK', () => {
     await sandbox.runCode('log = []', { context });
     const gate = join(dir, 'serial-gate');
     let second: Promise<Execution> | undefined;
-    const first = await sandbox.runCode(`log.append("first")\n${gatedCode(gate, 'first started')}\nlog.append("first done")`, {
-      context,
-      onStdout: (msg) => {
-        if (!msg.line.includes('first started')) return;
-        second = sandbox.runCode('log.append("second")\nlog', { context });
-        setImmediate(() => writeFileSync(gate, ''));
+    const first = await sandbox.runCode(
+      `log.append("first")\n${gatedCode(gate, 'first started')}\nlog.append("first done")`,
+      {
+        context,
+        onStdout: (msg) => {
+          if (!msg.line.includes('first started')) return;
+          second = sandbox.runCode('log.append("second")\nlog', { context });
+          setImmediate(() => writeFileSync(gate, ''));
+        },
       },
-    });
+    );
     expect(first.logs.stdout.join('')).toBe('first started\ngate open\n');
     const secondDone = await (second as Promise<Execution>);
     expect(secondDone.text).toBe("['first', 'first done', 'second']");
@@ -301,7 +346,9 @@ describe('the local code interpreter through the code-interpreter SDK', () => {
     const context = await sandbox.createCodeContext({ cwd: dir });
     const pid = Number((await sandbox.runCode('import os\nlost = 1\nos.getpid()', { context })).text);
     const died = await sandbox.runCode('import os\nos._exit(1)', { context });
-    expect(died.error).toEqual(expect.objectContaining({ name: 'ContextRestarting', value: 'Context was restarted', traceback: '' }));
+    expect(died.error).toEqual(
+      expect.objectContaining({ name: 'ContextRestarting', value: 'Context was restarted', traceback: '' }),
+    );
     expect(alive(pid)).toBe(false);
     const fresh = await sandbox.runCode('import os\nprint("lost" in globals())\nos.getpid()', { context });
     expect(fresh.logs.stdout).toEqual(['False\n']);
@@ -309,7 +356,13 @@ describe('the local code interpreter through the code-interpreter SDK', () => {
     expect(freshPid).not.toBe(pid);
     // Killed while idle: an execution sent before its exit is seen ends as above; after that, a fresh kernel serves.
     process.kill(freshPid, 'SIGKILL');
-    expect(await pollUntil(() => alive(freshPid), (a) => !a, SETTLE_MS)).toBe(false);
+    expect(
+      await pollUntil(
+        () => alive(freshPid),
+        (a) => !a,
+        SETTLE_MS,
+      ),
+    ).toBe(false);
     const next = await sandbox.runCode('1 + 1', { context });
     expect(next.text === '2' || next.error?.name === 'ContextRestarting').toBe(true);
     expect((await sandbox.runCode('1 + 1', { context })).text).toBe('2');
@@ -326,7 +379,9 @@ os.write(1, b"raw fd\\n")
 os.write(2, b"raw err\\n")
 sys.stdin.read()`,
     );
-    expect(mixed.logs.stdout.join('')).toBe('{"t": "done", "id": "x"}\n{"type": "end_of_execution"}\nfrom-shell\nraw fd\n');
+    expect(mixed.logs.stdout.join('')).toBe(
+      '{"t": "done", "id": "x"}\n{"type": "end_of_execution"}\nfrom-shell\nraw fd\n',
+    );
     expect(mixed.logs.stderr.join('')).toBe('raw err\n');
     expect(mixed.text).toBe('');
     expect((await sandbox.runCode('input("? ")')).error?.name).toBe('StdinNotImplementedError');
@@ -339,7 +394,11 @@ sys.stdin.read()`,
     const context = await sandbox.createCodeContext({ cwd: dir });
     await sandbox.runCode('before = "kept"', { context });
     const controller = new AbortController();
-    const res = await postExecute(service.url, { code: 'print("started", flush=True)\nimport time\ntime.sleep(600)', context_id: context.id }, controller.signal);
+    const res = await postExecute(
+      service.url,
+      { code: 'print("started", flush=True)\nimport time\ntime.sleep(600)', context_id: context.id },
+      controller.signal,
+    );
     const reader = (res.body as ReadableStream<Uint8Array>).getReader();
     let seen = '';
     while (!seen.includes('started')) {
@@ -364,16 +423,24 @@ describe('the local code interpreter over raw HTTP', () => {
   });
 
   it('writes the NDJSON lines of E2B’s server, byte for byte where they are fixed', async () => {
-    const lines = await ndjson(service.url, { code: 'print("out")\nimport sys\nprint("err", file=sys.stderr)\n"done"' });
+    const lines = await ndjson(service.url, {
+      code: 'print("out")\nimport sys\nprint("err", file=sys.stderr)\n"done"',
+    });
     expect(lines[0]).toMatch(/^\{"type": "number_of_executions", "execution_count": \d+\}$/);
     const stdout = lines.find((l) => l.includes('"stdout"')) as string;
-    expect(stdout).toMatch(/^\{"type": "stdout", "text": "out\\n", "timestamp": "\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}\+00:00"\}$/);
-    expect(lines.find((l) => l.includes('"stderr"'))).toMatch(/^\{"type": "stderr", "text": "err\\n", "timestamp": "[^"]+"\}$/);
+    expect(stdout).toMatch(
+      /^\{"type": "stdout", "text": "out\\n", "timestamp": "\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}\+00:00"\}$/,
+    );
+    expect(lines.find((l) => l.includes('"stderr"'))).toMatch(
+      /^\{"type": "stderr", "text": "err\\n", "timestamp": "[^"]+"\}$/,
+    );
     expect(lines.at(-2)).toBe('{"type": "result", "text": "done", "extra": {}, "is_main_result": true}');
     expect(lines.at(-1)).toBe('{"type": "end_of_execution"}');
 
     const failed = await ndjson(service.url, { code: '1/0' });
-    expect(failed.at(-2)).toMatch(/^\{"type": "error", "name": "ZeroDivisionError", "value": "division by zero", "traceback": ".*"\}$/);
+    expect(failed.at(-2)).toMatch(
+      /^\{"type": "error", "name": "ZeroDivisionError", "value": "division by zero", "traceback": ".*"\}$/,
+    );
     expect(failed.at(-1)).toBe('{"type": "end_of_execution"}');
 
     const unicode = await ndjson(service.url, { code: 'print("h\u00e9llo \u2713")' });
@@ -382,7 +449,12 @@ describe('the local code interpreter over raw HTTP', () => {
   });
 
   it('answers bad requests with the statuses E2B’s server uses', async () => {
-    const post = (path: string, body: unknown) => fetch(`${service.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const post = (path: string, body: unknown) =>
+      fetch(`${service.url}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
     const unknown = await postExecute(service.url, { code: '1', context_id: 'nope' });
     expect([unknown.status, await unknown.text()]).toEqual([404, 'Context nope not found']);
     const both = await postExecute(service.url, { code: '1', context_id: 'nope', language: 'python' });
@@ -391,7 +463,9 @@ describe('the local code interpreter over raw HTTP', () => {
     expect((await postExecute(service.url, { code: 1 })).status).toBe(422);
     const cobol = await post('/contexts', { language: 'cobol' });
     expect(cobol.status).toBe(500);
-    expect(await cobol.text()).toMatch(/^Failed to create context: \{"message": "The 'cobol' kernel is not available\..*", "short_message": "cobol not found"\}$/);
+    expect(await cobol.text()).toMatch(
+      /^Failed to create context: \{"message": "The 'cobol' kernel is not available\..*", "short_message": "cobol not found"\}$/,
+    );
     expect((await post('/contexts/nope/restart', {})).status).toBe(404);
     expect((await fetch(`${service.url}/contexts/nope`, { method: 'DELETE' })).status).toBe(404);
     const health = await fetch(`${service.url}/health`);
@@ -400,9 +474,16 @@ describe('the local code interpreter over raw HTTP', () => {
   });
 
   it('ends a running execution with UnexpectedEndOfExecution when its context restarts', async () => {
-    const created = await fetch(`${service.url}/contexts`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ cwd: tmpdir() }) });
+    const created = await fetch(`${service.url}/contexts`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ cwd: tmpdir() }),
+    });
     const { id } = (await created.json()) as { id: string };
-    const res = await postExecute(service.url, { code: 'print("started", flush=True)\nimport time\ntime.sleep(600)', context_id: id });
+    const res = await postExecute(service.url, {
+      code: 'print("started", flush=True)\nimport time\ntime.sleep(600)',
+      context_id: id,
+    });
     const reader = (res.body as ReadableStream<Uint8Array>).getReader();
     let body = '';
     for (;;) {
@@ -435,7 +516,9 @@ describe('the local code interpreter over raw HTTP', () => {
     const sleeping = new Promise<void>((resolve) => {
       started = resolve;
     });
-    const running = sandbox.runCode('import time\nprint("sleeping", flush=True)\ntime.sleep(600)', { onStdout: () => started() }).catch((err: unknown) => err);
+    const running = sandbox
+      .runCode('import time\nprint("sleeping", flush=True)\ntime.sleep(600)', { onStdout: () => started() })
+      .catch((err: unknown) => err);
     await sleeping;
     await other.close();
     expect(pids.filter(alive)).toEqual([]);
@@ -472,7 +555,9 @@ describe('the local code interpreter as Alibaba Cloud’s (charts only as files)
 
   it('lets code save an image as a file, read back through the filesystem', async () => {
     const path = join(dir, 'chart.png');
-    const execution = await sandbox.runCode(`import base64\nwith open(${JSON.stringify(path)}, "wb") as f:\n    f.write(base64.b64decode("${PNG_B64}"))\nprint("saved")`);
+    const execution = await sandbox.runCode(
+      `import base64\nwith open(${JSON.stringify(path)}, "wb") as f:\n    f.write(base64.b64decode("${PNG_B64}"))\nprint("saved")`,
+    );
     expect(execution.logs.stdout).toEqual(['saved\n']);
     expect(readFileSync(path).toString('base64')).toBe(PNG_B64);
   });

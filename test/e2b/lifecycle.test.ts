@@ -8,7 +8,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import type { TestClient } from '../support/clients';
-import { failure, NODES, ok, PREVIEW_DOMAIN, serviceIt, startWire, type Wire, WIRE_TOKEN, wireDescribe } from '../support/e2b-wire';
+import {
+  failure,
+  NODES,
+  ok,
+  PREVIEW_DOMAIN,
+  serviceIt,
+  startWire,
+  type Wire,
+  WIRE_TOKEN,
+  wireDescribe,
+} from '../support/e2b-wire';
 import { postMcp } from '../support/http';
 import { pollUntil, SETTLE_MS } from '../support/processes';
 import { startServer } from '../support/server';
@@ -35,7 +45,12 @@ wireDescribe.each(NODES)('the life of an E2B sandbox, server on %s', (_name, nod
   it('gives the public preview URL of a port and whether a server listens there', async () => {
     const client = await wire.connect();
     const id = await started(client);
-    ok(await client.callTool('run_command', { command: 'python3 -m http.server 8123 --bind 127.0.0.1', background: true }));
+    ok(
+      await client.callTool('run_command', {
+        command: 'python3 -m http.server 8123 --bind 127.0.0.1',
+        background: true,
+      }),
+    );
     const preview = await pollUntil(
       async () => ok<{ url: string; listening: boolean }>(await client.callTool('get_preview_url', { port: 8123 })),
       (p) => p.listening,
@@ -64,24 +79,31 @@ wireDescribe.each(NODES)('the life of an E2B sandbox, server on %s', (_name, nod
     expect(live()).not.toContain(id);
   });
 
-  serviceIt('re-attaches the session’s sandbox by its tags after a server restart, with files and processes', async () => {
-    const client = await wire.connect();
-    const id = await started(client);
-    ok(await client.callTool('run_command', { command: 'exec sleep 1006', background: true }));
-    const creates = wire.e2b.requests().filter((r) => r.route === 'create').length;
-    await wire.restartServer();
-    expect(ok<{ content: string }>(await client.callTool('read_file', { path: 'mark.txt' })).content).toBe('here');
-    expect((await status(client)).sandbox_id).toBe(id);
-    expect(wire.e2b.requests().filter((r) => r.route === 'create')).toHaveLength(creates);
-    const listed = ok<{ processes: Array<{ process_id: string; state: string }> }>(await client.callTool('manage_process', { action: 'list' }));
-    expect(listed.processes).toContainEqual(expect.objectContaining({ process_id: 'p1', state: 'running' }));
-  });
+  serviceIt(
+    're-attaches the session’s sandbox by its tags after a server restart, with files and processes',
+    async () => {
+      const client = await wire.connect();
+      const id = await started(client);
+      ok(await client.callTool('run_command', { command: 'exec sleep 1006', background: true }));
+      const creates = wire.e2b.requests().filter((r) => r.route === 'create').length;
+      await wire.restartServer();
+      expect(ok<{ content: string }>(await client.callTool('read_file', { path: 'mark.txt' })).content).toBe('here');
+      expect((await status(client)).sandbox_id).toBe(id);
+      expect(wire.e2b.requests().filter((r) => r.route === 'create')).toHaveLength(creates);
+      const listed = ok<{ processes: Array<{ process_id: string; state: string }> }>(
+        await client.callTool('manage_process', { action: 'list' }),
+      );
+      expect(listed.processes).toContainEqual(expect.objectContaining({ process_id: 'p1', state: 'running' }));
+    },
+  );
 
   serviceIt('reports a sandbox that died as gone, and the next call starts a fresh one', async () => {
     const client = await wire.connect();
     const id = await started(client);
     await wire.e2b.killSandbox(id);
-    expect(failure(await client.callTool('read_file', { path: 'mark.txt' }))).toMatch(/^The sandbox has expired or was shut down outside this server/);
+    expect(failure(await client.callTool('read_file', { path: 'mark.txt' }))).toMatch(
+      /^The sandbox has expired or was shut down outside this server/,
+    );
     const fresh = await started(client);
     expect(fresh).not.toBe(id);
   });
@@ -90,7 +112,12 @@ wireDescribe.each(NODES)('the life of an E2B sandbox, server on %s', (_name, nod
     const client = await wire.connect();
     const id = await started(client);
     const call = client.callTool('run_command', { command: 'sleep 30; echo late' });
-    await pollUntil(() => wire.e2b.requests().filter((r) => r.sandboxId === id && r.path.endsWith('/Start')).length, (n) => n >= 1, SETTLE_MS, 50);
+    await pollUntil(
+      () => wire.e2b.requests().filter((r) => r.sandboxId === id && r.path.endsWith('/Start')).length,
+      (n) => n >= 1,
+      SETTLE_MS,
+      50,
+    );
     wire.e2b.cutEnvd(id);
     const text = failure(await call);
     expect(text).not.toMatch(/\n\s+at /);
@@ -125,7 +152,8 @@ wireDescribe.each(NODES)('idle expiry of an E2B sandbox (MCP_SESSION_IDLE_TTL_S=
       });
       ok(status);
     };
-    const closed = (): Array<Record<string, unknown>> => wire.server.logs().filter((l) => l.msg === 'session closed' || l.msg === 'session released');
+    const closed = (): Array<Record<string, unknown>> =>
+      wire.server.logs().filter((l) => l.msg === 'session closed' || l.msg === 'session released');
     await pollUntil(
       async () => {
         await sweep();
@@ -160,7 +188,11 @@ wireDescribe.each(NODES)('ended sessions with E2B_STATE_DIR, server on %s', (_na
   it('refuses a DELETEd id on every instance sharing the directory and after a restart, never a fresh sandbox', async () => {
     const client = await wire.connect();
     ok(await client.callTool('write_file', { path: 'mark.txt', content: 'here' }));
-    const headers = { authorization: `Bearer ${WIRE_TOKEN}`, 'mcp-session-id': client.sessionId ?? '', 'mcp-protocol-version': '2025-11-25' };
+    const headers = {
+      authorization: `Bearer ${WIRE_TOKEN}`,
+      'mcp-session-id': client.sessionId ?? '',
+      'mcp-protocol-version': '2025-11-25',
+    };
     expect((await fetch(wire.server.url, { method: 'DELETE', headers })).status).toBe(200);
     const call = { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'list_files', arguments: {} } };
     // Another instance of the deployment, which never saw the DELETE.

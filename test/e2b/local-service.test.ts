@@ -10,7 +10,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { Sandbox } from '@e2b/code-interpreter';
-import { AuthenticationError, CommandExitError, FileNotFoundError, RateLimitError, SandboxError, SandboxNotFoundError, ServiceBusyError, TimeoutError } from 'e2b';
+import {
+  AuthenticationError,
+  CommandExitError,
+  FileNotFoundError,
+  RateLimitError,
+  SandboxError,
+  SandboxNotFoundError,
+  ServiceBusyError,
+  TimeoutError,
+} from 'e2b';
 
 import { type LocalE2B, NO_ANSWER, startLocalE2B } from '../support/e2b-local';
 import { listProcesses, markedSleep, pollUntil, RUN_MARK, SETTLE_MS } from '../support/processes';
@@ -52,7 +61,10 @@ needs('bubblewrap').describe('the local E2B service, through the real SDK', () =
   beforeAll(async () => {
     e2b = await startLocalE2B();
     opts = { apiKey: e2b.apiKey, apiUrl: e2b.url, sandboxUrl: e2b.url };
-    [sbx, other] = await Promise.all([Sandbox.create({ ...opts, metadata, envs: { FROM_CREATE: 'created' } }), Sandbox.create('base', opts)]);
+    [sbx, other] = await Promise.all([
+      Sandbox.create({ ...opts, metadata, envs: { FROM_CREATE: 'created' } }),
+      Sandbox.create('base', opts),
+    ]);
   });
   afterAll(() => e2b?.stop());
 
@@ -73,7 +85,12 @@ needs('bubblewrap').describe('the local E2B service, through the real SDK', () =
       expect(first[0]!.startedAt.getTime()).toBeGreaterThanOrEqual(second[0]!.startedAt.getTime());
 
       const info = await Sandbox.getInfo(sbx.sandboxId, opts);
-      expect(info).toMatchObject({ sandboxId: sbx.sandboxId, templateId: 'code-interpreter-v1', metadata, state: 'running' });
+      expect(info).toMatchObject({
+        sandboxId: sbx.sandboxId,
+        templateId: 'code-interpreter-v1',
+        metadata,
+        state: 'running',
+      });
       expect(info.endAt.getTime()).toBeGreaterThan(info.startedAt.getTime());
 
       const again = await Sandbox.connect(sbx.sandboxId, opts);
@@ -86,7 +103,12 @@ needs('bubblewrap').describe('the local E2B service, through the real SDK', () =
       await sbx.setTimeout(1_200_000);
       const earlier = (await sbx.getInfo()).endAt.getTime();
       expect(earlier).toBeLessThan(later);
-      expect(e2b.sandboxes().find((s) => s.sandboxId === sbx.sandboxId)?.endAt.getTime()).toBe(earlier);
+      expect(
+        e2b
+          .sandboxes()
+          .find((s) => s.sandboxId === sbx.sandboxId)
+          ?.endAt.getTime(),
+      ).toBe(earlier);
     });
 
     it('refuses a wrong API key', async () => {
@@ -100,16 +122,31 @@ needs('bubblewrap').describe('the local E2B service, through the real SDK', () =
       await expect(Sandbox.create('missing-template', opts)).rejects.toThrow(/^404: /);
       e2b.fault('create', { status: 503, body: { code: 503, message: 'no capacity' } });
       await expect(Sandbox.create(opts)).rejects.toBeInstanceOf(ServiceBusyError);
-      expect(e2b.requests().filter((r) => r.route === 'create').at(-1)?.headers['x-api-key']).toBe(e2b.apiKey);
+      expect(
+        e2b
+          .requests()
+          .filter((r) => r.route === 'create')
+          .at(-1)?.headers['x-api-key'],
+      ).toBe(e2b.apiKey);
     });
 
     it('records the JSON body of control-plane requests, and none for sandbox traffic', async () => {
       const creates = e2b.requests().filter((r) => r.route === 'create');
       expect(creates.map((r) => r.body)).toContainEqual(
-        expect.objectContaining({ templateID: 'code-interpreter-v1', metadata, envVars: { FROM_CREATE: 'created' }, timeout: expect.any(Number) }),
+        expect.objectContaining({
+          templateID: 'code-interpreter-v1',
+          metadata,
+          envVars: { FROM_CREATE: 'created' },
+          timeout: expect.any(Number),
+        }),
       );
       await sbx.setTimeout(1_500_000);
-      expect(e2b.requests().filter((r) => r.route === 'timeout').at(-1)?.body).toEqual({ timeout: 1_500 });
+      expect(
+        e2b
+          .requests()
+          .filter((r) => r.route === 'timeout')
+          .at(-1)?.body,
+      ).toEqual({ timeout: 1_500 });
       // A Connect call whose body is JSON too.
       const mark = e2b.requests().length;
       expect(await sbx.files.makeDir('/tmp/no-body-recorded')).toBe(true);
@@ -134,7 +171,9 @@ needs('bubblewrap').describe('the local E2B service, through the real SDK', () =
         const hangingOpts = { apiKey: hanging.apiKey, apiUrl: hanging.url, sandboxUrl: hanging.url };
         hanging.fault('create', NO_ANSWER);
         // The SDK's own request timer gives up on it (a fetch aborted by its timeout).
-        await expect(Sandbox.create('base', { ...hangingOpts, requestTimeoutMs: 300 })).rejects.toMatchObject({ name: 'TimeoutError' });
+        await expect(Sandbox.create('base', { ...hangingOpts, requestTimeoutMs: 300 })).rejects.toMatchObject({
+          name: 'TimeoutError',
+        });
         // A standing one holds every create; stop drops them.
         hanging.standingFault('create', NO_ANSWER);
         let settled = false;
@@ -146,7 +185,13 @@ needs('bubblewrap').describe('the local E2B service, through the real SDK', () =
           settled = true;
         });
         const creates = () => hanging.requests().filter((r) => r.route === 'create');
-        expect(await pollUntil(() => creates().length, (n) => n === 2, SETTLE_MS)).toBe(2);
+        expect(
+          await pollUntil(
+            () => creates().length,
+            (n) => n === 2,
+            SETTLE_MS,
+          ),
+        ).toBe(2);
         expect(settled).toBe(false);
         expect(hanging.sandboxes()).toEqual([]);
         await hanging.stop();
@@ -173,14 +218,22 @@ needs('bubblewrap').describe('the local E2B service, through the real SDK', () =
 
   describe('commands', () => {
     it('runs in the foreground: stdout, stderr, exit code, cwd and env', async () => {
-      expect(await sbx.commands.run('echo out; echo err >&2')).toMatchObject({ exitCode: 0, stdout: 'out\n', stderr: 'err\n' });
+      expect(await sbx.commands.run('echo out; echo err >&2')).toMatchObject({
+        exitCode: 0,
+        stdout: 'out\n',
+        stderr: 'err\n',
+      });
       const failed = await sbx.commands.run('echo partial; exit 3').catch((err: unknown) => err);
       expect(failed).toBeInstanceOf(CommandExitError);
       expect(failed).toMatchObject({ exitCode: 3, stdout: 'partial\n', error: 'exit status 3' });
       expect((await sbx.commands.run('pwd')).stdout).toBe('/home/user\n');
       expect((await sbx.commands.run('mkdir -p sub/dir && pwd', { cwd: '/tmp' })).stdout).toBe('/tmp\n');
-      expect((await sbx.commands.run('pwd', { cwd: 'sub' }).catch((e: Error) => e.message))).toMatch(/cwd '\/home\/user\/sub' does not exist/);
-      const env = await sbx.commands.run('echo "$HOME $USER $LANG $FROM_CREATE $GREETING"', { envs: { GREETING: 'héllo wörld' } });
+      expect(await sbx.commands.run('pwd', { cwd: 'sub' }).catch((e: Error) => e.message)).toMatch(
+        /cwd '\/home\/user\/sub' does not exist/,
+      );
+      const env = await sbx.commands.run('echo "$HOME $USER $LANG $FROM_CREATE $GREETING"', {
+        envs: { GREETING: 'héllo wörld' },
+      });
       expect(env.stdout).toBe('/home/user user C.UTF-8 created héllo wörld\n');
     });
 
@@ -188,7 +241,11 @@ needs('bubblewrap').describe('the local E2B service, through the real SDK', () =
       let seen = '';
       const cat = await sbx.commands.run('cat', { background: true, stdin: true, onStdout: (d) => void (seen += d) });
       await sbx.commands.sendStdin(cat.pid, 'ping\n');
-      await pollUntil(() => seen, (s) => s.includes('ping'), SETTLE_MS);
+      await pollUntil(
+        () => seen,
+        (s) => s.includes('ping'),
+        SETTLE_MS,
+      );
       expect(seen).toBe('ping\n');
       expect((await sbx.commands.list()).map((p) => p.pid)).toContain(cat.pid);
       await cat.closeStdin();
@@ -202,20 +259,28 @@ needs('bubblewrap').describe('the local E2B service, through the real SDK', () =
     });
 
     it('keeps a process running after its stream went away, and re-attaches to it', async () => {
-      const handle = await sbx.commands.run('while [ ! -f /tmp/go ]; do sleep 0.05; done; echo done; exit 7', { background: true });
+      const handle = await sbx.commands.run('while [ ! -f /tmp/go ]; do sleep 0.05; done; echo done; exit 7', {
+        background: true,
+      });
       await handle.disconnect();
       expect((await sbx.commands.list()).map((p) => p.pid)).toContain(handle.pid);
       const again = await sbx.commands.connect(handle.pid);
       await sbx.files.write('/tmp/go', '');
       expect(await again.wait().catch((e: unknown) => e)).toMatchObject({ exitCode: 7, stdout: 'done\n' });
       // Once it exited, a late connect still gets its end.
-      expect(await (await sbx.commands.connect(handle.pid)).wait().catch((e: unknown) => e)).toMatchObject({ exitCode: 7 });
+      expect(await (await sbx.commands.connect(handle.pid)).wait().catch((e: unknown) => e)).toMatchObject({
+        exitCode: 7,
+      });
     });
 
     it('kills a command at its timeoutMs (Connect-Timeout-Ms)', async () => {
       const timedOut = await sbx.commands.run(markedSleep(301), { timeoutMs: 500 }).catch((e: unknown) => e);
       expect(timedOut).toBeInstanceOf(TimeoutError);
-      const list = await pollUntil(() => sbx.commands.list(), (l) => !l.some((p) => p.args.join(' ').includes('301')), SETTLE_MS);
+      const list = await pollUntil(
+        () => sbx.commands.list(),
+        (l) => !l.some((p) => p.args.join(' ').includes('301')),
+        SETTLE_MS,
+      );
       expect(list.map((p) => p.args.join(' '))).not.toContainEqual(expect.stringContaining('301'));
     });
 
@@ -249,7 +314,9 @@ needs('bubblewrap').describe('the local E2B service, through the real SDK', () =
       await sbx.files.write('big.bin', new Uint8Array(big).buffer);
       expect(readFileSync(e2b.hostPath(sbx.sandboxId, '/home/user/big.bin')).equals(big)).toBe(true);
       expect(Buffer.from(await sbx.files.read('big.bin', { format: 'bytes' })).equals(big)).toBe(true);
-      expect((await sbx.commands.run('sha256sum big.bin')).stdout.split(' ')[0]).toBe(createHash('sha256').update(big).digest('hex'));
+      expect((await sbx.commands.run('sha256sum big.bin')).stdout.split(' ')[0]).toBe(
+        createHash('sha256').update(big).digest('hex'),
+      );
     });
 
     it('uploads as octet-stream and gzip, several files at once, and through signed URLs', async () => {
@@ -270,12 +337,16 @@ needs('bubblewrap').describe('the local E2B service, through the real SDK', () =
       expect((await fetch(await sbx.uploadUrl('up/signed.txt'), { method: 'POST', body: upload })).status).toBe(200);
       const download = await fetch(await sbx.downloadUrl('up/signed.txt', { useSignatureExpiration: 60 }));
       expect(await download.text()).toBe('signed');
-      const unsigned = await fetch(`${e2b.url}/files?path=up/signed.txt`, { headers: { 'E2b-Sandbox-Id': sbx.sandboxId } });
+      const unsigned = await fetch(`${e2b.url}/files?path=up/signed.txt`, {
+        headers: { 'E2b-Sandbox-Id': sbx.sandboxId },
+      });
       expect(unsigned.status).toBe(401);
     });
 
     it('lists to a depth, stats, checks existence, makes, renames and removes', async () => {
-      await sbx.commands.run('mkdir -p tree/a/b && echo 1 > tree/a/one.txt && echo 22 > tree/a/b/two.txt && ln -s a/one.txt tree/link');
+      await sbx.commands.run(
+        'mkdir -p tree/a/b && echo 1 > tree/a/one.txt && echo 22 > tree/a/b/two.txt && ln -s a/one.txt tree/link',
+      );
       const listed = await sbx.files.list('tree', { depth: 2 });
       expect(listed.map((e) => [e.path, e.type])).toEqual([
         ['/home/user/tree/a', 'dir'],
@@ -283,14 +354,25 @@ needs('bubblewrap').describe('the local E2B service, through the real SDK', () =
         ['/home/user/tree/a/one.txt', 'file'],
         ['/home/user/tree/link', 'file'],
       ]);
-      expect(listed.find((e) => e.name === 'link')).toMatchObject({ symlinkTarget: '/home/user/tree/a/one.txt', permissions: 'Lrwxrwxrwx' });
-      expect(await sbx.files.getInfo('tree/a/b/two.txt')).toMatchObject({ name: 'two.txt', type: 'file', size: 3, path: '/home/user/tree/a/b/two.txt' });
+      expect(listed.find((e) => e.name === 'link')).toMatchObject({
+        symlinkTarget: '/home/user/tree/a/one.txt',
+        permissions: 'Lrwxrwxrwx',
+      });
+      expect(await sbx.files.getInfo('tree/a/b/two.txt')).toMatchObject({
+        name: 'two.txt',
+        type: 'file',
+        size: 3,
+        path: '/home/user/tree/a/b/two.txt',
+      });
       await expect(sbx.files.getInfo('tree/nothing')).rejects.toBeInstanceOf(FileNotFoundError);
       expect(await sbx.files.exists('tree/a/one.txt')).toBe(true);
       expect(await sbx.files.exists('tree/none')).toBe(false);
       expect(await sbx.files.makeDir('made/deep')).toBe(true);
       expect(await sbx.files.makeDir('made/deep')).toBe(false);
-      expect(await sbx.files.rename('tree/a/one.txt', 'made/deep/one.txt')).toMatchObject({ path: '/home/user/made/deep/one.txt', type: 'file' });
+      expect(await sbx.files.rename('tree/a/one.txt', 'made/deep/one.txt')).toMatchObject({
+        path: '/home/user/made/deep/one.txt',
+        type: 'file',
+      });
       // Across the sandbox's /home/user and /tmp (separate mounts here).
       expect(await sbx.files.rename('made', '/tmp/made')).toMatchObject({ path: '/tmp/made', type: 'dir' });
       expect(await sbx.files.read('/tmp/made/deep/one.txt')).toBe('1\n');
@@ -313,7 +395,9 @@ needs('bubblewrap').describe('the local E2B service, through the real SDK', () =
       const hostTmpFile = join(tmpdir(), `e2b-local-host-${RUN_MARK}-${randomBytes(4).toString('hex')}`);
       writeFileSync(hostTmpFile, 'host');
       try {
-        await sbx.commands.run(`ln -sfn / root-link && ln -sfn ${e2b.hostPath(other.sandboxId, '/home/user')} other-link && ln -sfn ${hostTmpFile} host-link`);
+        await sbx.commands.run(
+          `ln -sfn / root-link && ln -sfn ${e2b.hostPath(other.sandboxId, '/home/user')} other-link && ln -sfn ${hostTmpFile} host-link`,
+        );
         expect(await sbx.files.read('root-link/etc/hostname')).toBe(readFileSync('/etc/hostname', 'utf8'));
         await expect(sbx.files.read('other-link/secret.txt')).rejects.toBeInstanceOf(FileNotFoundError);
         await expect(sbx.files.read('host-link')).rejects.toBeInstanceOf(FileNotFoundError);
@@ -352,18 +436,27 @@ needs('bubblewrap').describe('the local E2B service, through the real SDK', () =
       const short = await Sandbox.create('base', { ...opts, timeoutMs: 2_000 });
       await short.commands.run(markedSleep(303), { background: true });
       const home = e2b.hostPath(short.sandboxId, '/home/user');
-      const live = await pollUntil(() => e2b.sandboxes().map((s) => s.sandboxId), (ids) => !ids.includes(short.sandboxId), SETTLE_MS, 100);
+      const live = await pollUntil(
+        () => e2b.sandboxes().map((s) => s.sandboxId),
+        (ids) => !ids.includes(short.sandboxId),
+        SETTLE_MS,
+        100,
+      );
       expect(live).not.toContain(short.sandboxId);
       await expect(Sandbox.getInfo(short.sandboxId, opts)).rejects.toBeInstanceOf(SandboxNotFoundError);
       // Forgotten at once, then killed and removed.
-      const left = () => ({ home: existsSync(home), sleeps: listProcesses().filter((p) => p.cmdline === markedSleep(303)).length });
+      const left = () => ({
+        home: existsSync(home),
+        sleeps: listProcesses().filter((p) => p.cmdline === markedSleep(303)).length,
+      });
       expect(await pollUntil(left, (l) => !l.home && l.sleeps === 0, SETTLE_MS)).toEqual({ home: false, sleeps: 0 });
       await expect(short.commands.run('true')).rejects.toBeInstanceOf(SandboxNotFoundError);
     });
 
     it('with envd cut, drops the call in flight and fails the next, while the sandbox still runs', async () => {
       const cut = await Sandbox.create('base', opts);
-      const starts = () => e2b.requests().filter((r) => r.sandboxId === cut.sandboxId && r.path.endsWith('/Start')).length;
+      const starts = () =>
+        e2b.requests().filter((r) => r.sandboxId === cut.sandboxId && r.path.endsWith('/Start')).length;
       const before = starts();
       const inFlight = cut.commands.run('sleep 30; echo late').catch((e: unknown) => e);
       await pollUntil(starts, (n) => n > before, SETTLE_MS, 20);
@@ -393,7 +486,11 @@ needs('bubblewrap').describe('the local E2B service, through the real SDK', () =
       await other.commands.run(mark, { background: true });
       const root = e2b.hostPath(sbx.sandboxId, '/home/user').split(`/${sbx.sandboxId}/`)[0]!;
       // bwrap (its command line names the root) and everything under it: the agents, the sleeps.
-      const tree = descendants(listProcesses().filter((p) => p.cmdline.includes(root)).map((p) => p.pid));
+      const tree = descendants(
+        listProcesses()
+          .filter((p) => p.cmdline.includes(root))
+          .map((p) => p.pid),
+      );
       expect(tree.size).toBeGreaterThanOrEqual(8);
       expect(listProcesses().filter((p) => p.cmdline === mark)).toHaveLength(2);
       await e2b.stop();

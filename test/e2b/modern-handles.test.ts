@@ -9,7 +9,10 @@ import { expectedNotes, runModelLoop } from '../support/model-loop';
 wireDescribe.each(NODES)('on %s', (_name, node) => {
   const suite = suiteWire(node);
 
-  it.each([['2026-07-28', 'modern'], ['2025-11-25', 'legacy']] as const)('keeps Python state and files across the loop on %s, in one E2B sandbox', async (version, era) => {
+  it.each([
+    ['2026-07-28', 'modern'],
+    ['2025-11-25', 'legacy'],
+  ] as const)('keeps Python state and files across the loop on %s, in one E2B sandbox', async (version, era) => {
     const outcome = await runModelLoop(suite.wire.server.url, WIRE_TOKEN, era);
     expect(outcome.handles.size).toBe(version === '2026-07-28' ? 1 : 0);
     expect(outcome.counter).toBe(String(outcome.increments));

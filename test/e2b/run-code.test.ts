@@ -22,16 +22,28 @@ const PNG_B64 = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8B
 wireDescribe.each(NODES)('run_code on E2B, server on %s', (_name, node) => {
   const suite = suiteWire(node);
 
-  const run = async (code: string, extra: Record<string, unknown> = {}): Promise<{ result: ToolResult; out: CodeOut }> => {
+  const run = async (
+    code: string,
+    extra: Record<string, unknown> = {},
+  ): Promise<{ result: ToolResult; out: CodeOut }> => {
     const result = await suite.client.callTool('run_code', { code, ...extra });
     return { result, out: result.structuredContent as unknown as CodeOut };
   };
 
   it('keeps variables between calls and returns the last expression and printed output', async () => {
-    expect((await run('import math\nside = 7\nprint("set")')).out).toMatchObject({ stdout: 'set\n', results: [], error: null });
+    expect((await run('import math\nside = 7\nprint("set")')).out).toMatchObject({
+      stdout: 'set\n',
+      results: [],
+      error: null,
+    });
     const { result, out } = await run('side * side + math.floor(math.pi)');
     expect(result.isError).toBeFalsy();
-    expect(out).toMatchObject({ results: [{ type: 'text', text: '52' }], error: null, timed_out: false, state_lost: false });
+    expect(out).toMatchObject({
+      results: [{ type: 'text', text: '52' }],
+      error: null,
+      timed_out: false,
+      state_lost: false,
+    });
   });
 
   it('streams a long execution through, keeping head and tail of its output, and the state', async () => {
@@ -55,7 +67,9 @@ wireDescribe.each(NODES)('run_code on E2B, server on %s', (_name, node) => {
 
   // E2B's interpreter strips one pair of quotes from a result's text (its server's Result model): 'a' comes back as a.
   it('passes env to the code', async () => {
-    expect((await run('import os\nos.environ.get("WIRE_GREETING")', { env: { WIRE_GREETING: 'hi there' } })).out.results).toEqual([{ type: 'text', text: 'hi there' }]);
+    expect(
+      (await run('import os\nos.environ.get("WIRE_GREETING")', { env: { WIRE_GREETING: 'hi there' } })).out.results,
+    ).toEqual([{ type: 'text', text: 'hi there' }]);
   });
 
   it('returns an exception with its name, value and traceback', async () => {
@@ -84,12 +98,18 @@ wireDescribe.each(NODES)('run_code on E2B, server on %s', (_name, node) => {
   it('interrupts cancelled code, kills what it started, and keeps the state', async () => {
     await run('survivor = "still here"');
     const controller = new AbortController();
-    const call = suite.client.callTool('run_code', { code: 'import subprocess\nsubprocess.run(["sleep", "1005"])' }, { signal: controller.signal });
+    const call = suite.client.callTool(
+      'run_code',
+      { code: 'import subprocess\nsubprocess.run(["sleep", "1005"])' },
+      { signal: controller.signal },
+    );
     const outcome = call.then(
       () => 'resolved',
       () => 'rejected',
     );
-    const sleeping = async (): Promise<boolean> => ok<{ exit_code: number }>(await suite.client.callTool('run_command', { command: "pgrep -f 'sleep 100[5]'" })).exit_code === 0;
+    const sleeping = async (): Promise<boolean> =>
+      ok<{ exit_code: number }>(await suite.client.callTool('run_command', { command: "pgrep -f 'sleep 100[5]'" }))
+        .exit_code === 0;
     await pollUntil(sleeping, (yes) => yes, SETTLE_MS, 200);
     controller.abort();
     expect(await outcome).toBe('rejected');
@@ -107,7 +127,9 @@ wireDescribe.each(NODES)('run_code on an E2B template without an interpreter, se
 
   it('says the template has no code interpreter, and run_command still works', async () => {
     const client = await wire.connect();
-    expect(failure(await client.callTool('run_code', { code: '1 + 1' }))).toMatch(/template "base" has no code interpreter.*use run_command/);
+    expect(failure(await client.callTool('run_code', { code: '1 + 1' }))).toMatch(
+      /template "base" has no code interpreter.*use run_command/,
+    );
     expect(ok(await client.callTool('run_command', { command: 'echo fine' }))).toMatchObject({ stdout: 'fine\n' });
   });
 });

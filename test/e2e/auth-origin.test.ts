@@ -48,7 +48,7 @@ describe('bearer tokens from MCP_AUTH_TOKENS', () => {
     }
   });
 
-  it('binds a session to its credential: token B presenting token A\'s session gets 404, and A keeps it', async () => {
+  it("binds a session to its credential: token B presenting token A's session gets 404, and A keeps it", async () => {
     const { sessionId, headers } = await openSession(server.url, TOKEN_A);
     const asB = await postMcp(server.url, rpc('tools/list'), authed(TOKEN_B, sessionId));
     expect(asB.status).toBe(404);
@@ -64,13 +64,16 @@ describe('bearer tokens from MCP_AUTH_TOKEN_FILE', () => {
   let server: StartedServer;
   beforeAll(async () => {
     const file = join(mkdtempSync(join(tmpdir(), 'mcp-tokens-')), 'tokens');
-    writeFileSync(file, `# tokens for the e2e suite\n${FILE_TOKENS[0]}\n\n   ${FILE_TOKENS[1]}   # the second one\n`, { mode: 0o600 });
+    writeFileSync(file, `# tokens for the e2e suite\n${FILE_TOKENS[0]}\n\n   ${FILE_TOKENS[1]}   # the second one\n`, {
+      mode: 0o600,
+    });
     server = await startServer({ env: { MCP_AUTH_TOKEN_FILE: file } });
   });
 
   it('accepts every token listed in the file and ignores comments and blank lines', async () => {
     for (const token of FILE_TOKENS) expect((await initialize(server.url, authed(token))).status).toBe(200);
-    for (const notToken of ['#', 'tokens', 'the']) expect((await initialize(server.url, authed(notToken))).status).toBe(401);
+    for (const notToken of ['#', 'tokens', 'the'])
+      expect((await initialize(server.url, authed(notToken))).status).toBe(401);
   });
 });
 
@@ -84,7 +87,9 @@ describe('a configured but empty token list', () => {
     for (const headers of [{}, authed('anything-at-all-0123456789'), { authorization: 'Bearer ' }]) {
       expect((await initialize(server.url, headers)).status).toBe(401);
     }
-    expect((await postMcp(server.url, rpc('tools/list'), authed('x', 'some-session-id-0123456789abcdef'))).status).toBe(401);
+    expect((await postMcp(server.url, rpc('tools/list'), authed('x', 'some-session-id-0123456789abcdef'))).status).toBe(
+      401,
+    );
     const health = await request(`${server.origin}/health`);
     expect(health.status).toBe(200);
     expect(health.json).toMatchObject({ status: expect.any(String) });
@@ -117,10 +122,16 @@ describe('start-up', () => {
   });
 
   it('names every bad setting in one start-up message', async () => {
-    const run = await runServerToExit({ MCP_SESSION_IDLE_TTL_S: 'abc', MCP_MAX_SESSIONS: '-1', MCP_MAX_BODY_BYTES: 'lots', LOG_LEVEL: 'chatty' });
+    const run = await runServerToExit({
+      MCP_SESSION_IDLE_TTL_S: 'abc',
+      MCP_MAX_SESSIONS: '-1',
+      MCP_MAX_BODY_BYTES: 'lots',
+      LOG_LEVEL: 'chatty',
+    });
     expect(run.code).not.toBe(0);
     expect(run.code).not.toBeNull();
-    for (const name of ['MCP_SESSION_IDLE_TTL_S', 'MCP_MAX_SESSIONS', 'MCP_MAX_BODY_BYTES', 'LOG_LEVEL']) expect(run.stderr).toContain(name);
+    for (const name of ['MCP_SESSION_IDLE_TTL_S', 'MCP_MAX_SESSIONS', 'MCP_MAX_BODY_BYTES', 'LOG_LEVEL'])
+      expect(run.stderr).toContain(name);
   });
 });
 
@@ -128,7 +139,16 @@ describe('Origin and Host checks with the default (loopback) policy', () => {
   let server: StartedServer;
   const init = JSON.stringify(initializeBody());
   const post = (headers: Record<string, string>) =>
-    nodeHttp(server.url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...authed(TOKEN_A), ...headers }, body: init });
+    nodeHttp(server.url, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        ...authed(TOKEN_A),
+        ...headers,
+      },
+      body: init,
+    });
   beforeAll(async () => {
     server = await startServer({ env: { MCP_AUTH_TOKENS: TOKEN_A } });
   });
@@ -139,11 +159,14 @@ describe('Origin and Host checks with the default (loopback) policy', () => {
     expect((await post({ host: `localhost:${server.port}` })).status).toBe(200);
   });
 
-  it.each(['http://evil.example.com', 'null', 'http://localhost.evil.example.com'])('answers 403 to the Origin %s', async (origin) => {
-    const res = await initialize(server.url, { ...authed(TOKEN_A), origin });
-    expect(res.status).toBe(403);
-    expect(res.headers.get('mcp-session-id')).toBeNull();
-  });
+  it.each(['http://evil.example.com', 'null', 'http://localhost.evil.example.com'])(
+    'answers 403 to the Origin %s',
+    async (origin) => {
+      const res = await initialize(server.url, { ...authed(TOKEN_A), origin });
+      expect(res.status).toBe(403);
+      expect(res.headers.get('mcp-session-id')).toBeNull();
+    },
+  );
 
   it('serves a loopback Origin, echoing it and exposing Mcp-Session-Id to the page', async () => {
     const res = await initialize(server.url, { ...authed(TOKEN_A), origin: 'http://localhost:3000' });
@@ -170,7 +193,12 @@ describe('MCP_ALLOWED_ORIGINS and MCP_ALLOWED_HOSTS', () => {
     const ok = await initialize(origins.url, { ...authed(TOKEN_A), origin: 'https://app.example.com' });
     expect(ok.status).toBe(200);
     expect(ok.headers.get('access-control-allow-origin')).toBe('https://app.example.com');
-    for (const origin of ['http://app.example.com', 'https://app.example.com.evil.example', 'https://evil.example.com', 'http://localhost:3000']) {
+    for (const origin of [
+      'http://app.example.com',
+      'https://app.example.com.evil.example',
+      'https://evil.example.com',
+      'http://localhost:3000',
+    ]) {
       expect((await initialize(origins.url, { ...authed(TOKEN_A), origin })).status).toBe(403);
     }
   });
@@ -179,7 +207,12 @@ describe('MCP_ALLOWED_ORIGINS and MCP_ALLOWED_HOSTS', () => {
     const post = (host: string) =>
       nodeHttp(hosts.url, {
         method: 'POST',
-        headers: { host, 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...authed(TOKEN_A) },
+        headers: {
+          host,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          ...authed(TOKEN_A),
+        },
         body: JSON.stringify(initializeBody()),
       });
     expect((await post('mcp.example.com')).status).toBe(200);
@@ -205,10 +238,20 @@ describe('logs', () => {
     const lines = logs.filter((l) => l.msg === 'request');
     expect(lines).toHaveLength(sent);
     for (const line of lines) {
-      expect(line).toMatchObject({ method: expect.any(String), path: '/mcp', status: expect.any(Number), duration_ms: expect.any(Number) });
+      expect(line).toMatchObject({
+        method: expect.any(String),
+        path: '/mcp',
+        status: expect.any(Number),
+        duration_ms: expect.any(Number),
+      });
     }
     const served = lines.filter((l) => l.method === 'POST' && (l.status === 200 || l.status === 202));
-    expect(served.map((l) => l.mcp_method)).toEqual(['initialize', 'notifications/initialized', 'tools/list', 'tools/call']);
+    expect(served.map((l) => l.mcp_method)).toEqual([
+      'initialize',
+      'notifications/initialized',
+      'tools/list',
+      'tools/call',
+    ]);
     for (const line of served) {
       expect(line).toMatchObject({ era: 'legacy', session: expect.stringMatching(/^[0-9a-f]{8,16}$/) });
     }

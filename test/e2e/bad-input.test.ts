@@ -2,7 +2,16 @@
 import { connect } from 'node:net';
 
 import { ACCEPT_BOTH, initializeBody, postMcp, request } from '../support/http';
-import { authed, errorCodeOf, errorOf, expectServing, messagesOf, openSession, rawHttpStatus, rpc } from '../support/raw-session';
+import {
+  authed,
+  errorCodeOf,
+  errorOf,
+  expectServing,
+  messagesOf,
+  openSession,
+  rawHttpStatus,
+  rpc,
+} from '../support/raw-session';
 import { startServer, stopAllServers, type StartedServer } from '../support/server';
 
 const TOKEN = 'bad-input-token-0123456789abcdef';
@@ -10,12 +19,16 @@ const MAX_BODY = 65_536;
 
 afterAll(stopAllServers);
 
-
 /**
  * POSTs a chunked body (no Content-Length) of `chunks` × 10 KB inside a JSON string; when `hold` is given,
  * the stream stalls after 70 KB until it settles. Resolves with the status, or with how fetch failed.
  */
-async function postStreamed(url: string, headers: Record<string, string>, chunks: number, hold?: Promise<void>): Promise<number | string> {
+async function postStreamed(
+  url: string,
+  headers: Record<string, string>,
+  chunks: number,
+  hold?: Promise<void>,
+): Promise<number | string> {
   const encoder = new TextEncoder();
   let sent = 0;
   const body = new ReadableStream<Uint8Array>({
@@ -66,11 +79,14 @@ describe('malformed requests', () => {
 
   const NOT_JSON_RPC = ['{"hello":1}', '[]', '42', '"x"', 'null', '[1,2]'];
 
-  it.each(NOT_JSON_RPC)('answers the JSON %s, which is no JSON-RPC message, with 400 and -32600 Invalid Request', async (body) => {
-    const res = await postMcp(server.url, body, authed(TOKEN));
-    expect(res.status).toBe(400);
-    expect(errorCodeOf(res)).toBe(-32600);
-  });
+  it.each(NOT_JSON_RPC)(
+    'answers the JSON %s, which is no JSON-RPC message, with 400 and -32600 Invalid Request',
+    async (body) => {
+      const res = await postMcp(server.url, body, authed(TOKEN));
+      expect(res.status).toBe(400);
+      expect(errorCodeOf(res)).toBe(-32600);
+    },
+  );
 
   it('answers JSON that is no JSON-RPC message inside a session with 400 and -32600 Invalid Request too', async () => {
     const answers: Record<string, [number, number | undefined]> = {};
@@ -82,7 +98,9 @@ describe('malformed requests', () => {
   });
 
   it('answers a body over MCP_MAX_BODY_BYTES with 413 when Content-Length announces it', async () => {
-    const big = JSON.stringify(rpc('tools/call', 1, { name: 'write_file', arguments: { path: 'big.txt', content: 'x'.repeat(100_000) } }));
+    const big = JSON.stringify(
+      rpc('tools/call', 1, { name: 'write_file', arguments: { path: 'big.txt', content: 'x'.repeat(100_000) } }),
+    );
     const res = await postMcp(server.url, big, headers);
     expect(res.status).toBe(413);
     expect(errorOf(res)?.message).toContain('MCP_MAX_BODY_BYTES');
@@ -119,7 +137,9 @@ describe('malformed requests', () => {
         const socket = connect(server.port, '127.0.0.1');
         let received = '';
         socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')));
-        socket.on('error', (err: NodeJS.ErrnoException) => resolve(received.startsWith('HTTP/1.1 ') ? received.slice(9, 12) : `error ${err.code ?? err.message}`));
+        socket.on('error', (err: NodeJS.ErrnoException) =>
+          resolve(received.startsWith('HTTP/1.1 ') ? received.slice(9, 12) : `error ${err.code ?? err.message}`),
+        );
         socket.on('close', () => resolve(received.slice(9, 12)));
         socket.end(Buffer.concat([Buffer.from(`${head}\r\n\r\n`), body]));
       });
@@ -130,9 +150,19 @@ describe('malformed requests', () => {
 
   it('answers a request with two Host headers with 400 (RFC 9112 §3.2), in a session too', async () => {
     const lines = (extra: string[]): string =>
-      ['POST /mcp HTTP/1.1', 'Host: 127.0.0.1', 'Host: evil.example', 'Content-Type: application/json', `Accept: ${ACCEPT_BOTH}`, `Authorization: Bearer ${TOKEN}`, ...extra].join('\r\n');
+      [
+        'POST /mcp HTTP/1.1',
+        'Host: 127.0.0.1',
+        'Host: evil.example',
+        'Content-Type: application/json',
+        `Accept: ${ACCEPT_BOTH}`,
+        `Authorization: Bearer ${TOKEN}`,
+        ...extra,
+      ].join('\r\n');
     expect(await rawHttpStatus(server.url, lines([]), JSON.stringify(initializeBody()))).toBe(400);
-    const inSession = Object.entries(headers).map(([name, value]) => `${name}: ${value}`).filter((line) => !line.startsWith('authorization'));
+    const inSession = Object.entries(headers)
+      .map(([name, value]) => `${name}: ${value}`)
+      .filter((line) => !line.startsWith('authorization'));
     expect(await rawHttpStatus(server.url, lines(inSession), JSON.stringify(rpc('tools/list')))).toBe(400);
   });
 
@@ -156,13 +186,21 @@ describe('malformed requests', () => {
   };
 
   it('answers an argument the schema does not declare with an isError result naming it', async () => {
-    const res = await postMcp(server.url, rpc('tools/call', 6, { name: 'run_command', arguments: { command: 'true', colour: 'blue' } }), headers);
+    const res = await postMcp(
+      server.url,
+      rpc('tools/call', 6, { name: 'run_command', arguments: { command: 'true', colour: 'blue' } }),
+      headers,
+    );
     expect(res.status).toBe(200);
     expect(toolErrorText(res)).toMatch(/Invalid arguments for run_command.*colour/s);
   });
 
   it('answers an argument of the wrong type, or a missing one, with an isError result naming it', async () => {
-    const wrong = await postMcp(server.url, rpc('tools/call', 7, { name: 'run_command', arguments: { command: 42 } }), headers);
+    const wrong = await postMcp(
+      server.url,
+      rpc('tools/call', 7, { name: 'run_command', arguments: { command: 42 } }),
+      headers,
+    );
     expect(toolErrorText(wrong)).toMatch(/Invalid arguments for run_command.*command/s);
     const missing = await postMcp(server.url, rpc('tools/call', 8, { name: 'run_code', arguments: {} }), headers);
     expect(toolErrorText(missing)).toMatch(/Invalid arguments for run_code.*code/s);

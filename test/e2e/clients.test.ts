@@ -6,7 +6,18 @@ import { initializeBody, postMcp } from '../support/http';
 import { startServer, stopAllServers, type StartedServer, workspacesIn } from '../support/server';
 
 const TOKEN = 'e2e-token-0123456789abcdef';
-const EXPECTED_TOOLS = ['run_code', 'run_command', 'read_file', 'write_file', 'list_files', 'edit_file', 'sandbox_status', 'manage_process', 'get_preview_url', 'reset_sandbox'];
+const EXPECTED_TOOLS = [
+  'run_code',
+  'run_command',
+  'read_file',
+  'write_file',
+  'list_files',
+  'edit_file',
+  'sandbox_status',
+  'manage_process',
+  'get_preview_url',
+  'reset_sandbox',
+];
 
 let server: StartedServer;
 beforeAll(async () => {
@@ -42,19 +53,33 @@ describe.each(['v2', 'v1'] as const)('the %s client', (kind) => {
 
     expect((await client.callTool('run_code', { code: 'import math\nradius = 2' })).isError).toBeFalsy();
     const area = await client.callTool('run_code', { code: 'print("area"); round(math.pi * radius ** 2, 3)' });
-    expect(area.structuredContent).toMatchObject({ stdout: 'area\n', results: [{ type: 'text', text: '12.566' }], error: null, state_lost: false });
+    expect(area.structuredContent).toMatchObject({
+      stdout: 'area\n',
+      results: [{ type: 'text', text: '12.566' }],
+      error: null,
+      state_lost: false,
+    });
 
     const failed = await client.callTool('run_code', { code: 'raise ValueError("bad value")' });
     expect(failed.isError).toBe(true);
     expect(failed.structuredContent).toMatchObject({ error: { name: 'ValueError', value: 'bad value' } });
     expect((failed.structuredContent?.error as { traceback: string }).traceback).toContain('Traceback');
 
-    const written = await client.callTool('write_file', { path: 'src/app.py', content: 'print("hello")\nprint("bye")\n' });
+    const written = await client.callTool('write_file', {
+      path: 'src/app.py',
+      content: 'print("hello")\nprint("bye")\n',
+    });
     expect(written.structuredContent).toMatchObject({ bytes_written: 28, created: true });
     const path = written.structuredContent?.path as string;
 
     const read = await client.callTool('read_file', { path: 'src/app.py', offset: 2, limit: 1 });
-    expect(read.structuredContent).toMatchObject({ content: 'print("bye")\n', start_line: 2, end_line: 2, total_lines: 2, next_offset: null });
+    expect(read.structuredContent).toMatchObject({
+      content: 'print("bye")\n',
+      start_line: 2,
+      end_line: 2,
+      total_lines: 2,
+      next_offset: null,
+    });
 
     const edited = await client.callTool('edit_file', { path: 'src/app.py', old_string: 'hello', new_string: 'hi' });
     expect(edited.structuredContent).toMatchObject({ replacements: 1 });
@@ -81,11 +106,15 @@ describe.each(['v2', 'v1'] as const)('the %s client', (kind) => {
     await client.terminate();
     // DELETE killed the sandbox: its workspace is gone, and the id is unknown from now on.
     expect(existsSync(`${server.sandboxRoot}/${workspaces[0]}`)).toBe(false);
-    const after = await postMcp(server.url, { jsonrpc: '2.0', id: 9, method: 'tools/list' }, {
-      authorization: `Bearer ${TOKEN}`,
-      'mcp-session-id': sessionId ?? '',
-      'mcp-protocol-version': '2025-11-25',
-    });
+    const after = await postMcp(
+      server.url,
+      { jsonrpc: '2.0', id: 9, method: 'tools/list' },
+      {
+        authorization: `Bearer ${TOKEN}`,
+        'mcp-session-id': sessionId ?? '',
+        'mcp-protocol-version': '2025-11-25',
+      },
+    );
     expect(after.status).toBe(404);
     expect(after.json).toMatchObject({ error: { code: -32001 } });
   });
@@ -102,13 +131,23 @@ describe.each(['v2', 'v1'] as const)('the %s client', (kind) => {
 });
 
 it('answers initialize with the version the client asked for, or the preferred one, as /health says', async () => {
-  const health = (await (await fetch(`${server.origin}/health`)).json()) as { protocol: { preferred: string; transports: { http: string[] } } };
+  const health = (await (await fetch(`${server.origin}/health`)).json()) as {
+    protocol: { preferred: string; transports: { http: string[] } };
+  };
   // The 2026-07-28 revision has no initialize (test/core/health-protocols.test.ts): the 2025 era negotiates.
   const negotiated = health.protocol.transports.http.filter((version) => version < '2026-07-28');
   expect(negotiated).toEqual(['2025-11-25', '2025-06-18', '2025-03-26']);
   for (const asked of [...negotiated, '2024-11-05', '1999-01-01', undefined]) {
     // A client that asks for no version sends no protocolVersion at all.
-    const body = asked === undefined ? { jsonrpc: '2.0', id: 1, method: 'initialize', params: { capabilities: {}, clientInfo: { name: 'no-version', version: '1' } } } : initializeBody(asked);
+    const body =
+      asked === undefined
+        ? {
+            jsonrpc: '2.0',
+            id: 1,
+            method: 'initialize',
+            params: { capabilities: {}, clientInfo: { name: 'no-version', version: '1' } },
+          }
+        : initializeBody(asked);
     const res = await postMcp(server.url, body, { authorization: `Bearer ${TOKEN}` });
     const expected = asked !== undefined && negotiated.includes(asked) ? asked : health.protocol.preferred;
     expect(res.status).toBe(200);

@@ -20,7 +20,8 @@ function logIndex(server: StartedServer, predicate: (line: Record<string, unknow
   return server.logs().findIndex(predicate);
 }
 
-const isInitializeLine = (line: Record<string, unknown>): boolean => line.msg === 'request' && line.mcp_method === 'initialize';
+const isInitializeLine = (line: Record<string, unknown>): boolean =>
+  line.msg === 'request' && line.mcp_method === 'initialize';
 const isCoreLoaded = (line: Record<string, unknown>): boolean => line.msg === 'core loaded';
 
 /** The answer's headers that matter to a client, without the per-session and per-moment values. */
@@ -64,26 +65,31 @@ describe.each(['v1', 'v2'] as const)('the official %s client on a cold instance'
   });
 });
 
-it.each(HTTP_PROTOCOL_VERSIONS)('answers initialize at %s with the same bytes, headers and log line as the core does', async (version) => {
-  const server = await startServer();
-  const early = await postMcp(server.url, initializeBody(version, 'first'));
-  await waitForLogs(server, (logs) => logs.some(isCoreLoaded));
-  const core = await postMcp(server.url, initializeBody(version, 'first'));
-  expect([early.status, core.status]).toEqual([200, 200]);
-  expect(early.text).toBe(core.text);
-  expect(stableHeaders(early)).toEqual(stableHeaders(core));
-  expect(early.headers.get('mcp-session-id')).toMatch(/^[A-Za-z0-9_-]{22}\.[0-9a-z]+\.[A-Za-z0-9_-]{22}$/);
-  const logs = server.logs();
-  const lines = logs.filter(isInitializeLine);
-  expect(lines).toHaveLength(2);
-  expect(logs.indexOf(lines[0] ?? {})).toBeLessThan(logs.findIndex(isCoreLoaded));
-  expect(logs.indexOf(lines[1] ?? {})).toBeGreaterThan(logs.findIndex(isCoreLoaded));
-  const fields = (line: Record<string, unknown>): string[] => Object.keys(line).filter((k) => k !== 'duration_ms' && k !== 'time' && k !== 'request_id');
-  const values = (line: Record<string, unknown>): unknown[] => fields(line).map((k) => (k === 'session' ? typeof line[k] : line[k]));
-  expect(fields(lines[0] ?? {})).toEqual(fields(lines[1] ?? {}));
-  expect(values(lines[0] ?? {})).toEqual(values(lines[1] ?? {}));
-  await server.stop();
-});
+it.each(HTTP_PROTOCOL_VERSIONS)(
+  'answers initialize at %s with the same bytes, headers and log line as the core does',
+  async (version) => {
+    const server = await startServer();
+    const early = await postMcp(server.url, initializeBody(version, 'first'));
+    await waitForLogs(server, (logs) => logs.some(isCoreLoaded));
+    const core = await postMcp(server.url, initializeBody(version, 'first'));
+    expect([early.status, core.status]).toEqual([200, 200]);
+    expect(early.text).toBe(core.text);
+    expect(stableHeaders(early)).toEqual(stableHeaders(core));
+    expect(early.headers.get('mcp-session-id')).toMatch(/^[A-Za-z0-9_-]{22}\.[0-9a-z]+\.[A-Za-z0-9_-]{22}$/);
+    const logs = server.logs();
+    const lines = logs.filter(isInitializeLine);
+    expect(lines).toHaveLength(2);
+    expect(logs.indexOf(lines[0] ?? {})).toBeLessThan(logs.findIndex(isCoreLoaded));
+    expect(logs.indexOf(lines[1] ?? {})).toBeGreaterThan(logs.findIndex(isCoreLoaded));
+    const fields = (line: Record<string, unknown>): string[] =>
+      Object.keys(line).filter((k) => k !== 'duration_ms' && k !== 'time' && k !== 'request_id');
+    const values = (line: Record<string, unknown>): unknown[] =>
+      fields(line).map((k) => (k === 'session' ? typeof line[k] : line[k]));
+    expect(fields(lines[0] ?? {})).toEqual(fields(lines[1] ?? {}));
+    expect(values(lines[0] ?? {})).toEqual(values(lines[1] ?? {}));
+    await server.stop();
+  },
+);
 
 it('keeps nothing for a session answered early: it is held once the core opens it on its next request', async () => {
   const server = await startServer();
@@ -91,7 +97,11 @@ it('keeps nothing for a session answered early: it is held once the core opens i
   const sessionId = init.headers.get('mcp-session-id') ?? '';
   await waitForLogs(server, (logs) => logs.some(isCoreLoaded));
   expect(await healthOf(server)).toMatchObject({ sessions: 0 });
-  const initialized = await postMcp(server.url, { jsonrpc: '2.0', method: 'notifications/initialized' }, authed(undefined, sessionId));
+  const initialized = await postMcp(
+    server.url,
+    { jsonrpc: '2.0', method: 'notifications/initialized' },
+    authed(undefined, sessionId),
+  );
   expect(initialized.status).toBe(202);
   expect(await healthOf(server)).toMatchObject({ sessions: 1 });
   await server.stop();
@@ -125,7 +135,11 @@ it('binds an id answered early to its credential even before the core opened it'
   const server = await startServer({ env: { MCP_AUTH_TOKENS: `${TOKEN_A},${TOKEN_B}` } });
   const init = await postMcp(server.url, initializeBody(), { authorization: `Bearer ${TOKEN_A}` });
   const sessionId = init.headers.get('mcp-session-id') ?? '';
-  const foreign = await postMcp(server.url, { jsonrpc: '2.0', method: 'notifications/initialized' }, authed(TOKEN_B, sessionId));
+  const foreign = await postMcp(
+    server.url,
+    { jsonrpc: '2.0', method: 'notifications/initialized' },
+    authed(TOKEN_B, sessionId),
+  );
   expect(foreign.status).toBe(404);
   const own = await postMcp(server.url, rpc('tools/list', 2), authed(TOKEN_A, sessionId));
   expect(own.status).toBe(200);
@@ -136,7 +150,11 @@ it('serves many sessions initialized at once on a cold instance', async () => {
   const server = await startServer();
   const sessions = await Promise.all(Array.from({ length: 24 }, () => openSession(server.url, undefined)));
   expect(new Set(sessions.map((s) => s.sessionId)).size).toBe(24);
-  const answers = await Promise.all(sessions.map((s, i) => postMcp(server.url, rpc('tools/call', i, { name: 'sandbox_status', arguments: {} }), s.headers)));
+  const answers = await Promise.all(
+    sessions.map((s, i) =>
+      postMcp(server.url, rpc('tools/call', i, { name: 'sandbox_status', arguments: {} }), s.headers),
+    ),
+  );
   for (const answer of answers) {
     expect(answer.status).toBe(200);
     expect(messagesOf(answer)[0]).toMatchObject({ result: { structuredContent: { backend: 'local' } } });
@@ -145,7 +163,13 @@ it('serves many sessions initialized at once on a cold instance', async () => {
 });
 
 /** First requests that the early path leaves to the core, and what the core answers. */
-const FIRST_REQUESTS: Array<{ name: string; body: unknown; headers?: Record<string, string>; status: number; check?: (res: RawResponse) => void }> = [
+const FIRST_REQUESTS: Array<{
+  name: string;
+  body: unknown;
+  headers?: Record<string, string>;
+  status: number;
+  check?: (res: RawResponse) => void;
+}> = [
   {
     name: 'a browser origin (CORS headers)',
     body: initializeBody(),
@@ -160,10 +184,25 @@ const FIRST_REQUESTS: Array<{ name: string; body: unknown; headers?: Record<stri
   { name: 'a batch', body: [initializeBody()], status: 400 },
   { name: 'initialize without params', body: { jsonrpc: '2.0', id: 1, method: 'initialize' }, status: 400 },
   { name: 'tools/list without a session', body: rpc('tools/list'), status: 400 },
-  { name: 'a session id nobody issued', body: rpc('tools/list'), headers: { 'mcp-session-id': 'nope', 'mcp-protocol-version': '2025-11-25' }, status: 404 },
+  {
+    name: 'a session id nobody issued',
+    body: rpc('tools/list'),
+    headers: { 'mcp-session-id': 'nope', 'mcp-protocol-version': '2025-11-25' },
+    status: 404,
+  },
   {
     name: 'initialize with _meta',
-    body: { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'c', version: '1' }, _meta: { x: 1 } } },
+    body: {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: {
+        protocolVersion: '2025-06-18',
+        capabilities: {},
+        clientInfo: { name: 'c', version: '1' },
+        _meta: { x: 1 },
+      },
+    },
     status: 200,
     check: (res) => expect(res.json).toMatchObject({ result: { protocolVersion: '2025-06-18' } }),
   },
@@ -184,7 +223,11 @@ it('leaves a first request with a foreign Host to the core, which answers 403', 
   const server = await startServer();
   const res = await nodeHttp(server.url, {
     method: 'POST',
-    headers: { host: 'evil.example', 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    headers: {
+      host: 'evil.example',
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+    },
     body: JSON.stringify(initializeBody()),
   });
   expect(res.status).toBe(403);
@@ -193,7 +236,13 @@ it('leaves a first request with a foreign Host to the core, which answers 403', 
 
 it('leaves a first request with two Host headers to the core, which answers 400', async () => {
   const server = await startServer();
-  const head = ['POST /mcp HTTP/1.1', 'Host: 127.0.0.1', 'Host: localhost', 'Content-Type: application/json', 'Accept: application/json, text/event-stream'].join('\r\n');
+  const head = [
+    'POST /mcp HTTP/1.1',
+    'Host: 127.0.0.1',
+    'Host: localhost',
+    'Content-Type: application/json',
+    'Accept: application/json, text/event-stream',
+  ].join('\r\n');
   expect(await rawHttpStatus(server.url, head, JSON.stringify(initializeBody()))).toBe(400);
   expect(server.logs().filter(isInitializeLine)).toEqual([]);
   await server.stop();
@@ -216,8 +265,12 @@ it('counts a session answered early against MCP_MAX_SESSIONS once opened: at the
   expect(server.logs().filter((l) => l.msg === 'session evicted')).toHaveLength(1);
   const call = (headers: Record<string, string>, id: number): Promise<RawResponse> =>
     postMcp(server.url, rpc('tools/call', id, { name: 'run_command', arguments: { command: 'echo back' } }), headers);
-  expect(messagesOf(await call(second.headers, 2))[0]).toMatchObject({ result: { structuredContent: { stdout: 'back\n' } } });
+  expect(messagesOf(await call(second.headers, 2))[0]).toMatchObject({
+    result: { structuredContent: { stdout: 'back\n' } },
+  });
   // Its id is still valid: it is rebuilt like any session this instance let go.
-  expect(messagesOf(await call(first.headers, 3))[0]).toMatchObject({ result: { structuredContent: { stdout: 'back\n' } } });
+  expect(messagesOf(await call(first.headers, 3))[0]).toMatchObject({
+    result: { structuredContent: { stdout: 'back\n' } },
+  });
   await server.stop();
 });

@@ -13,7 +13,12 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-import { CONFORMANCE_DIR, type ConformanceCheck, conformanceEntry, runConformance as run } from '../support/conformance';
+import {
+  CONFORMANCE_DIR,
+  type ConformanceCheck,
+  conformanceEntry,
+  runConformance as run,
+} from '../support/conformance';
 import { startServer, stopAllServers, type StartedServer } from '../support/server';
 import { needs } from '../support/needs';
 
@@ -76,7 +81,8 @@ function readExpectedFailures(file: string): Map<string, string[]> {
   return expected;
 }
 
-const describeCheck = (c: ConformanceCheck): string => `${c.id} ${c.status}${c.errorMessage ? ` ${c.errorMessage}` : ''}`;
+const describeCheck = (c: ConformanceCheck): string =>
+  `${c.id} ${c.status}${c.errorMessage ? ` ${c.errorMessage}` : ''}`;
 
 /**
  * Waits until the server has written nothing for 200 ms (at most 20 s), so that its log has every request of
@@ -118,7 +124,11 @@ describeIfInstalled('the MCP conformance suite, 2026-07-28 (0.2.0-alpha.12)', ()
     '%s: every check passes except the listed ones, which fail',
     async (scenario) => {
       const offset = server.stdout().length;
-      const run = await runConformance(server.url, ['--scenario', scenario, '--spec-version', MODERN_VERSION], SCENARIO_TIMEOUT_MS);
+      const run = await runConformance(
+        server.url,
+        ['--scenario', scenario, '--spec-version', MODERN_VERSION],
+        SCENARIO_TIMEOUT_MS,
+      );
       await settle(server);
       const listed = expectedFailures.get(scenario) ?? [];
       const unexpected = run.checks.filter((c) => !PASSING.has(c.status) && !listed.includes(c.id)).map(describeCheck);
@@ -155,7 +165,11 @@ describeIfInstalled('the MCP conformance suite, 2026-07-28 (0.2.0-alpha.12)', ()
     `%s (${LEGACY_VERSION}) passes on the 2025-era lane`,
     async (scenario) => {
       const offset = server.stdout().length;
-      const run = await runConformance(server.url, ['--scenario', scenario, '--spec-version', LEGACY_VERSION], SCENARIO_TIMEOUT_MS);
+      const run = await runConformance(
+        server.url,
+        ['--scenario', scenario, '--spec-version', LEGACY_VERSION],
+        SCENARIO_TIMEOUT_MS,
+      );
       await settle(server);
       const eras = erasSince(server, offset);
       expect({

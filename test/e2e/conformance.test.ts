@@ -44,7 +44,13 @@ describeIfInstalled('the MCP conformance suite', () => {
     async (scenario) => {
       const run = await runConformance(server.url, ['--scenario', scenario], SCENARIO_TIMEOUT_MS);
       // One object, so that a failure shows the exit, the failed checks and the suite's whole output together.
-      expect({ code: run.code, signal: run.signal, badChecks: run.badChecks, failure: run.output.includes('FAILURE'), output: run.output }).toEqual({
+      expect({
+        code: run.code,
+        signal: run.signal,
+        badChecks: run.badChecks,
+        failure: run.output.includes('FAILURE'),
+        output: run.output,
+      }).toEqual({
         code: 0,
         signal: null,
         badChecks: [],

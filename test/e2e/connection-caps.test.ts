@@ -14,10 +14,19 @@ const PROXY = '127.0.0.2';
 afterAll(() => stopAllServers());
 
 /** `count` connections, all open before any sends a byte, each then sending `request(i)`; resolves with every head. */
-async function concurrently(server: StartedServer, count: number, localAddress: string, request: (i: number) => string): Promise<RawConnection[]> {
+async function concurrently(
+  server: StartedServer,
+  count: number,
+  localAddress: string,
+  request: (i: number) => string,
+): Promise<RawConnection[]> {
   const conns = await Promise.all(Array.from({ length: count }, () => openFrom(server.port, localAddress)));
   conns.forEach((conn, i) => conn.socket.write(request(i)));
-  for (let i = 0; i < 2_000 && !conns.every((conn) => conn.received().includes('\r\n\r\n') || conn.error() !== undefined); i += 1) {
+  for (
+    let i = 0;
+    i < 2_000 && !conns.every((conn) => conn.received().includes('\r\n\r\n') || conn.error() !== undefined);
+    i += 1
+  ) {
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
   return conns;
@@ -58,7 +67,9 @@ async function closeAll(conns: RawConnection[]): Promise<void> {
 describe('MCP_MAX_CONNECTIONS_PER_PEER=8, MCP_TRUSTED_PROXIES=127.0.0.2', () => {
   let server: StartedServer;
   beforeAll(async () => {
-    server = await startServer({ env: { MCP_AUTH_TOKENS: TOKEN, MCP_MAX_CONNECTIONS_PER_PEER: '8', MCP_TRUSTED_PROXIES: PROXY } });
+    server = await startServer({
+      env: { MCP_AUTH_TOKENS: TOKEN, MCP_MAX_CONNECTIONS_PER_PEER: '8', MCP_TRUSTED_PROXIES: PROXY },
+    });
   });
 
   it('answers 20 concurrent initializes from one address of a fresh instance: 8 served, 12 refused 503, none reset', async () => {

@@ -21,7 +21,13 @@ beforeAll(async () => {
 afterAll(stopAllServers);
 
 /** The JSON-RPC answer to a tools/call in the base session. */
-async function callTool(name: string, args: Record<string, unknown>): Promise<{ result?: { isError?: boolean; content?: Array<{ text?: string }> }; error?: { code: number; message: string } }> {
+async function callTool(
+  name: string,
+  args: Record<string, unknown>,
+): Promise<{
+  result?: { isError?: boolean; content?: Array<{ text?: string }> };
+  error?: { code: number; message: string };
+}> {
   const res = await freshPostMcp(server.url, rpc('tools/call', 7, { name, arguments: args }), headers);
   expect(res.status).toBe(200);
   return messagesOf(res).find((m) => m.id === 7) as never;
@@ -34,7 +40,11 @@ function expectRefusedByName(answer: Awaited<ReturnType<typeof callTool>>, named
   expect(answer.result?.content?.[0]?.text).toMatch(named);
 }
 
-const unexpectedFailures = (): unknown[] => server.logs().filter((l) => l.msg === 'tool failed unexpectedly').map((l) => l.error);
+const unexpectedFailures = (): unknown[] =>
+  server
+    .logs()
+    .filter((l) => l.msg === 'tool failed unexpectedly')
+    .map((l) => l.error);
 
 describe('tool arguments that node:child_process refuses (fuzz: tool-args, utf8, huge)', () => {
   // Found as: [tool-args] run_command.command = "a\u0000b"; [utf8] escape \u0000 in run_command.
@@ -45,7 +55,10 @@ describe('tool arguments that node:child_process refuses (fuzz: tool-args, utf8,
 
   // Found as: [tool-args] run_command.env = {"A":"\u0000"}. Now: -32603, "tool failed unexpectedly".
   it('answers an environment value with a NUL byte with an isError result naming the NUL byte', async () => {
-    expectRefusedByName(await callTool('run_command', { command: 'true', env: { A: 'x\u0000y' } }), /NUL|null (byte|character)|\\0/i);
+    expectRefusedByName(
+      await callTool('run_command', { command: 'true', env: { A: 'x\u0000y' } }),
+      /NUL|null (byte|character)|\\0/i,
+    );
   });
 
   // Found as: [huge] 140000-byte command. The schema allows 1,000,000 characters, but one argv string may hold at
@@ -53,7 +66,8 @@ describe('tool arguments that node:child_process refuses (fuzz: tool-args, utf8,
   it('runs a 140 KB command, or refuses it by name; never the generic internal error', async () => {
     const answer = await callTool('run_command', { command: `: ${'x'.repeat(140_000)}`, timeout_ms: 5_000 });
     expect(answer.error).toBeUndefined();
-    if (answer.result?.isError === true) expect(answer.result.content?.[0]?.text).toMatch(/long|size|limit|bytes|E2BIG/i);
+    if (answer.result?.isError === true)
+      expect(answer.result.content?.[0]?.text).toMatch(/long|size|limit|bytes|E2BIG/i);
   });
 
   it('logged none of the above as an unexpected failure', () => {
@@ -68,7 +82,11 @@ describe('initialize sent again inside a session (fuzz: method "request initiali
     for (const params of [undefined, { level: 'debug' }, { protocolVersion: 5 }]) {
       const res = await freshPostMcp(server.url, rpc('initialize', 91, params), headers);
       const answer = messagesOf(res)[0] as { error?: { code: number; message: string } } | undefined;
-      expect({ params, status: res.status, code: answer?.error?.code }).toEqual({ params, status: expect.any(Number), code: expect.any(Number) });
+      expect({ params, status: res.status, code: answer?.error?.code }).toEqual({
+        params,
+        status: expect.any(Number),
+        code: expect.any(Number),
+      });
       expect([200, 400]).toContain(res.status);
       expect([-32600, -32602]).toContain(answer?.error?.code);
       expect(answer?.error?.message).not.toMatch(/"code":\s*"invalid_type"/);
@@ -95,7 +113,9 @@ describe('HTTP methods outside POST/DELETE/OPTIONS/GET (fuzz: http-method)', () 
       socket.on('data', (chunk: Buffer) => (text += chunk.toString('latin1')));
       socket.on('close', () => resolve(Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1] ?? 0)));
       socket.on('error', () => undefined);
-      socket.end(`CONNECT 127.0.0.1:${server.port} HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\nAuthorization: Bearer ${TOKEN}\r\n\r\n`);
+      socket.end(
+        `CONNECT 127.0.0.1:${server.port} HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\nAuthorization: Bearer ${TOKEN}\r\n\r\n`,
+      );
     });
     expect(status).toBe(405);
   });

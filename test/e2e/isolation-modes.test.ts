@@ -6,15 +6,43 @@
  * namespace of the server's own (unshare): the host's bubblewrap is never touched. Needs root (CI runs as root).
  */
 import { execFileSync } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { removeCgroupsOf } from '../support/cgroups';
 import { connectClient, textOf, type TestClient, type ToolResult } from '../support/clients';
 import { removeRootWithDisks } from '../support/disks';
-import { markedSleep, pollUntil, processesOfUid, processesWithCmdline, RUN_MARK, SETTLE_MS, waitUntilGone } from '../support/processes';
-import { findFreePort, makeSandboxRoot, runServerToExit, startServer, stopAllServers, type StartedServer, workspacesIn } from '../support/server';
+import {
+  markedSleep,
+  pollUntil,
+  processesOfUid,
+  processesWithCmdline,
+  RUN_MARK,
+  SETTLE_MS,
+  waitUntilGone,
+} from '../support/processes';
+import {
+  findFreePort,
+  makeSandboxRoot,
+  runServerToExit,
+  startServer,
+  stopAllServers,
+  type StartedServer,
+  workspacesIn,
+} from '../support/server';
 import { needs } from '../support/needs';
 
 const TOKEN = 'e2e-isolation-token-0123456789abcdef';
@@ -24,7 +52,15 @@ const NAMESPACES = ['mnt', 'pid', 'ipc', 'uts', 'net'] as const;
 /** Every variable a sandboxed process starts with (launch.ts); bash adds PWD, SHLVL and _ itself. */
 const BASE_ENV = ['HOME', 'LANG', 'MPLBACKEND', 'PATH', 'PYTHONUNBUFFERED', 'TERM', 'TMPDIR', 'USER'];
 /** What bubblewrap mounts at the sandbox's root: the system directories this host has, /home/user, /tmp, /proc, /dev. */
-const BWRAP_ROOT = [...['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32', '/etc', '/opt'].filter((dir) => existsSync(dir)).map((dir) => dir.slice(1)), 'home', 'tmp', 'proc', 'dev'].sort();
+const BWRAP_ROOT = [
+  ...['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32', '/etc', '/opt']
+    .filter((dir) => existsSync(dir))
+    .map((dir) => dir.slice(1)),
+  'home',
+  'tmp',
+  'proc',
+  'dev',
+].sort();
 const RLIMIT_FSIZE = String(2 * 1024 * 1024 * 1024);
 /** A file a sandbox writes in its /dev/shm (the host's, should isolation fail: removed after the tests). */
 const SHM_MARK = `/dev/shm/mark-${RUN_MARK}`;
@@ -44,13 +80,15 @@ interface CommandOutput {
 }
 
 const outputOf = (result: ToolResult): CommandOutput => result.structuredContent as unknown as CommandOutput;
-const run = async (client: TestClient, command: string): Promise<CommandOutput> => outputOf(await client.callTool('run_command', { command }));
+const run = async (client: TestClient, command: string): Promise<CommandOutput> =>
+  outputOf(await client.callTool('run_command', { command }));
 const stdoutOf = async (client: TestClient, command: string): Promise<string> => (await run(client, command)).stdout;
 
 /** The namespaces of the calling (host) process, as `mnt:[4026531841]`. */
 const hostNamespaces = (): string[] => NAMESPACES.map((ns) => readlinkSync(`/proc/self/ns/${ns}`));
 const NS_COMMAND = NAMESPACES.map((ns) => `readlink /proc/self/ns/${ns}`).join('; ');
-const namespacesOf = async (client: TestClient): Promise<string[]> => (await stdoutOf(client, NS_COMMAND)).trim().split('\n');
+const namespacesOf = async (client: TestClient): Promise<string[]> =>
+  (await stdoutOf(client, NS_COMMAND)).trim().split('\n');
 
 /** A limit's soft and hard values from /proc/<pid>/limits (e.g. "Max processes": ["512", "512"]). */
 function limitOf(limits: string, name: string): string[] {
@@ -69,7 +107,8 @@ const VISIBLE_PROCESSES = 'ps -e -ww -o args=';
 /** Starts `command` detached from the command that starts it (its own session), and waits until it is. */
 const DETACH = (command: string): string =>
   `setsid ${command} > /dev/null 2>&1 < /dev/null & pid=$!; while [ "$(ps -o sid= -p $pid | tr -d ' ')" != "$pid" ]; do sleep 0.05; done; echo started`;
-const CONNECT = (port: number): string => `python3 -c "import socket; socket.create_connection(('127.0.0.1', ${port}), 2); print('connected')"`;
+const CONNECT = (port: number): string =>
+  `python3 -c "import socket; socket.create_connection(('127.0.0.1', ${port}), 2); print('connected')"`;
 
 /** The server's token file as it should be, owner-only (0600) in a directory others may enter; `owner`: its uid. */
 function makeTokenFile(owner?: number): { dir: string; file: string } {
@@ -104,10 +143,17 @@ function wrapper(name: string, body: string): string {
   return file;
 }
 /** Runs the bundle as `uid` (its own group, no others): a server that is not root. */
-const asUser = (uid: number): string => wrapper(`as-${uid}`, `exec /usr/bin/setpriv --reuid=${uid} --regid=${uid} --clear-groups -- ${process.execPath} "$@"`);
+const asUser = (uid: number): string =>
+  wrapper(
+    `as-${uid}`,
+    `exec /usr/bin/setpriv --reuid=${uid} --regid=${uid} --clear-groups -- ${process.execPath} "$@"`,
+  );
 /** Runs the bundle (as root) in a mount namespace of its own where bwrap is /bin/false: bubblewrap does not work there. */
 const withoutBwrap = (): string =>
-  wrapper('without-bwrap', `exec /usr/bin/unshare --mount --propagation private -- /bin/sh -c 'mount --bind /bin/false /usr/bin/bwrap && exec "$@"' sh ${process.execPath} "$@"`);
+  wrapper(
+    'without-bwrap',
+    `exec /usr/bin/unshare --mount --propagation private -- /bin/sh -c 'mount --bind /bin/false /usr/bin/bwrap && exec "$@"' sh ${process.execPath} "$@"`,
+  );
 
 /** A LOCAL_SANDBOX_ROOT that `uid` owns (a server running as it must write there). */
 function rootOwnedBy(uid: number): string {
@@ -168,8 +214,20 @@ describeWithBwrap('bwrap, server as root (LOCAL_SANDBOX_ISOLATION unset: auto fi
     const status = await a.callTool('sandbox_status');
     expect(status.structuredContent).toMatchObject({ isolation: 'bwrap', network: 'disabled', workdir: '/home/user' });
     const health = (await (await fetch(`${server.origin}/health`)).json()) as { backend: Record<string, unknown> };
-    expect(health.backend).toMatchObject({ name: 'local', ready: true, isolation: 'bwrap', detail: expect.stringMatching(/nested user namespaces refused; seccomp filter on$/) });
-    expect(server.logs()).toContainEqual(expect.objectContaining({ msg: 'local sandbox isolation: bubblewrap', nested_user_namespaces: 'refused', seccomp: 'on', network: 'disabled' }));
+    expect(health.backend).toMatchObject({
+      name: 'local',
+      ready: true,
+      isolation: 'bwrap',
+      detail: expect.stringMatching(/nested user namespaces refused; seccomp filter on$/),
+    });
+    expect(server.logs()).toContainEqual(
+      expect.objectContaining({
+        msg: 'local sandbox isolation: bubblewrap',
+        nested_user_namespaces: 'refused',
+        seccomp: 'on',
+        network: 'disabled',
+      }),
+    );
   });
 
   it('gives each sandbox its own mount, pid, ipc, uts and network namespaces, one set shared by all its processes', async () => {
@@ -188,13 +246,17 @@ describeWithBwrap('bwrap, server as root (LOCAL_SANDBOX_ISOLATION unset: auto fi
     expect(await namespacesOf(a)).toEqual(ofA);
     await a.callTool('run_command', { command: `(${NS_COMMAND}) > bg-ns.txt`, background: true });
     const bg = await pollUntil(
-      async () => ((await a.callTool('read_file', { path: 'bg-ns.txt' })).structuredContent as { content?: string } | undefined)?.content ?? '',
+      async () =>
+        ((await a.callTool('read_file', { path: 'bg-ns.txt' })).structuredContent as { content?: string } | undefined)
+          ?.content ?? '',
       (text) => text.split('\n').length > NAMESPACES.length,
       SETTLE_MS,
       100,
     );
     expect(bg.trim().split('\n')).toEqual(ofA);
-    const kernel = await a.callTool('run_code', { code: `import os\nprint("\\n".join(os.readlink(f"/proc/self/ns/{n}") for n in ${JSON.stringify(NAMESPACES)}))` });
+    const kernel = await a.callTool('run_code', {
+      code: `import os\nprint("\\n".join(os.readlink(f"/proc/self/ns/{n}") for n in ${JSON.stringify(NAMESPACES)}))`,
+    });
     expect((kernel.structuredContent as { stdout: string }).stdout.trim().split('\n')).toEqual(ofA);
   });
 
@@ -204,7 +266,11 @@ describeWithBwrap('bwrap, server as root (LOCAL_SANDBOX_ISOLATION unset: auto fi
     const started = await a.callTool('run_command', { command: mine, background: true });
     const id = (started.structuredContent as { process_id: string }).process_id;
     await b.callTool('run_command', { command: theirs, background: true });
-    await pollUntil(() => [...processesWithCmdline(mine), ...processesWithCmdline(theirs)], (list) => list.length >= 2, SETTLE_MS);
+    await pollUntil(
+      () => [...processesWithCmdline(mine), ...processesWithCmdline(theirs)],
+      (list) => list.length >= 2,
+      SETTLE_MS,
+    );
     const seen = (await stdoutOf(a, VISIBLE_PROCESSES)).split('\n').filter((line) => line !== '');
     expect(seen.some((line) => line.includes(mine))).toBe(true);
     expect(seen.some((line) => line.includes(theirs))).toBe(false);
@@ -214,11 +280,16 @@ describeWithBwrap('bwrap, server as root (LOCAL_SANDBOX_ISOLATION unset: auto fi
     const serverPid = server.child.pid ?? 0;
     expect(await stdoutOf(a, `kill -0 ${serverPid} 2>&1; echo "exit $?"`)).toMatch(/No such process\s+exit 1/);
     // A later command of the same sandbox finds its background process and ends it.
-    const killed = await run(a, `for p in /proc/[0-9]*; do if tr '\\0' ' ' < $p/cmdline 2>/dev/null | grep -q '^${mine} $'; then kill \${p#/proc/} && echo killed; fi; done`);
+    const killed = await run(
+      a,
+      `for p in /proc/[0-9]*; do if tr '\\0' ' ' < $p/cmdline 2>/dev/null | grep -q '^${mine} $'; then kill \${p#/proc/} && echo killed; fi; done`,
+    );
     expect(killed.stdout).toBe('killed\n');
     expect(await waitUntilGone(() => processesWithCmdline(mine), SETTLE_MS)).toEqual([]);
     const listed = await a.callTool('manage_process', { action: 'list' });
-    expect(listed.structuredContent?.processes).toEqual(expect.arrayContaining([expect.objectContaining({ process_id: id, state: 'exited' })]));
+    expect(listed.structuredContent?.processes).toEqual(
+      expect.arrayContaining([expect.objectContaining({ process_id: id, state: 'exited' })]),
+    );
     // The other sandbox's process was out of reach, and still runs.
     expect(processesWithCmdline(theirs)).toHaveLength(1);
     await b.callTool('manage_process', { action: 'kill', process_id: 'p1' });
@@ -265,7 +336,9 @@ describeWithBwrap('bwrap, server as root (LOCAL_SANDBOX_ISOLATION unset: auto fi
   });
 
   it('runs each sandbox as a user of its own, with the rlimits: 512 processes, 4096 open files, 2 GiB per file', async () => {
-    const [uidA, uidB] = await Promise.all([a, b].map(async (client) => Number((await stdoutOf(client, 'id -u')).trim())));
+    const [uidA, uidB] = await Promise.all(
+      [a, b].map(async (client) => Number((await stdoutOf(client, 'id -u')).trim())),
+    );
     expect(uidA).toBeGreaterThanOrEqual(100_000);
     expect(uidB).toBeGreaterThanOrEqual(100_000);
     expect(uidA).not.toBe(uidB);
@@ -282,7 +355,13 @@ describeWithBwrap('bwrap, server as root (LOCAL_SANDBOX_ISOLATION unset: auto fi
     const started = await run(a, `echo kept > ${SHM_MARK}; ${DETACH(detached)}`);
     expect(started).toMatchObject({ exit_code: 0, stdout: 'started\n' });
     // The command ended; what it detached runs on, and the in-memory file is there for the sandbox's later commands only.
-    expect(await pollUntil(() => processesWithCmdline(detached), (list) => list.length > 0, SETTLE_MS)).toHaveLength(1);
+    expect(
+      await pollUntil(
+        () => processesWithCmdline(detached),
+        (list) => list.length > 0,
+        SETTLE_MS,
+      ),
+    ).toHaveLength(1);
     expect(await stdoutOf(a, `cat ${SHM_MARK}`)).toBe('kept\n');
     expect(existsSync(SHM_MARK)).toBe(false);
     expect((await run(b, `cat ${SHM_MARK}`)).stderr).toMatch(/No such file/);
@@ -309,7 +388,11 @@ describeWithBwrap('bwrap, server not root (the server runs as an unprivileged us
     writeFileSync(hostTmpFile, 'host tmp\n', { mode: 0o644 });
     root = rootOwnedBy(SERVER_UID);
     // A disk limit asked for: images need root, so nothing holds it here.
-    server = await startServer({ node: asUser(SERVER_UID), sandboxRoot: root, env: { MCP_AUTH_TOKENS: TOKEN, HOME: '/tmp', LOCAL_SANDBOX_DISK_MB: '64' } });
+    server = await startServer({
+      node: asUser(SERVER_UID),
+      sandboxRoot: root,
+      env: { MCP_AUTH_TOKENS: TOKEN, HOME: '/tmp', LOCAL_SANDBOX_DISK_MB: '64' },
+    });
     a = await connectClient('v2', server.url, { token: TOKEN });
     b = await connectClient('v2', server.url, { token: TOKEN });
   });
@@ -329,7 +412,11 @@ describeWithBwrap('bwrap, server not root (the server runs as an unprivileged us
 
   it('holds the same namespaces and mounts: its own namespaces, hostname, read-only system, /home/user, /tmp, no network', async () => {
     expect(await stdoutOf(a, 'echo started')).toBe('started\n');
-    expect((await a.callTool('sandbox_status')).structuredContent).toMatchObject({ isolation: 'bwrap', network: 'disabled', workdir: '/home/user' });
+    expect((await a.callTool('sandbox_status')).structuredContent).toMatchObject({
+      isolation: 'bwrap',
+      network: 'disabled',
+      workdir: '/home/user',
+    });
     const hostNs = hostNamespaces();
     const [ofA, ofB] = await Promise.all([namespacesOf(a), namespacesOf(b)]);
     NAMESPACES.forEach((_, i) => {
@@ -350,7 +437,9 @@ describeWithBwrap('bwrap, server not root (the server runs as an unprivileged us
   });
 
   it('runs the sandbox as the server’s user (in a user namespace), with no process-count limit per sandbox', async () => {
-    const [uidA, uidB] = await Promise.all([a, b].map(async (client) => Number((await stdoutOf(client, 'id -u')).trim())));
+    const [uidA, uidB] = await Promise.all(
+      [a, b].map(async (client) => Number((await stdoutOf(client, 'id -u')).trim())),
+    );
     expect([uidA, uidB]).toEqual([SERVER_UID, SERVER_UID]);
     // One uid mapped, in a user namespace of its own (the host's maps all of them): that namespace is what separates it.
     const map = (await stdoutOf(a, 'cat /proc/self/uid_map')).trim();
@@ -358,18 +447,28 @@ describeWithBwrap('bwrap, server not root (the server runs as an unprivileged us
     expect(map.split(/\s+/).filter((_, i) => i !== 1)).toEqual([String(SERVER_UID), '1']);
     const limits = await stdoutOf(a, 'cat /proc/self/limits');
     // RLIMIT_NPROC as the server has it (it would count the server user's processes): not the sandbox's 512.
-    expect(limitOf(limits, 'Max processes')).toEqual(limitOf(readFileSync(`/proc/${server.child.pid}/limits`, 'utf8'), 'Max processes'));
+    expect(limitOf(limits, 'Max processes')).toEqual(
+      limitOf(readFileSync(`/proc/${server.child.pid}/limits`, 'utf8'), 'Max processes'),
+    );
     expect(limitOf(limits, 'Max processes')).not.toEqual(['512', '512']);
     // No cgroup either: memory per process only (RLIMIT_DATA), and nothing holds processes or CPU.
     expect(limitOf(limits, 'Max data size')).toEqual([String(2 ** 30), String(2 ** 30)]);
-    const status = (await a.callTool('sandbox_status')).structuredContent as { limits: Record<string, { value: number | null; enforced_by: string }> };
+    const status = (await a.callTool('sandbox_status')).structuredContent as {
+      limits: Record<string, { value: number | null; enforced_by: string }>;
+    };
     expect(status.limits).toMatchObject({
       memory_bytes: { value: 2 ** 30, enforced_by: 'rlimit' },
       processes: { value: null, enforced_by: 'none' },
       cpus: { value: null, enforced_by: 'none' },
       disk_bytes: { value: null, enforced_by: expect.stringMatching(/^none \(.+\)$/) },
     });
-    expect(server.logs()).toContainEqual(expect.objectContaining({ level: 'warn', msg: expect.stringContaining('without part of their resource limits'), unlimited: 'processes cpu' }));
+    expect(server.logs()).toContainEqual(
+      expect.objectContaining({
+        level: 'warn',
+        msg: expect.stringContaining('without part of their resource limits'),
+        unlimited: 'processes cpu',
+      }),
+    );
   });
 });
 
@@ -384,7 +483,14 @@ describeAsRoot('none, server as root', () => {
   beforeAll(async () => {
     host = makeHostFiles(tmpdir());
     ({ dir: tokenDir, file: tokenFile } = makeTokenFile());
-    server = await startServer({ env: { MCP_AUTH_TOKENS: TOKEN, MCP_AUTH_TOKEN_FILE: tokenFile, LOCAL_SANDBOX_ISOLATION: 'none', ISOLATION_TEST_SECRET: SERVER_SECRET } });
+    server = await startServer({
+      env: {
+        MCP_AUTH_TOKENS: TOKEN,
+        MCP_AUTH_TOKEN_FILE: tokenFile,
+        LOCAL_SANDBOX_ISOLATION: 'none',
+        ISOLATION_TEST_SECRET: SERVER_SECRET,
+      },
+    });
     a = await connectClient('v2', server.url, { token: TOKEN });
     b = await connectClient('v2', server.url, { token: TOKEN });
   });
@@ -401,7 +507,11 @@ describeAsRoot('none, server as root', () => {
     try {
       const file = join(dir, 'tokens');
       writeFileSync(file, `${FILE_TOKEN}\n`, { mode: 0o644 });
-      const refused = await runServerToExit({ MCP_AUTH_TOKEN_FILE: file, LOCAL_SANDBOX_ISOLATION: 'none', LOCAL_SANDBOX_ROOT: dir });
+      const refused = await runServerToExit({
+        MCP_AUTH_TOKEN_FILE: file,
+        LOCAL_SANDBOX_ISOLATION: 'none',
+        LOCAL_SANDBOX_ROOT: dir,
+      });
       expect(refused.code).not.toBe(0);
       expect(refused.stderr).toMatch(/MCP_AUTH_TOKEN_FILE is readable by every user.*chmod 600/);
       expect(refused.stdout).not.toContain('"msg":"listening"');
@@ -411,18 +521,30 @@ describeAsRoot('none, server as root', () => {
   });
 
   it('runs each sandbox as a user of its own: it cannot read the server’s token file nor signal the server', async () => {
-    const [uidA, uidB] = await Promise.all([a, b].map(async (client) => Number((await stdoutOf(client, 'id -u')).trim())));
+    const [uidA, uidB] = await Promise.all(
+      [a, b].map(async (client) => Number((await stdoutOf(client, 'id -u')).trim())),
+    );
     expect(uidA).toBeGreaterThanOrEqual(100_000);
     expect(uidA).not.toBe(uidB);
-    expect((await a.callTool('sandbox_status')).structuredContent).toMatchObject({ isolation: 'none', network: 'host' });
-    const tried = await run(a, `cat ${tokenFile}; kill -0 ${server.child.pid ?? 0}; cat /proc/${server.child.pid ?? 0}/environ`);
+    expect((await a.callTool('sandbox_status')).structuredContent).toMatchObject({
+      isolation: 'none',
+      network: 'host',
+    });
+    const tried = await run(
+      a,
+      `cat ${tokenFile}; kill -0 ${server.child.pid ?? 0}; cat /proc/${server.child.pid ?? 0}/environ`,
+    );
     expect(tried.stdout).toBe('');
     expect(tried.stderr).toMatch(/Permission denied[\s\S]*Operation not permitted[\s\S]*Permission denied/);
     expect(JSON.stringify(tried)).not.toContain(FILE_TOKEN);
     // Nor another sandbox's processes, which it can see (no pid namespace).
     const theirs = markedSleep(1205);
     await b.callTool('run_command', { command: theirs, background: true });
-    const [found] = await pollUntil(() => processesWithCmdline(theirs), (list) => list.length > 0, SETTLE_MS);
+    const [found] = await pollUntil(
+      () => processesWithCmdline(theirs),
+      (list) => list.length > 0,
+      SETTLE_MS,
+    );
     expect(found?.uid).toBe(uidB);
     const signalled = await run(a, `ps -p ${found?.pid} -o args=; kill -9 ${found?.pid}`);
     expect(signalled.stdout).toBe(`${theirs}\n`);
@@ -454,7 +576,10 @@ describeAsRoot('none, server as root', () => {
     // Anything its user may write, where the host keeps it: no read-only system, no private /dev/shm or /var/tmp.
     const written = ['/dev/shm', '/var/tmp', host.openDir].map((dir) => join(dir, `none-${RUN_MARK}`));
     try {
-      expect(await run(a, `touch ${written.join(' ')} && echo written`)).toMatchObject({ exit_code: 0, stdout: 'written\n' });
+      expect(await run(a, `touch ${written.join(' ')} && echo written`)).toMatchObject({
+        exit_code: 0,
+        stdout: 'written\n',
+      });
       for (const file of written) expect(existsSync(file)).toBe(true);
     } finally {
       for (const file of written) rmSync(file, { force: true });
@@ -471,7 +596,13 @@ describeAsRoot('none, server as root', () => {
     const uid = Number((await stdoutOf(leaving, 'id -u')).trim());
     const ws = workspacesIn(server.sandboxRoot).filter((name) => !before.includes(name));
     expect(ws).toHaveLength(1);
-    expect(await pollUntil(() => processesWithCmdline(detached), (list) => list.length > 0, SETTLE_MS)).toHaveLength(1);
+    expect(
+      await pollUntil(
+        () => processesWithCmdline(detached),
+        (list) => list.length > 0,
+        SETTLE_MS,
+      ),
+    ).toHaveLength(1);
     await leaving.terminate();
     expect(await waitUntilGone(() => processesOfUid(uid), SETTLE_MS)).toEqual([]);
     expect(existsSync(join(server.sandboxRoot, ws[0] ?? ''))).toBe(false);
@@ -492,7 +623,12 @@ describeAsRoot('none, server not root', () => {
     server = await startServer({
       node: asUser(SERVER_UID_NONE),
       sandboxRoot: root,
-      env: { MCP_AUTH_TOKEN_FILE: tokenFile, LOCAL_SANDBOX_ISOLATION: 'none', HOME: '/tmp', ISOLATION_TEST_SECRET: SERVER_SECRET },
+      env: {
+        MCP_AUTH_TOKEN_FILE: tokenFile,
+        LOCAL_SANDBOX_ISOLATION: 'none',
+        HOME: '/tmp',
+        ISOLATION_TEST_SECRET: SERVER_SECRET,
+      },
     });
     client = await connectClient('v2', server.url, { token: FILE_TOKEN });
   });
@@ -506,19 +642,30 @@ describeAsRoot('none, server not root', () => {
 
   it('is refused at start-up on a non-loopback address and on FC', async () => {
     const env = { MCP_AUTH_TOKENS: TOKEN, LOCAL_SANDBOX_ISOLATION: 'none', HOME: '/tmp' };
-    await expect(startServer({ node: asUser(SERVER_UID_NONE), sandboxRoot: root, env: { ...env, HOST: '0.0.0.0' } })).rejects.toThrow(
-      /LOCAL_SANDBOX_ISOLATION=none runs sandbox code as the server's own user.*refused on 0\.0\.0\.0/,
-    );
+    await expect(
+      startServer({ node: asUser(SERVER_UID_NONE), sandboxRoot: root, env: { ...env, HOST: '0.0.0.0' } }),
+    ).rejects.toThrow(/LOCAL_SANDBOX_ISOLATION=none runs sandbox code as the server's own user.*refused on 0\.0\.0\.0/);
     const port = await findFreePort();
-    await expect(startServer({ node: asUser(SERVER_UID_NONE), sandboxRoot: root, env: { ...env, FC_FUNCTION_NAME: 'isolation', FC_CUSTOM_LISTEN_PORT: String(port) } })).rejects.toThrow(/refused on FC/);
+    await expect(
+      startServer({
+        node: asUser(SERVER_UID_NONE),
+        sandboxRoot: root,
+        env: { ...env, FC_FUNCTION_NAME: 'isolation', FC_CUSTOM_LISTEN_PORT: String(port) },
+      }),
+    ).rejects.toThrow(/refused on FC/);
   });
 
   it('gives rlimits and a minimal environment only: no process-count limit, no user of its own', async () => {
     const limits = await stdoutOf(client, 'cat /proc/self/limits');
-    expect((await client.callTool('sandbox_status')).structuredContent).toMatchObject({ isolation: 'none', network: 'host' });
+    expect((await client.callTool('sandbox_status')).structuredContent).toMatchObject({
+      isolation: 'none',
+      network: 'host',
+    });
     expect(limitOf(limits, 'Max open files')).toEqual(['4096', '4096']);
     expect(limitOf(limits, 'Max file size')).toEqual([RLIMIT_FSIZE, RLIMIT_FSIZE]);
-    expect(limitOf(limits, 'Max processes')).toEqual(limitOf(readFileSync(`/proc/${server.child.pid}/limits`, 'utf8'), 'Max processes'));
+    expect(limitOf(limits, 'Max processes')).toEqual(
+      limitOf(readFileSync(`/proc/${server.child.pid}/limits`, 'utf8'), 'Max processes'),
+    );
     expect(limitOf(limits, 'Max processes')).not.toEqual(['512', '512']);
     expect(await envNamesOf(client)).toEqual(BASE_ENV);
     expect(Number((await stdoutOf(client, 'id -u')).trim())).toBe(SERVER_UID_NONE);
@@ -530,7 +677,9 @@ describeAsRoot('none, server not root', () => {
     expect(read.stdout).toContain(FILE_TOKEN);
     expect(read.stdout).toContain(`ISOLATION_TEST_SECRET=${SERVER_SECRET}`);
     expect(server.child.exitCode).toBeNull();
-    const exited = new Promise<unknown>((resolve) => server.child.once('exit', (code, signal) => resolve({ code, signal })));
+    const exited = new Promise<unknown>((resolve) =>
+      server.child.once('exit', (code, signal) => resolve({ code, signal })),
+    );
     const stopped = client.callTool('run_command', { command: `kill -KILL ${pid}` }).then(
       () => 'answered',
       () => 'no answer',
@@ -550,33 +699,61 @@ describeAsRoot('auto (the default) without working bubblewrap', () => {
     expect(ran.stdout).toMatch(/^ran\n\d+\n$/);
     // The user of its own stays (the server is root); the isolation does not.
     expect(Number(ran.stdout.split('\n')[1])).toBeGreaterThanOrEqual(100_000);
-    expect((await client.callTool('sandbox_status')).structuredContent).toMatchObject({ isolation: 'none', network: 'host' });
+    expect((await client.callTool('sandbox_status')).structuredContent).toMatchObject({
+      isolation: 'none',
+      network: 'host',
+    });
     // The host's network (the server's mount namespace is the wrapper's own here).
     expect((await namespacesOf(client))[NAMESPACES.indexOf('net')]).toBe(hostNamespaces()[NAMESPACES.indexOf('net')]);
-    expect(server.logs()).toContainEqual(expect.objectContaining({ level: 'warn', msg: expect.stringContaining('NOT a security boundary') }));
+    expect(server.logs()).toContainEqual(
+      expect.objectContaining({ level: 'warn', msg: expect.stringContaining('NOT a security boundary') }),
+    );
     await client.close();
   });
 
   it.each([
     ['a non-loopback address', (): Record<string, string> => ({ HOST: '0.0.0.0' })],
-    ['FC', (port: number): Record<string, string> => ({ FC_FUNCTION_NAME: 'isolation', FC_CUSTOM_LISTEN_PORT: String(port) })],
+    [
+      'FC',
+      (port: number): Record<string, string> => ({
+        FC_FUNCTION_NAME: 'isolation',
+        FC_CUSTOM_LISTEN_PORT: String(port),
+      }),
+    ],
   ])('refuses to run sandbox code on %s: /health is degraded and every call says why', async (_where, placement) => {
     const port = await findFreePort();
     const server = await startServer({ node: withoutBwrap(), env: { MCP_AUTH_TOKENS: TOKEN, ...placement(port) } });
     const client = await connectClient('v2', server.url, { token: TOKEN });
     const refused = await client.callTool('run_command', { command: `echo ran > /tmp/ran-${RUN_MARK}` });
     expect(refused.isError).toBe(true);
-    expect(textOf(refused)).toMatch(/bubblewrap does not work here.*sandbox code is not run without isolation.*LOCAL_SANDBOX_ISOLATION=none/);
+    expect(textOf(refused)).toMatch(
+      /bubblewrap does not work here.*sandbox code is not run without isolation.*LOCAL_SANDBOX_ISOLATION=none/,
+    );
     expect(existsSync(`/tmp/ran-${RUN_MARK}`)).toBe(false);
     expect(workspacesIn(server.sandboxRoot)).toEqual([]);
-    const health = (await (await fetch(`${server.origin}/health`)).json()) as { status: string; backend: Record<string, unknown> };
-    expect(health).toMatchObject({ status: 'degraded', backend: { name: 'local', ready: false, detail: expect.stringMatching(/^bubblewrap does not work here .*LOCAL_SANDBOX_ISOLATION=none/) } });
-    expect(server.logs()).toContainEqual(expect.objectContaining({ level: 'error', msg: expect.stringContaining('local sandbox refused') }));
+    const health = (await (await fetch(`${server.origin}/health`)).json()) as {
+      status: string;
+      backend: Record<string, unknown>;
+    };
+    expect(health).toMatchObject({
+      status: 'degraded',
+      backend: {
+        name: 'local',
+        ready: false,
+        detail: expect.stringMatching(/^bubblewrap does not work here .*LOCAL_SANDBOX_ISOLATION=none/),
+      },
+    });
+    expect(server.logs()).toContainEqual(
+      expect.objectContaining({ level: 'error', msg: expect.stringContaining('local sandbox refused') }),
+    );
     await client.close();
   });
 
   it('runs unisolated on a non-loopback address when none is set on purpose', async () => {
-    const server = await startServer({ node: withoutBwrap(), env: { MCP_AUTH_TOKENS: TOKEN, HOST: '0.0.0.0', LOCAL_SANDBOX_ISOLATION: 'none' } });
+    const server = await startServer({
+      node: withoutBwrap(),
+      env: { MCP_AUTH_TOKENS: TOKEN, HOST: '0.0.0.0', LOCAL_SANDBOX_ISOLATION: 'none' },
+    });
     const client = await connectClient('v2', server.url, { token: TOKEN });
     expect(await run(client, 'echo ran')).toMatchObject({ exit_code: 0, stdout: 'ran\n' });
     expect((await client.callTool('sandbox_status')).structuredContent).toMatchObject({ isolation: 'none' });
@@ -584,141 +761,170 @@ describeAsRoot('auto (the default) without working bubblewrap', () => {
   });
 });
 
-needs('root', 'bubblewrap', 'disk images', 'cgroups').describe('the limits at work (root: cgroups and a disk image per sandbox)', () => {
-  const MIB = 2 ** 20;
-  let root: string;
-  let server: StartedServer;
-  let a: TestClient;
-  let b: TestClient;
-  /** The host directory of `client`'s workspace (found by a file it writes). */
-  async function workspaceOf(client: TestClient): Promise<string> {
-    const mark = `mark-${Math.random().toString(36).slice(2)}`;
-    expect((await client.callTool('write_file', { path: mark, content: '' })).isError).toBeFalsy();
-    const name = workspacesIn(root).find((ws) => existsSync(join(root, ws, 'home', mark)));
-    if (name === undefined) throw new Error('the workspace was not found');
-    return join(root, name);
-  }
-
-  beforeAll(async () => {
-    root = makeSandboxRoot();
-    server = await startServer({ sandboxRoot: root, env: { MCP_AUTH_TOKENS: TOKEN, LOCAL_SANDBOX_MAX_PROCESSES: '16', LOCAL_SANDBOX_CPUS: '0.1', LOCAL_SANDBOX_DISK_MB: '32' } });
-    a = await connectClient('v2', server.url, { token: TOKEN });
-    b = await connectClient('v2', server.url, { token: TOKEN });
-  });
-  afterAll(async () => {
-    // DELETE unmounts and removes each image; what a failed test left goes below.
-    await a?.terminate().catch(() => undefined);
-    await b?.terminate().catch(() => undefined);
-    await stopAllServers();
-    await removeCgroupsOf(root);
-    removeRootWithDisks(root);
-  });
-
-  it('fails fork with EAGAIN at the process limit, inside that sandbox only', async () => {
-    const holder = [
-      'import errno, os, time',
-      'count, err = 0, None',
-      'while True:',
-      '    try:',
-      '        pid = os.fork()',
-      '    except OSError as e:',
-      '        err = e',
-      '        break',
-      '    if pid == 0:',
-      '        time.sleep(120)',
-      '        os._exit(0)',
-      '    count += 1',
-      'open("forks.txt", "w").write(f"{errno.errorcode[err.errno]} {err.strerror} {count}")',
-      'time.sleep(120)',
-    ].join('\n');
-    await a.callTool('write_file', { path: 'hold.py', content: holder });
-    const started = await a.callTool('run_command', { command: 'python3 hold.py', background: true });
-    const id = (started.structuredContent as { process_id: string }).process_id;
-    try {
-      const said = await pollUntil(
-        async () => ((await a.callTool('read_file', { path: 'forks.txt' })).structuredContent as { content?: string } | undefined)?.content ?? '',
-        (text) => text !== '',
-        SETTLE_MS,
-        100,
-      );
-      expect(said).toMatch(/^EAGAIN Resource temporarily unavailable \d+$/);
-      expect(Number(said.split(' ').pop())).toBeLessThan(16);
-      // While that sandbox is at its limit, the other one forks as it likes.
-      expect(await run(b, 'for i in 1 2 3 4 5 6 7 8; do sleep 0.2 & done; wait; echo forked')).toMatchObject({ exit_code: 0, stdout: 'forked\n' });
-    } finally {
-      await a.callTool('manage_process', { action: 'kill', process_id: id });
+needs('root', 'bubblewrap', 'disk images', 'cgroups').describe(
+  'the limits at work (root: cgroups and a disk image per sandbox)',
+  () => {
+    const MIB = 2 ** 20;
+    let root: string;
+    let server: StartedServer;
+    let a: TestClient;
+    let b: TestClient;
+    /** The host directory of `client`'s workspace (found by a file it writes). */
+    async function workspaceOf(client: TestClient): Promise<string> {
+      const mark = `mark-${Math.random().toString(36).slice(2)}`;
+      expect((await client.callTool('write_file', { path: mark, content: '' })).isError).toBeFalsy();
+      const name = workspacesIn(root).find((ws) => existsSync(join(root, ws, 'home', mark)));
+      if (name === undefined) throw new Error('the workspace was not found');
+      return join(root, name);
     }
-    expect(await run(a, 'echo back')).toMatchObject({ exit_code: 0, stdout: 'back\n' });
-  });
 
-  it('counts threads against the process limit', async () => {
-    const threads = [
-      'import threading',
-      'stop = threading.Event()',
-      'started = 0',
-      'try:',
-      '    for _ in range(40):',
-      '        threading.Thread(target=stop.wait, daemon=True).start()',
-      '        started += 1',
-      'except RuntimeError as e:',
-      '    print(e)',
-      'print(started)',
-      'stop.set()',
-    ].join('\n');
-    await a.callTool('write_file', { path: 'threads.py', content: threads });
-    const out = await run(a, 'python3 threads.py');
-    expect(out.exit_code).toBe(0);
-    const [said, count] = out.stdout.trim().split('\n');
-    expect(said).toMatch(/can't start new thread/);
-    expect(Number(count)).toBeLessThan(16);
-  });
+    beforeAll(async () => {
+      root = makeSandboxRoot();
+      server = await startServer({
+        sandboxRoot: root,
+        env: {
+          MCP_AUTH_TOKENS: TOKEN,
+          LOCAL_SANDBOX_MAX_PROCESSES: '16',
+          LOCAL_SANDBOX_CPUS: '0.1',
+          LOCAL_SANDBOX_DISK_MB: '32',
+        },
+      });
+      a = await connectClient('v2', server.url, { token: TOKEN });
+      b = await connectClient('v2', server.url, { token: TOKEN });
+    });
+    afterAll(async () => {
+      // DELETE unmounts and removes each image; what a failed test left goes below.
+      await a?.terminate().catch(() => undefined);
+      await b?.terminate().catch(() => undefined);
+      await stopAllServers();
+      await removeCgroupsOf(root);
+      removeRootWithDisks(root);
+    });
 
-  it('throttles a busy sandbox to its CPU share (its group counts throttled periods) and kills nothing', async () => {
-    const line = server.logs().find((l) => l.msg === 'sandbox limits');
-    const parents = String(line?.cgroups ?? '')
-      .split(' ')
-      .filter((p) => p.startsWith('/'));
-    const workspace = (await workspaceOf(a)).split('/').pop() ?? '';
-    const group = parents.map((parent) => join(parent, workspace)).find((dir) => existsSync(join(dir, 'cpu.cfs_quota_us')) || existsSync(join(dir, 'cpu.max')));
-    expect(group).toBeDefined();
-    const throttled = (): number => Number(/^nr_throttled (\d+)$/m.exec(readFileSync(join(group ?? '', 'cpu.stat'), 'utf8'))?.[1] ?? NaN);
-    const before = throttled();
-    // About 0.3 s of CPU: at 0.1 CPU per 100 ms period it runs over many periods, held back in each.
-    expect(await run(a, 'python3 -c "sum(range(10**7))" && echo done')).toMatchObject({ exit_code: 0, stdout: 'done\n' });
-    expect(throttled()).toBeGreaterThan(before);
-  });
+    it('fails fork with EAGAIN at the process limit, inside that sandbox only', async () => {
+      const holder = [
+        'import errno, os, time',
+        'count, err = 0, None',
+        'while True:',
+        '    try:',
+        '        pid = os.fork()',
+        '    except OSError as e:',
+        '        err = e',
+        '        break',
+        '    if pid == 0:',
+        '        time.sleep(120)',
+        '        os._exit(0)',
+        '    count += 1',
+        'open("forks.txt", "w").write(f"{errno.errorcode[err.errno]} {err.strerror} {count}")',
+        'time.sleep(120)',
+      ].join('\n');
+      await a.callTool('write_file', { path: 'hold.py', content: holder });
+      const started = await a.callTool('run_command', { command: 'python3 hold.py', background: true });
+      const id = (started.structuredContent as { process_id: string }).process_id;
+      try {
+        const said = await pollUntil(
+          async () =>
+            (
+              (await a.callTool('read_file', { path: 'forks.txt' })).structuredContent as
+                | { content?: string }
+                | undefined
+            )?.content ?? '',
+          (text) => text !== '',
+          SETTLE_MS,
+          100,
+        );
+        expect(said).toMatch(/^EAGAIN Resource temporarily unavailable \d+$/);
+        expect(Number(said.split(' ').pop())).toBeLessThan(16);
+        // While that sandbox is at its limit, the other one forks as it likes.
+        expect(await run(b, 'for i in 1 2 3 4 5 6 7 8; do sleep 0.2 & done; wait; echo forked')).toMatchObject({
+          exit_code: 0,
+          stdout: 'forked\n',
+        });
+      } finally {
+        await a.callTool('manage_process', { action: 'kill', process_id: id });
+      }
+      expect(await run(a, 'echo back')).toMatchObject({ exit_code: 0, stdout: 'back\n' });
+    });
 
-  it('mounts each workspace from its image nosuid, nodev and discard, no blocks kept for root, with a journal, the server’s own files inside', async () => {
-    const dir = await workspaceOf(b);
-    const image = join(root, '.disks', `${dir.split('/').pop() ?? ''}.img`);
-    const mount = readFileSync('/proc/self/mountinfo', 'utf8')
-      .split('\n')
-      .map((l) => l.split(' '))
-      .find((fields) => fields[4] === dir);
-    expect(mount).toBeDefined();
-    const [options, superOptions] = [mount?.[5] ?? '', mount?.slice(mount.indexOf('-') + 3).join(' ') ?? ''];
-    expect(options.split(',')).toEqual(expect.arrayContaining(['nosuid', 'nodev']));
-    expect(superOptions).toMatch(/\bdiscard\b/);
-    const fs = execFileSync('tune2fs', ['-l', image], { encoding: 'utf8' });
-    expect(fs).toMatch(/^Reserved block count:\s+0$/m);
-    expect(fs).toMatch(/^Filesystem features:.*\bhas_journal\b/m);
-    // The uid record and background logs count against the same limit: they are on the image.
-    await b.callTool('run_command', { command: 'echo logged', background: true });
-    const logs = await pollUntil(() => existsSync(join(dir, 'processes')), Boolean, SETTLE_MS);
-    expect(logs).toBe(true);
-    const device = statSync(join(dir, 'home')).dev;
-    expect(device).not.toBe(statSync(root).dev);
-    expect([statSync(join(dir, 'uid')).dev, statSync(join(dir, 'processes')).dev]).toEqual([device, device]);
-  });
+    it('counts threads against the process limit', async () => {
+      const threads = [
+        'import threading',
+        'stop = threading.Event()',
+        'started = 0',
+        'try:',
+        '    for _ in range(40):',
+        '        threading.Thread(target=stop.wait, daemon=True).start()',
+        '        started += 1',
+        'except RuntimeError as e:',
+        '    print(e)',
+        'print(started)',
+        'stop.set()',
+      ].join('\n');
+      await a.callTool('write_file', { path: 'threads.py', content: threads });
+      const out = await run(a, 'python3 threads.py');
+      expect(out.exit_code).toBe(0);
+      const [said, count] = out.stdout.trim().split('\n');
+      expect(said).toMatch(/can't start new thread/);
+      expect(Number(count)).toBeLessThan(16);
+    });
 
-  it('gives the host back the blocks of deleted files (discard)', async () => {
-    const dir = await workspaceOf(b);
-    const image = join(root, '.disks', `${dir.split('/').pop() ?? ''}.img`);
-    const allocated = (): number => statSync(image).blocks * 512;
-    const before = allocated();
-    expect(await run(b, 'head -c 12M /dev/urandom > big && sync && echo written')).toMatchObject({ stdout: 'written\n' });
-    expect(allocated()).toBeGreaterThanOrEqual(before + 12 * MIB);
-    expect(await run(b, 'rm big && sync && echo deleted')).toMatchObject({ stdout: 'deleted\n' });
-    expect(await pollUntil(allocated, (bytes) => bytes < before + 4 * MIB, SETTLE_MS, 200)).toBeLessThan(before + 4 * MIB);
-  });
-});
+    it('throttles a busy sandbox to its CPU share (its group counts throttled periods) and kills nothing', async () => {
+      const line = server.logs().find((l) => l.msg === 'sandbox limits');
+      const parents = String(line?.cgroups ?? '')
+        .split(' ')
+        .filter((p) => p.startsWith('/'));
+      const workspace = (await workspaceOf(a)).split('/').pop() ?? '';
+      const group = parents
+        .map((parent) => join(parent, workspace))
+        .find((dir) => existsSync(join(dir, 'cpu.cfs_quota_us')) || existsSync(join(dir, 'cpu.max')));
+      expect(group).toBeDefined();
+      const throttled = (): number =>
+        Number(/^nr_throttled (\d+)$/m.exec(readFileSync(join(group ?? '', 'cpu.stat'), 'utf8'))?.[1] ?? NaN);
+      const before = throttled();
+      // About 0.3 s of CPU: at 0.1 CPU per 100 ms period it runs over many periods, held back in each.
+      expect(await run(a, 'python3 -c "sum(range(10**7))" && echo done')).toMatchObject({
+        exit_code: 0,
+        stdout: 'done\n',
+      });
+      expect(throttled()).toBeGreaterThan(before);
+    });
+
+    it('mounts each workspace from its image nosuid, nodev and discard, no blocks kept for root, with a journal, the server’s own files inside', async () => {
+      const dir = await workspaceOf(b);
+      const image = join(root, '.disks', `${dir.split('/').pop() ?? ''}.img`);
+      const mount = readFileSync('/proc/self/mountinfo', 'utf8')
+        .split('\n')
+        .map((l) => l.split(' '))
+        .find((fields) => fields[4] === dir);
+      expect(mount).toBeDefined();
+      const [options, superOptions] = [mount?.[5] ?? '', mount?.slice(mount.indexOf('-') + 3).join(' ') ?? ''];
+      expect(options.split(',')).toEqual(expect.arrayContaining(['nosuid', 'nodev']));
+      expect(superOptions).toMatch(/\bdiscard\b/);
+      const fs = execFileSync('tune2fs', ['-l', image], { encoding: 'utf8' });
+      expect(fs).toMatch(/^Reserved block count:\s+0$/m);
+      expect(fs).toMatch(/^Filesystem features:.*\bhas_journal\b/m);
+      // The uid record and background logs count against the same limit: they are on the image.
+      await b.callTool('run_command', { command: 'echo logged', background: true });
+      const logs = await pollUntil(() => existsSync(join(dir, 'processes')), Boolean, SETTLE_MS);
+      expect(logs).toBe(true);
+      const device = statSync(join(dir, 'home')).dev;
+      expect(device).not.toBe(statSync(root).dev);
+      expect([statSync(join(dir, 'uid')).dev, statSync(join(dir, 'processes')).dev]).toEqual([device, device]);
+    });
+
+    it('gives the host back the blocks of deleted files (discard)', async () => {
+      const dir = await workspaceOf(b);
+      const image = join(root, '.disks', `${dir.split('/').pop() ?? ''}.img`);
+      const allocated = (): number => statSync(image).blocks * 512;
+      const before = allocated();
+      expect(await run(b, 'head -c 12M /dev/urandom > big && sync && echo written')).toMatchObject({
+        stdout: 'written\n',
+      });
+      expect(allocated()).toBeGreaterThanOrEqual(before + 12 * MIB);
+      expect(await run(b, 'rm big && sync && echo deleted')).toMatchObject({ stdout: 'deleted\n' });
+      expect(await pollUntil(allocated, (bytes) => bytes < before + 4 * MIB, SETTLE_MS, 200)).toBeLessThan(
+        before + 4 * MIB,
+      );
+    });
+  },
+);

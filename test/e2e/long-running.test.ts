@@ -25,7 +25,10 @@ afterAll(stopAllServers);
 it('streams output as progress notifications while the command runs, in order, and none after the result', async () => {
   const tee = teeToolCallBodies();
   const client = new Client({ name: 'long-running', version: '1.0.0' });
-  const transport = new StreamableHTTPClientTransport(new URL(server.url), { fetch: tee.fetch, requestInit: { headers: { Authorization: `Bearer ${TOKEN}` } } });
+  const transport = new StreamableHTTPClientTransport(new URL(server.url), {
+    fetch: tee.fetch,
+    requestInit: { headers: { Authorization: `Bearer ${TOKEN}` } },
+  });
   await client.connect(transport);
   // Each step waits until the test has seen the previous one as a notification (it then writes go-<i>):
   // four steps are four notifications, however busy the machine is.
@@ -40,7 +43,8 @@ it('streams output as progress notifications while the command runs, in order, a
         messages.push(p.message ?? '');
         numbers.push(p.progress);
         const step = /step (\d)/.exec(p.message ?? '')?.[1];
-        if (step !== undefined) goWrites.push(client.callTool({ name: 'write_file', arguments: { path: `go-${step}`, content: '' } }));
+        if (step !== undefined)
+          goWrites.push(client.callTool({ name: 'write_file', arguments: { path: `go-${step}`, content: '' } }));
       },
     },
   );
@@ -55,13 +59,11 @@ it('streams output as progress notifications while the command runs, in order, a
     .split('\n')
     .filter((line) => line.startsWith('data: '))
     .map((line) => JSON.parse(line.slice(6)) as { method?: string; result?: unknown });
-  expect(events.map((e) => (e.method === 'notifications/progress' ? 'progress' : e.result !== undefined ? 'result' : 'other'))).toEqual([
-    'progress',
-    'progress',
-    'progress',
-    'progress',
-    'result',
-  ]);
+  expect(
+    events.map((e) =>
+      e.method === 'notifications/progress' ? 'progress' : e.result !== undefined ? 'result' : 'other',
+    ),
+  ).toEqual(['progress', 'progress', 'progress', 'progress', 'result']);
   await transport.terminateSession();
   await client.close();
 });
@@ -71,14 +73,25 @@ it('stops a cancelled run_code, with what it started, and the session keeps work
   await client.callTool('run_code', { code: 'kept = 7' });
   const abort = new AbortController();
   const sleep = markedSleep(1010);
-  const call = client.callTool('run_code', { code: `import subprocess\nsubprocess.run(${JSON.stringify(sleep.split(' '))})` }, { signal: abort.signal });
-  await pollUntil(() => processesWithCmdline(sleep).length, (n) => n > 0, SETTLE_MS);
+  const call = client.callTool(
+    'run_code',
+    { code: `import subprocess\nsubprocess.run(${JSON.stringify(sleep.split(' '))})` },
+    { signal: abort.signal },
+  );
+  await pollUntil(
+    () => processesWithCmdline(sleep).length,
+    (n) => n > 0,
+    SETTLE_MS,
+  );
   abort.abort();
   await expect(call).rejects.toThrow();
   // Gone long before the 1,010 s it would take: the cancellation ended it (how soon: test/reliability/real-time.test.ts).
   expect(await waitUntilGone(() => processesWithCmdline(sleep), SETTLE_MS)).toEqual([]);
   // Interrupted, not restarted: the interpreter and its state are still there.
-  expect((await client.callTool('run_code', { code: 'kept * 6' })).structuredContent).toMatchObject({ results: [{ text: '42' }], state_lost: false });
+  expect((await client.callTool('run_code', { code: 'kept * 6' })).structuredContent).toMatchObject({
+    results: [{ text: '42' }],
+    state_lost: false,
+  });
   await client.terminate();
 });
 
@@ -86,12 +99,20 @@ it('serves a background http.server at the preview URL, shows its logs, and kill
   const client = await connectClient('v2', server.url, { token: TOKEN });
   await client.callTool('write_file', { path: 'site/index.html', content: '<h1>preview works</h1>' });
   const port = await findFreePort();
-  const started = await client.callTool('run_command', { command: `cd site && (${markedSleep(1011)} &) ; python3 -m http.server ${port} --bind 127.0.0.1`, background: true });
+  const started = await client.callTool('run_command', {
+    command: `cd site && (${markedSleep(1011)} &) ; python3 -m http.server ${port} --bind 127.0.0.1`,
+    background: true,
+  });
   const id = started.structuredContent?.process_id as string;
   expect(id).toMatch(/^p\d+$/);
 
   const preview = await pollUntil(
-    async () => (await client.callTool('get_preview_url', { port })).structuredContent as { url: string; listening: boolean; note: string },
+    async () =>
+      (await client.callTool('get_preview_url', { port })).structuredContent as {
+        url: string;
+        listening: boolean;
+        note: string;
+      },
     (p) => p.listening,
     SETTLE_MS,
     200,
@@ -102,7 +123,10 @@ it('serves a background http.server at the preview URL, shows its logs, and kill
   expect(await (await fetch(`${preview.url}/index.html`)).text()).toBe('<h1>preview works</h1>');
 
   const logs = await pollUntil(
-    async () => (await client.callTool('manage_process', { action: 'logs', process_id: id })).structuredContent as { log: { text: string; total_bytes: number } },
+    async () =>
+      (await client.callTool('manage_process', { action: 'logs', process_id: id })).structuredContent as {
+        log: { text: string; total_bytes: number };
+      },
     (l) => l.log.text.includes('GET /index.html'),
     SETTLE_MS,
   );
@@ -131,17 +155,35 @@ it('leaves no background process running after DELETE', async () => {
 
 it('writes to a background process’s stdin and pages through its log', async () => {
   const client = await connectClient('v2', server.url, { token: TOKEN });
-  const started = await client.callTool('run_command', { command: 'while read line; do echo "got $line"; done', background: true });
+  const started = await client.callTool('run_command', {
+    command: 'while read line; do echo "got $line"; done',
+    background: true,
+  });
   const id = started.structuredContent?.process_id as string;
-  for (const word of ['alpha', 'beta', 'gamma']) await client.callTool('manage_process', { action: 'write_stdin', process_id: id, input: `${word}\n` });
+  for (const word of ['alpha', 'beta', 'gamma'])
+    await client.callTool('manage_process', { action: 'write_stdin', process_id: id, input: `${word}\n` });
   await pollUntil(
-    async () => ((await client.callTool('manage_process', { action: 'logs', process_id: id })).structuredContent as { log: { total_bytes: number } }).log.total_bytes,
+    async () =>
+      (
+        (await client.callTool('manage_process', { action: 'logs', process_id: id })).structuredContent as {
+          log: { total_bytes: number };
+        }
+      ).log.total_bytes,
     (n) => n >= 'got alpha\ngot beta\ngot gamma\n'.length,
     SETTLE_MS,
   );
-  const first = (await client.callTool('manage_process', { action: 'logs', process_id: id, offset: 0, limit_bytes: 10 })).structuredContent?.log as { text: string; next_offset: number };
+  const first = (
+    await client.callTool('manage_process', { action: 'logs', process_id: id, offset: 0, limit_bytes: 10 })
+  ).structuredContent?.log as { text: string; next_offset: number };
   expect(first).toMatchObject({ text: 'got alpha\n', next_offset: 10 });
-  const second = (await client.callTool('manage_process', { action: 'logs', process_id: id, offset: first.next_offset, limit_bytes: 100 })).structuredContent?.log;
+  const second = (
+    await client.callTool('manage_process', {
+      action: 'logs',
+      process_id: id,
+      offset: first.next_offset,
+      limit_bytes: 100,
+    })
+  ).structuredContent?.log;
   expect(second).toMatchObject({ text: 'got beta\ngot gamma\n' });
   const unknown = await client.callTool('manage_process', { action: 'kill', process_id: 'p99' });
   expect(unknown.isError).toBe(true);
@@ -156,13 +198,22 @@ it('resets to an empty workspace and a working sandbox, and says what was lost',
   await client.callTool('run_command', { command: markedSleep(1015), background: true });
   const before = (await client.callTool('sandbox_status')).structuredContent?.sandbox_id;
   const reset = await client.callTool('reset_sandbox');
-  expect(reset.structuredContent).toMatchObject({ previous_sandbox_id: before, lost: expect.arrayContaining(['all files']) });
+  expect(reset.structuredContent).toMatchObject({
+    previous_sandbox_id: before,
+    lost: expect.arrayContaining(['all files']),
+  });
   expect(reset.structuredContent?.sandbox_id).not.toBe(before);
-  expect((await client.callTool('sandbox_status')).structuredContent?.sandbox_id).toBe(reset.structuredContent?.sandbox_id);
+  expect((await client.callTool('sandbox_status')).structuredContent?.sandbox_id).toBe(
+    reset.structuredContent?.sandbox_id,
+  );
   expect(textOf(reset)).toMatch(/all files.*are gone/);
   expect((await client.callTool('list_files')).structuredContent).toMatchObject({ entries: [] });
-  expect((await client.callTool('run_code', { code: 'old_var' })).structuredContent).toMatchObject({ error: { name: 'NameError' } });
-  expect((await client.callTool('run_command', { command: 'echo fresh' })).structuredContent).toMatchObject({ stdout: 'fresh\n' });
+  expect((await client.callTool('run_code', { code: 'old_var' })).structuredContent).toMatchObject({
+    error: { name: 'NameError' },
+  });
+  expect((await client.callTool('run_command', { command: 'echo fresh' })).structuredContent).toMatchObject({
+    stdout: 'fresh\n',
+  });
   expect(await waitUntilGone(() => processesWithCmdline(markedSleep(1015)), SETTLE_MS)).toEqual([]);
   await client.terminate();
 });

@@ -19,13 +19,25 @@ beforeAll(async () => {
 afterAll(stopAllServers);
 
 async function connectModern(token = TOKEN): Promise<Client> {
-  const client = new Client({ name: 'modern-e2e', version: '1.0.0' }, { capabilities: {}, versionNegotiation: { mode: { pin: '2026-07-28' } } });
-  await client.connect(new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+  const client = new Client(
+    { name: 'modern-e2e', version: '1.0.0' },
+    { capabilities: {}, versionNegotiation: { mode: { pin: '2026-07-28' } } },
+  );
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(server.url), {
+      requestInit: { headers: { Authorization: `Bearer ${token}` } },
+    }),
+  );
   return client;
 }
 
-type Result = { content: Array<{ type: string; text?: string }>; structuredContent?: Record<string, unknown>; isError?: boolean };
-const call = async (client: Client, name: string, args: Record<string, unknown>): Promise<Result> => (await client.callTool({ name, arguments: args })) as Result;
+type Result = {
+  content: Array<{ type: string; text?: string }>;
+  structuredContent?: Record<string, unknown>;
+  isError?: boolean;
+};
+const call = async (client: Client, name: string, args: Record<string, unknown>): Promise<Result> =>
+  (await client.callTool({ name, arguments: args })) as Result;
 
 it('speaks 2026-07-28 without a session, and every tool schema takes a sandbox handle', async () => {
   const client = await connectModern();
@@ -73,7 +85,9 @@ it('gives a call without a handle a new sandbox of its own, and says so under th
   expect(b.isError).toBe(true);
   const [handleLine, noteLine, ...rest] = (b.content[0]?.text ?? '').split('\n');
   expect(handleLine).toMatch(/^sandbox: \S+$/);
-  expect(noteLine).toBe('this call ran in a new, empty sandbox: it carried no `sandbox` handle. Pass the handle above as "sandbox" on every later call to keep working in this one.');
+  expect(noteLine).toBe(
+    'this call ran in a new, empty sandbox: it carried no `sandbox` handle. Pass the handle above as "sandbox" on every later call to keep working in this one.',
+  );
   expect(rest.join('\n')).toContain('No such file');
   expect(a.structuredContent?.sandbox).not.toBe(handleLine?.slice('sandbox: '.length));
   // A call that carries its handle is told nothing of the kind.
@@ -96,21 +110,31 @@ it('answers forged handles and handles of another credential with a tool error t
   }
   const other = await connectModern(OTHER_TOKEN);
   const foreign = await call(other, 'sandbox_status', { sandbox: mine });
-  expect({ isError: foreign.isError, text: foreign.content[0]?.text }).toEqual({ isError: true, text: expect.stringMatching(/belongs to another credential or server/) });
+  expect({ isError: foreign.isError, text: foreign.content[0]?.text }).toEqual({
+    isError: true,
+    text: expect.stringMatching(/belongs to another credential or server/),
+  });
   await Promise.all([client.close(), other.close()]);
 });
 
-it.each([['2026-07-28', 'modern'], ['2025-11-25', 'legacy']] as const)('keeps Python state and files for a model-like loop on %s (21 calls; on 2026-07-28 it carries the handle it reads from each result)', async (version, era) => {
-  const outcome = await runModelLoop(server.url, TOKEN, era);
-  expect(outcome.handles.size).toBe(version === '2026-07-28' ? 1 : 0);
-  expect(outcome.counter).toBe(String(outcome.increments));
-  expect(outcome.notes).toBe(expectedNotes(outcome.appends));
-});
+it.each([
+  ['2026-07-28', 'modern'],
+  ['2025-11-25', 'legacy'],
+] as const)(
+  'keeps Python state and files for a model-like loop on %s (21 calls; on 2026-07-28 it carries the handle it reads from each result)',
+  async (version, era) => {
+    const outcome = await runModelLoop(server.url, TOKEN, era);
+    expect(outcome.handles.size).toBe(version === '2026-07-28' ? 1 : 0);
+    expect(outcome.counter).toBe(String(outcome.increments));
+    expect(outcome.notes).toBe(expectedNotes(outcome.appends));
+  },
+);
 
 it('tells a 2026-07-28 client about the handle: instructions and every tool description', async () => {
   const client = await connectModern();
   expect(client.getInstructions()).toMatch(/Pass that handle as the "sandbox" argument of every later call/);
-  for (const tool of (await client.listTools()).tools) expect(tool.description).toMatch(/without it the call runs in a new, empty one\.$/);
+  for (const tool of (await client.listTools()).tools)
+    expect(tool.description).toMatch(/without it the call runs in a new, empty one\.$/);
   await client.close();
 });
 
@@ -118,7 +142,10 @@ it('serves 2025-era clients on the same endpoint at the same time', async () => 
   const legacy = await connectClient('v2', server.url, { token: TOKEN });
   const modern = await connectModern();
   expect(legacy.sessionId).toBeDefined();
-  const [l, m] = await Promise.all([legacy.callTool('run_command', { command: 'echo legacy' }), call(modern, 'run_command', { command: 'echo modern' })]);
+  const [l, m] = await Promise.all([
+    legacy.callTool('run_command', { command: 'echo legacy' }),
+    call(modern, 'run_command', { command: 'echo modern' }),
+  ]);
   expect(l.structuredContent).toMatchObject({ stdout: 'legacy\n' });
   expect(l.structuredContent).not.toHaveProperty('sandbox');
   expect(m.structuredContent).toMatchObject({ stdout: 'modern\n' });
@@ -140,12 +167,25 @@ it('keeps a handle’s files when calls alternate between two instances without 
   const b = await startServer({ env, sandboxRoot: root });
   const proxy = await startRoundRobinProxy([a.port, b.port]);
   try {
-    const client = new Client({ name: 'modern-rr', version: '1.0.0' }, { capabilities: {}, versionNegotiation: { mode: { pin: '2026-07-28' } } });
-    await client.connect(new StreamableHTTPClientTransport(new URL(proxy.url), { requestInit: { headers: { Authorization: `Bearer ${TOKEN}` } } }));
-    const sandbox = (await call(client, 'write_file', { path: 'shared.txt', content: 'one\n' })).structuredContent?.sandbox as string;
+    const client = new Client(
+      { name: 'modern-rr', version: '1.0.0' },
+      { capabilities: {}, versionNegotiation: { mode: { pin: '2026-07-28' } } },
+    );
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(proxy.url), {
+        requestInit: { headers: { Authorization: `Bearer ${TOKEN}` } },
+      }),
+    );
+    const sandbox = (await call(client, 'write_file', { path: 'shared.txt', content: 'one\n' })).structuredContent
+      ?.sandbox as string;
     await call(client, 'edit_file', { path: 'shared.txt', old_string: 'one', new_string: 'two', sandbox });
-    expect((await call(client, 'read_file', { path: 'shared.txt', sandbox })).structuredContent).toMatchObject({ content: 'two\n', sandbox });
-    expect((await call(client, 'run_command', { command: 'cat shared.txt', sandbox })).structuredContent).toMatchObject({ stdout: 'two\n' });
+    expect((await call(client, 'read_file', { path: 'shared.txt', sandbox })).structuredContent).toMatchObject({
+      content: 'two\n',
+      sandbox,
+    });
+    expect((await call(client, 'run_command', { command: 'cat shared.txt', sandbox })).structuredContent).toMatchObject(
+      { stdout: 'two\n' },
+    );
     expect(new Set(proxy.served)).toEqual(new Set([0, 1]));
     await client.close();
   } finally {
@@ -158,12 +198,18 @@ it('keeps a handle’s files when calls alternate between two instances without 
 });
 
 it('stops the running command when a modern client closes its stream (cancellation)', async () => {
-  const { markedSleep, pollUntil, processesWithCmdline, SETTLE_MS, waitUntilGone } = await import('../support/processes');
+  const { markedSleep, pollUntil, processesWithCmdline, SETTLE_MS, waitUntilGone } = await import(
+    '../support/processes'
+  );
   const client = await connectModern();
   const abort = new AbortController();
   const sleep = markedSleep(1020);
   const running = client.callTool({ name: 'run_command', arguments: { command: sleep } }, { signal: abort.signal });
-  await pollUntil(() => processesWithCmdline(sleep).length, (n) => n > 0, SETTLE_MS);
+  await pollUntil(
+    () => processesWithCmdline(sleep).length,
+    (n) => n > 0,
+    SETTLE_MS,
+  );
   abort.abort();
   await expect(running).rejects.toThrow();
   expect(await waitUntilGone(() => processesWithCmdline(sleep), SETTLE_MS)).toEqual([]);

@@ -4,7 +4,11 @@
  * mcp-remote passes one; the official clients' OAuth flows end with that message. The 401 advertises no
  * metadata document.
  */
-import { Client as ClientV2, type OAuthClientProvider as ProviderV2, StreamableHTTPClientTransport as TransportV2 } from '@modelcontextprotocol/client';
+import {
+  Client as ClientV2,
+  type OAuthClientProvider as ProviderV2,
+  StreamableHTTPClientTransport as TransportV2,
+} from '@modelcontextprotocol/client';
 import type { OAuthClientProvider as ProviderV1 } from '@modelcontextprotocol/sdk/client/auth.js';
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as TransportV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -31,21 +35,27 @@ describe('the OAuth paths', () => {
     ['POST', '/register'],
     ['GET', '/authorize'],
     ['POST', '/token'],
-  ])('answer %s %s with 404 and a JSON body saying to send a bearer token, and how with mcp-remote', async (method, path) => {
-    const res = await request(`${server.origin}${path}`, {
-      method,
-      ...(method === 'POST' && { headers: { 'content-type': 'application/json' }, body: JSON.stringify({ redirect_uris: ['http://localhost:1/cb'] }) }),
-    });
-    expect(res.status).toBe(404);
-    expect(res.headers.get('content-type')).toMatch(/^application\/json/);
-    const body = res.json as { error: string; error_description: string; message: string };
-    for (const text of [body.message, body.error_description]) {
-      expect(text).toContain('bearer token');
-      expect(text).toContain('Authorization: Bearer <token>');
-      expect(text).toContain(MCP_REMOTE_HINT);
-    }
-    expect(res.text).not.toContain(TOKEN);
-  });
+  ])(
+    'answer %s %s with 404 and a JSON body saying to send a bearer token, and how with mcp-remote',
+    async (method, path) => {
+      const res = await request(`${server.origin}${path}`, {
+        method,
+        ...(method === 'POST' && {
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ redirect_uris: ['http://localhost:1/cb'] }),
+        }),
+      });
+      expect(res.status).toBe(404);
+      expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+      const body = res.json as { error: string; error_description: string; message: string };
+      for (const text of [body.message, body.error_description]) {
+        expect(text).toContain('bearer token');
+        expect(text).toContain('Authorization: Bearer <token>');
+        expect(text).toContain(MCP_REMOTE_HINT);
+      }
+      expect(res.text).not.toContain(TOKEN);
+    },
+  );
 
   it('leave other unknown paths with the plain 404', async () => {
     const res = await request(`${server.origin}/nope`);
@@ -56,11 +66,14 @@ describe('the OAuth paths', () => {
 
 describe('the 401 on /mcp', () => {
   /** RFC 6750 §3: `Bearer` and auth-params, each a token or a quoted string. */
-  const CHALLENGE = /^Bearer( [a-z_]+=("[^"\\]*"|[!#$%&'*+.^_`|~0-9A-Za-z-]+))(, [a-z_]+=("[^"\\]*"|[!#$%&'*+.^_`|~0-9A-Za-z-]+))*$/;
+  const CHALLENGE =
+    /^Bearer( [a-z_]+=("[^"\\]*"|[!#$%&'*+.^_`|~0-9A-Za-z-]+))(, [a-z_]+=("[^"\\]*"|[!#$%&'*+.^_`|~0-9A-Za-z-]+))*$/;
 
   it('carries a valid Bearer challenge, with no resource_metadata (there is no metadata document to point at)', async () => {
     const missing = await postMcp(server.url, initializeBody(), {});
-    const wrong = await postMcp(server.url, initializeBody(), { authorization: 'Bearer not-the-token-0123456789abcdef' });
+    const wrong = await postMcp(server.url, initializeBody(), {
+      authorization: 'Bearer not-the-token-0123456789abcdef',
+    });
     for (const res of [missing, wrong]) {
       expect(res.status).toBe(401);
       expect(res.headers.get('www-authenticate')).toMatch(CHALLENGE);

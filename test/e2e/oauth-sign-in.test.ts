@@ -5,7 +5,13 @@
  * scripted: test/support/oidc-provider.ts), the token for this resource (RFC 8707), then a tool call on the built
  * bundle. The refusals of single tokens are test/core/oauth.test.ts.
  */
-import { Client, type OAuthClientProvider, type OAuthDiscoveryState, StreamableHTTPClientTransport, UnauthorizedError } from '@modelcontextprotocol/client';
+import {
+  Client,
+  type OAuthClientProvider,
+  type OAuthDiscoveryState,
+  StreamableHTTPClientTransport,
+  UnauthorizedError,
+} from '@modelcontextprotocol/client';
 
 import { initializeBody, postMcp } from '../support/http';
 import { completeAuthorization, startOidcProvider, stopAllOidcProviders } from '../support/oidc-provider';
@@ -34,7 +40,13 @@ class ScriptedHost implements OAuthClientProvider {
     return REDIRECT_URL;
   }
   get clientMetadata() {
-    return { client_name: 'e2e host', redirect_uris: [REDIRECT_URL], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none' };
+    return {
+      client_name: 'e2e host',
+      redirect_uris: [REDIRECT_URL],
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      token_endpoint_auth_method: 'none',
+    };
   }
   clientInformation() {
     return this.info;
@@ -69,12 +81,19 @@ class ScriptedHost implements OAuthClientProvider {
   }
 }
 
-async function startOAuthServer(extraEnv: Record<string, string> = {}): Promise<{ server: StartedServer; issuer: string }> {
+async function startOAuthServer(
+  extraEnv: Record<string, string> = {},
+): Promise<{ server: StartedServer; issuer: string }> {
   const provider = await startOidcProvider();
   const port = await findFreePort();
   const server = await startServer({
     port,
-    env: { MCP_OAUTH_ISSUER: provider.issuer, MCP_PUBLIC_URL: `http://127.0.0.1:${port}`, MCP_OAUTH_SCOPES: 'mcp:tools', ...extraEnv },
+    env: {
+      MCP_OAUTH_ISSUER: provider.issuer,
+      MCP_PUBLIC_URL: `http://127.0.0.1:${port}`,
+      MCP_OAUTH_SCOPES: 'mcp:tools',
+      ...extraEnv,
+    },
   });
   return { server, issuer: provider.issuer };
 }
@@ -82,11 +101,15 @@ async function startOAuthServer(extraEnv: Record<string, string> = {}): Promise<
 /** Connects as a host that has never seen the server: 401, discovery, registration, sign-in, token. */
 async function signIn(server: StartedServer, host: ScriptedHost): Promise<Client> {
   const first = new Client({ name: 'e2e-oauth', version: '1.0.0' });
-  await expect(first.connect(new StreamableHTTPClientTransport(new URL(server.url), { authProvider: host }))).rejects.toBeInstanceOf(UnauthorizedError);
+  await expect(
+    first.connect(new StreamableHTTPClientTransport(new URL(server.url), { authProvider: host })),
+  ).rejects.toBeInstanceOf(UnauthorizedError);
   expect(host.authorizationUrl).toBeDefined();
   const callback = await completeAuthorization(host.authorizationUrl as URL);
   expect(callback.searchParams.get('code')).toBeTruthy();
-  await new StreamableHTTPClientTransport(new URL(server.url), { authProvider: host }).finishAuth(callback.searchParams);
+  await new StreamableHTTPClientTransport(new URL(server.url), { authProvider: host }).finishAuth(
+    callback.searchParams,
+  );
   const client = new Client({ name: 'e2e-oauth', version: '1.0.0' });
   await client.connect(new StreamableHTTPClientTransport(new URL(server.url), { authProvider: host }));
   return client;
@@ -125,7 +148,11 @@ it('refreshes a stale access token and goes on with the same subject', async () 
   expect((await client.callTool({ name: 'sandbox_status', arguments: {} })).isError).toBeFalsy();
   // The session opened with the refreshed token is the subject's: the first token (same subject) may use it too.
   const call = { jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'sandbox_status', arguments: {} } };
-  const withFirst = await postMcp(server.url, call, { authorization: `Bearer ${firstToken}`, 'mcp-session-id': transport.sessionId ?? '', 'mcp-protocol-version': '2025-11-25' });
+  const withFirst = await postMcp(server.url, call, {
+    authorization: `Bearer ${firstToken}`,
+    'mcp-session-id': transport.sessionId ?? '',
+    'mcp-protocol-version': '2025-11-25',
+  });
   expect(withFirst.status).toBe(200);
   await client.close();
 });
@@ -140,6 +167,8 @@ it("takes static tokens beside OAuth, and their sessions are not the subject's",
   const call = { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'sandbox_status', arguments: {} } };
   const headers = { 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25' };
   expect((await postMcp(server.url, call, { ...headers, authorization: `Bearer ${STATIC_TOKEN}` })).status).toBe(200);
-  expect((await postMcp(server.url, call, { ...headers, authorization: `Bearer ${host.tokens()?.access_token}` })).status).toBe(404);
+  expect(
+    (await postMcp(server.url, call, { ...headers, authorization: `Bearer ${host.tokens()?.access_token}` })).status,
+  ).toBe(404);
   await client.close();
 });

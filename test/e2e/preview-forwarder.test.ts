@@ -13,7 +13,16 @@ import { networkInterfaces } from 'node:os';
 import { connectClient, type TestClient } from '../support/clients';
 import { pollUntil, SETTLE_MS } from '../support/processes';
 import { runServerToExit, startServer, stopAllServers, type StartedServer } from '../support/server';
-import { bodyOf, exchange, exchangeOn, fetchPreview, httpGet, openConnection, openPreview, type OpenedPreview } from '../support/tcp';
+import {
+  bodyOf,
+  exchange,
+  exchangeOn,
+  fetchPreview,
+  httpGet,
+  openConnection,
+  openPreview,
+  type OpenedPreview,
+} from '../support/tcp';
 import { needs } from '../support/needs';
 
 const TOKEN = 'e2e-preview-token-0123456789abcdef';
@@ -36,16 +45,26 @@ interface Preview {
   note: string | null;
 }
 
-const previewOf = async (client: TestClient, port = APP_PORT): Promise<Preview> => (await client.callTool('get_preview_url', { port })).structuredContent as unknown as Preview;
+const previewOf = async (client: TestClient, port = APP_PORT): Promise<Preview> =>
+  (await client.callTool('get_preview_url', { port })).structuredContent as unknown as Preview;
 
 /** Writes the page and starts `python3 -m http.server` on APP_PORT in the background; resolves with the process id. */
 async function startApp(client: TestClient): Promise<string> {
   await client.callTool('write_file', { path: 'site/index.html', content: PAGE });
-  const started = await client.callTool('run_command', { command: `cd site && exec python3 -m http.server ${APP_PORT} --bind 127.0.0.1`, background: true });
+  const started = await client.callTool('run_command', {
+    command: `cd site && exec python3 -m http.server ${APP_PORT} --bind 127.0.0.1`,
+    background: true,
+  });
   return started.structuredContent?.process_id as string;
 }
 
-const untilListening = (client: TestClient, port = APP_PORT): Promise<Preview> => pollUntil(() => previewOf(client, port), (p) => p.listening, SETTLE_MS, 100);
+const untilListening = (client: TestClient, port = APP_PORT): Promise<Preview> =>
+  pollUntil(
+    () => previewOf(client, port),
+    (p) => p.listening,
+    SETTLE_MS,
+    100,
+  );
 
 /** The sandbox port of HOLD_APP. */
 const HOLD_PORT = 8001;
@@ -73,7 +92,8 @@ while True:
     threading.Thread(target=serve, args=(s.accept()[0],), daemon=True).start()
 `;
 /** A request HOLD_APP holds until `x` follows it. */
-const holdRequest = (preview: OpenedPreview): string => `POST / HTTP/1.0\r\nHost: preview\r\n${preview.cookie}\r\nContent-Length: 1\r\n\r\n`;
+const holdRequest = (preview: OpenedPreview): string =>
+  `POST / HTTP/1.0\r\nHost: preview\r\n${preview.cookie}\r\nContent-Length: 1\r\n\r\n`;
 
 /** Starts HOLD_APP in the sandbox, once it listens its preview opened. */
 async function holdApp(client: TestClient): Promise<OpenedPreview> {
@@ -126,11 +146,21 @@ class Browser {
       const jar = this.jars.get(target.hostname) ?? new Map<string, string>();
       this.jars.set(target.hostname, jar);
       const cookies = [...jar].map(([name, value]) => `${name}=${value}`).join('; ');
-      const request = [`GET ${target.pathname}${target.search} HTTP/1.1`, `Host: ${target.host}`, ...(cookies === '' ? [] : [`Cookie: ${cookies}`]), 'Connection: close', '', ''];
-      const answer = (await exchange(`http://127.0.0.1:${target.port}`, request.join('\r\n'))).received.toString('latin1');
+      const request = [
+        `GET ${target.pathname}${target.search} HTTP/1.1`,
+        `Host: ${target.host}`,
+        ...(cookies === '' ? [] : [`Cookie: ${cookies}`]),
+        'Connection: close',
+        '',
+        '',
+      ];
+      const answer = (await exchange(`http://127.0.0.1:${target.port}`, request.join('\r\n'))).received.toString(
+        'latin1',
+      );
       const at = answer.indexOf('\r\n\r\n');
       const head = answer.slice(0, at);
-      for (const [, name = '', value = ''] of head.matchAll(/^Set-Cookie: ([^=]+)=([^;\r\n]*)/gim)) jar.set(name, value);
+      for (const [, name = '', value = ''] of head.matchAll(/^Set-Cookie: ([^=]+)=([^;\r\n]*)/gim))
+        jar.set(name, value);
       const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(head)?.[1] ?? 0);
       const location = /^Location: (.*)$/im.exec(head)?.[1];
       if (status !== 302 || location === undefined) return { status, body: answer.slice(at + 4) };
@@ -154,7 +184,12 @@ needs('bubblewrap').describe('the preview URL of a local sandbox with its own ne
 
   it('reaches the app from the test process once it runs, over more than one connection, on the URL given before it started', async () => {
     const before = await previewOf(client);
-    expect(before).toMatchObject({ port: APP_PORT, listening: false, reachable: true, note: expect.stringContaining('access token') });
+    expect(before).toMatchObject({
+      port: APP_PORT,
+      listening: false,
+      reachable: true,
+      note: expect.stringContaining('access token'),
+    });
     expect(before.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/\?mcp_preview=[0-9a-z]+\.[A-Za-z0-9_-]{22}$/);
     expect(new URL(before.url).port).not.toBe(String(APP_PORT));
     await startApp(client);
@@ -173,14 +208,29 @@ needs('bubblewrap').describe('the preview URL of a local sandbox with its own ne
     const { url } = await appPreview(client);
     const { origin } = new URL(url);
     const bare = await fetch(new URL('/secret-without-token', origin), { redirect: 'manual' });
-    expect({ status: bare.status, body: await bare.text() }).toEqual({ status: 401, body: expect.stringContaining('get_preview_url') });
+    expect({ status: bare.status, body: await bare.text() }).toEqual({
+      status: 401,
+      body: expect.stringContaining('get_preview_url'),
+    });
     expect((await exchange(origin, httpGet('/secret-raw'))).received.toString()).toMatch(/^HTTP\/1\.1 401 /);
     // A request that did get in shows in the app's log; the refused ones never do.
     const preview = await openPreview(url);
     await fetchPreview(preview, '/admitted');
-    const id = ((await client.callTool('manage_process', { action: 'list' })).structuredContent?.processes as { process_id: string; command: string }[]).find((p) => p.command.includes('http.server'))?.process_id;
+    const id = (
+      (await client.callTool('manage_process', { action: 'list' })).structuredContent?.processes as {
+        process_id: string;
+        command: string;
+      }[]
+    ).find((p) => p.command.includes('http.server'))?.process_id;
     const logs = await pollUntil(
-      async () => String(((await client.callTool('manage_process', { action: 'logs', process_id: id })).structuredContent as { log: { text: string } }).log.text),
+      async () =>
+        String(
+          (
+            (await client.callTool('manage_process', { action: 'logs', process_id: id })).structuredContent as {
+              log: { text: string };
+            }
+          ).log.text,
+        ),
       (text) => text.includes('GET /admitted'),
       SETTLE_MS,
     );
@@ -189,14 +239,21 @@ needs('bubblewrap').describe('the preview URL of a local sandbox with its own ne
 
   it('carries a 10 MiB answer whole', async () => {
     await appPreview(client);
-    const made = await client.callTool('run_command', { command: 'head -c 10485760 /dev/urandom > site/big.bin && sha256sum site/big.bin' });
+    const made = await client.callTool('run_command', {
+      command: 'head -c 10485760 /dev/urandom > site/big.bin && sha256sum site/big.bin',
+    });
     const inside = String(made.structuredContent?.stdout).split(' ')[0];
     const preview = await openPreview((await appPreview(client)).url);
     const started = process.hrtime.bigint();
     const body = Buffer.from(await (await fetchPreview(preview, '/big.bin')).arrayBuffer());
     const ms = Number(process.hrtime.bigint() - started) / 1e6;
-    expect({ bytes: body.length, sha256: createHash('sha256').update(body).digest('hex') }).toEqual({ bytes: 10_485_760, sha256: inside });
-    console.log(`10 MiB from python3 -m http.server in the sandbox through the forwarder: ${ms.toFixed(0)} ms (${((10 / ms) * 1000).toFixed(1)} MiB/s)`);
+    expect({ bytes: body.length, sha256: createHash('sha256').update(body).digest('hex') }).toEqual({
+      bytes: 10_485_760,
+      sha256: inside,
+    });
+    console.log(
+      `10 MiB from python3 -m http.server in the sandbox through the forwarder: ${ms.toFixed(0)} ms (${((10 / ms) * 1000).toFixed(1)} MiB/s)`,
+    );
   });
 
   it('is out of reach of another sandbox: its own network has neither the app nor the forwarder', async () => {
@@ -204,16 +261,27 @@ needs('bubblewrap').describe('the preview URL of a local sandbox with its own ne
     const ours = await openPreview(url);
     const other = await connectClient('v2', server.url, { token: TOKEN });
     for (const port of [APP_PORT, Number(new URL(url).port)]) {
-      expect((await other.callTool('run_command', { command: CONNECT_FROM_INSIDE(port) })).structuredContent?.stdout).toMatch(/^failed/);
+      expect(
+        (await other.callTool('run_command', { command: CONNECT_FROM_INSIDE(port) })).structuredContent?.stdout,
+      ).toMatch(/^failed/);
     }
     // Its own preview of the same port is a listener of its own, where nothing listens: our cookie does not open it.
     const theirs = await previewOf(other);
     expect(theirs).toMatchObject({ listening: false });
     expect(new URL(theirs.url).origin).not.toBe(ours.origin);
     const theirOrigin = new URL(theirs.url).origin;
-    expect((await exchange(theirOrigin, httpGet('/index.html', [ours.cookie.replace(/mcp_preview_\d+/, `mcp_preview_${new URL(theirs.url).port}`)]))).received.toString()).toMatch(/^HTTP\/1\.1 401 /);
+    expect(
+      (
+        await exchange(
+          theirOrigin,
+          httpGet('/index.html', [ours.cookie.replace(/mcp_preview_\d+/, `mcp_preview_${new URL(theirs.url).port}`)]),
+        )
+      ).received.toString(),
+    ).toMatch(/^HTTP\/1\.1 401 /);
     const theirPreview = await openPreview(theirs.url);
-    expect((await exchange(theirOrigin, httpGet('/index.html', [theirPreview.cookie]))).received.toString()).toMatch(/^HTTP\/1\.1 502 /);
+    expect((await exchange(theirOrigin, httpGet('/index.html', [theirPreview.cookie]))).received.toString()).toMatch(
+      /^HTTP\/1\.1 502 /,
+    );
     await other.terminate();
   });
 
@@ -226,17 +294,27 @@ needs('bubblewrap').describe('the preview URL of a local sandbox with its own ne
       socket.write(holdRequest(preview));
       held.push(socket);
     }
-    const beyond = await pollUntil(() => exchange(preview.origin, holdRequest(preview) + 'x'), (answer) => answer.received.length === 0, SETTLE_MS, 100);
+    const beyond = await pollUntil(
+      () => exchange(preview.origin, holdRequest(preview) + 'x'),
+      (answer) => answer.received.length === 0,
+      SETTLE_MS,
+      100,
+    );
     expect(beyond.received.length).toBe(0);
     // One is let go: answered, and closed …
     expect(bodyOf((await exchangeOn(held[0]!, 'x')).received)).toBe('held');
     // … which makes room for one more.
-    const next = await pollUntil(() => exchange(preview.origin, holdRequest(preview) + 'x'), (answer) => bodyOf(answer.received) === 'held', SETTLE_MS, 100);
+    const next = await pollUntil(
+      () => exchange(preview.origin, holdRequest(preview) + 'x'),
+      (answer) => bodyOf(answer.received) === 'held',
+      SETTLE_MS,
+      100,
+    );
     expect(bodyOf(next.received)).toBe('held');
     for (const socket of held) socket.destroy();
   });
 
-  it("ignores frames for stream ids the supervisor never had, and kills a supervisor that sends an oversized frame (taken over from inside)", async () => {
+  it('ignores frames for stream ids the supervisor never had, and kills a supervisor that sends an oversized frame (taken over from inside)', async () => {
     const { url } = await appPreview(client);
     const preview = await openPreview(url);
     // The command's parent is the supervisor, running as the sandbox's user: the command takes a copy of its
@@ -258,7 +336,9 @@ needs('bubblewrap').describe('the preview URL of a local sandbox with its own ne
     // Killed with everything it started: the apps, and the connection it carried.
     expect((await heldOutcome).received.length).toBe(0);
     expect(await previewOf(client)).toMatchObject({ listening: false });
-    expect((await exchange(preview.origin, httpGet('/index.html', [preview.cookie]))).received.toString()).toMatch(/^HTTP\/1\.1 502 /);
+    expect((await exchange(preview.origin, httpGet('/index.html', [preview.cookie]))).received.toString()).toMatch(
+      /^HTTP\/1\.1 502 /,
+    );
     // The next call starts a new supervisor, and the same URL (and cookie) serves the app started again.
     await startApp(client);
     expect(new URL((await untilListening(client)).url).origin).toBe(new URL(url).origin);
@@ -295,49 +375,69 @@ describe('the cookies of two sandboxes’ previews, in one browser', () => {
     expect(await browser.open(await cookieApp(a, 'tenant-a'), '/login')).toEqual({ status: 200, body: 'cookies: ' });
     // What the issue saw: a browser sends the jar of 127.0.0.1 to every port of it. The preview cookies (A's and
     // B's) are taken out; the app's own cookie is not the front's to judge.
-    expect(await browser.open(await cookieApp(b, 'tenant-b'), '/whoami')).toEqual({ status: 200, body: 'cookies: app_session=tenant-a' });
+    expect(await browser.open(await cookieApp(b, 'tenant-b'), '/whoami')).toEqual({
+      status: 200,
+      body: 'cookies: app_session=tenant-a',
+    });
     await a.terminate();
     await b.terminate();
   });
 
-  needs('bubblewrap').it('on a host name per sandbox (LOCAL_SANDBOX_PREVIEW_DOMAIN) are apart: each app sees its own only, and a preview answers only to its name', async () => {
-    const server = await startServer({ env: { MCP_AUTH_TOKENS: TOKEN, SANDBOX_BACKEND: 'local', LOCAL_SANDBOX_PREVIEW_DOMAIN: 'localhost' } });
-    const a = await connectClient('v2', server.url, { token: TOKEN });
-    const b = await connectClient('v2', server.url, { token: TOKEN });
-    const urlA = await cookieApp(a, 'tenant-a');
-    const idA = String((await a.callTool('sandbox_status')).structuredContent?.sandbox_id);
-    expect(new URL(urlA).hostname).toBe(`${idA}.localhost`);
-    const browser = new Browser();
-    expect(await browser.open(urlA, '/login')).toEqual({ status: 200, body: 'cookies: ' });
-    const urlB = await cookieApp(b, 'tenant-b');
-    expect(new URL(urlB).hostname).not.toBe(new URL(urlA).hostname);
-    expect(await browser.open(urlB, '/login')).toEqual({ status: 200, body: 'cookies: ' });
-    expect(await browser.open(urlB, '/whoami')).toEqual({ status: 200, body: 'cookies: app_session=tenant-b' });
-    expect(await browser.open(urlA, '/whoami')).toEqual({ status: 200, body: 'cookies: app_session=tenant-a' });
-    // A's preview under another name (the address, B's name): refused before the token is even looked at.
-    for (const host of [`127.0.0.1:${new URL(urlA).port}`, `${new URL(urlB).hostname}:${new URL(urlA).port}`]) {
-      const answer = (await exchange(`http://127.0.0.1:${new URL(urlA).port}`, `GET /${new URL(urlA).search} HTTP/1.1\r\nHost: ${host}\r\n\r\n`)).received.toString();
-      expect({ host, answer: answer.split('\r\n')[0] }).toEqual({ host, answer: 'HTTP/1.1 421 Misdirected Request' });
-    }
-    await a.terminate();
-    await b.terminate();
-  });
+  needs('bubblewrap').it(
+    'on a host name per sandbox (LOCAL_SANDBOX_PREVIEW_DOMAIN) are apart: each app sees its own only, and a preview answers only to its name',
+    async () => {
+      const server = await startServer({
+        env: { MCP_AUTH_TOKENS: TOKEN, SANDBOX_BACKEND: 'local', LOCAL_SANDBOX_PREVIEW_DOMAIN: 'localhost' },
+      });
+      const a = await connectClient('v2', server.url, { token: TOKEN });
+      const b = await connectClient('v2', server.url, { token: TOKEN });
+      const urlA = await cookieApp(a, 'tenant-a');
+      const idA = String((await a.callTool('sandbox_status')).structuredContent?.sandbox_id);
+      expect(new URL(urlA).hostname).toBe(`${idA}.localhost`);
+      const browser = new Browser();
+      expect(await browser.open(urlA, '/login')).toEqual({ status: 200, body: 'cookies: ' });
+      const urlB = await cookieApp(b, 'tenant-b');
+      expect(new URL(urlB).hostname).not.toBe(new URL(urlA).hostname);
+      expect(await browser.open(urlB, '/login')).toEqual({ status: 200, body: 'cookies: ' });
+      expect(await browser.open(urlB, '/whoami')).toEqual({ status: 200, body: 'cookies: app_session=tenant-b' });
+      expect(await browser.open(urlA, '/whoami')).toEqual({ status: 200, body: 'cookies: app_session=tenant-a' });
+      // A's preview under another name (the address, B's name): refused before the token is even looked at.
+      for (const host of [`127.0.0.1:${new URL(urlA).port}`, `${new URL(urlB).hostname}:${new URL(urlA).port}`]) {
+        const answer = (
+          await exchange(
+            `http://127.0.0.1:${new URL(urlA).port}`,
+            `GET /${new URL(urlA).search} HTTP/1.1\r\nHost: ${host}\r\n\r\n`,
+          )
+        ).received.toString();
+        expect({ host, answer: answer.split('\r\n')[0] }).toEqual({ host, answer: 'HTTP/1.1 421 Misdirected Request' });
+      }
+      await a.terminate();
+      await b.terminate();
+    },
+  );
 });
 
 describe('the preview address', () => {
   afterAll(stopAllServers);
 
-  needs('bubblewrap').it('on a server other hosts reach, stays on loopback and says the URL is on the server’s host', async () => {
-    const server = await startServer({ env: { MCP_AUTH_TOKENS: TOKEN, SANDBOX_BACKEND: 'local', HOST: '0.0.0.0' } });
-    const client = await connectClient('v2', `http://127.0.0.1:${server.port}/mcp`, { token: TOKEN });
-    await startApp(client);
-    const preview = await untilListening(client);
-    expect(preview).toMatchObject({ listening: true, reachable: false, note: expect.stringContaining("on the server's host") });
-    expect(preview.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/\?mcp_preview=/);
-    const opened = await openPreview(preview.url);
-    expect(bodyOf((await exchange(opened.origin, httpGet('/index.html', [opened.cookie]))).received)).toBe(PAGE);
-    await client.terminate();
-  });
+  needs('bubblewrap').it(
+    'on a server other hosts reach, stays on loopback and says the URL is on the server’s host',
+    async () => {
+      const server = await startServer({ env: { MCP_AUTH_TOKENS: TOKEN, SANDBOX_BACKEND: 'local', HOST: '0.0.0.0' } });
+      const client = await connectClient('v2', `http://127.0.0.1:${server.port}/mcp`, { token: TOKEN });
+      await startApp(client);
+      const preview = await untilListening(client);
+      expect(preview).toMatchObject({
+        listening: true,
+        reachable: false,
+        note: expect.stringContaining("on the server's host"),
+      });
+      expect(preview.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/\?mcp_preview=/);
+      const opened = await openPreview(preview.url);
+      expect(bodyOf((await exchange(opened.origin, httpGet('/index.html', [opened.cookie]))).received)).toBe(PAGE);
+      await client.terminate();
+    },
+  );
 
   it('refuses an address other than loopback at start-up unless LOCAL_SANDBOX_PREVIEW_PUBLIC=on', async () => {
     const refused = await runServerToExit({ MCP_AUTH_TOKENS: TOKEN, LOCAL_SANDBOX_PREVIEW_HOST: '192.0.2.10' });
@@ -351,11 +451,22 @@ describe('the preview address', () => {
   (address === undefined ? it.skip : needs('bubblewrap').it)(
     'serves previews on a public address on purpose, behind a capability URL: its token buys a cookie, nothing else opens it, and it opens no other sandbox',
     async () => {
-      const server = await startServer({ env: { MCP_AUTH_TOKENS: TOKEN, SANDBOX_BACKEND: 'local', LOCAL_SANDBOX_PREVIEW_HOST: address ?? '', LOCAL_SANDBOX_PREVIEW_PUBLIC: 'on' } });
+      const server = await startServer({
+        env: {
+          MCP_AUTH_TOKENS: TOKEN,
+          SANDBOX_BACKEND: 'local',
+          LOCAL_SANDBOX_PREVIEW_HOST: address ?? '',
+          LOCAL_SANDBOX_PREVIEW_PUBLIC: 'on',
+        },
+      });
       const client = await connectClient('v2', server.url, { token: TOKEN });
       await startApp(client);
       const preview = await untilListening(client);
-      expect(preview).toMatchObject({ listening: true, reachable: true, note: expect.stringContaining('access token') });
+      expect(preview).toMatchObject({
+        listening: true,
+        reachable: true,
+        note: expect.stringContaining('access token'),
+      });
       const url = new URL(preview.url);
       expect(url.hostname).toBe(address);
       expect(url.pathname).toBe('/');
@@ -366,7 +477,9 @@ describe('the preview address', () => {
       const first = await fetch(preview.url, { redirect: 'manual' });
       expect({ status: first.status, location: first.headers.get('location') }).toEqual({ status: 302, location: '/' });
       const [setCookie = ''] = first.headers.getSetCookie();
-      expect(setCookie).toMatch(new RegExp(`^mcp_preview_${url.port}=[^;]+; Max-Age=\\d+; Path=/; HttpOnly; SameSite=Lax$`));
+      expect(setCookie).toMatch(
+        new RegExp(`^mcp_preview_${url.port}=[^;]+; Max-Age=\\d+; Path=/; HttpOnly; SameSite=Lax$`),
+      );
       expect(setCookie).not.toContain(token);
       const cookie = setCookie.split(';')[0] ?? '';
       // … which opens the app from then on.
@@ -375,21 +488,32 @@ describe('the preview address', () => {
 
       // Without the token or the cookie: 401, saying where preview URLs come from.
       const bare = await fetch(new URL('/index.html', url.origin), { redirect: 'manual' });
-      expect({ status: bare.status, body: await bare.text() }).toEqual({ status: 401, body: expect.stringContaining('get_preview_url') });
+      expect({ status: bare.status, body: await bare.text() }).toEqual({
+        status: 401,
+        body: expect.stringContaining('get_preview_url'),
+      });
       expect((await exchange(url.origin, httpGet('/index.html'))).received.toString()).toMatch(/^HTTP\/1\.1 401 /);
 
       // Another sandbox's preview of the same port: its own URL opens it; this one's token and cookie do not.
       const other = await connectClient('v2', server.url, { token: TOKEN });
-      await other.callTool('run_command', { command: `mkdir -p site && echo other > site/index.html && cd site && exec python3 -m http.server ${APP_PORT} --bind 127.0.0.1`, background: true });
+      await other.callTool('run_command', {
+        command: `mkdir -p site && echo other > site/index.html && cd site && exec python3 -m http.server ${APP_PORT} --bind 127.0.0.1`,
+        background: true,
+      });
       const theirs = new URL((await untilListening(other)).url);
       expect(theirs.origin).not.toBe(url.origin);
       const withToken = await fetch(`${theirs.origin}/?mcp_preview=${token}`, { redirect: 'manual' });
       expect(withToken.status).toBe(401);
-      const withCookie = await fetch(new URL('/index.html', theirs.origin), { headers: { cookie: `mcp_preview_${theirs.port}=${cookie.split('=')[1] ?? ''}` }, redirect: 'manual' });
+      const withCookie = await fetch(new URL('/index.html', theirs.origin), {
+        headers: { cookie: `mcp_preview_${theirs.port}=${cookie.split('=')[1] ?? ''}` },
+        redirect: 'manual',
+      });
       expect(withCookie.status).toBe(401);
       const own = await fetch(theirs.href, { redirect: 'manual' });
       expect(own.status).toBe(302);
-      const theirPage = await fetch(new URL('/index.html', theirs.origin), { headers: { cookie: own.headers.getSetCookie()[0]?.split(';')[0] ?? '' } });
+      const theirPage = await fetch(new URL('/index.html', theirs.origin), {
+        headers: { cookie: own.headers.getSetCookie()[0]?.split(';')[0] ?? '' },
+      });
       expect(await theirPage.text()).toBe('other\n');
       await other.terminate();
       await client.terminate();

@@ -30,27 +30,33 @@ afterEach(async () => {
   roots = [];
 });
 
-it.each(['v2', 'v1'] as const)('goes on with the same %s client session after the server is SIGKILLed and restarted with the same secret', async (kind) => {
-  const root = sharedRoot();
-  const port = await findFreePort();
-  const first = await startServer({ env: ENV, sandboxRoot: root, port });
-  const client = await connectClient(kind, first.url, { token: TOKEN });
-  await client.callTool('write_file', { path: 'notes/plan.md', content: 'step 1\n' });
-  await client.callTool('run_code', { code: 'counter = 41' });
+it.each(['v2', 'v1'] as const)(
+  'goes on with the same %s client session after the server is SIGKILLed and restarted with the same secret',
+  async (kind) => {
+    const root = sharedRoot();
+    const port = await findFreePort();
+    const first = await startServer({ env: ENV, sandboxRoot: root, port });
+    const client = await connectClient(kind, first.url, { token: TOKEN });
+    await client.callTool('write_file', { path: 'notes/plan.md', content: 'step 1\n' });
+    await client.callTool('run_code', { code: 'counter = 41' });
 
-  first.child.kill('SIGKILL');
-  await new Promise((resolve) => first.child.once('exit', resolve));
-  await startServer({ env: ENV, sandboxRoot: root, port });
+    first.child.kill('SIGKILL');
+    await new Promise((resolve) => first.child.once('exit', resolve));
+    await startServer({ env: ENV, sandboxRoot: root, port });
 
-  const read = await client.callTool('read_file', { path: 'notes/plan.md' });
-  expect(read.structuredContent).toMatchObject({ content: 'step 1\n' });
-  const code = await client.callTool('run_code', { code: 'counter + 1' });
-  // The interpreter did not survive the process; the result says so plainly.
-  expect(code.structuredContent).toMatchObject({ state_lost: true });
-  expect(textOf(code)).toMatch(/variables and imports from earlier calls are gone/);
-  expect((await client.callTool('run_code', { code: 'counter = 1\ncounter + 1' })).structuredContent).toMatchObject({ results: [{ text: '2' }], state_lost: false });
-  await client.terminate();
-});
+    const read = await client.callTool('read_file', { path: 'notes/plan.md' });
+    expect(read.structuredContent).toMatchObject({ content: 'step 1\n' });
+    const code = await client.callTool('run_code', { code: 'counter + 1' });
+    // The interpreter did not survive the process; the result says so plainly.
+    expect(code.structuredContent).toMatchObject({ state_lost: true });
+    expect(textOf(code)).toMatch(/variables and imports from earlier calls are gone/);
+    expect((await client.callTool('run_code', { code: 'counter = 1\ncounter + 1' })).structuredContent).toMatchObject({
+      results: [{ text: '2' }],
+      state_lost: false,
+    });
+    await client.terminate();
+  },
+);
 
 it('serves a whole session that alternates between two instances behind a proxy without affinity', async () => {
   const root = sharedRoot();
@@ -61,8 +67,13 @@ it('serves a whole session that alternates between two instances behind a proxy 
     const client = await connectClient('v2', proxy.url, { token: TOKEN });
     await client.callTool('write_file', { path: 'app.py', content: 'print("v1")\n' });
     await client.callTool('edit_file', { path: 'app.py', old_string: 'v1', new_string: 'v2' });
-    expect((await client.callTool('run_command', { command: 'python3 app.py' })).structuredContent).toMatchObject({ exit_code: 0, stdout: 'v2\n' });
-    expect((await client.callTool('read_file', { path: 'app.py' })).structuredContent).toMatchObject({ content: 'print("v2")\n' });
+    expect((await client.callTool('run_command', { command: 'python3 app.py' })).structuredContent).toMatchObject({
+      exit_code: 0,
+      stdout: 'v2\n',
+    });
+    expect((await client.callTool('read_file', { path: 'app.py' })).structuredContent).toMatchObject({
+      content: 'print("v2")\n',
+    });
     const listed = await client.callTool('list_files');
     expect((listed.structuredContent?.entries as Array<{ path: string }>).map((e) => e.path)).toEqual(['app.py']);
     expect(new Set(proxy.served)).toEqual(new Set([0, 1]));
@@ -79,8 +90,12 @@ it('brings back, with its files, a session evicted from memory at the cap', asyn
   const newcomer = await connectClient('v2', server.url, { token: TOKEN });
   await newcomer.callTool('write_file', { path: 'mine.txt', content: 'other' });
   expect(server.logs().some((line) => line.msg === 'session evicted')).toBe(true);
-  expect((await evicted.callTool('read_file', { path: 'kept.txt' })).structuredContent).toMatchObject({ content: 'still here' });
-  expect((await newcomer.callTool('read_file', { path: 'mine.txt' })).structuredContent).toMatchObject({ content: 'other' });
+  expect((await evicted.callTool('read_file', { path: 'kept.txt' })).structuredContent).toMatchObject({
+    content: 'still here',
+  });
+  expect((await newcomer.callTool('read_file', { path: 'mine.txt' })).structuredContent).toMatchObject({
+    content: 'other',
+  });
   await Promise.all([evicted.terminate(), newcomer.terminate()]);
 });
 
@@ -106,7 +121,11 @@ it('revokes a DELETEd id for good: 404 on every instance sharing the root and af
   const b = await startServer({ env: ENV, sandboxRoot: root });
   const client = await connectClient('v2', a.url, { token: TOKEN });
   await client.callTool('write_file', { path: 'x.txt', content: 'x' });
-  const headers = { authorization: `Bearer ${TOKEN}`, 'mcp-session-id': client.sessionId ?? '', 'mcp-protocol-version': '2025-11-25' };
+  const headers = {
+    authorization: `Bearer ${TOKEN}`,
+    'mcp-session-id': client.sessionId ?? '',
+    'mcp-protocol-version': '2025-11-25',
+  };
   expect((await fetch(a.url, { method: 'DELETE', headers })).status).toBe(200);
   const list = { jsonrpc: '2.0', id: 3, method: 'tools/list' };
   // Another instance, which never saw the DELETE, refuses it.
@@ -137,31 +156,42 @@ it('keeps sandboxes on SIGTERM when sessions can come back (secret configured), 
   }
 });
 
-needs('bubblewrap').it('keeps the logs of background processes when the session moves to a new server process', async () => {
-  const root = sharedRoot();
-  const port = await findFreePort();
-  const first = await startServer({ env: ENV, sandboxRoot: root, port });
-  const client = await connectClient('v2', first.url, { token: TOKEN });
-  const sleep = markedSleep(1030);
-  const started = await client.callTool('run_command', { command: `echo "from the first instance"; ${sleep}`, background: true });
-  const id = started.structuredContent?.process_id as string;
-  await pollUntil(
-    async () => ((await client.callTool('manage_process', { action: 'logs', process_id: id })).structuredContent?.log as { text: string }).text,
-    (text) => text.includes('first instance'),
-    SETTLE_MS,
-  );
-  expect(processesWithCmdline(sleep).length).toBeGreaterThan(0);
-  first.child.kill('SIGKILL');
-  await new Promise((resolve) => first.child.once('exit', resolve));
-  // Its processes went with it (they never outlive the server that started them here)...
-  expect(await waitUntilGone(() => processesWithCmdline(sleep), SETTLE_MS)).toEqual([]);
-  await startServer({ env: ENV, sandboxRoot: root, port });
-  // ...but its log stays readable, and new processes get new ids.
-  const listed = await client.callTool('manage_process', { action: 'list' });
-  expect(listed.structuredContent?.processes).toEqual([expect.objectContaining({ process_id: id, state: 'exited' })]);
-  const logs = await client.callTool('manage_process', { action: 'logs', process_id: id });
-  expect(logs.structuredContent?.log).toMatchObject({ text: 'from the first instance\n' });
-  const next = await client.callTool('run_command', { command: 'true', background: true });
-  expect(next.structuredContent?.process_id).not.toBe(id);
-  await client.terminate();
-});
+needs('bubblewrap').it(
+  'keeps the logs of background processes when the session moves to a new server process',
+  async () => {
+    const root = sharedRoot();
+    const port = await findFreePort();
+    const first = await startServer({ env: ENV, sandboxRoot: root, port });
+    const client = await connectClient('v2', first.url, { token: TOKEN });
+    const sleep = markedSleep(1030);
+    const started = await client.callTool('run_command', {
+      command: `echo "from the first instance"; ${sleep}`,
+      background: true,
+    });
+    const id = started.structuredContent?.process_id as string;
+    await pollUntil(
+      async () =>
+        (
+          (await client.callTool('manage_process', { action: 'logs', process_id: id })).structuredContent?.log as {
+            text: string;
+          }
+        ).text,
+      (text) => text.includes('first instance'),
+      SETTLE_MS,
+    );
+    expect(processesWithCmdline(sleep).length).toBeGreaterThan(0);
+    first.child.kill('SIGKILL');
+    await new Promise((resolve) => first.child.once('exit', resolve));
+    // Its processes went with it (they never outlive the server that started them here)...
+    expect(await waitUntilGone(() => processesWithCmdline(sleep), SETTLE_MS)).toEqual([]);
+    await startServer({ env: ENV, sandboxRoot: root, port });
+    // ...but its log stays readable, and new processes get new ids.
+    const listed = await client.callTool('manage_process', { action: 'list' });
+    expect(listed.structuredContent?.processes).toEqual([expect.objectContaining({ process_id: id, state: 'exited' })]);
+    const logs = await client.callTool('manage_process', { action: 'logs', process_id: id });
+    expect(logs.structuredContent?.log).toMatchObject({ text: 'from the first instance\n' });
+    const next = await client.callTool('run_command', { command: 'true', background: true });
+    expect(next.structuredContent?.process_id).not.toBe(id);
+    await client.terminate();
+  },
+);

@@ -29,7 +29,11 @@ describe('run_code', () => {
     await stopAllServers();
   });
 
-  async function run(code: string, extra: Record<string, unknown> = {}, on: TestClient = client): Promise<{ result: ToolResult; out: CodeOutcome }> {
+  async function run(
+    code: string,
+    extra: Record<string, unknown> = {},
+    on: TestClient = client,
+  ): Promise<{ result: ToolResult; out: CodeOutcome }> {
     const result = await on.callTool('run_code', { code, ...extra });
     return { result, out: result.structuredContent as unknown as CodeOutcome };
   }
@@ -38,7 +42,13 @@ describe('run_code', () => {
     expect((await run('import math\ndef square(x):\n    return x * x\nside = 7')).result.isError).toBeFalsy();
     const { result, out } = await run('square(side) + math.floor(math.pi)');
     expect(result.isError).toBeFalsy();
-    expect(out).toMatchObject({ stdout: '', results: [{ type: 'text', text: '52' }], error: null, timed_out: false, state_lost: false });
+    expect(out).toMatchObject({
+      stdout: '',
+      results: [{ type: 'text', text: '52' }],
+      error: null,
+      timed_out: false,
+      state_lost: false,
+    });
     expect(textOf(result)).toContain('Result: 52');
   });
 
@@ -75,7 +85,10 @@ describe('run_code', () => {
     expect(out).toMatchObject({ timed_out: true, state_lost: true });
     expect(textOf(result)).toContain('variables and imports from earlier calls are gone');
     const next = await run('doomed');
-    expect(next.out).toMatchObject({ state_lost: false, error: { name: 'NameError', value: "name 'doomed' is not defined" } });
+    expect(next.out).toMatchObject({
+      state_lost: false,
+      error: { name: 'NameError', value: "name 'doomed' is not defined" },
+    });
     const works = await run('1 + 1');
     expect(works.out).toMatchObject({ results: [{ type: 'text', text: '2' }], error: null });
   });
@@ -84,7 +97,9 @@ describe('run_code', () => {
     const js = await run('var carried = 5; console.log(carried * 2)', { language: 'javascript' });
     expect(js.result.isError).toBeFalsy();
     expect(js.out).toMatchObject({ stdout: '10\n', error: null });
-    expect((await run('console.log(typeof carried)', { language: 'javascript' })).out).toMatchObject({ stdout: 'undefined\n' });
+    expect((await run('console.log(typeof carried)', { language: 'javascript' })).out).toMatchObject({
+      stdout: 'undefined\n',
+    });
     const sh = await run('carried=5; echo "$((carried * 3))"', { language: 'bash' });
     expect(sh.out).toMatchObject({ stdout: '15\n', error: null });
     expect((await run('echo "${carried:-unset}"', { language: 'bash' })).out).toMatchObject({ stdout: 'unset\n' });
@@ -96,7 +111,9 @@ describe('run_code', () => {
   it('refuses an unavailable language and names the available ones', async () => {
     const result = await client.callTool('run_code', { code: 'const x: number = 1', language: 'typescript' });
     expect(result.isError).toBe(true);
-    expect(textOf(result)).toContain('The language "typescript" is not available in this sandbox; available: python, javascript, bash');
+    expect(textOf(result)).toContain(
+      'The language "typescript" is not available in this sandbox; available: python, javascript, bash',
+    );
   });
 
   it('gives input() an empty stdin instead of hanging', async () => {
@@ -107,7 +124,9 @@ describe('run_code', () => {
   });
 
   it('shows output written by a subprocess in stdout', async () => {
-    const { out } = await run("import subprocess\nprint('before', flush=True)\nsubprocess.run(['echo', 'from-child'])\nprint('after')");
+    const { out } = await run(
+      "import subprocess\nprint('before', flush=True)\nsubprocess.run(['echo', 'from-child'])\nprint('after')",
+    );
     expect(out).toMatchObject({ stdout: 'before\nfrom-child\nafter\n', error: null });
   });
 
@@ -127,7 +146,9 @@ describe('run_code', () => {
       expect(uid).toBeGreaterThanOrEqual(100_000);
       expect(await waitUntilGone(() => processesOfUid(uid), SETTLE_MS)).toEqual([]);
     } else {
-      console.log('not root: the sandbox shares the test user, so only the kernel processes (by environment) are checked');
+      console.log(
+        'not root: the sandbox shares the test user, so only the kernel processes (by environment) are checked',
+      );
     }
   });
 });

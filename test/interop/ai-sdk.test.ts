@@ -7,7 +7,15 @@
  */
 import { type CallToolResult, createMCPClient, type MCPClient } from '@ai-sdk/mcp';
 
-import { expectModernFromTheStart, INTEROP_TOKEN, loggedToolCalls, MISSING_FILE, SANDBOX_HANDLE, SERVER_TOOLS, startInteropServer } from '../support/interop';
+import {
+  expectModernFromTheStart,
+  INTEROP_TOKEN,
+  loggedToolCalls,
+  MISSING_FILE,
+  SANDBOX_HANDLE,
+  SERVER_TOOLS,
+  startInteropServer,
+} from '../support/interop';
 import { stopAllServers, type StartedServer } from '../support/server';
 
 /** A tools/call answer with content (CallToolResult also admits the 2024-era `toolResult` form). */
@@ -18,7 +26,9 @@ let client: MCPClient;
 let tools: Awaited<ReturnType<MCPClient['tools']>>;
 beforeAll(async () => {
   server = await startInteropServer();
-  client = await createMCPClient({ transport: { type: 'http', url: server.url, headers: { Authorization: `Bearer ${INTEROP_TOKEN}` } } });
+  client = await createMCPClient({
+    transport: { type: 'http', url: server.url, headers: { Authorization: `Bearer ${INTEROP_TOKEN}` } },
+  });
   tools = await client.tools();
 });
 afterAll(async () => {
@@ -31,7 +41,8 @@ async function execute(name: string, input: Record<string, unknown>): Promise<Re
   const tool = tools[name];
   if (tool === undefined) throw new Error(`no tool ${name}`);
   const output = await tool.execute(input, { toolCallId: `call-${name}`, messages: [], context: {} });
-  if (Symbol.asyncIterator in output || !hasContent(output)) throw new Error(`${name} gave no CallToolResult with content`);
+  if (Symbol.asyncIterator in output || !hasContent(output))
+    throw new Error(`${name} gave no CallToolResult with content`);
   return output;
 }
 
@@ -63,7 +74,11 @@ it('negotiates 2026-07-28 through server/discover and lists the ten tools, each 
 it('runs run_command and returns the CallToolResult with structuredContent, in the 2026-07-28 era', async () => {
   const result = await execute('run_command', { command: 'echo hi' });
   expect(result.isError).toBe(false);
-  expect(result.structuredContent).toMatchObject({ stdout: 'hi\n', exit_code: 0, sandbox: expect.stringMatching(SANDBOX_HANDLE) });
+  expect(result.structuredContent).toMatchObject({
+    stdout: 'hi\n',
+    exit_code: 0,
+    sandbox: expect.stringMatching(SANDBOX_HANDLE),
+  });
   await loggedToolCalls(server, 1);
   expectModernFromTheStart(server);
 });

@@ -10,7 +10,15 @@ import type { DynamicStructuredTool } from '@langchain/core/tools';
 import { MultiServerMCPClient } from '@langchain/mcp-adapters';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
-import { INTEROP_TOKEN, loggedRequests, loggedToolCalls, MISSING_FILE, protocolsOf, SERVER_TOOLS, startInteropServer } from '../support/interop';
+import {
+  INTEROP_TOKEN,
+  loggedRequests,
+  loggedToolCalls,
+  MISSING_FILE,
+  protocolsOf,
+  SERVER_TOOLS,
+  startInteropServer,
+} from '../support/interop';
 import { stopAllServers, type StartedServer } from '../support/server';
 
 /** What `.invoke(arguments)` resolves to for a result of one text block and structuredContent. */
@@ -26,7 +34,9 @@ let tools: DynamicStructuredTool[];
 beforeAll(async () => {
   server = await startInteropServer();
   client = new MultiServerMCPClient({
-    mcpServers: { sandbox: { transport: 'http', url: server.url, headers: { Authorization: `Bearer ${INTEROP_TOKEN}` } } },
+    mcpServers: {
+      sandbox: { transport: 'http', url: server.url, headers: { Authorization: `Bearer ${INTEROP_TOKEN}` } },
+    },
   });
   tools = await client.getTools();
 });
@@ -41,7 +51,8 @@ function tool(name: string): DynamicStructuredTool {
   return found;
 }
 
-const invoke = async (name: string, args: Record<string, unknown>): Promise<TextWithStructure> => (await tool(name).invoke(args)) as TextWithStructure;
+const invoke = async (name: string, args: Record<string, unknown>): Promise<TextWithStructure> =>
+  (await tool(name).invoke(args)) as TextWithStructure;
 
 it('negotiates 2025-11-25 with a session and lists the ten tools', async () => {
   expect(tools.map((t) => t.name)).toEqual(SERVER_TOOLS);
@@ -55,14 +66,31 @@ it('negotiates 2025-11-25 with a session and lists the ten tools', async () => {
 
 it('runs run_command: .invoke() gives the text with the structuredContent, a tool call gives it as the artifact', async () => {
   const result = await invoke('run_command', { command: 'echo hi' });
-  expect(result).toMatchObject({ type: 'text', text: expect.stringContaining('Exit code 0.'), structuredContent: { stdout: 'hi\n', exit_code: 0 } });
+  expect(result).toMatchObject({
+    type: 'text',
+    text: expect.stringContaining('Exit code 0.'),
+    structuredContent: { stdout: 'hi\n', exit_code: 0 },
+  });
   expect(result.structuredContent).not.toHaveProperty('sandbox');
 
-  const message = await tool('run_command').invoke({ id: 'call-1', name: 'run_command', args: { command: 'echo hi' }, type: 'tool_call' });
-  expect(message).toMatchObject({ tool_call_id: 'call-1', status: 'success', artifact: [{ type: 'mcp_structured_content', data: { stdout: 'hi\n', exit_code: 0 } }] });
+  const message = await tool('run_command').invoke({
+    id: 'call-1',
+    name: 'run_command',
+    args: { command: 'echo hi' },
+    type: 'tool_call',
+  });
+  expect(message).toMatchObject({
+    tool_call_id: 'call-1',
+    status: 'success',
+    artifact: [{ type: 'mcp_structured_content', data: { stdout: 'hi\n', exit_code: 0 } }],
+  });
   // The model is given that same block as a JSON string (the adapters return one object, not a list of blocks, and
   // LangChain's tool output stringifies what is neither): the text and the structuredContent both reach it.
-  expect(JSON.parse(String(message.content))).toMatchObject({ type: 'text', text: expect.stringContaining('hi'), structuredContent: { stdout: 'hi\n' } });
+  expect(JSON.parse(String(message.content))).toMatchObject({
+    type: 'text',
+    text: expect.stringContaining('hi'),
+    structuredContent: { stdout: 'hi\n' },
+  });
 
   await loggedToolCalls(server, 2);
   // Everything it sent, from its first request on: initialize, then the session's requests.
@@ -78,14 +106,18 @@ it('writes and reads back a file in the session’s sandbox', async () => {
   const read = await invoke('read_file', { path: 'notes/hello.txt' });
   expect(read.structuredContent).toMatchObject({ content: 'hello from LangChain\n', total_lines: 1 });
   // Every call went over the one session (the log line of each names it).
-  expect(new Set((await loggedToolCalls(server, 4)).map((call) => call.session))).toEqual(new Set([expect.any(String)]));
+  expect(new Set((await loggedToolCalls(server, 4)).map((call) => call.session))).toEqual(
+    new Set([expect.any(String)]),
+  );
 });
 
 it('throws a tool error as a ToolException with the server’s message', async () => {
   const failure = tool('read_file').invoke({ path: 'missing.txt' });
   await expect(failure).rejects.toMatchObject({
     name: 'ToolException',
-    message: expect.stringMatching(/^MCP tool 'read_file' on server 'sandbox' returned an error: No such file or directory: \S*\/missing\.txt$/),
+    message: expect.stringMatching(
+      /^MCP tool 'read_file' on server 'sandbox' returned an error: No such file or directory: \S*\/missing\.txt$/,
+    ),
   });
   await expect(failure).rejects.toMatchObject({ message: expect.stringMatching(MISSING_FILE) });
 });

@@ -21,7 +21,16 @@ import { Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 
 import { type ToolResult, textOf } from '../support/clients';
-import { INTEROP_TOKEN, loggedRequests, loggedToolCalls, MISSING_FILE, protocolsOf, SANDBOX_HANDLE, SERVER_TOOLS, startInteropServer } from '../support/interop';
+import {
+  INTEROP_TOKEN,
+  loggedRequests,
+  loggedToolCalls,
+  MISSING_FILE,
+  protocolsOf,
+  SANDBOX_HANDLE,
+  SERVER_TOOLS,
+  startInteropServer,
+} from '../support/interop';
 import { stopAllServers, type StartedServer } from '../support/server';
 
 const PROXY = require.resolve('mcp-remote/dist/proxy.js');
@@ -82,7 +91,9 @@ async function connectThroughMcpRemote(extraArgs: string[]): Promise<Proxied> {
 }
 
 /** The `loopback-only:` lines of a proxy's stderr, each once. */
-const connections = (stderr: string): string[] => [...new Set(stderr.split('\n').filter((line) => line.startsWith('loopback-only:')))];
+const connections = (stderr: string): string[] => [
+  ...new Set(stderr.split('\n').filter((line) => line.startsWith('loopback-only:'))),
+];
 
 /** Checks what a closed proxy left: its store's folder in the config dir and nothing else, nothing in HOME; then removes both. */
 function expectNothingLeftBehind(proxied: Proxied): void {
@@ -119,15 +130,23 @@ describe('by default (the initialize passed through)', () => {
     const session = calls[0]?.session;
     expect(session).toEqual(expect.any(String));
     // The session began with the stdio client's own initialize, passed through.
-    expect(loggedRequests(server).filter((r) => r.session === session)[0]).toMatchObject({ mcp_method: 'initialize', protocol_version: '2025-11-25' });
+    expect(loggedRequests(server).filter((r) => r.session === session)[0]).toMatchObject({
+      mcp_method: 'initialize',
+      protocol_version: '2025-11-25',
+    });
   });
 
   it('writes and reads back a file in the session’s sandbox', async () => {
-    const written = await proxied.call('write_file', { path: 'notes/hello.txt', content: 'hello through mcp-remote\n' });
+    const written = await proxied.call('write_file', {
+      path: 'notes/hello.txt',
+      content: 'hello through mcp-remote\n',
+    });
     expect(written.structuredContent).toMatchObject({ bytes_written: 25, created: true });
     const read = await proxied.call('read_file', { path: 'notes/hello.txt' });
     expect(read.structuredContent).toMatchObject({ content: 'hello through mcp-remote\n' });
-    expect(new Set((await loggedToolCalls(server, callsMade)).slice(callsBefore).map((call) => call.session)).size).toBe(1);
+    expect(
+      new Set((await loggedToolCalls(server, callsMade)).slice(callsBefore).map((call) => call.session)).size,
+    ).toBe(1);
   });
 
   it('passes a tool error on as a result with isError and the server’s message', async () => {
@@ -162,14 +181,23 @@ describe('with --protocol auto (bridged to 2026-07-28)', () => {
   it('runs run_command in the 2026-07-28 era: the result carries a sandbox handle', async () => {
     const result = await proxied.call('run_command', { command: 'echo hi' });
     expect(result.isError).toBeFalsy();
-    expect(result.structuredContent).toMatchObject({ stdout: 'hi\n', exit_code: 0, sandbox: expect.stringMatching(SANDBOX_HANDLE) });
+    expect(result.structuredContent).toMatchObject({
+      stdout: 'hi\n',
+      exit_code: 0,
+      sandbox: expect.stringMatching(SANDBOX_HANDLE),
+    });
     expect(protocolsOf((await loggedToolCalls(server, callsMade)).slice(callsBefore))).toEqual(['2026-07-28 (modern)']);
     // The probe that found the 2026-07-28 server (only this proxy sends one).
-    expect(loggedRequests(server)).toContainEqual(expect.objectContaining({ mcp_method: 'server/discover', era: 'modern' }));
+    expect(loggedRequests(server)).toContainEqual(
+      expect.objectContaining({ mcp_method: 'server/discover', era: 'modern' }),
+    );
   });
 
   it('writes and reads back a file in one sandbox by carrying the handle', async () => {
-    const written = await proxied.call('write_file', { path: 'notes/hello.txt', content: 'hello through the bridge\n' });
+    const written = await proxied.call('write_file', {
+      path: 'notes/hello.txt',
+      content: 'hello through the bridge\n',
+    });
     const sandbox = written.structuredContent?.sandbox;
     expect(sandbox).toMatch(SANDBOX_HANDLE);
     expect(textOf(written).split('\n')[0]).toBe(`sandbox: ${String(sandbox)}`);

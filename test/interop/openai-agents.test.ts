@@ -8,14 +8,26 @@
 import { type CallToolResultContent, MCPServerStreamableHttp } from '@openai/agents-core';
 
 import { NEW_SANDBOX_NOTE } from '../../functions/mcp/protocol/sandbox-argument';
-import { expectModernFromTheStart, INTEROP_TOKEN, loggedToolCalls, MISSING_FILE, SANDBOX_HANDLE, SERVER_TOOLS, startInteropServer } from '../support/interop';
+import {
+  expectModernFromTheStart,
+  INTEROP_TOKEN,
+  loggedToolCalls,
+  MISSING_FILE,
+  SANDBOX_HANDLE,
+  SERVER_TOOLS,
+  startInteropServer,
+} from '../support/interop';
 import { stopAllServers, type StartedServer } from '../support/server';
 
 let server: StartedServer;
 let mcp: MCPServerStreamableHttp;
 beforeAll(async () => {
   server = await startInteropServer();
-  mcp = new MCPServerStreamableHttp({ url: server.url, name: 'sandbox', requestInit: { headers: { Authorization: `Bearer ${INTEROP_TOKEN}` } } });
+  mcp = new MCPServerStreamableHttp({
+    url: server.url,
+    name: 'sandbox',
+    requestInit: { headers: { Authorization: `Bearer ${INTEROP_TOKEN}` } },
+  });
   await mcp.connect();
 });
 afterAll(async () => {
@@ -31,7 +43,8 @@ function handleOf(result: CallToolResultContent): string {
 }
 
 /** The lines of the text the model is shown (the content; structuredContent only with `useStructuredContent`). */
-const textLines = (result: CallToolResultContent): string[] => result.flatMap((part) => (part.type === 'text' && typeof part.text === 'string' ? part.text.split('\n') : []));
+const textLines = (result: CallToolResultContent): string[] =>
+  result.flatMap((part) => (part.type === 'text' && typeof part.text === 'string' ? part.text.split('\n') : []));
 
 it('connects without a session and lists the ten tools, each taking a sandbox handle', async () => {
   expect(mcp.sessionId).toBeUndefined();
@@ -43,9 +56,20 @@ it('connects without a session and lists the ten tools, each taking a sandbox ha
 it('runs run_command: the content list carries structuredContent, in the 2026-07-28 era', async () => {
   const result = await mcp.callTool('run_command', { command: 'echo hi' });
   expect(result.isError).toBeFalsy();
-  expect(result.structuredContent).toMatchObject({ stdout: 'hi\n', exit_code: 0, sandbox: expect.stringMatching(SANDBOX_HANDLE) });
+  expect(result.structuredContent).toMatchObject({
+    stdout: 'hi\n',
+    exit_code: 0,
+    sandbox: expect.stringMatching(SANDBOX_HANDLE),
+  });
   // A first call carries no handle: its sandbox is new, and the text says so under the handle.
-  expect(textLines(result)).toEqual([`sandbox: ${handleOf(result)}`, NEW_SANDBOX_NOTE, 'Exit code 0.', 'stdout:', 'hi', '']);
+  expect(textLines(result)).toEqual([
+    `sandbox: ${handleOf(result)}`,
+    NEW_SANDBOX_NOTE,
+    'Exit code 0.',
+    'stdout:',
+    'hi',
+    '',
+  ]);
   await loggedToolCalls(server, 1);
   expectModernFromTheStart(server);
 });

@@ -8,7 +8,11 @@
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 
 import { connectClient, type TestClient, type ToolResult } from '../support/clients';
-import { peakRssMiB as serverPeakRssMiB, resetPeakRss as resetServerPeakRss, victimCallsWhile } from '../support/peak-rss';
+import {
+  peakRssMiB as serverPeakRssMiB,
+  resetPeakRss as resetServerPeakRss,
+  victimCallsWhile,
+} from '../support/peak-rss';
 import { startServer, stopAllServers, type StartedServer } from '../support/server';
 
 const ATTACKER = 'flood-attacker-token-0123456789abcdef';
@@ -29,7 +33,8 @@ beforeEach(async () => {
   attacker = await connectClient('v2', server.url, { token: ATTACKER });
   victim = await connectClient('v2', server.url, { token: VICTIM });
   // Both sandboxes exist before the attack: what follows is the attack's cost, not a start-up's.
-  for (const client of [attacker, victim]) expect((await client.callTool('run_command', { command: 'true' })).isError).toBeFalsy();
+  for (const client of [attacker, victim])
+    expect((await client.callTool('run_command', { command: 'true' })).isError).toBeFalsy();
   resetPeakRss();
 });
 afterEach(async () => {
@@ -58,17 +63,29 @@ it('a run_code call that writes 60 images of 60 MiB to the kernel channel gets a
   const attack = attacker.callTool('run_code', { code, timeout_ms: 240_000 }, { timeoutMs: 280_000 });
   expect(await victimCallsWhile(victim, attack)).toBeGreaterThan(0);
   const result = await attack;
-  expect(result.structuredContent).toMatchObject({ error: null, state_lost: false, results: [{ type: 'text', text: "'written'" }], results_omitted: { count: 60 } });
+  expect(result.structuredContent).toMatchObject({
+    error: null,
+    state_lost: false,
+    results: [{ type: 'text', text: "'written'" }],
+    results_omitted: { count: 60 },
+  });
   expect(peakRssMiB()).toBeLessThan(PEAK_RSS_BOUND_MIB);
 });
 
 it('run_command printing 700 MiB with a progress token is answered, its progress bounded', async () => {
   const client = new Client({ name: 'flood-progress', version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers: { Authorization: `Bearer ${ATTACKER}` } } }));
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(server.url), {
+      requestInit: { headers: { Authorization: `Bearer ${ATTACKER}` } },
+    }),
+  );
   let notifications = 0;
   let longest = 0;
   const attack = client.callTool(
-    { name: 'run_command', arguments: { command: 'head -c 734003200 /dev/zero | tr "\\0" x; echo; echo done', timeout_ms: 240_000 } },
+    {
+      name: 'run_command',
+      arguments: { command: 'head -c 734003200 /dev/zero | tr "\\0" x; echo; echo done', timeout_ms: 240_000 },
+    },
     {
       timeout: 280_000,
       onprogress: (p) => {
@@ -93,7 +110,10 @@ it('400 write_stdin calls of 950 KB to a process whose supervisor the sandbox st
   const id = String(started.structuredContent?.process_id);
   // The sandbox stops its own supervisor (it runs as the sandbox's user): nothing it was sent is read any more.
   // (Its parent is the supervisor; it stays, so that nothing is reaped: a stopped supervisor reaps nothing.)
-  expect((await attacker.callTool('run_command', { command: 'sleep 0.5; kill -STOP $PPID; sleep 600', background: true })).isError).toBeFalsy();
+  expect(
+    (await attacker.callTool('run_command', { command: 'sleep 0.5; kill -STOP $PPID; sleep 600', background: true }))
+      .isError,
+  ).toBeFalsy();
   await new Promise((resolve) => setTimeout(resolve, 1_500));
   const input = 'x'.repeat(950_000);
   const outcomes = { written: 0, pending: 0, refused: 0 };
@@ -114,7 +134,9 @@ it('400 write_stdin calls of 950 KB to a process whose supervisor the sandbox st
 
 it('two background processes writing /dev/zero for 12 s make the server hold no more than their windows', async () => {
   for (let i = 0; i < 2; i += 1) {
-    expect((await attacker.callTool('run_command', { command: 'timeout 12 cat /dev/zero', background: true })).isError).toBeFalsy();
+    expect(
+      (await attacker.callTool('run_command', { command: 'timeout 12 cat /dev/zero', background: true })).isError,
+    ).toBeFalsy();
   }
   const attack = new Promise((resolve) => setTimeout(resolve, 12_000));
   expect(await victimCallsWhile(victim, attack)).toBeGreaterThan(0);
@@ -166,7 +188,8 @@ it('read_file of a file the sandbox grows to a sparse 1.9 GiB right after the si
       if (!result.isError) seen.read += 1;
       else if (/is 2040109465 bytes, over the/.test(text)) seen.refusedBySize += 1;
       // Grown while read: over the read limit, or (shorter again by then) over the limit for binary content.
-      else if (/is over 10485760 bytes, over the|bytes of binary data, over the/.test(text)) seen.refusedWhileReading += 1;
+      else if (/is over 10485760 bytes, over the|bytes of binary data, over the/.test(text))
+        seen.refusedWhileReading += 1;
       else if (/No such file|not a regular file/.test(text)) seen.read += 0;
       else seen.other.push(text);
     }

@@ -13,7 +13,11 @@ import { startServer, stopAllServers, type StartedServer } from '../support/serv
 const TOKEN = 'client-timeouts-token-0123456789abcdef';
 const HEADERS = { headers: { Authorization: `Bearer ${TOKEN}` } };
 
-type Result = { content: Array<{ type: string; text?: string }>; structuredContent?: Record<string, unknown>; isError?: boolean };
+type Result = {
+  content: Array<{ type: string; text?: string }>;
+  structuredContent?: Record<string, unknown>;
+  isError?: boolean;
+};
 
 let server: StartedServer;
 beforeAll(async () => {
@@ -32,7 +36,9 @@ it('a 65-second run_command ends with the server’s timeout message before eith
   expect(results).toHaveLength(2);
   for (const result of results) {
     expect(result.isError).toBe(true);
-    expect(result.content[0]?.text).toContain('Timed out after 50000 ms; the command and its child processes were killed. Pass a larger timeout_ms, or run it with background: true');
+    expect(result.content[0]?.text).toContain(
+      'Timed out after 50000 ms; the command and its child processes were killed. Pass a larger timeout_ms, or run it with background: true',
+    );
     expect(result.structuredContent).toMatchObject({ timed_out: true, stdout: 'started\n' });
   }
   await Promise.all([v1.close(), v2.close()]);

@@ -32,11 +32,17 @@ afterAll(async () => {
 it('a run_code result of 300 MiB is left out, counted, and costs the server no more than its bound', async () => {
   const pid = wire.server.child.pid ?? 0;
   resetPeakRss(pid);
-  const attack = attacker.callTool('run_code', { code: "'y' * (300 << 20)", timeout_ms: 240_000 }, { timeoutMs: 280_000 });
+  const attack = attacker.callTool(
+    'run_code',
+    { code: "'y' * (300 << 20)", timeout_ms: 240_000 },
+    { timeoutMs: 280_000 },
+  );
   expect(await victimCallsWhile(victim, attack)).toBeGreaterThan(0);
   const result = await attack;
   expect(result.structuredContent).toMatchObject({ error: null, results: [], results_omitted: { count: 1 } });
   expect(peakRssMiB(pid)).toBeLessThan(PEAK_RSS_BOUND_MIB);
   // The interpreter serves the next call.
-  expect((await attacker.callTool('run_code', { code: '6 * 7' })).structuredContent).toMatchObject({ results: [{ type: 'text', text: '42' }] });
+  expect((await attacker.callTool('run_code', { code: '6 * 7' })).structuredContent).toMatchObject({
+    results: [{ type: 'text', text: '42' }],
+  });
 });

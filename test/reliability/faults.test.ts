@@ -17,7 +17,14 @@ import { performance } from 'node:perf_hooks';
 import { connectClient, textOf, type TestClient, type ToolResult } from '../support/clients';
 import { type LocalE2B, NO_ANSWER, startLocalE2B } from '../support/e2b-local';
 import { ACCEPT_BOTH } from '../support/http';
-import { markedSleep, pollUntil, processesOfUid, processesWithCmdline, SETTLE_MS, waitUntilGone } from '../support/processes';
+import {
+  markedSleep,
+  pollUntil,
+  processesOfUid,
+  processesWithCmdline,
+  SETTLE_MS,
+  waitUntilGone,
+} from '../support/processes';
 import { openSession, rpc } from '../support/raw-session';
 import { crashLines, descendantsOf, health } from '../support/reliability';
 import { makeSandboxRoot, startServer, stopAllServers, type StartedServer, workspacesIn } from '../support/server';
@@ -99,7 +106,12 @@ const timed = async (run: () => Promise<ToolResult>): Promise<Timed> => {
 };
 
 // The slow E2B faults, started at once (see the header).
-let hang: { server: StartedServer; e2b: LocalE2B; call: Promise<Timed>; servedMeanwhile: { status: unknown; hangAnswered: boolean } };
+let hang: {
+  server: StartedServer;
+  e2b: LocalE2B;
+  call: Promise<Timed>;
+  servedMeanwhile: { status: unknown; hangAnswered: boolean };
+};
 let limited: { server: StartedServer; e2b: LocalE2B; call: Promise<Timed> };
 beforeAll(async () => {
   const silent = await startE2B();
@@ -112,7 +124,11 @@ beforeAll(async () => {
     hangAnswered = true;
   });
   // While the create hangs, another session is served: its answer comes before the hanging call's.
-  await pollUntil(() => createsOf(silent), (n) => n >= 1, SETTLE_MS);
+  await pollUntil(
+    () => createsOf(silent),
+    (n) => n >= 1,
+    SETTLE_MS,
+  );
   const other = await connectClient('v2', hangServer.url, { token: TOKEN });
   const status = (await other.callTool('sandbox_status')).structuredContent;
   const servedMeanwhile = { status, hangAnswered };
@@ -123,7 +139,11 @@ beforeAll(async () => {
   limiting.standingFault('create', apiError(429, 'rate limited'));
   const limitedServer = await startServer({ env: e2bEnv(limiting) });
   const limitedClient = await connectClient('v2', limitedServer.url, { token: TOKEN });
-  limited = { server: limitedServer, e2b: limiting, call: timed(() => limitedClient.callTool('run_command', { command: 'true' })) };
+  limited = {
+    server: limitedServer,
+    e2b: limiting,
+    call: timed(() => limitedClient.callTool('run_command', { command: 'true' })),
+  };
 });
 
 describe('the backend fails to create a sandbox', () => {
@@ -135,8 +155,13 @@ describe('the backend fails to create a sandbox', () => {
     writeFileSync(file, 'x', { mode: 0o755 });
     const server = await startServer({ env: { MCP_AUTH_TOKENS: TOKEN }, sandboxRoot: file });
     const client = await connectClient('v2', server.url, { token: TOKEN });
-    for (const [tool, args] of [['write_file', { path: 'a.txt', content: 'a' }], ['run_command', { command: 'true' }]] as const) {
-      expect(expectCleanError(await client.callTool(tool, args))).toMatch(/Could not create the sandbox workspace under LOCAL_SANDBOX_ROOT/);
+    for (const [tool, args] of [
+      ['write_file', { path: 'a.txt', content: 'a' }],
+      ['run_command', { command: 'true' }],
+    ] as const) {
+      expect(expectCleanError(await client.callTool(tool, args))).toMatch(
+        /Could not create the sandbox workspace under LOCAL_SANDBOX_ROOT/,
+      );
     }
     expect((await client.callTool('sandbox_status')).structuredContent).toMatchObject({ state: 'not_started' });
     await client.close();
@@ -149,7 +174,9 @@ describe('the backend fails to create a sandbox', () => {
     chmodSync(root, 0o500);
     const server = await startServer({ env: { MCP_AUTH_TOKENS: TOKEN }, sandboxRoot: root });
     const client = await connectClient('v2', server.url, { token: TOKEN });
-    expect(expectCleanError(await client.callTool('write_file', { path: 'a.txt', content: 'a' }))).toMatch(/chmod o\+x/);
+    expect(expectCleanError(await client.callTool('write_file', { path: 'a.txt', content: 'a' }))).toMatch(
+      /chmod o\+x/,
+    );
     await client.close();
     expect((await health(server)).body).toMatchObject({ status: 'degraded', backend: { ready: false } });
     await expectHealthy(server);
@@ -160,12 +187,17 @@ describe('the backend fails to create a sandbox', () => {
     e2b.fault('create', apiError(500, 'internal failure'));
     const server = await startServer({ env: e2bEnv(e2b) });
     const client = await connectClient('v2', server.url, { token: TOKEN });
-    expect(expectCleanError(await client.callTool('write_file', { path: 'a.txt', content: 'a' }))).toContain('creating the sandbox');
+    expect(expectCleanError(await client.callTool('write_file', { path: 'a.txt', content: 'a' }))).toContain(
+      'creating the sandbox',
+    );
     expect((await client.callTool('sandbox_status')).structuredContent).toMatchObject({ state: 'not_started' });
     expect((await client.callTool('write_file', { path: 'a.txt', content: 'a' })).isError).toBeFalsy();
     expect(createsOf(e2b)).toBe(2);
     const [second] = e2b.sandboxes();
-    expect((await client.callTool('sandbox_status')).structuredContent).toMatchObject({ state: 'running', sandbox_id: second?.sandboxId });
+    expect((await client.callTool('sandbox_status')).structuredContent).toMatchObject({
+      state: 'running',
+      sandbox_id: second?.sandboxId,
+    });
     await client.close();
     await expectHealthy(server);
   });
@@ -179,10 +211,16 @@ describe('the sandbox dies mid-command', () => {
 
   it('local: SIGKILL of every sandbox process during run_command gives a clean result (killed by a signal), and the session goes on', async () => {
     const client = await connectClient('v2', server.url, { token: TOKEN });
-    const uid = Number(String((await client.callTool('run_command', { command: 'id -u' })).structuredContent?.stdout).trim());
+    const uid = Number(
+      String((await client.callTool('run_command', { command: 'id -u' })).structuredContent?.stdout).trim(),
+    );
     const sleep = markedSleep(41);
     const call = timed(() => client.callTool('run_command', { command: `echo started; ${sleep}; echo never` }));
-    await pollUntil(() => processesWithCmdline(sleep).length, (n) => n > 0, SETTLE_MS);
+    await pollUntil(
+      () => processesWithCmdline(sleep).length,
+      (n) => n > 0,
+      SETTLE_MS,
+    );
     // The sandbox dies the way an OOM kill or a crashed namespace would take it: every process of its user.
     // Without root the sandbox runs as our own user: kill only what descends from the command then.
     const victims = process.getuid?.() === 0 ? processesOfUid(uid) : processesWithCmdline(sleep);
@@ -195,7 +233,10 @@ describe('the sandbox dies mid-command', () => {
     // The leader is bubblewrap: killed itself (null, "Killed by SIGKILL") or reporting its child's signal (128 + 9).
     expect([null, 137]).toContain(exitCode);
     expect(textOf(result as ToolResult)).toMatch(/Killed by SIGKILL|Exit code 137/);
-    expect((await client.callTool('run_command', { command: 'echo alive' })).structuredContent).toMatchObject({ exit_code: 0, stdout: 'alive\n' });
+    expect((await client.callTool('run_command', { command: 'echo alive' })).structuredContent).toMatchObject({
+      exit_code: 0,
+      stdout: 'alive\n',
+    });
     await client.terminate();
   });
 
@@ -203,7 +244,9 @@ describe('the sandbox dies mid-command', () => {
     const client = await connectClient('v2', server.url, { token: TOKEN });
     await client.callTool('run_code', { code: 'kept = 1' });
     const call = timed(() => client.callTool('run_code', { code: 'import time\ntime.sleep(42.5)' }));
-    const uid = Number(String((await client.callTool('run_command', { command: 'id -u' })).structuredContent?.stdout).trim());
+    const uid = Number(
+      String((await client.callTool('run_command', { command: 'id -u' })).structuredContent?.stdout).trim(),
+    );
     const kernels = await pollUntil(
       () => processesOfUid(uid).filter((p) => /python/.test(p.cmdline) && /import ast, base64/.test(p.cmdline)),
       (list) => list.length > 0,
@@ -215,7 +258,9 @@ describe('the sandbox dies mid-command', () => {
     expect(result).toBeDefined();
     expect(textOf(result as ToolResult)).not.toMatch(/Internal error/);
     expect(result?.structuredContent).toMatchObject({ state_lost: true });
-    expect((await client.callTool('run_code', { code: '6 * 7' })).structuredContent).toMatchObject({ results: [{ text: '42' }] });
+    expect((await client.callTool('run_code', { code: '6 * 7' })).structuredContent).toMatchObject({
+      results: [{ text: '42' }],
+    });
     await client.terminate();
   });
 
@@ -223,17 +268,26 @@ describe('the sandbox dies mid-command', () => {
     const e2b = await startE2B();
     const e2bServer = await startServer({ env: e2bEnv(e2b) });
     const client = await connectClient('v2', e2bServer.url, { token: TOKEN });
-    expect((await client.callTool('run_command', { command: 'true' })).structuredContent).toMatchObject({ exit_code: 0 });
+    expect((await client.callTool('run_command', { command: 'true' })).structuredContent).toMatchObject({
+      exit_code: 0,
+    });
     const [dying] = e2b.sandboxes().map((s) => s.sandboxId);
     const starts = () => e2b.requests().filter((r) => r.sandboxId === dying && r.path.endsWith('/Start')).length;
     const before = starts();
-    const call = timed(() => client.callTool('run_command', { command: `echo started; ${markedSleep(43)}; echo never` }));
+    const call = timed(() =>
+      client.callTool('run_command', { command: `echo started; ${markedSleep(43)}; echo never` }),
+    );
     await pollUntil(starts, (n) => n > before, SETTLE_MS);
     await e2b.killSandbox(dying!);
     const { result, seconds } = await call;
     expect(seconds).toBeLessThan(SOON_S);
-    expect(expectCleanError(result as ToolResult)).toMatch(/^The sandbox has expired or was shut down outside this server/);
-    expect((await client.callTool('run_command', { command: 'echo fresh' })).structuredContent).toMatchObject({ exit_code: 0, stdout: 'fresh\n' });
+    expect(expectCleanError(result as ToolResult)).toMatch(
+      /^The sandbox has expired or was shut down outside this server/,
+    );
+    expect((await client.callTool('run_command', { command: 'echo fresh' })).structuredContent).toMatchObject({
+      exit_code: 0,
+      stdout: 'fresh\n',
+    });
     expect(createsOf(e2b)).toBe(2);
     expect(e2b.sandboxes().map((s) => s.sandboxId)).not.toContain(dying);
     await client.close();
@@ -275,12 +329,16 @@ describe('the disk fills in a workspace (ENOSPC)', () => {
     }
     server = await startServer({ env: { MCP_AUTH_TOKENS: TOKEN }, sandboxRoot: mountPoint });
     const client = await connectClient('v2', server.url, { token: TOKEN });
-    const text = expectCleanError(await client.callTool('write_file', { path: 'big.bin', content: 'x'.repeat(2 * 1024 * 1024) }));
+    const text = expectCleanError(
+      await client.callTool('write_file', { path: 'big.bin', content: 'x'.repeat(2 * 1024 * 1024) }),
+    );
     expect(text).toBe('The sandbox is out of disk space; delete files and retry.');
     // The file it could not fill is not left behind half written.
     expect((await client.callTool('read_file', { path: 'big.bin' })).isError).toBe(true);
     // Also from inside: a command that fills the disk fails in the ordinary way, and the call returns.
-    const dd = await client.callTool('run_command', { command: 'head -c 3000000 /dev/zero > filler.bin; echo "exit $?"' });
+    const dd = await client.callTool('run_command', {
+      command: 'head -c 3000000 /dev/zero > filler.bin; echo "exit $?"',
+    });
     expect(dd.structuredContent).toMatchObject({ exit_code: 0 });
     expect(String(dd.structuredContent?.stdout)).toMatch(/exit 1/);
     await expectHealthy(server);
@@ -302,7 +360,11 @@ describe('a client disconnects mid-stream', () => {
       method: 'POST',
       headers: { 'content-type': 'application/json', accept: ACCEPT_BOTH, ...headers },
       body: JSON.stringify(
-        rpc('tools/call', 1, { name: 'run_command', arguments: { command: `echo started; ${sleep}; echo finished > after-disconnect.txt` }, _meta: { progressToken: 'disconnect' } }),
+        rpc('tools/call', 1, {
+          name: 'run_command',
+          arguments: { command: `echo started; ${sleep}; echo finished > after-disconnect.txt` },
+          _meta: { progressToken: 'disconnect' },
+        }),
       ),
       signal: abort.signal,
     });
@@ -325,7 +387,10 @@ describe('a client disconnects mid-stream', () => {
       SETTLE_MS,
       100,
     );
-    expect({ runningAfterDisconnect, fileWritten: names.includes('after-disconnect.txt') }).toEqual({ runningAfterDisconnect: true, fileWritten: true });
+    expect({ runningAfterDisconnect, fileWritten: names.includes('after-disconnect.txt') }).toEqual({
+      runningAfterDisconnect: true,
+      fileWritten: true,
+    });
     expect(crashLines(server)).toEqual([]);
   });
 });
@@ -338,23 +403,41 @@ describe('SIGTERM with calls in flight', () => {
     const root = makeSandboxRoot();
     cleanups.push(() => rmSync(root, { recursive: true, force: true }));
     const server = await startServer({ env: { MCP_AUTH_TOKENS: TOKEN, ...env }, sandboxRoot: root });
-    const [a, b] = await Promise.all([connectClient('v2', server.url, { token: TOKEN }), connectClient('v2', server.url, { token: TOKEN })]);
-    const uids = await Promise.all([a, b].map(async (c: TestClient) => Number(String((await c.callTool('run_command', { command: 'id -u' })).structuredContent?.stdout).trim())));
+    const [a, b] = await Promise.all([
+      connectClient('v2', server.url, { token: TOKEN }),
+      connectClient('v2', server.url, { token: TOKEN }),
+    ]);
+    const uids = await Promise.all(
+      [a, b].map(async (c: TestClient) =>
+        Number(String((await c.callTool('run_command', { command: 'id -u' })).structuredContent?.stdout).trim()),
+      ),
+    );
     const short = timed(() => a.callTool('run_command', { command: `${shortSleep}; echo done` }));
     const long = timed(() => b.callTool('run_command', { command: longSleep }));
-    await pollUntil(() => processesWithCmdline(shortSleep).length + processesWithCmdline(longSleep).length, (n) => n >= 2, SETTLE_MS);
+    await pollUntil(
+      () => processesWithCmdline(shortSleep).length + processesWithCmdline(longSleep).length,
+      (n) => n >= 2,
+      SETTLE_MS,
+    );
     const before = descendantsOf(server.child.pid ?? -1);
     expect(before.length).toBeGreaterThan(0);
 
     const exited = new Promise<{ code: number | null; signal: string | null; seconds: number }>((resolve) => {
       const started = performance.now();
-      server.child.once('exit', (code, signal) => resolve({ code, signal, seconds: (performance.now() - started) / 1000 }));
+      server.child.once('exit', (code, signal) =>
+        resolve({ code, signal, seconds: (performance.now() - started) / 1000 }),
+      );
     });
     server.child.kill('SIGTERM');
     // The server's grace for calls in flight is 10 s; beyond that it must be gone soon.
-    const grace = new Promise<'still running'>((resolve) => setTimeout(() => resolve('still running'), (10 + SOON_S) * 1000));
+    const grace = new Promise<'still running'>((resolve) =>
+      setTimeout(() => resolve('still running'), (10 + SOON_S) * 1000),
+    );
     const exit = await Promise.race([exited, grace]);
-    const calls = await Promise.race([Promise.all([short, long]), new Promise<'hanging'>((resolve) => setTimeout(() => resolve('hanging'), SOON_S * 1000))]);
+    const calls = await Promise.race([
+      Promise.all([short, long]),
+      new Promise<'hanging'>((resolve) => setTimeout(() => resolve('hanging'), SOON_S * 1000)),
+    ]);
     const leftovers = await waitUntilGone(
       () => [
         ...processesWithCmdline(shortSleep),
@@ -375,7 +458,9 @@ describe('SIGTERM with calls in flight', () => {
     expect(exit).toMatchObject({ code: 0, signal: null });
     expect(calls).not.toBe('hanging');
     // Each call ends one way or the other; what each got is printed for the record.
-    console.log(`SIGTERM (no secret): exit ${JSON.stringify(exit)}; calls ${JSON.stringify(calls === 'hanging' ? calls : calls.map((c) => ({ isError: c.result?.isError, text: c.result ? textOf(c.result).slice(0, 80) : undefined, error: c.error?.slice(0, 120), seconds: Math.round(c.seconds * 10) / 10 })))}`);
+    console.log(
+      `SIGTERM (no secret): exit ${JSON.stringify(exit)}; calls ${JSON.stringify(calls === 'hanging' ? calls : calls.map((c) => ({ isError: c.result?.isError, text: c.result ? textOf(c.result).slice(0, 80) : undefined, error: c.error?.slice(0, 120), seconds: Math.round(c.seconds * 10) / 10 })))}`,
+    );
     expect(leftovers.map((p) => p.cmdline)).toEqual([]);
     expect(workspacesIn(root)).toEqual([]);
   });
@@ -384,7 +469,9 @@ describe('SIGTERM with calls in flight', () => {
     const { exit, calls, leftovers, root } = await sigtermWithCallsInFlight({ MCP_SESSION_SECRET: SECRET }, [3, 31]);
     expect(exit).toMatchObject({ code: 0, signal: null });
     expect(calls).not.toBe('hanging');
-    console.log(`SIGTERM (secret): exit ${JSON.stringify(exit)}; calls ${JSON.stringify(calls === 'hanging' ? calls : calls.map((c) => ({ isError: c.result?.isError, text: c.result ? textOf(c.result).slice(0, 80) : undefined, error: c.error?.slice(0, 120), seconds: Math.round(c.seconds * 10) / 10 })))}`);
+    console.log(
+      `SIGTERM (secret): exit ${JSON.stringify(exit)}; calls ${JSON.stringify(calls === 'hanging' ? calls : calls.map((c) => ({ isError: c.result?.isError, text: c.result ? textOf(c.result).slice(0, 80) : undefined, error: c.error?.slice(0, 120), seconds: Math.round(c.seconds * 10) / 10 })))}`,
+    );
     expect(leftovers.map((p) => p.cmdline)).toEqual([]);
     expect(workspacesIn(root)).toHaveLength(2);
   });
@@ -395,8 +482,13 @@ describe('E2B faults that take time (started in beforeAll)', () => {
     expect(hang.servedMeanwhile).toMatchObject({ status: { state: 'not_started' }, hangAnswered: false });
 
     const { result, error, seconds } = await hang.call;
-    const unexpected = hang.server.logs().filter((l) => l.msg === 'tool failed unexpectedly').map((l) => l.error);
-    console.log(`E2B create hang: answered after ${seconds.toFixed(1)} s (${error ?? textOf(result as ToolResult)}); ${createsOf(hang.e2b)} create(s) to E2B; logged: ${JSON.stringify(unexpected)}`);
+    const unexpected = hang.server
+      .logs()
+      .filter((l) => l.msg === 'tool failed unexpectedly')
+      .map((l) => l.error);
+    console.log(
+      `E2B create hang: answered after ${seconds.toFixed(1)} s (${error ?? textOf(result as ToolResult)}); ${createsOf(hang.e2b)} create(s) to E2B; logged: ${JSON.stringify(unexpected)}`,
+    );
     expect(error).toBeUndefined();
     // Not before the SDK's 30 s request timeout (give or take the start), and not long after it.
     expect(seconds).toBeGreaterThan(25);
@@ -421,4 +513,3 @@ describe('E2B faults that take time (started in beforeAll)', () => {
     await expectHealthy(limited.server);
   });
 });
-

@@ -7,7 +7,10 @@
 import { describeFuzz } from '../support/fuzz-suite';
 
 const DEFAULT_SEED = 20_260_728;
-const seed = process.env.FUZZ_SEED === 'random' ? Math.floor(Math.random() * 2 ** 31) : Number(process.env.FUZZ_SEED ?? DEFAULT_SEED);
+const seed =
+  process.env.FUZZ_SEED === 'random'
+    ? Math.floor(Math.random() * 2 ** 31)
+    : Number(process.env.FUZZ_SEED ?? DEFAULT_SEED);
 
 describeFuzz({
   cases: Number(process.env.FUZZ_CASES ?? 2_400),

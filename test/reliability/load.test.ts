@@ -38,23 +38,45 @@ interface Failure {
 }
 
 /** The k-th call of a session after the first (`id -u`): a cycle of every kind, each checked for its content. */
-const CYCLE = ['write_file', 'read_file', 'edit_file', 'read_file', 'list_files', 'run_command', 'run_code', 'sandbox_status'] as const;
+const CYCLE = [
+  'write_file',
+  'read_file',
+  'edit_file',
+  'read_file',
+  'list_files',
+  'run_command',
+  'run_code',
+  'sandbox_status',
+] as const;
 
-function planCall(session: number, call: number): { tool: string; args: Record<string, unknown>; check: (structured: Record<string, unknown>) => string | undefined } {
+function planCall(
+  session: number,
+  call: number,
+): { tool: string; args: Record<string, unknown>; check: (structured: Record<string, unknown>) => string | undefined } {
   if (call === 0) {
-    return { tool: 'run_command', args: { command: 'id -u' }, check: (s) => (/^\d+\n$/.test(String(s.stdout)) ? undefined : `id -u gave ${JSON.stringify(s.stdout)}`) };
+    return {
+      tool: 'run_command',
+      args: { command: 'id -u' },
+      check: (s) => (/^\d+\n$/.test(String(s.stdout)) ? undefined : `id -u gave ${JSON.stringify(s.stdout)}`),
+    };
   }
   const kind = CYCLE[(call - 1) % CYCLE.length] as (typeof CYCLE)[number];
   const round = Math.floor((call - 1) / CYCLE.length);
   const path = `d${round}/f.txt`;
   const expect = (field: string, want: unknown) => (s: Record<string, unknown>) =>
-    JSON.stringify(s[field]) === JSON.stringify(want) ? undefined : `${field} was ${JSON.stringify(s[field])?.slice(0, 120)}, expected ${JSON.stringify(want)}`;
+    JSON.stringify(s[field]) === JSON.stringify(want)
+      ? undefined
+      : `${field} was ${JSON.stringify(s[field])?.slice(0, 120)}, expected ${JSON.stringify(want)}`;
   switch (kind) {
     case 'write_file':
       return { tool: kind, args: { path, content: `s${session}-r${round}-hello\n` }, check: () => undefined };
     case 'read_file': {
       const edited = (call - 1) % CYCLE.length === 3;
-      return { tool: kind, args: { path }, check: expect('content', `s${session}-r${round}-${edited ? 'world' : 'hello'}\n`) };
+      return {
+        tool: kind,
+        args: { path },
+        check: expect('content', `s${session}-r${round}-${edited ? 'world' : 'hello'}\n`),
+      };
     }
     case 'edit_file':
       return { tool: kind, args: { path, old_string: 'hello', new_string: 'world' }, check: expect('replacements', 1) };
@@ -68,7 +90,11 @@ function planCall(session: number, call: number): { tool: string; args: Record<s
         },
       };
     case 'run_command':
-      return { tool: kind, args: { command: `echo s${session}-c${call}` }, check: expect('stdout', `s${session}-c${call}\n`) };
+      return {
+        tool: kind,
+        args: { command: `echo s${session}-c${call}` },
+        check: expect('stdout', `s${session}-c${call}\n`),
+      };
     case 'run_code':
       return {
         tool: kind,
@@ -91,13 +117,25 @@ describe(`${SESSIONS} concurrent sessions × ${CALLS} mixed tool calls on the lo
 
   beforeAll(async () => {
     // One credential opens every session at once: past the default burst of new sessions (MCP_INITIALIZE_BURST).
-    server = await startServer({ env: { MCP_AUTH_TOKENS: TOKEN, MCP_MAX_SESSIONS: '300', MCP_MAX_SESSIONS_PER_CREDENTIAL: '300', MCP_MAX_CALLS_PER_CREDENTIAL: '1000', MCP_INITIALIZE_BURST: '1000' } });
+    server = await startServer({
+      env: {
+        MCP_AUTH_TOKENS: TOKEN,
+        MCP_MAX_SESSIONS: '300',
+        MCP_MAX_SESSIONS_PER_CREDENTIAL: '300',
+        MCP_MAX_CALLS_PER_CREDENTIAL: '1000',
+        MCP_INITIALIZE_BURST: '1000',
+      },
+    });
   });
 
   it('opens every session first, so that all of them are alive at once', async () => {
     const started = performance.now();
     const limit = createLimiter(32);
-    const opened = await Promise.all(Array.from({ length: SESSIONS }, (_, index) => limit(async () => ({ index, ...(await openSession(server.url, TOKEN)) }))));
+    const opened = await Promise.all(
+      Array.from({ length: SESSIONS }, (_, index) =>
+        limit(async () => ({ index, ...(await openSession(server.url, TOKEN)) })),
+      ),
+    );
     sessions.push(...opened);
     timings.open_s = (performance.now() - started) / 1000;
     expect(new Set(sessions.map((s) => s.sessionId)).size).toBe(SESSIONS);
@@ -112,21 +150,28 @@ describe(`${SESSIONS} concurrent sessions × ${CALLS} mixed tool calls on the lo
     const runSession = async (session: Session): Promise<void> => {
       for (let call = 0; call < CALLS; call += 1) {
         const plan = planCall(session.index, call);
-        const outcome = await limit(() => callToolRaw(server.url, session.headers, plan.tool, plan.args)).catch((err: unknown) => ({
-          problem: `request failed: ${String((err as { cause?: unknown }).cause ?? err)}`,
-          result: undefined,
-        }));
+        const outcome = await limit(() => callToolRaw(server.url, session.headers, plan.tool, plan.args)).catch(
+          (err: unknown) => ({
+            problem: `request failed: ${String((err as { cause?: unknown }).cause ?? err)}`,
+            result: undefined,
+          }),
+        );
         done += 1;
         const problem = outcome.problem ?? plan.check(outcome.result?.structuredContent ?? {});
         if (problem !== undefined) failures.push({ session: session.index, call, tool: plan.tool, problem });
-        if (call === 0 && problem === undefined) session.uid = Number(String(outcome.result?.structuredContent?.stdout).trim());
+        if (call === 0 && problem === undefined)
+          session.uid = Number(String(outcome.result?.structuredContent?.stdout).trim());
       }
     };
     await Promise.all(sessions.map(runSession));
     timings.calls_s = (performance.now() - started) / 1000;
     timings.calls = done;
     timings.calls_per_s = Math.round(done / timings.calls_s);
-    expect({ calls: done, failures: failures.slice(0, 10), failureCount: failures.length }).toEqual({ calls: SESSIONS * CALLS, failures: [], failureCount: 0 });
+    expect({ calls: done, failures: failures.slice(0, 10), failureCount: failures.length }).toEqual({
+      calls: SESSIONS * CALLS,
+      failures: [],
+      failureCount: 0,
+    });
     // As root, each session ran as its own user, and sessions did not share one (without root they all run as
     // the server's user, which the server cannot change).
     expect(new Set(sessions.map((s) => s.uid)).size).toBe(AS_ROOT ? SESSIONS : 1);
@@ -158,7 +203,14 @@ describe(`${SESSIONS} concurrent sessions × ${CALLS} mixed tool calls on the lo
     timings.delete_p50_ms = Math.round(deleteMs[Math.floor(deleteMs.length / 2)] ?? 0);
     timings.delete_max_ms = Math.round(deleteMs[deleteMs.length - 1] ?? 0);
     if (statuses.some((status) => status !== 200)) {
-      console.log(`server alive: ${server.child.exitCode === null}\n${server.stderr().slice(-3000)}\n${server.stdout().split('\n').filter((l) => !l.includes('"msg":"request"')).slice(-40).join('\n')}`);
+      console.log(
+        `server alive: ${server.child.exitCode === null}\n${server.stderr().slice(-3000)}\n${server
+          .stdout()
+          .split('\n')
+          .filter((l) => !l.includes('"msg":"request"'))
+          .slice(-40)
+          .join('\n')}`,
+      );
     }
     expect(statuses.filter((status) => status !== 200)).toEqual([]);
 
@@ -179,6 +231,8 @@ describe(`${SESSIONS} concurrent sessions × ${CALLS} mixed tool calls on the lo
     expect(crashLines(server)).toEqual([]);
     expect(server.child.exitCode).toBeNull();
     // The figures, for the CI log and the benchmark notes.
-    console.log(`load: ${JSON.stringify({ sessions: SESSIONS, calls_per_session: CALLS, concurrency: CONCURRENCY, ...timings })}`);
+    console.log(
+      `load: ${JSON.stringify({ sessions: SESSIONS, calls_per_session: CALLS, concurrency: CONCURRENCY, ...timings })}`,
+    );
   });
 });

@@ -31,16 +31,25 @@ async function timed<T>(run: () => Promise<T>): Promise<{ value: T; ms: number }
 
 it('ends a command at its timeout soon after it, with what it started', async () => {
   const client = await connectClient('v2', server.url, { token: TOKEN });
-  const { value: result, ms } = await timed(() => client.callTool('run_command', { command: `${markedSleep(1100)} & ${markedSleep(1101)}`, timeout_ms: 1000 }));
+  const { value: result, ms } = await timed(() =>
+    client.callTool('run_command', { command: `${markedSleep(1100)} & ${markedSleep(1101)}`, timeout_ms: 1000 }),
+  );
   expect(result.structuredContent).toMatchObject({ timed_out: true });
   expect(ms).toBeLessThan(1000 + SOON_MS);
-  expect(await waitUntilGone(() => [...processesWithCmdline(markedSleep(1100)), ...processesWithCmdline(markedSleep(1101))], SOON_MS)).toEqual([]);
+  expect(
+    await waitUntilGone(
+      () => [...processesWithCmdline(markedSleep(1100)), ...processesWithCmdline(markedSleep(1101))],
+      SOON_MS,
+    ),
+  ).toEqual([]);
   await client.terminate();
 });
 
 it('interrupts run_code at its timeout soon after it', async () => {
   const client = await connectClient('v2', server.url, { token: TOKEN });
-  const { value: result, ms } = await timed(() => client.callTool('run_code', { code: 'import time; time.sleep(600)', timeout_ms: 1000 }));
+  const { value: result, ms } = await timed(() =>
+    client.callTool('run_code', { code: 'import time; time.sleep(600)', timeout_ms: 1000 }),
+  );
   expect(result.structuredContent).toMatchObject({ timed_out: true, state_lost: false });
   expect(ms).toBeLessThan(1000 + SOON_MS);
   await client.terminate();
@@ -49,10 +58,17 @@ it('interrupts run_code at its timeout soon after it', async () => {
 it.each(['run_command', 'run_code'] as const)('stops a cancelled %s soon after the cancellation', async (tool) => {
   const client = await connectClient('v2', server.url, { token: TOKEN });
   const sleep = markedSleep(tool === 'run_command' ? 1102 : 1103);
-  const args = tool === 'run_command' ? { command: sleep } : { code: `import subprocess\nsubprocess.run(${JSON.stringify(sleep.split(' '))})` };
+  const args =
+    tool === 'run_command'
+      ? { command: sleep }
+      : { code: `import subprocess\nsubprocess.run(${JSON.stringify(sleep.split(' '))})` };
   const abort = new AbortController();
   const call = client.callTool(tool, args, { signal: abort.signal }).catch(() => 'rejected');
-  await pollUntil(() => processesWithCmdline(sleep).length, (n) => n > 0, SETTLE_MS);
+  await pollUntil(
+    () => processesWithCmdline(sleep).length,
+    (n) => n > 0,
+    SETTLE_MS,
+  );
   const { value: left, ms } = await timed(async () => {
     abort.abort();
     return waitUntilGone(() => processesWithCmdline(sleep), SOON_MS);
@@ -67,11 +83,28 @@ it('sends keep-alives on both lanes while a command prints nothing for 40 s, the
   const legacyTee = teeToolCallBodies();
   const modernTee = teeToolCallBodies();
   const legacy = new Client({ name: 'real-time-legacy', version: '1.0.0' });
-  await legacy.connect(new StreamableHTTPClientTransport(new URL(server.url), { fetch: legacyTee.fetch, requestInit: { headers: { Authorization: `Bearer ${TOKEN}` } } }));
-  const modern = new Client({ name: 'real-time-modern', version: '1.0.0' }, { capabilities: {}, versionNegotiation: { mode: { pin: '2026-07-28' } } });
-  await modern.connect(new StreamableHTTPClientTransport(new URL(server.url), { fetch: modernTee.fetch, requestInit: { headers: { Authorization: `Bearer ${TOKEN}` } } }));
+  await legacy.connect(
+    new StreamableHTTPClientTransport(new URL(server.url), {
+      fetch: legacyTee.fetch,
+      requestInit: { headers: { Authorization: `Bearer ${TOKEN}` } },
+    }),
+  );
+  const modern = new Client(
+    { name: 'real-time-modern', version: '1.0.0' },
+    { capabilities: {}, versionNegotiation: { mode: { pin: '2026-07-28' } } },
+  );
+  await modern.connect(
+    new StreamableHTTPClientTransport(new URL(server.url), {
+      fetch: modernTee.fetch,
+      requestInit: { headers: { Authorization: `Bearer ${TOKEN}` } },
+    }),
+  );
   const command = `${markedSleep(40)}; echo done`;
-  const results = await Promise.all([legacy, modern].map((client) => client.callTool({ name: 'run_command', arguments: { command } }, { timeout: 120_000 })));
+  const results = await Promise.all(
+    [legacy, modern].map((client) =>
+      client.callTool({ name: 'run_command', arguments: { command } }, { timeout: 120_000 }),
+    ),
+  );
   for (const result of results) expect(result.structuredContent).toMatchObject({ exit_code: 0, stdout: 'done\n' });
   for (const tee of [legacyTee, modernTee]) {
     const body = (await tee.bodies[0]) ?? '';
@@ -88,18 +121,30 @@ it('holds a fork bomb: the call returns at its timeout, other sessions are answe
   const name = `bomb${RUN_MARK}`;
   const bombs = () => processesWithCmdline(`${name}|${name}&`);
   // The classic bomb: its first shell returns at once, leaving the bomb to its descendants.
-  const classic = await bomber.callTool('run_command', { command: `${name}(){ ${name}|${name}& };${name}`, timeout_ms: 5000 });
+  const classic = await bomber.callTool('run_command', {
+    command: `${name}(){ ${name}|${name}& };${name}`,
+    timeout_ms: 5000,
+  });
   expect(classic.structuredContent).toMatchObject({ timed_out: false });
   expect(await waitUntilGone(bombs, SETTLE_MS)).toEqual([]);
   // A bomb whose first shell stays: it runs until the timeout (long enough for another session to be served
   // meanwhile even on a loaded machine).
   const bombTimeoutMs = 15_000;
   let finished = false;
-  const held = timed(() => bomber.callTool('run_command', { command: `${name}(){ ${name}|${name}& };${name}; sleep 60`, timeout_ms: bombTimeoutMs })).finally(() => {
+  const held = timed(() =>
+    bomber.callTool('run_command', {
+      command: `${name}(){ ${name}|${name}& };${name}; sleep 60`,
+      timeout_ms: bombTimeoutMs,
+    }),
+  ).finally(() => {
     finished = true;
   });
   let most = 0;
-  const counted = await pollUntil(() => bombs().length, (n) => (most = Math.max(most, n)) > 50 || finished, SETTLE_MS);
+  const counted = await pollUntil(
+    () => bombs().length,
+    (n) => (most = Math.max(most, n)) > 50 || finished,
+    SETTLE_MS,
+  );
   expect(counted).toBeGreaterThan(50);
   // Another session is served while the bomb still runs (its answer comes before the bomb's).
   const answer = await other.callTool('run_command', { command: 'echo alive' });

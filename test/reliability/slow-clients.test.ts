@@ -21,7 +21,8 @@ beforeAll(async () => {
 });
 afterAll(stopAllServers);
 
-const rssOf = (pid: number): number => Number(/^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) * 1024;
+const rssOf = (pid: number): number =>
+  Number(/^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) * 1024;
 
 it('costs under 64 MiB for 560 slow unauthenticated connections and closes every one within 30 s', async () => {
   const pid = server.child.pid as number;
@@ -38,19 +39,25 @@ it('costs under 64 MiB for 560 slow unauthenticated connections and closes every
       entry.socket.on('close', () => (entry.closed = true));
       entry.socket.on('connect', () => {
         if (send !== false) {
-          entry.socket.write(`POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\nContent-Type: application/json\r\nContent-Length: ${4 * MIB}\r\n\r\n`);
+          entry.socket.write(
+            `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\nContent-Type: application/json\r\nContent-Length: ${4 * MIB}\r\n\r\n`,
+          );
         }
         if (send === 'almost-all') entry.socket.write(almostAll);
         else if (send) {
           // A trickle of the body, never all of it.
-          const trickle = setInterval(() => (entry.closed ? clearInterval(trickle) : entry.socket.write('x'.repeat(1024))), 200);
+          const trickle = setInterval(
+            () => (entry.closed ? clearInterval(trickle) : entry.socket.write('x'.repeat(1024))),
+            200,
+          );
         }
         resolve();
       });
       sockets.push(entry);
     });
   const started = performance.now();
-  for (let i = 0; i < CONNECTIONS; i += 1) await Promise.all([open(true), open(false), ...(i < 60 ? [open('almost-all')] : [])]);
+  for (let i = 0; i < CONNECTIONS; i += 1)
+    await Promise.all([open(true), open(false), ...(i < 60 ? [open('almost-all')] : [])]);
   let peak = 0;
   await pollUntil(
     () => {
@@ -62,7 +69,9 @@ it('costs under 64 MiB for 560 slow unauthenticated connections and closes every
     250,
   );
   const seconds = (performance.now() - started) / 1000;
-  console.log(`560 slow unauthenticated connections: peak +${(peak / MIB).toFixed(1)} MiB RSS, all closed after ${seconds.toFixed(1)} s`);
+  console.log(
+    `560 slow unauthenticated connections: peak +${(peak / MIB).toFixed(1)} MiB RSS, all closed after ${seconds.toFixed(1)} s`,
+  );
   expect(sockets.filter((s) => !s.closed)).toHaveLength(0);
   expect(seconds).toBeLessThan(30);
   expect(peak).toBeLessThan(64 * MIB);

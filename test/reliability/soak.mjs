@@ -30,7 +30,17 @@ const ACCEPT = 'application/json, text/event-stream';
 const sandboxRoot = mkdtempSync(join(tmpdir(), 'mcp-soak-root-'));
 chmodSync(sandboxRoot, 0o711);
 const child = spawn(process.execPath, [join(ROOT, 'dist/index.js')], {
-  env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', PORT: '0', LOCAL_SANDBOX_ROOT: sandboxRoot, LOCAL_SANDBOX_DISK_MB: '0', MCP_AUTH_TOKENS: TOKEN, MCP_MAX_SESSIONS: String(SESSIONS * 2), /* sessions churn faster than the default rate of new ones */ MCP_INITIALIZE_PER_MIN: '0', LOG_LEVEL: 'warn' },
+  env: {
+    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    HOME: process.env.HOME ?? '/tmp',
+    PORT: '0',
+    LOCAL_SANDBOX_ROOT: sandboxRoot,
+    LOCAL_SANDBOX_DISK_MB: '0',
+    MCP_AUTH_TOKENS: TOKEN,
+    MCP_MAX_SESSIONS: String(SESSIONS * 2),
+    /* sessions churn faster than the default rate of new ones */ MCP_INITIALIZE_PER_MIN: '0',
+    LOG_LEVEL: 'warn',
+  },
   stdio: ['ignore', 'pipe', 'pipe'],
 });
 let serverOut = '';
@@ -73,7 +83,12 @@ let nextId = 1;
 
 /** The JSON-RPC message with `id` in an answer (SSE or JSON). */
 function messageFor(text, id) {
-  const lines = text.includes('data: ') ? text.split('\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)) : [text];
+  const lines = text.includes('data: ')
+    ? text
+        .split('\n')
+        .filter((l) => l.startsWith('data: '))
+        .map((l) => l.slice(6))
+    : [text];
   for (const line of lines) {
     try {
       const message = JSON.parse(line);
@@ -86,9 +101,19 @@ function messageFor(text, id) {
 }
 
 async function openSession() {
-  const res = await send('POST', baseHeaders, JSON.stringify({ jsonrpc: '2.0', id: nextId++, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'soak', version: '1' } } }));
+  const res = await send(
+    'POST',
+    baseHeaders,
+    JSON.stringify({
+      jsonrpc: '2.0',
+      id: nextId++,
+      method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'soak', version: '1' } },
+    }),
+  );
   const id = res.headers['mcp-session-id'];
-  if (res.status !== 200 || typeof id !== 'string') throw new Error(`initialize: ${res.status} ${res.text.slice(0, 200)}`);
+  if (res.status !== 200 || typeof id !== 'string')
+    throw new Error(`initialize: ${res.status} ${res.text.slice(0, 200)}`);
   const headers = { ...baseHeaders, 'mcp-session-id': id, 'mcp-protocol-version': '2025-11-25' };
   await send('POST', headers, JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }));
   return headers;
@@ -106,15 +131,32 @@ const fail = (what) => {
 function plan(n, tag) {
   const path = `soak/f${n % 7}.txt`;
   switch (n % 9) {
-    case 0: return ['write_file', { path, content: `${tag}-${n} hello\n` }, () => true];
-    case 1: return ['read_file', { path: `soak/f${(n - 1) % 7}.txt` }, (s) => s.content === `${tag}-${n - 1} hello\n`];
-    case 2: return ['edit_file', { path: `soak/f${(n - 2) % 7}.txt`, old_string: 'hello', new_string: 'world' }, (s) => s.replacements === 1];
-    case 3: return ['list_files', { path: 'soak' }, (s) => Array.isArray(s.entries) && s.entries.length > 0];
-    case 4: return ['run_command', { command: `echo ${tag}-${n}` }, (s) => s.stdout === `${tag}-${n}\n`];
-    case 5: return ['run_code', { code: `v = ${n}\nv * 2` }, (s) => s.results?.[0]?.text === String(n * 2)];
-    case 6: return ['sandbox_status', {}, (s) => s.state === 'running'];
-    case 7: return ['run_code', { code: `console.log("x".repeat(${n % 50}))`, language: 'javascript' }, (s) => s.stdout === `${'x'.repeat(n % 50)}\n`];
-    default: return ['manage_process', { action: 'list' }, (s) => Array.isArray(s.processes)];
+    case 0:
+      return ['write_file', { path, content: `${tag}-${n} hello\n` }, () => true];
+    case 1:
+      return ['read_file', { path: `soak/f${(n - 1) % 7}.txt` }, (s) => s.content === `${tag}-${n - 1} hello\n`];
+    case 2:
+      return [
+        'edit_file',
+        { path: `soak/f${(n - 2) % 7}.txt`, old_string: 'hello', new_string: 'world' },
+        (s) => s.replacements === 1,
+      ];
+    case 3:
+      return ['list_files', { path: 'soak' }, (s) => Array.isArray(s.entries) && s.entries.length > 0];
+    case 4:
+      return ['run_command', { command: `echo ${tag}-${n}` }, (s) => s.stdout === `${tag}-${n}\n`];
+    case 5:
+      return ['run_code', { code: `v = ${n}\nv * 2` }, (s) => s.results?.[0]?.text === String(n * 2)];
+    case 6:
+      return ['sandbox_status', {}, (s) => s.state === 'running'];
+    case 7:
+      return [
+        'run_code',
+        { code: `console.log("x".repeat(${n % 50}))`, language: 'javascript' },
+        (s) => s.stdout === `${'x'.repeat(n % 50)}\n`,
+      ];
+    default:
+      return ['manage_process', { action: 'list' }, (s) => Array.isArray(s.processes)];
   }
 }
 
@@ -137,14 +179,20 @@ async function runWorker() {
       const [name, args, check] = plan(n, tag);
       const id = nextId++;
       try {
-        const res = await send('POST', headers, JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } }));
+        const res = await send(
+          'POST',
+          headers,
+          JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } }),
+        );
         stats.calls += 1;
         const message = messageFor(res.text, id);
         if (res.status !== 200) fail(`${tag} ${name}: HTTP ${res.status} ${res.text.slice(0, 160)}`);
         else if (message === undefined) fail(`${tag} ${name}: no answer ${res.text.slice(0, 160)}`);
         else if (message.error) fail(`${tag} ${name}: JSON-RPC ${message.error.code} ${message.error.message}`);
-        else if (message.result.isError) fail(`${tag} ${name}: isError ${message.result.content?.[0]?.text?.slice(0, 160)}`);
-        else if (!check(message.result.structuredContent ?? {})) fail(`${tag} ${name}: unexpected ${JSON.stringify(message.result.structuredContent).slice(0, 160)}`);
+        else if (message.result.isError)
+          fail(`${tag} ${name}: isError ${message.result.content?.[0]?.text?.slice(0, 160)}`);
+        else if (!check(message.result.structuredContent ?? {}))
+          fail(`${tag} ${name}: unexpected ${JSON.stringify(message.result.structuredContent).slice(0, 160)}`);
       } catch (err) {
         fail(`${tag} ${name}: ${err.message}`);
       }
@@ -161,23 +209,38 @@ async function runWorker() {
 
 // ---- RSS sampling -----------------------------------------------------------------------------------
 
-const rssMiB = () => Number(/^VmRSS:\s+(\d+)/m.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
+const rssMiB = () =>
+  Number(/^VmRSS:\s+(\d+)/m.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
 const started = Date.now();
 const samples = [];
 const sampler = setInterval(() => {
   const t = Math.round((Date.now() - started) / 1000);
   const rss = rssMiB();
   samples.push({ t, rss });
-  console.log(`t=${String(t).padStart(4)} s  rss=${rss.toFixed(1)} MiB  calls=${stats.calls}  errors=${stats.errors}  sessions opened=${stats.sessionsOpened}`);
+  console.log(
+    `t=${String(t).padStart(4)} s  rss=${rss.toFixed(1)} MiB  calls=${stats.calls}  errors=${stats.errors}  sessions opened=${stats.sessionsOpened}`,
+  );
 }, SAMPLE_S * 1000);
 
-console.log(`soak: ${MINUTES} min, ${SESSIONS} sessions (each replaced after ${SESSION_LIFETIME_CALLS} calls), warm-up ${WARMUP_S} s, RSS every ${SAMPLE_S} s; server pid ${child.pid} on port ${port}`);
+console.log(
+  `soak: ${MINUTES} min, ${SESSIONS} sessions (each replaced after ${SESSION_LIFETIME_CALLS} calls), warm-up ${WARMUP_S} s, RSS every ${SAMPLE_S} s; server pid ${child.pid} on port ${port}`,
+);
 await Promise.all(Array.from({ length: SESSIONS }, runWorker));
 clearInterval(sampler);
 
 // ---- the verdict ------------------------------------------------------------------------------------
 
-const health = JSON.parse((await new Promise((r, j) => request({ host: '127.0.0.1', port, path: '/health', agent: false }, (res) => { let t = ''; res.on('data', (c) => (t += c)); res.on('end', () => r(t)); }).on('error', j).end())));
+const health = JSON.parse(
+  await new Promise((r, j) =>
+    request({ host: '127.0.0.1', port, path: '/health', agent: false }, (res) => {
+      let t = '';
+      res.on('data', (c) => (t += c));
+      res.on('end', () => r(t));
+    })
+      .on('error', j)
+      .end(),
+  ),
+);
 const exited = new Promise((r) => child.once('exit', (code, signal) => r({ code, signal })));
 child.kill('SIGTERM');
 const exit = await exited;
@@ -236,7 +299,11 @@ after ${SESSION_LIFETIME_CALLS} calls; the server's RSS sampled every ${SAMPLE_S
 ${WARMUP_S} s warm-up ≤ ${pct(MAX_GROWTH)} (median of the first ${window} samples after warm-up against the median of the last
 ${window}: RSS saws with garbage collection), 0 errors.
 
-Latest run: ${new Date().toISOString().slice(0, 10)}, commit ${commit}, Node ${process.version}, ${readFileSync('/proc/cpuinfo', 'utf8').split('\n').filter((l) => l.startsWith('processor')).length} CPUs.
+Latest run: ${new Date().toISOString().slice(0, 10)}, commit ${commit}, Node ${process.version}, ${
+    readFileSync('/proc/cpuinfo', 'utf8')
+      .split('\n')
+      .filter((l) => l.startsWith('processor')).length
+  } CPUs.
 
 | | |
 |---|---|

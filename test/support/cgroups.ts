@@ -17,7 +17,8 @@ export function cgroupParentsOf(root: string): string[] {
   const own = new Map<string, string>();
   for (const line of readOrEmpty('/proc/self/cgroup').split('\n')) {
     const [, controllers, ...rest] = line.split(':');
-    if (controllers !== undefined && rest.length > 0) for (const c of controllers.split(',')) own.set(c, rest.join(':'));
+    if (controllers !== undefined && rest.length > 0)
+      for (const c of controllers.split(',')) own.set(c, rest.join(':'));
   }
   const found = new Set<string>();
   for (const line of readOrEmpty('/proc/self/mountinfo').split('\n')) {

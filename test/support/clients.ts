@@ -9,8 +9,14 @@ import type { ClientFetch } from './http';
 export interface TestClient {
   readonly kind: 'v1' | 'v2';
   readonly sessionId: string | undefined;
-  listTools(): Promise<{ tools: Array<{ name: string; inputSchema: unknown; outputSchema?: unknown; description?: string }> }>;
-  callTool(name: string, args?: Record<string, unknown>, options?: { signal?: AbortSignal; timeoutMs?: number }): Promise<ToolResult>;
+  listTools(): Promise<{
+    tools: Array<{ name: string; inputSchema: unknown; outputSchema?: unknown; description?: string }>;
+  }>;
+  callTool(
+    name: string,
+    args?: Record<string, unknown>,
+    options?: { signal?: AbortSignal; timeoutMs?: number },
+  ): Promise<ToolResult>;
   /** DELETE /mcp, then close. */
   terminate(): Promise<void>;
   close(): Promise<void>;
@@ -30,10 +36,14 @@ export interface ConnectOptions {
 
 /** Connects a client of the given kind to `url`. */
 export async function connectClient(kind: 'v1' | 'v2', url: string, options: ConnectOptions = {}): Promise<TestClient> {
-  const requestInit: RequestInit = options.token === undefined ? {} : { headers: { Authorization: `Bearer ${options.token}` } };
+  const requestInit: RequestInit =
+    options.token === undefined ? {} : { headers: { Authorization: `Bearer ${options.token}` } };
   if (kind === 'v2') {
     const client = new ClientV2({ name: 'e2e-v2', version: '1.0.0' });
-    const transport = new TransportV2(new URL(url), { requestInit, ...(options.fetch !== undefined && { fetch: options.fetch }) });
+    const transport = new TransportV2(new URL(url), {
+      requestInit,
+      ...(options.fetch !== undefined && { fetch: options.fetch }),
+    });
     await client.connect(transport);
     return {
       kind,
@@ -42,7 +52,10 @@ export async function connectClient(kind: 'v1' | 'v2', url: string, options: Con
       },
       listTools: () => client.listTools() as ReturnType<TestClient['listTools']>,
       callTool: (name, args = {}, opts = {}) =>
-        client.callTool({ name, arguments: args }, { signal: opts.signal, timeout: opts.timeoutMs ?? 120_000 }) as Promise<ToolResult>,
+        client.callTool(
+          { name, arguments: args },
+          { signal: opts.signal, timeout: opts.timeoutMs ?? 120_000 },
+        ) as Promise<ToolResult>,
       terminate: async () => {
         await transport.terminateSession();
         await client.close();
@@ -51,7 +64,10 @@ export async function connectClient(kind: 'v1' | 'v2', url: string, options: Con
     };
   }
   const client = new ClientV1({ name: 'e2e-v1', version: '1.0.0' });
-  const transport = new TransportV1(new URL(url), { requestInit, ...(options.fetch !== undefined && { fetch: options.fetch }) });
+  const transport = new TransportV1(new URL(url), {
+    requestInit,
+    ...(options.fetch !== undefined && { fetch: options.fetch }),
+  });
   await client.connect(transport);
   return {
     kind,
@@ -60,7 +76,10 @@ export async function connectClient(kind: 'v1' | 'v2', url: string, options: Con
     },
     listTools: () => client.listTools() as ReturnType<TestClient['listTools']>,
     callTool: (name, args = {}, opts = {}) =>
-      client.callTool({ name, arguments: args }, undefined, { signal: opts.signal, timeout: opts.timeoutMs ?? 120_000 }) as Promise<ToolResult>,
+      client.callTool({ name, arguments: args }, undefined, {
+        signal: opts.signal,
+        timeout: opts.timeoutMs ?? 120_000,
+      }) as Promise<ToolResult>,
     terminate: async () => {
       await transport.terminateSession();
       await client.close();

@@ -34,7 +34,12 @@ export interface ConformanceRun {
 }
 
 /** Runs `<entry> server --url <url> -o <tmp> ...args`, killing it after `timeoutMs`. */
-export function runConformance(entry: string, url: string, args: readonly string[], timeoutMs: number): Promise<ConformanceRun> {
+export function runConformance(
+  entry: string,
+  url: string,
+  args: readonly string[],
+  timeoutMs: number,
+): Promise<ConformanceRun> {
   const outDir = mkdtempSync(join(tmpdir(), 'mcp-conformance-'));
   return new Promise<ConformanceRun>((resolveRun, reject) => {
     const child = spawn(NODE22, [entry, 'server', '--url', url, '-o', outDir, ...args], {
@@ -53,7 +58,9 @@ export function runConformance(entry: string, url: string, args: readonly string
         const dirs = readdirSync(outDir).sort();
         const checks = dirs.flatMap((dir) => {
           const file = join(outDir, dir, 'checks.json');
-          return existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as ConformanceCheck[]).map((c) => ({ ...c, dir })) : [];
+          return existsSync(file)
+            ? (JSON.parse(readFileSync(file, 'utf8')) as ConformanceCheck[]).map((c) => ({ ...c, dir }))
+            : [];
         });
         resolveRun({ code, signal, output: output.replace(/\x1b\[[0-9;]*m/g, ''), dirs, checks });
       } catch (err: unknown) {

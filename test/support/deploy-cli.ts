@@ -30,12 +30,23 @@ export interface RunCliOptions {
 /** Runs the CLI and resolves with its exit code and output (never rejects on a non-zero exit). */
 export function runDeployCli(args: readonly string[], options: RunCliOptions = {}): Promise<CliRun> {
   // The credential chain's last links would ask the ECS metadata service (a network address): never from a test.
-  const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', ALIBABA_CLOUD_ECS_METADATA_DISABLED: 'true', ...options.env };
+  const env = {
+    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    HOME: process.env.HOME ?? '/tmp',
+    ALIBABA_CLOUD_ECS_METADATA_DISABLED: 'true',
+    ...options.env,
+  };
   return new Promise((resolveRun, reject) => {
     execFile(
       process.execPath,
       [DEPLOY_SCRIPT, ...args],
-      { cwd: options.cwd ?? ROOT, env, timeout: options.timeoutMs ?? 90_000, maxBuffer: 16 * 1024 * 1024, encoding: 'utf8' },
+      {
+        cwd: options.cwd ?? ROOT,
+        env,
+        timeout: options.timeoutMs ?? 90_000,
+        maxBuffer: 16 * 1024 * 1024,
+        encoding: 'utf8',
+      },
       (err, stdout, stderr) => {
         if (err !== null && typeof err.code !== 'number') return reject(err);
         resolveRun({ code: err === null ? 0 : Number(err.code), stdout, stderr });
@@ -69,7 +80,13 @@ export function readYaml(path: string): Record<string, unknown> {
 export function fc3Props(sYaml: Record<string, unknown>): Fc3Props {
   const resources = sYaml.resources;
   const mcp = typeof resources === 'object' && resources !== null && 'mcp' in resources ? resources.mcp : undefined;
-  if (typeof mcp !== 'object' || mcp === null || !('component' in mcp) || mcp.component !== 'fc3' || !('props' in mcp)) {
+  if (
+    typeof mcp !== 'object' ||
+    mcp === null ||
+    !('component' in mcp) ||
+    mcp.component !== 'fc3' ||
+    !('props' in mcp)
+  ) {
     throw new Error('s.yaml has no fc3 resource named mcp');
   }
   return mcp.props as Fc3Props;
@@ -78,6 +95,8 @@ export function fc3Props(sYaml: Record<string, unknown>): Fc3Props {
 /** Resolves `${vars.NAME}` strings in the props from the document's `vars`, as `s` does. */
 export function resolveVars(props: Fc3Props, sYaml: Record<string, unknown>): Fc3Props {
   const vars = typeof sYaml.vars === 'object' && sYaml.vars !== null ? (sYaml.vars as Record<string, unknown>) : {};
-  const text = JSON.stringify(props).replace(/"\$\{vars\.([A-Za-z0-9_]+)\}"/g, (whole, name: string) => (name in vars ? JSON.stringify(vars[name]) : whole));
+  const text = JSON.stringify(props).replace(/"\$\{vars\.([A-Za-z0-9_]+)\}"/g, (whole, name: string) =>
+    name in vars ? JSON.stringify(vars[name]) : whole,
+  );
   return JSON.parse(text) as Fc3Props;
 }

@@ -8,7 +8,10 @@ import { join } from 'node:path';
 import { makeTempDir, runDeployCli } from './deploy-cli';
 import type { Credentials, FakeFc } from './fake-fc';
 
-export const CREDENTIALS: Credentials = { accessKeyId: 'LTAI5tTestKeyId0001', accessKeySecret: 'test-secret-9f8e7d6c5b4a' };
+export const CREDENTIALS: Credentials = {
+  accessKeyId: 'LTAI5tTestKeyId0001',
+  accessKeySecret: 'test-secret-9f8e7d6c5b4a',
+};
 export const E2B_KEY = 'e2b_key_for_the_function_0123456789';
 export const TOKEN = 'deploy-test-token-0123456789abcdef';
 
@@ -19,7 +22,15 @@ export interface DeployJson {
   environment: string[] | null;
   plannedCalls: string[] | null;
   deployed: { function: string; trigger: string; customDomain?: string; url: string; sessionSecret: string };
-  error?: { kind: string; code: string; requestId: string; hint: string; step: string; message: string; problems?: string[] };
+  error?: {
+    kind: string;
+    code: string;
+    requestId: string;
+    hint: string;
+    step: string;
+    message: string;
+    problems?: string[];
+  };
 }
 
 /** A token file, to share between the runs of one test. */
@@ -30,7 +41,10 @@ export function tokenFile(): string {
 }
 
 /** The FC credentials and nothing else: a shell that has never seen the function's secrets. */
-export const EMPTY_SHELL: Record<string, string> = { ALIBABA_CLOUD_ACCESS_KEY_ID: CREDENTIALS.accessKeyId, ALIBABA_CLOUD_ACCESS_KEY_SECRET: CREDENTIALS.accessKeySecret };
+export const EMPTY_SHELL: Record<string, string> = {
+  ALIBABA_CLOUD_ACCESS_KEY_ID: CREDENTIALS.accessKeyId,
+  ALIBABA_CLOUD_ACCESS_KEY_SECRET: CREDENTIALS.accessKeySecret,
+};
 
 /**
  * Runs the CLI against `fake`. `env` is the whole environment besides PATH and HOME (EMPTY_SHELL plus what the test
@@ -38,6 +52,9 @@ export const EMPTY_SHELL: Record<string, string> = { ALIBABA_CLOUD_ACCESS_KEY_ID
  */
 export async function deployToFake(fake: FakeFc, args: string[], env: Record<string, string> = EMPTY_SHELL) {
   const outputDir = makeTempDir();
-  const run = await runDeployCli(['--output-dir', outputDir, '--deploy', '--endpoint', fake.endpoint, '--json', ...args], { env });
+  const run = await runDeployCli(
+    ['--output-dir', outputDir, '--deploy', '--endpoint', fake.endpoint, '--json', ...args],
+    { env },
+  );
   return { ...run, outputDir, json: JSON.parse(run.stdout) as DeployJson };
 }

@@ -16,7 +16,8 @@ export const S_CLI = join(TOOLS_DIR, '@serverless-devs/s/bin/s');
 /** True when `path` is installed; says plainly (console.warn) when it is not, so a skip is never silent. */
 export function isDeployToolInstalled(path: string, what: string): boolean {
   const installed = existsSync(path);
-  if (!installed) console.warn(`${what} not installed (${path}): run npm run deploy-tools:install; these tests are skipped`);
+  if (!installed)
+    console.warn(`${what} not installed (${path}): run npm run deploy-tools:install; these tests are skipped`);
   return installed;
 }
 
@@ -26,13 +27,21 @@ export function isDeployToolInstalled(path: string, what: string): boolean {
  * its own (it keeps state in ~/.s), and with NODE_ENV=test: otherwise it starts detached daemons (update check,
  * usage report) that reach the network for up to 30 s and write into that HOME after it has been removed.
  */
-export function sPreview(file: string, env: Record<string, string>): Promise<{ code: number; document: Record<string, unknown> | undefined; output: string }> {
+export function sPreview(
+  file: string,
+  env: Record<string, string>,
+): Promise<{ code: number; document: Record<string, unknown> | undefined; output: string }> {
   const home = mkdtempSync(join(tmpdir(), 's-home-'));
   return new Promise((resolveRun, reject) => {
     execFile(
       process.execPath,
       [S_CLI, 'preview', '-t', file, '-o', 'json'],
-      { cwd: dirname(file), env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, NODE_ENV: 'test', ...env }, timeout: 60_000, encoding: 'utf8' },
+      {
+        cwd: dirname(file),
+        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, NODE_ENV: 'test', ...env },
+        timeout: 60_000,
+        encoding: 'utf8',
+      },
       (err, stdout, stderr) => {
         rmSync(home, { recursive: true, force: true });
         if (err !== null && typeof err.code !== 'number') return reject(err);

@@ -44,7 +44,11 @@ export function loopDevicesUnder(root: string): string[] {
  * that was just killed may not have done yet.
  */
 export function loopDevicesSettledUnder(root: string, atMost = 0): Promise<string[]> {
-  return pollUntil(() => loopDevicesUnder(root), (devices) => devices.length <= atMost, SETTLE_MS);
+  return pollUntil(
+    () => loopDevicesUnder(root),
+    (devices) => devices.length <= atMost,
+    SETTLE_MS,
+  );
 }
 
 /**

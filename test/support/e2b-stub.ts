@@ -103,7 +103,11 @@ export class StubSandbox implements E2BSandboxApi {
       pid,
       wait: async (): Promise<e2b.CommandResult> => {
         await finished;
-        const result = { exitCode: killedHere ? 137 : (script.exitCode ?? 0), stdout: script.stdout ?? '', stderr: script.stderr ?? '' };
+        const result = {
+          exitCode: killedHere ? 137 : (script.exitCode ?? 0),
+          stdout: script.stdout ?? '',
+          stderr: script.stderr ?? '',
+        };
         if (result.exitCode !== 0) throw new e2b.CommandExitError(result);
         return result;
       },
@@ -248,7 +252,14 @@ export class StubSdk implements E2BSdk {
 /** The real E2B provider over `sdk`, with test settings (no creation throttle to speak of). */
 export function createStubProvider(sdk: StubSdk, clock: Clock, idleTtlMs = 1_800_000): SandboxProvider {
   return createE2BSandboxProvider({
-    config: { apiKey: 'e2b_stub_key_0123456789', template: 'code-interpreter-v1', domain: undefined, apiUrl: undefined, maxCreatesPerS: 100, charts: 'inline' },
+    config: {
+      apiKey: 'e2b_stub_key_0123456789',
+      template: 'code-interpreter-v1',
+      domain: undefined,
+      apiUrl: undefined,
+      maxCreatesPerS: 100,
+      charts: 'inline',
+    },
     idleTtlMs,
     logger: SILENT_LOGGER,
     loadSdk: async () => sdk,

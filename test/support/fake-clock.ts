@@ -19,7 +19,10 @@ export interface FakeClockOptions {
 }
 
 /** Creates a fake clock starting at `startMs`. */
-export function createFakeClock(startMs = 1_000_000, { frozen = false, random = 0.5 }: FakeClockOptions = {}): FakeClock {
+export function createFakeClock(
+  startMs = 1_000_000,
+  { frozen = false, random = 0.5 }: FakeClockOptions = {},
+): FakeClock {
   let now = startMs;
   const sleeps: number[] = [];
   return {

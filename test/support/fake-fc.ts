@@ -11,7 +11,14 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 export const API_VERSION = '2023-03-30';
 const ALGORITHM = 'ACS3-HMAC-SHA256';
 /** Headers a signature must cover, besides content-type when there is a body. */
-const REQUIRED_SIGNED = ['host', 'x-acs-action', 'x-acs-content-sha256', 'x-acs-date', 'x-acs-signature-nonce', 'x-acs-version'];
+const REQUIRED_SIGNED = [
+  'host',
+  'x-acs-action',
+  'x-acs-content-sha256',
+  'x-acs-date',
+  'x-acs-signature-nonce',
+  'x-acs-version',
+];
 const MAX_CLOCK_SKEW_MS = 15 * 60_000;
 
 export interface Credentials {
@@ -106,10 +113,16 @@ const sha256Hex = (data: Buffer | string): string => createHash('sha256').update
  * Recomputes the request's ACS3-HMAC-SHA256 signature and compares it with the one in `authorization`.
  * Also checks: the body hash, the signed-header set (every x-acs-* header signed), the date's skew and the key id.
  */
-export function verifyAcs3Signature(req: SignedRequest, body: Buffer, credentials: Credentials, now = Date.now()): SignatureCheck {
+export function verifyAcs3Signature(
+  req: SignedRequest,
+  body: Buffer,
+  credentials: Credentials,
+  now = Date.now(),
+): SignatureCheck {
   const auth = String(req.headers.authorization ?? '');
   const match = /^ACS3-HMAC-SHA256 Credential=([^,]+),SignedHeaders=([^,]+),Signature=([0-9a-f]{64})$/.exec(auth);
-  if (match === null) return { ok: false, reason: `authorization is not "${ALGORITHM} Credential=…,SignedHeaders=…,Signature=…"` };
+  if (match === null)
+    return { ok: false, reason: `authorization is not "${ALGORITHM} Credential=…,SignedHeaders=…,Signature=…"` };
   const [, keyId = '', signedList = '', signature = ''] = match;
   if (keyId !== credentials.accessKeyId) return { ok: false, reason: `unknown access key id ${keyId}` };
   const signed = signedList.split(';');
@@ -119,9 +132,11 @@ export function verifyAcs3Signature(req: SignedRequest, body: Buffer, credential
   const unsigned = [...new Set(mustSign)].filter((h) => !signed.includes(h));
   if (unsigned.length > 0) return { ok: false, reason: `headers not signed: ${unsigned.join(', ')}` };
   const payloadHash = sha256Hex(body);
-  if (req.headers['x-acs-content-sha256'] !== payloadHash) return { ok: false, reason: 'x-acs-content-sha256 does not match the body' };
+  if (req.headers['x-acs-content-sha256'] !== payloadHash)
+    return { ok: false, reason: 'x-acs-content-sha256 does not match the body' };
   const date = Date.parse(String(req.headers['x-acs-date']));
-  if (!Number.isFinite(date) || Math.abs(now - date) > MAX_CLOCK_SKEW_MS) return { ok: false, reason: `x-acs-date ${String(req.headers['x-acs-date'])} is not within 15 minutes` };
+  if (!Number.isFinite(date) || Math.abs(now - date) > MAX_CLOCK_SKEW_MS)
+    return { ok: false, reason: `x-acs-date ${String(req.headers['x-acs-date'])} is not within 15 minutes` };
   if (credentials.securityToken !== undefined && req.headers['x-acs-security-token'] !== credentials.securityToken) {
     return { ok: false, reason: 'x-acs-security-token missing or wrong' };
   }
@@ -134,11 +149,19 @@ export function verifyAcs3Signature(req: SignedRequest, body: Buffer, credential
     .map((key) => `${key}=${encodeRfc3986(url.searchParams.get(key) ?? '')}`)
     .join('&');
   const canonicalHeaders = signed.map((h) => `${h}:${String(req.headers[h] ?? '').trim()}\n`).join('');
-  const canonicalRequest = [req.method, canonicalUri, canonicalQuery, canonicalHeaders, signed.join(';'), payloadHash].join('\n');
+  const canonicalRequest = [
+    req.method,
+    canonicalUri,
+    canonicalQuery,
+    canonicalHeaders,
+    signed.join(';'),
+    payloadHash,
+  ].join('\n');
   const stringToSign = `${ALGORITHM}\n${sha256Hex(canonicalRequest)}`;
   const expected = createHmac('sha256', credentials.accessKeySecret).update(stringToSign).digest();
   const given = Buffer.from(signature, 'hex');
-  if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { ok: false, reason: 'signature does not match the canonical request' };
+  if (given.length !== expected.length || !timingSafeEqual(given, expected))
+    return { ok: false, reason: 'signature does not match the canonical request' };
   return { ok: true };
 }
 
@@ -146,7 +169,9 @@ export function verifyAcs3Signature(req: SignedRequest, body: Buffer, credential
  * The recorded calls the fake refused as badly signed (an empty list when every request was signed). A retried
  * request that was sent again without being signed again fails too: its nonce was used before.
  */
-export function unsignedCalls(calls: readonly RecordedCall[]): Array<{ action: string | undefined; signature: SignatureCheck }> {
+export function unsignedCalls(
+  calls: readonly RecordedCall[],
+): Array<{ action: string | undefined; signature: SignatureCheck }> {
   return calls.filter((c) => !c.signature.ok).map((c) => ({ action: c.action, signature: c.signature }));
 }
 
@@ -184,12 +209,19 @@ export async function startFakeFc(credentials: Credentials, accountId = '1234567
       res.writeHead(status, { 'content-type': 'application/json', 'x-fc-request-id': requestId });
       res.end(JSON.stringify(payload));
     };
-    const error = (status: number, code: string, message: string): void => reply(status, { Code: code, Message: message, RequestId: requestId }, code);
+    const error = (status: number, code: string, message: string): void =>
+      reply(status, { Code: code, Message: message, RequestId: requestId }, code);
 
     const nonce = String(req.headers['x-acs-signature-nonce'] ?? '');
-    if (call.signature.ok && nonces.has(nonce)) call.signature = { ok: false, reason: 'x-acs-signature-nonce was used before' };
+    if (call.signature.ok && nonces.has(nonce))
+      call.signature = { ok: false, reason: 'x-acs-signature-nonce was used before' };
     nonces.add(nonce);
-    if (!call.signature.ok) return error(403, 'SignatureDoesNotMatch', `The request signature does not conform to Aliyun standards: ${call.signature.reason}`);
+    if (!call.signature.ok)
+      return error(
+        403,
+        'SignatureDoesNotMatch',
+        `The request signature does not conform to Aliyun standards: ${call.signature.reason}`,
+      );
     if (route === undefined) return error(404, 'NotFound', `no route for ${req.method} ${url.pathname}`);
     if (req.headers['x-acs-action'] !== route.action || req.headers['x-acs-version'] !== API_VERSION) {
       return error(400, 'InvalidAction', `x-acs-action/x-acs-version do not match ${route.action} ${API_VERSION}`);
@@ -210,13 +242,23 @@ export async function startFakeFc(credentials: Credentials, accountId = '1234567
         if (fn === undefined) return error(404, 'FunctionNotFound', `function '${name}' does not exist`);
         const left = pending.get(name) ?? 0;
         if (left > 0) pending.set(name, left - 1);
-        return reply(200, { ...fn, state: left > 0 ? 'Pending' : 'Active', lastUpdateStatus: left > 0 ? 'InProgress' : 'Successful' });
+        return reply(200, {
+          ...fn,
+          state: left > 0 ? 'Pending' : 'Active',
+          lastUpdateStatus: left > 0 ? 'InProgress' : 'Successful',
+        });
       }
       case 'CreateFunction': {
         const fnName = String(parsed?.functionName ?? '');
         if (functions.has(fnName)) return error(409, 'FunctionAlreadyExists', `function '${fnName}' already exists`);
         const { code, ...config } = parsed ?? {};
-        const fn = { ...config, codeSize: codeSize(code), functionArn: `acs:fc:cn:${accountId}:functions/${fnName}`, createdTime: now, lastModifiedTime: now };
+        const fn = {
+          ...config,
+          codeSize: codeSize(code),
+          functionArn: `acs:fc:cn:${accountId}:functions/${fnName}`,
+          createdTime: now,
+          lastModifiedTime: now,
+        };
         functions.set(fnName, fn);
         pending.set(fnName, state.pendingPolls);
         return reply(200, { ...fn, state: 'Pending', lastUpdateStatus: 'InProgress' });
@@ -225,25 +267,36 @@ export async function startFakeFc(credentials: Credentials, accountId = '1234567
         const fn = functions.get(name);
         if (fn === undefined) return error(404, 'FunctionNotFound', `function '${name}' does not exist`);
         const { code, ...config } = parsed ?? {};
-        const updated = { ...fn, ...config, ...(code !== undefined && { codeSize: codeSize(code) }), lastModifiedTime: now };
+        const updated = {
+          ...fn,
+          ...config,
+          ...(code !== undefined && { codeSize: codeSize(code) }),
+          lastModifiedTime: now,
+        };
         functions.set(name, updated);
         pending.set(name, state.pendingPolls);
         return reply(200, { ...updated, state: 'Active', lastUpdateStatus: 'InProgress' });
       }
       case 'GetTrigger': {
         const trigger = triggers.get(`${name}/${second}`);
-        return trigger === undefined ? error(404, 'TriggerNotFound', `trigger '${second}' does not exist`) : reply(200, trigger);
+        return trigger === undefined
+          ? error(404, 'TriggerNotFound', `trigger '${second}' does not exist`)
+          : reply(200, trigger);
       }
       case 'CreateTrigger': {
         if (!functions.has(name)) return error(404, 'FunctionNotFound', `function '${name}' does not exist`);
         const triggerName = String(parsed?.triggerName ?? '');
-        if (triggers.has(`${name}/${triggerName}`)) return error(409, 'TriggerAlreadyExists', `trigger '${triggerName}' already exists`);
+        if (triggers.has(`${name}/${triggerName}`))
+          return error(409, 'TriggerAlreadyExists', `trigger '${triggerName}' already exists`);
         const trigger = {
           ...parsed,
           triggerId: randomUUID(),
           createdTime: now,
           lastModifiedTime: now,
-          httpTrigger: { urlInternet: `https://${name}-abcdefghij.cn-hangzhou.fcapp.run`, urlIntranet: `https://${name}-abcdefghij.cn-hangzhou-vpc.fcapp.run` },
+          httpTrigger: {
+            urlInternet: `https://${name}-abcdefghij.cn-hangzhou.fcapp.run`,
+            urlIntranet: `https://${name}-abcdefghij.cn-hangzhou-vpc.fcapp.run`,
+          },
         };
         triggers.set(`${name}/${triggerName}`, trigger);
         return reply(200, trigger);
@@ -257,11 +310,14 @@ export async function startFakeFc(credentials: Credentials, accountId = '1234567
       }
       case 'GetCustomDomain': {
         const domain = domains.get(name);
-        return domain === undefined ? error(404, 'DomainNameNotFound', `domain '${name}' does not exist`) : reply(200, withoutPrivateKey(domain));
+        return domain === undefined
+          ? error(404, 'DomainNameNotFound', `domain '${name}' does not exist`)
+          : reply(200, withoutPrivateKey(domain));
       }
       case 'CreateCustomDomain': {
         const domainName = String(parsed?.domainName ?? '');
-        if (domains.has(domainName)) return error(409, 'DomainNameAlreadyExists', `domain '${domainName}' already exists`);
+        if (domains.has(domainName))
+          return error(409, 'DomainNameAlreadyExists', `domain '${domainName}' already exists`);
         const tlsProblem = checkDomainTls({ protocol: 'HTTP', ...parsed });
         if (tlsProblem !== undefined) return error(400, 'InvalidArgument', tlsProblem);
         const domain = { protocol: 'HTTP', ...parsed, accountId, createdTime: now, lastModifiedTime: now };
@@ -324,9 +380,13 @@ export async function startFakeFc(credentials: Credentials, accountId = '1234567
 /** FC serves HTTPS only with a whole certificate: name, certificate and private key. */
 function checkDomainTls(domain: Record<string, unknown>): string | undefined {
   const protocol = String(domain.protocol ?? '');
-  if (!['HTTP', 'HTTPS', 'HTTP,HTTPS'].includes(protocol)) return `protocol must be HTTP, HTTPS or HTTP,HTTPS (got "${protocol}")`;
+  if (!['HTTP', 'HTTPS', 'HTTP,HTTPS'].includes(protocol))
+    return `protocol must be HTTP, HTTPS or HTTP,HTTPS (got "${protocol}")`;
   const cert = (domain.certConfig ?? undefined) as Record<string, unknown> | undefined;
-  if (cert !== undefined && !['certName', 'certificate', 'privateKey'].every((field) => typeof cert[field] === 'string' && cert[field] !== '')) {
+  if (
+    cert !== undefined &&
+    !['certName', 'certificate', 'privateKey'].every((field) => typeof cert[field] === 'string' && cert[field] !== '')
+  ) {
     return 'certConfig needs certName, certificate and privateKey';
   }
   if (protocol.includes('HTTPS') && cert === undefined) return `protocol ${protocol} needs certConfig`;

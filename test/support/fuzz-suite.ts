@@ -12,7 +12,18 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { connectClient, textOf } from './clients';
-import { describeCase, errorCodesIn, ESCAPE_MARKER, type FuzzAnswer, type FuzzCase, generateCases, judge, PASSWD_MARKER, SANDBOX_SETUP_COMMAND, sendCase } from './fuzz';
+import {
+  describeCase,
+  errorCodesIn,
+  ESCAPE_MARKER,
+  type FuzzAnswer,
+  type FuzzCase,
+  generateCases,
+  judge,
+  PASSWD_MARKER,
+  SANDBOX_SETUP_COMMAND,
+  sendCase,
+} from './fuzz';
 import { openSession } from './raw-session';
 import { callToolRaw, createLimiter, freshRequest, health } from './reliability';
 import { startServer, stopAllServers, type StartedServer } from './server';
@@ -50,8 +61,14 @@ export function describeFuzz({ cases: COUNT, seed: SEED, only: ONLY, replay, rep
 
     beforeAll(async () => {
       console.log(`fuzz: seed ${SEED}, ${COUNT} cases; replay with ${replay}`);
-      server = await startServer({ env: { MCP_AUTH_TOKENS: `${TOKEN},${OTHER_TOKEN}`, MCP_MAX_BODY_BYTES: String(MAX_BODY_BYTES) } });
-      const [base, base0326, other] = await Promise.all([openSession(server.url, TOKEN), openSession(server.url, TOKEN, '2025-03-26'), openSession(server.url, OTHER_TOKEN)]);
+      server = await startServer({
+        env: { MCP_AUTH_TOKENS: `${TOKEN},${OTHER_TOKEN}`, MCP_MAX_BODY_BYTES: String(MAX_BODY_BYTES) },
+      });
+      const [base, base0326, other] = await Promise.all([
+        openSession(server.url, TOKEN),
+        openSession(server.url, TOKEN, '2025-03-26'),
+        openSession(server.url, OTHER_TOKEN),
+      ]);
       // Symlinks that lead out of the working directory, for the path-escape cases.
       const setup = await callToolRaw(server.url, base.headers, 'run_command', { command: SANDBOX_SETUP_COMMAND });
       expect(setup.problem).toBeUndefined();
@@ -78,14 +95,24 @@ export function describeFuzz({ cases: COUNT, seed: SEED, only: ONLY, replay, rep
             answers.set(c.index, answer);
             const problem = judge(c, answer);
             if (problem !== undefined) problems.push(describeCase(c, answer, problem));
-            if (errorCodesIn(answer).includes(-32603)) internalErrors.push(describeCase(c, answer, 'JSON-RPC -32603 internal error'));
+            if (errorCodesIn(answer).includes(-32603))
+              internalErrors.push(describeCase(c, answer, 'JSON-RPC -32603 internal error'));
             const opened = answer.headers['mcp-session-id'];
             if (typeof opened === 'string' && answer.status === 200) openedSessions.push(opened);
           }),
         ),
       );
       // Sessions the initialize cases opened: end them, so that only the base sessions remain.
-      await Promise.all(openedSessions.map((id) => limit(() => freshRequest(server.url, { method: 'DELETE', headers: { authorization: `Bearer ${TOKEN}`, 'mcp-session-id': id } }))));
+      await Promise.all(
+        openedSessions.map((id) =>
+          limit(() =>
+            freshRequest(server.url, {
+              method: 'DELETE',
+              headers: { authorization: `Bearer ${TOKEN}`, 'mcp-session-id': id },
+            }),
+          ),
+        ),
+      );
 
       const sent = [...answers.values()].filter((a) => a.status !== -1).length;
       const byFamily: Record<string, number> = {};
@@ -96,10 +123,12 @@ export function describeFuzz({ cases: COUNT, seed: SEED, only: ONLY, replay, rep
         byStatus[status] = (byStatus[status] ?? 0) + 1;
       }
       const logged: Record<string, number> = {};
-      for (const line of server.logs()) if (line.level === 'error' || line.level === 'warn') logged[String(line.msg)] = (logged[String(line.msg)] ?? 0) + 1;
+      for (const line of server.logs())
+        if (line.level === 'error' || line.level === 'warn')
+          logged[String(line.msg)] = (logged[String(line.msg)] ?? 0) + 1;
       console.log(
         `server warnings and errors ${JSON.stringify(logged)}\n` +
-        `fuzz: ${sent} requests sent in ${((Date.now() - started) / 1000).toFixed(1)} s (seed ${SEED})\nfamilies ${JSON.stringify(byFamily)}\nstatuses ${JSON.stringify(byStatus)}\n` +
+          `fuzz: ${sent} requests sent in ${((Date.now() - started) / 1000).toFixed(1)} s (seed ${SEED})\nfamilies ${JSON.stringify(byFamily)}\nstatuses ${JSON.stringify(byStatus)}\n` +
           `${problems.length} failing, ${internalErrors.length} internal errors${problems.length + internalErrors.length > 0 ? `:\n${[...problems, ...internalErrors].slice(0, 40).join('\n')}` : ''}`,
       );
       if (reportFile !== undefined) writeFileSync(reportFile, [...problems, ...internalErrors].join('\n'));
@@ -116,8 +145,16 @@ export function describeFuzz({ cases: COUNT, seed: SEED, only: ONLY, replay, rep
     });
 
     it('answers no hostile input with the generic internal error (-32603): invalid input is refused by name instead', () => {
-      const unexpected = server.logs().filter((line) => ['tool failed unexpectedly', 'unhandled error', 'response failed'].includes(String(line.msg)));
-      expect({ internalErrors: internalErrors.slice(0, 20), count: internalErrors.length, logged: unexpected.map((l) => l.error) }).toEqual({ internalErrors: [], count: 0, logged: [] });
+      const unexpected = server
+        .logs()
+        .filter((line) =>
+          ['tool failed unexpectedly', 'unhandled error', 'response failed'].includes(String(line.msg)),
+        );
+      expect({
+        internalErrors: internalErrors.slice(0, 20),
+        count: internalErrors.length,
+        logged: unexpected.map((l) => l.error),
+      }).toEqual({ internalErrors: [], count: 0, logged: [] });
     });
 
     it('let no path escape: nothing written outside the workspaces, /etc/passwd untouched', () => {
@@ -144,7 +181,9 @@ export function describeFuzz({ cases: COUNT, seed: SEED, only: ONLY, replay, rep
       expect(report).toMatchObject({ status: 200, body: { status: 'ok' } });
       const client = await connectClient('v2', server.url, { token: TOKEN });
       await client.callTool('write_file', { path: 'after-fuzz.txt', content: 'still fine\n' });
-      expect((await client.callTool('read_file', { path: 'after-fuzz.txt' })).structuredContent).toMatchObject({ content: 'still fine\n' });
+      expect((await client.callTool('read_file', { path: 'after-fuzz.txt' })).structuredContent).toMatchObject({
+        content: 'still fine\n',
+      });
       const echoed = await client.callTool('run_command', { command: 'echo ok' });
       expect(echoed.structuredContent).toMatchObject({ exit_code: 0, stdout: 'ok\n' });
       expect(textOf(await client.callTool('run_code', { code: '6 * 7' }))).toContain('42');

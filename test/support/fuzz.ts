@@ -106,7 +106,8 @@ export const ESCAPE_MARKER = 'fuzz-escape-marker';
 export const PASSWD_MARKER = 'root:x:0:0';
 
 /** Symlinks (and a directory) the runner creates in the base session's working directory before the cases run. */
-export const SANDBOX_SETUP_COMMAND = 'ln -s /etc link-etc; ln -s / link-root; ln -s ../.. link-up; ln -s /nonexistent dangling; mkdir -p sub/deeper; echo hi > sub/file.txt';
+export const SANDBOX_SETUP_COMMAND =
+  'ln -s /etc link-etc; ln -s / link-root; ln -s ../.. link-up; ln -s /nonexistent dangling; mkdir -p sub/deeper; echo hi > sub/file.txt';
 
 /** Paths that leave the working directory, directly or through the symlinks of SANDBOX_SETUP_COMMAND. */
 const ESCAPING_PATHS = [
@@ -170,7 +171,7 @@ const HOSTILE_STRINGS = [
   '; exit 3',
   '&& false ||',
   '| cat /etc/shadow',
-  "'\"\\",
+  '\'"\\',
   '%s%s%s%n',
   '%00',
   '../'.repeat(30),
@@ -195,7 +196,23 @@ const HOSTILE_STRINGS = [
 
 /** Values of each wrong type for a field of `type`. */
 function wrongValuesFor(type: FieldType): unknown[] {
-  const all: unknown[] = [null, true, false, 0, -1, 1.5, 1e308, 'x', '', [], [1, 'a'], {}, { a: 1 }, [[[]]], { __proto__: null }];
+  const all: unknown[] = [
+    null,
+    true,
+    false,
+    0,
+    -1,
+    1.5,
+    1e308,
+    'x',
+    '',
+    [],
+    [1, 'a'],
+    {},
+    { a: 1 },
+    [[[]]],
+    { __proto__: null },
+  ];
   switch (type) {
     case 'string':
       return all.filter((v) => typeof v !== 'string');
@@ -206,7 +223,19 @@ function wrongValuesFor(type: FieldType): unknown[] {
     case 'enum':
       return [...all, 'PYTHON', 'python ', 'rm', 'list;', 'SIGSTOP'];
     case 'env':
-      return [null, 'A=1', ['A=1'], 5, { A: 1 }, { A: null }, { A: ['x'] }, { 'bad-name': 'x' }, { '1A': 'x' }, { '': 'x' }, { A: { b: 1 } }];
+      return [
+        null,
+        'A=1',
+        ['A=1'],
+        5,
+        { A: 1 },
+        { A: null },
+        { A: ['x'] },
+        { 'bad-name': 'x' },
+        { '1A': 'x' },
+        { '': 'x' },
+        { A: { b: 1 } },
+      ];
   }
 }
 
@@ -223,16 +252,36 @@ interface ToolShape {
 
 /** The tools' argument shapes (docs/protocol.md, "Tools"), with harmless valid values. */
 const TOOLS: Record<string, ToolShape> = {
-  run_code: { valid: { code: '1 + 1', timeout_ms: 3000 }, fields: { code: 'string', language: 'enum', timeout_ms: 'int', env: 'env' }, pathFields: [], required: ['code'] },
+  run_code: {
+    valid: { code: '1 + 1', timeout_ms: 3000 },
+    fields: { code: 'string', language: 'enum', timeout_ms: 'int', env: 'env' },
+    pathFields: [],
+    required: ['code'],
+  },
   run_command: {
     valid: { command: 'true', timeout_ms: 3000 },
     fields: { command: 'string', cwd: 'string', env: 'env', timeout_ms: 'int', stdin: 'string', background: 'bool' },
     pathFields: ['cwd'],
     required: ['command'],
   },
-  read_file: { valid: { path: 'sub/file.txt' }, fields: { path: 'string', offset: 'int', limit: 'int', encoding: 'enum' }, pathFields: ['path'], required: ['path'] },
-  write_file: { valid: { path: 'fuzz/out.txt', content: 'x' }, fields: { path: 'string', content: 'string', encoding: 'enum' }, pathFields: ['path'], required: ['path', 'content'] },
-  list_files: { valid: { path: 'sub' }, fields: { path: 'string', depth: 'int', include_hidden: 'bool' }, pathFields: ['path'], required: [] },
+  read_file: {
+    valid: { path: 'sub/file.txt' },
+    fields: { path: 'string', offset: 'int', limit: 'int', encoding: 'enum' },
+    pathFields: ['path'],
+    required: ['path'],
+  },
+  write_file: {
+    valid: { path: 'fuzz/out.txt', content: 'x' },
+    fields: { path: 'string', content: 'string', encoding: 'enum' },
+    pathFields: ['path'],
+    required: ['path', 'content'],
+  },
+  list_files: {
+    valid: { path: 'sub' },
+    fields: { path: 'string', depth: 'int', include_hidden: 'bool' },
+    pathFields: ['path'],
+    required: [],
+  },
   edit_file: {
     valid: { path: 'sub/file.txt', old_string: 'hi', new_string: 'hi' },
     fields: { path: 'string', old_string: 'string', new_string: 'string', replace_all: 'bool' },
@@ -242,7 +291,14 @@ const TOOLS: Record<string, ToolShape> = {
   sandbox_status: { valid: {}, fields: {}, pathFields: [], required: [] },
   manage_process: {
     valid: { action: 'list' },
-    fields: { action: 'enum', process_id: 'string', signal: 'enum', input: 'string', offset: 'int', limit_bytes: 'int' },
+    fields: {
+      action: 'enum',
+      process_id: 'string',
+      signal: 'enum',
+      input: 'string',
+      offset: 'int',
+      limit_bytes: 'int',
+    },
     pathFields: [],
     required: ['action'],
   },
@@ -274,7 +330,14 @@ export function generateCases(seed: number, count: number, t: FuzzTargets): Fuzz
     method,
     ...(params !== undefined && { params }),
   });
-  const post = (family: string, note: string, headers: Record<string, string>, body: Buffer, allowed: readonly number[], expect: FuzzExpect = {}): FuzzCase => ({
+  const post = (
+    family: string,
+    note: string,
+    headers: Record<string, string>,
+    body: Buffer,
+    allowed: readonly number[],
+    expect: FuzzExpect = {},
+  ): FuzzCase => ({
     index: cases.length,
     family,
     note,
@@ -304,7 +367,10 @@ export function generateCases(seed: number, count: number, t: FuzzTargets): Fuzz
   /** A tools/call in the base session; `expect` decides what the answer must show. */
   const toolCall = (family: string, note: string, name: unknown, args: unknown, expect: FuzzExpect = {}): FuzzCase => {
     const id = nextId++;
-    return post(family, note, inSession(), json(rpc('tools/call', { name, arguments: args }, id)), [200], { responseId: id, ...expect });
+    return post(family, note, inSession(), json(rpc('tools/call', { name, arguments: args }, id)), [200], {
+      responseId: id,
+      ...expect,
+    });
   };
 
   const families: Array<[weight: number, family: string, make: () => FuzzCase]> = [
@@ -349,8 +415,22 @@ export function generateCases(seed: number, count: number, t: FuzzTargets): Fuzz
       ['trailing garbage', () => Buffer.from(`${valid}${rng.pick(['x', '}', ']', ',', '{}', '\0'])}`)],
       ['empty body', () => Buffer.alloc(0)],
       ['whitespace', () => Buffer.from(' \n\t\r ')],
-      ['bare value', () => Buffer.from(rng.pick(['null', 'true', '123', '"x"', '{}', '[]', '[[]]', '[{}]', '-0', '1e999']))],
-      ['JSON5-ish', () => Buffer.from(rng.pick(["{jsonrpc:'2.0',id:1,method:'ping'}", '{"jsonrpc":"2.0","id":1,"method":"ping",}', '{"jsonrpc":"2.0","id":NaN,"method":"ping"}', '/*c*/{"jsonrpc":"2.0"}']))],
+      [
+        'bare value',
+        () => Buffer.from(rng.pick(['null', 'true', '123', '"x"', '{}', '[]', '[[]]', '[{}]', '-0', '1e999'])),
+      ],
+      [
+        'JSON5-ish',
+        () =>
+          Buffer.from(
+            rng.pick([
+              "{jsonrpc:'2.0',id:1,method:'ping'}",
+              '{"jsonrpc":"2.0","id":1,"method":"ping",}',
+              '{"jsonrpc":"2.0","id":NaN,"method":"ping"}',
+              '/*c*/{"jsonrpc":"2.0"}',
+            ]),
+          ),
+      ],
       ['NUL bytes', () => Buffer.alloc(rng.range(1, 100))],
     ];
     const [note, make] = rng.pick(kinds);
@@ -381,20 +461,30 @@ export function generateCases(seed: number, count: number, t: FuzzTargets): Fuzz
         template = JSON.stringify(rpc('ping', { s: marker }, id));
         break;
       case 1:
-        template = JSON.stringify(rpc('tools/call', { name: 'write_file', arguments: { path: `u/${marker}.txt`, content: marker } }, id));
+        template = JSON.stringify(
+          rpc('tools/call', { name: 'write_file', arguments: { path: `u/${marker}.txt`, content: marker } }, id),
+        );
         break;
       case 2:
         template = JSON.stringify(rpc('tools/call', { name: 'read_file', arguments: { path: marker } }, id));
         break;
       case 3:
-        template = JSON.stringify(rpc('tools/call', { name: 'run_command', arguments: { command: `echo ${marker}`, timeout_ms: 3000 } }, id));
+        template = JSON.stringify(
+          rpc('tools/call', { name: 'run_command', arguments: { command: `echo ${marker}`, timeout_ms: 3000 } }, id),
+        );
         break;
       case 4:
         template = JSON.stringify(rpc(`tools/${marker}`, {}, id));
         break;
       case 5:
         headers = noSession();
-        template = JSON.stringify(rpc('initialize', { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: marker, version: '1' } }, id));
+        template = JSON.stringify(
+          rpc(
+            'initialize',
+            { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: marker, version: '1' } },
+            id,
+          ),
+        );
         break;
       default:
         // Outside any string: never valid JSON.
@@ -403,41 +493,106 @@ export function generateCases(seed: number, count: number, t: FuzzTargets): Fuzz
     }
     const [before, after] = template.split(marker) as [string, string];
     const useEscape = where !== 6 && rng.chance(0.35);
-    const middle = useEscape ? Buffer.from(rng.pick(escapes)) : Buffer.concat([Buffer.from('a'), rng.pick(badBytes), Buffer.from('b')]);
+    const middle = useEscape
+      ? Buffer.from(rng.pick(escapes))
+      : Buffer.concat([Buffer.from('a'), rng.pick(badBytes), Buffer.from('b')]);
     const body = Buffer.concat([Buffer.from(before), middle, Buffer.from(after)]);
     const expect: FuzzExpect = where === 5 || where === 6 ? {} : { responseId: id };
-    return post('utf8', `${useEscape ? 'escape' : 'invalid bytes'} in ${['ping params', 'write_file', 'read_file path', 'run_command', 'method name', 'initialize clientInfo', 'JSON structure'][where]}`, headers, body, allowed, expect);
+    return post(
+      'utf8',
+      `${useEscape ? 'escape' : 'invalid bytes'} in ${['ping params', 'write_file', 'read_file path', 'run_command', 'method name', 'initialize clientInfo', 'JSON structure'][where]}`,
+      headers,
+      body,
+      allowed,
+      expect,
+    );
   }
 
   function rpcShape(): FuzzCase {
-    const base: Record<string, unknown> = rng.pick([rpc('ping'), rpc('tools/list'), rpc('tools/call', { name: 'sandbox_status', arguments: {} })]);
+    const base: Record<string, unknown> = rng.pick([
+      rpc('ping'),
+      rpc('tools/list'),
+      rpc('tools/call', { name: 'sandbox_status', arguments: {} }),
+    ]);
     const mutations: Array<[string, () => void]> = [
       ['jsonrpc missing', () => delete base.jsonrpc],
       ['jsonrpc wrong', () => (base.jsonrpc = rng.pick(['1.0', 2, null, '2.0 ', '', ['2.0'], { v: '2.0' }]))],
-      ['id odd type', () => (base.id = rng.pick([{}, [], 1.5, true, false, null, -1, 2 ** 53 + 1, 1e300, '', 'x'.repeat(100_000), { id: 1 }]))],
+      [
+        'id odd type',
+        () =>
+          (base.id = rng.pick([
+            {},
+            [],
+            1.5,
+            true,
+            false,
+            null,
+            -1,
+            2 ** 53 + 1,
+            1e300,
+            '',
+            'x'.repeat(100_000),
+            { id: 1 },
+          ])),
+      ],
       ['method odd', () => (base.method = rng.pick([123, null, '', ' ', {}, [], true, 'ping\0']))],
       ['method missing', () => delete base.method],
-      ['params odd', () => (base.params = rng.pick([[], 'x', 5, null, true, [1, 2], { _meta: 'x' }, { _meta: { progressToken: {} } }, { _meta: [] }, { _meta: null }]))],
-      ['a response', () => {
-        delete base.method;
-        delete base.params;
-        base.result = rng.pick([{}, null, [], 'x']);
-      }],
-      ['an error response', () => {
-        delete base.method;
-        delete base.params;
-        base.error = rng.pick([{ code: -32000, message: 'x' }, 'bad', null, { code: 'x' }]);
-      }],
-      ['result and error', () => {
-        base.result = {};
-        base.error = { code: 1, message: 'x' };
-      }],
-      ['a notification', () => {
-        delete base.id;
-      }],
-      ['extra members', () => {
-        base[rng.pick(['__proto__', 'constructor', 'extra', 'prototype', ''])] = rng.pick([{ polluted: true }, 1, 'x', null]);
-      }],
+      [
+        'params odd',
+        () =>
+          (base.params = rng.pick([
+            [],
+            'x',
+            5,
+            null,
+            true,
+            [1, 2],
+            { _meta: 'x' },
+            { _meta: { progressToken: {} } },
+            { _meta: [] },
+            { _meta: null },
+          ])),
+      ],
+      [
+        'a response',
+        () => {
+          delete base.method;
+          delete base.params;
+          base.result = rng.pick([{}, null, [], 'x']);
+        },
+      ],
+      [
+        'an error response',
+        () => {
+          delete base.method;
+          delete base.params;
+          base.error = rng.pick([{ code: -32000, message: 'x' }, 'bad', null, { code: 'x' }]);
+        },
+      ],
+      [
+        'result and error',
+        () => {
+          base.result = {};
+          base.error = { code: 1, message: 'x' };
+        },
+      ],
+      [
+        'a notification',
+        () => {
+          delete base.id;
+        },
+      ],
+      [
+        'extra members',
+        () => {
+          base[rng.pick(['__proto__', 'constructor', 'extra', 'prototype', ''])] = rng.pick([
+            { polluted: true },
+            1,
+            'x',
+            null,
+          ]);
+        },
+      ],
     ];
     const picked = rng.pick(mutations);
     picked[1]();
@@ -482,36 +637,112 @@ export function generateCases(seed: number, count: number, t: FuzzTargets): Fuzz
       '方法/调用',
     ];
     const name = rng.chance(0.85) ? rng.pick(names) : rng.string(rng.range(1, 40), 'abcdefghijklmnopqrstuvwxyz/_$.');
-    const params = rng.pick<unknown>([undefined, {}, { level: rng.pick(['debug', 'nonsense', 5]) }, { requestId: rng.pick([1, 'x', null, {}]), reason: 'fuzz' }, { uri: 'file:///etc/passwd' }, { name: 'x', arguments: {} }, { cursor: rng.pick(['', 'x', 5, {}]) }, { progressToken: 1, progress: 'x' }]);
+    const params = rng.pick<unknown>([
+      undefined,
+      {},
+      { level: rng.pick(['debug', 'nonsense', 5]) },
+      { requestId: rng.pick([1, 'x', null, {}]), reason: 'fuzz' },
+      { uri: 'file:///etc/passwd' },
+      { name: 'x', arguments: {} },
+      { cursor: rng.pick(['', 'x', 5, {}]) },
+      { progressToken: 1, progress: 'x' },
+    ]);
     const asNotification = rng.chance(0.25);
     const id = nextId++;
-    const message: Record<string, unknown> = { jsonrpc: '2.0', method: name, ...(params !== undefined && { params }), ...(!asNotification && { id }) };
-    return post('method', `${asNotification ? 'notification' : 'request'} ${name.slice(0, 40)}`, inSession(), json(message), [200, 202, 400], asNotification ? {} : { responseId: id });
+    const message: Record<string, unknown> = {
+      jsonrpc: '2.0',
+      method: name,
+      ...(params !== undefined && { params }),
+      ...(!asNotification && { id }),
+    };
+    return post(
+      'method',
+      `${asNotification ? 'notification' : 'request'} ${name.slice(0, 40)}`,
+      inSession(),
+      json(message),
+      [200, 202, 400],
+      asNotification ? {} : { responseId: id },
+    );
   }
 
   function httpMethod(): FuzzCase {
-    const methods = ['GET', 'PUT', 'PATCH', 'HEAD', 'DELETE', 'OPTIONS', 'TRACE', 'PROPFIND', 'CONNECT', 'FOO', 'get', 'POST'];
-    const paths = ['/mcp', '/mcp/', '/MCP', '/mcp?x=1', '//mcp', '/mcp/../mcp', '/./mcp', '/health', '/health?x', '/initialize', '/pre-stop', '/.well-known/oauth-protected-resource', '/%zz', '/', '/mcp%00', '/mcp%2f..', '/index.js', '/../../etc/passwd', '*'];
+    const methods = [
+      'GET',
+      'PUT',
+      'PATCH',
+      'HEAD',
+      'DELETE',
+      'OPTIONS',
+      'TRACE',
+      'PROPFIND',
+      'CONNECT',
+      'FOO',
+      'get',
+      'POST',
+    ];
+    const paths = [
+      '/mcp',
+      '/mcp/',
+      '/MCP',
+      '/mcp?x=1',
+      '//mcp',
+      '/mcp/../mcp',
+      '/./mcp',
+      '/health',
+      '/health?x',
+      '/initialize',
+      '/pre-stop',
+      '/.well-known/oauth-protected-resource',
+      '/%zz',
+      '/',
+      '/mcp%00',
+      '/mcp%2f..',
+      '/index.js',
+      '/../../etc/passwd',
+      '*',
+    ];
     const m = rng.pick(methods);
     const path = m === 'CONNECT' ? `127.0.0.1:${t.port}` : rng.pick(paths);
     const withSession = rng.chance(0.3);
-    const lines = [`${m} ${path} HTTP/1.1`, hostLine, `Authorization: Bearer ${t.token}`, `Accept: ${ACCEPT}`, 'Connection: close'];
+    const lines = [
+      `${m} ${path} HTTP/1.1`,
+      hostLine,
+      `Authorization: Bearer ${t.token}`,
+      `Accept: ${ACCEPT}`,
+      'Connection: close',
+    ];
     // DELETE with the base session would end it for every later case: only bogus ids are deleted.
-    if (withSession) lines.push(`Mcp-Session-Id: ${m === 'DELETE' ? 'bogus-session-id' : rng.pick([t.session, 'bogus-session-id'])}`);
+    if (withSession)
+      lines.push(`Mcp-Session-Id: ${m === 'DELETE' ? 'bogus-session-id' : rng.pick([t.session, 'bogus-session-id'])}`);
     const body = m === 'POST' ? JSON.stringify(rpc('ping')) : '';
     if (m === 'POST') lines.push('Content-Type: application/json', `Content-Length: ${body.length}`);
-    const allowed = expectedForRoute(m, path, withSession ? lines.find((l) => l.startsWith('Mcp-Session-Id'))?.slice(16) : undefined);
-    return raw('http-method', `${m} ${path.slice(0, 40)}${withSession ? ' with session' : ''}`, Buffer.from(head(lines) + body, 'latin1'), allowed);
+    const allowed = expectedForRoute(
+      m,
+      path,
+      withSession ? lines.find((l) => l.startsWith('Mcp-Session-Id'))?.slice(16) : undefined,
+    );
+    return raw(
+      'http-method',
+      `${m} ${path.slice(0, 40)}${withSession ? ' with session' : ''}`,
+      Buffer.from(head(lines) + body, 'latin1'),
+      allowed,
+    );
   }
 
   /** What the routes answer (docs/protocol.md, "Errors", and the status table in docs/platform-facts.md), for a request with a valid token and no Origin. */
   function expectedForRoute(m: string, path: string, session: string | undefined): readonly number[] {
     // Node's parser accepts only known methods; an unknown or lower-case token is a 400 before any route.
-    if (!['GET', 'PUT', 'PATCH', 'HEAD', 'DELETE', 'OPTIONS', 'TRACE', 'PROPFIND', 'CONNECT', 'POST'].includes(m)) return [400, 405];
+    if (!['GET', 'PUT', 'PATCH', 'HEAD', 'DELETE', 'OPTIONS', 'TRACE', 'PROPFIND', 'CONNECT', 'POST'].includes(m))
+      return [400, 405];
     if (m === 'CONNECT') return [405]; // "other methods: 405 with Allow"
     // Methods a web Request cannot carry (TRACE, PROPFIND): 405 wherever they go, or 404 off the routes.
     const webMethod = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'].includes(m);
-    if (!webMethod) return path === '*' ? [400, 404, 405] : ['/mcp', '/health', '/initialize', '/pre-stop'].includes(pathOf(path) ?? '') ? [405] : [404, 405];
+    if (!webMethod)
+      return path === '*'
+        ? [400, 404, 405]
+        : ['/mcp', '/health', '/initialize', '/pre-stop'].includes(pathOf(path) ?? '')
+          ? [405]
+          : [404, 405];
     if (path === '*') return [400, 404, 405];
     let pathname: string;
     try {
@@ -551,7 +782,15 @@ export function generateCases(seed: number, count: number, t: FuzzTargets): Fuzz
     const h = inSession();
     const kinds: Array<() => [string, readonly number[], FuzzExpect?]> = [
       () => {
-        h.accept = rng.pick(['text/html', '*/*', 'application/json', 'text/event-stream', '', 'application/*', 'x'.repeat(4_000)]);
+        h.accept = rng.pick([
+          'text/html',
+          '*/*',
+          'application/json',
+          'text/event-stream',
+          '',
+          'application/*',
+          'x'.repeat(4_000),
+        ]);
         return [`accept ${h.accept.slice(0, 30)}`, [406]];
       },
       () => {
@@ -560,17 +799,33 @@ export function generateCases(seed: number, count: number, t: FuzzTargets): Fuzz
         return ['accept application/jsonx, text/event-streamx', [200, 406]];
       },
       () => {
-        h.accept = rng.pick(['text/event-stream, application/json', 'APPLICATION/JSON, TEXT/EVENT-STREAM', 'application/json;q=0.1, text/event-stream;q=0.9, */*']);
+        h.accept = rng.pick([
+          'text/event-stream, application/json',
+          'APPLICATION/JSON, TEXT/EVENT-STREAM',
+          'application/json;q=0.1, text/event-stream;q=0.9, */*',
+        ]);
         return [`accept variant ${h.accept.slice(0, 30)}`, [200], { responseId: id }];
       },
       () => {
-        const type = rng.pick(['text/plain', '', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/jsonx', 'json', 'text/json']);
+        const type = rng.pick([
+          'text/plain',
+          '',
+          'application/x-www-form-urlencoded',
+          'multipart/form-data; boundary=x',
+          'application/jsonx',
+          'json',
+          'text/json',
+        ]);
         if (type === '') delete h['content-type'];
         else h['content-type'] = type;
         return [`content-type ${type || 'missing'}`, [415]];
       },
       () => {
-        h['content-type'] = rng.pick(['application/json; charset=utf-8', 'Application/JSON', 'application/json;charset=UTF-8']);
+        h['content-type'] = rng.pick([
+          'application/json; charset=utf-8',
+          'Application/JSON',
+          'application/json;charset=UTF-8',
+        ]);
         return [`content-type variant ${h['content-type']}`, [200], { responseId: id }];
       },
       () => {
@@ -578,15 +833,44 @@ export function generateCases(seed: number, count: number, t: FuzzTargets): Fuzz
         return [`content-type random ${h['content-type']}`, [200, 415]];
       },
       () => {
-        h['mcp-protocol-version'] = rng.pick(['1999-01-01', 'banana', '2024-11-05', '2026-07-28', '2025-11-2', 'x'.repeat(1000), '\xff\xfe']);
+        h['mcp-protocol-version'] = rng.pick([
+          '1999-01-01',
+          'banana',
+          '2024-11-05',
+          '2026-07-28',
+          '2025-11-2',
+          'x'.repeat(1000),
+          '\xff\xfe',
+        ]);
         return [`mcp-protocol-version ${h['mcp-protocol-version'].slice(0, 20)}`, [400]];
       },
       () => {
-        h['mcp-session-id'] = rng.pick(['', 'x', 'a'.repeat(8_000), `${t.session}x`, t.session.toUpperCase(), `${t.session.split('.')[0]}..`, '\xff\xfe\x80', t.otherSession, 'null', '../../etc/passwd', '%00']);
+        h['mcp-session-id'] = rng.pick([
+          '',
+          'x',
+          'a'.repeat(8_000),
+          `${t.session}x`,
+          t.session.toUpperCase(),
+          `${t.session.split('.')[0]}..`,
+          '\xff\xfe\x80',
+          t.otherSession,
+          'null',
+          '../../etc/passwd',
+          '%00',
+        ]);
         return [`mcp-session-id ${h['mcp-session-id'].slice(0, 20)}`, [400, 404]];
       },
       () => {
-        h.origin = rng.pick(['http://evil.example.com', 'null', 'file://', 'x', 'http://localhost.evil.com', 'http://127.0.0.1.nip.io', 'https://localhost@evil.com', '\xff']);
+        h.origin = rng.pick([
+          'http://evil.example.com',
+          'null',
+          'file://',
+          'x',
+          'http://localhost.evil.com',
+          'http://127.0.0.1.nip.io',
+          'https://localhost@evil.com',
+          '\xff',
+        ]);
         return [`origin ${h.origin}`, [403]];
       },
       () => {
@@ -606,7 +890,17 @@ export function generateCases(seed: number, count: number, t: FuzzTargets): Fuzz
         return ['many headers', [200], { responseId: id }];
       },
       () => {
-        h[rng.pick(['x-fc-request-id', 'x-forwarded-for', 'mcp-method', 'mcp-name', 'last-event-id', 'x-real-ip', 'forwarded'])] = rng.pick(['', 'x'.repeat(3_000), '\xff\xfe', '127.0.0.1, 10.0.0.1', '../../etc']);
+        h[
+          rng.pick([
+            'x-fc-request-id',
+            'x-forwarded-for',
+            'mcp-method',
+            'mcp-name',
+            'last-event-id',
+            'x-real-ip',
+            'forwarded',
+          ])
+        ] = rng.pick(['', 'x'.repeat(3_000), '\xff\xfe', '127.0.0.1, 10.0.0.1', '../../etc']);
         return ['odd extra header', [200, 400]];
       },
       () => {
@@ -619,7 +913,13 @@ export function generateCases(seed: number, count: number, t: FuzzTargets): Fuzz
   }
 
   function authCase(): FuzzCase {
-    const valids = [`bearer ${t.token}`, `BEARER ${t.token}`, `Bearer\t${t.token}`, `Bearer  ${t.token}`, `Bearer ${t.token} `];
+    const valids = [
+      `bearer ${t.token}`,
+      `BEARER ${t.token}`,
+      `Bearer\t${t.token}`,
+      `Bearer  ${t.token}`,
+      `Bearer ${t.token} `,
+    ];
     const invalids = [
       undefined,
       '',
@@ -642,7 +942,11 @@ export function generateCases(seed: number, count: number, t: FuzzTargets): Fuzz
     const valid = rng.chance(0.25);
     const value = valid ? rng.pick(valids) : rng.pick(invalids);
     const session = rng.pick([t.session, 'bogus-session', t.otherSession, undefined]);
-    const h: Record<string, string> = { 'content-type': 'application/json', accept: ACCEPT, ...(value !== undefined && { authorization: value }) };
+    const h: Record<string, string> = {
+      'content-type': 'application/json',
+      accept: ACCEPT,
+      ...(value !== undefined && { authorization: value }),
+    };
     if (session !== undefined) Object.assign(h, { 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' });
     const m = rng.pick(['POST', 'POST', 'POST', 'DELETE', 'GET']);
     const id = nextId++;
@@ -652,12 +956,27 @@ export function generateCases(seed: number, count: number, t: FuzzTargets): Fuzz
     else if (session === undefined) allowed = [400];
     else if (session === t.session) allowed = m === 'DELETE' ? [] : [200];
     else allowed = [404];
-    const c = post('auth', `${m} ${valid ? 'valid' : 'bad'} authorization ${JSON.stringify(value?.slice(0, 24) ?? null)} session ${session === t.session ? 'own' : session === undefined ? 'none' : session === t.otherSession ? 'foreign' : 'bogus'}`, h, m === 'POST' ? json(rpc('ping', undefined, id)) : Buffer.alloc(0), allowed, {
-      challenge: !valid,
-      ...(valid && m === 'POST' && session === t.session && { responseId: id }),
-    });
+    const c = post(
+      'auth',
+      `${m} ${valid ? 'valid' : 'bad'} authorization ${JSON.stringify(value?.slice(0, 24) ?? null)} session ${session === t.session ? 'own' : session === undefined ? 'none' : session === t.otherSession ? 'foreign' : 'bogus'}`,
+      h,
+      m === 'POST' ? json(rpc('ping', undefined, id)) : Buffer.alloc(0),
+      allowed,
+      {
+        challenge: !valid,
+        ...(valid && m === 'POST' && session === t.session && { responseId: id }),
+      },
+    );
     // DELETE of the base session would end it: never generated.
-    if (m === 'DELETE' && valid && session === t.session) return post('auth', 'valid token ping (instead of deleting the base session)', inSession(), json(rpc('ping', undefined, id)), [200], { responseId: id });
+    if (m === 'DELETE' && valid && session === t.session)
+      return post(
+        'auth',
+        'valid token ping (instead of deleting the base session)',
+        inSession(),
+        json(rpc('ping', undefined, id)),
+        [200],
+        { responseId: id },
+      );
     return { ...c, method: m };
   }
 
@@ -670,7 +989,14 @@ export function generateCases(seed: number, count: number, t: FuzzTargets): Fuzz
       },
       () => {
         const id = nextId++;
-        return post('huge', 'ping with a 900 KB string', inSession(), json(rpc('ping', { pad: 'y'.repeat(900_000) }, id)), [200], { responseId: id });
+        return post(
+          'huge',
+          'ping with a 900 KB string',
+          inSession(),
+          json(rpc('ping', { pad: 'y'.repeat(900_000) }, id)),
+          [200],
+          { responseId: id },
+        );
       },
       () => {
         const depth = rng.pick([1_000, 10_000, 100_000, 300_000]);
@@ -687,26 +1013,61 @@ export function generateCases(seed: number, count: number, t: FuzzTargets): Fuzz
               : where === 2
                 ? `{"jsonrpc":"2.0","id":${nested},"method":"ping"}`
                 : `{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":"sandbox_status","arguments":{},"_meta":{"progressToken":${nested}}}}`;
-        return post('huge', `nesting depth ${depth} in ${['params', 'tool arguments', 'id', '_meta.progressToken'][where]}`, inSession(), Buffer.from(body), [200, 400, 413], where === 2 ? {} : { responseId: id });
+        return post(
+          'huge',
+          `nesting depth ${depth} in ${['params', 'tool arguments', 'id', '_meta.progressToken'][where]}`,
+          inSession(),
+          Buffer.from(body),
+          [200, 400, 413],
+          where === 2 ? {} : { responseId: id },
+        );
       },
       () => {
         const id = nextId++;
-        const wide = rng.chance(0.5) ? `[${'1,'.repeat(200_000)}1]` : `{${Array.from({ length: 40_000 }, (_, i) => `"k${i}":${i}`).join(',')}}`;
-        return post('huge', 'a very wide value in params', inSession(), Buffer.from(`{"jsonrpc":"2.0","id":${id},"method":"ping","params":{"w":${wide}}}`), [200, 400, 413], { responseId: id });
+        const wide = rng.chance(0.5)
+          ? `[${'1,'.repeat(200_000)}1]`
+          : `{${Array.from({ length: 40_000 }, (_, i) => `"k${i}":${i}`).join(',')}}`;
+        return post(
+          'huge',
+          'a very wide value in params',
+          inSession(),
+          Buffer.from(`{"jsonrpc":"2.0","id":${id},"method":"ping","params":{"w":${wide}}}`),
+          [200, 400, 413],
+          { responseId: id },
+        );
       },
       () => {
         const id = nextId++;
-        const number = rng.pick(['1e400', '-1e400', '123456789012345678901234567890', '0.0000000000000000000000001', '-0', '1E+2']);
+        const number = rng.pick([
+          '1e400',
+          '-1e400',
+          '123456789012345678901234567890',
+          '0.0000000000000000000000001',
+          '-0',
+          '1E+2',
+        ]);
         const field = rng.pick(['timeout_ms', 'port', 'depth']);
         const name = field === 'port' ? 'get_preview_url' : field === 'depth' ? 'list_files' : 'run_command';
         const args = field === 'timeout_ms' ? `{"command":"true","timeout_ms":${number}}` : `{"${field}":${number}}`;
-        return post('huge', `number ${number} as ${field}`, inSession(), Buffer.from(`{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":"${name}","arguments":${args}}}`), [200], { responseId: id });
+        return post(
+          'huge',
+          `number ${number} as ${field}`,
+          inSession(),
+          Buffer.from(
+            `{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":"${name}","arguments":${args}}}`,
+          ),
+          [200],
+          { responseId: id },
+        );
       },
       () => {
         const id = nextId++;
         const field = rng.pick(['command', 'path', 'content', 'old_string', 'code', 'stdin']);
         const size = rng.pick([5_000, 140_000, 600_000]);
-        const big = rng.string(64).repeat(Math.ceil(size / 64)).slice(0, size);
+        const big = rng
+          .string(64)
+          .repeat(Math.ceil(size / 64))
+          .slice(0, size);
         const [name, args]: [string, Record<string, unknown>] =
           field === 'command'
             ? ['run_command', { command: `: ${big}`, timeout_ms: 3000 }]
@@ -719,7 +1080,14 @@ export function generateCases(seed: number, count: number, t: FuzzTargets): Fuzz
                   : field === 'content'
                     ? ['write_file', { path: 'fuzz/big.txt', content: big }]
                     : ['edit_file', { path: 'sub/file.txt', old_string: big, new_string: 'x' }];
-        return post('huge', `${size}-byte ${field}`, inSession(), json(rpc('tools/call', { name, arguments: args }, id)), [200], { responseId: id });
+        return post(
+          'huge',
+          `${size}-byte ${field}`,
+          inSession(),
+          json(rpc('tools/call', { name, arguments: args }, id)),
+          [200],
+          { responseId: id },
+        );
       },
     ];
     return rng.pick(kinds)();
@@ -729,21 +1097,50 @@ export function generateCases(seed: number, count: number, t: FuzzTargets): Fuzz
     const names = Object.keys(TOOLS);
     const r = rng.int(100);
     if (r < 6) {
-      const name = rng.pick<unknown>(['nope', '', 'RUN_COMMAND', 'run_command ', 'run-command', '__proto__', 'constructor', 42, null, ['run_command'], { n: 1 }, 'x'.repeat(5_000)]);
+      const name = rng.pick<unknown>([
+        'nope',
+        '',
+        'RUN_COMMAND',
+        'run_command ',
+        'run-command',
+        '__proto__',
+        'constructor',
+        42,
+        null,
+        ['run_command'],
+        { n: 1 },
+        'x'.repeat(5_000),
+      ]);
       return toolCall('tool-args', `unknown tool ${JSON.stringify(name).slice(0, 30)}`, name, {}, { refused: true });
     }
     const name = rng.pick(names);
     const shape = TOOLS[name] as ToolShape;
     if (r < 16) {
       const args = rng.pick<unknown>([[], 'x', 1, true, [shape.valid], '{}']);
-      return toolCall('tool-args', `${name} with arguments ${JSON.stringify(args).slice(0, 30)}`, name, args, { refused: true });
+      return toolCall('tool-args', `${name} with arguments ${JSON.stringify(args).slice(0, 30)}`, name, args, {
+        refused: true,
+      });
     }
     if (r < 20) {
       const args = rng.pick<unknown>([null, undefined]);
-      return toolCall('tool-args', `${name} with arguments ${String(args)}`, name, args, shape.required.length > 0 ? { refused: true } : {});
+      return toolCall(
+        'tool-args',
+        `${name} with arguments ${String(args)}`,
+        name,
+        args,
+        shape.required.length > 0 ? { refused: true } : {},
+      );
     }
     if (r < 30) {
-      const args = { ...shape.valid, [rng.pick(['colour', 'extra', 'PATH', 'prototype', 'sandbox', 'timeout', 'Command', ''])]: rng.pick([1, 'x', null, {}]) };
+      const args = {
+        ...shape.valid,
+        [rng.pick(['colour', 'extra', 'PATH', 'prototype', 'sandbox', 'timeout', 'Command', ''])]: rng.pick([
+          1,
+          'x',
+          null,
+          {},
+        ]),
+      };
       // The 2025 lane has no `sandbox` argument: every unknown key is refused (strict schemas).
       return toolCall('tool-args', `${name} with an unknown argument`, name, args, { refused: true });
     }
@@ -759,18 +1156,64 @@ export function generateCases(seed: number, count: number, t: FuzzTargets): Fuzz
     if (r < 70) {
       const value = rng.pick(wrongValuesFor(type));
       // Enum fields: a random string might happen to be valid; the listed ones never are.
-      return toolCall('tool-args', `${name}.${field} = ${JSON.stringify(value)?.slice(0, 30)} (wrong type)`, name, { ...shape.valid, [field]: value }, { refused: true });
+      return toolCall(
+        'tool-args',
+        `${name}.${field} = ${JSON.stringify(value)?.slice(0, 30)} (wrong type)`,
+        name,
+        { ...shape.valid, [field]: value },
+        { refused: true },
+      );
     }
     // Right type, hostile value: any answer but an internal error (checked for every case).
     const value: unknown =
       type === 'int'
-        ? rng.pick([0, -1, 1, 2 ** 31, 2 ** 31 - 1, 2 ** 53 - 1, -(2 ** 53) + 1, 65_535, 65_536, 1_048_576, 100_000, 100_001])
+        ? rng.pick([
+            0,
+            -1,
+            1,
+            2 ** 31,
+            2 ** 31 - 1,
+            2 ** 53 - 1,
+            -(2 ** 53) + 1,
+            65_535,
+            65_536,
+            1_048_576,
+            100_000,
+            100_001,
+          ])
         : type === 'bool'
           ? rng.chance(0.5)
           : type === 'env'
-            ? rng.pick([{}, { PATH: '' }, { LD_PRELOAD: '/tmp/x.so' }, { HOME: '/etc' }, { A: 'x'.repeat(32_768) }, Object.fromEntries(Array.from({ length: 101 }, (_, i) => [`V${i}`, 'x'])), { A: '\0' }, { BASH_ENV: '/etc/passwd' }])
+            ? rng.pick([
+                {},
+                { PATH: '' },
+                { LD_PRELOAD: '/tmp/x.so' },
+                { HOME: '/etc' },
+                { A: 'x'.repeat(32_768) },
+                Object.fromEntries(Array.from({ length: 101 }, (_, i) => [`V${i}`, 'x'])),
+                { A: '\0' },
+                { BASH_ENV: '/etc/passwd' },
+              ])
             : type === 'enum'
-              ? rng.pick(['python', 'javascript', 'bash', 'typescript', 'r', 'java', 'utf8', 'base64', 'auto', 'list', 'logs', 'kill', 'write_stdin', 'SIGKILL', 'SIGTERM', 'SIGINT', 'SIGHUP'])
+              ? rng.pick([
+                  'python',
+                  'javascript',
+                  'bash',
+                  'typescript',
+                  'r',
+                  'java',
+                  'utf8',
+                  'base64',
+                  'auto',
+                  'list',
+                  'logs',
+                  'kill',
+                  'write_stdin',
+                  'SIGKILL',
+                  'SIGTERM',
+                  'SIGINT',
+                  'SIGHUP',
+                ])
               : rng.pick(HOSTILE_STRINGS);
     const args: Record<string, unknown> = { ...shape.valid, [field]: value };
     if ((name === 'run_command' || name === 'run_code') && field !== 'timeout_ms') args.timeout_ms = 3000;
@@ -789,11 +1232,17 @@ export function generateCases(seed: number, count: number, t: FuzzTargets): Fuzz
     if (name === 'write_file') args.content = ESCAPE_MARKER;
     if (name === 'edit_file') Object.assign(args, { old_string: 'root', new_string: ESCAPE_MARKER });
     if (name === 'run_command') args.command = `echo ${ESCAPE_MARKER} > ${ESCAPE_MARKER}.txt; pwd`;
-    return toolCall('path-escape', `${name}.${field} = ${path}`, name, args, { refused: true, mustNotContain: [PASSWD_MARKER, t.token, 'MCP_AUTH_TOKENS'] });
+    return toolCall('path-escape', `${name}.${field} = ${path}`, name, args, {
+      refused: true,
+      mustNotContain: [PASSWD_MARKER, t.token, 'MCP_AUTH_TOKENS'],
+    });
   }
 
   function modern(): FuzzCase {
-    const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
+    const meta = {
+      'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+      'io.modelcontextprotocol/clientCapabilities': {},
+    };
     const headersFor = (m: string, name?: string): Record<string, string> => ({
       ...noSession(),
       'mcp-protocol-version': '2026-07-28',
@@ -802,43 +1251,164 @@ export function generateCases(seed: number, count: number, t: FuzzTargets): Fuzz
     });
     const id = nextId++;
     const kinds: Array<() => FuzzCase> = [
-      () => post('modern', 'valid sandbox_status', headersFor('tools/call', 'sandbox_status'), json(rpc('tools/call', { name: 'sandbox_status', arguments: {}, _meta: meta }, id)), [200], { responseId: id }),
-      () => post('modern', 'server/discover', headersFor('server/discover'), json(rpc('server/discover', { _meta: meta }, id)), [200], { responseId: id }),
+      () =>
+        post(
+          'modern',
+          'valid sandbox_status',
+          headersFor('tools/call', 'sandbox_status'),
+          json(rpc('tools/call', { name: 'sandbox_status', arguments: {}, _meta: meta }, id)),
+          [200],
+          { responseId: id },
+        ),
+      () =>
+        post(
+          'modern',
+          'server/discover',
+          headersFor('server/discover'),
+          json(rpc('server/discover', { _meta: meta }, id)),
+          [200],
+          { responseId: id },
+        ),
       () => {
-        const handle = rng.pick(['x', '', 'AAAAAAAAAAAAAAAAAAAAAA.abc.AAAAAAAAAAAAAAAAAAAAAA', t.session, 'a'.repeat(5_000), '../../etc']);
-        return post('modern', `forged sandbox handle ${handle.slice(0, 20)}`, headersFor('tools/call', 'read_file'), json(rpc('tools/call', { name: 'read_file', arguments: { path: 'x', sandbox: handle }, _meta: meta }, id)), [200], { responseId: id, refused: true });
+        const handle = rng.pick([
+          'x',
+          '',
+          'AAAAAAAAAAAAAAAAAAAAAA.abc.AAAAAAAAAAAAAAAAAAAAAA',
+          t.session,
+          'a'.repeat(5_000),
+          '../../etc',
+        ]);
+        return post(
+          'modern',
+          `forged sandbox handle ${handle.slice(0, 20)}`,
+          headersFor('tools/call', 'read_file'),
+          json(rpc('tools/call', { name: 'read_file', arguments: { path: 'x', sandbox: handle }, _meta: meta }, id)),
+          [200],
+          { responseId: id, refused: true },
+        );
       },
       () => {
         const handle = rng.pick<unknown>([1, null, {}, [], true]);
-        return post('modern', `sandbox handle of type ${JSON.stringify(handle)}`, headersFor('tools/call', 'sandbox_status'), json(rpc('tools/call', { name: 'sandbox_status', arguments: { sandbox: handle }, _meta: meta }, id)), [200, 400], { responseId: id, refused: true });
+        return post(
+          'modern',
+          `sandbox handle of type ${JSON.stringify(handle)}`,
+          headersFor('tools/call', 'sandbox_status'),
+          json(rpc('tools/call', { name: 'sandbox_status', arguments: { sandbox: handle }, _meta: meta }, id)),
+          [200, 400],
+          { responseId: id, refused: true },
+        );
       },
-      () => post('modern', 'Mcp-Method differs from the body', headersFor('tools/list'), json(rpc('tools/call', { name: 'sandbox_status', arguments: {}, _meta: meta }, id)), [400]),
-      () => post('modern', 'Mcp-Name differs from the body', headersFor('tools/call', 'run_command'), json(rpc('tools/call', { name: 'sandbox_status', arguments: {}, _meta: meta }, id)), [400]),
-      () => post('modern', 'Mcp-Name missing', headersFor('tools/call'), json(rpc('tools/call', { name: 'sandbox_status', arguments: {}, _meta: meta }, id)), [400]),
-      () => post('modern', 'Mcp-Method missing', { ...noSession(), 'mcp-protocol-version': '2026-07-28' }, json(rpc('tools/list', { _meta: meta }, id)), [400]),
+      () =>
+        post(
+          'modern',
+          'Mcp-Method differs from the body',
+          headersFor('tools/list'),
+          json(rpc('tools/call', { name: 'sandbox_status', arguments: {}, _meta: meta }, id)),
+          [400],
+        ),
+      () =>
+        post(
+          'modern',
+          'Mcp-Name differs from the body',
+          headersFor('tools/call', 'run_command'),
+          json(rpc('tools/call', { name: 'sandbox_status', arguments: {}, _meta: meta }, id)),
+          [400],
+        ),
+      () =>
+        post(
+          'modern',
+          'Mcp-Name missing',
+          headersFor('tools/call'),
+          json(rpc('tools/call', { name: 'sandbox_status', arguments: {}, _meta: meta }, id)),
+          [400],
+        ),
+      () =>
+        post(
+          'modern',
+          'Mcp-Method missing',
+          { ...noSession(), 'mcp-protocol-version': '2026-07-28' },
+          json(rpc('tools/list', { _meta: meta }, id)),
+          [400],
+        ),
       () => {
         const version = rng.pick(['2099-01-01', '2026-07-29', 'x', '']);
         const h = headersFor('tools/list');
         h['mcp-protocol-version'] = version;
-        return post('modern', `unsupported version ${version}`, h, json(rpc('tools/list', { _meta: { ...meta, 'io.modelcontextprotocol/protocolVersion': version } }, id)), [400]);
+        return post(
+          'modern',
+          `unsupported version ${version}`,
+          h,
+          json(rpc('tools/list', { _meta: { ...meta, 'io.modelcontextprotocol/protocolVersion': version } }, id)),
+          [400],
+        );
       },
       () => {
-        const bad = rng.pick<unknown>(['x', 1, null, [], { 'io.modelcontextprotocol/protocolVersion': 5 }, { 'io.modelcontextprotocol/clientCapabilities': 'x', 'io.modelcontextprotocol/protocolVersion': '2026-07-28' }]);
-        return post('modern', `_meta ${JSON.stringify(bad).slice(0, 40)}`, headersFor('tools/list'), json(rpc('tools/list', { _meta: bad }, id)), [200, 400]);
+        const bad = rng.pick<unknown>([
+          'x',
+          1,
+          null,
+          [],
+          { 'io.modelcontextprotocol/protocolVersion': 5 },
+          {
+            'io.modelcontextprotocol/clientCapabilities': 'x',
+            'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+          },
+        ]);
+        return post(
+          'modern',
+          `_meta ${JSON.stringify(bad).slice(0, 40)}`,
+          headersFor('tools/list'),
+          json(rpc('tools/list', { _meta: bad }, id)),
+          [200, 400],
+        );
       },
       // The SDK's modern transport answers a method it does not serve with HTTP 404 and -32601 (its "ladder" table).
-      () => post('modern', 'unknown method', headersFor('nope/nope'), json(rpc('nope/nope', { _meta: meta }, id)), [200, 400, 404]),
-      () => post('modern', 'initialize in the modern era', headersFor('initialize'), json(rpc('initialize', { protocolVersion: '2026-07-28', capabilities: {}, clientInfo: { name: 'x', version: '1' }, _meta: meta }, id)), [200, 400, 404]),
-      () => post('modern', 'batch in the modern era', headersFor('tools/list'), json([rpc('tools/list', { _meta: meta }), rpc('tools/list', { _meta: meta })]), [400]),
+      () =>
+        post(
+          'modern',
+          'unknown method',
+          headersFor('nope/nope'),
+          json(rpc('nope/nope', { _meta: meta }, id)),
+          [200, 400, 404],
+        ),
+      () =>
+        post(
+          'modern',
+          'initialize in the modern era',
+          headersFor('initialize'),
+          json(
+            rpc(
+              'initialize',
+              { protocolVersion: '2026-07-28', capabilities: {}, clientInfo: { name: 'x', version: '1' }, _meta: meta },
+              id,
+            ),
+          ),
+          [200, 400, 404],
+        ),
+      () =>
+        post(
+          'modern',
+          'batch in the modern era',
+          headersFor('tools/list'),
+          json([rpc('tools/list', { _meta: meta }), rpc('tools/list', { _meta: meta })]),
+          [400],
+        ),
       () => {
         const tool = rng.pick(['read_file', 'list_files', 'write_file']);
         // A modern call without a handle gets a fresh sandbox: only paths that escape on their own (no symlinks there).
         const path = rng.pick(ESCAPING_PATHS.filter((p) => !p.includes('link-') && !p.startsWith('dangling')));
-        return post('modern', `${tool} escaping ${path}`, headersFor('tools/call', tool), json(rpc('tools/call', { name: tool, arguments: { path, content: ESCAPE_MARKER }, _meta: meta }, id)), [200], {
-          responseId: id,
-          refused: true,
-          mustNotContain: [PASSWD_MARKER, t.token],
-        });
+        return post(
+          'modern',
+          `${tool} escaping ${path}`,
+          headersFor('tools/call', tool),
+          json(rpc('tools/call', { name: tool, arguments: { path, content: ESCAPE_MARKER }, _meta: meta }, id)),
+          [200],
+          {
+            responseId: id,
+            refused: true,
+            mustNotContain: [PASSWD_MARKER, t.token],
+          },
+        );
       },
     ];
     return rng.pick(kinds)();
@@ -859,25 +1429,55 @@ export function generateCases(seed: number, count: number, t: FuzzTargets): Fuzz
         () => null,
         () => [],
         () => ({}),
-        () => rpc('initialize', { protocolVersion: '2025-03-26', capabilities: {}, clientInfo: { name: 'x', version: '1' } }),
+        () =>
+          rpc('initialize', {
+            protocolVersion: '2025-03-26',
+            capabilities: {},
+            clientInfo: { name: 'x', version: '1' },
+          }),
       ])();
     const size = rng.pick([0, 1, 2, 5, 20, 100, 101, 2_000]);
     const items = size > 100 ? Array.from({ length: size }, () => rpc('ping')) : Array.from({ length: size }, element);
-    const allShaped = items.length > 0 && items.every((m) => typeof m === 'object' && m !== null && !Array.isArray(m) && (m as { jsonrpc?: unknown }).jsonrpc === '2.0');
+    const allShaped =
+      items.length > 0 &&
+      items.every(
+        (m) =>
+          typeof m === 'object' && m !== null && !Array.isArray(m) && (m as { jsonrpc?: unknown }).jsonrpc === '2.0',
+      );
     const hasInitialize = items.some((m) => (m as { method?: unknown } | null)?.method === 'initialize');
     // The SDK caps a batch at 100 messages (400 beyond).
-    const allowed: readonly number[] = !in0326 || !allShaped || size > 100 ? [400] : hasInitialize ? [200, 400] : [200, 202];
-    return post('batch', `${size}-element batch in a ${in0326 ? '2025-03-26' : '2025-11-25'} session`, h, json(items), allowed);
+    const allowed: readonly number[] =
+      !in0326 || !allShaped || size > 100 ? [400] : hasInitialize ? [200, 400] : [200, 202];
+    return post(
+      'batch',
+      `${size}-element batch in a ${in0326 ? '2025-03-26' : '2025-11-25'} session`,
+      h,
+      json(items),
+      allowed,
+    );
   }
 
   function initialize(): FuzzCase {
     const id = nextId++;
-    const params: Record<string, unknown> = { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'fuzz', version: '1' } };
+    const params: Record<string, unknown> = {
+      protocolVersion: '2025-11-25',
+      capabilities: {},
+      clientInfo: { name: 'fuzz', version: '1' },
+    };
     const mutation = rng.int(7);
     let note: string;
     switch (mutation) {
       case 0:
-        params.protocolVersion = rng.pick<unknown>(['2024-11-05', '2026-07-28', '1999-01-01', '', 20251125, null, ['2025-11-25'], 'x'.repeat(10_000)]);
+        params.protocolVersion = rng.pick<unknown>([
+          '2024-11-05',
+          '2026-07-28',
+          '1999-01-01',
+          '',
+          20251125,
+          null,
+          ['2025-11-25'],
+          'x'.repeat(10_000),
+        ]);
         note = `protocolVersion ${JSON.stringify(params.protocolVersion).slice(0, 20)}`;
         break;
       case 1:
@@ -885,11 +1485,27 @@ export function generateCases(seed: number, count: number, t: FuzzTargets): Fuzz
         note = 'no protocolVersion';
         break;
       case 2:
-        params.capabilities = rng.pick<unknown>([null, [], 'x', 5, { roots: 'x' }, { sampling: null }, { experimental: { a: { b: {} } } }]);
+        params.capabilities = rng.pick<unknown>([
+          null,
+          [],
+          'x',
+          5,
+          { roots: 'x' },
+          { sampling: null },
+          { experimental: { a: { b: {} } } },
+        ]);
         note = `capabilities ${JSON.stringify(params.capabilities)}`;
         break;
       case 3:
-        params.clientInfo = rng.pick<unknown>([undefined, null, {}, { name: 5 }, { name: 'x' }, { name: 'x'.repeat(100_000), version: '1' }, 'x']);
+        params.clientInfo = rng.pick<unknown>([
+          undefined,
+          null,
+          {},
+          { name: 5 },
+          { name: 'x' },
+          { name: 'x'.repeat(100_000), version: '1' },
+          'x',
+        ]);
         note = `clientInfo ${JSON.stringify(params.clientInfo)?.slice(0, 30)}`;
         break;
       case 4:
@@ -898,7 +1514,13 @@ export function generateCases(seed: number, count: number, t: FuzzTargets): Fuzz
         break;
       case 5:
         note = 'initialize carrying a bogus session id';
-        return post('initialize', note, { ...noSession(), 'mcp-session-id': 'bogus-session' }, json(rpc('initialize', params, id)), [404]);
+        return post(
+          'initialize',
+          note,
+          { ...noSession(), 'mcp-session-id': 'bogus-session' },
+          json(rpc('initialize', params, id)),
+          [404],
+        );
       default:
         note = 'plain initialize';
     }
@@ -908,34 +1530,151 @@ export function generateCases(seed: number, count: number, t: FuzzTargets): Fuzz
   /** Broken HTTP framing, sent byte for byte (the client half-closes after the request, as a dying client would). */
   function framing(): FuzzCase {
     const body = JSON.stringify(rpc('ping'));
-    const common = [hostLine, `Authorization: Bearer ${t.token}`, 'Content-Type: application/json', `Accept: ${ACCEPT}`, `Mcp-Session-Id: ${t.session}`];
+    const common = [
+      hostLine,
+      `Authorization: Bearer ${t.token}`,
+      'Content-Type: application/json',
+      `Accept: ${ACCEPT}`,
+      `Mcp-Session-Id: ${t.session}`,
+    ];
     const kinds: Array<() => [string, string | Buffer, readonly number[]]> = [
-      () => ['Content-Length and Transfer-Encoding', head(['POST /mcp HTTP/1.1', ...common, `Content-Length: ${body.length}`, 'Transfer-Encoding: chunked']) + body, [400]],
-      () => ['invalid chunk size', head(['POST /mcp HTTP/1.1', ...common, 'Transfer-Encoding: chunked']) + `zz\r\n${body}\r\n0\r\n\r\n`, [400]],
-      () => ['unfinished chunked body', head(['POST /mcp HTTP/1.1', ...common, 'Transfer-Encoding: chunked']) + `5\r\n${body.slice(0, 5)}\r\n`, [400]],
-      () => ['body shorter than Content-Length', head(['POST /mcp HTTP/1.1', ...common, `Content-Length: ${body.length + rng.range(1, 5_000)}`]) + body, [400]],
-      () => ['body longer than Content-Length', head(['POST /mcp HTTP/1.1', ...common, `Content-Length: ${rng.range(1, body.length - 1)}`]) + body, [400]],
-      () => ['two different Content-Lengths', head(['POST /mcp HTTP/1.1', ...common, `Content-Length: ${body.length}`, `Content-Length: ${body.length + 1}`]) + body, [400]],
-      () => [`Content-Length ${'-1 or huge'}`, head(['POST /mcp HTTP/1.1', ...common, `Content-Length: ${rng.pick(['-1', '99999999999999999999', '1e3', '0x10', ' '])}`]) + body, [400]],
-      () => ['NUL in a header value', Buffer.from(head(['POST /mcp HTTP/1.1', ...common, 'X-Bad: a\0b', `Content-Length: ${body.length}`]) + body, 'latin1'), [400]],
-      () => ['a header line without a colon', head(['POST /mcp HTTP/1.1', ...common, 'NoColonHere', `Content-Length: ${body.length}`]) + body, [400]],
-      () => ['space before the colon', head(['POST /mcp HTTP/1.1', ...common, `Content-Length : ${body.length}`]) + body, [400]],
-      () => ['obsolete line folding', head(['POST /mcp HTTP/1.1', ...common, 'X-Folded: a', ' b', `Content-Length: ${body.length}`]) + body, [400]],
-      () => ['latin1 bytes in a header name', Buffer.from(head(['POST /mcp HTTP/1.1', ...common, 'X-\xff\xfe: x', `Content-Length: ${body.length}`]) + body, 'latin1'), [400]],
-      () => ['HTTP/1.1 without Host', head(['POST /mcp HTTP/1.1', ...common.filter((l) => l !== hostLine), `Content-Length: ${body.length}`]) + body, [400]],
-      () => ['HTTP/1.0 without Host', head(['POST /mcp HTTP/1.0', ...common.filter((l) => l !== hostLine), `Content-Length: ${body.length}`]) + body, [400, 403]],
+      () => [
+        'Content-Length and Transfer-Encoding',
+        head(['POST /mcp HTTP/1.1', ...common, `Content-Length: ${body.length}`, 'Transfer-Encoding: chunked']) + body,
+        [400],
+      ],
+      () => [
+        'invalid chunk size',
+        head(['POST /mcp HTTP/1.1', ...common, 'Transfer-Encoding: chunked']) + `zz\r\n${body}\r\n0\r\n\r\n`,
+        [400],
+      ],
+      () => [
+        'unfinished chunked body',
+        head(['POST /mcp HTTP/1.1', ...common, 'Transfer-Encoding: chunked']) + `5\r\n${body.slice(0, 5)}\r\n`,
+        [400],
+      ],
+      () => [
+        'body shorter than Content-Length',
+        head(['POST /mcp HTTP/1.1', ...common, `Content-Length: ${body.length + rng.range(1, 5_000)}`]) + body,
+        [400],
+      ],
+      () => [
+        'body longer than Content-Length',
+        head(['POST /mcp HTTP/1.1', ...common, `Content-Length: ${rng.range(1, body.length - 1)}`]) + body,
+        [400],
+      ],
+      () => [
+        'two different Content-Lengths',
+        head([
+          'POST /mcp HTTP/1.1',
+          ...common,
+          `Content-Length: ${body.length}`,
+          `Content-Length: ${body.length + 1}`,
+        ]) + body,
+        [400],
+      ],
+      () => [
+        `Content-Length ${'-1 or huge'}`,
+        head([
+          'POST /mcp HTTP/1.1',
+          ...common,
+          `Content-Length: ${rng.pick(['-1', '99999999999999999999', '1e3', '0x10', ' '])}`,
+        ]) + body,
+        [400],
+      ],
+      () => [
+        'NUL in a header value',
+        Buffer.from(
+          head(['POST /mcp HTTP/1.1', ...common, 'X-Bad: a\0b', `Content-Length: ${body.length}`]) + body,
+          'latin1',
+        ),
+        [400],
+      ],
+      () => [
+        'a header line without a colon',
+        head(['POST /mcp HTTP/1.1', ...common, 'NoColonHere', `Content-Length: ${body.length}`]) + body,
+        [400],
+      ],
+      () => [
+        'space before the colon',
+        head(['POST /mcp HTTP/1.1', ...common, `Content-Length : ${body.length}`]) + body,
+        [400],
+      ],
+      () => [
+        'obsolete line folding',
+        head(['POST /mcp HTTP/1.1', ...common, 'X-Folded: a', ' b', `Content-Length: ${body.length}`]) + body,
+        [400],
+      ],
+      () => [
+        'latin1 bytes in a header name',
+        Buffer.from(
+          head(['POST /mcp HTTP/1.1', ...common, 'X-\xff\xfe: x', `Content-Length: ${body.length}`]) + body,
+          'latin1',
+        ),
+        [400],
+      ],
+      () => [
+        'HTTP/1.1 without Host',
+        head(['POST /mcp HTTP/1.1', ...common.filter((l) => l !== hostLine), `Content-Length: ${body.length}`]) + body,
+        [400],
+      ],
+      () => [
+        'HTTP/1.0 without Host',
+        head(['POST /mcp HTTP/1.0', ...common.filter((l) => l !== hostLine), `Content-Length: ${body.length}`]) + body,
+        [400, 403],
+      ],
       // Node reads it as a request without Host: the Host check refuses it.
       () => ['HTTP/0.9-style request line', 'GET /mcp\r\n\r\n', [400, 403]],
-      () => ['unknown HTTP version', head(['POST /mcp HTTP/3.7', ...common, `Content-Length: ${body.length}`]) + body, [400, 505]],
+      () => [
+        'unknown HTTP version',
+        head(['POST /mcp HTTP/3.7', ...common, `Content-Length: ${body.length}`]) + body,
+        [400, 505],
+      ],
       () => ['an HTTP/2 preface', 'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', [400]],
-      () => ['a TLS client hello', Buffer.from([0x16, 0x03, 0x01, 0x00, 0xa5, 0x01, 0x00, 0x00, 0xa1, 0x03, 0x03, ...rng.bytes(32)]), [400]],
+      () => [
+        'a TLS client hello',
+        Buffer.from([0x16, 0x03, 0x01, 0x00, 0xa5, 0x01, 0x00, 0x00, 0xa1, 0x03, 0x03, ...rng.bytes(32)]),
+        [400],
+      ],
       () => ['random bytes', rng.bytes(rng.range(1, 3_000)), [400]],
-      () => ['request line over 16 KB', head([`GET /mcp?${'q'.repeat(rng.range(17_000, 40_000))} HTTP/1.1`, ...common]), [400, 414, 431]],
-      () => ['two Mcp-Session-Id headers', head(['POST /mcp HTTP/1.1', ...common, 'Mcp-Session-Id: bogus', `Content-Length: ${body.length}`]) + body, [404]],
-      () => ['a bad Authorization first, the right one second', head(['POST /mcp HTTP/1.1', ...common.filter((l) => !l.startsWith('Authorization')), 'Authorization: Bearer nope', `Authorization: Bearer ${t.token}`, `Content-Length: ${body.length}`]) + body, [401]],
-      () => ['text/plain first, application/json second', head(['POST /mcp HTTP/1.1', ...common.filter((l) => !l.startsWith('Content-Type')), 'Content-Type: text/plain', 'Content-Type: application/json', `Content-Length: ${body.length}`]) + body, [415]],
+      () => [
+        'request line over 16 KB',
+        head([`GET /mcp?${'q'.repeat(rng.range(17_000, 40_000))} HTTP/1.1`, ...common]),
+        [400, 414, 431],
+      ],
+      () => [
+        'two Mcp-Session-Id headers',
+        head(['POST /mcp HTTP/1.1', ...common, 'Mcp-Session-Id: bogus', `Content-Length: ${body.length}`]) + body,
+        [404],
+      ],
+      () => [
+        'a bad Authorization first, the right one second',
+        head([
+          'POST /mcp HTTP/1.1',
+          ...common.filter((l) => !l.startsWith('Authorization')),
+          'Authorization: Bearer nope',
+          `Authorization: Bearer ${t.token}`,
+          `Content-Length: ${body.length}`,
+        ]) + body,
+        [401],
+      ],
+      () => [
+        'text/plain first, application/json second',
+        head([
+          'POST /mcp HTTP/1.1',
+          ...common.filter((l) => !l.startsWith('Content-Type')),
+          'Content-Type: text/plain',
+          'Content-Type: application/json',
+          `Content-Length: ${body.length}`,
+        ]) + body,
+        [415],
+      ],
       // RFC 9112 §3.2 asks for 400; Node keeps the first Host, which the DNS-rebinding check then sees.
-      () => ['two Host headers', head(['POST /mcp HTTP/1.1', ...common, 'Host: evil.example.com', `Content-Length: ${body.length}`]) + body, [200, 400, 403]],
+      () => [
+        'two Host headers',
+        head(['POST /mcp HTTP/1.1', ...common, 'Host: evil.example.com', `Content-Length: ${body.length}`]) + body,
+        [200, 400, 403],
+      ],
     ];
     const [note, bytes, allowed] = rng.pick(kinds)();
     return raw('framing', note, typeof bytes === 'string' ? Buffer.from(bytes, 'latin1') : bytes, allowed);
@@ -943,12 +1682,57 @@ export function generateCases(seed: number, count: number, t: FuzzTargets): Fuzz
 
   function sessionOps(): FuzzCase {
     const kinds: Array<() => FuzzCase> = [
-      () => ({ ...post('session-ops', 'DELETE a bogus session', { ...auth, 'mcp-session-id': rng.pick(['bogus', 'a'.repeat(500), `${t.session}x`]) }, Buffer.alloc(0), [404]), method: 'DELETE' }),
-      () => ({ ...post('session-ops', 'DELETE another credential’s session', { ...auth, 'mcp-session-id': t.otherSession }, Buffer.alloc(0), [404]), method: 'DELETE' }),
-      () => ({ ...post('session-ops', 'DELETE with a wrong token', { authorization: `Bearer ${t.token}x`, 'mcp-session-id': t.session }, Buffer.alloc(0), [401], { challenge: true }), method: 'DELETE' }),
-      () => ({ ...post('session-ops', 'DELETE without a session id', { ...auth }, Buffer.alloc(0), [400]), method: 'DELETE' }),
-      () => post('session-ops', 'the other credential’s session with this token', inSession(t.otherSession), json(rpc('tools/list')), [404]),
-      () => post('session-ops', 'this session with the other credential', { ...inSession(), authorization: `Bearer ${t.otherToken}` }, json(rpc('tools/list')), [404]),
+      () => ({
+        ...post(
+          'session-ops',
+          'DELETE a bogus session',
+          { ...auth, 'mcp-session-id': rng.pick(['bogus', 'a'.repeat(500), `${t.session}x`]) },
+          Buffer.alloc(0),
+          [404],
+        ),
+        method: 'DELETE',
+      }),
+      () => ({
+        ...post(
+          'session-ops',
+          'DELETE another credential’s session',
+          { ...auth, 'mcp-session-id': t.otherSession },
+          Buffer.alloc(0),
+          [404],
+        ),
+        method: 'DELETE',
+      }),
+      () => ({
+        ...post(
+          'session-ops',
+          'DELETE with a wrong token',
+          { authorization: `Bearer ${t.token}x`, 'mcp-session-id': t.session },
+          Buffer.alloc(0),
+          [401],
+          { challenge: true },
+        ),
+        method: 'DELETE',
+      }),
+      () => ({
+        ...post('session-ops', 'DELETE without a session id', { ...auth }, Buffer.alloc(0), [400]),
+        method: 'DELETE',
+      }),
+      () =>
+        post(
+          'session-ops',
+          'the other credential’s session with this token',
+          inSession(t.otherSession),
+          json(rpc('tools/list')),
+          [404],
+        ),
+      () =>
+        post(
+          'session-ops',
+          'this session with the other credential',
+          { ...inSession(), authorization: `Bearer ${t.otherToken}` },
+          json(rpc('tools/list')),
+          [404],
+        ),
     ];
     return rng.pick(kinds)();
   }
@@ -968,7 +1752,9 @@ export interface FuzzAnswer {
 /** Sends one case to 127.0.0.1:`port`; never rejects. */
 export function sendCase(port: number, c: FuzzCase, timeoutMs = 30_000): Promise<FuzzAnswer> {
   const started = Date.now();
-  return c.send === 'raw' ? sendRaw(port, c.raw ?? Buffer.alloc(0), timeoutMs, started) : sendHttp(port, c, timeoutMs, started);
+  return c.send === 'raw'
+    ? sendRaw(port, c.raw ?? Buffer.alloc(0), timeoutMs, started)
+    : sendHttp(port, c, timeoutMs, started);
 }
 
 function sendHttp(port: number, c: FuzzCase, timeoutMs: number, started: number): Promise<FuzzAnswer> {
@@ -983,22 +1769,50 @@ function sendHttp(port: number, c: FuzzCase, timeoutMs: number, started: number)
     const headers: Record<string, string> = { ...c.headers };
     let req: ReturnType<typeof httpRequest>;
     try {
-      req = httpRequest({ host: '127.0.0.1', port, method: c.method, path: c.path, headers, agent: false, setHost: headers.host === undefined }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('end', () => finish({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }));
-        res.on('error', (err) => finish({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8'), transportError: `response: ${err.message}` }));
-      });
+      req = httpRequest(
+        {
+          host: '127.0.0.1',
+          port,
+          method: c.method,
+          path: c.path,
+          headers,
+          agent: false,
+          setHost: headers.host === undefined,
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (chunk: Buffer) => chunks.push(chunk));
+          res.on('end', () =>
+            finish({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }),
+          );
+          res.on('error', (err) =>
+            finish({
+              status: res.statusCode ?? 0,
+              headers: res.headers,
+              text: Buffer.concat(chunks).toString('utf8'),
+              transportError: `response: ${err.message}`,
+            }),
+          );
+        },
+      );
     } catch (err: unknown) {
       // node:http refused the request itself (a header it will not send): the server never saw it.
-      resolve({ status: -1, headers: {}, text: '', transportError: `client refused: ${(err as Error).message}`, durationMs: 0 });
+      resolve({
+        status: -1,
+        headers: {},
+        text: '',
+        transportError: `client refused: ${(err as Error).message}`,
+        durationMs: 0,
+      });
       return;
     }
     const timer = setTimeout(() => {
       req.destroy();
       finish({ status: 0, headers: {}, text: '', transportError: `timeout after ${timeoutMs} ms` });
     }, timeoutMs);
-    req.on('error', (err: NodeJS.ErrnoException) => finish({ status: 0, headers: {}, text: '', transportError: `${err.code ?? ''} ${err.message}` }));
+    req.on('error', (err: NodeJS.ErrnoException) =>
+      finish({ status: 0, headers: {}, text: '', transportError: `${err.code ?? ''} ${err.message}` }),
+    );
     req.end(c.body);
   });
 }
@@ -1021,7 +1835,13 @@ function sendRaw(port: number, bytes: Buffer, timeoutMs: number, started: number
         const colon = line.indexOf(':');
         if (colon > 0) headers[line.slice(0, colon).toLowerCase()] = line.slice(colon + 1).trim();
       }
-      resolve({ status, headers, text, durationMs: Date.now() - started, ...(status === 0 && { transportError: transportError ?? 'connection ended without an answer' }) });
+      resolve({
+        status,
+        headers,
+        text,
+        durationMs: Date.now() - started,
+        ...(status === 0 && { transportError: transportError ?? 'connection ended without an answer' }),
+      });
     };
     const timer = setTimeout(() => finish(`timeout after ${timeoutMs} ms`), timeoutMs);
     socket.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -1057,15 +1877,24 @@ export function judge(c: FuzzCase, answer: FuzzAnswer): string | undefined {
   if (answer.transportError !== undefined && answer.status === 0) return `no answer (${answer.transportError})`;
   if (answer.status >= 500) return `HTTP ${answer.status}`;
   if (!c.allowed.includes(answer.status)) return `HTTP ${answer.status}, allowed ${c.allowed.join('/')}`;
-  if (/\n\s+at .+:\d+:\d+/.test(answer.text) || answer.text.includes('node:internal')) return 'a stack trace in the answer';
+  if (/\n\s+at .+:\d+:\d+/.test(answer.text) || answer.text.includes('node:internal'))
+    return 'a stack trace in the answer';
   for (const secret of c.expect.mustNotContain ?? []) {
     if (answer.text.includes(secret)) return `the answer contains ${JSON.stringify(secret.slice(0, 20))}`;
   }
-  if (answer.status === 401 && c.expect.challenge === true && !/^Bearer/i.test(String(answer.headers['www-authenticate'] ?? ''))) return '401 without a Bearer challenge';
+  if (
+    answer.status === 401 &&
+    c.expect.challenge === true &&
+    !/^Bearer/i.test(String(answer.headers['www-authenticate'] ?? ''))
+  )
+    return '401 without a Bearer challenge';
   if (answer.status === 200 && c.expect.responseId !== undefined) {
-    const message = messagesIn(answer).find((m) => m.id === c.expect.responseId) as { result?: { isError?: boolean }; error?: { code?: number } } | undefined;
+    const message = messagesIn(answer).find((m) => m.id === c.expect.responseId) as
+      | { result?: { isError?: boolean }; error?: { code?: number } }
+      | undefined;
     if (message === undefined) return `no JSON-RPC answer for id ${c.expect.responseId}`;
-    if (c.expect.refused === true && message.result !== undefined && message.result.isError !== true) return 'not refused: a successful result';
+    if (c.expect.refused === true && message.result !== undefined && message.result.isError !== true)
+      return 'not refused: a successful result';
   }
   return undefined;
 }
@@ -1079,6 +1908,9 @@ export function errorCodesIn(answer: FuzzAnswer): number[] {
 
 /** A one-line description of a case and its answer, for failure lists and regression notes. */
 export function describeCase(c: FuzzCase, answer: FuzzAnswer, problem: string): string {
-  const sent = c.send === 'raw' ? (c.raw ?? Buffer.alloc(0)).toString('latin1').slice(0, 160) : `${c.method} ${c.path} ${(c.body ?? Buffer.alloc(0)).toString('latin1').slice(0, 160)}`;
+  const sent =
+    c.send === 'raw'
+      ? (c.raw ?? Buffer.alloc(0)).toString('latin1').slice(0, 160)
+      : `${c.method} ${c.path} ${(c.body ?? Buffer.alloc(0)).toString('latin1').slice(0, 160)}`;
   return `#${c.index} [${c.family}] ${c.note} → ${problem}; answer ${answer.status} ${answer.text.replace(/\s+/g, ' ').slice(0, 200)} | sent ${JSON.stringify(sent)}`;
 }

@@ -73,7 +73,10 @@ export interface Harness {
   /** POSTs a JSON-RPC body (or raw text) to /mcp with the usual headers, `headers` over them. */
   post(body: unknown, headers?: Record<string, string>): Promise<RawResponse>;
   /** Opens a 2025-era session over raw requests; `headers` carry the token, id and version for later requests. */
-  openSession(options?: { token?: string; version?: string }): Promise<{ sessionId: string; headers: Record<string, string> }>;
+  openSession(options?: {
+    token?: string;
+    version?: string;
+  }): Promise<{ sessionId: string; headers: Record<string, string> }>;
   /** The instance goes away keeping its sandboxes (a restart elsewhere can re-attach them). */
   close(): Promise<void>;
 }
@@ -105,7 +108,16 @@ export function createHarness(options: HarnessOptions = {}): Harness {
     }),
     ready: async () => undefined,
   };
-  const core = createCoreApp({ ...createEntryDeps(config), config, logger, requestIdHeader: 'x-fc-request-id', startedAtMs: clock.now(), sandboxes, clock, oauth: options.oauth });
+  const core = createCoreApp({
+    ...createEntryDeps(config),
+    config,
+    logger,
+    requestIdHeader: 'x-fc-request-id',
+    startedAtMs: clock.now(),
+    sandboxes,
+    clock,
+    oauth: options.oauth,
+  });
 
   const fetchLike: ClientFetch = async (input, init) => {
     const request = new Request(input, init);
@@ -126,7 +138,15 @@ export function createHarness(options: HarnessOptions = {}): Harness {
     const settle = (): void => {
       for (const done of sent.splice(0)) done();
     };
-    const ctx = { requestId: randomUUID(), path: url.pathname, peer: options.peerOf?.(request), log: {}, readBody: async () => body, signal: hangUp.signal, onSent: (done: () => void) => void sent.push(done) };
+    const ctx = {
+      requestId: randomUUID(),
+      path: url.pathname,
+      peer: options.peerOf?.(request),
+      log: {},
+      readBody: async () => body,
+      signal: hangUp.signal,
+      onSent: (done: () => void) => void sent.push(done),
+    };
     const response = await core.handle(bare, ctx).catch((err: unknown) => {
       settle();
       throw err;
@@ -137,8 +157,15 @@ export function createHarness(options: HarnessOptions = {}): Harness {
     }
     // A client that hangs up cancels the answer's stream, as a closed connection does.
     const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
-    void response.body.pipeTo(writable, { signal: hangUp.signal }).catch(() => undefined).finally(settle);
-    return new Response(readable, { status: response.status, statusText: response.statusText, headers: response.headers });
+    void response.body
+      .pipeTo(writable, { signal: hangUp.signal })
+      .catch(() => undefined)
+      .finally(settle);
+    return new Response(readable, {
+      status: response.status,
+      statusText: response.statusText,
+      headers: response.headers,
+    });
   };
 
   const post = (body: unknown, headers: Record<string, string> = {}): Promise<RawResponse> =>
@@ -151,10 +178,19 @@ export function createHarness(options: HarnessOptions = {}): Harness {
     core,
     fetch: fetchLike,
     logs: () => lines.map((line) => JSON.parse(line) as Record<string, unknown>),
-    connect: ({ kind = 'v2', token = HARNESS_TOKEN, fetch = fetchLike } = {}) => connectClient(kind, HARNESS_URL, { token, fetch }),
+    connect: ({ kind = 'v2', token = HARNESS_TOKEN, fetch = fetchLike } = {}) =>
+      connectClient(kind, HARNESS_URL, { token, fetch }),
     async connectModern({ token = HARNESS_TOKEN, fetch = fetchLike } = {}) {
-      const client = new Client({ name: 'harness-modern', version: '1.0.0' }, { capabilities: {}, versionNegotiation: { mode: { pin: '2026-07-28' } } });
-      await client.connect(new StreamableHTTPClientTransport(new URL(HARNESS_URL), { fetch, requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+      const client = new Client(
+        { name: 'harness-modern', version: '1.0.0' },
+        { capabilities: {}, versionNegotiation: { mode: { pin: '2026-07-28' } } },
+      );
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(HARNESS_URL), {
+          fetch,
+          requestInit: { headers: { Authorization: `Bearer ${token}` } },
+        }),
+      );
       return client;
     },
     post,
@@ -162,7 +198,8 @@ export function createHarness(options: HarnessOptions = {}): Harness {
       const auth = { authorization: `Bearer ${token}` };
       const opened = await post(initializeBody(version), auth);
       const sessionId = opened.headers.get('mcp-session-id');
-      if (opened.status !== 200 || sessionId === null) throw new Error(`initialize failed: ${opened.status} ${opened.text}`);
+      if (opened.status !== 200 || sessionId === null)
+        throw new Error(`initialize failed: ${opened.status} ${opened.text}`);
       const headers = { ...auth, 'mcp-session-id': sessionId, 'mcp-protocol-version': version };
       await post({ jsonrpc: '2.0', method: 'notifications/initialized' }, headers);
       return { sessionId, headers };

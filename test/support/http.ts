@@ -11,7 +11,11 @@ export interface RawResponse {
 }
 
 /** Sends a request and reads the whole answer (SSE bodies included, which end after the response). */
-export async function request(url: string, init: RequestInit = {}, fetchImpl: ClientFetch = fetch): Promise<RawResponse> {
+export async function request(
+  url: string,
+  init: RequestInit = {},
+  fetchImpl: ClientFetch = fetch,
+): Promise<RawResponse> {
   return readAnswer(await fetchImpl(url, init));
 }
 
@@ -34,7 +38,12 @@ async function readAnswer(res: Response): Promise<RawResponse> {
 }
 
 /** POSTs a JSON-RPC body to /mcp with the right headers (override any with `headers`), through `fetchImpl`. */
-export function postMcp(url: string, body: unknown, headers: Record<string, string> = {}, fetchImpl: ClientFetch = fetch): Promise<RawResponse> {
+export function postMcp(
+  url: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+  fetchImpl: ClientFetch = fetch,
+): Promise<RawResponse> {
   return request(
     url,
     {
@@ -52,17 +61,29 @@ export function initializeBody(protocolVersion: string | undefined = '2025-11-25
     jsonrpc: '2.0',
     id,
     method: 'initialize',
-    params: { ...(protocolVersion !== undefined && { protocolVersion }), capabilities: {}, clientInfo: { name: 'raw-test', version: '1.0.0' } },
+    params: {
+      ...(protocolVersion !== undefined && { protocolVersion }),
+      capabilities: {},
+      clientInfo: { name: 'raw-test', version: '1.0.0' },
+    },
   };
 }
 
 /** Initializes a session over raw HTTP; returns its id and the negotiated version. */
-export async function openRawSession(url: string, headers: Record<string, string> = {}, protocolVersion = '2025-11-25'): Promise<{ sessionId: string; version: string }> {
+export async function openRawSession(
+  url: string,
+  headers: Record<string, string> = {},
+  protocolVersion = '2025-11-25',
+): Promise<{ sessionId: string; version: string }> {
   const res = await postMcp(url, initializeBody(protocolVersion), headers);
   const sessionId = res.headers.get('mcp-session-id');
   if (res.status !== 200 || sessionId === null) throw new Error(`initialize failed: ${res.status} ${res.text}`);
   const version = (res.json as { result: { protocolVersion: string } }).result.protocolVersion;
-  await postMcp(url, { jsonrpc: '2.0', method: 'notifications/initialized' }, { ...headers, 'mcp-session-id': sessionId, 'mcp-protocol-version': version });
+  await postMcp(
+    url,
+    { jsonrpc: '2.0', method: 'notifications/initialized' },
+    { ...headers, 'mcp-session-id': sessionId, 'mcp-protocol-version': version },
+  );
   return { sessionId, version };
 }
 

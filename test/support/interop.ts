@@ -9,7 +9,18 @@ import { startServer, type StartedServer } from './server';
 export const INTEROP_TOKEN = 'interop-token-0123456789abcdef';
 
 /** The ten tools, in the order the server lists them (test/e2e/clients.test.ts checks the same list). */
-export const SERVER_TOOLS = ['run_code', 'run_command', 'read_file', 'write_file', 'list_files', 'edit_file', 'sandbox_status', 'manage_process', 'get_preview_url', 'reset_sandbox'];
+export const SERVER_TOOLS = [
+  'run_code',
+  'run_command',
+  'read_file',
+  'write_file',
+  'list_files',
+  'edit_file',
+  'sandbox_status',
+  'manage_process',
+  'get_preview_url',
+  'reset_sandbox',
+];
 
 /** A sandbox handle as 2026-07-28 results carry it (test/e2e/modern-lane.test.ts). */
 export const SANDBOX_HANDLE = /^[A-Za-z0-9_-]{16}\.[0-9a-z]+\.[A-Za-z0-9_-]{16}$/;

@@ -5,7 +5,11 @@
  */
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 
-type Result = { content: Array<{ type: string; text?: string }>; structuredContent?: Record<string, unknown>; isError?: boolean };
+type Result = {
+  content: Array<{ type: string; text?: string }>;
+  structuredContent?: Record<string, unknown>;
+  isError?: boolean;
+};
 
 export interface ModelLoopOutcome {
   /** The distinct handles the loop saw (one, when the sandbox was kept). */
@@ -23,22 +27,37 @@ export interface ModelLoopOutcome {
  * Runs `calls` calls (alternating run_code and run_command) against the server at `url`, then reads back: in the
  * `modern` era pinned to 2026-07-28 (handles), in the `legacy` era on the newest 2025 revision (one session).
  */
-export async function runModelLoop(url: string, token: string, era: 'modern' | 'legacy' = 'modern', calls = 20): Promise<ModelLoopOutcome> {
+export async function runModelLoop(
+  url: string,
+  token: string,
+  era: 'modern' | 'legacy' = 'modern',
+  calls = 20,
+): Promise<ModelLoopOutcome> {
   const modern = era === 'modern';
-  const client = new Client({ name: 'model-loop', version: '1.0.0' }, { capabilities: {}, versionNegotiation: { mode: modern ? { pin: '2026-07-28' } : 'legacy' } });
-  await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+  const client = new Client(
+    { name: 'model-loop', version: '1.0.0' },
+    { capabilities: {}, versionNegotiation: { mode: modern ? { pin: '2026-07-28' } : 'legacy' } },
+  );
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }),
+  );
   const handles = new Set<string>();
   let handle: string | undefined;
   const call = async (name: string, args: Record<string, unknown>): Promise<Result> => {
-    const result = (await client.callTool({ name, arguments: handle === undefined ? args : { ...args, sandbox: handle } })) as Result;
+    const result = (await client.callTool({
+      name,
+      arguments: handle === undefined ? args : { ...args, sandbox: handle },
+    })) as Result;
     if (result.isError === true) throw new Error(`${name} failed: ${result.content.map((c) => c.text).join('\n')}`);
     const firstLine = result.content[0]?.text?.split('\n')[0] ?? '';
     const read = /^sandbox: (\S+)$/.exec(firstLine)?.[1];
     if (!modern) {
-      if (read !== undefined || result.structuredContent?.sandbox !== undefined) throw new Error(`a 2025-era result carries a sandbox handle: ${firstLine}`);
+      if (read !== undefined || result.structuredContent?.sandbox !== undefined)
+        throw new Error(`a 2025-era result carries a sandbox handle: ${firstLine}`);
       return result;
     }
-    if (read === undefined || read !== result.structuredContent?.sandbox) throw new Error(`no handle on the first line of ${name}'s result: ${firstLine}`);
+    if (read === undefined || read !== result.structuredContent?.sandbox)
+      throw new Error(`no handle on the first line of ${name}'s result: ${firstLine}`);
     handle = read;
     handles.add(read);
     return result;

@@ -76,7 +76,8 @@ export async function startTestIssuer(options: TestIssuerOptions): Promise<TestI
   const server = createServer((req, res) => {
     const path = req.url ?? '/';
     hits.set(path, (hits.get(path) ?? 0) + 1);
-    const json = (body: unknown, status = 200): void => void res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+    const json = (body: unknown, status = 200): void =>
+      void res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
     const metadata = {
       issuer,
       jwks_uri: `${issuer}/jwks`,
@@ -94,7 +95,9 @@ export async function startTestIssuer(options: TestIssuerOptions): Promise<TestI
         const expected = `Basic ${Buffer.from(`${encodeURIComponent(client.id)}:${encodeURIComponent(client.secret)}`).toString('base64')}`;
         if (req.headers.authorization !== expected) return json({ error: 'invalid_client' }, 401);
         const token = new URLSearchParams(body).get('token') ?? '';
-        void Promise.resolve(options.introspectionDelay?.(token)).then(() => json(opaque.get(token) ?? { active: false }));
+        void Promise.resolve(options.introspectionDelay?.(token)).then(() =>
+          json(opaque.get(token) ?? { active: false }),
+        );
       });
       return;
     }
@@ -110,14 +113,32 @@ export async function startTestIssuer(options: TestIssuerOptions): Promise<TestI
     mintOpaque(claims = {}) {
       const token = `opaque-${opaque.size + 1}-${Math.random().toString(36).slice(2)}`;
       const nowS = Math.floor(options.now() / 1000);
-      opaque.set(token, { active: true, iss: issuer, aud: options.audience, sub: 'user-1', scope: 'mcp:tools', exp: nowS + 300, ...claims });
+      opaque.set(token, {
+        active: true,
+        iss: issuer,
+        aud: options.audience,
+        sub: 'user-1',
+        scope: 'mcp:tools',
+        exp: nowS + 300,
+        ...claims,
+      });
       return token;
     },
     async mint({ claims = {}, key = published.at(-1) as SigningKey, kid = key.kid } = {}) {
       const nowS = Math.floor(options.now() / 1000);
-      const payload: Record<string, unknown> = { iss: issuer, aud: options.audience, sub: 'user-1', scope: 'mcp:tools', iat: nowS, exp: nowS + 300, ...claims };
+      const payload: Record<string, unknown> = {
+        iss: issuer,
+        aud: options.audience,
+        sub: 'user-1',
+        scope: 'mcp:tools',
+        iat: nowS,
+        exp: nowS + 300,
+        ...claims,
+      };
       for (const [name, value] of Object.entries(payload)) if (value === undefined) delete payload[name];
-      return new SignJWT(payload as JWTPayload).setProtectedHeader({ alg: 'RS256', ...(kid !== null && { kid }), typ: 'at+jwt' }).sign(key.privateKey);
+      return new SignJWT(payload as JWTPayload)
+        .setProtectedHeader({ alg: 'RS256', ...(kid !== null && { kid }), typ: 'at+jwt' })
+        .sign(key.privateKey);
     },
     unpublishedKey: newKey,
     async rotate() {

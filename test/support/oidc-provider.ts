@@ -51,7 +51,8 @@ function readyIssuer(line: string): string | undefined {
   if (!line.startsWith('{')) return undefined;
   try {
     const parsed: unknown = JSON.parse(line);
-    if (typeof parsed === 'object' && parsed !== null && 'issuer' in parsed && typeof parsed.issuer === 'string') return parsed.issuer;
+    if (typeof parsed === 'object' && parsed !== null && 'issuer' in parsed && typeof parsed.issuer === 'string')
+      return parsed.issuer;
   } catch {
     // not the ready line
   }
@@ -60,7 +61,9 @@ function readyIssuer(line: string): string | undefined {
 
 /** Starts a provider; resolves once it printed its issuer (rejects with its stderr if it dies or is late). */
 export async function startOidcProvider(options: OidcProviderOptions = {}): Promise<StartedOidcProvider> {
-  const child = spawn(process.execPath, [PROVIDER_SCRIPT, JSON.stringify(options)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [PROVIDER_SCRIPT, JSON.stringify(options)], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   children.add(child);
   child.once('exit', () => children.delete(child));
   let stderr = '';
@@ -93,7 +96,8 @@ export async function startOidcProvider(options: OidcProviderOptions = {}): Prom
       }
     });
     // 'close' rather than 'exit': it comes after the pipes are drained, so the message has all of stderr.
-    const onClose = (code: number | null, signal: string | null): void => fail(`exited (code ${code}, signal ${signal}) before printing its issuer`);
+    const onClose = (code: number | null, signal: string | null): void =>
+      fail(`exited (code ${code}, signal ${signal}) before printing its issuer`);
     child.once('close', onClose);
   });
 
@@ -138,7 +142,9 @@ export async function completeAuthorization(authorizationUrl: URL | string): Pro
     const location = response.headers.get('location');
     if (!REDIRECT_STATUSES.has(response.status) || location === null) {
       const body = await response.text();
-      throw new Error(`authorization stopped at ${url.href}: HTTP ${response.status} without a redirect\n${body.slice(0, 2_000)}`);
+      throw new Error(
+        `authorization stopped at ${url.href}: HTTP ${response.status} without a redirect\n${body.slice(0, 2_000)}`,
+      );
     }
     await response.body?.cancel();
     const next = new URL(location, url);

@@ -50,7 +50,9 @@ export function listProcesses(): HostProcess[] {
     const status = readOrEmpty(`/proc/${name}/status`);
     if (status === '' || /^State:\s+Z/m.test(status)) continue;
     const uid = Number(/^Uid:\s+(\d+)/m.exec(status)?.[1] ?? -1);
-    const argv = readOrEmpty(`/proc/${name}/cmdline`).split('\0').filter((a) => a !== '');
+    const argv = readOrEmpty(`/proc/${name}/cmdline`)
+      .split('\0')
+      .filter((a) => a !== '');
     found.push({ pid: Number(name), uid, argv, cmdline: argv.join(' ') });
   }
   return found;
@@ -76,7 +78,12 @@ export function processesOfUid(uid: number): HostProcess[] {
  * last value either way, so the caller asserts on what was really seen. The bound only decides when to give
  * up on something that should happen: make it generous (a busy machine is slow), never a speed check.
  */
-export async function pollUntil<T>(probe: () => T | Promise<T>, done: (value: T) => boolean, timeoutMs: number, intervalMs = 50): Promise<T> {
+export async function pollUntil<T>(
+  probe: () => T | Promise<T>,
+  done: (value: T) => boolean,
+  timeoutMs: number,
+  intervalMs = 50,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();

@@ -15,7 +15,11 @@ export function authed(token: string | undefined, sessionId?: string, version = 
 }
 
 /** A JSON-RPC request body. */
-export function rpc(method: string, id: number | string = 1, params?: Record<string, unknown>): Record<string, unknown> {
+export function rpc(
+  method: string,
+  id: number | string = 1,
+  params?: Record<string, unknown>,
+): Record<string, unknown> {
   return { jsonrpc: '2.0', id, method, ...(params !== undefined && { params }) };
 }
 
@@ -70,7 +74,10 @@ export interface NodeHttpAnswer {
  * A request through `node:http`, which (unlike fetch) lets a test set the `Host` header, so that
  * DNS-rebinding checks can be exercised while still connecting to 127.0.0.1.
  */
-export function nodeHttp(url: string, options: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<NodeHttpAnswer> {
+export function nodeHttp(
+  url: string,
+  options: { method?: string; headers?: Record<string, string>; body?: string } = {},
+): Promise<NodeHttpAnswer> {
   return new Promise((resolve, reject) => {
     const req = httpRequest(url, { method: options.method ?? 'GET', headers: options.headers }, (res) => {
       let text = '';

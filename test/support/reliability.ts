@@ -69,7 +69,9 @@ export function descendantsOf(rootPid: number): HostProcess[] {
     const next = queue.shift() as ProcStat;
     queue.push(...(children.get(next.pid) ?? []));
     if (next.state === 'Z') continue;
-    const argv = readOrEmpty(`/proc/${next.pid}/cmdline`).split('\0').filter((a) => a !== '');
+    const argv = readOrEmpty(`/proc/${next.pid}/cmdline`)
+      .split('\0')
+      .filter((a) => a !== '');
     const uid = Number(/^Uid:\s+(\d+)/m.exec(readOrEmpty(`/proc/${next.pid}/status`))?.[1] ?? -1);
     found.push({ pid: next.pid, uid, argv, cmdline: argv.join(' ') });
   }
@@ -80,7 +82,15 @@ export function descendantsOf(rootPid: number): HostProcess[] {
 export function crashLines(server: StartedServer): Array<Record<string, unknown>> {
   return server
     .logs()
-    .filter((line) => ['uncaught exception', 'unhandled rejection', 'unhandled error', 'tool failed unexpectedly', 'response failed'].includes(String(line.msg)));
+    .filter((line) =>
+      [
+        'uncaught exception',
+        'unhandled rejection',
+        'unhandled error',
+        'tool failed unexpectedly',
+        'response failed',
+      ].includes(String(line.msg)),
+    );
 }
 
 /** GET /health, parsed. */
@@ -94,7 +104,11 @@ export interface CallOutcome {
   /** HTTP status. */
   status: number;
   /** The JSON-RPC result, when there was one. */
-  result?: { content?: Array<{ type: string; text?: string }>; structuredContent?: Record<string, unknown>; isError?: boolean };
+  result?: {
+    content?: Array<{ type: string; text?: string }>;
+    structuredContent?: Record<string, unknown>;
+    isError?: boolean;
+  };
   /** The JSON-RPC error, when there was one. */
   error?: { code: number; message: string };
   /** Why this is not a clean success, or `undefined` when it is. */
@@ -107,7 +121,10 @@ export interface CallOutcome {
  * keep-alive socket can race the server's keep-alive timeout ("other side closed"), a client-side
  * artefact that would hide real failures.
  */
-export function freshRequest(url: string, init: { method?: string; headers?: Record<string, string>; body?: string | Buffer } = {}): Promise<RawResponse> {
+export function freshRequest(
+  url: string,
+  init: { method?: string; headers?: Record<string, string>; body?: string | Buffer } = {},
+): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
     const req = httpRequest(url, { method: init.method ?? 'GET', headers: init.headers, agent: false }, (res) => {
       const chunks: Buffer[] = [];
@@ -148,14 +165,23 @@ export function freshPostMcp(url: string, body: unknown, headers: Record<string,
 let nextId = 1;
 
 /** POSTs `tools/call` with session `headers` and classifies the answer (non-2xx, JSON-RPC error, isError). */
-export async function callToolRaw(url: string, headers: Record<string, string>, name: string, args: Record<string, unknown>): Promise<CallOutcome> {
+export async function callToolRaw(
+  url: string,
+  headers: Record<string, string>,
+  name: string,
+  args: Record<string, unknown>,
+): Promise<CallOutcome> {
   const id = nextId++;
   const raw = await freshPostMcp(url, rpc('tools/call', id, { name, arguments: args }), headers);
-  const message = messagesOf(raw).find((m) => m.id === id) as { result?: CallOutcome['result']; error?: CallOutcome['error'] } | undefined;
+  const message = messagesOf(raw).find((m) => m.id === id) as
+    | { result?: CallOutcome['result']; error?: CallOutcome['error'] }
+    | undefined;
   const outcome: CallOutcome = { status: raw.status, result: message?.result, error: message?.error, raw };
   if (raw.status !== 200) outcome.problem = `HTTP ${raw.status}: ${raw.text.slice(0, 200)}`;
   else if (message === undefined) outcome.problem = `no answer with id ${id}: ${raw.text.slice(0, 200)}`;
-  else if (message.error !== undefined) outcome.problem = `JSON-RPC error ${message.error.code}: ${message.error.message}`;
-  else if (message.result?.isError === true) outcome.problem = `isError: ${message.result.content?.[0]?.text?.slice(0, 200) ?? ''}`;
+  else if (message.error !== undefined)
+    outcome.problem = `JSON-RPC error ${message.error.code}: ${message.error.message}`;
+  else if (message.result?.isError === true)
+    outcome.problem = `isError: ${message.result.content?.[0]?.text?.slice(0, 200) ?? ''}`;
   return outcome;
 }

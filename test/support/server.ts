@@ -84,7 +84,11 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sta
     LOCAL_SANDBOX_DISK_MB: '0',
     ...options.env,
   };
-  const child = spawn(options.node ?? process.execPath, [options.bundle ?? BUNDLE], { env, cwd: options.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(options.node ?? process.execPath, [options.bundle ?? BUNDLE], {
+    env,
+    cwd: options.cwd,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   let err = '';
   child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
@@ -160,7 +164,10 @@ export async function stopAllServers(): Promise<void> {
 }
 
 /** Runs the server with `env` and resolves with its exit code and output (for start-up refusals). */
-export function runServerToExit(env: Record<string, string>, timeoutMs = 30_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export function runServerToExit(
+  env: Record<string, string>,
+  timeoutMs = 30_000,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolveRun, reject) => {
     const child = spawn(process.execPath, [BUNDLE], {
       env: { PATH: process.env.PATH ?? '/usr/bin:/bin', PORT: '0', LOCAL_SANDBOX_DISK_MB: '0', ...env },

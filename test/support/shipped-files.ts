@@ -12,7 +12,9 @@ const CODE_CACHE = /^mcp-core\.js\.[0-9a-f]{12}-[0-9a-f]{8}\.cache$/;
 
 /** The core's code caches in dist/ (one per Node the build made one for), sorted. */
 export function codeCachesIn(dir = DIST): string[] {
-  return readdirSync(dir).filter((name) => CODE_CACHE.test(name)).sort();
+  return readdirSync(dir)
+    .filter((name) => CODE_CACHE.test(name))
+    .sort();
 }
 
 /** Every file of code/ and of code.zip, in the artifact's order. */

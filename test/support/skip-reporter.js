@@ -17,12 +17,23 @@ class SkipReporter {
     }
     if (counts.size === 0) return;
     const parts = [...counts].map(([needed, count]) => {
-      const installs = [...new Set(needed.split(' and ').map((name) => REQUIREMENTS[name]?.install).filter(Boolean))];
+      const installs = [
+        ...new Set(
+          needed
+            .split(' and ')
+            .map((name) => REQUIREMENTS[name]?.install)
+            .filter(Boolean),
+        ),
+      ];
       return `${count} ${count === 1 ? 'needs' : 'need'} ${needed} (${installs.join('; ')})`;
     });
     const total = [...counts.values()].reduce((a, b) => a + b, 0);
     // Jest prints its summary after the reporters' onRunComplete: this line goes last, as the process ends.
-    process.once('exit', () => process.stderr.write(`Skipped ${total} ${total === 1 ? 'test' : 'tests'} this machine cannot run: ${parts.join(', ')}.\n`));
+    process.once('exit', () =>
+      process.stderr.write(
+        `Skipped ${total} ${total === 1 ? 'test' : 'tests'} this machine cannot run: ${parts.join(', ')}.\n`,
+      ),
+    );
   }
 }
 

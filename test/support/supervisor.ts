@@ -6,5 +6,8 @@ import { SUPERVISOR_SOURCE } from '../../functions/mcp/sandbox/local/supervisor-
 export const HOST_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
 export function startHostSupervisor(cwd: string, options: SupervisorOptions = {}): Promise<Supervisor> {
-  return Supervisor.start({ file: 'python3', args: ['-I', '-S', '-c', SUPERVISOR_SOURCE], env: { PATH: HOST_PATH }, cwd }, options);
+  return Supervisor.start(
+    { file: 'python3', args: ['-I', '-S', '-c', SUPERVISOR_SOURCE], env: { PATH: HOST_PATH }, cwd },
+    options,
+  );
 }

@@ -28,7 +28,9 @@ export function exchangeOn(socket: Socket, request: string | Buffer, end = false
   socket.on('data', (chunk: Buffer) => chunks.push(chunk));
   socket.on('error', (err: NodeJS.ErrnoException) => (error = err.code ?? err.message));
   socket.on('end', () => socket.end());
-  const closed = new Promise<Exchanged>((resolve) => socket.once('close', () => resolve({ received: Buffer.concat(chunks), ...(error === undefined ? {} : { error }) })));
+  const closed = new Promise<Exchanged>((resolve) =>
+    socket.once('close', () => resolve({ received: Buffer.concat(chunks), ...(error === undefined ? {} : { error }) })),
+  );
   if (end) socket.end(request);
   else socket.write(request);
   return closed;
@@ -45,7 +47,8 @@ export async function exchange(url: string, request: string | Buffer, end = fals
 }
 
 /** An HTTP/1.0 GET of `path` (the server closes the connection after its answer), with `headers` (a preview's Cookie). */
-export const httpGet = (path: string, headers: readonly string[] = []): string => [`GET ${path} HTTP/1.0`, 'Host: preview', ...headers, '', ''].join('\r\n');
+export const httpGet = (path: string, headers: readonly string[] = []): string =>
+  [`GET ${path} HTTP/1.0`, 'Host: preview', ...headers, '', ''].join('\r\n');
 
 /** A preview URL opened as a browser opens it: its token traded for the cookie on the 302. */
 export interface OpenedPreview {
@@ -58,15 +61,25 @@ export interface OpenedPreview {
 /** Opens a preview URL (`http://host:port/?mcp_preview=<token>`): the 302 and its cookie, or throws with what came instead. */
 export async function openPreview(url: string): Promise<OpenedPreview> {
   const { origin, pathname, search, host } = new URL(url);
-  const answer = (await exchange(origin, `GET ${pathname}${search} HTTP/1.1\r\nHost: ${host}\r\n\r\n`)).received.toString('latin1');
+  const answer = (
+    await exchange(origin, `GET ${pathname}${search} HTTP/1.1\r\nHost: ${host}\r\n\r\n`)
+  ).received.toString('latin1');
   const cookie = /^Set-Cookie: ([^;\r\n]+);/im.exec(answer)?.[1];
-  if (!answer.startsWith('HTTP/1.1 302 ') || cookie === undefined) throw new Error(`opening ${origin} gave no cookie: ${answer.split('\r\n')[0] ?? 'nothing'}`);
+  if (!answer.startsWith('HTTP/1.1 302 ') || cookie === undefined)
+    throw new Error(`opening ${origin} gave no cookie: ${answer.split('\r\n')[0] ?? 'nothing'}`);
   return { origin, cookie: `Cookie: ${cookie}` };
 }
 
 /** `fetch` of `path` on an opened preview, with its cookie. */
 export const fetchPreview = (preview: OpenedPreview, path: string, init: RequestInit = {}): Promise<Response> =>
-  fetch(new URL(path, preview.origin), { ...init, headers: { ...(init.headers as Record<string, string> | undefined), cookie: preview.cookie.slice('Cookie: '.length) }, redirect: 'manual' });
+  fetch(new URL(path, preview.origin), {
+    ...init,
+    headers: {
+      ...(init.headers as Record<string, string> | undefined),
+      cookie: preview.cookie.slice('Cookie: '.length),
+    },
+    redirect: 'manual',
+  });
 
 /** The body of an HTTP answer. */
 export const bodyOf = (answer: Buffer): string => {

@@ -33,7 +33,11 @@ describe('loadConfig', () => {
   });
 
   it('listens on 0.0.0.0:$FC_CUSTOM_LISTEN_PORT on FC, whatever HOST says', () => {
-    const config = loadConfig({ FC_CUSTOM_LISTEN_PORT: '9100', HOST: '127.0.0.1', MCP_AUTH_TOKENS: 'a-long-enough-token-value' });
+    const config = loadConfig({
+      FC_CUSTOM_LISTEN_PORT: '9100',
+      HOST: '127.0.0.1',
+      MCP_AUTH_TOKENS: 'a-long-enough-token-value',
+    });
     expect(config).toMatchObject({ host: '0.0.0.0', port: 9100, onFc: true });
   });
 
@@ -45,7 +49,9 @@ describe('loadConfig', () => {
 
   it('refuses LOCAL_SANDBOX_ISOLATION=none where sandbox code would run as the server on a reachable address', () => {
     const exposed = { HOST: '0.0.0.0', MCP_AUTH_TOKENS: 'token-0123456789abcdef', LOCAL_SANDBOX_ISOLATION: 'none' };
-    expect(problemsOf(exposed, { asRoot: false }).join()).toMatch(/LOCAL_SANDBOX_ISOLATION=none runs sandbox code as the server's own user.*refused on 0\.0\.0\.0/);
+    expect(problemsOf(exposed, { asRoot: false }).join()).toMatch(
+      /LOCAL_SANDBOX_ISOLATION=none runs sandbox code as the server's own user.*refused on 0\.0\.0\.0/,
+    );
     expect(problemsOf({ ...exposed, HOST: '127.0.0.1' }, { asRoot: false })).toEqual([]);
     expect(problemsOf({ ...exposed, FC_FUNCTION_NAME: 'f' }, { asRoot: false }).join()).toMatch(/refused on FC/);
     // As root each sandbox has a user of its own: allowed, on purpose.
@@ -59,22 +65,43 @@ describe('loadConfig', () => {
   it('serves previews on 127.0.0.1 by default, and another address only on purpose (LOCAL_SANDBOX_PREVIEW_PUBLIC=on)', () => {
     expect(loadConfig({}).local.previewHost).toBe('127.0.0.1');
     expect(loadConfig({ LOCAL_SANDBOX_PREVIEW_HOST: '::1' }).local.previewHost).toBe('::1');
-    expect(problemsOf({ LOCAL_SANDBOX_PREVIEW_HOST: '10.1.2.3' }).join()).toMatch(/LOCAL_SANDBOX_PREVIEW_HOST=10\.1\.2\.3 would serve sandbox previews to every host .* capability URL .*: set LOCAL_SANDBOX_PREVIEW_PUBLIC=on/);
-    expect(loadConfig({ LOCAL_SANDBOX_PREVIEW_HOST: '10.1.2.3', LOCAL_SANDBOX_PREVIEW_PUBLIC: 'on' }).local.previewHost).toBe('10.1.2.3');
+    expect(problemsOf({ LOCAL_SANDBOX_PREVIEW_HOST: '10.1.2.3' }).join()).toMatch(
+      /LOCAL_SANDBOX_PREVIEW_HOST=10\.1\.2\.3 would serve sandbox previews to every host .* capability URL .*: set LOCAL_SANDBOX_PREVIEW_PUBLIC=on/,
+    );
+    expect(
+      loadConfig({ LOCAL_SANDBOX_PREVIEW_HOST: '10.1.2.3', LOCAL_SANDBOX_PREVIEW_PUBLIC: 'on' }).local.previewHost,
+    ).toBe('10.1.2.3');
     // The address is also the URL's host: a name or a wildcard is refused, opt-in or not.
     for (const host of ['0.0.0.0', '::', 'preview.example.com']) {
-      expect(problemsOf({ LOCAL_SANDBOX_PREVIEW_HOST: host, LOCAL_SANDBOX_PREVIEW_PUBLIC: 'on' }).join()).toMatch(/LOCAL_SANDBOX_PREVIEW_HOST must be one IP address/);
+      expect(problemsOf({ LOCAL_SANDBOX_PREVIEW_HOST: host, LOCAL_SANDBOX_PREVIEW_PUBLIC: 'on' }).join()).toMatch(
+        /LOCAL_SANDBOX_PREVIEW_HOST must be one IP address/,
+      );
     }
-    expect(problemsOf({ LOCAL_SANDBOX_PREVIEW_PUBLIC: 'yes' }).join()).toMatch(/LOCAL_SANDBOX_PREVIEW_PUBLIC must be on or off/);
+    expect(problemsOf({ LOCAL_SANDBOX_PREVIEW_PUBLIC: 'yes' }).join()).toMatch(
+      /LOCAL_SANDBOX_PREVIEW_PUBLIC must be on or off/,
+    );
   });
 
   it('names previews by the address unless LOCAL_SANDBOX_PREVIEW_DOMAIN gives a DNS name (lower-cased), without a wildcard, a port or an address', () => {
     expect(loadConfig({}).local.previewDomain).toBeUndefined();
     expect(loadConfig({ LOCAL_SANDBOX_PREVIEW_DOMAIN: '' }).local.previewDomain).toBeUndefined();
     expect(loadConfig({ LOCAL_SANDBOX_PREVIEW_DOMAIN: 'localhost' }).local.previewDomain).toBe('localhost');
-    expect(loadConfig({ LOCAL_SANDBOX_PREVIEW_DOMAIN: ' Previews.Example.COM ' }).local.previewDomain).toBe('previews.example.com');
-    for (const domain of ['*.example.com', 'example.com:8080', '10.1.2.3', '-bad.example.com', 'a..b', `${'a'.repeat(64)}.com`, `${'a.'.repeat(120)}com`]) {
-      expect({ domain, problems: problemsOf({ LOCAL_SANDBOX_PREVIEW_DOMAIN: domain }).join() }).toEqual({ domain, problems: expect.stringMatching(/LOCAL_SANDBOX_PREVIEW_DOMAIN must be a DNS name/) });
+    expect(loadConfig({ LOCAL_SANDBOX_PREVIEW_DOMAIN: ' Previews.Example.COM ' }).local.previewDomain).toBe(
+      'previews.example.com',
+    );
+    for (const domain of [
+      '*.example.com',
+      'example.com:8080',
+      '10.1.2.3',
+      '-bad.example.com',
+      'a..b',
+      `${'a'.repeat(64)}.com`,
+      `${'a.'.repeat(120)}com`,
+    ]) {
+      expect({ domain, problems: problemsOf({ LOCAL_SANDBOX_PREVIEW_DOMAIN: domain }).join() }).toEqual({
+        domain,
+        problems: expect.stringMatching(/LOCAL_SANDBOX_PREVIEW_DOMAIN must be a DNS name/),
+      });
     }
   });
 
@@ -82,12 +109,18 @@ describe('loadConfig', () => {
     const file = join(mkdtempSync(join(tmpdir(), 'tokens-')), 'tokens');
     writeFileSync(file, 'token-0123456789abcdef\n', { mode: 0o644 });
     const env = { MCP_AUTH_TOKEN_FILE: file, LOCAL_SANDBOX_ISOLATION: 'none' };
-    expect(problemsOf(env, { asRoot: true }).join()).toMatch(/MCP_AUTH_TOKEN_FILE is readable by every user.*chmod 600/);
+    expect(problemsOf(env, { asRoot: true }).join()).toMatch(
+      /MCP_AUTH_TOKEN_FILE is readable by every user.*chmod 600/,
+    );
     for (const isolation of ['auto', 'bwrap']) {
-      expect(problemsOf({ MCP_AUTH_TOKEN_FILE: file, LOCAL_SANDBOX_ISOLATION: isolation }, { asRoot: true }).join()).toMatch(/MCP_AUTH_TOKEN_FILE is readable by every user.*chmod 600/);
+      expect(
+        problemsOf({ MCP_AUTH_TOKEN_FILE: file, LOCAL_SANDBOX_ISOLATION: isolation }, { asRoot: true }).join(),
+      ).toMatch(/MCP_AUTH_TOKEN_FILE is readable by every user.*chmod 600/);
     }
     // On E2B no sandbox runs on this host.
-    expect(problemsOf({ MCP_AUTH_TOKEN_FILE: file, SANDBOX_BACKEND: 'e2b', E2B_API_KEY: 'k' }, { asRoot: true })).toEqual([]);
+    expect(
+      problemsOf({ MCP_AUTH_TOKEN_FILE: file, SANDBOX_BACKEND: 'e2b', E2B_API_KEY: 'k' }, { asRoot: true }),
+    ).toEqual([]);
     writeFileSync(file, 'token-0123456789abcdef\n', { mode: 0o600 });
     chmodSync(file, 0o600);
     expect(problemsOf(env, { asRoot: true })).toEqual([]);
@@ -118,7 +151,13 @@ describe('loadConfig', () => {
       SANDBOX_BACKEND: 'kubernetes',
     });
     const text = problems.join('\n');
-    for (const name of ['MCP_SESSION_IDLE_TTL_S', 'MCP_MAX_SESSIONS', 'LOCAL_SANDBOX_ISOLATION', 'LOG_LEVEL', 'SANDBOX_BACKEND']) {
+    for (const name of [
+      'MCP_SESSION_IDLE_TTL_S',
+      'MCP_MAX_SESSIONS',
+      'LOCAL_SANDBOX_ISOLATION',
+      'LOG_LEVEL',
+      'SANDBOX_BACKEND',
+    ]) {
       expect(text).toContain(name);
     }
     expect(text).toContain('visible ASCII');
@@ -128,7 +167,14 @@ describe('loadConfig', () => {
   it('picks the E2B backend when E2B_API_KEY is set, unless SANDBOX_BACKEND says local', () => {
     expect(loadConfig({ E2B_API_KEY: 'e2b_x' })).toMatchObject({
       sandboxBackend: 'e2b',
-      e2b: { apiKey: 'e2b_x', template: 'code-interpreter-v1', maxCreatesPerS: 1, domain: undefined, apiUrl: undefined, charts: 'inline' },
+      e2b: {
+        apiKey: 'e2b_x',
+        template: 'code-interpreter-v1',
+        maxCreatesPerS: 1,
+        domain: undefined,
+        apiUrl: undefined,
+        charts: 'inline',
+      },
     });
     expect(loadConfig({ E2B_API_KEY: 'e2b_x', SANDBOX_BACKEND: 'local' }).sandboxBackend).toBe('local');
     const aliyun = loadConfig({
@@ -138,13 +184,26 @@ describe('loadConfig', () => {
       E2B_TEMPLATE: 'my-template',
       E2B_MAX_CREATES_PER_S: '5',
     });
-    expect(aliyun.e2b).toMatchObject({ domain: 'cn-hangzhou.e2b.fc.aliyuncs.com', apiUrl: 'https://api.cn-hangzhou.e2b.fc.aliyuncs.com', template: 'my-template', maxCreatesPerS: 5, charts: 'files' });
-    expect(loadConfig({ E2B_API_KEY: 'k', E2B_DOMAIN: 'cn-hangzhou.e2b.fc.aliyuncs.com', E2B_CHARTS: 'inline' }).e2b.charts).toBe('inline');
+    expect(aliyun.e2b).toMatchObject({
+      domain: 'cn-hangzhou.e2b.fc.aliyuncs.com',
+      apiUrl: 'https://api.cn-hangzhou.e2b.fc.aliyuncs.com',
+      template: 'my-template',
+      maxCreatesPerS: 5,
+      charts: 'files',
+    });
+    expect(
+      loadConfig({ E2B_API_KEY: 'k', E2B_DOMAIN: 'cn-hangzhou.e2b.fc.aliyuncs.com', E2B_CHARTS: 'inline' }).e2b.charts,
+    ).toBe('inline');
     expect(loadConfig({ E2B_API_KEY: 'k', E2B_CHARTS: 'files' }).e2b.charts).toBe('files');
   });
 
   it('refuses SANDBOX_BACKEND=e2b without a key, and bad E2B settings', () => {
-    const problems = problemsOf({ SANDBOX_BACKEND: 'e2b', E2B_API_URL: 'ftp://x', E2B_MAX_CREATES_PER_S: '0', E2B_CHARTS: 'svg' }).join('\n');
+    const problems = problemsOf({
+      SANDBOX_BACKEND: 'e2b',
+      E2B_API_URL: 'ftp://x',
+      E2B_MAX_CREATES_PER_S: '0',
+      E2B_CHARTS: 'svg',
+    }).join('\n');
     expect(problems).toContain('E2B_CHARTS must be "inline" or "files"');
     expect(problems).toContain('needs E2B_API_KEY');
     expect(problems).toContain('E2B_API_URL');
@@ -153,7 +212,11 @@ describe('loadConfig', () => {
 
   it('uses MCP_SESSION_SECRET when it is long enough, and otherwise makes one per process', () => {
     const secret = 'x'.repeat(32);
-    expect(loadConfig({ MCP_SESSION_SECRET: secret })).toMatchObject({ sessionSecret: secret, sessionSecretSource: 'configured', sessionMaxAgeS: 21_600 });
+    expect(loadConfig({ MCP_SESSION_SECRET: secret })).toMatchObject({
+      sessionSecret: secret,
+      sessionSecretSource: 'configured',
+      sessionMaxAgeS: 21_600,
+    });
     const generated = loadConfig({});
     expect(generated.sessionSecretSource).toBe('generated');
     expect(Buffer.byteLength(generated.sessionSecret)).toBeGreaterThanOrEqual(32);
@@ -165,15 +228,22 @@ describe('loadConfig', () => {
   });
 
   it('keeps every tool timeout safely below the function timeout', () => {
-    expect(loadConfig({ MCP_FUNCTION_TIMEOUT_S: '120' })).toMatchObject({ functionTimeoutS: 120, toolTimeoutMaxS: 110 });
+    expect(loadConfig({ MCP_FUNCTION_TIMEOUT_S: '120' })).toMatchObject({
+      functionTimeoutS: 120,
+      toolTimeoutMaxS: 110,
+    });
     expect(loadConfig({ MCP_FUNCTION_TIMEOUT_S: '600' }).toolTimeoutMaxS).toBe(300);
     expect(loadConfig({ MCP_FUNCTION_TIMEOUT_S: '600', MCP_TOOL_TIMEOUT_MAX_S: '590' }).toolTimeoutMaxS).toBe(590);
-    expect(problemsOf({ MCP_FUNCTION_TIMEOUT_S: '600', MCP_TOOL_TIMEOUT_MAX_S: '595' }).join()).toMatch(/MCP_TOOL_TIMEOUT_MAX_S \(595\) must be at least 10 s below MCP_FUNCTION_TIMEOUT_S \(600\)/);
+    expect(problemsOf({ MCP_FUNCTION_TIMEOUT_S: '600', MCP_TOOL_TIMEOUT_MAX_S: '595' }).join()).toMatch(
+      /MCP_TOOL_TIMEOUT_MAX_S \(595\) must be at least 10 s below MCP_FUNCTION_TIMEOUT_S \(600\)/,
+    );
     expect(loadConfig({}).functionTimeoutS).toBeUndefined();
   });
 
   it('names an unreadable token file by its error code', () => {
-    expect(problemsOf({ MCP_AUTH_TOKEN_FILE: '/nonexistent/tokens' }).join()).toMatch(/MCP_AUTH_TOKEN_FILE cannot be read \(ENOENT\)/);
+    expect(problemsOf({ MCP_AUTH_TOKEN_FILE: '/nonexistent/tokens' }).join()).toMatch(
+      /MCP_AUTH_TOKEN_FILE cannot be read \(ENOENT\)/,
+    );
   });
 
   it('rejects MCP_AUTH=none together with tokens, as an ambiguous setup', () => {
@@ -209,17 +279,32 @@ describe('loadConfig: OAuth (config-oauth.ts)', () => {
   it('takes an http issuer only on loopback', () => {
     expect(problemsOf({ ...oauthEnv, MCP_OAUTH_ISSUER: 'http://127.0.0.1:8080' })).toEqual([]);
     expect(problemsOf({ ...oauthEnv, MCP_OAUTH_ISSUER: 'http://localhost:8080/issuer' })).toEqual([]);
-    expect(problemsOf({ ...oauthEnv, MCP_OAUTH_ISSUER: 'http://id.example.com' }).join()).toMatch(/MCP_OAUTH_ISSUER must use https/);
-    expect(problemsOf({ ...oauthEnv, MCP_OAUTH_ISSUER: 'https://id.example.com/?x=1' }).join()).toMatch(/without query or fragment/);
-    expect(problemsOf({ ...oauthEnv, MCP_OAUTH_ISSUER: 'not a url' }).join()).toMatch(/MCP_OAUTH_ISSUER must be an https URL/);
+    expect(problemsOf({ ...oauthEnv, MCP_OAUTH_ISSUER: 'http://id.example.com' }).join()).toMatch(
+      /MCP_OAUTH_ISSUER must use https/,
+    );
+    expect(problemsOf({ ...oauthEnv, MCP_OAUTH_ISSUER: 'https://id.example.com/?x=1' }).join()).toMatch(
+      /without query or fragment/,
+    );
+    expect(problemsOf({ ...oauthEnv, MCP_OAUTH_ISSUER: 'not a url' }).join()).toMatch(
+      /MCP_OAUTH_ISSUER must be an https URL/,
+    );
   });
 
   it('needs MCP_PUBLIC_URL as an origin', () => {
-    expect(problemsOf({ MCP_OAUTH_ISSUER: oauthEnv.MCP_OAUTH_ISSUER }).join()).toMatch(/MCP_OAUTH_ISSUER needs MCP_PUBLIC_URL/);
-    for (const bad of ['https://mcp.example.com/base', 'https://mcp.example.com/?a=b', 'ftp://mcp.example.com', 'https://user:pw@mcp.example.com']) {
+    expect(problemsOf({ MCP_OAUTH_ISSUER: oauthEnv.MCP_OAUTH_ISSUER }).join()).toMatch(
+      /MCP_OAUTH_ISSUER needs MCP_PUBLIC_URL/,
+    );
+    for (const bad of [
+      'https://mcp.example.com/base',
+      'https://mcp.example.com/?a=b',
+      'ftp://mcp.example.com',
+      'https://user:pw@mcp.example.com',
+    ]) {
       expect(problemsOf({ ...oauthEnv, MCP_PUBLIC_URL: bad }).join()).toMatch(/MCP_PUBLIC_URL must be an origin/);
     }
-    expect(loadConfig({ ...oauthEnv, MCP_PUBLIC_URL: 'https://mcp.example.com/' }).auth.oauth?.resource).toBe('https://mcp.example.com/mcp');
+    expect(loadConfig({ ...oauthEnv, MCP_PUBLIC_URL: 'https://mcp.example.com/' }).auth.oauth?.resource).toBe(
+      'https://mcp.example.com/mcp',
+    );
   });
 
   it('refuses scopes that cannot go in a challenge, settings without an issuer, and MCP_AUTH=none beside an issuer', () => {
@@ -231,8 +316,14 @@ describe('loadConfig: OAuth (config-oauth.ts)', () => {
   });
 
   it('takes introspection credentials as a pair, with an issuer', () => {
-    const pair = { MCP_OAUTH_INTROSPECTION_CLIENT_ID: 'mcp-server', MCP_OAUTH_INTROSPECTION_CLIENT_SECRET: 'secret-0123456789' };
-    expect(loadConfig({ ...oauthEnv, ...pair }).auth.oauth?.introspection).toEqual({ clientId: 'mcp-server', clientSecret: 'secret-0123456789' });
+    const pair = {
+      MCP_OAUTH_INTROSPECTION_CLIENT_ID: 'mcp-server',
+      MCP_OAUTH_INTROSPECTION_CLIENT_SECRET: 'secret-0123456789',
+    };
+    expect(loadConfig({ ...oauthEnv, ...pair }).auth.oauth?.introspection).toEqual({
+      clientId: 'mcp-server',
+      clientSecret: 'secret-0123456789',
+    });
     expect(loadConfig(oauthEnv).auth.oauth?.introspection).toBeUndefined();
     expect(problemsOf({ ...oauthEnv, MCP_OAUTH_INTROSPECTION_CLIENT_ID: 'mcp-server' }).join()).toMatch(/go together/);
     expect(problemsOf(pair).join()).toMatch(/MCP_OAUTH_INTROSPECTION_CLIENT_ID needs MCP_OAUTH_ISSUER/);
@@ -266,19 +357,29 @@ describe('what one credential may take of an instance', () => {
     expect(shareOf(OAUTH)).toEqual({ sessions: 3, sandboxes: 3 });
     expect(loadConfig({ MCP_AUTH_TOKENS: `${TOKEN},${TOKEN}-2` }).perCredential.sessions).toBe(25);
     for (const max of [3, 4, 5, 7, 20, 100, 101]) {
-      const share = loadConfig({ MCP_MAX_SESSIONS: String(max), MCP_AUTH_TOKENS: `${TOKEN},${TOKEN}-2` }).perCredential.sessions;
+      const share = loadConfig({ MCP_MAX_SESSIONS: String(max), MCP_AUTH_TOKENS: `${TOKEN},${TOKEN}-2` }).perCredential
+        .sessions;
       expect(2 * share).toBeLessThan(max);
     }
   });
 
   it('takes the shares that are set, and the sandboxes share follows the sessions share', () => {
-    expect(shareOf({ MCP_AUTH_TOKENS: TOKEN, MCP_MAX_SESSIONS_PER_CREDENTIAL: '4' })).toEqual({ sessions: 4, sandboxes: 4 });
-    expect(shareOf({ MCP_AUTH_TOKENS: `${TOKEN},${TOKEN}-2`, MCP_MAX_SANDBOXES_PER_CREDENTIAL: '9' })).toEqual({ sessions: 3, sandboxes: 9 });
+    expect(shareOf({ MCP_AUTH_TOKENS: TOKEN, MCP_MAX_SESSIONS_PER_CREDENTIAL: '4' })).toEqual({
+      sessions: 4,
+      sandboxes: 4,
+    });
+    expect(shareOf({ MCP_AUTH_TOKENS: `${TOKEN},${TOKEN}-2`, MCP_MAX_SANDBOXES_PER_CREDENTIAL: '9' })).toEqual({
+      sessions: 3,
+      sandboxes: 9,
+    });
   });
 
   it('opens 120 sessions at once and 120 a minute after that by default; MCP_INITIALIZE_PER_MIN=0 lifts the limit; bad values are refused by name', () => {
     expect(loadConfig({}).perCredential).toMatchObject({ initializeBurst: 120, initializePerMin: 120 });
-    expect(loadConfig({ MCP_INITIALIZE_BURST: '5', MCP_INITIALIZE_PER_MIN: '0' }).perCredential).toMatchObject({ initializeBurst: 5, initializePerMin: 0 });
+    expect(loadConfig({ MCP_INITIALIZE_BURST: '5', MCP_INITIALIZE_PER_MIN: '0' }).perCredential).toMatchObject({
+      initializeBurst: 5,
+      initializePerMin: 0,
+    });
     const problems = problemsOf({ MCP_INITIALIZE_BURST: '0', MCP_INITIALIZE_PER_MIN: '-1' }).join('\n');
     expect(problems).toMatch(/MCP_INITIALIZE_BURST must be an integer from 1/);
     expect(problems).toMatch(/MCP_INITIALIZE_PER_MIN must be an integer from 0/);

@@ -21,7 +21,13 @@ const README_SECTIONS = [
   'Documentation',
 ];
 /** The Markdown files whose links are checked, repository-relative. */
-const LINKED = ['README.md', 'CHANGELOG.md', ...readdirSync(join(ROOT, 'docs')).filter((name) => name.endsWith('.md')).map((name) => `docs/${name}`)];
+const LINKED = [
+  'README.md',
+  'CHANGELOG.md',
+  ...readdirSync(join(ROOT, 'docs'))
+    .filter((name) => name.endsWith('.md'))
+    .map((name) => `docs/${name}`),
+];
 
 /** The lines of a Markdown text outside fenced code blocks (those inside are blanked, so line numbers hold). */
 function proseLines(markdown: string): string[] {
@@ -68,7 +74,8 @@ function linksOf(markdown: string): Array<{ target: string; line: number }> {
   const links: Array<{ target: string; line: number }> = [];
   proseLines(markdown).forEach((line, i) => {
     const withoutCode = line.replace(/`[^`]*`/g, '');
-    for (const link of withoutCode.matchAll(/\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g)) links.push({ target: link[1] ?? '', line: i + 1 });
+    for (const link of withoutCode.matchAll(/\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g))
+      links.push({ target: link[1] ?? '', line: i + 1 });
   });
   return links;
 }
@@ -121,7 +128,8 @@ function variablesRead(): Set<string> {
     for (const line of readFileSync(join(ROOT, file), 'utf8').split('\n')) {
       const code = line.trimStart();
       if (code.startsWith('*') || code.startsWith('/*') || code.startsWith('//')) continue;
-      for (const m of code.matchAll(/\benv\??\.([A-Z][A-Z0-9_]+)\b|\benv\[['"]([A-Z][A-Z0-9_]+)['"]\]/g)) names.add(m[1] ?? m[2] ?? '');
+      for (const m of code.matchAll(/\benv\??\.([A-Z][A-Z0-9_]+)\b|\benv\[['"]([A-Z][A-Z0-9_]+)['"]\]/g))
+        names.add(m[1] ?? m[2] ?? '');
       if (isConfig) for (const m of code.matchAll(/'([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)'/g)) names.add(m[1] ?? '');
     }
   }
@@ -179,7 +187,9 @@ describe('links in the docs', () => {
 
   it('resolve to files of the repository, and anchors to their headings', () => {
     expect(LINKED.length).toBeGreaterThan(8);
-    const problems = LINKED.flatMap((file) => linkProblems(file, readFileSync(join(ROOT, file), 'utf8'), readRepositoryFile));
+    const problems = LINKED.flatMap((file) =>
+      linkProblems(file, readFileSync(join(ROOT, file), 'utf8'), readRepositoryFile),
+    );
     expect(problems).toEqual([]);
   });
 });

@@ -9,7 +9,8 @@ describe('describeError', () => {
 
   it('is a thrown string as it is, and says what anything else was without printing it', () => {
     expect(describeError('plain words')).toBe('plain words');
-    for (const thrown of [undefined, null, 7, { token: 'secret' }, Object.create(null)]) expect(describeError(thrown)).toBe('non-error thrown');
+    for (const thrown of [undefined, null, 7, { token: 'secret' }, Object.create(null)])
+      expect(describeError(thrown)).toBe('non-error thrown');
   });
 });
 

@@ -32,13 +32,22 @@ const KNOWN: Readonly<Record<string, string>> = {
 
 /** The outside notes' names, built from parts so that this file does not mention them itself. */
 const NOTES = ['FACTS', 'DESIGN', 'STYLE'];
-const OUTSIDE_NOTES = new RegExp(`\\b(?:${NOTES.join('|')})\\.md\\b|\\b${NOTES[2]} R\\d|\\b${NOTES[0]} §\\d|\\b${NOTES[1]} rule \\d`, 'g');
+const OUTSIDE_NOTES = new RegExp(
+  `\\b(?:${NOTES.join('|')})\\.md\\b|\\b${NOTES[2]} R\\d|\\b${NOTES[0]} §\\d|\\b${NOTES[1]} rule \\d`,
+  'g',
+);
 
 const EXTENSIONS = 'ts|js|mjs|cjs|md|py';
 /** A relative path with one of the extensions: not inside a longer path, a URL, a package name or a template. */
-const PATH = new RegExp(`(?<![\\w./@*$<>{}~:\\\\-])(?:\\.{1,2}/)*[\\w-][\\w.-]*(?:/[\\w.-]+)*\\.(?:${EXTENSIONS})\\b(?![\\w/-]|\\.\\w)`, 'g');
+const PATH = new RegExp(
+  `(?<![\\w./@*$<>{}~:\\\\-])(?:\\.{1,2}/)*[\\w-][\\w.-]*(?:/[\\w.-]+)*\\.(?:${EXTENSIONS})\\b(?![\\w/-]|\\.\\w)`,
+  'g',
+);
 const BACKTICKED = /`([^`\n]+)`/g;
-const AFTER_SEE = new RegExp(`\\bsee\\s+(?:also\\s+)?((?:\\.{1,2}/)*[\\w-][\\w.-]*(?:/[\\w.-]+)*\\.(?:${EXTENSIONS}))\\b`, 'gi');
+const AFTER_SEE = new RegExp(
+  `\\bsee\\s+(?:also\\s+)?((?:\\.{1,2}/)*[\\w-][\\w.-]*(?:/[\\w.-]+)*\\.(?:${EXTENSIONS}))\\b`,
+  'gi',
+);
 
 /** Every file under `dir` (repository-relative, with `/`), skipping SKIPPED_DIRS. */
 function walk(dir: string): string[] {
@@ -101,7 +110,12 @@ function citedPaths(line: string): string[] {
 }
 
 /** True when `path`, cited in `file`, names a file of the repository (see the header for how). */
-function namesRepositoryFile(path: string, file: string, files: ReadonlySet<string>, tails: ReadonlySet<string>): boolean {
+function namesRepositoryFile(
+  path: string,
+  file: string,
+  files: ReadonlySet<string>,
+  tails: ReadonlySet<string>,
+): boolean {
   if (Object.hasOwn(KNOWN, path)) return true;
   const fromFile = posix.normalize(posix.join(posix.dirname(file), path));
   const fromRoot = posix.normalize(path);
@@ -123,12 +137,15 @@ function problemsIn(file: string, text: string, files: ReadonlySet<string>, tail
   const problems: string[] = [];
   text.split('\n').forEach((line, i) => {
     for (const mention of line.matchAll(OUTSIDE_NOTES)) {
-      problems.push(`${file}:${i + 1}: cites "${mention[0]}", which is not in the repository; state the fact, or cite a doc in docs/`);
+      problems.push(
+        `${file}:${i + 1}: cites "${mention[0]}", which is not in the repository; state the fact, or cite a doc in docs/`,
+      );
     }
   });
   explanatoryLines(file, text).forEach((line, i) => {
     for (const path of citedPaths(line)) {
-      if (!namesRepositoryFile(path, file, files, tails)) problems.push(`${file}:${i + 1}: names \`${path}\`, which is no file of the repository`);
+      if (!namesRepositoryFile(path, file, files, tails))
+        problems.push(`${file}:${i + 1}: names \`${path}\`, which is no file of the repository`);
     }
   });
   return problems;
@@ -143,17 +160,24 @@ describe('the repository cites only itself', () => {
     const [notes, rule] = [`${NOTES[0]}.md`, `${NOTES[2]} R17`];
     expect(problemsIn('docs/x.md', `As ${notes} says, and ${rule}.`, FILES, TAILS)).toHaveLength(2);
     const comment = '//'; // spelled apart, so that this file's own comments stay clean
-    const code = ['/** See `http/no-such-file.ts`. */', 'const s = `${dir}/gone.ts`; ' + comment + ' see functions/mcp/gone.ts', 'x(); ' + comment + ' `http/origin.ts`'].join('\n');
+    const code = [
+      '/** See `http/no-such-file.ts`. */',
+      'const s = `${dir}/gone.ts`; ' + comment + ' see functions/mcp/gone.ts',
+      'x(); ' + comment + ' `http/origin.ts`',
+    ].join('\n');
     expect(problemsIn('functions/mcp/x.ts', code, FILES, TAILS)).toEqual([
       'functions/mcp/x.ts:1: names `http/no-such-file.ts`, which is no file of the repository',
       'functions/mcp/x.ts:2: names `functions/mcp/gone.ts`, which is no file of the repository',
     ]);
-    const fine = '`https://example.com/a/b.md`, `node_modules/x/y.js`, `/var/fc/index.js`, `@scope/pkg/z.js`, `../support/server.ts`';
+    const fine =
+      '`https://example.com/a/b.md`, `node_modules/x/y.js`, `/var/fc/index.js`, `@scope/pkg/z.js`, `../support/server.ts`';
     expect(problemsIn('test/e2e/x.md', fine, FILES, TAILS)).toEqual([]);
   });
 
   it('no comment or doc cites a note kept outside it, or a file it does not have', () => {
-    const checked = WALKED.flatMap((top) => (top.includes('.') ? [top] : walk(top))).filter((file) => CHECKED_FILE.test(file));
+    const checked = WALKED.flatMap((top) => (top.includes('.') ? [top] : walk(top))).filter((file) =>
+      CHECKED_FILE.test(file),
+    );
     expect(checked.length).toBeGreaterThan(100);
     const problems = checked.flatMap((file) => problemsIn(file, readFileSync(join(ROOT, file), 'utf8'), FILES, TAILS));
     expect(problems).toEqual([]);

@@ -18,12 +18,40 @@ const savedPrepare = Error.prepareStackTrace;
 
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'stack-maps-'));
-  writeFileSync(join(dir, 'lib.ts'), ['export function boom(n: number): never {', '  const why: string = `boom ${n}`;', '  throw new Error(why);', '}', ''].join('\n'));
+  writeFileSync(
+    join(dir, 'lib.ts'),
+    [
+      'export function boom(n: number): never {',
+      '  const why: string = `boom ${n}`;',
+      '  throw new Error(why);',
+      '}',
+      '',
+    ].join('\n'),
+  );
   writeFileSync(
     join(dir, 'entry.ts'),
-    ['import { boom } from "./lib";', '', 'export function run(times: number): number {', '  let total = 0;', '  for (let i = 0; i < times; i++) total += i;', '  return total > 3 ? boom(total) : total;', '}', ''].join('\n'),
+    [
+      'import { boom } from "./lib";',
+      '',
+      'export function run(times: number): number {',
+      '  let total = 0;',
+      '  for (let i = 0; i < times; i++) total += i;',
+      '  return total > 3 ? boom(total) : total;',
+      '}',
+      '',
+    ].join('\n'),
   );
-  buildSync({ entryPoints: [join(dir, 'entry.ts')], bundle: true, minify: true, platform: 'node', format: 'cjs', outfile: join(dir, 'chunk.js'), sourcemap: 'external', sourcesContent: false, logLevel: 'silent' });
+  buildSync({
+    entryPoints: [join(dir, 'entry.ts')],
+    bundle: true,
+    minify: true,
+    platform: 'node',
+    format: 'cjs',
+    outfile: join(dir, 'chunk.js'),
+    sourcemap: 'external',
+    sourcesContent: false,
+    logLevel: 'silent',
+  });
   map = JSON.parse(readFileSync(join(dir, 'chunk.js.map'), 'utf8')) as typeof map;
 });
 
@@ -41,9 +69,20 @@ describe('decodeSourceMap and originalPositionOf', () => {
     let compared = 0;
     lines.forEach((text, line) => {
       for (let column = 0; column < text.length; column++) {
-        const theirs = oracle.findEntry(line, column) as { originalSource?: string; originalLine?: number; originalColumn?: number };
+        const theirs = oracle.findEntry(line, column) as {
+          originalSource?: string;
+          originalLine?: number;
+          originalColumn?: number;
+        };
         const mine = originalPositionOf(decoded, line + 1, column + 1);
-        const expected = theirs.originalSource === undefined ? undefined : { source: join(dir, theirs.originalSource), line: (theirs.originalLine ?? 0) + 1, column: (theirs.originalColumn ?? 0) + 1 };
+        const expected =
+          theirs.originalSource === undefined
+            ? undefined
+            : {
+                source: join(dir, theirs.originalSource),
+                line: (theirs.originalLine ?? 0) + 1,
+                column: (theirs.originalColumn ?? 0) + 1,
+              };
         expect({ line, column, mine }).toEqual({ line, column, mine: expected });
         compared++;
       }
@@ -52,8 +91,12 @@ describe('decodeSourceMap and originalPositionOf', () => {
   });
 
   it('resolves sources against the map’s directory, keeps esbuild’s own names, and applies sourceRoot', () => {
-    expect(decodeSourceMap({ sources: ['../functions/mcp/core.ts', '<define:X>'], mappings: '' }, '/code').sources).toEqual(['/functions/mcp/core.ts', '<define:X>']);
-    expect(decodeSourceMap({ sources: ['core.ts'], sourceRoot: 'src/', mappings: '' }, '/a').sources).toEqual(['/a/src/core.ts']);
+    expect(
+      decodeSourceMap({ sources: ['../functions/mcp/core.ts', '<define:X>'], mappings: '' }, '/code').sources,
+    ).toEqual(['/functions/mcp/core.ts', '<define:X>']);
+    expect(decodeSourceMap({ sources: ['core.ts'], sourceRoot: 'src/', mappings: '' }, '/a').sources).toEqual([
+      '/a/src/core.ts',
+    ]);
   });
 
   it('maps nothing outside the mapped lines, before a line’s first segment, or in a segment without a source', () => {
@@ -78,7 +121,12 @@ describe('decodeSourceMap and originalPositionOf', () => {
 /** A frame as V8 hands it to Error.prepareStackTrace (the parts the formatter reads). */
 function frame(file: string | undefined, line: number, column: number, name = 'Object.f'): NodeJS.CallSite {
   const where = file === undefined ? 'native' : `${file}:${line}:${column}`;
-  return { getFileName: () => file, getLineNumber: () => line, getColumnNumber: () => column, toString: () => `${name} (${where})` } as unknown as NodeJS.CallSite;
+  return {
+    getFileName: () => file,
+    getLineNumber: () => line,
+    getColumnNumber: () => column,
+    toString: () => `${name} (${where})`,
+  } as unknown as NodeJS.CallSite;
 }
 
 /** The generated line and column (1-based) of the `throw` in the chunk. */
@@ -98,7 +146,12 @@ describe('installStackMaps', () => {
     expect(installStackMaps(join(dir, 'chunk.js'))).toBe(true);
     const { line, column } = throwPosition();
     const error = new Error('boom 6');
-    const stack = Error.prepareStackTrace?.(error, [frame('chunk.js', line, column, 'c'), frame(join(dir, 'chunk.js'), line, column), frame('node:internal/timers', 5, 7), frame(undefined, 0, 0)]) as string;
+    const stack = Error.prepareStackTrace?.(error, [
+      frame('chunk.js', line, column, 'c'),
+      frame(join(dir, 'chunk.js'), line, column),
+      frame('node:internal/timers', 5, 7),
+      frame(undefined, 0, 0),
+    ]) as string;
     expect(stack.split('\n')).toEqual([
       'Error: boom 6',
       `    at c (${join(dir, 'lib.ts')}:3:3)`,
@@ -111,7 +164,12 @@ describe('installStackMaps', () => {
   it('leaves a frame as it is when its file has no map, or is not beside the bundle', () => {
     installStackMaps(join(dir, 'chunk.js'));
     writeFileSync(join(dir, 'other.js.map'), '{"version":3,"sources":["x.ts"],"mappings":"%%"}');
-    const frames = [frame('other.js', 1, 1), frame('unmapped.js', 1, 1), frame('/elsewhere/chunk.js', 1, 1), frame(join(dir, 'chunk.js'), 99, 1)];
+    const frames = [
+      frame('other.js', 1, 1),
+      frame('unmapped.js', 1, 1),
+      frame('/elsewhere/chunk.js', 1, 1),
+      frame(join(dir, 'chunk.js'), 99, 1),
+    ];
     const stack = Error.prepareStackTrace?.(new TypeError('t'), frames) as string;
     expect(stack.split('\n').slice(1)).toEqual(frames.map((f) => `    at ${String(f)}`));
   });
@@ -124,7 +182,9 @@ describe('installStackMaps', () => {
     } catch (err: unknown) {
       nodeError = err;
     }
-    expect(Error.prepareStackTrace?.(nodeError as Error, [])).toMatch(/^TypeError \[ERR_INVALID_ARG_TYPE\]: The "path" argument/);
+    expect(Error.prepareStackTrace?.(nodeError as Error, [])).toMatch(
+      /^TypeError \[ERR_INVALID_ARG_TYPE\]: The "path" argument/,
+    );
     const renamed = new Error('m');
     renamed.name = 'Custom';
     expect(Error.prepareStackTrace?.(renamed, [])).toBe('Custom: m');

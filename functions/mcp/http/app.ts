@@ -46,7 +46,9 @@ export function createApp(deps: AppDeps): FetchHandler {
           ? Response.json(deps.health(), { headers: { 'cache-control': 'no-store' } })
           : toErrorResponse({ kind: 'route_method_not_allowed', allow: 'GET' });
       case '/initialize':
-        return req.method === 'POST' ? new Response('ok\n') : toErrorResponse({ kind: 'route_method_not_allowed', allow: 'POST' });
+        return req.method === 'POST'
+          ? new Response('ok\n')
+          : toErrorResponse({ kind: 'route_method_not_allowed', allow: 'POST' });
       case '/pre-stop':
         if (req.method !== 'GET') return toErrorResponse({ kind: 'route_method_not_allowed', allow: 'GET' });
         await deps.preStop();
@@ -54,9 +56,12 @@ export function createApp(deps: AppDeps): FetchHandler {
       default:
         if (deps.oauth !== undefined) {
           if (!RESOURCE_METADATA_PATHS.includes(path)) return toErrorResponse({ kind: 'no_route', path });
-          if (req.method !== 'GET' && req.method !== 'HEAD') return toErrorResponse({ kind: 'route_method_not_allowed', allow: 'GET' });
+          if (req.method !== 'GET' && req.method !== 'HEAD')
+            return toErrorResponse({ kind: 'route_method_not_allowed', allow: 'GET' });
           // Public by design, and read by browser-based clients (the MCP Inspector) from another origin.
-          return Response.json(deps.oauth.metadata, { headers: { 'cache-control': 'max-age=300', 'access-control-allow-origin': '*' } });
+          return Response.json(deps.oauth.metadata, {
+            headers: { 'cache-control': 'max-age=300', 'access-control-allow-origin': '*' },
+          });
         }
         return toErrorResponse(isOAuthPath(path) ? { kind: 'no_oauth' } : { kind: 'no_route', path });
     }

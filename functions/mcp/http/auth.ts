@@ -82,7 +82,11 @@ export function withAuth(next: FetchHandler, verifier: BearerVerifier | undefine
     }
     if (oauth === undefined || token === undefined) {
       ctx.log.error_code = `auth_${result.reason}`;
-      return toErrorResponse({ kind: 'unauthorized', reason: result.reason, ...(oauth !== undefined && { challenge: oauth.challenge() }) });
+      return toErrorResponse({
+        kind: 'unauthorized',
+        reason: result.reason,
+        ...(oauth !== undefined && { challenge: oauth.challenge() }),
+      });
     }
     const check = await oauth.verify(token, ctx.peer);
     if (check.ok) {
@@ -91,9 +95,16 @@ export function withAuth(next: FetchHandler, verifier: BearerVerifier | undefine
     }
     ctx.log.error_code = `auth_${check.reason}`;
     ctx.log.auth_detail = check.detail;
-    if (check.reason === 'unavailable') return toErrorResponse({ kind: 'auth_unavailable', retryAfterS: AUTH_UNAVAILABLE_RETRY_S });
-    if (check.reason === 'busy') return toErrorResponse({ kind: 'auth_busy', what: check.what, retryAfterS: check.retryAfterS });
-    if (check.reason === 'insufficient_scope') return toErrorResponse({ kind: 'insufficient_scope', challenge: oauth.challenge('insufficient_scope'), detail: check.detail });
+    if (check.reason === 'unavailable')
+      return toErrorResponse({ kind: 'auth_unavailable', retryAfterS: AUTH_UNAVAILABLE_RETRY_S });
+    if (check.reason === 'busy')
+      return toErrorResponse({ kind: 'auth_busy', what: check.what, retryAfterS: check.retryAfterS });
+    if (check.reason === 'insufficient_scope')
+      return toErrorResponse({
+        kind: 'insufficient_scope',
+        challenge: oauth.challenge('insufficient_scope'),
+        detail: check.detail,
+      });
     return toErrorResponse({ kind: 'unauthorized', reason: 'invalid', challenge: oauth.challenge('invalid_token') });
   };
 }

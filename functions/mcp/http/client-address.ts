@@ -25,13 +25,17 @@ export interface ClientAddresses {
   clientOf(req: IncomingMessage): string | undefined;
 }
 
-export function createClientAddresses({ trustedProxies, socketPeerIsClient = true }: ClientAddressOptions): ClientAddresses {
+export function createClientAddresses({
+  trustedProxies,
+  socketPeerIsClient = true,
+}: ClientAddressOptions): ClientAddresses {
   const proxies = new BlockList();
   for (const range of trustedProxies) {
     const [address = '', prefix] = range.split('/');
     proxies.addSubnet(address, Number(prefix), isIP(address) === 6 ? 'ipv6' : 'ipv4');
   }
-  const isTrustedProxy = (address: string): boolean => trustedProxies.length > 0 && proxies.check(address, isIP(address) === 6 ? 'ipv6' : 'ipv4');
+  const isTrustedProxy = (address: string): boolean =>
+    trustedProxies.length > 0 && proxies.check(address, isIP(address) === 6 ? 'ipv6' : 'ipv4');
   return {
     isTrustedProxy,
     clientOf(req) {

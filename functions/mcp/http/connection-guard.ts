@@ -69,8 +69,16 @@ const DROP_LOG_INTERVAL_MS = 10_000;
 export const DEFAULT_KEEP_ALIVE_MS = 75_000;
 
 /** The options for `http.createServer` that bound how long a request may take to arrive. */
-export function serverTimeouts(limits: ConnectionLimits): { headersTimeout: number; requestTimeout: number; connectionsCheckingInterval: number } {
-  return { headersTimeout: limits.headersMs ?? 10_000, requestTimeout: limits.requestMs ?? 30_000, connectionsCheckingInterval: 1_000 };
+export function serverTimeouts(limits: ConnectionLimits): {
+  headersTimeout: number;
+  requestTimeout: number;
+  connectionsCheckingInterval: number;
+} {
+  return {
+    headersTimeout: limits.headersMs ?? 10_000,
+    requestTimeout: limits.requestMs ?? 30_000,
+    connectionsCheckingInterval: 1_000,
+  };
 }
 
 /** Applies the caps and the first-request deadline to `server`, and hands the requests within them to `serve`. */
@@ -93,7 +101,11 @@ export function guardConnections(server: Server, { limits, clients, logger, serv
   const drop = (): void => {
     dropped += 1;
     if (Date.now() - droppedLoggedAtMs < DROP_LOG_INTERVAL_MS) return;
-    logger.warn('connections dropped', { count: dropped, ceiling: maxConnections + maxRefusing, max_refusing: maxRefusing });
+    logger.warn('connections dropped', {
+      count: dropped,
+      ceiling: maxConnections + maxRefusing,
+      max_refusing: maxRefusing,
+    });
     dropped = 0;
     droppedLoggedAtMs = Date.now();
   };
@@ -102,7 +114,12 @@ export function guardConnections(server: Server, { limits, clients, logger, serv
   server.on('connection', (socket: Socket) => {
     const peer = toAddress(socket.remoteAddress) ?? '';
     const viaProxy = clients.isTrustedProxy(peer);
-    const scope = served >= maxConnections ? 'server' : !viaProxy && maxPerPeer > 0 && (perPeer.get(peer) ?? 0) >= maxPerPeer ? 'peer' : undefined;
+    const scope =
+      served >= maxConnections
+        ? 'server'
+        : !viaProxy && maxPerPeer > 0 && (perPeer.get(peer) ?? 0) >= maxPerPeer
+          ? 'peer'
+          : undefined;
     if (scope !== undefined) {
       if (refusing >= maxRefusing) {
         socket.destroy();
@@ -110,7 +127,12 @@ export function guardConnections(server: Server, { limits, clients, logger, serv
         return;
       }
       refusing += 1;
-      refusals.set(socket, { kind: 'over_capacity', scope, max: scope === 'server' ? maxConnections : maxPerPeer, retryAfterS: REFUSAL_RETRY_AFTER_S });
+      refusals.set(socket, {
+        kind: 'over_capacity',
+        scope,
+        max: scope === 'server' ? maxConnections : maxPerPeer,
+        retryAfterS: REFUSAL_RETRY_AFTER_S,
+      });
       const hold = setTimeout(() => socket.destroy(), refusalHoldMs);
       hold.unref();
       socket.once('close', () => {
@@ -142,15 +164,29 @@ export function guardConnections(server: Server, { limits, clients, logger, serv
     }
     const refusal = refusals.get(socket);
     if (refusal !== undefined) {
-      logger.warn('connection refused', { scope: refusal.scope, max: refusal.max, peer: toAddress(socket.remoteAddress) });
+      logger.warn('connection refused', {
+        scope: refusal.scope,
+        max: refusal.max,
+        peer: toAddress(socket.remoteAddress),
+      });
       answerAndClose(req, res, refusal);
       return;
     }
     if (proxied.has(socket) && maxPerPeer > 0) {
       const client = clients.clientOf(req) ?? '';
       if ((perClient.get(client) ?? 0) >= maxPerPeer) {
-        logger.warn('connection refused', { scope: 'client', max: maxPerPeer, peer: toAddress(socket.remoteAddress), client });
-        answerAndClose(req, res, { kind: 'over_capacity', scope: 'client', max: maxPerPeer, retryAfterS: REFUSAL_RETRY_AFTER_S });
+        logger.warn('connection refused', {
+          scope: 'client',
+          max: maxPerPeer,
+          peer: toAddress(socket.remoteAddress),
+          client,
+        });
+        answerAndClose(req, res, {
+          kind: 'over_capacity',
+          scope: 'client',
+          max: maxPerPeer,
+          retryAfterS: REFUSAL_RETRY_AFTER_S,
+        });
         return;
       }
       count(perClient, client, 1);

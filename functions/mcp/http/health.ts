@@ -18,7 +18,15 @@ export interface HealthSources {
 }
 
 /** Creates the `/health` report builder. */
-export function createHealthReport({ backend, counts, authMode, versions, byTransport, startedAtMs, now = Date.now }: HealthSources): () => HealthReport {
+export function createHealthReport({
+  backend,
+  counts,
+  authMode,
+  versions,
+  byTransport,
+  startedAtMs,
+  now = Date.now,
+}: HealthSources): () => HealthReport {
   // `supported`: every revision some transport serves; `transports`: which serves which; `preferred`: what
   // `initialize` answers a version it does not serve with.
   const transports = Object.fromEntries(Object.entries(byTransport).map(([name, list]) => [name, [...list]]));
@@ -32,7 +40,13 @@ export function createHealthReport({ backend, counts, authMode, versions, byTran
       version: SERVER_INFO.version,
       protocol: { supported, preferred: versions[0], transports },
       // `detail`: what isolates sandboxes here (the local backend's hardening), or why none are run.
-      backend: { name: status.backend, ready: status.ready, isolation: status.isolation, detail: status.detail, ...(status.limits === undefined ? {} : { limits: status.limits }) },
+      backend: {
+        name: status.backend,
+        ready: status.ready,
+        isolation: status.isolation,
+        detail: status.detail,
+        ...(status.limits === undefined ? {} : { limits: status.limits }),
+      },
       auth: authMode,
       sessions,
       sandboxes,

@@ -6,7 +6,11 @@
  */
 
 /** Metadata documents a client looks for, at the root and with the resource's path after or before them. */
-const WELL_KNOWN = ['/.well-known/oauth-protected-resource', '/.well-known/oauth-authorization-server', '/.well-known/openid-configuration'];
+const WELL_KNOWN = [
+  '/.well-known/oauth-protected-resource',
+  '/.well-known/oauth-authorization-server',
+  '/.well-known/openid-configuration',
+];
 /** The endpoints a client falls back to when it finds no metadata. */
 const ENDPOINTS = new Set(['/register', '/authorize', '/token']);
 

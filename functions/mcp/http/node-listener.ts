@@ -31,7 +31,12 @@ export type NodeListener = (req: IncomingMessage, res: ServerResponse, body?: Re
  * space (measured: more and longer GC pauses under load). The modern lane attaches the signal itself.
  */
 export function createNodeListener(handler: FetchHandler, options: NodeListenerOptions): NodeListener {
-  const { requestIdHeader, onError, maxBodyBytes, clientOf = (req: IncomingMessage) => toAddress(req.socket.remoteAddress) } = options;
+  const {
+    requestIdHeader,
+    onError,
+    maxBodyBytes,
+    clientOf = (req: IncomingMessage) => toAddress(req.socket.remoteAddress),
+  } = options;
   return (req, res, preRead) => {
     const abort = new AbortController();
     res.on('close', () => {
@@ -40,7 +45,10 @@ export function createNodeListener(handler: FetchHandler, options: NodeListenerO
     const requestId = requestIdOf(req, requestIdHeader);
     if (!WEB_METHODS.has(req.method ?? '')) {
       // TRACE and the like cannot even become a web Request (the Fetch spec forbids them).
-      writeErrorAnswer(res, { kind: 'method_unsupported', allow: targetsMcp(req.url) ? MCP_ALLOW : 'GET, POST, DELETE, OPTIONS' });
+      writeErrorAnswer(res, {
+        kind: 'method_unsupported',
+        allow: targetsMcp(req.url) ? MCP_ALLOW : 'GET, POST, DELETE, OPTIONS',
+      });
       return;
     }
     if (hasDuplicateHost(req)) {
@@ -56,7 +64,8 @@ export function createNodeListener(handler: FetchHandler, options: NodeListenerO
     }
     // The body is read by the shell, once, when a handler past the gates asks (no web stream per request:
     // they are costly in Node); a request refused before that (401) is answered without reading it.
-    let body: Promise<RequestBody | undefined> | undefined = preRead === undefined ? undefined : Promise.resolve(preRead);
+    let body: Promise<RequestBody | undefined> | undefined =
+      preRead === undefined ? undefined : Promise.resolve(preRead);
     // A body that cannot be read means the client went away: the request's signal says so before the error.
     const readBodyOrHangUp = (): Promise<RequestBody | undefined> =>
       readBody(req, maxBodyBytes).catch((err: unknown) => {
@@ -190,15 +199,16 @@ async function writeResponse(response: Response, res: ServerResponse, signal: Ab
     for (;;) {
       const { done, value } = await reader.read();
       if (done || signal.aborted) break;
-      if (!res.write(value)) await new Promise<void>((resolve) => {
-        const resume = (): void => {
-          res.off('drain', resume);
-          signal.removeEventListener('abort', resume);
-          resolve();
-        };
-        res.on('drain', resume);
-        signal.addEventListener('abort', resume, { once: true });
-      });
+      if (!res.write(value))
+        await new Promise<void>((resolve) => {
+          const resume = (): void => {
+            res.off('drain', resume);
+            signal.removeEventListener('abort', resume);
+            resolve();
+          };
+          res.on('drain', resume);
+          signal.addEventListener('abort', resume, { once: true });
+        });
     }
   } finally {
     signal.removeEventListener('abort', cancel);

@@ -28,7 +28,9 @@ export function toHostName(host: string): string {
 /** True when a browser page at `origin` may call the server. */
 export function isOriginAllowed(origin: string, policy: OriginPolicy): boolean {
   if (policy.allowedOrigins !== undefined) {
-    return policy.allowedOrigins.includes('*') || policy.allowedOrigins.includes(origin.toLowerCase().replace(/\/$/, ''));
+    return (
+      policy.allowedOrigins.includes('*') || policy.allowedOrigins.includes(origin.toLowerCase().replace(/\/$/, ''))
+    );
   }
   try {
     return LOOPBACK_NAMES.has(new URL(origin).hostname.toLowerCase());

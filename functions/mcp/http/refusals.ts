@@ -76,7 +76,9 @@ interface RefusalDetails {
 type RefusalKind = keyof RefusalDetails;
 
 /** Why a request (or a stdio line) is refused: `{ kind, ...details }`. */
-export type HttpRefusal<K extends RefusalKind = RefusalKind> = { [P in K]: { readonly kind: P } & Readonly<RefusalDetails[P]> }[K];
+export type HttpRefusal<K extends RefusalKind = RefusalKind> = {
+  [P in K]: { readonly kind: P } & Readonly<RefusalDetails[P]>;
+}[K];
 
 /** A refusal ready for the wire. */
 export interface ErrorAnswer {
@@ -114,8 +116,16 @@ const { PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS, INTERNAL_ERROR, SERVER_ERR
 
 /** The table. */
 const ROWS: Rows = {
-  host_not_allowed: () => ({ status: 403, code: SERVER_ERROR, message: 'Forbidden: this Host is not allowed (MCP_ALLOWED_HOSTS)' }),
-  origin_not_allowed: () => ({ status: 403, code: SERVER_ERROR, message: 'Forbidden: this Origin is not allowed (MCP_ALLOWED_ORIGINS)' }),
+  host_not_allowed: () => ({
+    status: 403,
+    code: SERVER_ERROR,
+    message: 'Forbidden: this Host is not allowed (MCP_ALLOWED_HOSTS)',
+  }),
+  origin_not_allowed: () => ({
+    status: 403,
+    code: SERVER_ERROR,
+    message: 'Forbidden: this Origin is not allowed (MCP_ALLOWED_ORIGINS)',
+  }),
   // Without OAuth there is no `resource_metadata` in the challenge: no metadata document to point clients at.
   unauthorized: ({ reason, challenge }) =>
     reason === 'missing'
@@ -132,9 +142,18 @@ const ROWS: Rows = {
           status: 401,
           code: SERVER_ERROR,
           message: 'Unauthorized: the bearer token is not valid for this server',
-          headers: { 'www-authenticate': challenge ?? 'Bearer realm="mcp", error="invalid_token", error_description="The bearer token is not valid for this server"' },
+          headers: {
+            'www-authenticate':
+              challenge ??
+              'Bearer realm="mcp", error="invalid_token", error_description="The bearer token is not valid for this server"',
+          },
         },
-  insufficient_scope: ({ challenge, detail }) => ({ status: 403, code: SERVER_ERROR, message: `Forbidden: the access token lacks a scope this server requires (${detail})`, headers: { 'www-authenticate': challenge } }),
+  insufficient_scope: ({ challenge, detail }) => ({
+    status: 403,
+    code: SERVER_ERROR,
+    message: `Forbidden: the access token lacks a scope this server requires (${detail})`,
+    headers: { 'www-authenticate': challenge },
+  }),
   auth_unavailable: ({ retryAfterS }) => ({
     status: 503,
     code: SERVER_ERROR,
@@ -150,9 +169,22 @@ const ROWS: Rows = {
         : `Service Unavailable: too many access tokens are waiting to be checked at the authorization server; retry in ${retryAfterS} s`,
     retryAfterS,
   }),
-  mcp_method_not_allowed: ({ method }) => ({ status: 405, code: SERVER_ERROR, message: mcpMethodNotAllowed(method), headers: { allow: MCP_ALLOW } }),
-  not_acceptable: () => ({ status: 406, code: SERVER_ERROR, message: 'Not Acceptable: the Accept header must list application/json and text/event-stream' }),
-  unsupported_media_type: () => ({ status: 415, code: SERVER_ERROR, message: 'Unsupported Media Type: send Content-Type: application/json' }),
+  mcp_method_not_allowed: ({ method }) => ({
+    status: 405,
+    code: SERVER_ERROR,
+    message: mcpMethodNotAllowed(method),
+    headers: { allow: MCP_ALLOW },
+  }),
+  not_acceptable: () => ({
+    status: 406,
+    code: SERVER_ERROR,
+    message: 'Not Acceptable: the Accept header must list application/json and text/event-stream',
+  }),
+  unsupported_media_type: () => ({
+    status: 415,
+    code: SERVER_ERROR,
+    message: 'Unsupported Media Type: send Content-Type: application/json',
+  }),
   body_too_large: ({ maxBytes }) => ({
     status: 413,
     code: SERVER_ERROR,
@@ -163,7 +195,8 @@ const ROWS: Rows = {
   delete_without_session: () => ({
     status: 400,
     code: SERVER_ERROR,
-    message: 'Bad Request: the Mcp-Session-Id header is missing; DELETE ends the session it names (2026-07-28 clients have no session to end)',
+    message:
+      'Bad Request: the Mcp-Session-Id header is missing; DELETE ends the session it names (2026-07-28 clients have no session to end)',
   }),
   session_id_required: () => ({
     status: 400,
@@ -173,20 +206,31 @@ const ROWS: Rows = {
   session_not_found: () => ({
     status: 404,
     code: SESSION_NOT_FOUND,
-    message: 'Session not found: it expired, was deleted, or was never issued to this credential. Send initialize to start a new session.',
+    message:
+      'Session not found: it expired, was deleted, or was never issued to this credential. Send initialize to start a new session.',
   }),
-  not_json_rpc: () => ({ status: 400, code: INVALID_REQUEST, message: 'Invalid Request: the body is not a JSON-RPC 2.0 message (or a batch of them)' }),
+  not_json_rpc: () => ({
+    status: 400,
+    code: INVALID_REQUEST,
+    message: 'Invalid Request: the body is not a JSON-RPC 2.0 message (or a batch of them)',
+  }),
   already_initialized: () => ({
     status: 400,
     code: INVALID_REQUEST,
-    message: 'Invalid Request: this session is already initialized; to start a new one, send initialize without Mcp-Session-Id',
+    message:
+      'Invalid Request: this session is already initialized; to start a new one, send initialize without Mcp-Session-Id',
   }),
   initialize_params: () => ({
     status: 400,
     code: INVALID_PARAMS,
-    message: 'Invalid params: initialize needs params.protocolVersion, params.capabilities and params.clientInfo {name, version}',
+    message:
+      'Invalid params: initialize needs params.protocolVersion, params.capabilities and params.clientInfo {name, version}',
   }),
-  initialize_in_batch: () => ({ status: 400, code: INVALID_REQUEST, message: 'Invalid Request: initialize must not be part of a JSON-RPC batch' }),
+  initialize_in_batch: () => ({
+    status: 400,
+    code: INVALID_REQUEST,
+    message: 'Invalid Request: initialize must not be part of a JSON-RPC batch',
+  }),
   batch_not_allowed: ({ allowed, version }) => ({
     status: 400,
     code: INVALID_REQUEST,
@@ -211,14 +255,42 @@ const ROWS: Rows = {
   internal: () => ({ status: 500, code: INTERNAL_ERROR, message: 'Internal server error' }),
 
   line_not_json: () => ({ status: 400, code: PARSE_ERROR, message: 'Parse error: the line is not valid JSON' }),
-  line_not_json_rpc: () => ({ status: 400, code: INVALID_REQUEST, message: 'Invalid Request: each line must be one JSON-RPC 2.0 message object' }),
+  line_not_json_rpc: () => ({
+    status: 400,
+    code: INVALID_REQUEST,
+    message: 'Invalid Request: each line must be one JSON-RPC 2.0 message object',
+  }),
 
-  no_route: ({ path }) => ({ status: 404, error: 'not_found', message: `No route for ${path}; the MCP endpoint is /mcp` }),
-  route_method_not_allowed: ({ allow }) => ({ status: 405, error: 'method_not_allowed', message: `Use ${allow}`, headers: { allow } }),
-  no_oauth: () => ({ status: 404, error: 'not_found', message: NO_OAUTH_MESSAGE, headers: { 'cache-control': 'no-store' }, oauth: true }),
+  no_route: ({ path }) => ({
+    status: 404,
+    error: 'not_found',
+    message: `No route for ${path}; the MCP endpoint is /mcp`,
+  }),
+  route_method_not_allowed: ({ allow }) => ({
+    status: 405,
+    error: 'method_not_allowed',
+    message: `Use ${allow}`,
+    headers: { allow },
+  }),
+  no_oauth: () => ({
+    status: 404,
+    error: 'not_found',
+    message: NO_OAUTH_MESSAGE,
+    headers: { 'cache-control': 'no-store' },
+    oauth: true,
+  }),
   // TRACE and the like, which cannot become a web Request.
-  method_unsupported: ({ allow }) => ({ status: 405, error: 'method_not_allowed', message: 'Use POST (and DELETE to end a session)', headers: { allow } }),
-  duplicate_host: () => ({ status: 400, error: 'bad_request', message: 'The request carries more than one Host header.' }),
+  method_unsupported: ({ allow }) => ({
+    status: 405,
+    error: 'method_not_allowed',
+    message: 'Use POST (and DELETE to end a session)',
+    headers: { allow },
+  }),
+  duplicate_host: () => ({
+    status: 400,
+    error: 'bad_request',
+    message: 'The request carries more than one Host header.',
+  }),
   bad_target: () => ({ status: 400, error: 'bad_request', message: 'The request target is not a valid path.' }),
   internal_plain: () => ({ status: 500, error: 'internal_error', message: 'Internal server error' }),
   // Answered, not reset: a client behind a proxy would only see "socket hang up".
@@ -242,10 +314,17 @@ export function toErrorAnswer(refusal: HttpRefusal, id: JsonRpcId = null): Error
   const headers: Record<string, string> = { 'content-type': 'application/json', ...row.headers };
   if ('code' in row) {
     if (row.retryAfterS !== undefined) headers['retry-after'] = String(row.retryAfterS);
-    return { status: row.status, headers, body: JSON.stringify({ jsonrpc: '2.0', error: { code: row.code, message: row.message }, id }) };
+    return {
+      status: row.status,
+      headers,
+      body: JSON.stringify({ jsonrpc: '2.0', error: { code: row.code, message: row.message }, id }),
+    };
   }
   if (row.retryAfterS !== undefined) headers['retry-after'] = String(row.retryAfterS);
-  const body = row.oauth === true ? { error: row.error, error_description: row.message, message: row.message } : { error: row.error, message: row.message };
+  const body =
+    row.oauth === true
+      ? { error: row.error, error_description: row.message, message: row.message }
+      : { error: row.error, message: row.message };
   return { status: row.status, headers, body: JSON.stringify(body) };
 }
 

@@ -26,13 +26,21 @@ export function logRequest(logger: Logger, line: RequestLine, fields: RequestLog
 }
 
 /** Logs method, path, status, duration and the MCP fields once the response head is ready. */
-export function withRequestLog(next: FetchHandler, logger: Logger, now: () => number = () => performance.now()): FetchHandler {
+export function withRequestLog(
+  next: FetchHandler,
+  logger: Logger,
+  now: () => number = () => performance.now(),
+): FetchHandler {
   return async (req, ctx) => {
     const started = now();
     const res = await next(req, ctx);
     const path = ctx.path;
     if (path !== '/health') {
-      logRequest(logger, { requestId: ctx.requestId, method: req.method, path, status: res.status, durationMs: now() - started }, ctx.log);
+      logRequest(
+        logger,
+        { requestId: ctx.requestId, method: req.method, path, status: res.status, durationMs: now() - started },
+        ctx.log,
+      );
     }
     return res;
   };

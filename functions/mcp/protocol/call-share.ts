@@ -33,7 +33,10 @@ export function createCallShare(maxPerCredential: number): CallShare {
       if (calls === 0) return undefined;
       const held = counts.get(principal) ?? 0;
       if (held + calls > maxPerCredential) {
-        return toErrorResponse({ kind: 'too_many_calls', running: held, max: maxPerCredential, retryAfterS: CALLS_RETRY_AFTER_S }, jsonRpcIdOf(body));
+        return toErrorResponse(
+          { kind: 'too_many_calls', running: held, max: maxPerCredential, retryAfterS: CALLS_RETRY_AFTER_S },
+          jsonRpcIdOf(body),
+        );
       }
       counts.set(principal, held + calls);
       let released = false;

@@ -47,7 +47,12 @@ export interface EarlyListenerOptions {
 /** Answered here, or to be handed to the core, with the body when it was read. */
 export type EarlyOutcome = { answered: true } | { answered: false; body?: RequestBody };
 
-const SSE_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', 'x-accel-buffering': 'no' };
+const SSE_HEADERS = {
+  'content-type': 'text/event-stream',
+  'cache-control': 'no-cache, no-transform',
+  connection: 'keep-alive',
+  'x-accel-buffering': 'no',
+};
 
 /** The early path: answers, or leaves to the core; it never writes to `res` unless it answers. */
 export type EarlyListener = (req: IncomingMessage, res: ServerResponse) => Promise<EarlyOutcome>;
@@ -73,8 +78,19 @@ export function createEarlyListener(options: EarlyListenerOptions): EarlyListene
     res.writeHead(200, { ...SSE_HEADERS, 'mcp-session-id': minted.id });
     res.end(`event: message\ndata: ${earlyInitializeResponse(request)}\n\n`);
     // The request line the core would log (http/request-log.ts), with the fields its 2025 lane adds.
-    const line = { requestId: requestIdOf(req, options.requestIdHeader), method: 'POST', path: '/mcp', status: 200, durationMs: performance.now() - started };
-    logRequest(logger, line, { mcp_method: 'initialize', era: 'legacy', session: toSessionTag(minted.id), protocol_version: negotiateVersion(request.requestedVersion) });
+    const line = {
+      requestId: requestIdOf(req, options.requestIdHeader),
+      method: 'POST',
+      path: '/mcp',
+      status: 200,
+      durationMs: performance.now() - started,
+    };
+    logRequest(logger, line, {
+      mcp_method: 'initialize',
+      era: 'legacy',
+      session: toSessionTag(minted.id),
+      protocol_version: negotiateVersion(request.requestedVersion),
+    });
     return { answered: true };
   };
 }
@@ -85,10 +101,17 @@ export function createEarlyListener(options: EarlyListenerOptions): EarlyListene
  */
 function admit(req: IncomingMessage, options: EarlyListenerOptions): string | undefined {
   const { headers } = req;
-  if (req.method !== 'POST' || req.url !== '/mcp' || headers.origin !== undefined || headers['mcp-session-id'] !== undefined) return undefined;
+  if (
+    req.method !== 'POST' ||
+    req.url !== '/mcp' ||
+    headers.origin !== undefined ||
+    headers['mcp-session-id'] !== undefined
+  )
+    return undefined;
   if (hasDuplicateHost(req) || !isHostAllowed(headers.host ?? null, options.policy)) return undefined;
   const version = headers['mcp-protocol-version'];
-  if (version !== undefined && (typeof version !== 'string' || !HTTP_PROTOCOL_VERSIONS.includes(version))) return undefined;
+  if (version !== undefined && (typeof version !== 'string' || !HTTP_PROTOCOL_VERSIONS.includes(version)))
+    return undefined;
   if (!acceptsMcpAnswers(headers.accept) || !isJsonContentType(headers['content-type'])) return undefined;
   if (options.verifier === undefined) return ANONYMOUS_PRINCIPAL;
   const check = options.verifier.check(headers.authorization ?? null);

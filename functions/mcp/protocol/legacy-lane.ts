@@ -97,9 +97,14 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
    */
   const recordEnded = async (session: LegacySession): Promise<void> => {
     const issuedAtMs = toIssuedAtMs(session.id) ?? now();
-    await options.provider.recordEnded(session.sandbox.owner, issuedAtMs + options.maxAgeMs + ISSUE_TIME_RESOLUTION_MS).catch((err: unknown) => {
-      logger.error('session tombstone not recorded: another instance could revive the id', { session: session.tag, error: describeError(err) });
-    });
+    await options.provider
+      .recordEnded(session.sandbox.owner, issuedAtMs + options.maxAgeMs + ISSUE_TIME_RESOLUTION_MS)
+      .catch((err: unknown) => {
+        logger.error('session tombstone not recorded: another instance could revive the id', {
+          session: session.tag,
+          error: describeError(err),
+        });
+      });
   };
 
   const close = async (session: LegacySession, reason: string): Promise<void> => {
@@ -123,7 +128,10 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
         ended.add(session.tag);
         if (hadSandbox) await recordEnded(session);
       }
-      logger.info(destroyed ? 'session closed' : 'session released', { session: session.tag, reason: destroyed ? 'idle_expired' : 'idle_here_used_elsewhere' });
+      logger.info(destroyed ? 'session closed' : 'session released', {
+        session: session.tag,
+        reason: destroyed ? 'idle_expired' : 'idle_here_used_elsewhere',
+      });
     } catch (err: unknown) {
       logger.error('session expiry failed', { session: session.tag, error: describeError(err) });
     }
@@ -144,7 +152,8 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
 
   /** The sessions held here, for fair sharing. */
   const sessionHolders = function* (): Generator<Holder & { readonly session: LegacySession }> {
-    for (const session of store.values()) yield { principal: session.principal, lastUsedMs: session.lastUsedMs, busy: session.busy, session };
+    for (const session of store.values())
+      yield { principal: session.principal, lastUsedMs: session.lastUsedMs, busy: session.busy, session };
   };
 
   /**
@@ -181,7 +190,11 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
       principal,
       nowMs: now(),
       catalog: options.catalog,
-      sandbox: createLazySandbox(options.provider, { sessionKey: key, principal }, { resume, quiet, admit: options.admitSandbox?.(principal) }),
+      sandbox: createLazySandbox(
+        options.provider,
+        { sessionKey: key, principal },
+        { resume, quiet, admit: options.admitSandbox?.(principal) },
+      ),
       backendStatus: () => options.provider.status(),
       idleTtlMs: options.idleTtlMs,
       toolTimeoutMaxMs: options.toolTimeoutMaxMs,
@@ -195,7 +208,11 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
    * Opens a session this instance does not hold from an id that verifies for this credential: one whose
    * `initialize` was answered before the core was loaded (new), or one rebuilt after it moved here or was let go.
    */
-  const recover = async (id: string, req: Request, ctx: RequestContext): Promise<LegacySession | Refusal | undefined> => {
+  const recover = async (
+    id: string,
+    req: Request,
+    ctx: RequestContext,
+  ): Promise<LegacySession | Refusal | undefined> => {
     const principal = ctx.principal ?? ANONYMOUS_PRINCIPAL;
     const tag = toSessionTag(id);
     await expiring.get(tag);
@@ -219,7 +236,11 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
     const session = open(principal, id, check.key, true, isNew);
     await primeSession(session, version);
     store.add(session);
-    logger.info(isNew ? 'session opened' : 'session recovered', { session: session.tag, protocol_version: version, request_id: ctx.requestId });
+    logger.info(isNew ? 'session opened' : 'session recovered', {
+      session: session.tag,
+      protocol_version: version,
+      request_id: ctx.requestId,
+    });
     return session;
   };
 
@@ -245,7 +266,10 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
 
   const refused = (refusal: Refusal, ctx: RequestContext, id: string | number | null): Response => {
     ctx.log.error_code = refusal.status === 429 ? 'credential_share' : 'capacity';
-    logger.warn(refusal.status === 429 ? 'credential session share reached' : 'session cap reached', { sessions: store.size, limit: refusal.setting });
+    logger.warn(refusal.status === 429 ? 'credential session share reached' : 'session cap reached', {
+      sessions: store.size,
+      limit: refusal.setting,
+    });
     return toErrorResponse({ kind: 'no_room', ...refusal }, id);
   };
 
@@ -277,7 +301,8 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
     const body = hasMethod(message, 'initialize') ? withDefaultVersion(message) : message;
     if (!isInitializeRequest(body)) {
       if (hasMethod(body, 'initialize')) return toErrorResponse({ kind: 'initialize_params' }, jsonRpcIdOf(body));
-      if (Array.isArray(body) && body.some((m) => hasMethod(m, 'initialize'))) return toErrorResponse({ kind: 'initialize_in_batch' });
+      if (Array.isArray(body) && body.some((m) => hasMethod(m, 'initialize')))
+        return toErrorResponse({ kind: 'initialize_in_batch' });
       return toErrorResponse({ kind: isJsonRpcEnvelope(body) ? 'session_id_required' : 'not_json_rpc' });
     }
     const principal = ctx.principal ?? ANONYMOUS_PRINCIPAL;
@@ -286,7 +311,10 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
     const waitS = rate?.take(principal, now()) ?? 0;
     if (rate !== undefined && waitS > 0) {
       ctx.log.error_code = 'initialize_rate';
-      return toErrorResponse({ kind: 'initialize_rate', burst: rate.burst, perMinute: rate.perMinute, retryAfterS: waitS }, jsonRpcIdOf(body));
+      return toErrorResponse(
+        { kind: 'initialize_rate', burst: rate.burst, perMinute: rate.perMinute, retryAfterS: waitS },
+        jsonRpcIdOf(body),
+      );
     }
     const refusal = makeRoomFor(principal, ctx);
     if (refusal !== undefined) return refused(refusal, ctx, jsonRpcIdOf(body));
@@ -315,7 +343,9 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
     async shutdown({ keepSandboxes, flushMs }) {
       const sessions = [...store.values()];
       for (const session of sessions) store.remove(session.id);
-      await Promise.all(sessions.map((s) => (keepSandboxes ? s.sandbox.release() : s.sandbox.kill()).catch(() => undefined)));
+      await Promise.all(
+        sessions.map((s) => (keepSandboxes ? s.sandbox.release() : s.sandbox.kill()).catch(() => undefined)),
+      );
       await new Promise((resolve) => setTimeout(resolve, flushMs));
       await Promise.all(sessions.map((s) => s.transport.close().catch(() => undefined)));
       logger.info('sessions ended for shutdown', { sessions: sessions.length, sandboxes_kept: keepSandboxes });
@@ -324,7 +354,12 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
       const holders: SandboxHolder[] = [];
       for (const session of store.values()) {
         if (!session.sandbox.active()) continue;
-        holders.push({ principal: session.principal, lastUsedMs: session.lastUsedMs, busy: session.busy, release: () => session.sandbox.release() });
+        holders.push({
+          principal: session.principal,
+          lastUsedMs: session.lastUsedMs,
+          busy: session.busy,
+          release: () => session.sandbox.release(),
+        });
       }
       return holders;
     },
@@ -359,6 +394,7 @@ function withCanonicalAccept(req: Request): Request {
  */
 function withDefaultVersion(body: { method: 'initialize'; params?: unknown }): unknown {
   const params = body.params;
-  if (typeof params !== 'object' || params === null || Array.isArray(params) || 'protocolVersion' in params) return body;
+  if (typeof params !== 'object' || params === null || Array.isArray(params) || 'protocolVersion' in params)
+    return body;
   return { ...body, params: { ...params, protocolVersion: HTTP_PROTOCOL_VERSIONS[0] } };
 }

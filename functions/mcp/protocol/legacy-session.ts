@@ -74,7 +74,12 @@ export function openLegacySession(options: OpenLegacySessionOptions): LegacySess
     catalog: options.catalog,
     versions: HTTP_PROTOCOL_VERSIONS,
     toolContext: (ctx) =>
-      toToolContext(ctx, { sandbox, backend: options.backendStatus, expiresAt: () => new Date(session.lastUsedMs + idleTtlMs), toolTimeoutMaxMs }),
+      toToolContext(ctx, {
+        sandbox,
+        backend: options.backendStatus,
+        expiresAt: () => new Date(session.lastUsedMs + idleTtlMs),
+        toolTimeoutMaxMs,
+      }),
     async trackCall(run) {
       calls += 1;
       try {

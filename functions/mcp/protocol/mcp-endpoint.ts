@@ -84,5 +84,6 @@ function noteMessage(body: unknown, ctx: RequestContext): void {
   if (!isObject(body)) return;
   const { method, params } = body;
   if (typeof method === 'string') ctx.log.mcp_method = method.slice(0, 64);
-  if (method === 'tools/call' && isObject(params) && typeof params.name === 'string') ctx.log.tool = params.name.slice(0, 64);
+  if (method === 'tools/call' && isObject(params) && typeof params.name === 'string')
+    ctx.log.tool = params.name.slice(0, 64);
 }

@@ -87,7 +87,8 @@ function badHandleMessage(reason: string): string {
 export function createModernLane(options: ModernLaneOptions): ModernLane {
   const { catalog, provider, ids, logger, now = Date.now } = options;
   const tools: readonly Tool[] = withSandboxArgument(catalog.list);
-  const leaseOf = (entry: Pick<HeldSandbox, 'confirmed'>): number => (entry.confirmed ? options.idleTtlMs : Math.min(options.firstLeaseMs, options.idleTtlMs));
+  const leaseOf = (entry: Pick<HeldSandbox, 'confirmed'>): number =>
+    entry.confirmed ? options.idleTtlMs : Math.min(options.firstLeaseMs, options.idleTtlMs);
   // Each sandbox idles on its own lease, so a sweep reads the whole table (at most MCP_MAX_SESSIONS long).
   const held = createIdleCache<HeldSandbox>({ idleTtlMs: leaseOf });
 
@@ -120,7 +121,10 @@ export function createModernLane(options: ModernLaneOptions): ModernLane {
    */
   const keyOf = (handle: unknown, principal: string): string | undefined => {
     if (handle === undefined) return undefined;
-    const check = typeof handle === 'string' ? ids.verify('sandbox', handle, principal, now()) : ({ ok: false, reason: 'malformed' } as const);
+    const check =
+      typeof handle === 'string'
+        ? ids.verify('sandbox', handle, principal, now())
+        : ({ ok: false, reason: 'malformed' } as const);
     if (!check.ok) throw new AppError('invalid_input', badHandleMessage(check.reason));
     return check.key;
   };
@@ -144,7 +148,9 @@ export function createModernLane(options: ModernLaneOptions): ModernLane {
       }
       if (key === undefined) ({ key, id: handle } = ids.mint('sandbox', principal, now()));
       // A sandbox for a call without a handle lives on the first lease, at the backend too, until its handle comes back.
-      const owner = resume ? { sessionKey: key, principal } : { sessionKey: key, principal, firstLeaseMs: leaseOf({ confirmed: false }) };
+      const owner = resume
+        ? { sessionKey: key, principal }
+        : { sessionKey: key, principal, firstLeaseMs: leaseOf({ confirmed: false }) };
       const sandbox = createLazySandbox(provider, owner, { resume, admit: options.admitSandbox?.(principal) });
       const created: HeldSandbox = {
         key,
@@ -197,18 +203,20 @@ export function createModernLane(options: ModernLaneOptions): ModernLane {
     }
     const entry = resolved.entry;
     entry.calls += 1;
-    const result = await catalog.call(
-      name,
-      rest,
-      toToolContext(ctx, {
-        sandbox: entry.sandbox,
-        backend: () => provider.status(),
-        expiresAt: () => new Date(entry.lastUsedMs + options.idleTtlMs),
-        toolTimeoutMaxMs: options.toolTimeoutMaxMs,
-      }),
-    ).finally(() => {
-      entry.calls -= 1;
-    });
+    const result = await catalog
+      .call(
+        name,
+        rest,
+        toToolContext(ctx, {
+          sandbox: entry.sandbox,
+          backend: () => provider.status(),
+          expiresAt: () => new Date(entry.lastUsedMs + options.idleTtlMs),
+          toolTimeoutMaxMs: options.toolTimeoutMaxMs,
+        }),
+      )
+      .finally(() => {
+        entry.calls -= 1;
+      });
     return withSandboxHandle(result, resolved.handle, handle === undefined);
   };
 
@@ -224,7 +232,12 @@ export function createModernLane(options: ModernLaneOptions): ModernLane {
     },
     // Always a stream, as in the 2025 lane: in 'auto' mode a call that prints nothing sends no byte until its
     // result (no keep-alive either), and a proxy may cut it.
-    { legacy: 'reject', responseMode: 'sse', keepAliveMs: SSE_KEEP_ALIVE_MS, onerror: (err) => logger.debug('modern lane protocol error', { error: err.message }) },
+    {
+      legacy: 'reject',
+      responseMode: 'sse',
+      keepAliveMs: SSE_KEEP_ALIVE_MS,
+      onerror: (err) => logger.debug('modern lane protocol error', { error: err.message }),
+    },
   );
 
   return {
@@ -239,7 +252,10 @@ export function createModernLane(options: ModernLaneOptions): ModernLane {
       }
       // The SDK cancels a modern call through the request's signal when the client goes away.
       const request = ctx.signal === undefined ? req : new Request(req, { signal: ctx.signal });
-      return handler.fetch(request, { parsedBody: body, authInfo: { token: '', clientId: ctx.principal ?? ANONYMOUS_PRINCIPAL, scopes: [] } });
+      return handler.fetch(request, {
+        parsedBody: body,
+        authInfo: { token: '', clientId: ctx.principal ?? ANONYMOUS_PRINCIPAL, scopes: [] },
+      });
     },
     count: () => held.size,
     async closeAll() {
@@ -251,7 +267,8 @@ export function createModernLane(options: ModernLaneOptions): ModernLane {
       for (const entry of held.values()) {
         if (!entry.sandbox.active()) continue;
         // Let go for another's share: kept for its handle, unless that handle never came back (then destroyed).
-        const release = (): Promise<void> => (entry.confirmed ? entry.sandbox.release() : Promise.resolve(expire(entry)));
+        const release = (): Promise<void> =>
+          entry.confirmed ? entry.sandbox.release() : Promise.resolve(expire(entry));
         holders.push({ principal: entry.principal, lastUsedMs: entry.lastUsedMs, busy: entry.busy, release });
       }
       return holders;

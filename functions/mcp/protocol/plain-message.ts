@@ -41,7 +41,10 @@ export function jsonRpcIdOf(body: unknown): string | number | null {
 }
 
 /** True when `value` is a single message (not a batch) calling `method`. */
-export function hasMethod<M extends string>(value: unknown, method: M): value is Record<string, unknown> & { method: M } {
+export function hasMethod<M extends string>(
+  value: unknown,
+  method: M,
+): value is Record<string, unknown> & { method: M } {
   return isObject(value) && value.method === method;
 }
 

@@ -12,13 +12,21 @@ const INPUT_PROPERTY = {
   description:
     'The sandbox handle from the previous result ("sandbox: <handle>", first line). Pass it on every call to keep working in the same sandbox (files, processes, Python state); omit it only to start a new, empty sandbox.',
 } as const;
-const OUTPUT_PROPERTY = { type: 'string', description: 'The sandbox handle: pass it as the `sandbox` argument of the next call.' } as const;
+const OUTPUT_PROPERTY = {
+  type: 'string',
+  description: 'The sandbox handle: pass it as the `sandbox` argument of the next call.',
+} as const;
 /** Added to every tool's description in this era: the rule a model must follow to keep its work. */
-const DESCRIPTION_NOTE = ' Pass "sandbox" (the handle from the previous result) to keep working in the same sandbox; without it the call runs in a new, empty one.';
+const DESCRIPTION_NOTE =
+  ' Pass "sandbox" (the handle from the previous result) to keep working in the same sandbox; without it the call runs in a new, empty one.';
 
 type Schema = Tool['inputSchema'];
 
-function withProperty(schema: Schema, property: typeof INPUT_PROPERTY | typeof OUTPUT_PROPERTY, required: boolean): Schema {
+function withProperty(
+  schema: Schema,
+  property: typeof INPUT_PROPERTY | typeof OUTPUT_PROPERTY,
+  required: boolean,
+): Schema {
   const properties = { ...(schema.properties ?? {}), [SANDBOX_ARGUMENT]: { ...property } };
   const requiredList = required ? [...(schema.required ?? []), SANDBOX_ARGUMENT] : schema.required;
   return { ...schema, properties, ...(requiredList !== undefined && { required: requiredList }) };
@@ -39,7 +47,8 @@ export function withSandboxArgument(tools: readonly Tool[]): Tool[] {
 
 /** Splits the handle off a call's arguments; the rest goes to the tool's own (strict) schema. */
 export function takeSandboxArgument(args: unknown): { handle: unknown; rest: unknown } {
-  if (typeof args !== 'object' || args === null || Array.isArray(args) || !(SANDBOX_ARGUMENT in args)) return { handle: undefined, rest: args };
+  if (typeof args !== 'object' || args === null || Array.isArray(args) || !(SANDBOX_ARGUMENT in args))
+    return { handle: undefined, rest: args };
   const { [SANDBOX_ARGUMENT]: handle, ...rest } = args as Record<string, unknown>;
   return { handle, rest };
 }
@@ -65,6 +74,8 @@ export function withSandboxHandle(result: CallToolResult, handle: string, fresh:
   return {
     ...result,
     content,
-    ...(result.structuredContent !== undefined && { structuredContent: { ...result.structuredContent, [SANDBOX_ARGUMENT]: handle } }),
+    ...(result.structuredContent !== undefined && {
+      structuredContent: { ...result.structuredContent, [SANDBOX_ARGUMENT]: handle },
+    }),
   };
 }

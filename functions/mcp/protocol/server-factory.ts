@@ -16,7 +16,12 @@ export interface ProtocolServerOptions {
 }
 
 /** A low-level SDK server answering `tools/list` from the prebuilt list and `tools/call` through `call`. */
-export function createProtocolServer({ tools, call, versions, instructions = SERVER_INSTRUCTIONS }: ProtocolServerOptions): Server {
+export function createProtocolServer({
+  tools,
+  call,
+  versions,
+  instructions = SERVER_INSTRUCTIONS,
+}: ProtocolServerOptions): Server {
   const server = new Server(SERVER_INFO, {
     capabilities: { tools: { ...SERVER_CAPABILITIES.tools } },
     instructions,
@@ -37,7 +42,12 @@ export interface CatalogServerOptions {
 }
 
 /** A server whose tools act on one known sandbox (a 2025 session, a stdio connection). */
-export function createCatalogServer({ catalog, versions, toolContext, trackCall = (run) => run() }: CatalogServerOptions): Server {
+export function createCatalogServer({
+  catalog,
+  versions,
+  toolContext,
+  trackCall = (run) => run(),
+}: CatalogServerOptions): Server {
   return createProtocolServer({
     tools: catalog.list,
     versions,

@@ -38,6 +38,9 @@ export function toToolContext(ctx: ServerContext, options: CallContextOptions): 
     expiresAt: options.expiresAt,
     signal: ctx.mcpReq.signal,
     timeoutMs: (requested) => Math.min(requested ?? DEFAULT_TOOL_TIMEOUT_MS, options.toolTimeoutMaxMs),
-    ...(forwarder !== undefined && { onOutput: (_stream, text) => forwarder.push(text), settle: () => forwarder.close() }),
+    ...(forwarder !== undefined && {
+      onOutput: (_stream, text) => forwarder.push(text),
+      settle: () => forwarder.close(),
+    }),
   };
 }

@@ -47,7 +47,12 @@ export interface BackgroundBackend<How, Handle extends BackgroundHandle> {
   /** Starts `command` as process `id`, its output into log `id`. */
   launch(id: string, command: string, how: How): Promise<Handle>;
   /** A page of log `id` (`handle`: this instance started it); `undefined` when there is no such log. */
-  readLog(id: string, handle: Handle | undefined, offset: number | undefined, limitBytes: number): Promise<ProcessLogPage | undefined>;
+  readLog(
+    id: string,
+    handle: Handle | undefined,
+    offset: number | undefined,
+    limitBytes: number,
+  ): Promise<ProcessLogPage | undefined>;
   /** How a process an earlier instance started stands: how it ended, or `undefined` while it runs. */
   earlierStatus(id: string): Promise<ExitStatus | undefined>;
 }
@@ -101,7 +106,9 @@ export class BackgroundRegistry<How, Handle extends BackgroundHandle> {
     // One listing for all of them: a log's size is its segments' extent.
     const logs = await this.backend.logs();
     const bytesIn = (id: string): number => extentOfSegments(logs.get(id) ?? []).totalBytes;
-    const mine = [...this.entries.values()].map((entry) => this.describe(entry, entry.handle.outputBytes() ?? bytesIn(entry.id)));
+    const mine = [...this.entries.values()].map((entry) =>
+      this.describe(entry, entry.handle.outputBytes() ?? bytesIn(entry.id)),
+    );
     const earlier = [...logs.keys()].filter((id) => !this.entries.has(id));
     const left = await Promise.all(
       earlier.map(async (id): Promise<BackgroundProcess> => {
@@ -150,7 +157,10 @@ export class BackgroundRegistry<How, Handle extends BackgroundHandle> {
     if (entry.status !== undefined) throw exited();
     const waiting = entry.handle.stdinBacklog();
     if (waiting > 0) {
-      throw new AppError('invalid_input', `Process ${id} has not read the ${waiting} bytes of input written before yet, so nothing more was written; check its logs, and write again once it has read them.`);
+      throw new AppError(
+        'invalid_input',
+        `Process ${id} has not read the ${waiting} bytes of input written before yet, so nothing more was written; check its logs, and write again once it has read them.`,
+      );
     }
     const written = entry.handle.writeStdin(input);
     const outcome = await Promise.race([written, this.clock.sleep(STDIN_WAIT_MS).then(() => 'waiting' as const)]);
@@ -194,5 +204,8 @@ function idNumber(id: string): number {
 }
 
 function notFound(id: string): AppError {
-  return new AppError('not_found', `No background process "${id}" in this sandbox; manage_process with action "list" shows them.`);
+  return new AppError(
+    'not_found',
+    `No background process "${id}" in this sandbox; manage_process with action "list" shows them.`,
+  );
 }

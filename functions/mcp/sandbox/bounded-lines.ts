@@ -71,7 +71,9 @@ export class BoundedLineReader {
 export function jsonObjectOf(line: string): Record<string, unknown> | undefined {
   try {
     const value: unknown = JSON.parse(line);
-    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+    return typeof value === 'object' && value !== null && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : undefined;
   } catch {
     return undefined;
   }

@@ -19,12 +19,24 @@ export interface SelectedProvider {
 export function createSandboxProvider(config: Config, logger: Logger, clock?: Clock): SelectedProvider {
   if (config.sandboxBackend === 'e2b') {
     // Nothing to probe: the SDK loads, and E2B is called, when the first sandbox is needed.
-    const provider = createE2BSandboxProvider({ config: config.e2b, idleTtlMs: config.sessionIdleTtlS * 1000, logger, clock });
+    const provider = createE2BSandboxProvider({
+      config: config.e2b,
+      idleTtlMs: config.sessionIdleTtlS * 1000,
+      logger,
+      clock,
+    });
     return { provider, ready: async () => undefined };
   }
   // A session unused for the idle TTL has ended on every instance; a call may still run the longest tool timeout.
   const staleAfterMs = (config.sessionIdleTtlS + config.toolTimeoutMaxS) * 1000 + STALE_MARGIN_MS;
   // Preview URLs carry a token signed like session ids (with the same secret, configured or this process's), valid as long as one.
-  const provider = createLocalSandboxProvider({ config: config.local, logger, clock, staleAfterMs, previewSecret: config.sessionSecret, previewTtlMs: config.sessionMaxAgeS * 1000 });
+  const provider = createLocalSandboxProvider({
+    config: config.local,
+    logger,
+    clock,
+    staleAfterMs,
+    previewSecret: config.sessionSecret,
+    previewTtlMs: config.sessionMaxAgeS * 1000,
+  });
   return { provider, ready: provider.ready };
 }

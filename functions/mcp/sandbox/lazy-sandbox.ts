@@ -48,7 +48,11 @@ export const FRESH_SANDBOX_NOTICE =
   'Note: no earlier sandbox of this session was found (it expired, or lived on a server instance that is gone), so this is a fresh sandbox: files and state from before are gone.';
 
 /** Creates the lazy sandbox of `owner`. A sandbox found gone is replaced by a fresh one on the next `get()`. */
-export function createLazySandbox(provider: SandboxProvider, owner: SandboxOwner, options: LazySandboxOptions = {}): LazySandbox {
+export function createLazySandbox(
+  provider: SandboxProvider,
+  owner: SandboxOwner,
+  options: LazySandboxOptions = {},
+): LazySandbox {
   let confirmed = owner.firstLeaseMs === undefined;
   let sandbox: Sandbox | undefined;
   let creating: Promise<Sandbox> | undefined;

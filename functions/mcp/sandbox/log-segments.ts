@@ -49,12 +49,19 @@ export function extentOf(totalBytes: number): LogExtent {
 
 /** The extent of a log from the segments found on disk (name index, size); an empty log when there are none. */
 export function extentOfSegments(segments: readonly SegmentFile[]): LogExtent {
-  const newest = segments.reduce<SegmentFile | undefined>((a, b) => (a === undefined || b.index > a.index ? b : a), undefined);
+  const newest = segments.reduce<SegmentFile | undefined>(
+    (a, b) => (a === undefined || b.index > a.index ? b : a),
+    undefined,
+  );
   return extentOf(newest === undefined ? 0 : newest.index * LOG_SEGMENT_BYTES + newest.size);
 }
 
 /** The page to read: from absolute `offset` (clamped to what is kept), or the last `limitBytes` without one. */
-export function pageOf(extent: LogExtent, offset: number | undefined, limitBytes: number): { from: number; length: number } {
+export function pageOf(
+  extent: LogExtent,
+  offset: number | undefined,
+  limitBytes: number,
+): { from: number; length: number } {
   const { totalBytes, droppedBytes } = extent;
   const from = Math.max(droppedBytes, Math.min(totalBytes, offset ?? totalBytes - limitBytes));
   return { from, length: Math.min(limitBytes, totalBytes - from) };

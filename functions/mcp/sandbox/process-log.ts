@@ -5,7 +5,17 @@
 import { appendFile, open, readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 
-import { extentOf, extentOfSegments, groupSegments, LOG_SEGMENT_BYTES, pageOf, parseSegmentName, type SegmentFile, segmentName, segmentRanges } from './log-segments';
+import {
+  extentOf,
+  extentOfSegments,
+  groupSegments,
+  LOG_SEGMENT_BYTES,
+  pageOf,
+  parseSegmentName,
+  type SegmentFile,
+  segmentName,
+  segmentRanges,
+} from './log-segments';
 import type { ProcessLogPage } from './types';
 
 export class ProcessLog {
@@ -42,7 +52,8 @@ export class ProcessLog {
           await appendFile(this.segment(range.index), chunk.subarray(at, at + range.length));
           at += range.length;
           this.total += range.length;
-          if (this.total % LOG_SEGMENT_BYTES === 0 && range.index >= 1) await rm(this.segment(range.index - 1), { force: true });
+          if (this.total % LOG_SEGMENT_BYTES === 0 && range.index >= 1)
+            await rm(this.segment(range.index - 1), { force: true });
         }
       })
       .catch(() => undefined);
@@ -81,6 +92,8 @@ export class ProcessLog {
 /** The log segments in `dir`, by process id. */
 export async function segmentsIn(dir: string): Promise<Map<string, SegmentFile[]>> {
   const names = (await readdir(dir).catch(() => [] as string[])).filter((name) => parseSegmentName(name) !== undefined);
-  const files = await Promise.all(names.map(async (name) => ({ name, size: (await stat(join(dir, name)).catch(() => undefined))?.size ?? 0 })));
+  const files = await Promise.all(
+    names.map(async (name) => ({ name, size: (await stat(join(dir, name)).catch(() => undefined))?.size ?? 0 })),
+  );
   return groupSegments(files);
 }

@@ -3,7 +3,10 @@ import { AppError } from '../errors';
 
 /** The refusal of a file over the read limit (`size`: how large it was seen to be, e.g. `11000000 bytes`). */
 export function tooLargeToRead(shown: string, size: string, maxBytes: number): AppError {
-  return new AppError('invalid_input', `${shown} is ${size}, over the ${maxBytes}-byte read limit; read it by lines (offset/limit) if it is text, or inspect it with run_command (head, tail, split).`);
+  return new AppError(
+    'invalid_input',
+    `${shown} is ${size}, over the ${maxBytes}-byte read limit; read it by lines (offset/limit) if it is text, or inspect it with run_command (head, tail, split).`,
+  );
 }
 
 /** Reads `stream` until its end or `limit` bytes, whichever comes first, and cancels the rest of it. */

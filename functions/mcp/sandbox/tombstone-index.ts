@@ -43,7 +43,8 @@ export class TombstoneIndex {
       else high = mid;
     }
     for (let i = low; i < this.sorted && this.keys[i] === key; i += 1) if ((this.untils[i] ?? 0) > nowMs) return true;
-    for (let i = this.sorted; i < this.size; i += 1) if (this.keys[i] === key && (this.untils[i] ?? 0) > nowMs) return true;
+    for (let i = this.sorted; i < this.size; i += 1)
+      if (this.keys[i] === key && (this.untils[i] ?? 0) > nowMs) return true;
     return false;
   }
 
@@ -67,7 +68,8 @@ export class TombstoneIndex {
     let next = 0;
     for (let out = 0; out < this.size; out += 1) {
       const fromTail = tail[next];
-      const takeRun = fromTail === undefined || (run < this.sorted && (this.keys[run] ?? 0) <= (this.keys[fromTail] ?? 0));
+      const takeRun =
+        fromTail === undefined || (run < this.sorted && (this.keys[run] ?? 0) <= (this.keys[fromTail] ?? 0));
       const at = takeRun ? run : (fromTail ?? 0);
       keys[out] = this.keys[at] ?? 0;
       untils[out] = this.untils[at] ?? 0;

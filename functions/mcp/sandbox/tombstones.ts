@@ -190,7 +190,9 @@ export function createTombstoneStore(root: string, { now = Date.now }: Tombstone
       const first = Math.floor(untilMs / span);
       const file = `until-${(first * span) / HOUR_MS}-${span / HOUR_MS}h-${writerId}.rec`;
       const hash = toHash(name);
-      const done = writing.then(() => appendRecords(dir, file, `${hash} ${String(Math.ceil(untilMs)).padStart(13, '0')}\n`));
+      const done = writing.then(() =>
+        appendRecords(dir, file, `${hash} ${String(Math.ceil(untilMs)).padStart(13, '0')}\n`),
+      );
       writing = done.catch(() => undefined);
       await done;
       fileOf(file, (first + 1) * span).index.add(toKey(hash), Math.ceil(untilMs));
@@ -225,7 +227,14 @@ export async function sweepTombstones(root: string, nowMs: number): Promise<numb
   for (const name of names) {
     const file = parseRecordFile(name);
     if (file !== undefined) {
-      if (file.endMs <= nowMs && (await unlink(join(dir, name)).then(() => true, () => false))) removed += 1;
+      if (
+        file.endMs <= nowMs &&
+        (await unlink(join(dir, name)).then(
+          () => true,
+          () => false,
+        ))
+      )
+        removed += 1;
       continue;
     }
     if (name.startsWith('.')) continue;
@@ -233,7 +242,13 @@ export async function sweepTombstones(root: string, nowMs: number): Promise<numb
     // An unreadable one is kept (and honoured): refusing a session too long is safe, reviving one is not.
     if (until === undefined) continue;
     if (until <= nowMs) {
-      if (await unlink(join(dir, name)).then(() => true, () => false)) removed += 1;
+      if (
+        await unlink(join(dir, name)).then(
+          () => true,
+          () => false,
+        )
+      )
+        removed += 1;
       continue;
     }
     const span = spanFor(until - nowMs);
@@ -246,7 +261,14 @@ export async function sweepTombstones(root: string, nowMs: number): Promise<numb
   for (const [target, { lines, legacy }] of migrated) {
     // The record first: a reader that missed it finds the old file still there.
     await appendRecords(dir, target, lines);
-    for (const name of legacy) if (await unlink(join(dir, name)).then(() => true, () => false)) removed += 1;
+    for (const name of legacy)
+      if (
+        await unlink(join(dir, name)).then(
+          () => true,
+          () => false,
+        )
+      )
+        removed += 1;
   }
   return removed;
 }

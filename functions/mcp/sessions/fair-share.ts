@@ -28,7 +28,9 @@ export interface Cap {
 }
 
 /** What to let go to make room, or why there is none. */
-export type RoomDecision<H> = { readonly ok: true; readonly evict?: H } | { readonly ok: false; readonly refusal: Refusal };
+export type RoomDecision<H> =
+  | { readonly ok: true; readonly evict?: H }
+  | { readonly ok: false; readonly refusal: Refusal };
 
 /** A refusal for the wire (the `no_room` row of http/refusals.ts): 429 for a credential at its own cap, 503 for a full instance. */
 export interface Refusal {
@@ -55,7 +57,13 @@ export interface RoomRequest<H extends Holder> {
 }
 
 /** Decides how one more holder of `principal` fits. */
-export function makeRoom<H extends Holder>({ holders, principal, perCredential, total, noun }: RoomRequest<H>): RoomDecision<H> {
+export function makeRoom<H extends Holder>({
+  holders,
+  principal,
+  perCredential,
+  total,
+  noun,
+}: RoomRequest<H>): RoomDecision<H> {
   const byPrincipal = new Map<string, H[]>();
   let count = 0;
   for (const holder of holders) {
@@ -69,7 +77,11 @@ export function makeRoom<H extends Holder>({ holders, principal, perCredential, 
   if (own.length >= perCredential.max && (total === undefined || perCredential.max < total.max)) {
     const evict = leastRecentIdle(own);
     if (evict !== undefined) return { ok: true, evict };
-    return refuse(429, perCredential, `This credential already holds ${own.length} ${noun}, all busy (${perCredential.setting}=${perCredential.max}).`);
+    return refuse(
+      429,
+      perCredential,
+      `This credential already holds ${own.length} ${noun}, all busy (${perCredential.setting}=${perCredential.max}).`,
+    );
   }
   if (total === undefined || count < total.max) return { ok: true };
   // The instance is full: the credential holding the most gives first (ties: the one idle longest).
@@ -112,7 +124,11 @@ export interface SandboxHolder extends Holder {
  * lets its own least recently used idle sandbox go, or is refused with an AppError naming the limit.
  * `holders` lists the running sandboxes of both protocol eras.
  */
-export function createSandboxAdmission(holders: () => Iterable<SandboxHolder>, perCredential: Cap, onEvict: (holder: SandboxHolder) => void): (principal: string) => () => void {
+export function createSandboxAdmission(
+  holders: () => Iterable<SandboxHolder>,
+  perCredential: Cap,
+  onEvict: (holder: SandboxHolder) => void,
+): (principal: string) => () => void {
   return (principal) => () => {
     const decision = makeRoom({ holders: holders(), principal, perCredential, noun: 'sandboxes' });
     if (!decision.ok) throw new AppError('capacity', decision.refusal.message);

@@ -24,7 +24,11 @@ export interface InitializeRate {
 }
 
 /** Creates the buckets (all full). */
-export function createInitializeRate({ burst, perMinute, maxPrincipals = 10_000 }: InitializeRateOptions): InitializeRate {
+export function createInitializeRate({
+  burst,
+  perMinute,
+  maxPrincipals = 10_000,
+}: InitializeRateOptions): InitializeRate {
   const perMs = perMinute / 60_000;
   /** Tokens left at `atMs`, least recently used first. */
   const buckets = new Map<string, { tokens: number; atMs: number }>();

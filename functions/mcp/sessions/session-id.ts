@@ -12,7 +12,9 @@ import { hashTag } from '../hash-tag';
 /** What a signed id is for; ids of one purpose are never valid as the other. */
 export type SignedIdPurpose = 'session' | 'sandbox';
 
-export type SignedIdCheck = { ok: true; key: string; issuedAtMs: number } | { ok: false; reason: 'malformed' | 'bad_signature' | 'expired' };
+export type SignedIdCheck =
+  | { ok: true; key: string; issuedAtMs: number }
+  | { ok: false; reason: 'malformed' | 'bad_signature' | 'expired' };
 
 /** Mints and checks signed ids. */
 export interface SignedIdCodec {
@@ -33,7 +35,10 @@ const SHAPES: Record<SignedIdPurpose, { randomBytes: number; macChars: number; p
  */
 export function createSignedIdCodec(secret: string, maxAgeMs: number): SignedIdCodec {
   const sign = (purpose: SignedIdPurpose, random: string, issued: string, principal: string): string =>
-    createHmac('sha256', secret).update(`mcp-${purpose}-v1\n${random}\n${issued}\n${principal}`).digest('base64url').slice(0, SHAPES[purpose].macChars);
+    createHmac('sha256', secret)
+      .update(`mcp-${purpose}-v1\n${random}\n${issued}\n${principal}`)
+      .digest('base64url')
+      .slice(0, SHAPES[purpose].macChars);
   return {
     mint(purpose, principal, nowMs) {
       const random = randomBytes(SHAPES[purpose].randomBytes).toString('base64url');
@@ -47,7 +52,8 @@ export function createSignedIdCodec(secret: string, maxAgeMs: number): SignedIdC
       const expected = Buffer.from(sign(purpose, random, issued, principal));
       if (!timingSafeEqual(expected, Buffer.from(mac))) return { ok: false, reason: 'bad_signature' };
       const issuedAtMs = parseInt(issued, 36) * 1000;
-      if (!Number.isFinite(issuedAtMs) || nowMs - issuedAtMs > maxAgeMs || issuedAtMs - nowMs > 60_000) return { ok: false, reason: 'expired' };
+      if (!Number.isFinite(issuedAtMs) || nowMs - issuedAtMs > maxAgeMs || issuedAtMs - nowMs > 60_000)
+        return { ok: false, reason: 'expired' };
       return { ok: true, key: random, issuedAtMs };
     },
   };

@@ -10,14 +10,17 @@ type Path = readonly PropertyKey[];
 
 /** The arguments as a whole, or one of them (`path`, `env.FOO`, `items[0]`). */
 function label(path: Path): string {
-  return path.map((key, i) => (typeof key === 'number' ? `[${key}]` : i === 0 ? String(key) : `.${String(key)}`)).join('');
+  return path
+    .map((key, i) => (typeof key === 'number' ? `[${key}]` : i === 0 ? String(key) : `.${String(key)}`))
+    .join('');
 }
 
 /** The value at `path` in `args`, and whether it is there at all. */
 function valueAt(args: unknown, path: Path): { present: boolean; value: unknown } {
   let value = args;
   for (const key of path) {
-    if (typeof value !== 'object' || value === null || !Object.prototype.hasOwnProperty.call(value, key)) return { present: false, value: undefined };
+    if (typeof value !== 'object' || value === null || !Object.hasOwn(value, key))
+      return { present: false, value: undefined };
     value = (value as Record<PropertyKey, unknown>)[key];
   }
   return { present: value !== undefined, value };
@@ -40,7 +43,14 @@ function described(value: unknown): string {
   if (Array.isArray(value)) return 'an array';
   if (typeof value === 'object') return 'an object';
   const shown = JSON.stringify(value);
-  const kind = typeof value === 'number' ? (Number.isInteger(value) ? 'the integer' : 'the number') : typeof value === 'string' ? 'the string' : `the ${typeof value}`;
+  const kind =
+    typeof value === 'number'
+      ? Number.isInteger(value)
+        ? 'the integer'
+        : 'the number'
+      : typeof value === 'string'
+        ? 'the string'
+        : `the ${typeof value}`;
   return shown !== undefined && shown.length <= 40 ? `${kind} ${shown}` : kind === 'the string' ? 'a string' : kind;
 }
 
@@ -79,9 +89,11 @@ function bound(origin: string, limit: number | bigint, inclusive: boolean, side:
     if (side === 'small' && n === 1 && inclusive) return 'must not be empty';
     return `must be ${side === 'small' ? 'at least' : 'at most'} ${inclusive ? n : side === 'small' ? n + 1 : n - 1} characters long`;
   }
-  if (origin === 'array' || origin === 'set') return `must have ${side === 'small' ? 'at least' : 'at most'} ${inclusive ? n : side === 'small' ? n + 1 : n - 1} items`;
+  if (origin === 'array' || origin === 'set')
+    return `must have ${side === 'small' ? 'at least' : 'at most'} ${inclusive ? n : side === 'small' ? n + 1 : n - 1} items`;
   if (origin === 'number' || origin === 'int' || origin === 'bigint') {
-    if (side === 'small') return inclusive ? `must be at least ${n}` : n === 0 ? 'must be greater than 0' : `must be greater than ${n}`;
+    if (side === 'small')
+      return inclusive ? `must be at least ${n}` : n === 0 ? 'must be greater than 0' : `must be greater than ${n}`;
     return inclusive ? `must be at most ${n}` : `must be less than ${n}`;
   }
   return `is too ${side}`;
@@ -97,15 +109,23 @@ export function describeArgumentIssues(issues: readonly Issue[], args: unknown, 
   const rest: string[] = [];
   for (const issue of issues) {
     // Whatever zod says about a value that is not there (a wrong type, not one of the options), it is missing.
-    if (issue.path.length > 0 && !valueAt(args, issue.path).present && valueAt(args, issue.path.slice(0, -1)).value !== undefined) {
+    if (
+      issue.path.length > 0 &&
+      !valueAt(args, issue.path).present &&
+      valueAt(args, issue.path.slice(0, -1)).value !== undefined
+    ) {
       (issue.path.length === 1 ? missing : missingFields).push(label(issue.path));
     } else {
       rest.push(sentence(issue, args, known));
     }
   }
   const lead = [
-    ...(missing.length === 0 ? [] : [`Missing required argument${missing.length === 1 ? '' : 's'} ${quoted(missing)}.`]),
-    ...(missingFields.length === 0 ? [] : [`Missing required field${missingFields.length === 1 ? '' : 's'} ${quoted(missingFields)}.`]),
+    ...(missing.length === 0
+      ? []
+      : [`Missing required argument${missing.length === 1 ? '' : 's'} ${quoted(missing)}.`]),
+    ...(missingFields.length === 0
+      ? []
+      : [`Missing required field${missingFields.length === 1 ? '' : 's'} ${quoted(missingFields)}.`]),
   ];
   return [...lead, ...rest].join(' ');
 }

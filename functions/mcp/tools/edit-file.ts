@@ -31,19 +31,29 @@ export const editFileTool = defineTool({
   output: Output,
   annotations: { destructiveHint: true },
   async run(args, ctx) {
-    if (args.old_string === args.new_string) throw new AppError('invalid_input', 'old_string and new_string are the same; nothing to change.');
+    if (args.old_string === args.new_string)
+      throw new AppError('invalid_input', 'old_string and new_string are the same; nothing to change.');
     const sandbox = await ctx.sandbox.get();
     const file = await sandbox.readFile(args.path, MAX_FILE_BYTES);
     const text = toText(file.bytes);
-    if (text === undefined) throw new AppError('invalid_input', `${file.path} is not UTF-8 text; edit_file only edits text files.`);
+    if (text === undefined)
+      throw new AppError('invalid_input', `${file.path} is not UTF-8 text; edit_file only edits text files.`);
     const count = countOccurrences(text, args.old_string);
     if (count === 0) {
-      throw new AppError('invalid_input', `old_string was not found in ${file.path}; read the file and copy the exact text, whitespace included.`);
+      throw new AppError(
+        'invalid_input',
+        `old_string was not found in ${file.path}; read the file and copy the exact text, whitespace included.`,
+      );
     }
     if (count > 1 && !args.replace_all) {
-      throw new AppError('invalid_input', `old_string occurs ${count} times in ${file.path}; include more surrounding text to make it unique, or set replace_all.`);
+      throw new AppError(
+        'invalid_input',
+        `old_string occurs ${count} times in ${file.path}; include more surrounding text to make it unique, or set replace_all.`,
+      );
     }
-    const updated = args.replace_all ? text.split(args.old_string).join(args.new_string) : text.replace(args.old_string, () => args.new_string);
+    const updated = args.replace_all
+      ? text.split(args.old_string).join(args.new_string)
+      : text.replace(args.old_string, () => args.new_string);
     await sandbox.writeFile(args.path, Buffer.from(updated, 'utf8'));
     return {
       text: `Edited ${file.path}: ${count} replacement${count === 1 ? '' : 's'}.`,

@@ -35,9 +35,20 @@ export const listFilesTool = defineTool({
   annotations: { readOnlyHint: true },
   async run(args, ctx) {
     const sandbox = await ctx.sandbox.get();
-    const listing = await sandbox.listFiles({ path: args.path, depth: args.depth, includeHidden: args.include_hidden, maxEntries: MAX_ENTRIES });
-    const rows = listing.entries.map((e) => `${e.type === 'directory' ? 'dir ' : e.type === 'symlink' ? 'link' : 'file'} ${String(e.size).padStart(10)}  ${e.mtime}  ${e.path}`);
-    const head = listing.entries.length === 0 ? `${listing.path} is empty.` : `${listing.path} (${listing.entries.length} entries${listing.truncated ? `, cut at ${MAX_ENTRIES}; list a subdirectory or lower depth` : ''}):`;
+    const listing = await sandbox.listFiles({
+      path: args.path,
+      depth: args.depth,
+      includeHidden: args.include_hidden,
+      maxEntries: MAX_ENTRIES,
+    });
+    const rows = listing.entries.map(
+      (e) =>
+        `${e.type === 'directory' ? 'dir ' : e.type === 'symlink' ? 'link' : 'file'} ${String(e.size).padStart(10)}  ${e.mtime}  ${e.path}`,
+    );
+    const head =
+      listing.entries.length === 0
+        ? `${listing.path} is empty.`
+        : `${listing.path} (${listing.entries.length} entries${listing.truncated ? `, cut at ${MAX_ENTRIES}; list a subdirectory or lower depth` : ''}):`;
     return {
       text: [head, ...rows].join('\n'),
       structured: { path: listing.path, entries: [...listing.entries], truncated: listing.truncated },

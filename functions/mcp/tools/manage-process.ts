@@ -11,11 +11,30 @@ const DEFAULT_LOG_BYTES = 64 * 1024;
 
 const Input = z.strictObject({
   action: z.enum(['list', 'logs', 'kill', 'write_stdin']).describe('What to do.'),
-  process_id: z.string().min(1).max(32).optional().describe('The process (from run_command with background: true); needed for logs, kill and write_stdin.'),
-  signal: z.enum(SIGNALS).default('SIGTERM').describe('For kill: the signal, sent to the process and everything it started.'),
+  process_id: z
+    .string()
+    .min(1)
+    .max(32)
+    .optional()
+    .describe('The process (from run_command with background: true); needed for logs, kill and write_stdin.'),
+  signal: z
+    .enum(SIGNALS)
+    .default('SIGTERM')
+    .describe('For kill: the signal, sent to the process and everything it started.'),
   input: z.string().max(1_000_000).optional().describe('For write_stdin: the text to write (add "\\n" to end a line).'),
-  offset: z.number().int().min(0).optional().describe('For logs: the byte offset to read from (next_offset of the last page); default: the tail.'),
-  limit_bytes: z.number().int().min(1).max(1_048_576).default(DEFAULT_LOG_BYTES).describe('For logs: at most this many bytes.'),
+  offset: z
+    .number()
+    .int()
+    .min(0)
+    .optional()
+    .describe('For logs: the byte offset to read from (next_offset of the last page); default: the tail.'),
+  limit_bytes: z
+    .number()
+    .int()
+    .min(1)
+    .max(1_048_576)
+    .default(DEFAULT_LOG_BYTES)
+    .describe('For logs: at most this many bytes.'),
 });
 
 const Process = z.object({
@@ -24,7 +43,12 @@ const Process = z.object({
   started_at: z.string(),
   state: z.enum(['running', 'exited']),
   exit_code: z.number().int().nullable(),
-  signal: z.string().nullable().describe('The signal that ended it ("SIGKILL", "SIGTERM"…); null while it runs or when it exited by itself (then exit_code says how).'),
+  signal: z
+    .string()
+    .nullable()
+    .describe(
+      'The signal that ended it ("SIGKILL", "SIGTERM"…); null while it runs or when it exited by itself (then exit_code says how).',
+    ),
   output_bytes: z.number().int().describe('Bytes of output (stdout and stderr) written so far, kept or not.'),
 });
 
@@ -33,9 +57,19 @@ const Output = z.object({
   processes: z.array(Process).optional(),
   process: Process.optional(),
   log: z
-    .object({ text: z.string(), offset: z.number().int(), next_offset: z.number().int(), total_bytes: z.number().int(), dropped_bytes: z.number().int() })
+    .object({
+      text: z.string(),
+      offset: z.number().int(),
+      next_offset: z.number().int(),
+      total_bytes: z.number().int(),
+      dropped_bytes: z.number().int(),
+    })
     .optional(),
-  pending_bytes: z.number().int().optional().describe('For write_stdin: bytes of the input the process has not read yet (0: all of it went in).'),
+  pending_bytes: z
+    .number()
+    .int()
+    .optional()
+    .describe('For write_stdin: bytes of the input the process has not read yet (0: all of it went in).'),
 });
 
 const toProcess = (p: BackgroundProcess) => ({
@@ -47,8 +81,10 @@ const toProcess = (p: BackgroundProcess) => ({
   signal: p.signal,
   output_bytes: p.outputBytes,
 });
-const ending = (p: BackgroundProcess): string => (p.exitCode !== null ? ` (exit ${p.exitCode})` : p.signal !== null ? ` (killed by ${p.signal})` : '');
-const describe = (p: BackgroundProcess): string => `${p.id} ${p.state}${ending(p)}, ${p.outputBytes} bytes of output: ${p.command}`;
+const ending = (p: BackgroundProcess): string =>
+  p.exitCode !== null ? ` (exit ${p.exitCode})` : p.signal !== null ? ` (killed by ${p.signal})` : '';
+const describe = (p: BackgroundProcess): string =>
+  `${p.id} ${p.state}${ending(p)}, ${p.outputBytes} bytes of output: ${p.command}`;
 
 export const manageProcessTool = defineTool({
   name: 'manage_process',
@@ -67,7 +103,11 @@ export const manageProcessTool = defineTool({
       return { text, structured: { action: 'list', processes: processes.map(toProcess) } };
     }
     const id = args.process_id;
-    if (id === undefined) throw new AppError('invalid_input', `Give process_id for action "${args.action}"; action "list" shows the processes.`);
+    if (id === undefined)
+      throw new AppError(
+        'invalid_input',
+        `Give process_id for action "${args.action}"; action "list" shows the processes.`,
+      );
     switch (args.action) {
       case 'logs': {
         const page = await sandbox.readBackgroundLog(id, { offset: args.offset, limitBytes: args.limit_bytes });
@@ -78,7 +118,13 @@ export const manageProcessTool = defineTool({
           text: `${head}\n${page.text}`,
           structured: {
             action: 'logs',
-            log: { text: page.text, offset: page.offset, next_offset: page.nextOffset, total_bytes: page.totalBytes, dropped_bytes: page.droppedBytes },
+            log: {
+              text: page.text,
+              offset: page.offset,
+              next_offset: page.nextOffset,
+              total_bytes: page.totalBytes,
+              dropped_bytes: page.droppedBytes,
+            },
           },
         };
       }
@@ -96,7 +142,8 @@ export const manageProcessTool = defineTool({
         if (args.input === undefined) throw new AppError('invalid_input', 'Give input for action "write_stdin".');
         const bytes = Buffer.byteLength(args.input);
         const written = await sandbox.writeBackgroundStdin(id, args.input);
-        if (written.state === 'written') return { text: `Wrote ${bytes} bytes to ${id}.`, structured: { action: 'write_stdin', pending_bytes: 0 } };
+        if (written.state === 'written')
+          return { text: `Wrote ${bytes} bytes to ${id}.`, structured: { action: 'write_stdin', pending_bytes: 0 } };
         return {
           text: `${id} has taken ${bytes - written.pendingBytes} of the ${bytes} bytes so far; the rest goes in as it reads. Another write_stdin is refused until it has read them all.`,
           structured: { action: 'write_stdin', pending_bytes: written.pendingBytes },

@@ -4,10 +4,22 @@
  */
 
 type JsonObject = Record<string, unknown>;
-const isJsonObject = (value: unknown): value is JsonObject => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isJsonObject = (value: unknown): value is JsonObject =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** Keywords whose value is a schema, a list of schemas, or a map of names to schemas (where the walk goes on). */
-const SUBSCHEMA = new Set(['items', 'additionalProperties', 'not', 'propertyNames', 'contains', 'if', 'then', 'else', 'unevaluatedItems', 'unevaluatedProperties']);
+const SUBSCHEMA = new Set([
+  'items',
+  'additionalProperties',
+  'not',
+  'propertyNames',
+  'contains',
+  'if',
+  'then',
+  'else',
+  'unevaluatedItems',
+  'unevaluatedProperties',
+]);
 const SUBSCHEMA_LIST = new Set(['anyOf', 'oneOf', 'allOf', 'prefixItems']);
 const SUBSCHEMA_MAP = new Set(['properties', 'patternProperties', '$defs', 'definitions', 'dependentSchemas']);
 /** Keywords that describe a nullable value as a whole and stay beside its `anyOf`. */
@@ -27,10 +39,12 @@ export function portableSchema(node: unknown): unknown {
   const out: JsonObject = {};
   for (const [key, value] of Object.entries(node)) {
     // zod states a record's string keys as `propertyNames: {type: "string"}`, which every object key satisfies anyway.
-    if (key === 'propertyNames' && isJsonObject(value) && value.type === 'string' && Object.keys(value).length === 1) continue;
+    if (key === 'propertyNames' && isJsonObject(value) && value.type === 'string' && Object.keys(value).length === 1)
+      continue;
     if (SUBSCHEMA.has(key)) out[key] = portableSchema(value);
     else if (SUBSCHEMA_LIST.has(key) && Array.isArray(value)) out[key] = value.map(portableSchema);
-    else if (SUBSCHEMA_MAP.has(key) && isJsonObject(value)) out[key] = Object.fromEntries(Object.entries(value).map(([name, sub]) => [name, portableSchema(sub)]));
+    else if (SUBSCHEMA_MAP.has(key) && isJsonObject(value))
+      out[key] = Object.fromEntries(Object.entries(value).map(([name, sub]) => [name, portableSchema(sub)]));
     else out[key] = value;
   }
   return nullablePair(out);
@@ -52,7 +66,9 @@ function nullablePair(schema: JsonObject): JsonObject {
   }
   const branches = schema.anyOf;
   if (type === undefined && Array.isArray(branches) && branches.length === 2) {
-    const nullAt = branches.findIndex((branch) => isJsonObject(branch) && branch.type === 'null' && Object.keys(branch).length === 1);
+    const nullAt = branches.findIndex(
+      (branch) => isJsonObject(branch) && branch.type === 'null' && Object.keys(branch).length === 1,
+    );
     const value = branches[1 - nullAt];
     if (nullAt !== -1 && isJsonObject(value) && value.type !== 'null') {
       const { anyOf: _branches, ...wrapper } = schema;

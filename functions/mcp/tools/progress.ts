@@ -52,7 +52,10 @@ class PendingText {
 
   /** The message, and nothing waits any more. */
   take(): string {
-    const message = this.omittedBytes === 0 ? this.head + this.tail : `${this.head}\n[… ${this.omittedBytes} bytes omitted …]\n${this.tail}`;
+    const message =
+      this.omittedBytes === 0
+        ? this.head + this.tail
+        : `${this.head}\n[… ${this.omittedBytes} bytes omitted …]\n${this.tail}`;
     this.head = '';
     this.tail = '';
     this.omittedBytes = 0;

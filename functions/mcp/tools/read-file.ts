@@ -14,7 +14,13 @@ const MAX_TEXT_CHARS = 256 * 1024;
 const Input = z.strictObject({
   path: PathSchema.describe('File to read, relative to the working directory or absolute under it.'),
   offset: z.number().int().min(1).optional().describe('First line to return, 1-based (text only; default 1).'),
-  limit: z.number().int().min(1).max(100_000).optional().describe(`Number of lines to return (text only; default ${DEFAULT_LINE_LIMIT}).`),
+  limit: z
+    .number()
+    .int()
+    .min(1)
+    .max(100_000)
+    .optional()
+    .describe(`Number of lines to return (text only; default ${DEFAULT_LINE_LIMIT}).`),
   encoding: z
     .enum(['auto', 'utf8', 'base64'])
     .default('auto')
@@ -48,12 +54,25 @@ export const readFileTool = defineTool({
     const file = await sandbox.readFile(args.path, MAX_FILE_BYTES);
     const text = args.encoding === 'base64' ? undefined : toText(file.bytes);
     if (text === undefined) {
-      if (args.encoding === 'utf8') throw new AppError('invalid_input', `${file.path} is not UTF-8 text; read it with encoding "base64".`);
+      if (args.encoding === 'utf8')
+        throw new AppError('invalid_input', `${file.path} is not UTF-8 text; read it with encoding "base64".`);
       if (file.sizeBytes > MAX_BINARY_BYTES) {
-        throw new AppError('invalid_input', `${file.path} is ${file.sizeBytes} bytes of binary data, over the ${MAX_BINARY_BYTES}-byte limit; inspect it with run_command.`);
+        throw new AppError(
+          'invalid_input',
+          `${file.path} is ${file.sizeBytes} bytes of binary data, over the ${MAX_BINARY_BYTES}-byte limit; inspect it with run_command.`,
+        );
       }
       const image = args.encoding === 'auto' ? toImageMime(file.bytes) : undefined;
-      const base = { path: file.path, mime_type: image ?? null, size_bytes: file.sizeBytes, total_lines: null, start_line: null, end_line: null, next_offset: null, truncated: false };
+      const base = {
+        path: file.path,
+        mime_type: image ?? null,
+        size_bytes: file.sizeBytes,
+        total_lines: null,
+        start_line: null,
+        end_line: null,
+        next_offset: null,
+        truncated: false,
+      };
       if (image !== undefined) {
         return {
           text: `${file.path}: ${image} image, ${file.sizeBytes} bytes.`,
@@ -62,7 +81,10 @@ export const readFileTool = defineTool({
         };
       }
       const data = file.bytes.toString('base64');
-      return { text: `${file.path}: ${file.sizeBytes} bytes of binary data, base64:\n${data}`, structured: { ...base, encoding: 'base64' as const, content: data } };
+      return {
+        text: `${file.path}: ${file.sizeBytes} bytes of binary data, base64:\n${data}`,
+        structured: { ...base, encoding: 'base64' as const, content: data },
+      };
     }
     return pageText(file.path, file.sizeBytes, text, args.offset ?? 1, args.limit ?? DEFAULT_LINE_LIMIT);
   },
@@ -80,13 +102,20 @@ function pageText(path: string, sizeBytes: number, text: string, offset: number,
   for (let i = offset - 1; i < totalLines && picked.length < limit; i += 1) {
     const line = lines[i] ?? '';
     if (chars + line.length + 1 > MAX_TEXT_CHARS && picked.length > 0) break;
-    picked.push(line.length > MAX_TEXT_CHARS ? `${line.slice(0, MAX_TEXT_CHARS)}[… line cut at ${MAX_TEXT_CHARS} characters …]` : line);
+    picked.push(
+      line.length > MAX_TEXT_CHARS
+        ? `${line.slice(0, MAX_TEXT_CHARS)}[… line cut at ${MAX_TEXT_CHARS} characters …]`
+        : line,
+    );
     chars += line.length + 1;
   }
   const endLine = offset + picked.length - 1;
   const more = endLine < totalLines;
   const content = picked.join('\n') + (picked.length > 0 && (more || text.endsWith('\n')) ? '\n' : '');
-  const header = totalLines === 0 ? `${path} is empty.` : `${path}: lines ${offset}-${endLine} of ${totalLines}${more ? ` (more remains: continue with offset ${endLine + 1})` : ''}.`;
+  const header =
+    totalLines === 0
+      ? `${path} is empty.`
+      : `${path}: lines ${offset}-${endLine} of ${totalLines}${more ? ` (more remains: continue with offset ${endLine + 1})` : ''}.`;
   return {
     text: `${header}\n${content}`,
     structured: {

@@ -39,7 +39,10 @@ export interface ToolCatalog {
 }
 
 function toJsonSchema(schema: z.ZodType, io: 'input' | 'output'): Tool['inputSchema'] {
-  const { $schema: _dialect, ...json } = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as Record<string, unknown>;
+  const { $schema: _dialect, ...json } = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as Record<
+    string,
+    unknown
+  >;
   return { ...(portableSchema(json) as Record<string, unknown>), type: 'object' } as Tool['inputSchema'];
 }
 
@@ -64,19 +67,33 @@ declare const __TOOL_LIST_JSON__: string | undefined;
 /** Builds the catalog (JSON schemas computed here, once, or by the build for TOOLS). */
 export function createToolCatalog(logger: Logger, tools: readonly ToolDefinition[] = TOOLS): ToolCatalog {
   const byName = new Map(tools.map((tool) => [tool.name, tool]));
-  const list = tools === TOOLS && typeof __TOOL_LIST_JSON__ === 'string' ? (JSON.parse(__TOOL_LIST_JSON__) as Tool[]) : describeTools(tools);
+  const list =
+    tools === TOOLS && typeof __TOOL_LIST_JSON__ === 'string'
+      ? (JSON.parse(__TOOL_LIST_JSON__) as Tool[])
+      : describeTools(tools);
   return {
     list,
     async call(name, args, ctx) {
       const tool = byName.get(name);
       if (tool === undefined) {
-        throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown tool: ${name}. Call tools/list for the available tools.`);
+        throw new ProtocolError(
+          ProtocolErrorCode.InvalidParams,
+          `Unknown tool: ${name}. Call tools/list for the available tools.`,
+        );
       }
       const parsed = tool.input.safeParse(args ?? {});
       if (!parsed.success) {
         // Spec 2025-11-25 (SEP-1303): input validation errors are tool execution errors, so the model can correct the call.
         const known = tool.input instanceof z.ZodObject ? Object.keys(tool.input.shape) : [];
-        return { content: [{ type: 'text', text: `Invalid arguments for ${name}: ${describeArgumentIssues(parsed.error.issues, args ?? {}, known)}` }], isError: true };
+        return {
+          content: [
+            {
+              type: 'text',
+              text: `Invalid arguments for ${name}: ${describeArgumentIssues(parsed.error.issues, args ?? {}, known)}`,
+            },
+          ],
+          isError: true,
+        };
       }
       // A note about the sandbox itself (e.g. a fresh one replaced a lost one) leads the next result.
       const withNotice = (text: string): string => {

@@ -2,7 +2,14 @@
 import * as z from 'zod';
 
 import { MAX_CODE_RESULT_BYTES, MAX_CODE_RESULTS } from '../sandbox/code-results';
-import { describeMemoryLimit, EnvSchema, OutOfMemorySchema, outOfMemoryNote, renderStream, TimeoutSchema } from './shared-schemas';
+import {
+  describeMemoryLimit,
+  EnvSchema,
+  OutOfMemorySchema,
+  outOfMemoryNote,
+  renderStream,
+  TimeoutSchema,
+} from './shared-schemas';
 import { defineTool, type ImageBlock } from './tool';
 
 const Input = z.strictObject({
@@ -24,7 +31,9 @@ const Output = z.object({
   results_omitted: z
     .object({ count: z.number().int(), bytes: z.number().int() })
     .optional()
-    .describe(`Present when the code produced more rich results than one call returns (${MAX_CODE_RESULTS}, ${MAX_CODE_RESULT_BYTES / 1024 / 1024} MiB in all): how many were left out, and their size.`),
+    .describe(
+      `Present when the code produced more rich results than one call returns (${MAX_CODE_RESULTS}, ${MAX_CODE_RESULT_BYTES / 1024 / 1024} MiB in all): how many were left out, and their size.`,
+    ),
   error: z.object({ name: z.string(), value: z.string(), traceback: z.string() }).nullable(),
   timed_out: z.boolean(),
   state_lost: z.boolean().describe('True when the interpreter restarted and earlier variables are gone.'),
@@ -59,7 +68,10 @@ export const runCodeTool = defineTool({
       if (item.type === 'image') images.push({ type: 'image', data: item.data, mimeType: item.mimeType });
       else lines.push(`Result: ${item.text}`);
     }
-    if (result.timedOut) lines.unshift(`Timed out after ${timeoutMs} ms and was interrupted. Pass a larger timeout_ms, or run long work as a script with run_command background: true.`);
+    if (result.timedOut)
+      lines.unshift(
+        `Timed out after ${timeoutMs} ms and was interrupted. Pass a larger timeout_ms, or run long work as a script with run_command background: true.`,
+      );
     if (result.cancelled) lines.unshift('Cancelled.');
     const omitted = result.omittedResults;
     if (omitted !== undefined) {
@@ -69,10 +81,17 @@ export const runCodeTool = defineTool({
     }
     if (result.error !== null) lines.push(`${result.error.name}: ${result.error.value}`, result.error.traceback);
     const oom = result.outOfMemory;
-    if (oom !== undefined && result.stateLost) lines.push(`The interpreter was restarted because it ran out of memory (${describeMemoryLimit(oom)}): variables and imports from earlier calls are gone.`);
+    if (oom !== undefined && result.stateLost)
+      lines.push(
+        `The interpreter was restarted because it ran out of memory (${describeMemoryLimit(oom)}): variables and imports from earlier calls are gone.`,
+      );
     else if (oom !== undefined) lines.push(outOfMemoryNote(oom));
-    if (result.stateLost && oom === undefined) lines.push('The interpreter was restarted: variables and imports from earlier calls are gone.');
-    const text = [renderStream('stdout', result.stdout), renderStream('stderr', result.stderr), ...lines].filter(Boolean).join('\n') || '(no output)';
+    if (result.stateLost && oom === undefined)
+      lines.push('The interpreter was restarted: variables and imports from earlier calls are gone.');
+    const text =
+      [renderStream('stdout', result.stdout), renderStream('stderr', result.stderr), ...lines]
+        .filter(Boolean)
+        .join('\n') || '(no output)';
     return {
       text,
       images,
@@ -80,7 +99,11 @@ export const runCodeTool = defineTool({
       structured: {
         stdout: result.stdout.text,
         stderr: result.stderr.text,
-        results: result.results.map((r) => (r.type === 'text' ? { type: 'text' as const, text: r.text } : { type: 'image' as const, mime_type: r.mimeType })),
+        results: result.results.map((r) =>
+          r.type === 'text'
+            ? { type: 'text' as const, text: r.text }
+            : { type: 'image' as const, mime_type: r.mimeType },
+        ),
         ...(omitted === undefined ? {} : { results_omitted: { count: omitted.count, bytes: omitted.bytes } }),
         error: result.error,
         timed_out: result.timedOut,

@@ -1,7 +1,15 @@
 /** `run_command`: a shell command in the sandbox; a non-zero exit is a normal result. */
 import * as z from 'zod';
 
-import { argumentText, EnvSchema, OutOfMemorySchema, outOfMemoryNote, PathSchema, renderStream, TimeoutSchema } from './shared-schemas';
+import {
+  argumentText,
+  EnvSchema,
+  OutOfMemorySchema,
+  outOfMemoryNote,
+  PathSchema,
+  renderStream,
+  TimeoutSchema,
+} from './shared-schemas';
 import { defineTool } from './tool';
 
 const Input = z.strictObject({
@@ -13,14 +21,19 @@ const Input = z.strictObject({
   background: z
     .boolean()
     .default(false)
-    .describe('Start it in the background (a dev server, a long job) and return its process_id at once; see manage_process. timeout_ms does not apply; it ends with the sandbox.'),
+    .describe(
+      'Start it in the background (a dev server, a long job) and return its process_id at once; see manage_process. timeout_ms does not apply; it ends with the sandbox.',
+    ),
 });
 
 const Output = z.object({
   exit_code: z.number().int().nullable().describe('null when the process was killed by a signal.'),
   stdout: z.string(),
   stderr: z.string(),
-  stdout_bytes: z.number().int().describe('Bytes the command wrote to stdout (stdout may hold only the head and tail).'),
+  stdout_bytes: z
+    .number()
+    .int()
+    .describe('Bytes the command wrote to stdout (stdout may hold only the head and tail).'),
   stderr_bytes: z.number().int(),
   timed_out: z.boolean(),
   duration_ms: z.number().int(),
@@ -28,7 +41,9 @@ const Output = z.object({
   disk_full: z
     .object({ disk_limit_bytes: z.number().int().describe("The sandbox's disk limit.") })
     .optional()
-    .describe("Present when the sandbox's disk was full (or nearly) after the command: writes fail with ENOSPC until files are deleted."),
+    .describe(
+      "Present when the sandbox's disk was full (or nearly) after the command: writes fail with ENOSPC until files are deleted.",
+    ),
   out_of_memory: OutOfMemorySchema,
 });
 
@@ -50,7 +65,16 @@ export const runCommandTool = defineTool({
       if (args.stdin !== undefined) await sandbox.writeBackgroundStdin(started.id, args.stdin);
       return {
         text: `Started in the background as ${started.id}. Read its output with manage_process {"action": "logs", "process_id": "${started.id}"}; stop it with action "kill".`,
-        structured: { exit_code: null, stdout: '', stderr: '', stdout_bytes: 0, stderr_bytes: 0, timed_out: false, duration_ms: 0, process_id: started.id },
+        structured: {
+          exit_code: null,
+          stdout: '',
+          stderr: '',
+          stdout_bytes: 0,
+          stderr_bytes: 0,
+          timed_out: false,
+          duration_ms: 0,
+          process_id: started.id,
+        },
       };
     }
     const timeoutMs = ctx.timeoutMs(args.timeout_ms);
@@ -71,7 +95,14 @@ export const runCommandTool = defineTool({
           ? `Killed by ${result.signal ?? 'a signal'}.`
           : `Exit code ${result.exitCode}.`;
     const status = result.outOfMemory === undefined ? ended : `${outOfMemoryNote(result.outOfMemory)} ${ended}`;
-    const text = [status, result.diskFull?.note, renderStream('stdout', result.stdout), renderStream('stderr', result.stderr)].filter(Boolean).join('\n');
+    const text = [
+      status,
+      result.diskFull?.note,
+      renderStream('stdout', result.stdout),
+      renderStream('stderr', result.stderr),
+    ]
+      .filter(Boolean)
+      .join('\n');
     return {
       text,
       isError: result.timedOut || result.cancelled || result.outOfMemory !== undefined,
@@ -85,7 +116,9 @@ export const runCommandTool = defineTool({
         duration_ms: result.durationMs,
         process_id: null,
         ...(result.diskFull === undefined ? {} : { disk_full: { disk_limit_bytes: result.diskFull.limitBytes } }),
-        ...(result.outOfMemory === undefined ? {} : { out_of_memory: { memory_limit_bytes: result.outOfMemory.limitBytes } }),
+        ...(result.outOfMemory === undefined
+          ? {}
+          : { out_of_memory: { memory_limit_bytes: result.outOfMemory.limitBytes } }),
       },
     };
   },

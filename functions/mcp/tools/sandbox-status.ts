@@ -32,7 +32,8 @@ const Output = z.object({
 export const sandboxStatusTool = defineTool({
   name: 'sandbox_status',
   title: 'Sandbox status',
-  description: 'Show the sandbox: backend, state, id, working directory, isolation, network access and when it expires if unused.',
+  description:
+    'Show the sandbox: backend, state, id, working directory, isolation, network access and when it expires if unused.',
   input: z.strictObject({}),
   output: Output,
   annotations: { readOnlyHint: true, idempotentHint: true },
@@ -55,13 +56,21 @@ export const sandboxStatusTool = defineTool({
       info === undefined
         ? `No sandbox yet (backend ${backend.backend}, isolation ${backend.isolation}); the first command or file operation starts one.`
         : `Sandbox ${info.id} (${info.backend}) is running. Working directory: ${info.workdir}. Isolation: ${info.isolation}. Network: ${info.network}. Expires if unused at ${structured.expires_at}.`;
-    return { text: backend.limits === undefined ? text : `${text} Limits: ${describeLimits(backend.limits)}.`, structured };
+    return {
+      text: backend.limits === undefined ? text : `${text} Limits: ${describeLimits(backend.limits)}.`,
+      structured,
+    };
   },
 });
 
 function toLimitsOutput(limits: SandboxLimits) {
   const out = (limit: ResourceLimit) => ({ value: limit.value, enforced_by: limit.enforcedBy });
-  return { memory_bytes: out(limits.memory), processes: out(limits.processes), cpus: out(limits.cpu), disk_bytes: out(limits.disk) };
+  return {
+    memory_bytes: out(limits.memory),
+    processes: out(limits.processes),
+    cpus: out(limits.cpu),
+    disk_bytes: out(limits.disk),
+  };
 }
 
 /** The limits in a sentence a model can act on ("memory 1 GiB (cgroup v1), ..."). */

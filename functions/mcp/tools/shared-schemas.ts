@@ -13,7 +13,10 @@ export function argumentText(what: string) {
   return z
     .string()
     .refine((text) => !text.includes('\0'), `${what} must not contain a NUL byte (\\0)`)
-    .refine((text) => Buffer.byteLength(text) <= MAX_ARG_BYTES, `${what} is longer than ${MAX_ARG_BYTES} bytes, the most Linux passes to a process; write it to a file with write_file and run that`);
+    .refine(
+      (text) => Buffer.byteLength(text) <= MAX_ARG_BYTES,
+      `${what} is longer than ${MAX_ARG_BYTES} bytes, the most Linux passes to a process; write it to a file with write_file and run that`,
+    );
 }
 
 /** A POSIX environment variable name. */
@@ -28,7 +31,12 @@ export const EnvSchema = z
   .record(z.string(), argumentText('an environment variable value'))
   .superRefine((env, ctx) => {
     for (const name of Object.keys(env)) {
-      if (!ENV_NAME.test(name)) ctx.addIssue({ code: 'custom', message: 'environment variable names are letters, digits and _, and do not start with a digit', path: [name] });
+      if (!ENV_NAME.test(name))
+        ctx.addIssue({
+          code: 'custom',
+          message: 'environment variable names are letters, digits and _, and do not start with a digit',
+          path: [name],
+        });
     }
   })
   .refine((env) => Object.keys(env).length <= 100, 'at most 100 environment variables')

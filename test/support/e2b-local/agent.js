@@ -19,7 +19,8 @@ const path = require('node:path');
 
 process.title = 'envd';
 // A stray `kill` or `pkill` in the sandbox must not take the agent down (a SIGKILL still does, as for envd).
-for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP', 'SIGQUIT', 'SIGUSR1', 'SIGUSR2']) process.on(signal, () => undefined);
+for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP', 'SIGQUIT', 'SIGUSR1', 'SIGUSR2'])
+  process.on(signal, () => undefined);
 
 // ---- framing ----
 
@@ -57,7 +58,14 @@ function reply(id, result, payload) {
 }
 
 function fail(id, error) {
-  send({ t: 'reply', id, ok: false, code: error.code || 'internal', status: error.status || 500, message: error.message });
+  send({
+    t: 'reply',
+    id,
+    ok: false,
+    code: error.code || 'internal',
+    status: error.status || 500,
+    message: error.message,
+  });
 }
 
 class OpError extends Error {
@@ -106,12 +114,19 @@ function spawnProcess(id, msg) {
   let child;
   try {
     // A session of its own: a command's `kill 0` or `kill -- -$$` reaches its own group, not the agent.
-    child = spawn(msg.cmd, msg.args, { cwd: msg.cwd, env: msg.env, stdio: [msg.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'], detached: true });
+    child = spawn(msg.cmd, msg.args, {
+      cwd: msg.cwd,
+      env: msg.env,
+      stdio: [msg.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
   } catch (err) {
     throw new OpError('invalid_argument', 400, `error starting process '${commandLine}': ${goError(err)}`);
   }
   if (child.pid === undefined) {
-    child.once('error', (err) => fail(id, new OpError('invalid_argument', 400, `error starting process '${commandLine}': ${goError(err)}`)));
+    child.once('error', (err) =>
+      fail(id, new OpError('invalid_argument', 400, `error starting process '${commandLine}': ${goError(err)}`)),
+    );
     return;
   }
   const pid = child.pid;
@@ -170,7 +185,8 @@ function signalProcess(id, msg) {
     }
     throw new OpError('internal', 500, 'error sending signal: os: process already finished');
   }
-  if (!record.child.kill(msg.signal)) throw new OpError('internal', 500, `error sending signal: could not signal ${msg.pid}`);
+  if (!record.child.kill(msg.signal))
+    throw new OpError('internal', 500, `error sending signal: could not signal ${msg.pid}`);
   reply(id, {});
 }
 
@@ -228,7 +244,8 @@ function entryInfo(p) {
   try {
     stat = fs.lstatSync(p);
   } catch (err) {
-    if (err.code === 'ENOENT' || err.code === 'ENOTDIR') throw new OpError('not_found', 404, `file not found: ${goError(err)}`);
+    if (err.code === 'ENOENT' || err.code === 'ENOTDIR')
+      throw new OpError('not_found', 404, `file not found: ${goError(err)}`);
     throw new OpError('internal', 500, `error getting file info: ${goError(err)}`);
   }
   const entry = {
@@ -292,11 +309,14 @@ function listDir(msg) {
   try {
     resolved = fs.realpathSync(msg.path);
   } catch (err) {
-    if (err.code === 'ENOENT' || err.code === 'ENOTDIR') throw new OpError('not_found', 404, `path not found: ${goError(err)}`);
-    if (err.code === 'ELOOP') throw new OpError('failed_precondition', 400, `cyclic symlink or chain >255 links at "${msg.path}"`);
+    if (err.code === 'ENOENT' || err.code === 'ENOTDIR')
+      throw new OpError('not_found', 404, `path not found: ${goError(err)}`);
+    if (err.code === 'ELOOP')
+      throw new OpError('failed_precondition', 400, `cyclic symlink or chain >255 links at "${msg.path}"`);
     throw new OpError('internal', 500, `error resolving symlink: ${goError(err)}`);
   }
-  if (!fs.statSync(resolved).isDirectory()) throw new OpError('invalid_argument', 400, `path is not a directory: ${resolved}`);
+  if (!fs.statSync(resolved).isDirectory())
+    throw new OpError('invalid_argument', 400, `path is not a directory: ${resolved}`);
   const entries = [];
   const walk = (dir, rel, depth) => {
     let names;
@@ -385,7 +405,8 @@ function readFile(id, msg) {
   try {
     stat = fs.statSync(msg.path);
   } catch (err) {
-    if (err.code === 'ENOENT' || err.code === 'ENOTDIR') throw new OpError('not_found', 404, `path '${msg.path}' does not exist`);
+    if (err.code === 'ENOENT' || err.code === 'ENOTDIR')
+      throw new OpError('not_found', 404, `path '${msg.path}' does not exist`);
     throw new OpError('internal', 500, `error checking if path exists '${msg.path}': ${goError(err)}`);
   }
   if (stat.isDirectory()) throw new OpError('invalid_argument', 400, `path '${msg.path}' is a directory`);
@@ -414,7 +435,8 @@ function writeFile(msg, payload) {
   try {
     fs.writeFileSync(msg.path, payload);
   } catch (err) {
-    if (err.code === 'ENOSPC') throw new OpError('resource_exhausted', 507, `not enough disk space available: ${goError(err)}`);
+    if (err.code === 'ENOSPC')
+      throw new OpError('resource_exhausted', 507, `not enough disk space available: ${goError(err)}`);
     throw new OpError('internal', 500, `error opening file: ${goError(err)}`);
   }
   return { path: msg.path };
@@ -452,7 +474,10 @@ function handle(msg, payload) {
         throw new OpError('unimplemented', 501, `unknown request ${msg.t}`);
     }
   } catch (err) {
-    fail(id, err instanceof OpError ? err : new OpError('internal', 500, err && err.message ? err.message : String(err)));
+    fail(
+      id,
+      err instanceof OpError ? err : new OpError('internal', 500, err && err.message ? err.message : String(err)),
+    );
   }
 }
 

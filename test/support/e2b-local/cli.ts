@@ -15,7 +15,9 @@ function parseArgs(argv: string[]): LocalE2BOptions {
   const options: LocalE2BOptions = {};
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
-    const [name, inline] = arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
+    const [name, inline] = arg.includes('=')
+      ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)]
+      : [arg, undefined];
     const value = (): string => {
       const v = inline ?? argv[++i];
       if (v === undefined) throw new Error(`${name} needs a value\n${USAGE}`);
@@ -55,7 +57,9 @@ function parseArgs(argv: string[]): LocalE2BOptions {
 async function main(): Promise<void> {
   const service = await startLocalE2B(parseArgs(process.argv.slice(2)));
   const lines = Object.entries(service.env()).map(([name, value]) => `export ${name}=${value}`);
-  process.stdout.write(`Local E2B service on ${service.url}. For an SDK client:\n\n${lines.join('\n')}\n\nCtrl-C stops it and kills every sandbox.\n`);
+  process.stdout.write(
+    `Local E2B service on ${service.url}. For an SDK client:\n\n${lines.join('\n')}\n\nCtrl-C stops it and kills every sandbox.\n`,
+  );
   let stopping = false;
   const stop = (): void => {
     if (stopping) return;

@@ -119,15 +119,18 @@ function contentType(req: IncomingMessage): string {
 
 /** The JSON message of a unary call (`application/json`); throws a ConnectError otherwise. */
 export async function readUnaryRequest(req: IncomingMessage): Promise<unknown> {
-  if (contentType(req) !== 'application/json') throw new ConnectError('unimplemented', `unsupported content type ${contentType(req) || '(none)'}`);
+  if (contentType(req) !== 'application/json')
+    throw new ConnectError('unimplemented', `unsupported content type ${contentType(req) || '(none)'}`);
   return parseJson(await readBody(req));
 }
 
 /** The single enveloped JSON message of a server-streaming call (`application/connect+json`). */
 export async function readStreamRequest(req: IncomingMessage): Promise<unknown> {
-  if (contentType(req) !== 'application/connect+json') throw new ConnectError('unimplemented', `unsupported content type ${contentType(req) || '(none)'}`);
+  if (contentType(req) !== 'application/connect+json')
+    throw new ConnectError('unimplemented', `unsupported content type ${contentType(req) || '(none)'}`);
   const envelopes = decodeEnvelopes(await readBody(req));
-  if (envelopes.length !== 1 || envelopes[0]!.flags !== 0) throw new ConnectError('invalid_argument', `expected one request message, got ${envelopes.length}`);
+  if (envelopes.length !== 1 || envelopes[0]!.flags !== 0)
+    throw new ConnectError('invalid_argument', `expected one request message, got ${envelopes.length}`);
   return parseJson(envelopes[0]!.data);
 }
 
@@ -206,7 +209,12 @@ export interface ConnectService {
 }
 
 /** Serves `POST /<package.Service>/<Method>` with `service`; answers `unimplemented` for unknown methods. */
-export async function serveConnect(service: ConnectService, method: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+export async function serveConnect(
+  service: ConnectService,
+  method: string,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
   const ctx: CallContext = { req, timeoutMs: timeoutOf(req) };
   const unary = Object.hasOwn(service.unary, method) ? service.unary[method] : undefined;
   const streaming = Object.hasOwn(service.serverStream, method) ? service.serverStream[method] : undefined;

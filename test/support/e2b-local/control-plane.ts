@@ -88,7 +88,8 @@ async function jsonBody(req: IncomingMessage): Promise<Record<string, unknown>> 
   } catch {
     throw new ApiError(400, 'Error when parsing request: invalid JSON body');
   }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new ApiError(400, 'Error when parsing request: the body must be a JSON object');
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new ApiError(400, 'Error when parsing request: the body must be a JSON object');
   return value as Record<string, unknown>;
 }
 
@@ -102,7 +103,8 @@ function stringMap(value: unknown, name: string): Record<string, string> {
 
 function seconds(value: unknown, fallback: number): number {
   if (value === undefined || value === null) return fallback;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) throw new ApiError(400, 'Error when parsing request: timeout must be a non-negative integer');
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0)
+    throw new ApiError(400, 'Error when parsing request: timeout must be a non-negative integer');
   return value;
 }
 
@@ -192,17 +194,25 @@ export class ControlPlane {
 
   private known(sandboxId: string | undefined): LocalSandbox {
     const sandbox = sandboxId === undefined ? undefined : this.options.registry.get(sandboxId);
-    if (sandbox === undefined) throw new ApiError(404, `sandbox "${sandboxId}" doesn't exist or you don't have access to it`);
+    if (sandbox === undefined)
+      throw new ApiError(404, `sandbox "${sandboxId}" doesn't exist or you don't have access to it`);
     return sandbox;
   }
 
-  private async serve(route: ControlRoute | 'api', sandboxId: string | undefined, req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
+  private async serve(
+    route: ControlRoute | 'api',
+    sandboxId: string | undefined,
+    req: IncomingMessage,
+    res: ServerResponse,
+    url: URL,
+  ): Promise<void> {
     const { registry } = this.options;
     switch (route) {
       case 'create': {
         const body = await jsonBody(req);
         const templateId = body.templateID;
-        if (typeof templateId !== 'string' || templateId === '') throw new ApiError(400, 'Error when parsing request: templateID is required');
+        if (typeof templateId !== 'string' || templateId === '')
+          throw new ApiError(400, 'Error when parsing request: templateID is required');
         if (templateId === MISSING_TEMPLATE) throw new ApiError(404, `template '${templateId}' not found`);
         const sandbox = await registry.create({
           templateId,

@@ -18,7 +18,11 @@ import { AgentError, type SandboxRuntime } from './sandbox-runtime';
 
 export function writeJsonError(res: ServerResponse, status: number, message: string): void {
   const body = Buffer.from(`${JSON.stringify({ code: status, message })}\n`);
-  res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'X-Content-Type-Options': 'nosniff', 'Content-Length': body.length });
+  res.writeHead(status, {
+    'Content-Type': 'application/json; charset=utf-8',
+    'X-Content-Type-Options': 'nosniff',
+    'Content-Length': body.length,
+  });
   res.end(body);
 }
 
@@ -39,7 +43,13 @@ function httpErrorOf(err: unknown): HttpError {
 }
 
 /** The SDK's signature of a file URL (`v1_` + unpadded base64 SHA-256 of `path:operation:user:token[:expiration]`). */
-export function fileSignature(path: string, operation: 'read' | 'write', username: string, token: string, expiration?: number): string {
+export function fileSignature(
+  path: string,
+  operation: 'read' | 'write',
+  username: string,
+  token: string,
+  expiration?: number,
+): string {
   const raw = [path, operation, username, token, ...(expiration === undefined ? [] : [String(expiration)])].join(':');
   return `v1_${createHash('sha256').update(raw).digest('base64').replace(/=+$/, '')}`;
 }
@@ -52,7 +62,8 @@ function responseEncoding(header: string | undefined): 'gzip' | 'identity' | und
     const q = params.find((p) => p.toLowerCase().startsWith('q='));
     return { name: name.toLowerCase(), q: q === undefined ? 1 : Number(q.slice(2)) || 0 };
   });
-  const has = (name: string, refused: boolean): boolean => accepted.some((e) => e.name === name && (e.q === 0) === refused);
+  const has = (name: string, refused: boolean): boolean =>
+    accepted.some((e) => e.name === name && (e.q === 0) === refused);
   const identityRejected = has('identity', true) || (has('*', true) && !has('identity', false));
   for (const e of [...accepted].sort((a, b) => b.q - a.q)) {
     if (e.q === 0) continue;
@@ -107,9 +118,16 @@ export class FilesHandler {
     if (signature === null) throw new HttpError(401, 'missing signature query parameter');
     const expirationParam = url.searchParams.get('signature_expiration');
     const expiration = expirationParam === null ? undefined : Number(expirationParam);
-    const expected = fileSignature(url.searchParams.get('path') ?? '', operation, url.searchParams.get('username') ?? '', this.accessToken, expiration);
+    const expected = fileSignature(
+      url.searchParams.get('path') ?? '',
+      operation,
+      url.searchParams.get('username') ?? '',
+      this.accessToken,
+      expiration,
+    );
     if (signature !== expected) throw new HttpError(401, 'invalid signature');
-    if (expiration !== undefined && expiration < Date.now() / 1000) throw new HttpError(401, 'signature is already expired');
+    if (expiration !== undefined && expiration < Date.now() / 1000)
+      throw new HttpError(401, 'signature is already expired');
   }
 
   private userOf(url: URL): SandboxUser {
@@ -145,7 +163,10 @@ export class FilesHandler {
     const raw = await readBody(req);
     const contentEncoding = (req.headers['content-encoding'] ?? 'identity').toLowerCase().trim();
     if (contentEncoding !== 'identity' && contentEncoding !== 'gzip') {
-      throw new HttpError(400, `error decompressing request body: unsupported Content-Encoding: ${contentEncoding}, supported: [gzip]`);
+      throw new HttpError(
+        400,
+        `error decompressing request body: unsupported Content-Encoding: ${contentEncoding}, supported: [gzip]`,
+      );
     }
     let body: Buffer;
     try {
@@ -163,7 +184,8 @@ export class FilesHandler {
       files.push({ path: expandAndResolve(queryPath, user), data: body });
     } else if (mediaType.startsWith('multipart/')) {
       const boundary = boundaryOf(contentType);
-      if (boundary === undefined) throw new HttpError(500, 'error parsing multipart form: no multipart boundary param in Content-Type');
+      if (boundary === undefined)
+        throw new HttpError(500, 'error parsing multipart form: no multipart boundary param in Content-Type');
       let parts;
       try {
         parts = parseMultipart(body, boundary);
@@ -180,7 +202,10 @@ export class FilesHandler {
         files.push({ path, data: part.data });
       }
     } else {
-      throw new HttpError(400, `unsupported content type: ${contentType}, expected multipart/form-data or application/octet-stream`);
+      throw new HttpError(
+        400,
+        `unsupported content type: ${contentType}, expected multipart/form-data or application/octet-stream`,
+      );
     }
     const written: Array<{ path: string; name: string; type: 'file' }> = [];
     for (const file of files) {

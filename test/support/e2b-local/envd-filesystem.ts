@@ -25,7 +25,11 @@ export class FilesystemService {
         return this.call('listDir', { path: this.path(message, 'path', ctx), depth: depth === 0 ? 1 : depth });
       },
       MakeDir: (message, ctx) => this.call('makeDir', { path: this.path(message, 'path', ctx) }),
-      Move: (message, ctx) => this.call('move', { source: this.path(message, 'source', ctx), destination: this.path(message, 'destination', ctx) }),
+      Move: (message, ctx) =>
+        this.call('move', {
+          source: this.path(message, 'source', ctx),
+          destination: this.path(message, 'destination', ctx),
+        }),
       Remove: (message, ctx) => this.call('remove', { path: this.path(message, 'path', ctx) }),
     },
     serverStream: {},
@@ -39,7 +43,8 @@ export class FilesystemService {
     try {
       return (await this.runtime.request({ t: op, ...args })).header.result;
     } catch (err) {
-      if (err instanceof AgentError) throw new ConnectError(isConnectCode(err.code) ? err.code : 'internal', err.message);
+      if (err instanceof AgentError)
+        throw new ConnectError(isConnectCode(err.code) ? err.code : 'internal', err.message);
       throw err;
     }
   }

@@ -47,7 +47,11 @@ const RETENTION_MS = 30_000;
 /** envd's keepalive interval when the client names none. */
 const DEFAULT_KEEPALIVE_S = 90;
 
-const SIGNAL_NAMES: Readonly<Record<number, string>> = { 0: 'SIGNAL_UNSPECIFIED', 9: 'SIGNAL_SIGKILL', 15: 'SIGNAL_SIGTERM' };
+const SIGNAL_NAMES: Readonly<Record<number, string>> = {
+  0: 'SIGNAL_UNSPECIFIED',
+  9: 'SIGNAL_SIGKILL',
+  15: 'SIGNAL_SIGTERM',
+};
 
 /** Go's syscall.Signal.String() for the signals a sandbox process usually dies of. */
 const GO_SIGNAL_TEXT: Readonly<Record<string, string>> = {
@@ -80,7 +84,10 @@ export function endEventOf(exit: { exitCode: number | null; signal: string | nul
 function connectErrorOf(err: unknown, fallback = 'internal'): ConnectError {
   if (err instanceof ConnectError) return err;
   if (err instanceof AgentError) return new ConnectError(isConnectCode(err.code) ? err.code : 'internal', err.message);
-  return new ConnectError(isConnectCode(fallback) ? fallback : 'internal', err instanceof Error ? err.message : String(err));
+  return new ConnectError(
+    isConnectCode(fallback) ? fallback : 'internal',
+    err instanceof Error ? err.message : String(err),
+  );
 }
 
 function headerOf(ctx: CallContext, name: string): string | undefined {
@@ -138,7 +145,8 @@ export class ProcessService {
   private async start(msg: JsonObject, stream: ServerStream, ctx: CallContext): Promise<void> {
     const user = userOfAuthorization(headerOf(ctx, 'authorization'));
     const processMsg = objectField(msg, 'process') ?? {};
-    if (objectField(msg, 'pty') !== undefined) throw new ConnectError('unimplemented', 'PTYs are not modelled by the local E2B service');
+    if (objectField(msg, 'pty') !== undefined)
+      throw new ConnectError('unimplemented', 'PTYs are not modelled by the local E2B service');
     const config: ProcessConfig = {
       cmd: stringField(processMsg, 'cmd') ?? '',
       args: stringArrayField(processMsg, 'args'),
@@ -152,7 +160,13 @@ export class ProcessService {
     const cwd = expandAndResolve(cwdField ?? '', user);
     let proc: AgentProcess;
     try {
-      proc = await this.runtime.startProcess({ cmd: config.cmd, args: config.args, cwd, env: processEnvironment(user, this.sandboxEnvVars, config.envs), stdin });
+      proc = await this.runtime.startProcess({
+        cmd: config.cmd,
+        args: config.args,
+        cwd,
+        env: processEnvironment(user, this.sandboxEnvVars, config.envs),
+        stdin,
+      });
     } catch (err) {
       throw connectErrorOf(err, 'invalid_argument');
     }
@@ -164,7 +178,8 @@ export class ProcessService {
     proc.onStdout((chunk) => managed.subscribers.forEach((s) => s.data('stdout', chunk)));
     proc.onStderr((chunk) => managed.subscribers.forEach((s) => s.data('stderr', chunk)));
     // The process's deadline (envd: exec.CommandContext with the request's timeout).
-    const deadline = ctx.timeoutMs > 0 ? this.timer(ctx.timeoutMs, () => proc.signal('SIGKILL').catch(() => undefined)) : undefined;
+    const deadline =
+      ctx.timeoutMs > 0 ? this.timer(ctx.timeoutMs, () => proc.signal('SIGKILL').catch(() => undefined)) : undefined;
     void proc.exited.then((exit) => {
       this.clearTimer(deadline);
       const end = endEventOf(exit);
@@ -205,7 +220,12 @@ export class ProcessService {
         armKeepalive();
       });
     };
-    const deadline = ctx.timeoutMs > 0 ? this.timer(ctx.timeoutMs, () => stream.end(new ConnectError('deadline_exceeded', 'context deadline exceeded'))) : undefined;
+    const deadline =
+      ctx.timeoutMs > 0
+        ? this.timer(ctx.timeoutMs, () =>
+            stream.end(new ConnectError('deadline_exceeded', 'context deadline exceeded')),
+          )
+        : undefined;
     const subscriber: Subscriber = {
       data: (kind, chunk) => {
         stream.send({ event: { data: { [kind]: chunk.toString('base64') } } });
@@ -240,7 +260,8 @@ export class ProcessService {
       return retained === undefined ? undefined : { pid, end: retained.end };
     }
     const tag = stringField(selector, 'tag');
-    for (const [retainedPid, retained] of this.retained) if (tag !== undefined && retained.tag === tag) return { pid: retainedPid, end: retained.end };
+    for (const [retainedPid, retained] of this.retained)
+      if (tag !== undefined && retained.tag === tag) return { pid: retainedPid, end: retained.end };
     return undefined;
   }
 
@@ -261,7 +282,11 @@ export class ProcessService {
 
   private list(): unknown {
     return {
-      processes: [...this.processes.values()].map((m) => ({ config: m.config, pid: m.pid, ...(m.tag === undefined ? {} : { tag: m.tag }) })),
+      processes: [...this.processes.values()].map((m) => ({
+        config: m.config,
+        pid: m.pid,
+        ...(m.tag === undefined ? {} : { tag: m.tag }),
+      })),
     };
   }
 
@@ -277,7 +302,10 @@ export class ProcessService {
       return {};
     }
     if (field(input, 'pty') !== undefined) {
-      throw new ConnectError('internal', 'error writing to tty: tty not assigned to process — input should be written to the stdin, not the tty');
+      throw new ConnectError(
+        'internal',
+        'error writing to tty: tty not assigned to process — input should be written to the stdin, not the tty',
+      );
     }
     throw new ConnectError('unimplemented', 'invalid input type');
   }
@@ -307,7 +335,8 @@ export class ProcessService {
 
   private async update(msg: JsonObject): Promise<unknown> {
     this.get(objectField(msg, 'process') ?? {});
-    if (objectField(msg, 'pty') !== undefined) throw new ConnectError('internal', 'error resizing tty: tty not assigned to process');
+    if (objectField(msg, 'pty') !== undefined)
+      throw new ConnectError('internal', 'error resizing tty: tty not assigned to process');
     return {};
   }
 }

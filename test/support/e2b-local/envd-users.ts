@@ -41,7 +41,10 @@ export function expandAndResolve(path: string, user: SandboxUser): string {
   let expanded = path;
   if (expanded.startsWith('~')) {
     if (expanded.length > 1 && expanded[1] !== '/') {
-      throw new ConnectError('invalid_argument', `failed to expand path '${path}' for user '${user.name}': cannot expand user-specific home dir`);
+      throw new ConnectError(
+        'invalid_argument',
+        `failed to expand path '${path}' for user '${user.name}': cannot expand user-specific home dir`,
+      );
     }
     expanded = posix.join(user.home, expanded.slice(1));
   }

@@ -106,7 +106,12 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
   const faults = new Map<ControlRoute, Fault[]>();
   const standing = new Map<ControlRoute, Fault>();
   const recorded: RecordedRequest[] = [];
-  const controlPlane = new ControlPlane({ apiKey, flavor, registry, nextFault: (route) => faults.get(route)?.shift() ?? standing.get(route) });
+  const controlPlane = new ControlPlane({
+    apiKey,
+    flavor,
+    registry,
+    nextFault: (route) => faults.get(route)?.shift() ?? standing.get(route),
+  });
   const sockets = new Set<Socket>();
 
   const server = createServer((req, res) => {
@@ -117,10 +122,18 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
     const route = control?.route ?? (portOf(req, url.pathname) === INTERPRETER_PORT ? 'interpreter' : 'envd');
     const recordedId = sandboxId ?? control?.sandboxId;
     const path = req.url ?? '/';
-    const record: RecordedRequest = { route, method: req.method ?? 'GET', path, ...(recordedId === undefined ? {} : { sandboxId: recordedId }), headers: { ...req.headers } };
+    const record: RecordedRequest = {
+      route,
+      method: req.method ?? 'GET',
+      path,
+      ...(recordedId === undefined ? {} : { sandboxId: recordedId }),
+      headers: { ...req.headers },
+    };
     recorded.push(record);
     if (control !== undefined) recordBody(req, record as { body?: unknown });
-    const served = forSandbox ? serveSandboxTraffic(registry, sandboxId, req, res, url) : controlPlane.handle(req, res, url);
+    const served = forSandbox
+      ? serveSandboxTraffic(registry, sandboxId, req, res, url)
+      : controlPlane.handle(req, res, url);
     served.catch((err: unknown) => {
       if (!res.headersSent) {
         res.writeHead(500, { 'Content-Type': 'application/json' });
@@ -145,14 +158,21 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
     url,
     apiKey,
     env: () => ({ E2B_API_KEY: apiKey, E2B_API_URL: url, E2B_SANDBOX_URL: url }),
-    sandboxes: () => registry.all().map((s) => ({ sandboxId: s.id, templateId: s.templateId, metadata: { ...s.metadata }, endAt: new Date(s.endAt) })),
+    sandboxes: () =>
+      registry.all().map((s) => ({
+        sandboxId: s.id,
+        templateId: s.templateId,
+        metadata: { ...s.metadata },
+        endAt: new Date(s.endAt),
+      })),
     hostPath(sandboxId, sandboxPath) {
       const normalized = posix.normalize(sandboxPath);
       for (const [inside, outside] of [
         ['/home/user', 'home/user'],
         ['/tmp', 'tmp'],
       ] as const) {
-        if (normalized === inside || normalized.startsWith(`${inside}/`)) return join(root, sandboxId, outside, normalized.slice(inside.length));
+        if (normalized === inside || normalized.startsWith(`${inside}/`))
+          return join(root, sandboxId, outside, normalized.slice(inside.length));
       }
       throw new Error(`hostPath: ${sandboxPath} is not under /home/user or /tmp`);
     },

@@ -15,7 +15,10 @@ import { join } from 'node:path';
 
 import type { SandboxProcess } from './sandbox-runtime';
 
-export type InterpreterSpawn = (argv: string[], opts: { cwd: string; env: Record<string, string> }) => Promise<SandboxProcess>;
+export type InterpreterSpawn = (
+  argv: string[],
+  opts: { cwd: string; env: Record<string, string> },
+) => Promise<SandboxProcess>;
 
 export interface Interpreter {
   handle(req: IncomingMessage, res: ServerResponse, path: string): Promise<void>;
@@ -48,7 +51,10 @@ type Outcome = 'done' | 'died' | 'aborted';
 function pythonJson(value: unknown): string {
   if (value === null || value === undefined) return 'null';
   if (typeof value === 'string') {
-    return JSON.stringify(value).replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+    return JSON.stringify(value).replace(
+      /[\u0080-\uffff]/g,
+      (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+    );
   }
   if (typeof value === 'number' || typeof value === 'boolean') return JSON.stringify(value);
   if (Array.isArray(value)) return `[${value.map(pythonJson).join(', ')}]`;
@@ -162,7 +168,12 @@ class Kernel {
   }
 
   /** Runs code; settles when the kernel says done, dies, or is killed. */
-  execute(id: string, code: string, envVars: Record<string, string>, onMessage: (message: Json) => void): Promise<Outcome> {
+  execute(
+    id: string,
+    code: string,
+    envVars: Record<string, string>,
+    onMessage: (message: Json) => void,
+  ): Promise<Outcome> {
     if (this.killed) return Promise.resolve('aborted');
     if (this.exited) return Promise.resolve('died');
     return new Promise<Outcome>((resolve) => {
@@ -212,7 +223,8 @@ class Kernel {
     let start = 0;
     for (let nl = chunk.indexOf(10, start); nl >= 0; nl = chunk.indexOf(10, start)) {
       const piece = chunk.subarray(start, nl);
-      const line = this.partial.length > 0 ? Buffer.concat([...this.partial, piece]).toString('utf8') : piece.toString('utf8');
+      const line =
+        this.partial.length > 0 ? Buffer.concat([...this.partial, piece]).toString('utf8') : piece.toString('utf8');
       this.partial = [];
       start = nl + 1;
       this.onLine(line);
@@ -239,7 +251,9 @@ class Kernel {
     this.exited = true;
     setTimeout(() => {
       const how = status.signal !== null ? `signal ${status.signal}` : `exit code ${status.exitCode}`;
-      this.failReady(new Error(`the Python kernel ended (${how})${this.stderrTail ? `: ${this.stderrTail.trim()}` : ''}`));
+      this.failReady(
+        new Error(`the Python kernel ended (${how})${this.stderrTail ? `: ${this.stderrTail.trim()}` : ''}`),
+      );
       this.finish(this.killed ? 'aborted' : 'died');
     }, EXIT_GRACE_MS);
   }
@@ -343,7 +357,8 @@ async function readJson(req: IncomingMessage): Promise<Json> {
   } catch {
     throw invalid('json_invalid', [0], 'JSON decode error');
   }
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw invalid('model_attributes_type', [], 'Input should be a valid dictionary or object to extract fields from');
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    throw invalid('model_attributes_type', [], 'Input should be a valid dictionary or object to extract fields from');
   return body as Json;
 }
 
@@ -378,7 +393,12 @@ class LocalInterpreter implements Interpreter {
       if (pathname === '/health') return method === 'GET' ? sendJson(res, 200, 'OK') : this.notAllowed();
       if (pathname === '/execute') return method === 'POST' ? await this.execute(req, res) : this.notAllowed();
       if (pathname === '/contexts') {
-        if (method === 'GET') return sendJson(res, 200, [...this.contexts.values()].map((c) => c.describe()));
+        if (method === 'GET')
+          return sendJson(
+            res,
+            200,
+            [...this.contexts.values()].map((c) => c.describe()),
+          );
         if (method === 'POST') return await this.createContext(req, res);
         return this.notAllowed();
       }
@@ -489,7 +509,8 @@ class LocalInterpreter implements Interpreter {
     const contextId = optionalString(body, 'context_id');
     const language = optionalString(body, 'language');
     const envVars = body.env_vars ?? null;
-    if (envVars !== null && (typeof envVars !== 'object' || Array.isArray(envVars))) throw invalid('dict_type', ['env_vars'], 'Input should be a valid dictionary');
+    if (envVars !== null && (typeof envVars !== 'object' || Array.isArray(envVars)))
+      throw invalid('dict_type', ['env_vars'], 'Input should be a valid dictionary');
     for (const [key, value] of Object.entries(envVars ?? {})) {
       if (typeof value !== 'string') throw invalid('string_type', ['env_vars', key], 'Input should be a valid string');
     }
@@ -555,7 +576,11 @@ class LocalInterpreter implements Interpreter {
       case 'start':
         return { type: 'number_of_executions', execution_count: message.execution_count };
       case 'stream':
-        return { type: message.name === 'stderr' ? 'stderr' : 'stdout', text: message.text, timestamp: message.timestamp };
+        return {
+          type: message.name === 'stderr' ? 'stderr' : 'stdout',
+          text: message.text,
+          timestamp: message.timestamp,
+        };
       case 'display':
         return resultLine((message.data ?? {}) as Json, message.main === true, this.flavor);
       case 'error':
@@ -568,7 +593,11 @@ class LocalInterpreter implements Interpreter {
 
 /** What E2B's server writes when an execution's connection to its kernel closes first (restart, removal). */
 function unexpectedEnd(): Json {
-  return errorLine('UnexpectedEndOfExecution', 'Connection to the execution was closed before the execution was finished', '');
+  return errorLine(
+    'UnexpectedEndOfExecution',
+    'Connection to the execution was closed before the execution was finished',
+    '',
+  );
 }
 
 export function createInterpreter(spawn: InterpreterSpawn, options: { flavor: 'e2b' | 'alibaba' }): Interpreter {

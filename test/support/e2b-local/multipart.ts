@@ -21,7 +21,9 @@ function unescapeFilename(value: string): string {
 }
 
 function dispositionParam(disposition: string, param: string): string | undefined {
-  const match = new RegExp(`;\\s*${param}="((?:[^"\\\\]|\\\\.)*)"`, 'i').exec(disposition) ?? new RegExp(`;\\s*${param}=([^;\\s]+)`, 'i').exec(disposition);
+  const match =
+    new RegExp(`;\\s*${param}="((?:[^"\\\\]|\\\\.)*)"`, 'i').exec(disposition) ??
+    new RegExp(`;\\s*${param}=([^;\\s]+)`, 'i').exec(disposition);
   return match?.[1] === undefined ? undefined : unescapeFilename(match[1].replace(/\\(.)/g, '$1'));
 }
 
@@ -41,7 +43,11 @@ export function parseMultipart(body: Buffer, boundary: string): FormPart[] {
     if (next < 0) throw new Error('multipart: missing closing boundary');
     const headers = body.subarray(cursor, headerEnd).toString('utf8').split('\r\n');
     const disposition = headers.find((h) => /^content-disposition:/i.test(h)) ?? '';
-    parts.push({ name: dispositionParam(disposition, 'name'), filename: dispositionParam(disposition, 'filename'), data: body.subarray(headerEnd + 4, next) });
+    parts.push({
+      name: dispositionParam(disposition, 'name'),
+      filename: dispositionParam(disposition, 'filename'),
+      data: body.subarray(headerEnd + 4, next),
+    });
     start = next + 2;
   }
   return parts;

@@ -14,7 +14,8 @@ function snakeOf(camel: string): string {
 /** The message itself, which must be a JSON object. */
 export function objectOf(value: unknown, what = 'message'): JsonObject {
   if (value === undefined || value === null) return {};
-  if (typeof value !== 'object' || Array.isArray(value)) throw new ConnectError('invalid_argument', `${what} must be a JSON object`);
+  if (typeof value !== 'object' || Array.isArray(value))
+    throw new ConnectError('invalid_argument', `${what} must be a JSON object`);
   return value as JsonObject;
 }
 
@@ -44,7 +45,8 @@ export function intField(message: JsonObject, name: string): number | undefined 
   const value = field(message, name);
   if (value === undefined || value === null) return undefined;
   const n = typeof value === 'string' ? Number(value) : value;
-  if (typeof n !== 'number' || !Number.isInteger(n)) throw new ConnectError('invalid_argument', `${name} must be an integer`);
+  if (typeof n !== 'number' || !Number.isInteger(n))
+    throw new ConnectError('invalid_argument', `${name} must be an integer`);
   return n;
 }
 
@@ -56,7 +58,8 @@ export function objectField(message: JsonObject, name: string): JsonObject | und
 export function stringArrayField(message: JsonObject, name: string): string[] {
   const value = field(message, name);
   if (value === undefined || value === null) return [];
-  if (!Array.isArray(value) || value.some((v) => typeof v !== 'string')) throw new ConnectError('invalid_argument', `${name} must be a list of strings`);
+  if (!Array.isArray(value) || value.some((v) => typeof v !== 'string'))
+    throw new ConnectError('invalid_argument', `${name} must be a list of strings`);
   return value as string[];
 }
 
@@ -75,7 +78,11 @@ export function bytesOf(value: unknown, name: string): Buffer {
 }
 
 /** An enum field as its value name, given the enum's names by number. */
-export function enumField(message: JsonObject, name: string, names: Readonly<Record<number, string>>): string | undefined {
+export function enumField(
+  message: JsonObject,
+  name: string,
+  names: Readonly<Record<number, string>>,
+): string | undefined {
   const value = field(message, name);
   if (value === undefined || value === null) return undefined;
   if (typeof value === 'number') return names[value] ?? String(value);

@@ -10,7 +10,9 @@ import type { SandboxUser } from './envd-users';
 const SYSTEM_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
 /** The PATH of sandbox processes: the usual one, plus where this Node lives (the templates ship Node). */
-export const SANDBOX_PATH = SYSTEM_PATH.split(':').includes(dirname(process.execPath)) ? SYSTEM_PATH : `${SYSTEM_PATH}:${dirname(process.execPath)}`;
+export const SANDBOX_PATH = SYSTEM_PATH.split(':').includes(dirname(process.execPath))
+  ? SYSTEM_PATH
+  : `${SYSTEM_PATH}:${dirname(process.execPath)}`;
 
 export function processEnvironment(
   user: SandboxUser,

@@ -27,7 +27,10 @@ export interface SandboxProcess {
 }
 
 /** Starts `argv` in the sandbox with stdin open; `env` is added to the sandbox's base environment. */
-export type SpawnInSandbox = (argv: string[], opts: { cwd: string; env: Record<string, string> }) => Promise<SandboxProcess>;
+export type SpawnInSandbox = (
+  argv: string[],
+  opts: { cwd: string; env: Record<string, string> },
+) => Promise<SandboxProcess>;
 
 /** A request the agent refused: a Connect code for filesystem calls, an HTTP status for file transfers. */
 export class AgentError extends Error {
@@ -73,7 +76,14 @@ function isUnder(path: string, dir: string): boolean {
 
 /** bwrap's arguments for a sandbox in `dir`. */
 function bwrapArgs(options: RuntimeOptions): string[] {
-  const args = ['--die-with-parent', '--unshare-pid', '--unshare-uts', '--unshare-ipc', '--hostname', options.sandboxId];
+  const args = [
+    '--die-with-parent',
+    '--unshare-pid',
+    '--unshare-uts',
+    '--unshare-ipc',
+    '--hostname',
+    options.sandboxId,
+  ];
   args.push('--ro-bind', '/', '/', '--tmpfs', '/home');
   args.push('--bind', join(options.dir, 'home', 'user'), '/home/user', '--bind', join(options.dir, 'tmp'), '/tmp');
   args.push('--proc', '/proc', '--dev', '/dev');
@@ -83,7 +93,19 @@ function bwrapArgs(options: RuntimeOptions): string[] {
   for (const dir of [dirname(dirname(process.execPath)), CODE_DIR]) {
     if (isUnder(dir, '/home') || isUnder(dir, '/tmp')) args.push('--ro-bind', dir, dir);
   }
-  args.push('--cap-drop', 'ALL', '--new-session', '--clearenv', '--setenv', 'PATH', '/usr/bin:/bin', '--chdir', '/home/user', '--info-fd', '3');
+  args.push(
+    '--cap-drop',
+    'ALL',
+    '--new-session',
+    '--clearenv',
+    '--setenv',
+    'PATH',
+    '/usr/bin:/bin',
+    '--chdir',
+    '/home/user',
+    '--info-fd',
+    '3',
+  );
   args.push('--', process.execPath, AGENT_PATH, options.sandboxId);
   return args;
 }
@@ -92,7 +114,10 @@ type Exit = { exitCode: number | null; signal: string | null };
 
 /** A process started through the agent. */
 export class AgentProcess implements SandboxProcess {
-  private readonly listeners: { stdout: Array<(chunk: Buffer) => void>; stderr: Array<(chunk: Buffer) => void> } = { stdout: [], stderr: [] };
+  private readonly listeners: { stdout: Array<(chunk: Buffer) => void>; stderr: Array<(chunk: Buffer) => void> } = {
+    stdout: [],
+    stderr: [],
+  };
   /** Output that arrived before anyone listened (it is handed to the first listener). */
   private readonly early: { stdout: Buffer[]; stderr: Buffer[] } = { stdout: [], stderr: [] };
   private settle!: (exit: Exit) => void;
@@ -204,7 +229,8 @@ export class SandboxRuntime {
     });
     child.stderr!.on('data', (chunk: Buffer) => {
       this.stderrTail = (this.stderrTail + chunk.toString('utf8')).slice(-4000);
-      if (process.env.E2B_LOCAL_DEBUG) process.stderr.write(`[e2b-local ${options.sandboxId}] ${chunk.toString('utf8')}`);
+      if (process.env.E2B_LOCAL_DEBUG)
+        process.stderr.write(`[e2b-local ${options.sandboxId}] ${chunk.toString('utf8')}`);
     });
     child.stdin!.on('error', () => undefined);
     let info = '';
@@ -227,7 +253,10 @@ export class SandboxRuntime {
 
   private ready(timeoutMs: number): Promise<void> {
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`the sandbox agent did not start within ${timeoutMs} ms: ${this.stderrTail}`)), timeoutMs);
+      const timer = setTimeout(
+        () => reject(new Error(`the sandbox agent did not start within ${timeoutMs} ms: ${this.stderrTail}`)),
+        timeoutMs,
+      );
       this.readyWaiter = {
         resolve: () => {
           clearTimeout(timer);
@@ -278,7 +307,10 @@ export class SandboxRuntime {
         const pid = header.pid as number;
         const proc = this.processes.get(pid);
         this.processes.delete(pid);
-        proc?.finish({ exitCode: (header.code as number | null) ?? null, signal: (header.signal as string | null) ?? null });
+        proc?.finish({
+          exitCode: (header.code as number | null) ?? null,
+          signal: (header.signal as string | null) ?? null,
+        });
         return;
       }
     }
@@ -319,7 +351,15 @@ export class SandboxRuntime {
         },
         reject,
       });
-      const header = { t: 'spawn', id, cmd: options.cmd, args: options.args, cwd: options.cwd, env: options.env, stdin: options.stdin };
+      const header = {
+        t: 'spawn',
+        id,
+        cmd: options.cmd,
+        args: options.args,
+        cwd: options.cwd,
+        env: options.env,
+        stdin: options.stdin,
+      };
       for (const chunk of encodeFrame(header)) this.child.stdin!.write(chunk);
     });
   }

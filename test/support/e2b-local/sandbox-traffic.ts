@@ -57,7 +57,13 @@ export function signerOf(registry: SandboxRegistry, req: IncomingMessage, url: U
 }
 
 /** Serves one request for sandbox `sandboxId` (undefined when the request named none). */
-export async function serveSandboxTraffic(registry: SandboxRegistry, sandboxId: string | undefined, req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
+export async function serveSandboxTraffic(
+  registry: SandboxRegistry,
+  sandboxId: string | undefined,
+  req: IncomingMessage,
+  res: ServerResponse,
+  url: URL,
+): Promise<void> {
   if (sandboxId === undefined) {
     req.resume();
     writeJsonError(res, 400, 'missing E2b-Sandbox-Id header');
@@ -81,7 +87,12 @@ export async function serveSandboxTraffic(registry: SandboxRegistry, sandboxId: 
   else await serveEnvd(sandbox, req, res, url);
 }
 
-async function serveInterpreter(sandbox: LocalSandbox, req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
+async function serveInterpreter(
+  sandbox: LocalSandbox,
+  req: IncomingMessage,
+  res: ServerResponse,
+  url: URL,
+): Promise<void> {
   let interpreter;
   try {
     interpreter = await sandbox.interpreterOf();
@@ -116,7 +127,8 @@ async function serveEnvd(sandbox: LocalSandbox, req: IncomingMessage, res: Serve
     return serveConnect(service, rpc[2]!, req, res);
   }
   req.resume();
-  if (pathname.startsWith('/process.') || pathname.startsWith('/filesystem.')) writeUnaryError(res, new ConnectError('unimplemented', `${pathname} is not implemented`));
+  if (pathname.startsWith('/process.') || pathname.startsWith('/filesystem.'))
+    writeUnaryError(res, new ConnectError('unimplemented', `${pathname} is not implemented`));
   else {
     res.writeHead(404, { 'Content-Type': 'text/plain; charset=utf-8' });
     res.end('404 page not found\n');

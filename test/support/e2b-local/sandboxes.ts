@@ -98,7 +98,10 @@ export class LocalSandbox {
   armLease(expire: () => void): void {
     if (this.leaseTimer !== undefined) clearTimeout(this.leaseTimer);
     const remaining = this.endAt.getTime() - Date.now();
-    this.leaseTimer = setTimeout(() => (remaining > MAX_TIMER_MS ? this.armLease(expire) : expire()), Math.max(0, Math.min(remaining, MAX_TIMER_MS)));
+    this.leaseTimer = setTimeout(
+      () => (remaining > MAX_TIMER_MS ? this.armLease(expire) : expire()),
+      Math.max(0, Math.min(remaining, MAX_TIMER_MS)),
+    );
     this.leaseTimer.unref();
   }
 
@@ -135,12 +138,24 @@ export class SandboxRegistry {
     await chmod(join(dir, 'tmp'), 0o1777);
     let runtime: SandboxRuntime;
     try {
-      runtime = await SandboxRuntime.start({ sandboxId: id, dir, root: this.root, baseEnv: processEnvironment(DEFAULT_USER, request.envVars) });
+      runtime = await SandboxRuntime.start({
+        sandboxId: id,
+        dir,
+        root: this.root,
+        baseEnv: processEnvironment(DEFAULT_USER, request.envVars),
+      });
     } catch (err) {
       await rm(dir, { recursive: true, force: true });
       throw err;
     }
-    const sandbox = new LocalSandbox(id, request, dir, runtime, request.secure ? randomBytes(24).toString('hex') : undefined, this.flavor);
+    const sandbox = new LocalSandbox(
+      id,
+      request,
+      dir,
+      runtime,
+      request.secure ? randomBytes(24).toString('hex') : undefined,
+      this.flavor,
+    );
     this.live.set(id, sandbox);
     sandbox.armLease(() => void this.kill(id));
     // A sandbox whose namespace died on its own (the agent crashed, say) is gone, as after an OOM kill.

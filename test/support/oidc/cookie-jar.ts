@@ -48,7 +48,12 @@ function parseSetCookie(header: string, requestPath: string, now: number): Store
       if (!Number.isNaN(at)) expiresAt = at;
     }
   }
-  return { name: pair.slice(0, eq).trim(), value: pair.slice(eq + 1).trim(), path, ...(expiresAt === undefined ? {} : { expiresAt }) };
+  return {
+    name: pair.slice(0, eq).trim(),
+    value: pair.slice(eq + 1).trim(),
+    path,
+    ...(expiresAt === undefined ? {} : { expiresAt }),
+  };
 }
 
 export class CookieJar {

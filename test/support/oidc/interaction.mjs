@@ -18,15 +18,24 @@ export async function finishInteraction(provider, accountId, req, res) {
 
   if (prompt.name === 'consent') {
     // The existing grant of this account and client, if the provider found one; else a new one.
-    const grant = grantId === undefined ? new provider.Grant({ accountId: session.accountId, clientId: params.client_id }) : await provider.Grant.find(grantId);
+    const grant =
+      grantId === undefined
+        ? new provider.Grant({ accountId: session.accountId, clientId: params.client_id })
+        : await provider.Grant.find(grantId);
     if (grant === undefined) throw new Error(`grant ${grantId} not found`);
     const { missingOIDCScope, missingOIDCClaims, missingResourceScopes } = prompt.details;
     if (missingOIDCScope) grant.addOIDCScope(missingOIDCScope.join(' '));
     if (missingOIDCClaims) grant.addOIDCClaims(missingOIDCClaims);
-    for (const [resource, scopes] of Object.entries(missingResourceScopes ?? {})) grant.addResourceScope(resource, scopes.join(' '));
+    for (const [resource, scopes] of Object.entries(missingResourceScopes ?? {}))
+      grant.addResourceScope(resource, scopes.join(' '));
     const savedGrantId = await grant.save();
     // mergeWithLastSubmission true keeps the login answered a step before.
-    await provider.interactionFinished(req, res, { consent: { grantId: savedGrantId } }, { mergeWithLastSubmission: true });
+    await provider.interactionFinished(
+      req,
+      res,
+      { consent: { grantId: savedGrantId } },
+      { mergeWithLastSubmission: true },
+    );
     return;
   }
 

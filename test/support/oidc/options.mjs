@@ -20,17 +20,23 @@ const KNOWN = new Set(Object.keys(DEFAULT_OPTIONS));
 /** Parses and checks the options JSON (empty or missing: all defaults); throws on anything unexpected. */
 export function parseOptions(json) {
   const given = json === undefined || json.trim() === '' ? {} : JSON.parse(json);
-  if (given === null || typeof given !== 'object' || Array.isArray(given)) throw new Error('options must be a JSON object');
+  if (given === null || typeof given !== 'object' || Array.isArray(given))
+    throw new Error('options must be a JSON object');
   for (const key of Object.keys(given)) {
     if (!KNOWN.has(key)) throw new Error(`unknown option "${key}" (known: ${[...KNOWN].join(', ')})`);
   }
   const options = { ...DEFAULT_OPTIONS, ...given };
   const { scopes, accessTokenTtlS, accountId, defaultResource } = options;
   // A scope is one token of the space-separated `scope` parameter (RFC 6749 section 3.3).
-  if (!Array.isArray(scopes) || scopes.length === 0 || !scopes.every((s) => typeof s === 'string' && /^[\x21\x23-\x5b\x5d-\x7e]+$/.test(s))) {
+  if (
+    !Array.isArray(scopes) ||
+    scopes.length === 0 ||
+    !scopes.every((s) => typeof s === 'string' && /^[\x21\x23-\x5b\x5d-\x7e]+$/.test(s))
+  ) {
     throw new Error('scopes must be a non-empty array of scope tokens (no spaces)');
   }
-  if (!Number.isInteger(accessTokenTtlS) || accessTokenTtlS <= 0) throw new Error('accessTokenTtlS must be a positive integer');
+  if (!Number.isInteger(accessTokenTtlS) || accessTokenTtlS <= 0)
+    throw new Error('accessTokenTtlS must be a positive integer');
   if (typeof accountId !== 'string' || accountId === '') throw new Error('accountId must be a non-empty string');
   if (defaultResource !== undefined && (typeof defaultResource !== 'string' || !URL.canParse(defaultResource))) {
     throw new Error('defaultResource must be an absolute URL');

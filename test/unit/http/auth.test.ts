@@ -4,8 +4,14 @@ describe('createBearerVerifier', () => {
   const verifier = createBearerVerifier(['token-one-0123456789', 'token-two-abcdefghij']);
 
   it('accepts each configured token and names its principal', () => {
-    expect(verifier.check('Bearer token-one-0123456789')).toEqual({ ok: true, principal: toPrincipal('token-one-0123456789') });
-    expect(verifier.check('bearer token-two-abcdefghij')).toEqual({ ok: true, principal: toPrincipal('token-two-abcdefghij') });
+    expect(verifier.check('Bearer token-one-0123456789')).toEqual({
+      ok: true,
+      principal: toPrincipal('token-one-0123456789'),
+    });
+    expect(verifier.check('bearer token-two-abcdefghij')).toEqual({
+      ok: true,
+      principal: toPrincipal('token-two-abcdefghij'),
+    });
   });
 
   it('tells a missing header or scheme apart from a wrong token', () => {

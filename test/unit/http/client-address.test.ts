@@ -29,9 +29,12 @@ describe('toAddress', () => {
     expect(toAddress(raw)).toBe(address);
   });
 
-  it.each(['unknown', '_hidden', '', 'example.com', '300.1.1.1', 'fe80::1%eth0', '[::1'])('reads %j as no address', (raw) => {
-    expect(toAddress(raw)).toBeUndefined();
-  });
+  it.each(['unknown', '_hidden', '', 'example.com', '300.1.1.1', 'fe80::1%eth0', '[::1'])(
+    'reads %j as no address',
+    (raw) => {
+      expect(toAddress(raw)).toBeUndefined();
+    },
+  );
 });
 
 describe('clientOf', () => {
@@ -46,22 +49,38 @@ describe('clientOf', () => {
   it('is the rightmost forwarded address that is not a trusted proxy, never the leftmost the client wrote', () => {
     expect(clients.clientOf(requestFrom('10.1.2.3', { 'x-forwarded-for': '203.0.113.5' }))).toBe('203.0.113.5');
     // The client wrote "1.2.3.4" itself; the proxy appended the address it saw.
-    expect(clients.clientOf(requestFrom('10.1.2.3', { 'x-forwarded-for': '1.2.3.4, 203.0.113.5' }))).toBe('203.0.113.5');
+    expect(clients.clientOf(requestFrom('10.1.2.3', { 'x-forwarded-for': '1.2.3.4, 203.0.113.5' }))).toBe(
+      '203.0.113.5',
+    );
     // Two trusted proxies in a row (10.9.9.9 forwarded to 10.1.2.3).
-    expect(clients.clientOf(requestFrom('10.1.2.3', { 'x-forwarded-for': '1.2.3.4, 203.0.113.5, 10.9.9.9' }))).toBe('203.0.113.5');
-    expect(clients.clientOf(requestFrom('2001:db8:aa::1', { 'x-forwarded-for': '2001:db8:bb::2' }))).toBe('2001:db8:bb::2');
+    expect(clients.clientOf(requestFrom('10.1.2.3', { 'x-forwarded-for': '1.2.3.4, 203.0.113.5, 10.9.9.9' }))).toBe(
+      '203.0.113.5',
+    );
+    expect(clients.clientOf(requestFrom('2001:db8:aa::1', { 'x-forwarded-for': '2001:db8:bb::2' }))).toBe(
+      '2001:db8:bb::2',
+    );
   });
 
   it('reads Forwarded only without X-Forwarded-For', () => {
-    expect(clients.clientOf(requestFrom('192.0.2.1', { forwarded: 'for=1.2.3.4, for="[2001:db8:cafe::17]:4711";proto=https' }))).toBe('2001:db8:cafe::17');
-    expect(clients.clientOf(requestFrom('192.0.2.1', { forwarded: 'proto=https;for=203.0.113.5;by=192.0.2.1' }))).toBe('203.0.113.5');
-    expect(clients.clientOf(requestFrom('192.0.2.1', { forwarded: 'for=1.2.3.4', 'x-forwarded-for': '203.0.113.5' }))).toBe('203.0.113.5');
+    expect(
+      clients.clientOf(
+        requestFrom('192.0.2.1', { forwarded: 'for=1.2.3.4, for="[2001:db8:cafe::17]:4711";proto=https' }),
+      ),
+    ).toBe('2001:db8:cafe::17');
+    expect(clients.clientOf(requestFrom('192.0.2.1', { forwarded: 'proto=https;for=203.0.113.5;by=192.0.2.1' }))).toBe(
+      '203.0.113.5',
+    );
+    expect(
+      clients.clientOf(requestFrom('192.0.2.1', { forwarded: 'for=1.2.3.4', 'x-forwarded-for': '203.0.113.5' })),
+    ).toBe('203.0.113.5');
   });
 
   it('is the last trusted hop when a proxy forwards no address, or none that can be read', () => {
     expect(clients.clientOf(requestFrom('10.1.2.3'))).toBe('10.1.2.3');
     expect(clients.clientOf(requestFrom('10.1.2.3', { forwarded: 'for=unknown' }))).toBe('10.1.2.3');
-    expect(clients.clientOf(requestFrom('10.1.2.3', { 'x-forwarded-for': '203.0.113.5, garbage, 10.9.9.9' }))).toBe('10.9.9.9');
+    expect(clients.clientOf(requestFrom('10.1.2.3', { 'x-forwarded-for': '203.0.113.5, garbage, 10.9.9.9' }))).toBe(
+      '10.9.9.9',
+    );
   });
 
   it('is unknown behind a front end whose socket peers are not clients (FC), unless a trusted proxy names one', () => {
@@ -79,11 +98,23 @@ describe('clientOf', () => {
 
 describe('MCP_TRUSTED_PROXIES (config.ts)', () => {
   it('takes IPv4 and IPv6 addresses and CIDR ranges, comma-separated', () => {
-    expect(trustedProxies('10.0.0.0/8, 192.0.2.1,2001:DB8::/32')).toEqual(['10.0.0.0/8', '192.0.2.1/32', '2001:db8::/32']);
+    expect(trustedProxies('10.0.0.0/8, 192.0.2.1,2001:DB8::/32')).toEqual([
+      '10.0.0.0/8',
+      '192.0.2.1/32',
+      '2001:db8::/32',
+    ]);
     expect(loadConfig({}).trustedProxies).toEqual([]);
   });
 
-  it.each(['proxy.example.com', '10.0.0.0/33', '2001:db8::/129', '10.0.0.0/', '10.0.0.0/8/8', '10.0.0.0/-1', 'fe80::1%eth0'])('refuses %j, naming it', (value) => {
+  it.each([
+    'proxy.example.com',
+    '10.0.0.0/33',
+    '2001:db8::/129',
+    '10.0.0.0/',
+    '10.0.0.0/8/8',
+    '10.0.0.0/-1',
+    'fe80::1%eth0',
+  ])('refuses %j, naming it', (value) => {
     let problems: readonly string[] = [];
     try {
       loadConfig({ MCP_TRUSTED_PROXIES: `192.0.2.1, ${value}` });

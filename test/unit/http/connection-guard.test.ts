@@ -8,7 +8,11 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 
 import { createClientAddresses } from '../../../functions/mcp/http/client-address';
-import { type ConnectionLimits, DEFAULT_KEEP_ALIVE_MS, guardConnections } from '../../../functions/mcp/http/connection-guard';
+import {
+  type ConnectionLimits,
+  DEFAULT_KEEP_ALIVE_MS,
+  guardConnections,
+} from '../../../functions/mcp/http/connection-guard';
 import type { LogFields, Logger } from '../../../functions/mcp/log';
 import { openFrom, type RawConnection } from '../../support/tcp';
 
@@ -44,10 +48,20 @@ async function startGuarded(limits: ConnectionLimits, { hold = false }: { hold?:
     });
   };
   const server = createServer();
-  guardConnections(server, { limits, clients: createClientAddresses({ trustedProxies: [`${PROXY}/32`] }), logger, serve });
+  guardConnections(server, {
+    limits,
+    clients: createClientAddresses({ trustedProxies: [`${PROXY}/32`] }),
+    logger,
+    serve,
+  });
   servers.push(server);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { port: (server.address() as AddressInfo).port, held, logged, release: () => held.splice(0).forEach((res) => res.end('ok')) };
+  return {
+    port: (server.address() as AddressInfo).port,
+    held,
+    logged,
+    release: () => held.splice(0).forEach((res) => res.end('ok')),
+  };
 }
 
 /** Opens `count` connections, all of them before any sends a byte. */
@@ -91,13 +105,17 @@ it('answers every connection from one address past MCP_MAX_CONNECTIONS_PER_PEER 
   for (const conn of refused) await expectRefused(conn, 'MCP_MAX_CONNECTIONS_PER_PEER');
   expect(statusOf(other.received())).toBe(200);
   expect(g.logged.filter((line) => line.msg === 'connection refused')).toHaveLength(12);
-  expect(g.logged.find((line) => line.msg === 'connection refused')).toMatchObject({ scope: 'peer', max: 8, peer: '127.0.0.1' });
+  expect(g.logged.find((line) => line.msg === 'connection refused')).toMatchObject({
+    scope: 'peer',
+    max: 8,
+    peer: '127.0.0.1',
+  });
   // The served ones stay open (keep-alive) and go on being served.
   served[0]?.socket.write(post());
   await until(() => (served[0]?.received().match(/HTTP\/1\.1 200/g) ?? []).length === 2);
 });
 
-it('keeps an idle served connection open well past the clients\' own idle windows, and says so in Keep-Alive', async () => {
+it("keeps an idle served connection open well past the clients' own idle windows, and says so in Keep-Alive", async () => {
   const g = await startGuarded({ maxConnections: 8, maxPerPeer: 0 });
   const [conn] = await openAll(g.port, 1);
   conn?.socket.write(post());
@@ -132,7 +150,9 @@ it('closes connections at once past the hard ceiling (the caps plus those being 
   const dropped = await openAll(g.port, 2);
   for (const conn of dropped) await conn.closed;
   expect(dropped.map((conn) => conn.received())).toEqual(['', '']);
-  expect(g.logged.filter((line) => line.msg === 'connections dropped')).toEqual([expect.objectContaining({ count: 1, ceiling: 5 })]);
+  expect(g.logged.filter((line) => line.msg === 'connections dropped')).toEqual([
+    expect.objectContaining({ count: 1, ceiling: 5 }),
+  ]);
   // Those being refused are still answered.
   refusing[0]?.socket.write(post());
   await expectRefused(refusing[0] as RawConnection, 'MCP_MAX_CONNECTIONS)');
@@ -171,7 +191,11 @@ describe('behind a trusted proxy (MCP_TRUSTED_PROXIES)', () => {
     await until(() => g.held.length === 8 && conns.filter(hasHead).length === 12);
     const refused = conns.filter(hasHead);
     for (const conn of refused) await expectRefused(conn, 'requests in flight through the proxy');
-    expect(g.logged.find((line) => line.msg === 'connection refused')).toMatchObject({ scope: 'client', client: '198.51.100.7', peer: PROXY });
+    expect(g.logged.find((line) => line.msg === 'connection refused')).toMatchObject({
+      scope: 'client',
+      client: '198.51.100.7',
+      peer: PROXY,
+    });
     // Another client through the same proxy is not held back by it.
     const other = await openFrom(g.port, PROXY);
     other.socket.write(post('198.51.100.8'));

@@ -25,7 +25,8 @@ const CONTENT_TYPES = [
 ];
 
 it('takes the Content-Type the SDK takes, and refuses what it refuses', () => {
-  for (const header of CONTENT_TYPES) expect({ header, ours: isJsonContentType(header) }).toEqual({ header, ours: sdkIsJsonContentType(header) });
+  for (const header of CONTENT_TYPES)
+    expect({ header, ours: isJsonContentType(header) }).toEqual({ header, ours: sdkIsJsonContentType(header) });
   expect(isJsonContentType(null)).toBe(false);
   expect(isJsonContentType(undefined)).toBe(false);
 });

@@ -43,14 +43,18 @@ it('writes lines while the stream works', async () => {
 it('reports the first failure once, drops later lines, and still completes flushes', async () => {
   const stream = new FakeStream();
   const failures: string[] = [];
-  const logger = createLogger(createStreamSink(stream, (err) => failures.push((err as NodeJS.ErrnoException).code ?? err.message)));
+  const logger = createLogger(
+    createStreamSink(stream, (err) => failures.push((err as NodeJS.ErrnoException).code ?? err.message)),
+  );
   logger.info('before');
   stream.breakWith(epipe());
   for (let i = 0; i < 50; i += 1) logger.error('after', { i });
   await logger.flush();
   await new Promise((resolve) => setImmediate(resolve));
   expect(failures).toEqual(['EPIPE']);
-  expect(stream.lines.map((line) => (line === '' ? '' : (JSON.parse(line) as { msg: string }).msg))).toEqual(['before']);
+  expect(stream.lines.map((line) => (line === '' ? '' : (JSON.parse(line) as { msg: string }).msg))).toEqual([
+    'before',
+  ]);
   // Nothing is left listening to fail again: every later write is dropped before it reaches the stream.
   expect(stream.listenerCount('error')).toBe(1);
 });

@@ -4,7 +4,11 @@
  */
 import { isInitializeRequest, WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/server';
 
-import { earlyInitializeResponse, negotiateVersion, readEarlyInitialize } from '../../../functions/mcp/protocol/early-answers';
+import {
+  earlyInitializeResponse,
+  negotiateVersion,
+  readEarlyInitialize,
+} from '../../../functions/mcp/protocol/early-answers';
 import { createProtocolServer } from '../../../functions/mcp/protocol/server-factory';
 import { HTTP_PROTOCOL_VERSIONS } from '../../../functions/mcp/protocol/versions';
 
@@ -14,7 +18,12 @@ const base = (params: Json = {}, extra: Json = {}): Json => ({
   jsonrpc: '2.0',
   id: 1,
   method: 'initialize',
-  params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'client', version: '1.0.0' }, ...params },
+  params: {
+    protocolVersion: '2025-11-25',
+    capabilities: {},
+    clientInfo: { name: 'client', version: '1.0.0' },
+    ...params,
+  },
   ...extra,
 });
 
@@ -28,7 +37,15 @@ const CLIENT_SHAPES: Json[] = [
   base({ capabilities: { roots: { listChanged: true }, sampling: {}, elicitation: {} } }),
   base({ capabilities: { elicitation: { form: {}, url: {} }, sampling: { tools: {}, context: {} } } }),
   base({ capabilities: { experimental: { feature: { on: true } }, extensions: { 'io.x/y': {} } } }),
-  base({ clientInfo: { name: 'claude-code', title: 'Claude Code', version: '2.1.0', websiteUrl: 'https://example.com', description: 'd' } }),
+  base({
+    clientInfo: {
+      name: 'claude-code',
+      title: 'Claude Code',
+      version: '2.1.0',
+      websiteUrl: 'https://example.com',
+      description: 'd',
+    },
+  }),
   base({}, { id: 'string-id' }),
   base({}, { id: 0 }),
   base({}, { id: -7 }),
@@ -40,23 +57,44 @@ const CLIENT_SHAPES: Json[] = [
 function mutations(): unknown[] {
   const values: unknown[] = [null, 0, 1.5, -1, 'x', '', true, false, [], [1], {}, { a: 1 }, { a: {} }];
   const paths: string[][] = [
-    ['jsonrpc'], ['id'], ['method'], ['params'],
-    ['params', 'protocolVersion'], ['params', 'capabilities'], ['params', 'clientInfo'], ['params', '_meta'],
-    ['params', 'capabilities', 'roots'], ['params', 'capabilities', 'roots', 'listChanged'],
-    ['params', 'capabilities', 'sampling'], ['params', 'capabilities', 'sampling', 'context'], ['params', 'capabilities', 'sampling', 'tools'],
-    ['params', 'capabilities', 'elicitation'], ['params', 'capabilities', 'elicitation', 'form'], ['params', 'capabilities', 'elicitation', 'url'],
+    ['jsonrpc'],
+    ['id'],
+    ['method'],
+    ['params'],
+    ['params', 'protocolVersion'],
+    ['params', 'capabilities'],
+    ['params', 'clientInfo'],
+    ['params', '_meta'],
+    ['params', 'capabilities', 'roots'],
+    ['params', 'capabilities', 'roots', 'listChanged'],
+    ['params', 'capabilities', 'sampling'],
+    ['params', 'capabilities', 'sampling', 'context'],
+    ['params', 'capabilities', 'sampling', 'tools'],
+    ['params', 'capabilities', 'elicitation'],
+    ['params', 'capabilities', 'elicitation', 'form'],
+    ['params', 'capabilities', 'elicitation', 'url'],
     ['params', 'capabilities', 'elicitation', 'form', 'applyDefaults'],
-    ['params', 'capabilities', 'experimental'], ['params', 'capabilities', 'experimental', 'x'],
-    ['params', 'capabilities', 'extensions'], ['params', 'capabilities', 'extensions', 'x'],
+    ['params', 'capabilities', 'experimental'],
+    ['params', 'capabilities', 'experimental', 'x'],
+    ['params', 'capabilities', 'extensions'],
+    ['params', 'capabilities', 'extensions', 'x'],
     ['params', 'capabilities', 'tasks'],
-    ['params', 'clientInfo', 'name'], ['params', 'clientInfo', 'version'], ['params', 'clientInfo', 'title'],
-    ['params', 'clientInfo', 'websiteUrl'], ['params', 'clientInfo', 'description'], ['params', 'clientInfo', 'icons'],
+    ['params', 'clientInfo', 'name'],
+    ['params', 'clientInfo', 'version'],
+    ['params', 'clientInfo', 'title'],
+    ['params', 'clientInfo', 'websiteUrl'],
+    ['params', 'clientInfo', 'description'],
+    ['params', 'clientInfo', 'icons'],
     ['extra'],
   ];
   const out: unknown[] = [null, [], [base()], 'initialize', 1];
   for (const path of paths) {
     for (const value of [...values, undefined]) {
-      const message = structuredClone(base({ capabilities: { elicitation: { form: {} }, sampling: {}, roots: {}, experimental: {}, extensions: {} } }));
+      const message = structuredClone(
+        base({
+          capabilities: { elicitation: { form: {} }, sampling: {}, roots: {}, experimental: {}, extensions: {} },
+        }),
+      );
       let node = message;
       for (const key of path.slice(0, -1)) node = node[key] as Json;
       const last = path[path.length - 1] as string;
@@ -70,7 +108,11 @@ function mutations(): unknown[] {
 
 /** The SDK server's answer to `message`, as the `data:` line of its SSE response. */
 async function sdkAnswer(message: unknown): Promise<string> {
-  const server = createProtocolServer({ tools: [], call: async () => ({ content: [] }), versions: HTTP_PROTOCOL_VERSIONS });
+  const server = createProtocolServer({
+    tools: [],
+    call: async () => ({ content: [] }),
+    versions: HTTP_PROTOCOL_VERSIONS,
+  });
   const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: () => 'session' });
   await server.connect(transport);
   const request = new Request('http://localhost/mcp', {
@@ -98,7 +140,10 @@ it('takes what the SDK accepts, and where it takes what the SDK would refuse, an
     const request = readEarlyInitialize(message);
     if (request === undefined) {
       // Left to the core: only what lacks a member the answer needs or that the SDK requires.
-      expect({ message, sdkAccepts: isInitializeRequest(message) && isAnswerable(message) }).toEqual({ message, sdkAccepts: false });
+      expect({ message, sdkAccepts: isInitializeRequest(message) && isAnswerable(message) }).toEqual({
+        message,
+        sdkAccepts: false,
+      });
       continue;
     }
     taken += 1;
@@ -126,7 +171,12 @@ function isAnswerable(message: unknown): boolean {
   const keys = Object.keys(message);
   const id = (message as Json).id;
   const params = (message as Json).params;
-  return (message as Json).jsonrpc === '2.0' && !(typeof params === 'object' && params !== null && '_meta' in params) && keys.every((k) => ['jsonrpc', 'id', 'method', 'params'].includes(k)) && (typeof id === 'string' || Number.isSafeInteger(id));
+  return (
+    (message as Json).jsonrpc === '2.0' &&
+    !(typeof params === 'object' && params !== null && '_meta' in params) &&
+    keys.every((k) => ['jsonrpc', 'id', 'method', 'params'].includes(k)) &&
+    (typeof id === 'string' || Number.isSafeInteger(id))
+  );
 }
 
 it('leaves to the core what it cannot answer', () => {

@@ -1,5 +1,10 @@
 /** The JSON-RPC 2.0 envelope checks (functions/mcp/protocol/plain-message.ts). */
-import { hasMethod, isJsonRpcEnvelope, jsonRpcIdOf, readPlainMessage } from '../../../functions/mcp/protocol/plain-message';
+import {
+  hasMethod,
+  isJsonRpcEnvelope,
+  jsonRpcIdOf,
+  readPlainMessage,
+} from '../../../functions/mcp/protocol/plain-message';
 
 const ping = { jsonrpc: '2.0', id: 1, method: 'ping' };
 
@@ -11,7 +16,16 @@ describe('isJsonRpcEnvelope', () => {
   });
 
   it('refuses other versions, empty batches, batches with a stray member, and non-objects', () => {
-    for (const body of [{ ...ping, jsonrpc: '1.0' }, { id: 1, method: 'ping' }, [], [ping, 'ping'], [ping, [ping]], null, 'ping', 7]) {
+    for (const body of [
+      { ...ping, jsonrpc: '1.0' },
+      { id: 1, method: 'ping' },
+      [],
+      [ping, 'ping'],
+      [ping, [ping]],
+      null,
+      'ping',
+      7,
+    ]) {
       expect({ body, envelope: isJsonRpcEnvelope(body) }).toEqual({ body, envelope: false });
     }
   });
@@ -24,7 +38,14 @@ describe('jsonRpcIdOf', () => {
   });
 
   it('is null for a notification, a batch, an id of another type, and a non-object', () => {
-    for (const body of [{ jsonrpc: '2.0', method: 'x' }, [ping], { ...ping, id: null }, { ...ping, id: { n: 1 } }, null, 'x']) {
+    for (const body of [
+      { jsonrpc: '2.0', method: 'x' },
+      [ping],
+      { ...ping, id: null },
+      { ...ping, id: { n: 1 } },
+      null,
+      'x',
+    ]) {
       expect(jsonRpcIdOf(body)).toBeNull();
     }
   });

@@ -1,5 +1,10 @@
 /** The background-process registry both backends share, over a backend made of plain data and a fake clock. */
-import { type BackgroundBackend, type BackgroundHandle, BackgroundRegistry, type ExitStatus } from '../../../functions/mcp/sandbox/background-registry';
+import {
+  type BackgroundBackend,
+  type BackgroundHandle,
+  BackgroundRegistry,
+  type ExitStatus,
+} from '../../../functions/mcp/sandbox/background-registry';
 import { LOG_SEGMENT_BYTES, type SegmentFile } from '../../../functions/mcp/sandbox/log-segments';
 import type { ProcessLogPage } from '../../../functions/mcp/sandbox/types';
 import { createFakeClock } from '../../support/fake-clock';
@@ -55,7 +60,13 @@ function createFakeBackend(counting: boolean) {
     },
     async readLog(id, handle, offset, limitBytes): Promise<ProcessLogPage | undefined> {
       if (!segments.has(id) && handle === undefined) return undefined;
-      return { text: `${id}${handle === undefined ? ' (earlier)' : ''}`, offset: offset ?? 0, nextOffset: limitBytes, totalBytes: limitBytes, droppedBytes: 0 };
+      return {
+        text: `${id}${handle === undefined ? ' (earlier)' : ''}`,
+        offset: offset ?? 0,
+        nextOffset: limitBytes,
+        totalBytes: limitBytes,
+        droppedBytes: 0,
+      };
     },
     earlierStatus: async (id) => earlier.get(id),
   };
@@ -71,12 +82,23 @@ it('numbers processes after the logs an earlier instance left, each start side b
   const registry = new BackgroundRegistry(backend, clock());
   const started = await Promise.all([1, 2, 3].map(() => registry.start('sleep 1', { exitOnSignal: true })));
   expect(started.map((p) => p.id).sort()).toEqual(['p10', 'p8', 'p9']);
-  expect(started[0]).toEqual({ id: started[0]?.id, command: 'sleep 1', startedAt: '2030-01-01T00:00:00.000Z', state: 'running', exitCode: null, signal: null, outputBytes: 0 });
+  expect(started[0]).toEqual({
+    id: started[0]?.id,
+    command: 'sleep 1',
+    startedAt: '2030-01-01T00:00:00.000Z',
+    state: 'running',
+    exitCode: null,
+    signal: null,
+    outputBytes: 0,
+  });
 });
 
 it("lists an earlier instance's processes beside its own, by id, with byte counts from the log's segments", async () => {
   const { backend, segments, earlier, launched } = createFakeBackend(false);
-  segments.set('p1', [{ index: 1, size: 10 }, { index: 0, size: LOG_SEGMENT_BYTES }]);
+  segments.set('p1', [
+    { index: 1, size: 10 },
+    { index: 0, size: LOG_SEGMENT_BYTES },
+  ]);
   segments.set('p2', []);
   earlier.set('p1', { code: 3, signal: null });
   const registry = new BackgroundRegistry(backend, clock());
@@ -88,7 +110,15 @@ it("lists an earlier instance's processes beside its own, by id, with byte count
   expect(await registry.list()).toEqual([
     { id: 'p1', ...earlierOne, state: 'exited', exitCode: 3, signal: null, outputBytes: LOG_SEGMENT_BYTES + 10 },
     { id: 'p2', ...earlierOne, state: 'running', exitCode: null, signal: null, outputBytes: 0 },
-    { id: 'p3', command: 'serve', startedAt: mine.startedAt, state: 'exited', exitCode: 0, signal: null, outputBytes: 6 },
+    {
+      id: 'p3',
+      command: 'serve',
+      startedAt: mine.startedAt,
+      state: 'exited',
+      exitCode: 0,
+      signal: null,
+      outputBytes: 6,
+    },
   ]);
 });
 
@@ -108,7 +138,11 @@ it('reports the signal that ended a process, or after a wait one that ignored it
   const registry = new BackgroundRegistry(backend, fake);
   const obliging = await registry.start('a', { exitOnSignal: true });
   const stubborn = await registry.start('b', { exitOnSignal: false });
-  expect(await registry.signal(obliging.id, 'SIGTERM')).toMatchObject({ state: 'exited', exitCode: null, signal: 'SIGTERM' });
+  expect(await registry.signal(obliging.id, 'SIGTERM')).toMatchObject({
+    state: 'exited',
+    exitCode: null,
+    signal: 'SIGTERM',
+  });
   expect(await registry.signal(stubborn.id, 'SIGTERM')).toMatchObject({ state: 'running', signal: null });
   expect(fake.sleeps).toEqual([2_000, 2_000]);
   expect(registry.hasRunning()).toBe(true);
@@ -147,7 +181,10 @@ it('writes stdin while the process reads it, and says it has exited otherwise', 
   expect(launched[0]?.input).toEqual(['hi\n']);
   launched[0]?.end({ code: 0, signal: null });
   await Promise.resolve();
-  await expect(registry.writeStdin(a.id, 'more')).rejects.toMatchObject({ code: 'invalid_input', message: `Process ${a.id} has exited; it reads no more input.` });
+  await expect(registry.writeStdin(a.id, 'more')).rejects.toMatchObject({
+    code: 'invalid_input',
+    message: `Process ${a.id} has exited; it reads no more input.`,
+  });
   if (launched[1] !== undefined) launched[1].readsInput = false;
   await expect(registry.writeStdin(b.id, 'more')).rejects.toMatchObject({ code: 'invalid_input' });
   await expect(registry.writeStdin('p9', 'x')).rejects.toMatchObject({ code: 'not_found' });
@@ -184,7 +221,10 @@ it("reads its own logs and an earlier instance's, and names no other", async () 
   expect((await registry.read(mine.id, undefined, 5)).text).toBe(mine.id);
   expect((await registry.read('p1', 0, 5)).text).toBe('p1 (earlier)');
   for (const id of ['p9', '../p1', 'p1/../p1', 'q1']) {
-    await expect(registry.read(id, undefined, 5)).rejects.toMatchObject({ code: 'not_found', message: expect.stringContaining('manage_process with action "list"') });
+    await expect(registry.read(id, undefined, 5)).rejects.toMatchObject({
+      code: 'not_found',
+      message: expect.stringContaining('manage_process with action "list"'),
+    });
   }
   await expect(registry.signal('p1', 'SIGTERM')).rejects.toMatchObject({ code: 'not_found' });
 });

@@ -3,7 +3,11 @@ import { BoundedLineReader } from '../../../functions/mcp/sandbox/bounded-lines'
 
 function reader(limitBytes: number) {
   const seen: Array<string | number> = [];
-  const lines = new BoundedLineReader({ limitBytes: () => limitBytes, onLine: (line) => void seen.push(line), onDropped: (bytes) => void seen.push(bytes) });
+  const lines = new BoundedLineReader({
+    limitBytes: () => limitBytes,
+    onLine: (line) => void seen.push(line),
+    onDropped: (bytes) => void seen.push(bytes),
+  });
   return { lines, seen };
 }
 

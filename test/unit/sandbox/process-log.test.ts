@@ -2,7 +2,13 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { extentOf, extentOfSegments, LOG_SEGMENT_BYTES, pageOf, segmentRanges } from '../../../functions/mcp/sandbox/log-segments';
+import {
+  extentOf,
+  extentOfSegments,
+  LOG_SEGMENT_BYTES,
+  pageOf,
+  segmentRanges,
+} from '../../../functions/mcp/sandbox/log-segments';
 import { ProcessLog } from '../../../functions/mcp/sandbox/process-log';
 
 const SEG = LOG_SEGMENT_BYTES;
@@ -19,8 +25,18 @@ describe('the log segment policy shared by both backends', () => {
 
   it('counts from the newest segment found, whatever the order or an empty newest one', () => {
     expect(extentOfSegments([])).toEqual({ totalBytes: 0, droppedBytes: 0 });
-    expect(extentOfSegments([{ index: 3, size: 10 }, { index: 2, size: SEG }])).toEqual({ totalBytes: 3 * SEG + 10, droppedBytes: 2 * SEG });
-    expect(extentOfSegments([{ index: 1, size: SEG }, { index: 2, size: 0 }])).toEqual({ totalBytes: 2 * SEG, droppedBytes: SEG });
+    expect(
+      extentOfSegments([
+        { index: 3, size: 10 },
+        { index: 2, size: SEG },
+      ]),
+    ).toEqual({ totalBytes: 3 * SEG + 10, droppedBytes: 2 * SEG });
+    expect(
+      extentOfSegments([
+        { index: 1, size: SEG },
+        { index: 2, size: 0 },
+      ]),
+    ).toEqual({ totalBytes: 2 * SEG, droppedBytes: SEG });
   });
 
   it('pages the tail by default and clamps an offset into what is kept', () => {
@@ -57,7 +73,13 @@ describe('the local process log', () => {
     expect(readdirSync(dir).sort()).toEqual(['p1.log.1', 'p1.log.2']);
 
     const tail = await log.read(undefined, 12);
-    expect(tail).toEqual({ text: 'cdefthe end\n', offset: total - 12, nextOffset: total, totalBytes: total, droppedBytes: SEG });
+    expect(tail).toEqual({
+      text: 'cdefthe end\n',
+      offset: total - 12,
+      nextOffset: total,
+      totalBytes: total,
+      droppedBytes: SEG,
+    });
     // An offset in the dropped part starts at the oldest byte kept; a page may cross segments.
     expect(await log.read(0, 4)).toMatchObject({ text: '0123', offset: SEG, nextOffset: SEG + 4 });
     expect((await log.read(2 * SEG - 2, 4)).text).toBe('ef01');

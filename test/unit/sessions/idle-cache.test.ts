@@ -85,7 +85,12 @@ describe('the idle cache', () => {
   });
 
   it('with a TTL per entry, reads the whole table: a short lease expires behind a long one', () => {
-    const cache = cacheOf((e) => (e.long === true ? 10_000 : 1000), entry('long', 0, true), entry('short', 100), entry('fresh', 1500));
+    const cache = cacheOf(
+      (e) => (e.long === true ? 10_000 : 1000),
+      entry('long', 0, true),
+      entry('short', 100),
+      entry('fresh', 1500),
+    );
     expect(cache.get('short', 1200)).toBeUndefined();
     expect(names(cache.takeExpired(2000))).toEqual(['short']);
     expect(names(cache.values())).toEqual(['long', 'fresh']);

@@ -52,7 +52,11 @@ describe('signed session ids', () => {
 
   it('verify on any instance with the same secret, and return the key that names the sandbox', () => {
     const { id, key } = codec.mint('session', 'p', NOW);
-    expect(createSignedIdCodec(SECRET, 3_600_000).verify('session', id, 'p', NOW + 1000)).toEqual({ ok: true, key, issuedAtMs: Math.floor(NOW / 1000) * 1000 });
+    expect(createSignedIdCodec(SECRET, 3_600_000).verify('session', id, 'p', NOW + 1000)).toEqual({
+      ok: true,
+      key,
+      issuedAtMs: Math.floor(NOW / 1000) * 1000,
+    });
     expect(id.startsWith(key)).toBe(true);
   });
 
@@ -60,10 +64,18 @@ describe('signed session ids', () => {
     const { id } = codec.mint('session', 'p', NOW);
     const [random, issued, mac] = id.split('.');
     const flip = (text: string): string => (text.startsWith('A') ? `B${text.slice(1)}` : `A${text.slice(1)}`);
-    expect(codec.verify('session', `${random}.${issued}.${flip(mac ?? '')}`, 'p', NOW)).toEqual({ ok: false, reason: 'bad_signature' });
-    expect(codec.verify('session', `${flip(random ?? '')}.${issued}.${mac}`, 'p', NOW)).toEqual({ ok: false, reason: 'bad_signature' });
+    expect(codec.verify('session', `${random}.${issued}.${flip(mac ?? '')}`, 'p', NOW)).toEqual({
+      ok: false,
+      reason: 'bad_signature',
+    });
+    expect(codec.verify('session', `${flip(random ?? '')}.${issued}.${mac}`, 'p', NOW)).toEqual({
+      ok: false,
+      reason: 'bad_signature',
+    });
     expect(codec.verify('session', id, 'another-principal', NOW)).toEqual({ ok: false, reason: 'bad_signature' });
-    expect(createSignedIdCodec('another-secret-of-at-least-32-bytes!!!', 3_600_000).verify('session', id, 'p', NOW)).toMatchObject({ ok: false });
+    expect(
+      createSignedIdCodec('another-secret-of-at-least-32-bytes!!!', 3_600_000).verify('session', id, 'p', NOW),
+    ).toMatchObject({ ok: false });
     // A session id is not even shaped like a sandbox handle, and a handle is not valid as a session id.
     expect(codec.verify('sandbox', id, 'p', NOW)).toEqual({ ok: false, reason: 'malformed' });
     const handle = codec.mint('sandbox', 'p', NOW).id;

@@ -7,7 +7,12 @@ import { createHash, randomBytes } from 'node:crypto';
 
 import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
 
-import { completeAuthorization, startOidcProvider, stopAllOidcProviders, type StartedOidcProvider } from '../../support/oidc-provider';
+import {
+  completeAuthorization,
+  startOidcProvider,
+  stopAllOidcProviders,
+  type StartedOidcProvider,
+} from '../../support/oidc-provider';
 
 /** The resource server the tokens are for; nothing listens there (the provider never calls it). */
 const RESOURCE = 'http://127.0.0.1:9/mcp';
@@ -56,7 +61,10 @@ async function registerPublicClient(metadata: Metadata): Promise<string> {
       response_types: ['code'],
     }),
   });
-  const client = await jsonOf<{ client_id: string; client_secret?: string; token_endpoint_auth_method: string }>(response, 201);
+  const client = await jsonOf<{ client_id: string; client_secret?: string; token_endpoint_auth_method: string }>(
+    response,
+    201,
+  );
   expect(client.token_endpoint_auth_method).toBe('none');
   expect(client.client_secret).toBeUndefined();
   return client.client_id;
@@ -70,7 +78,11 @@ interface Authorized {
 }
 
 /** An authorization request (PKCE S256 unless `pkce` is false), finished by the scripted browser. */
-async function authorize(metadata: Metadata, clientId: string, params: { scope: string; resource?: string; pkce?: boolean }): Promise<Authorized> {
+async function authorize(
+  metadata: Metadata,
+  clientId: string,
+  params: { scope: string; resource?: string; pkce?: boolean },
+): Promise<Authorized> {
   const codeVerifier = randomBytes(32).toString('base64url');
   const state = randomBytes(16).toString('base64url');
   const url = new URL(metadata.authorization_endpoint);
@@ -81,7 +93,12 @@ async function authorize(metadata: Metadata, clientId: string, params: { scope: 
     scope: params.scope,
     state,
     ...(params.resource === undefined ? {} : { resource: params.resource }),
-    ...(params.pkce === false ? {} : { code_challenge: createHash('sha256').update(codeVerifier).digest('base64url'), code_challenge_method: 'S256' }),
+    ...(params.pkce === false
+      ? {}
+      : {
+          code_challenge: createHash('sha256').update(codeVerifier).digest('base64url'),
+          code_challenge_method: 'S256',
+        }),
   }).toString();
   return { callback: await completeAuthorization(url), state, codeVerifier };
 }
@@ -98,7 +115,13 @@ async function requestToken(metadata: Metadata, form: Record<string, string>): P
 
 /** The code from a successful callback, after checking it belongs to this request and this issuer (RFC 9207). */
 /** The token request that redeems an authorization code (with its PKCE verifier, and the resource when given). */
-function redeemCode(metadata: Metadata, clientId: string, code: string, authorized: Authorized, resource?: string): Promise<TokenResponse> {
+function redeemCode(
+  metadata: Metadata,
+  clientId: string,
+  code: string,
+  authorized: Authorized,
+  resource?: string,
+): Promise<TokenResponse> {
   return requestToken(metadata, {
     grant_type: 'authorization_code',
     client_id: clientId,
@@ -138,7 +161,12 @@ describe('the test OpenID provider with its defaults', () => {
     expect(metadata.code_challenge_methods_supported).toEqual(['S256']);
     expect(metadata.response_types_supported).toEqual(['code']);
     expect(metadata.grant_types_supported.sort()).toEqual(['authorization_code', 'refresh_token']);
-    for (const endpoint of [metadata.authorization_endpoint, metadata.token_endpoint, metadata.registration_endpoint, metadata.jwks_uri]) {
+    for (const endpoint of [
+      metadata.authorization_endpoint,
+      metadata.token_endpoint,
+      metadata.registration_endpoint,
+      metadata.jwks_uri,
+    ]) {
       expect(new URL(endpoint).origin).toBe(provider.issuer);
     }
   });
@@ -154,7 +182,11 @@ describe('the test OpenID provider with its defaults', () => {
     expect(typeof tokens.refresh_token).toBe('string');
 
     const jwks = createRemoteJWKSet(new URL(metadata.jwks_uri));
-    const verified = await jwtVerify(tokens.access_token, jwks, { issuer: provider.issuer, audience: RESOURCE, typ: 'at+jwt' });
+    const verified = await jwtVerify(tokens.access_token, jwks, {
+      issuer: provider.issuer,
+      audience: RESOURCE,
+      typ: 'at+jwt',
+    });
     expect(verified.protectedHeader.alg).toBe('RS256');
     expect(verified.payload.sub).toBe('user-1');
     expect(verified.payload.client_id).toBe(clientId);
@@ -172,7 +204,11 @@ describe('the test OpenID provider with its defaults', () => {
     expect(typeof refreshed.refresh_token).toBe('string');
     expect(refreshed.refresh_token).not.toBe(tokens.refresh_token);
     expect(refreshed.access_token).not.toBe(tokens.access_token);
-    const again = await jwtVerify(refreshed.access_token, jwks, { issuer: provider.issuer, audience: RESOURCE, typ: 'at+jwt' });
+    const again = await jwtVerify(refreshed.access_token, jwks, {
+      issuer: provider.issuer,
+      audience: RESOURCE,
+      typ: 'at+jwt',
+    });
     expect(again.payload.sub).toBe(verified.payload.sub);
     expect(again.payload.scope).toBe('mcp:tools');
     expect(decodeProtectedHeader(refreshed.access_token).kid).toBe(verified.protectedHeader.kid);
@@ -182,13 +218,20 @@ describe('the test OpenID provider with its defaults', () => {
     const clientId = await registerPublicClient(metadata);
     const authorized = await authorize(metadata, clientId, { scope: 'mcp:tools mcp:admin', resource: RESOURCE });
     const tokens = await redeemCode(metadata, clientId, codeFrom(authorized, provider.issuer), authorized, RESOURCE);
-    const { payload } = await jwtVerify(tokens.access_token, createRemoteJWKSet(new URL(metadata.jwks_uri)), { issuer: provider.issuer, audience: RESOURCE });
+    const { payload } = await jwtVerify(tokens.access_token, createRemoteJWKSet(new URL(metadata.jwks_uri)), {
+      issuer: provider.issuer,
+      audience: RESOURCE,
+    });
     expect(payload.scope).toBe('mcp:tools');
   });
 
   it('refuses an authorization request without PKCE, back at the redirect_uri', async () => {
     const clientId = await registerPublicClient(metadata);
-    const { callback, state } = await authorize(metadata, clientId, { scope: 'mcp:tools', resource: RESOURCE, pkce: false });
+    const { callback, state } = await authorize(metadata, clientId, {
+      scope: 'mcp:tools',
+      resource: RESOURCE,
+      pkce: false,
+    });
     expect(`${callback.origin}${callback.pathname}`).toBe(REDIRECT_URI);
     expect(callback.searchParams.get('error')).toBe('invalid_request');
     expect(callback.searchParams.get('state')).toBe(state);
@@ -200,13 +243,21 @@ describe('the test OpenID provider with options', () => {
   const OTHER_RESOURCE = 'http://127.0.0.1:9/other';
 
   it('uses the given account, scopes, token lifetime and default resource', async () => {
-    const provider = await startOidcProvider({ accountId: 'alice', scopes: ['mcp:tools', 'mcp:admin'], accessTokenTtlS: 120, defaultResource: OTHER_RESOURCE });
+    const provider = await startOidcProvider({
+      accountId: 'alice',
+      scopes: ['mcp:tools', 'mcp:admin'],
+      accessTokenTtlS: 120,
+      defaultResource: OTHER_RESOURCE,
+    });
     const metadata = await discover(provider.issuer);
     const clientId = await registerPublicClient(metadata);
     // No resource in either request: the default one is used.
     const authorized = await authorize(metadata, clientId, { scope: 'mcp:tools mcp:admin' });
     const tokens = await redeemCode(metadata, clientId, codeFrom(authorized, provider.issuer), authorized);
-    const { payload } = await jwtVerify(tokens.access_token, createRemoteJWKSet(new URL(metadata.jwks_uri)), { issuer: provider.issuer, audience: OTHER_RESOURCE });
+    const { payload } = await jwtVerify(tokens.access_token, createRemoteJWKSet(new URL(metadata.jwks_uri)), {
+      issuer: provider.issuer,
+      audience: OTHER_RESOURCE,
+    });
     expect(payload.sub).toBe('alice');
     expect(String(payload.scope).split(' ').sort()).toEqual(['mcp:admin', 'mcp:tools']);
     expect((payload.exp ?? 0) - (payload.iat ?? 0)).toBe(120);

@@ -15,7 +15,12 @@ const INSTALL = REQUIREMENTS.bubblewrap.install;
 /** Runs `script` (sh) in a mount namespace where /usr/bin/bwrap is an empty, non-executable file. */
 function withoutBubblewrap(script: string, env: Record<string, string | undefined>) {
   const hidden = `mount --bind /dev/null /usr/bin/bwrap && ${script}`;
-  return spawnSync('unshare', ['-m', '--propagation', 'private', 'sh', '-c', hidden], { cwd: ROOT, env: { ...process.env, ...env }, encoding: 'utf8', timeout: 120_000 });
+  return spawnSync('unshare', ['-m', '--propagation', 'private', 'sh', '-c', hidden], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    encoding: 'utf8',
+    timeout: 120_000,
+  });
 }
 
 needs('root', 'bubblewrap').describe('without bubblewrap', () => {
@@ -34,7 +39,16 @@ needs('root', 'bubblewrap').describe('without bubblewrap', () => {
 
   it('a test that needs it is skipped, and the run ends with a line that counts it and says what to install', () => {
     const jest = join(ROOT, 'node_modules/jest/bin/jest.js');
-    const args = ['--rootDir', ROOT, '--roots', '<rootDir>/test/unit/support/fixtures', '--testMatch', '**/*.fixture.ts', '--testPathIgnorePatterns', '/node_modules/'];
+    const args = [
+      '--rootDir',
+      ROOT,
+      '--roots',
+      '<rootDir>/test/unit/support/fixtures',
+      '--testMatch',
+      '**/*.fixture.ts',
+      '--testPathIgnorePatterns',
+      '/node_modules/',
+    ];
     const run = withoutBubblewrap(`node ${jest} ${args.map((arg) => `'${arg}'`).join(' ')}`, { CI: undefined });
     expect(run.stderr).toMatch(/Tests: +1 skipped, 1 passed, 2 total/);
     expect(run.stderr).toContain('○ skipped is skipped');

@@ -27,11 +27,23 @@ it.each([
   ['run_command', { command: 42 }, 'Argument "command" must be a string, not the integer 42.'],
   ['run_command', { command: '' }, 'Argument "command" must not be empty.'],
   ['read_file', { path: null }, 'Argument "path" must be a string, not null.'],
-  ['run_command', { command: 'true', colour: 'blue' }, 'Unknown argument "colour": it takes "command", "cwd", "env", "timeout_ms", "stdin", "background".'],
+  [
+    'run_command',
+    { command: 'true', colour: 'blue' },
+    'Unknown argument "colour": it takes "command", "cwd", "env", "timeout_ms", "stdin", "background".',
+  ],
   ['reset_sandbox', { force: true }, 'Unknown argument "force": it takes no arguments.'],
-  ['manage_process', { action: 'stop' }, 'Argument "action" must be one of "list", "logs", "kill", "write_stdin", not the string "stop".'],
+  [
+    'manage_process',
+    { action: 'stop' },
+    'Argument "action" must be one of "list", "logs", "kill", "write_stdin", not the string "stop".',
+  ],
   ['list_files', { depth: 9 }, 'Argument "depth" must be at most 5.'],
-  ['run_command', { command: 'true', timeout_ms: 1.5 }, 'Argument "timeout_ms" must be an integer, not the number 1.5.'],
+  [
+    'run_command',
+    { command: 'true', timeout_ms: 1.5 },
+    'Argument "timeout_ms" must be an integer, not the number 1.5.',
+  ],
   ['run_command', { command: 'true', env: { A: 1 } }, 'Argument "env.A" must be a string, not the integer 1.'],
   ['read_file', { path: 'a\0b' }, 'Argument "path": a path must not contain a NUL byte (\\0).'],
   ['read_file', 'a.txt', 'The arguments must be an object, not the string "a.txt".'],
@@ -51,6 +63,8 @@ it('never says "received undefined"', async () => {
     if (required.length === 0) continue;
     const text = await refusal(tool.name, {});
     expect(text).not.toMatch(/undefined/);
-    expect(text).toContain(`Missing required argument${required.length === 1 ? '' : 's'} ${required.map((n) => `"${n}"`).join(', ')}.`);
+    expect(text).toContain(
+      `Missing required argument${required.length === 1 ? '' : 's'} ${required.map((n) => `"${n}"`).join(', ')}.`,
+    );
   }
 });

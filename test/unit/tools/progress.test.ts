@@ -47,7 +47,10 @@ describe('the progress forwarder (on fake timers)', () => {
 
   it('holds at most one message of what waits: its head and tail, the middle counted, in one last message', async () => {
     const sent: Array<{ progress: number; message: string }> = [];
-    const forwarder = createProgressForwarder(async (update) => void sent.push(update), { intervalMs: 250, maxMessageChars: 8 });
+    const forwarder = createProgressForwarder(async (update) => void sent.push(update), {
+      intervalMs: 250,
+      maxMessageChars: 8,
+    });
     forwarder.push('first');
     await jest.advanceTimersByTimeAsync(0);
     // 700 MiB in 64 KiB chunks would not fit in a string; a long run of chunks is what a flood looks like.

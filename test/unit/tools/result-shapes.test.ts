@@ -48,7 +48,8 @@ it('gives every result without isError structured content matching the output sc
     ['get_preview_url', { port: 8080 }],
     ['reset_sandbox', {}],
   ];
-  for (const [name, args] of calls) expect({ name, shape: shape(name, await call(name, args)) }).toEqual({ name, shape: 'structured' });
+  for (const [name, args] of calls)
+    expect({ name, shape: shape(name, await call(name, args)) }).toEqual({ name, shape: 'structured' });
 });
 
 it('gives an isError result about work that ran its structured content too', async () => {
@@ -69,7 +70,8 @@ it('answers a call the tool could not carry out with an isError result of text o
     ['edit_file', { path: 'missing.txt', old_string: 'a', new_string: 'b' }],
     ['manage_process', { action: 'kill', process_id: 'p99' }],
   ];
-  for (const [name, args] of refusals) expect({ name, args, shape: shape(name, await call(name, args)) }).toEqual({ name, args, shape: 'error as text' });
+  for (const [name, args] of refusals)
+    expect({ name, args, shape: shape(name, await call(name, args)) }).toEqual({ name, args, shape: 'error as text' });
   const fresh = setup();
   fresh.sdk.createFailures = [new e2b.AuthenticationError('Unauthorized')];
   expect(shape('run_command', await fresh.call('run_command', { command: 'ls' }))).toBe('error as text');

@@ -34,7 +34,12 @@ it('answers every tool with structured content that matches the tool’s output 
     expect(outputSchema(name).safeParse(result.structuredContent).success).toBe(true);
   }
   const status = await call('sandbox_status');
-  expect(status.structuredContent).toMatchObject({ backend: 'e2b', state: 'running', workdir: '/home/user', isolation: 'e2b-microvm' });
+  expect(status.structuredContent).toMatchObject({
+    backend: 'e2b',
+    state: 'running',
+    workdir: '/home/user',
+    isolation: 'e2b-microvm',
+  });
   expect((await call('read_file', { path: 'a.txt' })).structuredContent).toMatchObject({ content: 'one\nthree\n' });
   expect(sdk.created).toHaveLength(1);
 });
@@ -47,7 +52,10 @@ it('tells the model its sandbox is gone, with its files, and serves the next cal
   first.failAlways = new e2b.SandboxNotFoundError('sandbox not found');
   const lost = await call('read_file', { path: 'keep.txt' });
   expect(lost.isError).toBe(true);
-  expect(lost.content[0]).toMatchObject({ type: 'text', text: expect.stringMatching(/expired or was shut down.*files and state from it are gone.*fresh sandbox/s) });
+  expect(lost.content[0]).toMatchObject({
+    type: 'text',
+    text: expect.stringMatching(/expired or was shut down.*files and state from it are gone.*fresh sandbox/s),
+  });
   const fresh = await call('read_file', { path: 'keep.txt' });
   expect(fresh.isError).toBe(true);
   expect(fresh.content[0]).toMatchObject({ text: expect.stringContaining('Not found') });
@@ -60,6 +68,9 @@ it('answers E2B trouble as tool errors, never as crashes or protocol errors', as
   const auth = await call('run_command', { command: 'ls' });
   expect(auth).toMatchObject({ isError: true, content: [{ text: expect.stringContaining('E2B_API_KEY') }] });
   const busy = await call('run_command', { command: 'ls' });
-  expect(busy).toMatchObject({ isError: true, content: [{ text: expect.stringContaining('temporarily unavailable') }] });
+  expect(busy).toMatchObject({
+    isError: true,
+    content: [{ text: expect.stringContaining('temporarily unavailable') }],
+  });
   expect((await call('run_command', { command: 'ls' })).isError).toBeFalsy();
 });

@@ -72,9 +72,15 @@ export function createIntrospector(options: IntrospectorOptions): Introspector {
   const basic = `Basic ${Buffer.from(`${encodeURIComponent(options.clientId)}:${encodeURIComponent(options.clientSecret)}`).toString('base64')}`;
   let inFlight = 0;
 
-  const busy = (detail: string): ClaimsCheck => ({ ok: false, reason: 'busy', detail, retryAfterS: BUSY_RETRY_AFTER_S });
+  const busy = (detail: string): ClaimsCheck => ({
+    ok: false,
+    reason: 'busy',
+    detail,
+    retryAfterS: BUSY_RETRY_AFTER_S,
+  });
 
-  const mayAsk = (peer: string | undefined): boolean => inFlight < MAX_IN_FLIGHT && (peer === undefined || (asked.get(peer) ?? 0) < MAX_PER_PEER);
+  const mayAsk = (peer: string | undefined): boolean =>
+    inFlight < MAX_IN_FLIGHT && (peer === undefined || (asked.get(peer) ?? 0) < MAX_PER_PEER);
   const startTurn = (peer: string | undefined): void => {
     inFlight += 1;
     if (peer !== undefined) count(asked, peer, 1);
@@ -89,7 +95,8 @@ export function createIntrospector(options: IntrospectorOptions): Introspector {
       startTurn(peer);
       return undefined;
     }
-    if (peer !== undefined && (waiting.get(peer) ?? 0) >= MAX_QUEUED_PER_PEER) return `this client has ${MAX_PER_PEER} introspections in flight and ${MAX_QUEUED_PER_PEER} waiting`;
+    if (peer !== undefined && (waiting.get(peer) ?? 0) >= MAX_QUEUED_PER_PEER)
+      return `this client has ${MAX_PER_PEER} introspections in flight and ${MAX_QUEUED_PER_PEER} waiting`;
     if (queue.length >= MAX_QUEUED) return `${MAX_IN_FLIGHT} introspections in flight and ${MAX_QUEUED} waiting`;
     if (peer !== undefined) count(waiting, peer, 1);
     const turn = await new Promise<boolean>((resolve) => {
@@ -120,7 +127,11 @@ export function createIntrospector(options: IntrospectorOptions): Introspector {
     try {
       const res = await options.fetch(endpoint, {
         method: 'POST',
-        headers: { authorization: basic, 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
+        headers: {
+          authorization: basic,
+          'content-type': 'application/x-www-form-urlencoded',
+          accept: 'application/json',
+        },
         body: new URLSearchParams({ token, token_type_hint: 'access_token' }).toString(),
         redirect: 'manual',
         signal: AbortSignal.timeout(options.timeoutMs),
@@ -130,7 +141,8 @@ export function createIntrospector(options: IntrospectorOptions): Introspector {
         return { ok: false, reason: 'unavailable', detail: `introspection answered HTTP ${res.status}` };
       }
       const answer = (await res.json()) as unknown;
-      if (typeof answer !== 'object' || answer === null || Array.isArray(answer)) return { ok: false, reason: 'unavailable', detail: 'introspection answered no JSON object' };
+      if (typeof answer !== 'object' || answer === null || Array.isArray(answer))
+        return { ok: false, reason: 'unavailable', detail: 'introspection answered no JSON object' };
       return judge(answer as Record<string, unknown>, options);
     } catch (err: unknown) {
       return { ok: false, reason: 'unavailable', detail: `introspection failed: ${describeError(err)}` };
@@ -138,7 +150,12 @@ export function createIntrospector(options: IntrospectorOptions): Introspector {
   };
 
   /** Asks in turn and remembers what the issuer said. */
-  const askInTurn = async (key: string, token: string, endpoint: URL, peer: string | undefined): Promise<ClaimsCheck> => {
+  const askInTurn = async (
+    key: string,
+    token: string,
+    endpoint: URL,
+    peer: string | undefined,
+  ): Promise<ClaimsCheck> => {
     const noTurn = await takeTurn(peer);
     if (noTurn !== undefined) return busy(noTurn);
     let outcome: ClaimsCheck;
@@ -149,7 +166,10 @@ export function createIntrospector(options: IntrospectorOptions): Introspector {
     }
     if (outcome.ok) {
       const exp = typeof outcome.claims.exp === 'number' ? outcome.claims.exp * 1000 : Number.POSITIVE_INFINITY;
-      remember(remembered, REMEMBERED, key, { claims: outcome.claims, untilMs: Math.min(exp, options.now() + REMEMBER_MS) });
+      remember(remembered, REMEMBERED, key, {
+        claims: outcome.claims,
+        untilMs: Math.min(exp, options.now() + REMEMBER_MS),
+      });
     } else if (outcome.reason === 'invalid') {
       remember(refused, REFUSED_REMEMBERED, key, { check: outcome, untilMs: options.now() + REFUSED_MS });
     }
@@ -194,12 +214,17 @@ function remember<T>(entries: Map<string, T>, max: number, key: string, entry: T
 
 /** Whether an introspection answer makes the token one this server takes. */
 function judge(answer: Record<string, unknown>, options: IntrospectorOptions): ClaimsCheck {
-  if (answer.active !== true) return { ok: false, reason: 'invalid', detail: 'the issuer says the token is not active' };
-  if (answer.iss !== undefined && answer.iss !== options.issuer) return { ok: false, reason: 'invalid', detail: `the token's issuer is ${String(answer.iss)}` };
+  if (answer.active !== true)
+    return { ok: false, reason: 'invalid', detail: 'the issuer says the token is not active' };
+  if (answer.iss !== undefined && answer.iss !== options.issuer)
+    return { ok: false, reason: 'invalid', detail: `the token's issuer is ${String(answer.iss)}` };
   const audiences = typeof answer.aud === 'string' ? [answer.aud] : Array.isArray(answer.aud) ? answer.aud : [];
-  if (!audiences.includes(options.audience)) return { ok: false, reason: 'invalid', detail: 'the token is not for this server (aud)' };
+  if (!audiences.includes(options.audience))
+    return { ok: false, reason: 'invalid', detail: 'the token is not for this server (aud)' };
   const nowS = options.now() / 1000;
-  if (typeof answer.exp === 'number' && answer.exp < nowS - options.clockToleranceS) return { ok: false, reason: 'invalid', detail: 'the token has expired' };
-  if (typeof answer.nbf === 'number' && answer.nbf > nowS + options.clockToleranceS) return { ok: false, reason: 'invalid', detail: 'the token is not valid yet' };
+  if (typeof answer.exp === 'number' && answer.exp < nowS - options.clockToleranceS)
+    return { ok: false, reason: 'invalid', detail: 'the token has expired' };
+  if (typeof answer.nbf === 'number' && answer.nbf > nowS + options.clockToleranceS)
+    return { ok: false, reason: 'invalid', detail: 'the token is not valid yet' };
   return { ok: true, claims: answer };
 }

@@ -26,15 +26,26 @@ export class IssuerMetadataError extends Error {
 export function metadataUrls(issuer: string): URL[] {
   const url = new URL(issuer);
   const path = url.pathname === '/' ? '' : url.pathname.replace(/\/$/, '');
-  return [new URL(`${url.origin}/.well-known/oauth-authorization-server${path}`), new URL(`${url.origin}${path}/.well-known/openid-configuration`)];
+  return [
+    new URL(`${url.origin}/.well-known/oauth-authorization-server${path}`),
+    new URL(`${url.origin}${path}/.well-known/openid-configuration`),
+  ];
 }
 
 /** Fetches the issuer's metadata (each URL within `timeoutMs`, no redirects followed). */
-export async function fetchIssuerMetadata(issuer: string, fetchImpl: typeof fetch, timeoutMs: number): Promise<IssuerMetadata> {
+export async function fetchIssuerMetadata(
+  issuer: string,
+  fetchImpl: typeof fetch,
+  timeoutMs: number,
+): Promise<IssuerMetadata> {
   const failures: string[] = [];
   for (const url of metadataUrls(issuer)) {
     try {
-      const res = await fetchImpl(url, { headers: { accept: 'application/json' }, redirect: 'manual', signal: AbortSignal.timeout(timeoutMs) });
+      const res = await fetchImpl(url, {
+        headers: { accept: 'application/json' },
+        redirect: 'manual',
+        signal: AbortSignal.timeout(timeoutMs),
+      });
       if (res.status !== 200) {
         failures.push(`${url.href}: HTTP ${res.status}`);
         await res.body?.cancel();
@@ -52,12 +63,17 @@ export async function fetchIssuerMetadata(issuer: string, fetchImpl: typeof fetc
 function toMetadata(issuer: string, doc: unknown): IssuerMetadata {
   if (typeof doc !== 'object' || doc === null) throw new IssuerMetadataError('the document is not a JSON object');
   const fields = doc as Record<string, unknown>;
-  if (fields.issuer !== issuer) throw new IssuerMetadataError(`the document names issuer ${JSON.stringify(fields.issuer)}, not ${issuer}`);
+  if (fields.issuer !== issuer)
+    throw new IssuerMetadataError(`the document names issuer ${JSON.stringify(fields.issuer)}, not ${issuer}`);
   if (typeof fields.jwks_uri !== 'string') throw new IssuerMetadataError('the document has no jwks_uri');
   const jwksUri = endpointUrl(issuer, 'jwks_uri', fields.jwks_uri);
-  const introspectionEndpoint = typeof fields.introspection_endpoint === 'string' ? endpointUrl(issuer, 'introspection_endpoint', fields.introspection_endpoint) : undefined;
+  const introspectionEndpoint =
+    typeof fields.introspection_endpoint === 'string'
+      ? endpointUrl(issuer, 'introspection_endpoint', fields.introspection_endpoint)
+      : undefined;
   const algs = fields.id_token_signing_alg_values_supported;
-  const signingAlgorithms = Array.isArray(algs) && algs.every((alg) => typeof alg === 'string') ? (algs as string[]) : undefined;
+  const signingAlgorithms =
+    Array.isArray(algs) && algs.every((alg) => typeof alg === 'string') ? (algs as string[]) : undefined;
   return { issuer, jwksUri, signingAlgorithms, introspectionEndpoint };
 }
 
@@ -70,7 +86,10 @@ function endpointUrl(issuer: string, field: string, value: string): URL {
     throw new IssuerMetadataError(`${field} is not a URL: ${value}`);
   }
   const issuerUrl = new URL(issuer);
-  if (url.protocol !== 'https:' && !(issuerUrl.protocol === 'http:' && url.protocol === 'http:' && url.hostname === issuerUrl.hostname)) {
+  if (
+    url.protocol !== 'https:' &&
+    !(issuerUrl.protocol === 'http:' && url.protocol === 'http:' && url.hostname === issuerUrl.hostname)
+  ) {
     throw new IssuerMetadataError(`${field} must use https: ${url.href}`);
   }
   return url;

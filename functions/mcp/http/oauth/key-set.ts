@@ -119,7 +119,8 @@ export function createKeySet(options: KeySetOptions): KeySet {
       }
       // A key of the set that cannot be imported is the issuer's fault; anything else (an algorithm a key set
       // cannot have) is the token's.
-      if (err instanceof JWKSInvalid || !(err instanceof JOSEError)) return { ok: false, reason: 'unavailable', detail: describeError(err) };
+      if (err instanceof JWKSInvalid || !(err instanceof JOSEError))
+        return { ok: false, reason: 'unavailable', detail: describeError(err) };
       return { ok: false, reason: 'invalid', detail: describeError(err) };
     }
   };
@@ -132,24 +133,44 @@ export function createKeySet(options: KeySetOptions): KeySet {
           await reload();
         } catch (err: unknown) {
           // Keys that are only old still verify the tokens they signed.
-          if (held === undefined) return { ok: false, reason: 'unavailable', detail: `the issuer's keys cannot be fetched: ${describeError(err)}` };
+          if (held === undefined)
+            return {
+              ok: false,
+              reason: 'unavailable',
+              detail: `the issuer's keys cannot be fetched: ${describeError(err)}`,
+            };
         }
       }
       for (;;) {
         const keys = held;
-        if (keys === undefined) return { ok: false, reason: 'unavailable', detail: "the issuer's keys cannot be fetched" };
+        if (keys === undefined)
+          return { ok: false, reason: 'unavailable', detail: "the issuer's keys cannot be fetched" };
         const found = await lookUp(keys, header);
         if (found !== undefined) return found;
-        if (heldFrom > arrival) return { ok: false, reason: 'invalid', detail: `no key of the issuer has the token's key id (${String(header.kid)}), fetched again` };
+        if (heldFrom > arrival)
+          return {
+            ok: false,
+            reason: 'invalid',
+            detail: `no key of the issuer has the token's key id (${String(header.kid)}), fetched again`,
+          };
         const waitMs = attemptedAtMs + cooldownMs - now();
         if (fetching === undefined && scheduled === undefined && waitMs > maxWaitMs) {
           const retryAfterS = Math.max(1, Math.ceil(waitMs / 1000));
-          return { ok: false, reason: 'busy', detail: `the token's key id is unknown and the keys were fetched ${Math.round(now() - attemptedAtMs)} ms ago`, retryAfterS };
+          return {
+            ok: false,
+            reason: 'busy',
+            detail: `the token's key id is unknown and the keys were fetched ${Math.round(now() - attemptedAtMs)} ms ago`,
+            retryAfterS,
+          };
         }
         try {
           await (fetching ?? scheduled ?? (waitMs <= 0 ? reload() : reloadAfter(waitMs)));
         } catch (err: unknown) {
-          return { ok: false, reason: 'unavailable', detail: `the issuer's keys cannot be fetched: ${describeError(err)}` };
+          return {
+            ok: false,
+            reason: 'unavailable',
+            detail: `the issuer's keys cannot be fetched: ${describeError(err)}`,
+          };
         }
       }
     },

@@ -4,10 +4,16 @@ import type { OAuthGate } from '../auth';
 import { bearerChallenge, resourceMetadata } from './resource-metadata';
 import { createOAuthVerifier, type OAuthVerifierOptions } from './token-verifier';
 
-export function createOAuthGate(config: OAuthConfig, options: OAuthVerifierOptions = {}): { gate: OAuthGate; metadata: Record<string, unknown> } {
+export function createOAuthGate(
+  config: OAuthConfig,
+  options: OAuthVerifierOptions = {},
+): { gate: OAuthGate; metadata: Record<string, unknown> } {
   const verifier = createOAuthVerifier(config, options);
   return {
-    gate: { verify: (token, peer) => verifier.verify(token, peer), challenge: (error) => bearerChallenge(config, error) },
+    gate: {
+      verify: (token, peer) => verifier.verify(token, peer),
+      challenge: (error) => bearerChallenge(config, error),
+    },
     metadata: resourceMetadata(config),
   };
 }

@@ -7,7 +7,10 @@
 import type { OAuthConfig } from '../../config-oauth';
 
 /** The paths the metadata document is served at. */
-export const RESOURCE_METADATA_PATHS: readonly string[] = ['/.well-known/oauth-protected-resource', '/.well-known/oauth-protected-resource/mcp'];
+export const RESOURCE_METADATA_PATHS: readonly string[] = [
+  '/.well-known/oauth-protected-resource',
+  '/.well-known/oauth-protected-resource/mcp',
+];
 
 /** The RFC 9728 document. */
 export function resourceMetadata(config: OAuthConfig): Record<string, unknown> {

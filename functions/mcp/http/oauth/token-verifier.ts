@@ -60,7 +60,19 @@ interface IssuerKeys {
 const JWT_SHAPE = /^[\w-]+\.[\w-]*\.[\w-]*$/;
 
 /** Algorithms a token may be signed with: asymmetric only. */
-const ASYMMETRIC = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'];
+const ASYMMETRIC = [
+  'RS256',
+  'RS384',
+  'RS512',
+  'PS256',
+  'PS384',
+  'PS512',
+  'ES256',
+  'ES384',
+  'ES512',
+  'EdDSA',
+  'Ed25519',
+];
 /** Leeway on `exp` and `nbf` for clocks a little apart. */
 const CLOCK_TOLERANCE_S = 60;
 const FETCH_TIMEOUT_MS = 5_000;
@@ -92,7 +104,11 @@ export function createOAuthVerifier(config: OAuthConfig, options: OAuthVerifierO
       jose,
     });
     const published = metadata.signingAlgorithms;
-    return { metadata, keys: keySet, algorithms: published === undefined ? ASYMMETRIC : ASYMMETRIC.filter((alg) => published.includes(alg)) };
+    return {
+      metadata,
+      keys: keySet,
+      algorithms: published === undefined ? ASYMMETRIC : ASYMMETRIC.filter((alg) => published.includes(alg)),
+    };
   };
   const keysOf = (): Promise<IssuerKeys> => {
     if (keys === undefined || (failedAt !== 0 && now() - failedAt >= retryAfterMs)) {
@@ -108,7 +124,16 @@ export function createOAuthVerifier(config: OAuthConfig, options: OAuthVerifierO
   const introspector =
     config.introspection === undefined
       ? undefined
-      : createIntrospector({ ...config.introspection, issuer: config.issuer, audience: config.audience, fetch: fetchImpl, now, sleep, clockToleranceS: CLOCK_TOLERANCE_S, timeoutMs: FETCH_TIMEOUT_MS });
+      : createIntrospector({
+          ...config.introspection,
+          issuer: config.issuer,
+          audience: config.audience,
+          fetch: fetchImpl,
+          now,
+          sleep,
+          clockToleranceS: CLOCK_TOLERANCE_S,
+          timeoutMs: FETCH_TIMEOUT_MS,
+        });
 
   /** The claims of a JWT the issuer signed for this server, or why not. */
   const jwtClaims = async ({ keys, algorithms }: IssuerKeys, token: string): Promise<ClaimsCheck> => {
@@ -121,7 +146,11 @@ export function createOAuthVerifier(config: OAuthConfig, options: OAuthVerifierO
       return { ok: false, reason: 'invalid', detail: describeError(err) };
     }
     if (typeof header.alg !== 'string' || !algorithms.includes(header.alg)) {
-      return { ok: false, reason: 'invalid', detail: `"alg" (Algorithm) Header Parameter value not allowed: ${String(header.alg)}` };
+      return {
+        ok: false,
+        reason: 'invalid',
+        detail: `"alg" (Algorithm) Header Parameter value not allowed: ${String(header.alg)}`,
+      };
     }
     const found = await keys.keyFor(header);
     if (!found.ok) return found;
@@ -139,7 +168,8 @@ export function createOAuthVerifier(config: OAuthConfig, options: OAuthVerifierO
         return { ok: true, claims: payload };
       } catch (err: unknown) {
         // With the key in hand, every failure of jose's is about the token; anything else is not.
-        if (!(err instanceof jose.errors.JOSEError)) return { ok: false, reason: 'unavailable', detail: describeError(err) };
+        if (!(err instanceof jose.errors.JOSEError))
+          return { ok: false, reason: 'unavailable', detail: describeError(err) };
         refusal = { ok: false, reason: 'invalid', detail: describeError(err) };
         // Only another key can make a bad signature good; any other fault is the token's whatever the key.
         if (!(err instanceof jose.errors.JWSSignatureVerificationFailed)) return refusal;
@@ -149,9 +179,19 @@ export function createOAuthVerifier(config: OAuthConfig, options: OAuthVerifierO
   };
 
   /** The claims of an opaque token, from the issuer's introspection endpoint when this server may ask it. */
-  const opaqueClaims = async ({ metadata }: IssuerKeys, token: string, peer: string | undefined): Promise<ClaimsCheck> => {
-    if (introspector === undefined) return { ok: false, reason: 'invalid', detail: 'not a JWT, and opaque tokens are not introspected (MCP_OAUTH_INTROSPECTION_CLIENT_ID)' };
-    if (metadata.introspectionEndpoint === undefined) return { ok: false, reason: 'unavailable', detail: 'the issuer publishes no introspection_endpoint' };
+  const opaqueClaims = async (
+    { metadata }: IssuerKeys,
+    token: string,
+    peer: string | undefined,
+  ): Promise<ClaimsCheck> => {
+    if (introspector === undefined)
+      return {
+        ok: false,
+        reason: 'invalid',
+        detail: 'not a JWT, and opaque tokens are not introspected (MCP_OAUTH_INTROSPECTION_CLIENT_ID)',
+      };
+    if (metadata.introspectionEndpoint === undefined)
+      return { ok: false, reason: 'unavailable', detail: 'the issuer publishes no introspection_endpoint' };
     return introspector.claimsOf(token, metadata.introspectionEndpoint, peer);
   };
 
@@ -165,12 +205,15 @@ export function createOAuthVerifier(config: OAuthConfig, options: OAuthVerifierO
       }
       const jwt = JWT_SHAPE.test(token);
       const checked = jwt ? await jwtClaims(resolved, token) : await opaqueClaims(resolved, token, peer);
-      if (!checked.ok) return checked.reason === 'busy' ? { ...checked, what: jwt ? 'keys' : 'introspection' } : checked;
+      if (!checked.ok)
+        return checked.reason === 'busy' ? { ...checked, what: jwt ? 'keys' : 'introspection' } : checked;
       const payload = checked.claims;
-      if (typeof payload.sub !== 'string' || payload.sub === '') return { ok: false, reason: 'invalid', detail: 'the token has no subject' };
+      if (typeof payload.sub !== 'string' || payload.sub === '')
+        return { ok: false, reason: 'invalid', detail: 'the token has no subject' };
       const granted = scopesOf(payload);
       const missing = config.scopes.filter((scope) => !granted.has(scope));
-      if (missing.length > 0) return { ok: false, reason: 'insufficient_scope', detail: `missing scope ${missing.join(' ')}` };
+      if (missing.length > 0)
+        return { ok: false, reason: 'insufficient_scope', detail: `missing scope ${missing.join(' ')}` };
       return { ok: true, principal: toSubjectPrincipal(config.issuer, payload.sub) };
     },
   };

@@ -8,8 +8,20 @@
  */
 import type { Clock } from '../../clock';
 import { AppError } from '../../errors';
-import { type BackgroundBackend, type BackgroundHandle, BackgroundRegistry, type ExitStatus } from '../background-registry';
-import { extentOfSegments, groupSegments, LOG_SEGMENT_BYTES, pageOf, type SegmentFile, segmentRanges } from '../log-segments';
+import {
+  type BackgroundBackend,
+  type BackgroundHandle,
+  BackgroundRegistry,
+  type ExitStatus,
+} from '../background-registry';
+import {
+  extentOfSegments,
+  groupSegments,
+  LOG_SEGMENT_BYTES,
+  pageOf,
+  type SegmentFile,
+  segmentRanges,
+} from '../log-segments';
 import type { ProcessLogPage } from '../types';
 import type { E2BErrorClasses, E2BSandboxApi } from './sdk';
 import { shellQuote } from './shell';
@@ -53,7 +65,11 @@ export interface E2BBackgroundPlace {
 export type E2BBackgroundProcesses = BackgroundRegistry<E2BBackgroundPlace, BackgroundHandle>;
 
 /** The background processes of the sandbox behind `api`. */
-export function createE2BBackgroundProcesses(api: E2BSandboxApi, errors: E2BErrorClasses, clock: Clock): E2BBackgroundProcesses {
+export function createE2BBackgroundProcesses(
+  api: E2BSandboxApi,
+  errors: E2BErrorClasses,
+  clock: Clock,
+): E2BBackgroundProcesses {
   return new BackgroundRegistry(new E2BBackground(api, errors), clock);
 }
 
@@ -69,11 +85,18 @@ class E2BBackground implements BackgroundBackend<E2BBackgroundPlace, BackgroundH
   }
 
   async launch(id: string, command: string, { cwd, env }: E2BBackgroundPlace): Promise<BackgroundHandle> {
-    const handle = await this.api.startCommand(launchScript(id, command), { cwd, envs: env, stdin: true, timeoutMs: STREAM_LIMIT_MS });
+    const handle = await this.api.startCommand(launchScript(id, command), {
+      cwd,
+      envs: env,
+      stdin: true,
+      timeoutMs: STREAM_LIMIT_MS,
+    });
     // The script ends once the command has exited and its output is written; a stream that breaks otherwise
     // tells nothing (the process may still run).
     const exited = async (): Promise<ExitStatus> => (await this.statusOf(id)) ?? { code: null, signal: null };
-    const ended = handle.wait().then(exited, async (err: unknown) => (err instanceof this.errors.CommandExitError ? exited() : undefined));
+    const ended = handle
+      .wait()
+      .then(exited, async (err: unknown) => (err instanceof this.errors.CommandExitError ? exited() : undefined));
     /** Input on its way to envd (one request per write). */
     let sending = 0;
     return {
@@ -83,7 +106,10 @@ class E2BBackground implements BackgroundBackend<E2BBackgroundPlace, BackgroundH
         // The marker says the status that follows was our signal (reported as exit code null, as locally).
         const number = signalNumber(signal);
         const base = `${LOG_DIR}/${id}`;
-        const killer = await this.api.startCommand(`echo ${number} > ${base}.signal; kill -s ${number} -- -$(cat ${base}.pid) 2>/dev/null; true`, { timeoutMs: 15_000 });
+        const killer = await this.api.startCommand(
+          `echo ${number} > ${base}.signal; kill -s ${number} -- -$(cat ${base}.pid) 2>/dev/null; true`,
+          { timeoutMs: 15_000 },
+        );
         await killer.wait().catch(() => undefined);
       },
       writeStdin: async (input) => {
@@ -100,7 +126,12 @@ class E2BBackground implements BackgroundBackend<E2BBackgroundPlace, BackgroundH
     };
   }
 
-  async readLog(id: string, handle: BackgroundHandle | undefined, offset: number | undefined, limitBytes: number): Promise<ProcessLogPage | undefined> {
+  async readLog(
+    id: string,
+    handle: BackgroundHandle | undefined,
+    offset: number | undefined,
+    limitBytes: number,
+  ): Promise<ProcessLogPage | undefined> {
     for (let attempt = 1; ; attempt += 1) {
       const segments = (await this.logs()).get(id);
       if (segments === undefined && handle === undefined) return undefined;
@@ -139,7 +170,9 @@ class E2BBackground implements BackgroundBackend<E2BBackgroundPlace, BackgroundH
   /** Bytes `[from, from + length)` of the log, read inside the sandbox (base64 on stdout: no text decoding). */
   private async readRange(id: string, from: number, length: number): Promise<Buffer> {
     if (length === 0) return Buffer.alloc(0);
-    const parts = segmentRanges(from, length).map((r) => `tail -c +${r.start + 1} ${LOG_DIR}/${id}.log.${r.index} 2>/dev/null | head -c ${r.length}`);
+    const parts = segmentRanges(from, length).map(
+      (r) => `tail -c +${r.start + 1} ${LOG_DIR}/${id}.log.${r.index} 2>/dev/null | head -c ${r.length}`,
+    );
     // The sandbox's own tools answer: no more than the range's base64 is kept, however much they print.
     const expected = 4 * Math.ceil(length / 3);
     let out = '';
@@ -158,7 +191,17 @@ class E2BBackground implements BackgroundBackend<E2BBackgroundPlace, BackgroundH
   }
 }
 
-const SIGNALS: Partial<Record<NodeJS.Signals, number>> = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGKILL: 9, SIGUSR1: 10, SIGUSR2: 12, SIGTERM: 15, SIGCONT: 18, SIGSTOP: 19 };
+const SIGNALS: Partial<Record<NodeJS.Signals, number>> = {
+  SIGHUP: 1,
+  SIGINT: 2,
+  SIGQUIT: 3,
+  SIGKILL: 9,
+  SIGUSR1: 10,
+  SIGUSR2: 12,
+  SIGTERM: 15,
+  SIGCONT: 18,
+  SIGSTOP: 19,
+};
 
 /** The name of Linux signal `number`, among those this server sends. */
 function signalName(number: number): NodeJS.Signals | undefined {
@@ -168,6 +211,7 @@ function signalName(number: number): NodeJS.Signals | undefined {
 /** The Linux number of `signal` (the sandbox is Linux whatever this server runs on). */
 function signalNumber(signal: NodeJS.Signals): number {
   const number = SIGNALS[signal];
-  if (number === undefined) throw new AppError('invalid_input', `Signal ${signal} cannot be sent to a process in the sandbox.`);
+  if (number === undefined)
+    throw new AppError('invalid_input', `Signal ${signal} cannot be sent to a process in the sandbox.`);
   return number;
 }

@@ -54,9 +54,13 @@ export async function saveOpenFigures(api: E2BSandboxApi): Promise<CodeOutput[]>
   if (!Array.isArray(paths)) return [];
   const outputs: CodeOutput[] = [];
   for (const path of paths.filter((p): p is string => typeof p === 'string')) {
-    outputs.push({ type: 'text', text: `Chart saved as ${path} (this service returns charts as files; read_file shows it).` });
+    outputs.push({
+      type: 'text',
+      text: `Chart saved as ${path} (this service returns charts as files; read_file shows it).`,
+    });
     const bytes = await api.readFile(path, MAX_INLINE_CHART_BYTES).catch(() => undefined);
-    if (bytes !== undefined && bytes.length <= MAX_INLINE_CHART_BYTES) outputs.push({ type: 'image', mimeType: 'image/png', data: Buffer.from(bytes).toString('base64') });
+    if (bytes !== undefined && bytes.length <= MAX_INLINE_CHART_BYTES)
+      outputs.push({ type: 'image', mimeType: 'image/png', data: Buffer.from(bytes).toString('base64') });
   }
   return outputs;
 }

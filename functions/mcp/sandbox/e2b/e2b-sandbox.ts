@@ -41,7 +41,7 @@ export const E2B_WORKDIR = '/home/user';
  */
 const INTERRUPT_KERNELS =
   't(){ for c in $(pgrep -P "$1"); do t "$c"; kill -KILL "$c" 2>/dev/null; done; }; ' +
-  "for k in $(pgrep -f 'ipykernel_launche[r]'); do t \"$k\"; kill -INT \"$k\" 2>/dev/null; done; true";
+  'for k in $(pgrep -f \'ipykernel_launche[r]\'); do t "$k"; kill -INT "$k" 2>/dev/null; done; true';
 /** Grace beyond the in-sandbox `timeout -k 2` before the server kills the command itself. */
 const COMMAND_BACKSTOP_MS = 5_000;
 
@@ -100,7 +100,9 @@ export class E2BSandbox implements Sandbox {
 
   startBackground(req: StartBackgroundRequest): Promise<BackgroundProcess> {
     const cwd = this.resolve(req.cwd ?? '.');
-    return this.call(`starting a background process in ${cwd}`, () => this.background.start(req.command, { cwd, env: req.env }));
+    return this.call(`starting a background process in ${cwd}`, () =>
+      this.background.start(req.command, { cwd, env: req.env }),
+    );
   }
 
   listBackground(): Promise<BackgroundProcess[]> {
@@ -124,7 +126,14 @@ export class E2BSandbox implements Sandbox {
   }
 
   info(): SandboxInfo {
-    return { id: this.id, backend: 'e2b', workdir: E2B_WORKDIR, isolation: 'e2b-microvm', network: 'enabled', createdAt: this.createdAt };
+    return {
+      id: this.id,
+      backend: 'e2b',
+      workdir: E2B_WORKDIR,
+      isolation: 'e2b-microvm',
+      network: 'enabled',
+      createdAt: this.createdAt,
+    };
   }
 
   isGone(): boolean {
@@ -141,73 +150,80 @@ export class E2BSandbox implements Sandbox {
   async runCommand(req: RunCommandRequest): Promise<RunCommandResult> {
     const { api, errors, clock } = this.options;
     const cwd = this.resolve(req.cwd ?? '.');
-    return this.call(`running a command in ${cwd}`, async () => {
-      let stdinFile = '/dev/null';
-      if (req.stdin !== undefined) {
-        stdinFile = `/tmp/.mcp-stdin-${randomBytes(8).toString('hex')}`;
-        await api.writeFile(stdinFile, toArrayBuffer(Buffer.from(req.stdin, 'utf8')));
-      }
-      const seconds = Math.max(1, Math.ceil(req.timeoutMs / 1000));
-      // `timeout -k` stops the command inside the sandbox even if this server is gone by then. With `exec`
-      // the command's pid is timeout's, which leads a process group of everything the command starts.
-      const cleanup = req.stdin === undefined ? '' : `rm -f ${stdinFile}; `;
-      const script = `exec timeout -k 2 ${seconds} bash -c ${shellQuote(cleanup + req.command)} < ${stdinFile}`;
-      const stdout = new OutputCapture(this.options.maxOutputBytes);
-      const stderr = new OutputCapture(this.options.maxOutputBytes);
-      const started = clock.now();
-      const handle = await api.startCommand(script, {
-        cwd,
-        envs: req.env,
-        timeoutMs: req.timeoutMs + COMMAND_BACKSTOP_MS * 2,
-        ...intoCaptures(stdout, stderr, req.onOutput),
-      });
-      let timedOut = false;
-      let cancelled = false;
-      let lastResort: NodeJS.Timeout | undefined;
-      const stop = (): void => {
-        // SIGTERM to `timeout` reaches the whole group; then SIGKILL the group. Killing only the
-        // process E2B knows (handle.kill) would orphan its children, so that is the last resort.
-        void api
-          .startCommand(`kill -TERM ${handle.pid} 2>/dev/null; sleep 2; kill -KILL -- -${handle.pid} 2>/dev/null; true`, { timeoutMs: 15_000 })
-          .catch(() => undefined);
-        lastResort ??= setTimeout(() => void handle.kill().catch(() => false), COMMAND_BACKSTOP_MS);
-      };
-      const backstop = setTimeout(() => {
-        timedOut = true;
-        stop();
-      }, req.timeoutMs + COMMAND_BACKSTOP_MS);
-      const onAbort = (): void => {
-        cancelled = true;
-        stop();
-      };
-      if (req.signal?.aborted) onAbort();
-      else req.signal?.addEventListener('abort', onAbort, { once: true });
-      let exitCode: number | null = null;
-      try {
-        exitCode = (await handle.wait()).exitCode;
-      } catch (err: unknown) {
-        // A non-zero exit is a normal result, not an error.
-        if (err instanceof errors.CommandExitError) exitCode = err.exitCode;
-        else if (!timedOut && !cancelled) throw err;
-      } finally {
-        clearTimeout(backstop);
-        clearTimeout(lastResort);
-        req.signal?.removeEventListener('abort', onAbort);
-      }
-      const durationMs = Math.round(clock.now() - started);
-      // 124: `timeout` stopped it; 137: it ignored SIGTERM and `-k` killed it.
-      if (!cancelled && (exitCode === 124 || exitCode === 137) && durationMs >= seconds * 1000 - 50) timedOut = true;
-      if (timedOut || cancelled) exitCode = null;
-      return {
-        exitCode,
-        signal: timedOut || cancelled ? 'SIGKILL' : null,
-        stdout: stdout.result(),
-        stderr: stderr.result(),
-        timedOut,
-        cancelled,
-        durationMs,
-      };
-    }, req.timeoutMs + COMMAND_BACKSTOP_MS * 2);
+    return this.call(
+      `running a command in ${cwd}`,
+      async () => {
+        let stdinFile = '/dev/null';
+        if (req.stdin !== undefined) {
+          stdinFile = `/tmp/.mcp-stdin-${randomBytes(8).toString('hex')}`;
+          await api.writeFile(stdinFile, toArrayBuffer(Buffer.from(req.stdin, 'utf8')));
+        }
+        const seconds = Math.max(1, Math.ceil(req.timeoutMs / 1000));
+        // `timeout -k` stops the command inside the sandbox even if this server is gone by then. With `exec`
+        // the command's pid is timeout's, which leads a process group of everything the command starts.
+        const cleanup = req.stdin === undefined ? '' : `rm -f ${stdinFile}; `;
+        const script = `exec timeout -k 2 ${seconds} bash -c ${shellQuote(cleanup + req.command)} < ${stdinFile}`;
+        const stdout = new OutputCapture(this.options.maxOutputBytes);
+        const stderr = new OutputCapture(this.options.maxOutputBytes);
+        const started = clock.now();
+        const handle = await api.startCommand(script, {
+          cwd,
+          envs: req.env,
+          timeoutMs: req.timeoutMs + COMMAND_BACKSTOP_MS * 2,
+          ...intoCaptures(stdout, stderr, req.onOutput),
+        });
+        let timedOut = false;
+        let cancelled = false;
+        let lastResort: NodeJS.Timeout | undefined;
+        const stop = (): void => {
+          // SIGTERM to `timeout` reaches the whole group; then SIGKILL the group. Killing only the
+          // process E2B knows (handle.kill) would orphan its children, so that is the last resort.
+          void api
+            .startCommand(
+              `kill -TERM ${handle.pid} 2>/dev/null; sleep 2; kill -KILL -- -${handle.pid} 2>/dev/null; true`,
+              { timeoutMs: 15_000 },
+            )
+            .catch(() => undefined);
+          lastResort ??= setTimeout(() => void handle.kill().catch(() => false), COMMAND_BACKSTOP_MS);
+        };
+        const backstop = setTimeout(() => {
+          timedOut = true;
+          stop();
+        }, req.timeoutMs + COMMAND_BACKSTOP_MS);
+        const onAbort = (): void => {
+          cancelled = true;
+          stop();
+        };
+        if (req.signal?.aborted) onAbort();
+        else req.signal?.addEventListener('abort', onAbort, { once: true });
+        let exitCode: number | null = null;
+        try {
+          exitCode = (await handle.wait()).exitCode;
+        } catch (err: unknown) {
+          // A non-zero exit is a normal result, not an error.
+          if (err instanceof errors.CommandExitError) exitCode = err.exitCode;
+          else if (!timedOut && !cancelled) throw err;
+        } finally {
+          clearTimeout(backstop);
+          clearTimeout(lastResort);
+          req.signal?.removeEventListener('abort', onAbort);
+        }
+        const durationMs = Math.round(clock.now() - started);
+        // 124: `timeout` stopped it; 137: it ignored SIGTERM and `-k` killed it.
+        if (!cancelled && (exitCode === 124 || exitCode === 137) && durationMs >= seconds * 1000 - 50) timedOut = true;
+        if (timedOut || cancelled) exitCode = null;
+        return {
+          exitCode,
+          signal: timedOut || cancelled ? 'SIGKILL' : null,
+          stdout: stdout.result(),
+          stderr: stderr.result(),
+          timedOut,
+          cancelled,
+          durationMs,
+        };
+      },
+      req.timeoutMs + COMMAND_BACKSTOP_MS * 2,
+    );
   }
 
   async runCode(req: RunCodeRequest): Promise<RunCodeResult> {
@@ -229,7 +245,11 @@ export class E2BSandbox implements Sandbox {
     });
     // Cancel and timeout = Jupyter's interrupt: what the cell started is killed, then the kernel gets SIGINT
     // (its state stays). Without it the cell would run on and hold up the next call.
-    const interrupt = (): Promise<unknown> => api.startCommand(INTERRUPT_KERNELS, { timeoutMs: 15_000 }).then((h) => h.wait()).catch(() => undefined);
+    const interrupt = (): Promise<unknown> =>
+      api
+        .startCommand(INTERRUPT_KERNELS, { timeoutMs: 15_000 })
+        .then((h) => h.wait())
+        .catch(() => undefined);
     const onAbort = (): void => {
       cancelled = true;
       void interrupt();
@@ -237,24 +257,30 @@ export class E2BSandbox implements Sandbox {
     if (req.signal?.aborted) onAbort();
     else req.signal?.addEventListener('abort', onAbort, { once: true });
     try {
-      return await this.call(`running ${req.language} code`, async () => {
-        const results = new CodeResults();
-        const execution = await api.runCode(req.code, {
-          language: req.language,
-          envs: req.env,
-          timeoutMs: req.timeoutMs,
-          ...intoCaptures(stdout, stderr, req.onOutput),
-          onResult: (result) => {
-            if (result.png !== undefined) results.add({ type: 'image', mimeType: 'image/png', data: result.png });
-            else if (result.jpeg !== undefined) results.add({ type: 'image', mimeType: 'image/jpeg', data: result.jpeg });
-            else if (result.text !== undefined) results.add({ type: 'text', text: result.text });
-          },
-          // An answer line too long to hold (output or a result): counted with the results left out.
-          onDropped: (bytes) => results.omit(bytes),
-        });
-        if (this.options.charts === 'files' && req.language === 'python' && !cancelled) for (const chart of await saveOpenFigures(api)) results.add(chart);
-        return partial(false, execution.error ?? null, results);
-      }, req.timeoutMs);
+      return await this.call(
+        `running ${req.language} code`,
+        async () => {
+          const results = new CodeResults();
+          const execution = await api.runCode(req.code, {
+            language: req.language,
+            envs: req.env,
+            timeoutMs: req.timeoutMs,
+            ...intoCaptures(stdout, stderr, req.onOutput),
+            onResult: (result) => {
+              if (result.png !== undefined) results.add({ type: 'image', mimeType: 'image/png', data: result.png });
+              else if (result.jpeg !== undefined)
+                results.add({ type: 'image', mimeType: 'image/jpeg', data: result.jpeg });
+              else if (result.text !== undefined) results.add({ type: 'text', text: result.text });
+            },
+            // An answer line too long to hold (output or a result): counted with the results left out.
+            onDropped: (bytes) => results.omit(bytes),
+          });
+          if (this.options.charts === 'files' && req.language === 'python' && !cancelled)
+            for (const chart of await saveOpenFigures(api)) results.add(chart);
+          return partial(false, execution.error ?? null, results);
+        },
+        req.timeoutMs,
+      );
     } catch (err: unknown) {
       if (cancelled) return partial(false, null);
       if (isAppError(err, 'sandbox_timeout')) {
@@ -281,7 +307,8 @@ export class E2BSandbox implements Sandbox {
     const target = this.resolve(path);
     return this.call(`reading ${target}`, async () => {
       const info = await this.options.api.getInfo(target);
-      if (info.type === 'dir') throw new AppError('invalid_input', `${target} is a directory; use list_files to see what it holds.`);
+      if (info.type === 'dir')
+        throw new AppError('invalid_input', `${target} is a directory; use list_files to see what it holds.`);
       if (info.size > maxBytes) throw tooLargeToRead(target, `${info.size} bytes`, maxBytes);
       // The sandbox can grow the file after the check: never more than the limit is read.
       const bytes = Buffer.from(await this.options.api.readFile(target, maxBytes));
@@ -303,15 +330,28 @@ export class E2BSandbox implements Sandbox {
     const target = this.resolve(req.path);
     return this.call(`listing ${target}`, async () => {
       const info = await this.options.api.getInfo(target);
-      if (info.type !== 'dir') throw new AppError('invalid_input', `${target} is not a directory; use read_file to read it.`);
+      if (info.type !== 'dir')
+        throw new AppError('invalid_input', `${target} is not a directory; use read_file to read it.`);
       const found = await this.options.api.listFiles(target, req.depth);
       const entries: FileEntry[] = [];
       for (const entry of found) {
         const rel = posix.relative(target, entry.path);
         if (rel === '' || rel.startsWith('..')) continue;
         if (!req.includeHidden && rel.split('/').some((part) => part.startsWith('.'))) continue;
-        const type = entry.type === 'dir' ? 'directory' : entry.type === 'symlink' ? 'symlink' : entry.type === 'file' ? 'file' : 'other';
-        entries.push({ path: type === 'directory' ? `${rel}/` : rel, type, size: entry.size, mtime: entry.modifiedTime?.toISOString() ?? '' });
+        const type =
+          entry.type === 'dir'
+            ? 'directory'
+            : entry.type === 'symlink'
+              ? 'symlink'
+              : entry.type === 'file'
+                ? 'file'
+                : 'other';
+        entries.push({
+          path: type === 'directory' ? `${rel}/` : rel,
+          type,
+          size: entry.size,
+          mtime: entry.modifiedTime?.toISOString() ?? '',
+        });
       }
       entries.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
       return { path: target, entries: entries.slice(0, req.maxEntries), truncated: entries.length > req.maxEntries };
@@ -320,7 +360,10 @@ export class E2BSandbox implements Sandbox {
 
   async preview(port: number): Promise<PreviewInfo> {
     const url = `https://${this.options.api.getHost(port)}`;
-    const probe = await this.runCommand({ command: `(exec 3<>/dev/tcp/127.0.0.1/${port}) 2>/dev/null`, timeoutMs: 3_000 });
+    const probe = await this.runCommand({
+      command: `(exec 3<>/dev/tcp/127.0.0.1/${port}) 2>/dev/null`,
+      timeoutMs: 3_000,
+    });
     return { url, listening: probe.exitCode === 0, reachable: true };
   }
 
@@ -349,12 +392,19 @@ export class E2BSandbox implements Sandbox {
    */
   private async call<T>(operation: string, fn: () => Promise<T>, busyForMs = 0): Promise<T> {
     if (this.gone || this.killed) {
-      throw new AppError('sandbox_gone', 'The sandbox is gone, so files and state from it are gone. The next call starts a fresh sandbox.');
+      throw new AppError(
+        'sandbox_gone',
+        'The sandbox is gone, so files and state from it are gone. The next call starts a fresh sandbox.',
+      );
     }
     try {
       return await this.lease.use(busyForMs, fn);
     } catch (err: unknown) {
-      const mapped = toE2BAppError(err, this.options.errors, { operation, template: this.options.template, apiKey: this.options.apiKey });
+      const mapped = toE2BAppError(err, this.options.errors, {
+        operation,
+        template: this.options.template,
+        apiKey: this.options.apiKey,
+      });
       if (isAppError(mapped, 'sandbox_gone')) this.gone = true;
       throw mapped;
     }

@@ -57,7 +57,12 @@ export interface ExecuteTarget {
 }
 
 /** Runs `code` at `target`; SDK error classes for what fails, as the SDK's own `runCode` throws them. */
-export async function execute(target: ExecuteTarget, code: string, opts: ExecuteOptions, errors: ExecuteErrors): Promise<ExecutionOutcome> {
+export async function execute(
+  target: ExecuteTarget,
+  code: string,
+  opts: ExecuteOptions,
+  errors: ExecuteErrors,
+): Promise<ExecutionOutcome> {
   const controller = new AbortController();
   const requestTimeoutMs = target.requestTimeoutMs ?? DEFAULT_TIMEOUT_MS;
   let phase: 'request' | 'execution' = 'request';
@@ -120,7 +125,11 @@ async function readAnswer(body: ReadableStream<Uint8Array>, opts: ExecuteOptions
           opts.onResult?.({ text: stringOf(message.text), png: stringOf(message.png), jpeg: stringOf(message.jpeg) });
           break;
         case 'error':
-          error = { name: stringOf(message.name) ?? 'Error', value: stringOf(message.value) ?? '', traceback: stringOf(message.traceback) ?? '' };
+          error = {
+            name: stringOf(message.name) ?? 'Error',
+            value: stringOf(message.value) ?? '',
+            traceback: stringOf(message.traceback) ?? '',
+          };
           break;
         default:
         // keepalive, number_of_executions, end_of_execution, and what this server does not use.
@@ -138,7 +147,10 @@ const stringOf = (value: unknown): string | undefined => (typeof value === 'stri
 /** The SDK's errors for an answer that is not 200 (its `extractError`); the body is read at most 4 KiB. */
 async function statusError(res: Response, errors: ExecuteErrors): Promise<Error | undefined> {
   if (res.ok) return undefined;
-  const body = res.body === null ? '' : Buffer.from(await readStreamAtMost(res.body, 4096).catch(() => new Uint8Array())).toString('utf8');
+  const body =
+    res.body === null
+      ? ''
+      : Buffer.from(await readStreamAtMost(res.body, 4096).catch(() => new Uint8Array())).toString('utf8');
   if (res.status === 502) return new errors.TimeoutError(`${body}: This error is likely due to sandbox timeout.`);
   if (res.status === 404) return new errors.NotFoundError(body);
   return new errors.SandboxError(`${res.status} ${res.statusText}`);
@@ -146,4 +158,5 @@ async function statusError(res: Response, errors: ExecuteErrors): Promise<Error 
 
 /** What a connection the sandbox's side closed throws (the SDK's check before it asks whether the sandbox still runs). */
 const CONNECTION_CLOSED_CODES = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET']);
-const isConnectionClosed = (err: unknown): boolean => someCause(err, (e) => CONNECTION_CLOSED_CODES.has(toErrnoCode(e) ?? ''));
+const isConnectionClosed = (err: unknown): boolean =>
+  someCause(err, (e) => CONNECTION_CLOSED_CODES.has(toErrnoCode(e) ?? ''));

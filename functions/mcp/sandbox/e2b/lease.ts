@@ -24,7 +24,10 @@ export interface LeaseTerms {
 }
 
 /** The lease terms for an idle TTL. */
-export function leaseTerms(idleTtlMs: number, renewEveryMs = Math.min(DEFAULT_RENEW_EVERY_MS, Math.ceil(idleTtlMs / 4))): LeaseTerms {
+export function leaseTerms(
+  idleTtlMs: number,
+  renewEveryMs = Math.min(DEFAULT_RENEW_EVERY_MS, Math.ceil(idleTtlMs / 4)),
+): LeaseTerms {
   return { idleTtlMs, renewEveryMs, lengthMs: idleTtlMs + renewEveryMs };
 }
 

@@ -43,18 +43,42 @@ function endedName(sessionKey: string): string {
 
 /** Creates the provider. Nothing is loaded or called until the first sandbox is needed. */
 export function createE2BSandboxProvider(options: E2BProviderOptions): SandboxProvider {
-  const { config, logger, loadSdk = loadE2BSdk, maxOutputBytes = 65_536, requestTimeoutMs = 30_000, clock = SYSTEM_CLOCK } = options;
+  const {
+    config,
+    logger,
+    loadSdk = loadE2BSdk,
+    maxOutputBytes = 65_536,
+    requestTimeoutMs = 30_000,
+    clock = SYSTEM_CLOCK,
+  } = options;
   const lease = leaseTerms(options.idleTtlMs, options.renewEveryMs);
   const gate = createRateGate(config.maxCreatesPerS, clock);
   let sdk: Promise<E2BSdk> | undefined;
   /** Set once the service answered 404 to the sandbox listing (said in the log once). */
   let listingMissing = false;
-  const tombstones = config.stateDir === undefined ? undefined : createTombstoneStore(config.stateDir, { now: () => clock.now() });
+  const tombstones =
+    config.stateDir === undefined ? undefined : createTombstoneStore(config.stateDir, { now: () => clock.now() });
 
   const connection = { apiKey: config.apiKey, domain: config.domain, apiUrl: config.apiUrl, requestTimeoutMs };
-  const wrap = (api: E2BSandboxApi, errors: E2BSdk['errors'], terms: { lease: typeof lease; confirmedLease?: typeof lease; priorLeaseEnd?: Date }): Sandbox =>
-    new E2BSandbox({ api, errors, template: config.template, apiKey: config.apiKey, ...terms, maxOutputBytes, charts: config.charts, clock });
-  const tagsOf = ({ sessionKey, principal }: SandboxOwner): Record<string, string> => ({ mcp_session: toTag(sessionKey), mcp_owner: toTag(principal) });
+  const wrap = (
+    api: E2BSandboxApi,
+    errors: E2BSdk['errors'],
+    terms: { lease: typeof lease; confirmedLease?: typeof lease; priorLeaseEnd?: Date },
+  ): Sandbox =>
+    new E2BSandbox({
+      api,
+      errors,
+      template: config.template,
+      apiKey: config.apiKey,
+      ...terms,
+      maxOutputBytes,
+      charts: config.charts,
+      clock,
+    });
+  const tagsOf = ({ sessionKey, principal }: SandboxOwner): Record<string, string> => ({
+    mcp_session: toTag(sessionKey),
+    mcp_owner: toTag(principal),
+  });
 
   return {
     status(): BackendStatus {
@@ -68,7 +92,10 @@ export function createE2BSandboxProvider(options: E2BProviderOptions): SandboxPr
     async create({ sessionKey, principal, firstLeaseMs }: SandboxOwner): Promise<Sandbox> {
       // A sandbox nobody may come back for lives on its first lease at E2B too, so that a lost instance leaves it
       // only that long; confirmLease() moves it to the idle TTL's terms.
-      const terms = firstLeaseMs === undefined || firstLeaseMs >= options.idleTtlMs ? { lease } : { lease: leaseTerms(firstLeaseMs, options.renewEveryMs), confirmedLease: lease };
+      const terms =
+        firstLeaseMs === undefined || firstLeaseMs >= options.idleTtlMs
+          ? { lease }
+          : { lease: leaseTerms(firstLeaseMs, options.renewEveryMs), confirmedLease: lease };
       sdk ??= loadSdk();
       const loaded = await sdk;
       const started = clock.now();
@@ -81,19 +108,35 @@ export function createE2BSandboxProvider(options: E2BProviderOptions): SandboxPr
               timeoutMs: terms.lease.lengthMs,
               // One retry policy, ours: backoff with jitter within a bounded time.
               retries: 0,
-              metadata: { ...tagsOf({ sessionKey, principal }), mcp_server: SERVER_INFO.name, mcp_version: SERVER_INFO.version },
+              metadata: {
+                ...tagsOf({ sessionKey, principal }),
+                mcp_server: SERVER_INFO.name,
+                mcp_version: SERVER_INFO.version,
+              },
             });
           },
           (err) => err instanceof loaded.errors.RateLimitError,
           { clock, ...options.retry },
         );
-        logger.info('sandbox created', { backend: 'e2b', sandbox: api.sandboxId, duration_ms: Math.round(clock.now() - started) });
+        logger.info('sandbox created', {
+          backend: 'e2b',
+          sandbox: api.sandboxId,
+          duration_ms: Math.round(clock.now() - started),
+        });
         return wrap(api, loaded.errors, terms);
       } catch (err: unknown) {
         if (err instanceof loaded.errors.SandboxError && err.statusCode === 404) {
-          throw new AppError('sandbox_error', `E2B has no template "${config.template}" for this account; check E2B_TEMPLATE (and E2B_DOMAIN for Alibaba Cloud).`, { cause: err });
+          throw new AppError(
+            'sandbox_error',
+            `E2B has no template "${config.template}" for this account; check E2B_TEMPLATE (and E2B_DOMAIN for Alibaba Cloud).`,
+            { cause: err },
+          );
         }
-        throw toE2BAppError(err, loaded.errors, { operation: 'creating the sandbox', template: config.template, apiKey: config.apiKey });
+        throw toE2BAppError(err, loaded.errors, {
+          operation: 'creating the sandbox',
+          template: config.template,
+          apiKey: config.apiKey,
+        });
       }
     },
     // E2B keeps nothing an instance could record an ended session in: metadata is fixed at creation, and a
@@ -101,8 +144,10 @@ export function createE2BSandboxProvider(options: E2BProviderOptions): SandboxPr
     // recorded there; without it an ended id is refused by the instance that ended it (legacy-lane.ts) and,
     // replayed elsewhere, gets a fresh, empty sandbox, for the same credential only (docs/security.md, "Ended means ended").
     // The store also deletes those whose time has passed, now and then, on a record or a lookup (FC freezes timers).
-    recordEnded: async ({ sessionKey }: SandboxOwner, untilMs: number) => tombstones?.record(endedName(sessionKey), untilMs),
-    hasEnded: async ({ sessionKey }: SandboxOwner, nowMs: number) => (await tombstones?.has(endedName(sessionKey), nowMs)) === true,
+    recordEnded: async ({ sessionKey }: SandboxOwner, untilMs: number) =>
+      tombstones?.record(endedName(sessionKey), untilMs),
+    hasEnded: async ({ sessionKey }: SandboxOwner, nowMs: number) =>
+      (await tombstones?.has(endedName(sessionKey), nowMs)) === true,
     async attach(owner: SandboxOwner): Promise<Sandbox | undefined> {
       sdk ??= loadSdk();
       const loaded = await sdk;
@@ -117,7 +162,8 @@ export function createE2BSandboxProvider(options: E2BProviderOptions): SandboxPr
           if (!listingMissing) {
             logger.warn('sandbox listing not served', {
               backend: 'e2b',
-              detail: 'the E2B service answered 404 to GET /v2/sandboxes: a session that moves to another instance gets a fresh sandbox',
+              detail:
+                'the E2B service answered 404 to GET /v2/sandboxes: a session that moves to another instance gets a fresh sandbox',
             });
           }
           listingMissing = true;
@@ -129,8 +175,13 @@ export function createE2BSandboxProvider(options: E2BProviderOptions): SandboxPr
         logger.info('sandbox re-attached', { backend: 'e2b', sandbox: found.sandboxId });
         return wrap(api, loaded.errors, { lease, priorLeaseEnd: found.endAt });
       } catch (err: unknown) {
-        if (err instanceof loaded.errors.SandboxNotFoundError || err instanceof loaded.errors.NotFoundError) return undefined;
-        throw toE2BAppError(err, loaded.errors, { operation: 're-attaching the sandbox', template: config.template, apiKey: config.apiKey });
+        if (err instanceof loaded.errors.SandboxNotFoundError || err instanceof loaded.errors.NotFoundError)
+          return undefined;
+        throw toE2BAppError(err, loaded.errors, {
+          operation: 're-attaching the sandbox',
+          template: config.template,
+          apiKey: config.apiKey,
+        });
       }
     },
   };

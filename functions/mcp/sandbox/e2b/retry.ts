@@ -12,7 +12,11 @@ export interface RetryOptions {
 }
 
 /** Runs `fn`, retrying while `shouldRetry(err)` and the time budget lasts; rethrows the last error. */
-export async function retryWithBackoff<T>(fn: () => Promise<T>, shouldRetry: (err: unknown) => boolean, options: RetryOptions = {}): Promise<T> {
+export async function retryWithBackoff<T>(
+  fn: () => Promise<T>,
+  shouldRetry: (err: unknown) => boolean,
+  options: RetryOptions = {},
+): Promise<T> {
   const { maxWaitMs = 10_000, baseDelayMs = 500, maxDelayMs = 4_000, clock = SYSTEM_CLOCK } = options;
   const started = clock.now();
   for (let attempt = 0; ; attempt += 1) {

@@ -16,7 +16,10 @@ export interface E2BSandboxApi {
   /** Runs code in the interpreter; output and results go to the callbacks as they come (execute.ts). */
   runCode(code: string, opts: ExecuteOptions): Promise<ExecutionOutcome>;
   /** `commands.run(cmd, { background: true })`. */
-  startCommand(cmd: string, opts: Omit<CommandStartOpts, 'background'>): Promise<Pick<CommandHandle, 'pid' | 'wait' | 'kill' | 'sendStdin'>>;
+  startCommand(
+    cmd: string,
+    opts: Omit<CommandStartOpts, 'background'>,
+  ): Promise<Pick<CommandHandle, 'pid' | 'wait' | 'kill' | 'sendStdin'>>;
   /** At most `maxBytes` + 1 bytes of the file from its start: more than `maxBytes` means it is larger. */
   readFile(path: string, maxBytes: number): Promise<Uint8Array>;
   writeFile(path: string, data: ArrayBuffer): Promise<unknown>;
@@ -78,7 +81,10 @@ export async function loadE2BSdk(): Promise<E2BSdk> {
     runBounded(code: string, opts: ExecuteOptions): Promise<ExecutionOutcome> {
       const source = this.connectionConfig.requestSource;
       const url = `${this.jupyterUrl}/execute`;
-      const headers: Record<string, string> = { 'E2b-Sandbox-Id': this.sandboxId, 'E2b-Sandbox-Port': String(JUPYTER_PORT) };
+      const headers: Record<string, string> = {
+        'E2b-Sandbox-Id': this.sandboxId,
+        'E2b-Sandbox-Port': String(JUPYTER_PORT),
+      };
       if (this.trafficAccessToken) headers['E2B-Traffic-Access-Token'] = this.trafficAccessToken;
       if (this.envdAccessToken) headers['X-Access-Token'] = this.envdAccessToken;
       const target = {
@@ -114,7 +120,8 @@ export async function loadE2BSdk(): Promise<E2BSdk> {
       took();
       return handle;
     },
-    readFile: async (path, maxBytes) => readStreamAtMost(await sandbox.files.read(path, { format: 'stream' }), maxBytes + 1),
+    readFile: async (path, maxBytes) =>
+      readStreamAtMost(await sandbox.files.read(path, { format: 'stream' }), maxBytes + 1),
     writeFile: (path, data) => sandbox.files.write(path, data),
     listFiles: (path, depth) => sandbox.files.list(path, { depth }),
     getInfo: (path) => sandbox.files.getInfo(path),
@@ -127,7 +134,10 @@ export async function loadE2BSdk(): Promise<E2BSdk> {
   return {
     create: async (template, opts) => adapt(await InterpreterSandbox.create(template, opts)),
     async findByMetadata(metadata, opts) {
-      const page = await codeInterpreter.Sandbox.list({ ...opts, query: { metadata, state: ['running', 'paused'] } }).nextItems();
+      const page = await codeInterpreter.Sandbox.list({
+        ...opts,
+        query: { metadata, state: ['running', 'paused'] },
+      }).nextItems();
       return page.map((info) => ({ sandboxId: info.sandboxId, endAt: info.endAt }));
     },
     connect: async (sandboxId, opts) => adapt(await InterpreterSandbox.connect(sandboxId, opts)),

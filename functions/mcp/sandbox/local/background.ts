@@ -8,7 +8,12 @@ import { mkdir } from 'node:fs/promises';
 import { type Readable, Writable } from 'node:stream';
 
 import { SYSTEM_CLOCK } from '../../clock';
-import { type BackgroundBackend, type BackgroundHandle, BackgroundRegistry, type ExitStatus } from '../background-registry';
+import {
+  type BackgroundBackend,
+  type BackgroundHandle,
+  BackgroundRegistry,
+  type ExitStatus,
+} from '../background-registry';
 import type { SegmentFile } from '../log-segments';
 import { ProcessLog, segmentsIn } from '../process-log';
 import type { ProcessLogPage } from '../types';
@@ -75,7 +80,11 @@ class LocalBackground implements BackgroundBackend<SpawnBackground, LocalProcess
       child.once('close', (code, signal) => resolve({ code, signal: code === null ? signal : null })),
     ).then(async (status) => {
       // Everything it wrote goes into the log first: the rest of its streams, then what the sink still holds.
-      await Promise.all([child.stdout, child.stderr].map((stream) => (stream.readableEnded ? undefined : new Promise((resolve) => stream.once('end', resolve)))));
+      await Promise.all(
+        [child.stdout, child.stderr].map((stream) =>
+          stream.readableEnded ? undefined : new Promise((resolve) => stream.once('end', resolve)),
+        ),
+      );
       await new Promise<void>((resolve) => sink.end(() => resolve()));
       await log.flushed();
       return status;
@@ -102,7 +111,12 @@ class LocalBackground implements BackgroundBackend<SpawnBackground, LocalProcess
     };
   }
 
-  async readLog(id: string, handle: LocalProcess | undefined, offset: number | undefined, limitBytes: number): Promise<ProcessLogPage | undefined> {
+  async readLog(
+    id: string,
+    handle: LocalProcess | undefined,
+    offset: number | undefined,
+    limitBytes: number,
+  ): Promise<ProcessLogPage | undefined> {
     // The log of a process an earlier instance started is still here.
     const log = handle?.log ?? (await ProcessLog.open(this.logDir, id));
     return log?.read(offset, limitBytes);

@@ -54,7 +54,10 @@ export interface LocateOptions {
 }
 
 const outside = (shown: string): AppError =>
-  new AppError('invalid_input', `Path "${shown}" leads outside the sandbox's working directory through a symbolic link.`);
+  new AppError(
+    'invalid_input',
+    `Path "${shown}" leads outside the sandbox's working directory through a symbolic link.`,
+  );
 
 /** Opens a directory by a path that only the server controls (the working directory itself). */
 async function openTrusted(hostPath: string): Promise<OpenDir> {
@@ -90,7 +93,8 @@ export async function locate(ws: Workspace, parts: readonly string[], options: L
       });
       if (info?.isSymbolicLink() === true) {
         links += 1;
-        if (links > MAX_LINKS) throw new AppError('invalid_input', `Path "${options.shown}" has too many levels of symbolic links.`);
+        if (links > MAX_LINKS)
+          throw new AppError('invalid_input', `Path "${options.shown}" has too many levels of symbolic links.`);
         if (pending.length === 0) lastWasLink = true;
         const target = await readlink(inside(dir, part));
         if (posix.isAbsolute(target)) {
@@ -115,7 +119,10 @@ export async function locate(ws: Workspace, parts: readonly string[], options: L
           if (toErrnoCode(err) !== 'EEXIST') throw err;
         });
       }
-      const child = { handle: await open(inside(dir, part), constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW), hostPath: join(dir.hostPath, part) };
+      const child = {
+        handle: await open(inside(dir, part), constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW),
+        hostPath: join(dir.hostPath, part),
+      };
       chain.push(child);
       if (info === undefined && ws.owner !== undefined) await child.handle.chown(ws.owner.uid, ws.owner.gid);
     }

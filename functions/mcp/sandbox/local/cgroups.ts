@@ -162,7 +162,9 @@ export async function probeCgroups(options: ProbeCgroupsOptions): Promise<Cgroup
     if (placements.some((p) => p.controllers.includes(controller))) continue;
     const mount = mounts.find((m) => m.fsType === 'cgroup' && m.superOptions.includes(controller));
     if (mount === undefined) {
-      problems.push(`${controller}: no cgroup v1 hierarchy${v2 === undefined ? ' and no cgroup2 mount' : ' and not offered by cgroup v2'}`);
+      problems.push(
+        `${controller}: no cgroup v1 hierarchy${v2 === undefined ? ' and no cgroup2 mount' : ' and not offered by cgroup v2'}`,
+      );
       continue;
     }
     const found = await placeV1(mount, own.get(controller) ?? '/', controller, name, options.limits, fs);
@@ -174,7 +176,10 @@ export async function probeCgroups(options: ProbeCgroupsOptions): Promise<Cgroup
     }
   }
   for (const placement of placements) await removeStaleChildren(placement.parent, fs);
-  return { cgroups: placements.length === 0 ? undefined : new SandboxCgroups(placements, options.limits, fs), problems };
+  return {
+    cgroups: placements.length === 0 ? undefined : new SandboxCgroups(placements, options.limits, fs),
+    problems,
+  };
 }
 
 interface Mount {
@@ -187,7 +192,8 @@ interface Mount {
 
 /** The mounts of /proc/self/mountinfo (`id parent dev root mountpoint options [optional…] - fstype source superoptions`). */
 function parseMountinfo(text: string): Mount[] {
-  const unescape = (field: string): string => field.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(parseInt(octal, 8)));
+  const unescape = (field: string): string =>
+    field.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(parseInt(octal, 8)));
   const mounts: Mount[] = [];
   for (const line of text.split('\n')) {
     const fields = line.split(' ');
@@ -226,7 +232,13 @@ function candidateBases(mount: Mount, ownPath: string): string[] {
   return own === mount.mountPoint ? [own] : [own, mount.mountPoint];
 }
 
-async function placeV2(mount: Mount, ownPath: string, name: string, limits: CgroupLimits, fs: CgroupFs): Promise<CgroupPlacement | string> {
+async function placeV2(
+  mount: Mount,
+  ownPath: string,
+  name: string,
+  limits: CgroupLimits,
+  fs: CgroupFs,
+): Promise<CgroupPlacement | string> {
   if (mount.readOnly) return 'mounted read-only';
   let problem = 'no usable group';
   for (const base of candidateBases(mount, ownPath)) {
@@ -240,7 +252,8 @@ async function placeV2(mount: Mount, ownPath: string, name: string, limits: Cgro
       const enabled = words(await readFile(join(base, 'cgroup.subtree_control'), 'utf8'));
       const missing = controllers.filter((c) => !enabled.includes(c));
       // A group with processes of its own cannot hand controllers down (EBUSY): then the next base is tried.
-      if (missing.length > 0) await fs.write(join(base, 'cgroup.subtree_control'), missing.map((c) => `+${c}`).join(' '));
+      if (missing.length > 0)
+        await fs.write(join(base, 'cgroup.subtree_control'), missing.map((c) => `+${c}`).join(' '));
       const placement: CgroupPlacement = { version: 2, parent: join(base, name), controllers };
       await probePlacement(placement, limits, fs);
       return placement;
@@ -251,7 +264,14 @@ async function placeV2(mount: Mount, ownPath: string, name: string, limits: Cgro
   return problem;
 }
 
-async function placeV1(mount: Mount, ownPath: string, controller: CgroupController, name: string, limits: CgroupLimits, fs: CgroupFs): Promise<CgroupPlacement | string> {
+async function placeV1(
+  mount: Mount,
+  ownPath: string,
+  controller: CgroupController,
+  name: string,
+  limits: CgroupLimits,
+  fs: CgroupFs,
+): Promise<CgroupPlacement | string> {
   if (mount.readOnly) return 'mounted read-only';
   let problem = 'no usable group';
   for (const base of candidateBases(mount, ownPath)) {
@@ -285,7 +305,11 @@ async function makeParent(placement: CgroupPlacement, fs: CgroupFs): Promise<voi
   await fs.mkdir(placement.parent).catch((err: unknown) => {
     if (toErrnoCode(err) !== 'EEXIST') throw err;
   });
-  if (placement.version === 2) await fs.write(join(placement.parent, 'cgroup.subtree_control'), placement.controllers.map((c) => `+${c}`).join(' '));
+  if (placement.version === 2)
+    await fs.write(
+      join(placement.parent, 'cgroup.subtree_control'),
+      placement.controllers.map((c) => `+${c}`).join(' '),
+    );
 }
 
 /** Sets the limits of the group `dir` for the placement's controllers. */
@@ -329,7 +353,11 @@ async function writeOptionalControl(fs: CgroupFs, path: string, value: string): 
 async function removeStaleChildren(parent: string, fs: CgroupFs): Promise<void> {
   const names = await readdir(parent, { withFileTypes: true }).catch(() => []);
   // A child that still has processes stays (EBUSY): they belong to a sandbox that may yet be re-attached.
-  await Promise.all(names.filter((e) => e.isDirectory() && CHILD_NAME.test(e.name)).map((e) => fs.rmdir(join(parent, e.name)).catch(() => undefined)));
+  await Promise.all(
+    names
+      .filter((e) => e.isDirectory() && CHILD_NAME.test(e.name))
+      .map((e) => fs.rmdir(join(parent, e.name)).catch(() => undefined)),
+  );
   await fs.rmdir(parent).catch(() => undefined);
 }
 
@@ -395,7 +423,8 @@ class Groups implements SandboxCgroup {
     for (let attempt = 0; attempt < REMOVE_ATTEMPTS; attempt += 1) {
       const pids = new Set<number>();
       for (const dir of this.dirs) {
-        for (const pid of words(await readFile(join(dir, 'cgroup.procs'), 'utf8').catch(() => ''))) pids.add(Number(pid));
+        for (const pid of words(await readFile(join(dir, 'cgroup.procs'), 'utf8').catch(() => '')))
+          pids.add(Number(pid));
       }
       for (const pid of pids) if (Number.isInteger(pid) && pid > 1) this.fs.kill(pid);
       const left = await Promise.all(

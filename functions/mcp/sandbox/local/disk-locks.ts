@@ -89,7 +89,9 @@ export async function holdImage(image: string): Promise<DiskHold> {
 }
 
 /** What `lockIfUnheld` found: a live holder, or none (the image then locked until `release`, or `gone`). */
-export type UnheldImage = { readonly held: true } | { readonly held: false; readonly gone: boolean; release(): Promise<void> };
+export type UnheldImage =
+  | { readonly held: true }
+  | { readonly held: false; readonly gone: boolean; release(): Promise<void> };
 
 /**
  * Under the turn: the image with no hold on it, locked exclusively until `release` (nobody holds or takes a
@@ -102,10 +104,12 @@ export async function lockIfUnheld(image: string): Promise<UnheldImage> {
     throw err;
   });
   if (handle === undefined) return { held: false, gone: true, release: () => Promise.resolve() };
-  const exit = await runToolExit(diskTools().flock, ['-x', '-n', '-E', String(LOCK_TAKEN_EXIT), '3'], handle.fd).catch(async (err: unknown) => {
-    await handle.close();
-    throw err;
-  });
+  const exit = await runToolExit(diskTools().flock, ['-x', '-n', '-E', String(LOCK_TAKEN_EXIT), '3'], handle.fd).catch(
+    async (err: unknown) => {
+      await handle.close();
+      throw err;
+    },
+  );
   if (exit.code === 0) return { held: false, gone: false, release: () => handle.close() };
   await handle.close();
   if (exit.code === LOCK_TAKEN_EXIT) return { held: true };

@@ -36,7 +36,10 @@ export async function releaseOrphanedDisks(root: string, logger: Logger): Promis
   try {
     const released = await release(root);
     if (released.unmounted + released.loopDevices > 0) {
-      logger.info('released the workspace disks of servers that are gone', { unmounted: released.unmounted, loop_devices: released.loopDevices });
+      logger.info('released the workspace disks of servers that are gone', {
+        unmounted: released.unmounted,
+        loop_devices: released.loopDevices,
+      });
     }
     return released;
   } catch (err: unknown) {
@@ -56,7 +59,13 @@ async function release(root: string): Promise<ReleasedDisks> {
   const ours = new Set(devices.filter(underDisks).map((device) => device.device));
   // Every workspace's mount is on a loop device behind its image: none of those, nothing to do (no program run).
   if (ours.size === 0) return none;
-  const points = new Set(mounts.filter((m) => ours.has(m.source) && dirname(m.mountPoint) === realRoot && WORKSPACE_NAME.test(basename(m.mountPoint))).map((m) => m.mountPoint));
+  const points = new Set(
+    mounts
+      .filter(
+        (m) => ours.has(m.source) && dirname(m.mountPoint) === realRoot && WORKSPACE_NAME.test(basename(m.mountPoint)),
+      )
+      .map((m) => m.mountPoint),
+  );
   let unmounted = 0;
   for (const point of points) {
     const image = imageOf(point);

@@ -27,7 +27,13 @@ export interface DiskTools {
 
 /** The programs, or which of them are missing. */
 export function findDiskTools(): DiskTools | string {
-  const found = { mkfs: findProgram('mkfs.ext4'), mount: findProgram('mount'), umount: findProgram('umount'), losetup: findProgram('losetup'), flock: findProgram('flock') };
+  const found = {
+    mkfs: findProgram('mkfs.ext4'),
+    mount: findProgram('mount'),
+    umount: findProgram('umount'),
+    losetup: findProgram('losetup'),
+    flock: findProgram('flock'),
+  };
   const missing = Object.entries({
     'mkfs.ext4 (e2fsprogs)': found.mkfs,
     'mount (util-linux)': found.mount,
@@ -61,13 +67,19 @@ interface ToolExit {
 /** Runs a host program and resolves however it exits; `fd` is handed to it as descriptor 3. */
 export function runToolExit(file: string, args: readonly string[], fd?: number): Promise<ToolExit> {
   return new Promise((resolve, reject) => {
-    const child = spawn(file, [...args], { env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', LC_ALL: 'C' }, stdio: ['ignore', 'ignore', 'pipe', ...(fd === undefined ? [] : [fd])], timeout: TOOL_TIMEOUT_MS });
+    const child = spawn(file, [...args], {
+      env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', LC_ALL: 'C' },
+      stdio: ['ignore', 'ignore', 'pipe', ...(fd === undefined ? [] : [fd])],
+      timeout: TOOL_TIMEOUT_MS,
+    });
     let stderr = '';
     child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
       if (stderr.length < 1000) stderr += chunk;
     });
     child.once('error', (err) => reject(new Error(`${basename(file)} failed: ${err.message}`)));
-    child.once('close', (code, signal) => resolve({ code, stderr: stderr.trim().slice(0, 300) || (signal ?? `exit ${code}`) }));
+    child.once('close', (code, signal) =>
+      resolve({ code, stderr: stderr.trim().slice(0, 300) || (signal ?? `exit ${code}`) }),
+    );
   });
 }
 

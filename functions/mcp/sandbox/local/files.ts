@@ -24,7 +24,9 @@ export function toFileError(err: unknown, shownPath: string, diskLimitBytes?: nu
     case 'ENOENT':
       return new AppError('not_found', `No such file or directory: ${shownPath}`, { cause: err });
     case 'EISDIR':
-      return new AppError('invalid_input', `${shownPath} is a directory; use list_files to see what it holds.`, { cause: err });
+      return new AppError('invalid_input', `${shownPath} is a directory; use list_files to see what it holds.`, {
+        cause: err,
+      });
     case 'ENOTDIR':
       return new AppError('invalid_input', `A part of ${shownPath} is a file, not a directory.`, { cause: err });
     case 'ELOOP':
@@ -35,16 +37,23 @@ export function toFileError(err: unknown, shownPath: string, diskLimitBytes?: nu
     case 'ENOSPC':
     case 'EDQUOT':
       if (diskLimitBytes !== undefined) {
-        return new AppError('sandbox_error', `${diskFullLead(diskLimitBytes)}; delete files (in the working directory or /tmp) and retry.`, { cause: err });
+        return new AppError(
+          'sandbox_error',
+          `${diskFullLead(diskLimitBytes)}; delete files (in the working directory or /tmp) and retry.`,
+          { cause: err },
+        );
       }
       return new AppError('sandbox_error', 'The sandbox is out of disk space; delete files and retry.', { cause: err });
     default:
-      return new AppError('sandbox_error', `File operation on ${shownPath} failed (${code || 'unknown error'}).`, { cause: err });
+      return new AppError('sandbox_error', `File operation on ${shownPath} failed (${code || 'unknown error'}).`, {
+        cause: err,
+      });
   }
 }
 
 /** The error for a symlink whose target does not exist. */
-const dangling = (shown: string): AppError => new AppError('invalid_input', `Path "${shown}" is a symbolic link that points nowhere; refusing to follow it.`);
+const dangling = (shown: string): AppError =>
+  new AppError('invalid_input', `Path "${shown}" is a symbolic link that points nowhere; refusing to follow it.`);
 
 /** Reads a whole regular file of at most `maxBytes`. */
 export async function readWorkspaceFile(ws: Workspace, path: string, maxBytes: number): Promise<ReadFileResult> {
@@ -53,13 +62,18 @@ export async function readWorkspaceFile(ws: Workspace, path: string, maxBytes: n
   try {
     const at = await locate(ws, target.parts, { shown: path });
     try {
-      if (at.name === undefined) throw new AppError('invalid_input', `${shown} is a directory; use list_files to see what it holds.`);
+      if (at.name === undefined)
+        throw new AppError('invalid_input', `${shown} is a directory; use list_files to see what it holds.`);
       if (!at.exists && at.lastWasLink) throw dangling(path);
       // O_NONBLOCK: a FIFO put in its place does not hang the call (and is refused below).
-      const handle = await open(inside(at.parent, at.name), constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
+      const handle = await open(
+        inside(at.parent, at.name),
+        constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW,
+      );
       try {
         const info = await handle.stat();
-        if (info.isDirectory()) throw new AppError('invalid_input', `${shown} is a directory; use list_files to see what it holds.`);
+        if (info.isDirectory())
+          throw new AppError('invalid_input', `${shown} is a directory; use list_files to see what it holds.`);
         if (!info.isFile()) throw new AppError('invalid_input', `${shown} is not a regular file.`);
         if (info.size > maxBytes) throw tooLargeToRead(shown, `${info.size} bytes`, maxBytes);
         // The sandbox can grow the file after the check (ftruncate to 2 GiB, say): never read past the limit.
@@ -92,10 +106,15 @@ async function readAtMost(handle: FileHandle, limit: number): Promise<Buffer> {
 }
 
 /** Writes a file, creating parent directories owned by the sandbox user. */
-export async function writeWorkspaceFile(ws: Workspace, path: string, data: Buffer): Promise<{ path: string; created: boolean }> {
+export async function writeWorkspaceFile(
+  ws: Workspace,
+  path: string,
+  data: Buffer,
+): Promise<{ path: string; created: boolean }> {
   const target = toWorkspacePath(ws, path);
   const shown = target.sandboxPath;
-  if (target.parts.length === 0) throw new AppError('invalid_input', 'Give a file name, not the working directory itself.');
+  if (target.parts.length === 0)
+    throw new AppError('invalid_input', 'Give a file name, not the working directory itself.');
   try {
     const at = await locate(ws, target.parts, { shown: path, createDirs: true });
     try {
@@ -106,7 +125,11 @@ export async function writeWorkspaceFile(ws: Workspace, path: string, data: Buff
       let created = true;
       let handle: FileHandle;
       try {
-        handle = await open(file, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o644);
+        handle = await open(
+          file,
+          constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+          0o644,
+        );
       } catch (err: unknown) {
         if (toErrnoCode(err) !== 'EEXIST') throw err;
         created = false;
@@ -174,13 +197,25 @@ export async function listWorkspaceFiles(ws: Workspace, req: ListFilesRequest): 
     else {
       try {
         if (!at.exists && at.lastWasLink) throw dangling(req.path);
-        top = { handle: await open(inside(at.parent, at.name), constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW), hostPath: join(at.parent.hostPath, at.name) };
+        top = {
+          handle: await open(
+            inside(at.parent, at.name),
+            constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW,
+          ),
+          hostPath: join(at.parent.hostPath, at.name),
+        };
       } finally {
         await at.parent.handle.close();
       }
     }
   } catch (err: unknown) {
-    throw toFileError(toErrnoCode(err) === 'ENOTDIR' ? new AppError('invalid_input', `${shown} is not a directory; use read_file to read it.`) : err, shown, ws.diskLimitBytes);
+    throw toFileError(
+      toErrnoCode(err) === 'ENOTDIR'
+        ? new AppError('invalid_input', `${shown} is not a directory; use read_file to read it.`)
+        : err,
+      shown,
+      ws.diskLimitBytes,
+    );
   }
   const entries: FileEntry[] = [];
   let truncated = false;
@@ -196,11 +231,25 @@ export async function listWorkspaceFiles(ws: Workspace, req: ListFilesRequest): 
       const info = await lstat(inside(dir, name)).catch(() => undefined);
       if (info === undefined) continue;
       const rel = relDir === '' ? name : posix.join(relDir, name);
-      const type = info.isSymbolicLink() ? 'symlink' : info.isDirectory() ? 'directory' : info.isFile() ? 'file' : 'other';
-      entries.push({ path: type === 'directory' ? `${rel}/` : rel, type, size: info.size, mtime: info.mtime.toISOString() });
+      const type = info.isSymbolicLink()
+        ? 'symlink'
+        : info.isDirectory()
+          ? 'directory'
+          : info.isFile()
+            ? 'file'
+            : 'other';
+      entries.push({
+        path: type === 'directory' ? `${rel}/` : rel,
+        type,
+        size: info.size,
+        mtime: info.mtime.toISOString(),
+      });
       if (type !== 'directory' || level >= req.depth) continue;
       // Swapped for a symlink (or a file) since: ELOOP or ENOTDIR, and it is not descended into.
-      const handle = await open(inside(dir, name), constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW).catch(() => undefined);
+      const handle = await open(
+        inside(dir, name),
+        constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW,
+      ).catch(() => undefined);
       if (handle === undefined) continue;
       try {
         await walk({ handle, hostPath: join(dir.hostPath, name) }, rel, level + 1);

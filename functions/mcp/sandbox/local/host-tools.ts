@@ -24,14 +24,38 @@ export async function findRootLinks(dirs: readonly string[] = BWRAP_RO_DIRS): Pr
  * Runs bubblewrap once, as the user sandboxes will run as, to see whether it can create namespaces here with
  * `hardening` (a seccomp program is handed over as it will be for every sandbox).
  */
-export function probeBwrap(tools: HostTools, uid: number | undefined, hardening: BwrapHardening = NO_HARDENING): Promise<{ ok: boolean; detail: string }> {
+export function probeBwrap(
+  tools: HostTools,
+  uid: number | undefined,
+  hardening: BwrapHardening = NO_HARDENING,
+): Promise<{ ok: boolean; detail: string }> {
   if (tools.bwrap === undefined) return Promise.resolve({ ok: false, detail: 'bwrap is not installed' });
   const argv: string[] = [];
-  if (uid !== undefined && tools.setpriv !== undefined) argv.push(tools.setpriv, `--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', '--');
-  argv.push(tools.bwrap, '--unshare-all', ...hardeningArgs(hardening), '--die-with-parent', '--ro-bind', '/', '/', '--proc', '/proc', '--dev', '/dev', 'true');
+  if (uid !== undefined && tools.setpriv !== undefined)
+    argv.push(tools.setpriv, `--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', '--');
+  argv.push(
+    tools.bwrap,
+    '--unshare-all',
+    ...hardeningArgs(hardening),
+    '--die-with-parent',
+    '--ro-bind',
+    '/',
+    '/',
+    '--proc',
+    '/proc',
+    '--dev',
+    '/dev',
+    'true',
+  );
   const [file, ...args] = argv;
   return new Promise((resolve) => {
-    const spec = { file: file ?? tools.bwrap ?? 'bwrap', args, env: { PATH: '/usr/bin:/bin' }, cwd: '/', ...(hardening.seccomp === undefined ? {} : { seccomp: hardening.seccomp }) };
+    const spec = {
+      file: file ?? tools.bwrap ?? 'bwrap',
+      args,
+      env: { PATH: '/usr/bin:/bin' },
+      cwd: '/',
+      ...(hardening.seccomp === undefined ? {} : { seccomp: hardening.seccomp }),
+    };
     const child = spawnGroup(spec, ['ignore', 'ignore', 'pipe']);
     let stderr = '';
     child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
@@ -39,7 +63,11 @@ export function probeBwrap(tools: HostTools, uid: number | undefined, hardening:
     });
     child.once('error', (err) => resolve({ ok: false, detail: err.message }));
     child.once('close', (code) =>
-      resolve(code === 0 ? { ok: true, detail: 'bubblewrap works' } : { ok: false, detail: stderr.trim().slice(0, 200) || `exit ${code}` }),
+      resolve(
+        code === 0
+          ? { ok: true, detail: 'bubblewrap works' }
+          : { ok: false, detail: stderr.trim().slice(0, 200) || `exit ${code}` },
+      ),
     );
   });
 }

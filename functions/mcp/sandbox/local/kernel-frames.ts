@@ -49,7 +49,9 @@ function toFrame(line: string): KernelFrame | undefined {
     case 'result':
       return typeof frame.d === 'string' ? { t: 'result', d: frame.d } : undefined;
     case 'image':
-      return typeof frame.d === 'string' && typeof frame.mime === 'string' ? { t: 'image', mime: frame.mime, d: frame.d } : undefined;
+      return typeof frame.d === 'string' && typeof frame.mime === 'string'
+        ? { t: 'image', mime: frame.mime, d: frame.d }
+        : undefined;
     case 'done':
       return typeof frame.id === 'number' ? { t: 'done', id: frame.id, error: toCodeError(frame.error) } : undefined;
     default:

@@ -51,7 +51,10 @@ export const SECCOMP_FD = 9;
 
 /** bubblewrap's hardening arguments. */
 export function hardeningArgs(hardening: BwrapHardening): string[] {
-  return [...(hardening.disableUserns ? ['--unshare-user', '--disable-userns'] : []), ...(hardening.seccomp === undefined ? [] : ['--seccomp', String(SECCOMP_FD)])];
+  return [
+    ...(hardening.disableUserns ? ['--unshare-user', '--disable-userns'] : []),
+    ...(hardening.seccomp === undefined ? [] : ['--seccomp', String(SECCOMP_FD)]),
+  ];
 }
 
 /**
@@ -59,14 +62,25 @@ export function hardeningArgs(hardening: BwrapHardening): string[] {
  * `usr/lib` on a merged-/usr system) are made the same symlinks inside: bound on their own they would be a second
  * view of their target, where a file masked under the target (the token file) shows unmasked.
  */
-export const BWRAP_RO_DIRS: readonly string[] = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32', '/etc', '/opt'];
+export const BWRAP_RO_DIRS: readonly string[] = [
+  '/usr',
+  '/bin',
+  '/sbin',
+  '/lib',
+  '/lib32',
+  '/lib64',
+  '/libx32',
+  '/etc',
+  '/opt',
+];
 
 /**
  * Writes its own pid to each `cgroup.procs` file named before `--`, then becomes the rest of its arguments: the
  * process is in its sandbox's groups before anything the sandbox controls runs, so no fork escapes them. A
  * group it cannot enter stops the launch (exit 125) rather than run the process unlimited.
  */
-export const ENTER_CGROUPS_SCRIPT = 'while [ "$1" != -- ]; do echo $$ > "$1" || { echo "sandbox: cannot enter $1" >&2; exit 125; }; shift; done; shift; exec "$@"';
+export const ENTER_CGROUPS_SCRIPT =
+  'while [ "$1" != -- ]; do echo $$ > "$1" || { echo "sandbox: cannot enter $1" >&2; exit 125; }; shift; done; shift; exec "$@"';
 
 export interface LaunchOptions {
   isolation: 'bwrap' | 'none';
@@ -124,7 +138,8 @@ export function buildLaunch(options: LaunchOptions): LaunchSpec {
   const env = { ...toBaseEnv(ws, isolation), ...options.env };
   const argv: string[] = [];
   // As the server (root), before rlimits and the sandbox's user: entering a group needs the rights to it.
-  if (options.cgroupProcs !== undefined && options.cgroupProcs.length > 0) argv.push('/bin/sh', '-c', ENTER_CGROUPS_SCRIPT, 'sh', ...options.cgroupProcs, '--');
+  if (options.cgroupProcs !== undefined && options.cgroupProcs.length > 0)
+    argv.push('/bin/sh', '-c', ENTER_CGROUPS_SCRIPT, 'sh', ...options.cgroupProcs, '--');
   if (tools.prlimit !== undefined) {
     argv.push(tools.prlimit);
     // RLIMIT_NPROC counts every process of the real user: only a sandbox-owned user can be given one.
@@ -151,7 +166,13 @@ export function buildLaunch(options: LaunchOptions): LaunchSpec {
     argv.push('--chdir', options.cwd, '--');
     argv.push(...options.argv);
     const [file, ...args] = argv;
-    return { file: file ?? tools.bwrap, args, env, cwd: ws.home, ...(hardening.seccomp === undefined ? {} : { seccomp: hardening.seccomp }) };
+    return {
+      file: file ?? tools.bwrap,
+      args,
+      env,
+      cwd: ws.home,
+      ...(hardening.seccomp === undefined ? {} : { seccomp: hardening.seccomp }),
+    };
   }
   argv.push(...options.argv);
   const [file, ...args] = argv;

@@ -93,7 +93,8 @@ const SCRIPT_RUNNERS: Partial<Record<CodeLanguage, { program: string; ext: strin
 /** The error of a Python run whose interpreter the kernel killed for want of memory. */
 const KERNEL_OUT_OF_MEMORY = {
   name: 'KernelRestarted',
-  value: 'The Python process was killed because the sandbox ran out of memory; variables and imports from earlier calls are gone.',
+  value:
+    'The Python process was killed because the sandbox ran out of memory; variables and imports from earlier calls are gone.',
   traceback: '',
 };
 
@@ -123,7 +124,9 @@ export class LocalSandbox implements Sandbox {
     // A sandbox id (`local-` and 16 hex digits) is a DNS label: the sandbox's own host name, and so its own cookie jar.
     const name = domain === undefined ? {} : { name: `${options.id}.${domain}` };
     this.forwarder =
-      options.isolation === 'bwrap' && !options.allowNetwork ? new PreviewForwarder({ host, ...name, supervisor: () => this.runningSupervisor(), auth }) : undefined;
+      options.isolation === 'bwrap' && !options.allowNetwork
+        ? new PreviewForwarder({ host, ...name, supervisor: () => this.runningSupervisor(), auth })
+        : undefined;
   }
 
   info(): SandboxInfo {
@@ -204,7 +207,10 @@ export class LocalSandbox implements Sandbox {
         onOutput: req.onOutput,
       });
       const outOfMemory = await this.outOfMemorySince(oomBefore, executed.error !== null || executed.stateLost);
-      const result = outOfMemory === undefined ? executed : { ...executed, outOfMemory, error: executed.stateLost ? KERNEL_OUT_OF_MEMORY : executed.error };
+      const result =
+        outOfMemory === undefined
+          ? executed
+          : { ...executed, outOfMemory, error: executed.stateLost ? KERNEL_OUT_OF_MEMORY : executed.error };
       if (result.stateLost) this.kernel = undefined;
       if (this.stateLostOnResume) {
         this.stateLostOnResume = false;
@@ -234,7 +240,9 @@ export class LocalSandbox implements Sandbox {
     this.assertAlive();
     const cwd = await this.resolveCwd(req.cwd);
     const supervisor = await this.ensureSupervisor();
-    return this.background.start(req.command, () => this.spawn(supervisor, { argv: ['bash', '-c', req.command], cwd, env: req.env, stdin: true }));
+    return this.background.start(req.command, () =>
+      this.spawn(supervisor, { argv: ['bash', '-c', req.command], cwd, env: req.env, stdin: true }),
+    );
   }
 
   async listBackground(): Promise<BackgroundProcess[]> {
@@ -270,11 +278,19 @@ export class LocalSandbox implements Sandbox {
       const listening = supervisor === undefined ? false : await supervisor.probe(port);
       const { host, reachable } = this.options.preview;
       const url = await this.forwarder.open(port).catch((err: unknown) => {
-        if (this.isGone()) throw new AppError('sandbox_error', 'This sandbox has been shut down; the next call starts a new one.');
+        if (this.isGone())
+          throw new AppError('sandbox_error', 'This sandbox has been shut down; the next call starts a new one.');
         if (err instanceof PreviewPortsBusy) {
-          throw new AppError('sandbox_error', `This sandbox already previews ${err.maxPorts} ports, each with connections open: close those connections, and the least recently asked-for port makes room.`);
+          throw new AppError(
+            'sandbox_error',
+            `This sandbox already previews ${err.maxPorts} ports, each with connections open: close those connections, and the least recently asked-for port makes room.`,
+          );
         }
-        throw new AppError('sandbox_error', `Could not open a preview port on ${host} (${toErrnoCode(err) ?? 'error'}; LOCAL_SANDBOX_PREVIEW_HOST).`, { cause: err });
+        throw new AppError(
+          'sandbox_error',
+          `Could not open a preview port on ${host} (${toErrnoCode(err) ?? 'error'}; LOCAL_SANDBOX_PREVIEW_HOST).`,
+          { cause: err },
+        );
       });
       // The token is the whole of the access: a model that trims the URL, or a script that drops the cookie, is shut out.
       const access = `The URL carries an access token for this sandbox's port: give it whole. A browser trades it for a cookie on a redirect; a script must follow the redirect with cookies on (e.g. curl -L -b '' '<url>'). Inside the sandbox the app is at http://127.0.0.1:${port}.`;
@@ -342,7 +358,8 @@ export class LocalSandbox implements Sandbox {
   }
 
   private assertAlive(): void {
-    if (this.lifetime.signal.aborted) throw new AppError('sandbox_error', 'This sandbox has been shut down; the next call starts a new one.');
+    if (this.lifetime.signal.aborted)
+      throw new AppError('sandbox_error', 'This sandbox has been shut down; the next call starts a new one.');
     this.touch();
   }
 
@@ -383,21 +400,57 @@ export class LocalSandbox implements Sandbox {
   }
 
   private async launchSupervisor(): Promise<Supervisor> {
-    const { isolation, workspace, tools, limits, allowNetwork, hiddenPaths, rootLinks, hardening, cgroup, python } = this.options;
+    const { isolation, workspace, tools, limits, allowNetwork, hiddenPaths, rootLinks, hardening, cgroup, python } =
+      this.options;
     const cgroupProcs = await cgroup?.enter().catch((err: unknown) => {
-      throw new AppError('sandbox_error', `Could not set up the sandbox's resource limits (cgroup: ${toErrnoCode(err) ?? 'error'}); nothing was run.`, { cause: err });
+      throw new AppError(
+        'sandbox_error',
+        `Could not set up the sandbox's resource limits (cgroup: ${toErrnoCode(err) ?? 'error'}); nothing was run.`,
+        { cause: err },
+      );
     });
     const argv = [python, '-I', '-S', '-c', SUPERVISOR_SOURCE];
     const cwd = isolation === 'bwrap' ? workspace.workdir : workspace.home;
-    const supervisor = await Supervisor.start(buildLaunch({ isolation, workspace, tools, limits, allowNetwork, hiddenPaths, rootLinks, hardening, extraReadOnlyDirs: [], argv, cwd, env: {}, cgroupProcs }));
+    const supervisor = await Supervisor.start(
+      buildLaunch({
+        isolation,
+        workspace,
+        tools,
+        limits,
+        allowNetwork,
+        hiddenPaths,
+        rootLinks,
+        hardening,
+        extraReadOnlyDirs: [],
+        argv,
+        cwd,
+        env: {},
+        cgroupProcs,
+      }),
+    );
     if (this.lifetime.signal.aborted) supervisor.kill();
     return supervisor;
   }
 
   /** Starts a process through `supervisor` with the sandbox's base environment and `env` on top. */
-  private spawn(supervisor: Supervisor, request: { argv: readonly string[]; cwd: string; env: Record<string, string> | undefined; stdin?: boolean; channel?: boolean }): SandboxProcess {
+  private spawn(
+    supervisor: Supervisor,
+    request: {
+      argv: readonly string[];
+      cwd: string;
+      env: Record<string, string> | undefined;
+      stdin?: boolean;
+      channel?: boolean;
+    },
+  ): SandboxProcess {
     const { argv, cwd, env, stdin, channel } = request;
-    return supervisor.spawn({ argv, cwd, env: { ...toBaseEnv(this.options.workspace, this.options.isolation), ...env }, stdin, channel });
+    return supervisor.spawn({
+      argv,
+      cwd,
+      env: { ...toBaseEnv(this.options.workspace, this.options.isolation), ...env },
+      stdin,
+      channel,
+    });
   }
 
   /** The working directory for a process, as the sandbox sees it (and as `spawn` needs it without bubblewrap). */
@@ -419,7 +472,9 @@ export class LocalSandbox implements Sandbox {
   private startKernel(env: Record<string, string> | undefined): Promise<PythonKernel> {
     const cwd = this.options.isolation === 'bwrap' ? this.options.workspace.workdir : this.options.workspace.home;
     const started = this.ensureSupervisor().then((supervisor) =>
-      PythonKernel.start(this.spawn(supervisor, { argv: [this.options.python, '-u', '-c', KERNEL_SOURCE], cwd, env, channel: true })),
+      PythonKernel.start(
+        this.spawn(supervisor, { argv: [this.options.python, '-u', '-c', KERNEL_SOURCE], cwd, env, channel: true }),
+      ),
     );
     this.kernel = started;
     started.catch(() => {
@@ -432,8 +487,16 @@ export class LocalSandbox implements Sandbox {
     const runner = SCRIPT_RUNNERS[req.language];
     const program = runner === undefined ? undefined : findProgram(runner.program);
     if (runner === undefined || program === undefined) {
-      const available = ['python', ...Object.entries(SCRIPT_RUNNERS).filter(([, r]) => r !== undefined && findProgram(r.program) !== undefined).map(([lang]) => lang)];
-      throw new AppError('invalid_input', `The language "${req.language}" is not available in this sandbox; available: ${available.join(', ')}. Use run_command to install or call other tools.`);
+      const available = [
+        'python',
+        ...Object.entries(SCRIPT_RUNNERS)
+          .filter(([, r]) => r !== undefined && findProgram(r.program) !== undefined)
+          .map(([lang]) => lang),
+      ];
+      throw new AppError(
+        'invalid_input',
+        `The language "${req.language}" is not available in this sandbox; available: ${available.join(', ')}. Use run_command to install or call other tools.`,
+      );
     }
     const ws = this.options.workspace;
     // The script goes to the sandbox's /tmp through the same race-safe writer as write_file.
@@ -458,12 +521,20 @@ export class LocalSandbox implements Sandbox {
         stdout: result.stdout,
         stderr: result.stderr,
         results: [],
-        error: failed ? { name: 'NonZeroExit', value: `exited with ${result.exitCode ?? result.signal}`, traceback: result.stderr.text } : null,
+        error: failed
+          ? {
+              name: 'NonZeroExit',
+              value: `exited with ${result.exitCode ?? result.signal}`,
+              traceback: result.stderr.text,
+            }
+          : null,
         timedOut: result.timedOut,
         cancelled: result.cancelled,
         stateLost: false,
         durationMs: result.durationMs,
-        ...(await this.outOfMemorySince(oomBefore, result.exitCode !== 0).then((outOfMemory) => (outOfMemory === undefined ? {} : { outOfMemory }))),
+        ...(await this.outOfMemorySince(oomBefore, result.exitCode !== 0).then((outOfMemory) =>
+          outOfMemory === undefined ? {} : { outOfMemory },
+        )),
       };
     } finally {
       // The sandbox's tmp cannot be swapped (its parent is the server's), and unlink does not follow a

@@ -49,7 +49,12 @@ export type Verdict =
   /** Carry it in: these bytes (the head, its preview cookies taken out), then its body as it comes. */
   | { readonly kind: 'forward'; readonly head: Buffer }
   /** Answer it (and close): `headers` beside the usual ones; no body when `bodyless` (a HEAD request). */
-  | { readonly kind: 'answer'; readonly status: PreviewStatus; readonly headers: readonly string[]; readonly bodyless: boolean };
+  | {
+      readonly kind: 'answer';
+      readonly status: PreviewStatus;
+      readonly headers: readonly string[];
+      readonly bodyless: boolean;
+    };
 
 const REASONS: Record<PreviewStatus, string> = {
   302: 'Found',
@@ -84,7 +89,12 @@ export function toAnswer(status: PreviewStatus, headers: readonly string[] = [],
 /** What to do with a whole request head. */
 export function judgeHead(head: RequestHead, gate: PreviewGate): Verdict {
   const bodyless = head.method === 'HEAD';
-  const answer = (status: PreviewStatus, headers: readonly string[] = []): Verdict => ({ kind: 'answer', status, headers, bodyless });
+  const answer = (status: PreviewStatus, headers: readonly string[] = []): Verdict => ({
+    kind: 'answer',
+    status,
+    headers,
+    bodyless,
+  });
   const cookies: string[] = [];
   const origins: string[] = [];
   let host: string | undefined;
@@ -115,7 +125,10 @@ export function judgeHead(head: RequestHead, gate: PreviewGate): Verdict {
     // One leading slash, so that the Location stays on this host (`//host` or `/\host` would leave it).
     const location = `/${path.replace(/^[/\\]+/, '')}${rest.length > 0 ? `?${rest.join('&')}` : ''}`;
     const headers = [`Location: ${location}`];
-    if (admitted !== undefined) headers.push(`Set-Cookie: ${gate.cookieName}=${admitted.cookie}; Max-Age=${Math.max(1, admitted.maxAgeS)}; Path=/; HttpOnly; SameSite=Lax`);
+    if (admitted !== undefined)
+      headers.push(
+        `Set-Cookie: ${gate.cookieName}=${admitted.cookie}; Max-Age=${Math.max(1, admitted.maxAgeS)}; Path=/; HttpOnly; SameSite=Lax`,
+      );
     return answer(302, headers);
   }
   if (!cookieValid) return answer(401);
@@ -129,7 +142,13 @@ function splitTarget(target: string): { path: string; params: string[] } {
   const rest = absolute === null ? target : target.slice(absolute[0].length);
   const at = rest.indexOf('?');
   if (at < 0) return { path: rest, params: [] };
-  return { path: rest.slice(0, at), params: rest.slice(at + 1).split('&').filter((param) => param !== '') };
+  return {
+    path: rest.slice(0, at),
+    params: rest
+      .slice(at + 1)
+      .split('&')
+      .filter((param) => param !== ''),
+  };
 }
 
 function decoded(component: string): string {

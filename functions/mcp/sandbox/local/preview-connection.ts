@@ -119,7 +119,8 @@ class PreviewConnection {
   private headDeadline(first: boolean): void {
     const running = this.stopHeadTimer !== undefined;
     const due = first || (this.asked ? this.framer.midHead : true);
-    if (due && !running) this.stopHeadTimer = this.timer(this.options.headTimeoutMs ?? PREVIEW_HEAD_TIMEOUT_MS, () => this.refuse(408));
+    if (due && !running)
+      this.stopHeadTimer = this.timer(this.options.headTimeoutMs ?? PREVIEW_HEAD_TIMEOUT_MS, () => this.refuse(408));
     if (!due && running) {
       this.stopHeadTimer?.();
       this.stopHeadTimer = undefined;

@@ -145,7 +145,11 @@ export class PreviewForwarder {
   close(): void {
     if (this.closed) return;
     this.closed = true;
-    for (const listening of this.listeners.values()) void listening.then((listener) => this.shut(listener), () => undefined);
+    for (const listening of this.listeners.values())
+      void listening.then(
+        (listener) => this.shut(listener),
+        () => undefined,
+      );
     this.listeners.clear();
     for (const socket of this.sockets) socket.destroy();
     this.sockets.clear();
@@ -243,7 +247,10 @@ export class PreviewForwarder {
         const now = auth.now();
         const issuedMs = signer.verify('url', token, binding, now);
         if (issuedMs === undefined) return undefined;
-        return { cookie: signer.mint('cookie', binding, issuedMs), maxAgeS: Math.floor((issuedMs + signer.ttlMs - now) / 1000) };
+        return {
+          cookie: signer.mint('cookie', binding, issuedMs),
+          maxAgeS: Math.floor((issuedMs + signer.ttlMs - now) / 1000),
+        };
       },
       admitCookie: (value) => signer.verify('cookie', value, binding, auth.now()) !== undefined,
       // The sandbox's own previews (an app on one port calling its API on another), those listening now.

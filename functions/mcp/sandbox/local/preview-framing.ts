@@ -161,7 +161,8 @@ export class RequestFramer {
         const space = begun.indexOf(' ');
         if (!METHOD_SO_FAR.test(space < 0 ? begun : begun.slice(0, space)) || space === 0) return this.fail(out, 400);
       } else {
-        if (view[lineEnd - 1] !== CR || !REQUEST_LINE.test(view.toString('latin1', 0, lineEnd - 1))) return this.fail(out, 400);
+        if (view[lineEnd - 1] !== CR || !REQUEST_LINE.test(view.toString('latin1', 0, lineEnd - 1)))
+          return this.fail(out, 400);
         this.lineChecked = true;
       }
     }
@@ -229,16 +230,25 @@ function parseHead(text: string): { head: RequestHead; minorVersion: string } | 
  * How long a request's body is (bytes, or chunked) and whether it upgrades the connection; undefined when that
  * is ambiguous or not carried.
  */
-function framingOf({ head, minorVersion }: { head: RequestHead; minorVersion: string }): { body: number | 'chunked'; upgrade: boolean } | undefined {
+function framingOf({
+  head,
+  minorVersion,
+}: {
+  head: RequestHead;
+  minorVersion: string;
+}): { body: number | 'chunked'; upgrade: boolean } | undefined {
   const values = (name: string): string[] => head.fields.filter(([field]) => field === name).map(([, value]) => value);
   // A tunnel's bytes after its answer are not HTTP, and previews are web apps: not carried.
   if (head.method === 'CONNECT') return undefined;
   if (values('host').length > 1) return undefined;
   const codings = values('transfer-encoding');
   const lengths = values('content-length');
-  const upgrade = values('upgrade').length > 0 && values('connection').some((value) => value.split(',').some((token) => token.trim().toLowerCase() === 'upgrade'));
+  const upgrade =
+    values('upgrade').length > 0 &&
+    values('connection').some((value) => value.split(',').some((token) => token.trim().toLowerCase() === 'upgrade'));
   if (codings.length > 0) {
-    if (minorVersion === '0' || lengths.length > 0 || codings.length > 1 || codings[0]?.toLowerCase() !== 'chunked') return undefined;
+    if (minorVersion === '0' || lengths.length > 0 || codings.length > 1 || codings[0]?.toLowerCase() !== 'chunked')
+      return undefined;
     return { body: 'chunked', upgrade };
   }
   if (lengths.length === 0) return { body: 0, upgrade };

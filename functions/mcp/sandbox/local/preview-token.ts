@@ -33,7 +33,10 @@ const FUTURE_SKEW_MS = 60_000;
 /** Creates the signer. `secret` is MCP_SESSION_SECRET; `ttlMs` is MCP_SESSION_MAX_AGE_S. */
 export function createPreviewSigner(secret: string, ttlMs: number): PreviewSigner {
   const sign = (kind: PreviewTokenKind, { sandbox, port }: PreviewBinding, issued: string): string =>
-    createHmac('sha256', secret).update(`mcp-preview-${kind}-v1\n${sandbox}\n${port}\n${issued}`).digest('base64url').slice(0, 22);
+    createHmac('sha256', secret)
+      .update(`mcp-preview-${kind}-v1\n${sandbox}\n${port}\n${issued}`)
+      .digest('base64url')
+      .slice(0, 22);
   return {
     ttlMs,
     mint(kind, binding, issuedMs) {
@@ -46,7 +49,8 @@ export function createPreviewSigner(secret: string, ttlMs: number): PreviewSigne
       const [, issued = '', mac = ''] = match;
       if (!timingSafeEqual(Buffer.from(sign(kind, binding, issued)), Buffer.from(mac))) return undefined;
       const issuedMs = parseInt(issued, 36) * 1000;
-      if (!Number.isSafeInteger(issuedMs) || nowMs - issuedMs >= ttlMs || issuedMs - nowMs > FUTURE_SKEW_MS) return undefined;
+      if (!Number.isSafeInteger(issuedMs) || nowMs - issuedMs >= ttlMs || issuedMs - nowMs > FUTURE_SKEW_MS)
+        return undefined;
       return issuedMs;
     },
   };

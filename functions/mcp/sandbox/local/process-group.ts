@@ -13,7 +13,8 @@ type StdioSlot = 'pipe' | 'ignore' | 'inherit' | 'overlapped';
 
 /** Starts `spec` as the leader of a new process group (handing it its seccomp program, if any). */
 export function spawnGroup(spec: LaunchSpec, stdio: StdioSlot[]): ChildProcess {
-  if (spec.seccomp === undefined) return spawn(spec.file, [...spec.args], { cwd: spec.cwd, env: spec.env, stdio, detached: true });
+  if (spec.seccomp === undefined)
+    return spawn(spec.file, [...spec.args], { cwd: spec.cwd, env: spec.env, stdio, detached: true });
   const withFilter = [...stdio];
   while (withFilter.length < SECCOMP_FD) withFilter.push('ignore');
   withFilter[SECCOMP_FD] = 'pipe';
@@ -37,9 +38,7 @@ export function toSpawnError(err: unknown): AppError {
     );
   }
   const hint =
-    code === 'E2BIG'
-      ? ': the command or its environment is too large; write a script with write_file and run it'
-      : '';
+    code === 'E2BIG' ? ': the command or its environment is too large; write a script with write_file and run it' : '';
   return new AppError('sandbox_error', `Could not start the process (${code})${hint}.`, { cause: err });
 }
 

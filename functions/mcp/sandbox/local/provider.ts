@@ -11,7 +11,13 @@ import type { BackendStatus, Sandbox, SandboxLimits, SandboxOwner, SandboxProvid
 import { probeCgroups, type SandboxCgroups } from './cgroups';
 import { releaseOrphanedDisks } from './disk-reclaim';
 import { findHostTools, findRootLinks, probeBwrap } from './host-tools';
-import { type BwrapHardening, DEFAULT_PROCESS_LIMITS, type HostTools, NO_HARDENING, type ProcessLimits } from './launch';
+import {
+  type BwrapHardening,
+  DEFAULT_PROCESS_LIMITS,
+  type HostTools,
+  NO_HARDENING,
+  type ProcessLimits,
+} from './launch';
 import { LocalSandbox } from './local-sandbox';
 import { createPreviewSigner } from './preview-token';
 import { heldLimits, limitSettings, logLimits, processLimitsFor } from './resource-limits';
@@ -64,7 +70,10 @@ export function createLocalSandboxProvider({
   previewSecret = randomBytes(32).toString('base64url'),
   previewTtlMs = 6 * 3_600_000,
 }: LocalProviderOptions): LocalSandboxProvider {
-  const janitor = staleAfterMs === undefined ? undefined : createWorkspaceJanitor({ root: config.root, staleAfterMs, now: () => clock.now(), logger });
+  const janitor =
+    staleAfterMs === undefined
+      ? undefined
+      : createWorkspaceJanitor({ root: config.root, staleAfterMs, now: () => clock.now(), logger });
   const tombstones = createTombstoneStore(config.root, { now: () => clock.now() });
   // As root, each sandbox runs as its own unprivileged user: rlimits then hold and sessions cannot reach each other.
   const dropPrivileges = process.getuid?.() === 0 && tools.setpriv !== undefined;
@@ -95,7 +104,10 @@ export function createLocalSandboxProvider({
     ...(config.previewDomain === undefined ? {} : { domain: config.previewDomain }),
   };
   const findCgroups = async (): Promise<void> => {
-    const probed = await probeCgroups({ root: config.root, limits: settings }).catch((err: unknown) => ({ cgroups: undefined, problems: [describeError(err)] }));
+    const probed = await probeCgroups({ root: config.root, limits: settings }).catch((err: unknown) => ({
+      cgroups: undefined,
+      problems: [describeError(err)],
+    }));
     cgroups = probed.cgroups;
     cgroupsProbed = true;
     logLimits(logger, heldLimits(settings, cgroups, rlimits, true), cgroups, probed.problems);
@@ -105,7 +117,9 @@ export function createLocalSandboxProvider({
     probe ??= (async () => {
       // Side by side with the other probes: what servers that are gone left mounted under the root is released
       // (disk-reclaim.ts), then a tiny image is formatted, mounted and unmounted (~40 ms). Both before any workspace opens.
-      const disksFound = releaseOrphanedDisks(config.root, logger).then(() => setUpWorkspaceDisks(config.root, config.diskBytes, logger));
+      const disksFound = releaseOrphanedDisks(config.root, logger).then(() =>
+        setUpWorkspaceDisks(config.root, config.diskBytes, logger),
+      );
       await findCgroups();
       if (config.isolation === 'none') {
         isolation = 'none';
@@ -121,10 +135,13 @@ export function createLocalSandboxProvider({
         logger.error('local sandbox refused: no isolation on a server other hosts can reach', { reason: detail });
       } else if (isolation === 'none') {
         const level = config.isolation === 'bwrap' ? 'error' : 'warn';
-        logger[level]('local sandbox runs plain processes: this is NOT a security boundary; install bubblewrap for isolation', {
-          reason: detail,
-          required: config.isolation === 'bwrap',
-        });
+        logger[level](
+          'local sandbox runs plain processes: this is NOT a security boundary; install bubblewrap for isolation',
+          {
+            reason: detail,
+            required: config.isolation === 'bwrap',
+          },
+        );
       } else {
         logger.info('local sandbox isolation: bubblewrap', {
           network: config.allowNetwork ? 'enabled' : 'disabled',
@@ -143,7 +160,9 @@ export function createLocalSandboxProvider({
       rootLinks = await findRootLinks();
       if (dropPrivileges) {
         // Mask only what a sandbox user could reach: bubblewrap cannot mount over a path it cannot see.
-        const reachable = await Promise.all(hiddenPaths.map(async (path) => (await findUnsearchableDir(dirname(path))) === undefined));
+        const reachable = await Promise.all(
+          hiddenPaths.map(async (path) => (await findUnsearchableDir(dirname(path))) === undefined),
+        );
         hiddenPaths = hiddenPaths.filter((_, i) => reachable[i]);
         rootProblem = await findUnsearchableDir(config.root);
         if (rootProblem !== undefined) {
@@ -172,11 +191,17 @@ export function createLocalSandboxProvider({
   const open = async (sessionKey: string, resumed: boolean): Promise<Sandbox> => {
     await ready();
     if (config.isolation === 'bwrap' && isolation !== 'bwrap') {
-      throw new AppError('sandbox_error', `LOCAL_SANDBOX_ISOLATION=bwrap but bubblewrap does not work here (${detail}).`);
+      throw new AppError(
+        'sandbox_error',
+        `LOCAL_SANDBOX_ISOLATION=bwrap but bubblewrap does not work here (${detail}).`,
+      );
     }
     if (refusal !== undefined) throw new AppError('sandbox_error', refusal);
     if (rootProblem !== undefined) {
-      throw new AppError('sandbox_error', `The sandbox users cannot enter ${rootProblem}: run chmod o+x on it (LOCAL_SANDBOX_ROOT and its parents must be searchable).`);
+      throw new AppError(
+        'sandbox_error',
+        `The sandbox users cannot enter ${rootProblem}: run chmod o+x on it (LOCAL_SANDBOX_ROOT and its parents must be searchable).`,
+      );
     }
     const name = toWorkspaceName(sessionKey);
     return janitor === undefined ? make(sessionKey, resumed) : janitor.track(name, () => make(sessionKey, resumed));
@@ -185,7 +210,14 @@ export function createLocalSandboxProvider({
   const make = async (sessionKey: string, resumed: boolean): Promise<Sandbox> => {
     const mode = isolation === 'bwrap' ? 'bwrap' : 'none';
     const opened = async () => {
-      const workspace = await createWorkspace({ root: config.root, sessionKey, virtualHome: mode === 'bwrap', sandboxUser: dropPrivileges, diskBytes: disks.limitBytes, logger });
+      const workspace = await createWorkspace({
+        root: config.root,
+        sessionKey,
+        virtualHome: mode === 'bwrap',
+        sandboxUser: dropPrivileges,
+        diskBytes: disks.limitBytes,
+        logger,
+      });
       // A new workspace (a new session, or a reset) gets a new id; one opened again keeps its own.
       const id = await workspaceSandboxId(workspace.dir).catch(async (err: unknown) => {
         await workspace.disk?.release();
@@ -194,7 +226,11 @@ export function createLocalSandboxProvider({
       return { workspace, id };
     };
     const { workspace, id } = await opened().catch((err: unknown) => {
-      throw new AppError('sandbox_error', `Could not create the sandbox workspace under LOCAL_SANDBOX_ROOT (${config.root}).`, { cause: err });
+      throw new AppError(
+        'sandbox_error',
+        `Could not create the sandbox workspace under LOCAL_SANDBOX_ROOT (${config.root}).`,
+        { cause: err },
+      );
     });
     return new LocalSandbox({
       id,
@@ -219,8 +255,18 @@ export function createLocalSandboxProvider({
   return {
     ready,
     status(): BackendStatus {
-      const usable = isolation !== undefined && refusal === undefined && rootProblem === undefined && !(config.isolation === 'bwrap' && isolation !== 'bwrap');
-      return { backend: 'local', ready: usable, isolation: isolation ?? 'probing', detail: refusal ?? detail, limits: sandboxLimits() };
+      const usable =
+        isolation !== undefined &&
+        refusal === undefined &&
+        rootProblem === undefined &&
+        !(config.isolation === 'bwrap' && isolation !== 'bwrap');
+      return {
+        backend: 'local',
+        ready: usable,
+        isolation: isolation ?? 'probing',
+        detail: refusal ?? detail,
+        limits: sandboxLimits(),
+      };
     },
     create: ({ sessionKey }: SandboxOwner) => {
       janitor?.maybeSweep();
@@ -245,15 +291,25 @@ export function createLocalSandboxProvider({
  * Probes bubblewrap with as much hardening as this host allows: no nested user namespaces and the seccomp
  * filter, else the filter alone, else none. The detail says which.
  */
-async function probeHardening(tools: HostTools, uid: number | undefined): Promise<{ ok: boolean; detail: string; hardening: BwrapHardening }> {
+async function probeHardening(
+  tools: HostTools,
+  uid: number | undefined,
+): Promise<{ ok: boolean; detail: string; hardening: BwrapHardening }> {
   const seccomp = seccompProgram();
-  const candidates: BwrapHardening[] = [{ disableUserns: true, seccomp }, { disableUserns: false, seccomp }, NO_HARDENING];
+  const candidates: BwrapHardening[] = [
+    { disableUserns: true, seccomp },
+    { disableUserns: false, seccomp },
+    NO_HARDENING,
+  ];
   let last = { ok: false, detail: 'bwrap is not installed' };
   for (const hardening of candidates) {
     if (hardening !== NO_HARDENING && hardening.seccomp === undefined && !hardening.disableUserns) continue;
     last = await probeBwrap(tools, uid, hardening);
     if (last.ok) {
-      const parts = [hardening.disableUserns ? 'nested user namespaces refused' : 'nested user namespaces allowed', hardening.seccomp === undefined ? `no seccomp filter (${process.arch})` : 'seccomp filter on'];
+      const parts = [
+        hardening.disableUserns ? 'nested user namespaces refused' : 'nested user namespaces allowed',
+        hardening.seccomp === undefined ? `no seccomp filter (${process.arch})` : 'seccomp filter on',
+      ];
       return { ok: true, detail: `${last.detail}; ${parts.join('; ')}`, hardening };
     }
     if (tools.bwrap === undefined) break;

@@ -25,7 +25,12 @@ const MAX_CONTROL_LINE_BYTES = 256 * 1024;
 /** How long to wait for the output markers once the code finished. */
 const PIPE_DRAIN_MS = 1_000;
 /** The error of an execution whose output the server failed to take (a listener threw). */
-const SERVER_FAILED: CodeError = { name: 'ServerError', value: "The server failed while taking this call's output, so the Python process was stopped; variables and imports from earlier calls are gone.", traceback: '' };
+const SERVER_FAILED: CodeError = {
+  name: 'ServerError',
+  value:
+    "The server failed while taking this call's output, so the Python process was stopped; variables and imports from earlier calls are gone.",
+  traceback: '',
+};
 
 export interface ExecuteOptions extends CallControls {
   code: string;
@@ -109,7 +114,11 @@ export class PythonKernel {
       });
     } catch (err: unknown) {
       kernel.kill();
-      throw new AppError('sandbox_error', `Python could not start in the sandbox (LOCAL_SANDBOX_PYTHON)${startFailureDetail(stderr.join(''))}.`, { cause: err });
+      throw new AppError(
+        'sandbox_error',
+        `Python could not start in the sandbox (LOCAL_SANDBOX_PYTHON)${startFailureDetail(stderr.join(''))}.`,
+        { cause: err },
+      );
     } finally {
       kernel.outputListener = undefined;
       kernel.frameListener = undefined;
@@ -135,7 +144,14 @@ export class PythonKernel {
     this.channel.destroy();
   }
 
-  private executeNow({ code, env, timeoutMs, maxOutputBytes, signal, onOutput }: ExecuteOptions): Promise<RunCodeResult> {
+  private executeNow({
+    code,
+    env,
+    timeoutMs,
+    maxOutputBytes,
+    signal,
+    onOutput,
+  }: ExecuteOptions): Promise<RunCodeResult> {
     const started = performance.now();
     const id = this.nextId++;
     const marker = `\n\0end-${id}\0\n`;
@@ -185,8 +201,15 @@ export class PythonKernel {
       };
       const onAbort = (): void => interrupt('cancel');
       const onExit = (): void => {
-        const how = interrupted === undefined ? 'The Python process exited' : 'The code did not stop when interrupted, so the Python process was killed';
-        finish(true, { name: 'KernelRestarted', value: `${how}; variables and imports from earlier calls are gone.`, traceback: '' });
+        const how =
+          interrupted === undefined
+            ? 'The Python process exited'
+            : 'The code did not stop when interrupted, so the Python process was killed';
+        finish(true, {
+          name: 'KernelRestarted',
+          value: `${how}; variables and imports from earlier calls are gone.`,
+          traceback: '',
+        });
       };
       // The kernel interrupts itself at the deadline; this is the backstop for code that ignores it.
       const deadline = setTimeout(() => interrupt('timeout'), timeoutMs + 250);

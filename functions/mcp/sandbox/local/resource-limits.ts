@@ -14,7 +14,11 @@ export const MEMORY_SETTING = 'LOCAL_SANDBOX_MEMORY_MB';
 
 /** The limits the configuration asks for (`maxProcesses` is the process limits' own). */
 export function limitSettings(config: LocalSandboxConfig, limits: ProcessLimits): CgroupLimits {
-  return { memoryBytes: (config.memoryMb ?? LOCAL_LIMIT_DEFAULTS.memoryMb) * 2 ** 20, maxProcesses: limits.maxProcesses, cpus: config.cpus ?? LOCAL_LIMIT_DEFAULTS.cpus };
+  return {
+    memoryBytes: (config.memoryMb ?? LOCAL_LIMIT_DEFAULTS.memoryMb) * 2 ** 20,
+    maxProcesses: limits.maxProcesses,
+    cpus: config.cpus ?? LOCAL_LIMIT_DEFAULTS.cpus,
+  };
 }
 
 /** The mechanisms this host offers besides cgroups. */
@@ -33,13 +37,19 @@ export interface HeldLimits {
 }
 
 /** The limits each sandbox runs under here, and what enforces each; `probing` until the cgroup probe is done. */
-export function heldLimits(settings: CgroupLimits, cgroups: SandboxCgroups | undefined, rlimits: Rlimits, probed: boolean): HeldLimits {
+export function heldLimits(
+  settings: CgroupLimits,
+  cgroups: SandboxCgroups | undefined,
+  rlimits: Rlimits,
+  probed: boolean,
+): HeldLimits {
   const none = { value: null, enforcedBy: probed ? 'none' : 'probing' };
   const cgroup = (controller: CgroupController): string | undefined => {
     const version = cgroups?.versionOf(controller);
     return version === undefined ? undefined : `cgroup v${version}`;
   };
-  const held = (value: number, by: string | undefined): ResourceLimit => (by === undefined ? none : { value, enforcedBy: by });
+  const held = (value: number, by: string | undefined): ResourceLimit =>
+    by === undefined ? none : { value, enforcedBy: by };
   const rlimit = (holds: boolean): string | undefined => (holds ? 'rlimit' : undefined);
   return {
     memory: held(settings.memoryBytes, cgroup('memory') ?? rlimit(probed && rlimits.prlimit)),
@@ -49,7 +59,11 @@ export function heldLimits(settings: CgroupLimits, cgroups: SandboxCgroups | und
 }
 
 /** Each sandboxed process's rlimits: RLIMIT_DATA stands in for a memory cgroup where there is none. */
-export function processLimitsFor(limits: ProcessLimits, settings: CgroupLimits, cgroups: SandboxCgroups | undefined): ProcessLimits {
+export function processLimitsFor(
+  limits: ProcessLimits,
+  settings: CgroupLimits,
+  cgroups: SandboxCgroups | undefined,
+): ProcessLimits {
   return cgroups?.versionOf('memory') === undefined ? { ...limits, maxDataBytes: settings.memoryBytes } : limits;
 }
 
@@ -59,8 +73,14 @@ export function outOfMemoryIf(killed: boolean, limitBytes: number): OutOfMemory 
 }
 
 /** The start-up line saying what holds each limit; a warning for any that nothing holds. */
-export function logLimits(logger: Logger, held: HeldLimits, cgroups: SandboxCgroups | undefined, problems: readonly string[]): void {
-  const show = (limit: ResourceLimit, format: (value: number) => string): string => (limit.value === null ? 'unlimited' : `${format(limit.value)} (${limit.enforcedBy})`);
+export function logLimits(
+  logger: Logger,
+  held: HeldLimits,
+  cgroups: SandboxCgroups | undefined,
+  problems: readonly string[],
+): void {
+  const show = (limit: ResourceLimit, format: (value: number) => string): string =>
+    limit.value === null ? 'unlimited' : `${format(limit.value)} (${limit.enforcedBy})`;
   logger.info('sandbox limits', {
     memory: `${show(held.memory, formatBytes)}${held.memory.enforcedBy === 'rlimit' ? ' per process (RLIMIT_DATA)' : ''}`,
     processes: show(held.processes, String),

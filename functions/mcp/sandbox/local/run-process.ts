@@ -57,7 +57,13 @@ export function runProcess(options: RunProcessOptions): Promise<RunCommandResult
           failed = true;
           settle();
           child.stop();
-          reject(new AppError('sandbox_error', "The server failed while taking the command's output, so the command was stopped.", { cause: err }));
+          reject(
+            new AppError(
+              'sandbox_error',
+              "The server failed while taking the command's output, so the command was stopped.",
+              { cause: err },
+            ),
+          );
         }
       };
     };

@@ -28,7 +28,11 @@ export async function workspaceSandboxId(dir: string): Promise<string> {
   if (known !== undefined) return known;
   const id = `local-${randomBytes(8).toString('hex')}`;
   const aside = `${record}.${randomBytes(6).toString('hex')}`;
-  const handle = await open(aside, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+  const handle = await open(
+    aside,
+    constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+    0o600,
+  );
   try {
     await handle.writeFile(`${id}\n`);
   } finally {

@@ -27,7 +27,9 @@ async function claimUid(root: string): Promise<number> {
   for (let draw = 0; draw < MAX_DRAWS; draw += 1) {
     const uid = UID_BASE + randomInt(UID_SPAN);
     try {
-      await (await open(join(claimsDir(root), String(uid)), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600)).close();
+      await (
+        await open(join(claimsDir(root), String(uid)), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600)
+      ).close();
       return uid;
     } catch (err: unknown) {
       if (toErrnoCode(err) !== 'EEXIST') throw err;
@@ -64,7 +66,11 @@ export async function workspaceUid(root: string, dir: string): Promise<number> {
   if (known !== undefined) return known;
   const uid = await claimUid(root);
   try {
-    const handle = await open(record, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+    const handle = await open(
+      record,
+      constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+      0o600,
+    );
     try {
       await handle.writeFile(`${uid}\n`);
     } finally {

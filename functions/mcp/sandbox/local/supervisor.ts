@@ -14,7 +14,14 @@ import { constants as osConstants } from 'node:os';
 import { AppError } from '../../errors';
 import type { LaunchSpec } from './launch';
 import { signalGroup, spawnGroup, startFailureDetail, toSpawnError } from './process-group';
-import { encodeFrame, HEADER_BYTES, Kind, MAX_FRAME_BYTES, STREAM_CHUNK_BYTES, STREAM_WINDOW_BYTES } from './supervisor-frames';
+import {
+  encodeFrame,
+  HEADER_BYTES,
+  Kind,
+  MAX_FRAME_BYTES,
+  STREAM_CHUNK_BYTES,
+  STREAM_WINDOW_BYTES,
+} from './supervisor-frames';
 import { type SandboxStream, StreamTable } from './supervisor-streams';
 
 /**
@@ -326,7 +333,11 @@ export class Supervisor {
     } catch (err: unknown) {
       supervisor.kill();
       const said = startFailureDetail(Buffer.concat(stderr).toString('utf8'));
-      throw new AppError('sandbox_error', `The sandbox could not start: its supervisor needs Python 3 inside the sandbox (LOCAL_SANDBOX_PYTHON)${said}.`, { cause: err });
+      throw new AppError(
+        'sandbox_error',
+        `The sandbox could not start: its supervisor needs Python 3 inside the sandbox (LOCAL_SANDBOX_PYTHON)${said}.`,
+        { cause: err },
+      );
     } finally {
       supervisor.readyListener = undefined;
     }
@@ -358,7 +369,20 @@ export class Supervisor {
     }
     this.processes.set(key, proc);
     clearTimeout(this.idleTimer);
-    this.send(Kind.Spawn, key, 0, Buffer.from(JSON.stringify({ argv: request.argv, cwd: request.cwd, env: request.env, stdin: request.stdin === true, channel: request.channel === true })));
+    this.send(
+      Kind.Spawn,
+      key,
+      0,
+      Buffer.from(
+        JSON.stringify({
+          argv: request.argv,
+          cwd: request.cwd,
+          env: request.env,
+          stdin: request.stdin === true,
+          channel: request.channel === true,
+        }),
+      ),
+    );
     return proc;
   }
 
@@ -438,7 +462,12 @@ export class Supervisor {
         return;
       }
       if (buffer.length < HEADER_BYTES + size) break;
-      this.frame(buffer.readUInt8(4), buffer.readUInt32BE(5), buffer.readUInt8(9), buffer.subarray(HEADER_BYTES, HEADER_BYTES + size));
+      this.frame(
+        buffer.readUInt8(4),
+        buffer.readUInt32BE(5),
+        buffer.readUInt8(9),
+        buffer.subarray(HEADER_BYTES, HEADER_BYTES + size),
+      );
       // A frame that broke a rule killed it: nothing after it counts.
       if (this.gone) return;
       buffer = buffer.subarray(HEADER_BYTES + size);
@@ -469,7 +498,10 @@ export class Supervisor {
     else if (kind === Kind.Exit) {
       this.forget(key);
       const { code, signal } = parseJson(payload) as { code?: unknown; signal?: unknown };
-      proc.finish(typeof code === 'number' ? code : null, typeof signal === 'string' && signal in osConstants.signals ? (signal as NodeJS.Signals) : null);
+      proc.finish(
+        typeof code === 'number' ? code : null,
+        typeof signal === 'string' && signal in osConstants.signals ? (signal as NodeJS.Signals) : null,
+      );
     }
   }
 
@@ -481,7 +513,9 @@ export class Supervisor {
       return;
     }
     this.forget(proc.key);
-    const err = Object.assign(new Error(typeof said.message === 'string' ? said.message : 'spawn failed'), { code: typeof said.error === 'string' ? said.error : 'EIO' });
+    const err = Object.assign(new Error(typeof said.message === 'string' ? said.message : 'spawn failed'), {
+      code: typeof said.error === 'string' ? said.error : 'EIO',
+    });
     proc.fail(err);
   }
 

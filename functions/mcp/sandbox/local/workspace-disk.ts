@@ -66,13 +66,25 @@ export function decideDisk(state: DiskState, limitBytes: number | undefined): Di
 async function formatImage(image: string, bytes: number): Promise<void> {
   const aside = `${image}.new-${process.pid}-${randomBytes(4).toString('hex')}`;
   try {
-    const handle = await open(aside, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+    const handle = await open(
+      aside,
+      constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+      0o600,
+    );
     try {
       await handle.truncate(bytes);
     } finally {
       await handle.close();
     }
-    await runTool(diskTools().mkfs, ['-q', '-F', '-m', '0', '-E', 'lazy_itable_init=1,lazy_journal_init=1,root_owner=0:0', aside]);
+    await runTool(diskTools().mkfs, [
+      '-q',
+      '-F',
+      '-m',
+      '0',
+      '-E',
+      'lazy_itable_init=1,lazy_journal_init=1,root_owner=0:0',
+      aside,
+    ]);
     // A crash before this line leaves no half-made image under the name that is mounted.
     await rename(aside, image);
   } finally {
@@ -113,7 +125,8 @@ export async function unmountImage(real: { dir: string; image: string }): Promis
   for (let mounted = mountsAt(await readMounts(), real.dir); mounted > 0; mounted -= 1) {
     if ((await unmount(real.dir)) === 'lazy') how = 'lazy';
   }
-  if (mountsAt(await readMounts(), real.dir) > 0) throw new Error(`the workspace's disk image is still mounted at ${real.dir}`);
+  if (mountsAt(await readMounts(), real.dir) > 0)
+    throw new Error(`the workspace's disk image is still mounted at ${real.dir}`);
   await detachLoopDevices((device) => device.backingFile === real.image);
   return how;
 }
@@ -145,7 +158,10 @@ export interface OpenWorkspaceDiskOptions {
  * plain directory (`undefined`). Every change happens under the image's turn, so an image is never mounted
  * twice; the hold is taken first, so an image found mounted stays mounted while this sandbox has it.
  */
-export async function openWorkspaceDisk(dir: string, { limitBytes, logger = SILENT_LOGGER }: OpenWorkspaceDiskOptions = {}): Promise<WorkspaceDisk | undefined> {
+export async function openWorkspaceDisk(
+  dir: string,
+  { limitBytes, logger = SILENT_LOGGER }: OpenWorkspaceDiskOptions = {},
+): Promise<WorkspaceDisk | undefined> {
   const image = imageOf(dir);
   if (decideDisk(await inspect(dir, image), limitBytes) === 'plain') return undefined;
   let hold = await holdImage(image).catch((err: unknown) => {
@@ -197,7 +213,11 @@ function createWorkspaceDisk(dir: string, limitBytes: number, hold: DiskHold, lo
       if (lock.held) return;
       try {
         const how = await unmountImage(await realPaths(dir));
-        if (how === 'lazy') logger.info('workspace disk detached lazily: a process still has a file open in it; its loop device goes when it closes it', { workspace: basename(dir) });
+        if (how === 'lazy')
+          logger.info(
+            'workspace disk detached lazily: a process still has a file open in it; its loop device goes when it closes it',
+            { workspace: basename(dir) },
+          );
       } finally {
         await lock.release();
       }
@@ -210,7 +230,10 @@ function createWorkspaceDisk(dir: string, limitBytes: number, hold: DiskHold, lo
     limitBytes,
     release: () =>
       (released ??= release().catch((err: unknown) =>
-        logger.warn('workspace disk left mounted: the next start-up on LOCAL_SANDBOX_ROOT releases it', { workspace: basename(dir), error: describeError(err) }),
+        logger.warn('workspace disk left mounted: the next start-up on LOCAL_SANDBOX_ROOT releases it', {
+          workspace: basename(dir),
+          error: describeError(err),
+        }),
       )),
     drop,
   };
@@ -254,7 +277,12 @@ async function removeLeftovers(disks: string): Promise<void> {
     const pid = Number(match?.[1] ?? match?.[2]);
     if (!Number.isInteger(pid) || pid === process.pid || isAlive(pid)) continue;
     const path = join(disks, name);
-    if (!name.endsWith('.img') && !name.includes('.img.new-') && mountsAt(await readMounts(), await realpath(path).catch(() => path)) > 0) await unmount(path).catch(() => undefined);
+    if (
+      !name.endsWith('.img') &&
+      !name.includes('.img.new-') &&
+      mountsAt(await readMounts(), await realpath(path).catch(() => path)) > 0
+    )
+      await unmount(path).catch(() => undefined);
     await rm(path, { recursive: true, force: true }).catch(() => undefined);
   }
 }
@@ -269,7 +297,9 @@ function isAlive(pid: number): boolean {
 }
 
 /** What the start-up probe found: images work here (and whether LOCAL_SANDBOX_ROOT keeps them sparse), or why not. */
-export type DiskProbe = { readonly ok: true; readonly sparse: boolean } | { readonly ok: false; readonly reason: string };
+export type DiskProbe =
+  | { readonly ok: true; readonly sparse: boolean }
+  | { readonly ok: false; readonly reason: string };
 
 /**
  * Finds out once, with a tiny image under `root`, whether workspaces can have disks here: root, the programs,
@@ -280,7 +310,8 @@ export async function probeWorkspaceDisks(root: string): Promise<DiskProbe> {
   if (process.getuid?.() !== 0) return { ok: false, reason: 'the server is not root: it cannot mount disk images' };
   const found = findDiskTools();
   if (typeof found === 'string') return { ok: false, reason: found };
-  if (!existsSync('/dev/loop-control')) return { ok: false, reason: 'no loop devices here (/dev/loop-control is missing)' };
+  if (!existsSync('/dev/loop-control'))
+    return { ok: false, reason: 'no loop devices here (/dev/loop-control is missing)' };
   const disks = join(root, DISKS_DIR);
   const name = `probe-${process.pid}-${randomBytes(4).toString('hex')}`;
   const dir = join(disks, name);
@@ -332,7 +363,10 @@ export async function diskFullAfterCall(dir: string, limitBytes: number | undefi
   if (info === undefined) return undefined;
   const free = info.bavail * info.bsize;
   if (free >= Math.max(2 ** 20, limitBytes / 100) && info.ffree > 0) return undefined;
-  const left = info.ffree === 0 ? 'no file can be created' : `${free < 2 ** 20 ? `${Math.floor(free / 1024)} KiB` : describeDiskLimit(free)} left`;
+  const left =
+    info.ffree === 0
+      ? 'no file can be created'
+      : `${free < 2 ** 20 ? `${Math.floor(free / 1024)} KiB` : describeDiskLimit(free)} left`;
   return {
     limitBytes,
     note: `${diskFullLead(limitBytes)}: ${left}. Writes in the working directory and /tmp fail with "No space left on device" until files are deleted.`,
@@ -346,24 +380,39 @@ export interface WorkspaceDisks {
 }
 
 /** Before the probe finished. */
-export const PROBING_DISKS: WorkspaceDisks = Object.freeze({ limitBytes: undefined, limit: Object.freeze({ value: null, enforcedBy: 'none (probing)' }) });
+export const PROBING_DISKS: WorkspaceDisks = Object.freeze({
+  limitBytes: undefined,
+  limit: Object.freeze({ value: null, enforcedBy: 'none (probing)' }),
+});
 
 /**
  * The disks of this server's workspaces: `configured` bytes (LOCAL_SANDBOX_DISK_MB; 0 or absent: none, on
  * purpose) when the probe finds that images work under `root`; else none, with a warning that says why.
  */
-export async function setUpWorkspaceDisks(root: string, configured: number | undefined, logger: Logger): Promise<WorkspaceDisks> {
+export async function setUpWorkspaceDisks(
+  root: string,
+  configured: number | undefined,
+  logger: Logger,
+): Promise<WorkspaceDisks> {
   if (configured === undefined || configured === 0) {
     logger.info('no disk limit per sandbox (LOCAL_SANDBOX_DISK_MB=0)');
     return { limitBytes: undefined, limit: { value: null, enforcedBy: 'none (LOCAL_SANDBOX_DISK_MB=0)' } };
   }
-  const probed = await probeWorkspaceDisks(root).catch((err: unknown): DiskProbe => ({ ok: false, reason: describeError(err) }));
+  const probed = await probeWorkspaceDisks(root).catch(
+    (err: unknown): DiskProbe => ({ ok: false, reason: describeError(err) }),
+  );
   if (!probed.ok) {
-    logger.warn('no disk limit per sandbox: a sandbox can fill the disk that holds LOCAL_SANDBOX_ROOT', { reason: probed.reason, disk_mb: configured / 2 ** 20 });
+    logger.warn('no disk limit per sandbox: a sandbox can fill the disk that holds LOCAL_SANDBOX_ROOT', {
+      reason: probed.reason,
+      disk_mb: configured / 2 ** 20,
+    });
     return { limitBytes: undefined, limit: { value: null, enforcedBy: `none (${probed.reason})` } };
   }
   if (!probed.sparse) {
-    logger.warn('LOCAL_SANDBOX_ROOT does not keep sparse files: each new workspace takes its whole LOCAL_SANDBOX_DISK_MB of the host at once', { root });
+    logger.warn(
+      'LOCAL_SANDBOX_ROOT does not keep sparse files: each new workspace takes its whole LOCAL_SANDBOX_DISK_MB of the host at once',
+      { root },
+    );
   }
   logger.info('sandbox disk limit: an ext4 image per workspace', { disk_mb: configured / 2 ** 20 });
   return { limitBytes: configured, limit: { value: configured, enforcedBy: 'ext4 image' } };

@@ -28,7 +28,10 @@ const WORKSPACE_PREFIX = 'mcp-sandbox-';
 export async function lastUsedMs(dir: string): Promise<number | undefined> {
   const marker = await lstat(join(dir, 'last-used')).catch(() => undefined);
   if (marker !== undefined) return marker.mtimeMs;
-  const [own, image] = await Promise.all([lstat(dir).catch(() => undefined), lstat(imageOf(dir)).catch(() => undefined)]);
+  const [own, image] = await Promise.all([
+    lstat(dir).catch(() => undefined),
+    lstat(imageOf(dir)).catch(() => undefined),
+  ]);
   if (own === undefined) return undefined;
   return Math.max(own.mtimeMs, image?.mtimeMs ?? -Infinity);
 }

@@ -58,7 +58,14 @@ export interface CreateWorkspaceOptions {
  * earlier (and let go since, or before a host restart) is mounted again whatever `diskBytes` is
  * (workspace-disk.ts).
  */
-export async function createWorkspace({ root, sessionKey, virtualHome, sandboxUser, diskBytes, logger }: CreateWorkspaceOptions): Promise<Workspace> {
+export async function createWorkspace({
+  root,
+  sessionKey,
+  virtualHome,
+  sandboxUser,
+  diskBytes,
+  logger,
+}: CreateWorkspaceOptions): Promise<Workspace> {
   const dir = join(root, toWorkspaceName(sessionKey));
   const home = join(dir, 'home');
   const tmp = join(dir, 'tmp');
@@ -79,7 +86,14 @@ export async function createWorkspace({ root, sessionKey, virtualHome, sandboxUs
         await handle.close();
       }
     }
-    return { dir, home, tmp, workdir: virtualHome ? BWRAP_WORKDIR : home, owner, ...(disk === undefined ? {} : { diskLimitBytes: disk.limitBytes, disk }) };
+    return {
+      dir,
+      home,
+      tmp,
+      workdir: virtualHome ? BWRAP_WORKDIR : home,
+      owner,
+      ...(disk === undefined ? {} : { diskLimitBytes: disk.limitBytes, disk }),
+    };
   } catch (err: unknown) {
     // No sandbox will have it: its mount goes now, not at the next start-up.
     await disk?.release();
@@ -127,7 +141,11 @@ export function toWorkspacePath(ws: Workspace, path: string): WorkspacePath {
     );
   }
   const parts = rel === '' ? [] : rel.split('/');
-  return { parts, hostPath: join(ws.home, ...parts), sandboxPath: rel === '' ? ws.workdir : posix.join(ws.workdir, rel) };
+  return {
+    parts,
+    hostPath: join(ws.home, ...parts),
+    sandboxPath: rel === '' ? ws.workdir : posix.join(ws.workdir, rel),
+  };
 }
 
 /**
@@ -155,14 +173,20 @@ async function assertNoEscape(ws: Workspace, hostPath: string, shown: string): P
     try {
       const real = await realpath(probe);
       if (real !== homeReal && !real.startsWith(homeReal + sep)) {
-        throw new AppError('invalid_input', `Path "${shown}" leads outside the sandbox's working directory through a symbolic link.`);
+        throw new AppError(
+          'invalid_input',
+          `Path "${shown}" leads outside the sandbox's working directory through a symbolic link.`,
+        );
       }
       break;
     } catch (err: unknown) {
       if (err instanceof AppError) throw err;
       const stat = await lstat(probe).catch(() => undefined);
       if (stat?.isSymbolicLink()) {
-        throw new AppError('invalid_input', `Path "${shown}" is a symbolic link that points nowhere; refusing to follow it.`);
+        throw new AppError(
+          'invalid_input',
+          `Path "${shown}" is a symbolic link that points nowhere; refusing to follow it.`,
+        );
       }
       const parent = dirname(probe);
       if (parent === probe) break;

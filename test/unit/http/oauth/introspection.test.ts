@@ -3,7 +3,15 @@
  * endpoint whose answers the test gives by hand and a sleep it fires by hand: a client's share of the questions, the
  * global cap and its queue, the memory of refusals, one question per token.
  */
-import { createIntrospector, MAX_IN_FLIGHT, MAX_PER_PEER, MAX_QUEUED, MAX_QUEUED_PER_PEER, QUEUE_WAIT_MS, type ClaimsCheck } from '../../../../functions/mcp/http/oauth/introspection';
+import {
+  createIntrospector,
+  MAX_IN_FLIGHT,
+  MAX_PER_PEER,
+  MAX_QUEUED,
+  MAX_QUEUED_PER_PEER,
+  QUEUE_WAIT_MS,
+  type ClaimsCheck,
+} from '../../../../functions/mcp/http/oauth/introspection';
 
 const ISSUER = 'https://issuer.example.com';
 const AUDIENCE = 'https://mcp.example.com/mcp';
@@ -20,7 +28,9 @@ function setUp() {
   const sleeps: Array<{ ms: number; fire: () => void }> = [];
   const fakeFetch = (async (_url: unknown, init?: RequestInit) => {
     const token = new URLSearchParams(String(init?.body)).get('token') ?? '';
-    return new Promise<Response>((resolve) => questions.push({ token, answer: (body) => resolve(Response.json(body)) }));
+    return new Promise<Response>((resolve) =>
+      questions.push({ token, answer: (body) => resolve(Response.json(body)) }),
+    );
   }) as typeof fetch;
   const introspector = createIntrospector({
     issuer: ISSUER,
@@ -33,7 +43,12 @@ function setUp() {
     clockToleranceS: 60,
     timeoutMs: 5_000,
   });
-  const active = (): Record<string, unknown> => ({ active: true, aud: AUDIENCE, sub: 'user-1', exp: Math.floor(nowMs / 1000) + 300 });
+  const active = (): Record<string, unknown> => ({
+    active: true,
+    aud: AUDIENCE,
+    sub: 'user-1',
+    exp: Math.floor(nowMs / 1000) + 300,
+  });
   return {
     questions,
     sleeps,
@@ -41,7 +56,9 @@ function setUp() {
     advance: (ms: number) => void (nowMs += ms),
     /** Asks about `token` for `peer`; the outcome lands in the returned record when it comes. */
     check(token: string, peer: string | undefined): { outcome?: ClaimsCheck; done: Promise<ClaimsCheck> } {
-      const entry: { outcome?: ClaimsCheck; done: Promise<ClaimsCheck> } = { done: introspector.claimsOf(token, ENDPOINT, peer) };
+      const entry: { outcome?: ClaimsCheck; done: Promise<ClaimsCheck> } = {
+        done: introspector.claimsOf(token, ENDPOINT, peer),
+      };
       void entry.done.then((outcome) => (entry.outcome = outcome));
       return entry;
     },
@@ -75,7 +92,9 @@ it("keeps a client flooding made-up tokens to its own share: another client's re
     realAsked()[answered]?.answer(t.active());
     await settle();
   }
-  expect(real.map((entry) => entry.outcome)).toEqual(Array.from({ length: 10 }, () => expect.objectContaining({ ok: true })));
+  expect(real.map((entry) => entry.outcome)).toEqual(
+    Array.from({ length: 10 }, () => expect.objectContaining({ ok: true })),
+  );
   // The flood asked no more than its share meanwhile; one answer to it, and its next waiting question is asked.
   expect(t.questions.filter((q) => !q.token.startsWith('real-'))).toHaveLength(MAX_PER_PEER);
   t.questions[0]?.answer({ active: false });
@@ -129,8 +148,13 @@ it('remembers a refusal for 30 s by the token hash, so the same made-up token co
   const first = t.check(madeUp(1), '127.0.0.1');
   await settle();
   t.questions[0]?.answer({ active: false });
-  expect(await first.done).toMatchObject({ ok: false, reason: 'invalid', detail: 'the issuer says the token is not active' });
-  for (let i = 0; i < 20; i += 1) expect(await t.check(madeUp(1), '127.0.0.1').done).toMatchObject({ ok: false, reason: 'invalid' });
+  expect(await first.done).toMatchObject({
+    ok: false,
+    reason: 'invalid',
+    detail: 'the issuer says the token is not active',
+  });
+  for (let i = 0; i < 20; i += 1)
+    expect(await t.check(madeUp(1), '127.0.0.1').done).toMatchObject({ ok: false, reason: 'invalid' });
   expect(t.questions).toHaveLength(1);
   t.advance(30_001);
   const again = t.check(madeUp(1), '127.0.0.1');

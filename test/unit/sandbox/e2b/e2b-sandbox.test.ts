@@ -15,7 +15,16 @@ function setup(idleTtlMs = 1_800_000) {
   api.nowMs = () => clock.now();
   const lease = leaseTerms(idleTtlMs);
   api.endAtMs = clock.now() + lease.lengthMs;
-  const sandbox = new E2BSandbox({ api, errors: e2b, template: 'code-interpreter-v1', apiKey: 'e2b_key_0123456789', lease, maxOutputBytes: 1024, charts: 'inline', clock });
+  const sandbox = new E2BSandbox({
+    api,
+    errors: e2b,
+    template: 'code-interpreter-v1',
+    apiKey: 'e2b_key_0123456789',
+    lease,
+    maxOutputBytes: 1024,
+    charts: 'inline',
+    clock,
+  });
   return { clock, api, sandbox };
 }
 
@@ -72,7 +81,17 @@ describe('an E2B sandbox', () => {
     const lease = leaseTerms(60_000);
     api.endAtMs = clock.now() + lease.lengthMs;
     const priorLeaseEnd = new Date(clock.now() - 5_000 + lease.lengthMs);
-    const sandbox = new E2BSandbox({ api, errors: e2b, template: 'code-interpreter-v1', apiKey: undefined, lease, priorLeaseEnd, maxOutputBytes: 1024, charts: 'inline', clock });
+    const sandbox = new E2BSandbox({
+      api,
+      errors: e2b,
+      template: 'code-interpreter-v1',
+      apiKey: undefined,
+      lease,
+      priorLeaseEnd,
+      maxOutputBytes: 1024,
+      charts: 'inline',
+      clock,
+    });
     await expect(sandbox.lastUseElsewhereMs()).resolves.toBe(clock.now() - 5_000 + 15_000);
   });
 

@@ -10,13 +10,33 @@ describe('the E2B error mapping', () => {
   it.each([
     ['AuthenticationError', new e2b.AuthenticationError('Unauthorized'), 'backend_auth', /check E2B_API_KEY/],
     ['RateLimitError', new e2b.RateLimitError('Rate limit exceeded'), 'rate_limited', /429.*retry in a minute/],
-    ['ServiceBusyError', new e2b.ServiceBusyError('Service temporarily unavailable'), 'backend_busy', /temporarily unavailable/],
+    [
+      'ServiceBusyError',
+      new e2b.ServiceBusyError('Service temporarily unavailable'),
+      'backend_busy',
+      /temporarily unavailable/,
+    ],
     ['TimeoutError (request)', new e2b.TimeoutError('Request timed out'), 'sandbox_timeout', /did not answer in time/],
-    ['TimeoutError (sandbox ended)', new e2b.TimeoutError('502: This error is likely due to sandbox timeout.'), 'sandbox_gone', /files and state from it are gone/],
-    ['SandboxNotFoundError', new e2b.SandboxNotFoundError('Sandbox abc not found'), 'sandbox_gone', /next call starts a fresh sandbox/],
+    [
+      'TimeoutError (sandbox ended)',
+      new e2b.TimeoutError('502: This error is likely due to sandbox timeout.'),
+      'sandbox_gone',
+      /files and state from it are gone/,
+    ],
+    [
+      'SandboxNotFoundError',
+      new e2b.SandboxNotFoundError('Sandbox abc not found'),
+      'sandbox_gone',
+      /next call starts a fresh sandbox/,
+    ],
     ['NotEnoughSpaceError', new e2b.NotEnoughSpaceError('no space'), 'sandbox_error', /out of disk space/],
     ['FileNotFoundError', new e2b.FileNotFoundError('file /x not found'), 'not_found', /Not found/],
-    ['InvalidArgumentError', new e2b.InvalidArgumentError('path is a directory'), 'invalid_input', /path is a directory/],
+    [
+      'InvalidArgumentError',
+      new e2b.InvalidArgumentError('path is a directory'),
+      'invalid_input',
+      /path is a directory/,
+    ],
     ['TemplateError', new e2b.TemplateError('template too old'), 'sandbox_error', /E2B_TEMPLATE/],
     ['SandboxError', new e2b.SandboxError('500: boom'), 'sandbox_error', /500: boom/],
   ])('maps %s to %s with a clear message', (_name, err, code, message) => {
@@ -26,15 +46,26 @@ describe('the E2B error mapping', () => {
   });
 
   it('maps network failures (DNS, refused, fetch failed) to "cannot reach E2B"', () => {
-    const refused = new TypeError('fetch failed', { cause: Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }) });
+    const refused = new TypeError('fetch failed', {
+      cause: Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }),
+    });
     expect(isNetworkError(refused)).toBe(true);
-    expect(map(refused)).toMatchObject({ code: 'backend_unreachable', message: expect.stringContaining('E2B_API_URL') });
-    expect(map(Object.assign(new Error('getaddrinfo ENOTFOUND api.e2b.app'), { code: 'ENOTFOUND' }))).toMatchObject({ code: 'backend_unreachable' });
+    expect(map(refused)).toMatchObject({
+      code: 'backend_unreachable',
+      message: expect.stringContaining('E2B_API_URL'),
+    });
+    expect(map(Object.assign(new Error('getaddrinfo ENOTFOUND api.e2b.app'), { code: 'ENOTFOUND' }))).toMatchObject({
+      code: 'backend_unreachable',
+    });
   });
 
   it('maps a request that timed out in fetch (DOMException) to "did not answer in time"', () => {
-    expect(map(new DOMException('The operation was aborted due to timeout', 'TimeoutError'))).toMatchObject({ code: 'sandbox_timeout' });
-    expect(map(new DOMException('This operation was aborted', 'AbortError'))).toMatchObject({ code: 'sandbox_timeout' });
+    expect(map(new DOMException('The operation was aborted due to timeout', 'TimeoutError'))).toMatchObject({
+      code: 'sandbox_timeout',
+    });
+    expect(map(new DOMException('This operation was aborted', 'AbortError'))).toMatchObject({
+      code: 'sandbox_timeout',
+    });
   });
 
   it('passes anything unknown on as itself, redacted (logged as an internal error upstream)', () => {
@@ -50,7 +81,11 @@ describe('the E2B error mapping', () => {
   });
 
   it('never lets a credential through in a detail', () => {
-    const mapped = map(new e2b.SandboxError(`500: request with X-API-KEY: ${KEY} and Authorization: Bearer abc.def.ghi failed; token e2b_other_secret_1`));
+    const mapped = map(
+      new e2b.SandboxError(
+        `500: request with X-API-KEY: ${KEY} and Authorization: Bearer abc.def.ghi failed; token e2b_other_secret_1`,
+      ),
+    );
     expect(mapped.message).not.toContain(KEY);
     expect(mapped.message).not.toContain('abc.def.ghi');
     expect(mapped.message).not.toContain('e2b_other_secret_1');

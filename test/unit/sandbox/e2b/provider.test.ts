@@ -7,7 +7,14 @@ import { SERVER_INFO } from '../../../../functions/mcp/version';
 import { createFakeClock } from '../../../support/fake-clock';
 import { StubSdk } from '../../../support/e2b-stub';
 
-const CONFIG = { apiKey: 'e2b_0123456789abcdef0123456789abcdef', template: 'code-interpreter-v1', domain: 'cn-hangzhou.e2b.fc.aliyuncs.com', apiUrl: 'https://api.cn-hangzhou.e2b.fc.aliyuncs.com', maxCreatesPerS: 1, charts: 'files' as const };
+const CONFIG = {
+  apiKey: 'e2b_0123456789abcdef0123456789abcdef',
+  template: 'code-interpreter-v1',
+  domain: 'cn-hangzhou.e2b.fc.aliyuncs.com',
+  apiUrl: 'https://api.cn-hangzhou.e2b.fc.aliyuncs.com',
+  maxCreatesPerS: 1,
+  charts: 'files' as const,
+};
 const OWNER = { sessionKey: 'session-id-abc', principal: 'principal-123' };
 
 function setup(overrides: Partial<typeof CONFIG> = {}, frozen = false) {
@@ -31,7 +38,10 @@ describe('the E2B provider', () => {
   it('reports the backend and whether it is configured without loading the SDK or calling E2B', () => {
     const { provider, loads, sdk } = setup();
     expect(provider.status()).toMatchObject({ backend: 'e2b', ready: true });
-    expect(setup({ apiKey: undefined as unknown as string }).provider.status()).toMatchObject({ ready: false, detail: 'E2B_API_KEY is not set' });
+    expect(setup({ apiKey: undefined as unknown as string }).provider.status()).toMatchObject({
+      ready: false,
+      detail: 'E2B_API_KEY is not set',
+    });
     expect(loads()).toBe(0);
     expect(sdk.created).toHaveLength(0);
   });
@@ -43,9 +53,20 @@ describe('the E2B provider', () => {
     expect(sandbox.info()).toMatchObject({ backend: 'e2b', workdir: '/home/user', id: 'sbx-1' });
     const [call] = sdk.created;
     expect(call?.template).toBe('code-interpreter-v1');
-    expect(call?.opts).toMatchObject({ apiKey: CONFIG.apiKey, domain: CONFIG.domain, apiUrl: CONFIG.apiUrl, timeoutMs: 1_830_000, retries: 0 });
+    expect(call?.opts).toMatchObject({
+      apiKey: CONFIG.apiKey,
+      domain: CONFIG.domain,
+      apiUrl: CONFIG.apiUrl,
+      timeoutMs: 1_830_000,
+      retries: 0,
+    });
     const metadata = call?.opts.metadata ?? {};
-    expect(metadata).toEqual({ mcp_session: expect.stringMatching(/^[0-9a-f]{24}$/), mcp_owner: expect.stringMatching(/^[0-9a-f]{24}$/), mcp_server: SERVER_INFO.name, mcp_version: SERVER_INFO.version });
+    expect(metadata).toEqual({
+      mcp_session: expect.stringMatching(/^[0-9a-f]{24}$/),
+      mcp_owner: expect.stringMatching(/^[0-9a-f]{24}$/),
+      mcp_server: SERVER_INFO.name,
+      mcp_version: SERVER_INFO.version,
+    });
     expect(JSON.stringify(metadata)).not.toContain(OWNER.sessionKey);
     expect(JSON.stringify(metadata)).not.toContain(OWNER.principal);
     expect(JSON.stringify(call?.opts.envs ?? {})).not.toContain(CONFIG.apiKey);
@@ -64,7 +85,10 @@ describe('the E2B provider', () => {
     const { provider, sdk, clock } = setup();
     sdk.createFailures = Array.from({ length: 50 }, () => new e2b.RateLimitError('Rate limit exceeded'));
     const started = clock.now();
-    await expect(provider.create(OWNER)).rejects.toMatchObject({ code: 'rate_limited', message: expect.stringContaining('retry in a minute') });
+    await expect(provider.create(OWNER)).rejects.toMatchObject({
+      code: 'rate_limited',
+      message: expect.stringContaining('retry in a minute'),
+    });
     expect(clock.now() - started).toBeLessThanOrEqual(10_000 + 1000);
     expect(sdk.created.length).toBeGreaterThan(2);
     expect(sdk.created.length).toBeLessThan(50);
@@ -82,7 +106,10 @@ describe('the E2B provider', () => {
   it('names E2B_TEMPLATE when E2B has no such template', async () => {
     const { provider, sdk } = setup({ template: 'no-such-template' });
     sdk.createFailures = [Object.assign(new e2b.SandboxError('404: template not found'), { statusCode: 404 })];
-    await expect(provider.create(OWNER)).rejects.toMatchObject({ code: 'sandbox_error', message: expect.stringContaining('no template "no-such-template"') });
+    await expect(provider.create(OWNER)).rejects.toMatchObject({
+      code: 'sandbox_error',
+      message: expect.stringContaining('no template "no-such-template"'),
+    });
   });
 
   it('spaces creations to E2B_MAX_CREATES_PER_S across sessions', async () => {
@@ -129,7 +156,10 @@ describe('the E2B provider', () => {
     const stub = sdk.sandboxes[0];
     if (stub === undefined) throw new Error('no sandbox');
     stub.failNext = new e2b.SandboxNotFoundError('sandbox sbx-1 not found');
-    await expect(first.runCommand({ command: 'ls', timeoutMs: 1000 })).rejects.toMatchObject({ code: 'sandbox_gone', message: expect.stringContaining('files and state from it are gone') });
+    await expect(first.runCommand({ command: 'ls', timeoutMs: 1000 })).rejects.toMatchObject({
+      code: 'sandbox_gone',
+      message: expect.stringContaining('files and state from it are gone'),
+    });
     expect(lazy.current()).toBeUndefined();
     const second = await lazy.get();
     expect(second).not.toBe(first);

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 
 import { createLocalBackgroundProcesses } from '../../../../functions/mcp/sandbox/local/background';
-import { Supervisor } from '../../../../functions/mcp/sandbox/local/supervisor';
+import type { Supervisor } from '../../../../functions/mcp/sandbox/local/supervisor';
 import { pollUntil, SETTLE_MS } from '../../../support/processes';
 import { startHostSupervisor } from '../../../support/supervisor';
 
@@ -22,23 +22,41 @@ afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const spec = (command: string) => () => supervisor.spawn({ argv: ['sh', '-c', command], env: { PATH: '/usr/bin:/bin' }, cwd: dir, stdin: true });
+const spec = (command: string) => () =>
+  supervisor.spawn({ argv: ['sh', '-c', command], env: { PATH: '/usr/bin:/bin' }, cwd: dir, stdin: true });
 
 it('says "exited" only once every byte the process wrote is in its log, for starts side by side too', async () => {
   const processes = createLocalBackgroundProcesses(join(dir, 'logs'));
   // A flood that ends at once: the exit arrives while most of it is still on its way to the log.
-  const started = await Promise.all([0, 1, 2].map(() => processes.start('flood', spec(`head -c ${6 * MIB} /dev/zero; printf END; exit 3`))));
+  const started = await Promise.all(
+    [0, 1, 2].map(() => processes.start('flood', spec(`head -c ${6 * MIB} /dev/zero; printf END; exit 3`))),
+  );
   expect(new Set(started.map((p) => p.id)).size).toBe(3);
   for (const { id } of started) {
-    const done = await pollUntil(async () => (await processes.list()).find((p) => p.id === id), (p) => p?.state === 'exited', SETTLE_MS, 5);
-    expect({ state: done?.state, exitCode: done?.exitCode, outputBytes: done?.outputBytes }).toEqual({ state: 'exited', exitCode: 3, outputBytes: 6 * MIB + 3 });
+    const done = await pollUntil(
+      async () => (await processes.list()).find((p) => p.id === id),
+      (p) => p?.state === 'exited',
+      SETTLE_MS,
+      5,
+    );
+    expect({ state: done?.state, exitCode: done?.exitCode, outputBytes: done?.outputBytes }).toEqual({
+      state: 'exited',
+      exitCode: 3,
+      outputBytes: 6 * MIB + 3,
+    });
     expect((await processes.read(id, undefined, 3)).text).toBe('END');
   }
 });
 
 it('reports a process exited only with every byte it wrote counted, when the exit comes right behind its output', async () => {
   const processes = createLocalBackgroundProcesses(join(dir, 'fake-logs'));
-  const child = Object.assign(new EventEmitter(), { stdout: new PassThrough(), stderr: new PassThrough(), stdin: null, signal: () => undefined, ended: false });
+  const child = Object.assign(new EventEmitter(), {
+    stdout: new PassThrough(),
+    stderr: new PassThrough(),
+    stdin: null,
+    signal: () => undefined,
+    ended: false,
+  });
   const started = processes.start('burst', () => {
     setImmediate(() => child.emit('spawn'));
     return child;
@@ -68,7 +86,13 @@ it('reports a process exited only with every byte it wrote counted, when the exi
 
 it('takes a process’s output only as fast as its log is written: the stream says wait, and nothing is lost', async () => {
   const processes = createLocalBackgroundProcesses(join(dir, 'slow-logs'));
-  const child = Object.assign(new EventEmitter(), { stdout: new PassThrough(), stderr: new PassThrough(), stdin: null, signal: () => undefined, ended: false });
+  const child = Object.assign(new EventEmitter(), {
+    stdout: new PassThrough(),
+    stderr: new PassThrough(),
+    stdin: null,
+    signal: () => undefined,
+    ended: false,
+  });
   const { id } = await processes.start('flood', () => {
     setImmediate(() => child.emit('spawn'));
     return child;
@@ -82,6 +106,11 @@ it('takes a process’s output only as fast as its log is written: the stream sa
   child.stderr.end();
   await new Promise((resolve) => child.stdout.once('end', resolve));
   child.emit('close', 0, null);
-  const done = await pollUntil(async () => (await processes.list()).find((p) => p.id === id), (p) => p?.state === 'exited', SETTLE_MS, 5);
+  const done = await pollUntil(
+    async () => (await processes.list()).find((p) => p.id === id),
+    (p) => p?.state === 'exited',
+    SETTLE_MS,
+    5,
+  );
   expect(done?.outputBytes).toBe(32 * MIB);
 });

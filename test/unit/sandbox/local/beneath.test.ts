@@ -30,19 +30,34 @@ const walk = async (path: string) => {
 };
 
 it('follows absolute links under the working directory as the sandbox sees them', async () => {
-  await expect(walk('abs-f')).resolves.toEqual({ dir: join(ws.home, 'a', 'b'), name: 'f', exists: true, lastWasLink: true });
-  await expect(walk('a/home/a/b/f')).resolves.toEqual({ dir: join(ws.home, 'a', 'b'), name: 'f', exists: true, lastWasLink: false });
+  await expect(walk('abs-f')).resolves.toEqual({
+    dir: join(ws.home, 'a', 'b'),
+    name: 'f',
+    exists: true,
+    lastWasLink: true,
+  });
+  await expect(walk('a/home/a/b/f')).resolves.toEqual({
+    dir: join(ws.home, 'a', 'b'),
+    name: 'f',
+    exists: true,
+    lastWasLink: false,
+  });
   await expect(walk('a/home')).resolves.toMatchObject({ dir: ws.home, name: undefined });
 });
 
 it('refuses links that climb above the working directory or name a host path', async () => {
-  await expect(walk('a/b/climb/x')).rejects.toMatchObject({ code: 'invalid_input', message: expect.stringContaining('leads outside') });
+  await expect(walk('a/b/climb/x')).rejects.toMatchObject({
+    code: 'invalid_input',
+    message: expect.stringContaining('leads outside'),
+  });
   // The host's own path to the workspace is not the sandbox's: outside, as far as the sandbox can tell.
   await expect(walk('host-path/b/f')).rejects.toMatchObject({ message: expect.stringContaining('leads outside') });
 });
 
 it('gives up on a loop of links', async () => {
-  await expect(walk('loop1')).rejects.toMatchObject({ message: expect.stringContaining('too many levels of symbolic links') });
+  await expect(walk('loop1')).rejects.toMatchObject({
+    message: expect.stringContaining('too many levels of symbolic links'),
+  });
 });
 
 it('reports a missing last name, and a missing directory on the way as ENOENT', async () => {

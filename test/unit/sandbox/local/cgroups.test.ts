@@ -4,7 +4,16 @@
  * control files (under v2, those its parent hands down), control files are never created by a write, and a
  * group with a process or a child group in it cannot be removed.
  */
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 
@@ -62,15 +71,26 @@ class FakeCgroupFs implements CgroupFs {
   /** The control files a new group gets. */
   private populate(dir: string, hierarchy: Hierarchy): void {
     const files: Record<string, string> = { 'cgroup.procs': '' };
-    const controllers = hierarchy.version === 1 ? hierarchy.controllers : words(readIfThere(join(dirname(dir), 'cgroup.subtree_control')));
+    const controllers =
+      hierarchy.version === 1
+        ? hierarchy.controllers
+        : words(readIfThere(join(dirname(dir), 'cgroup.subtree_control')));
     if (hierarchy.version === 2) {
       Object.assign(files, { 'cgroup.controllers': controllers.join(' '), 'cgroup.subtree_control': '' });
     }
     for (const controller of controllers) {
       if (controller === 'memory' && hierarchy.version === 1) {
-        Object.assign(files, { 'memory.limit_in_bytes': UNLIMITED, 'memory.memsw.limit_in_bytes': UNLIMITED, 'memory.oom_control': 'oom_kill_disable 0\nunder_oom 0\noom_kill 0\n' });
+        Object.assign(files, {
+          'memory.limit_in_bytes': UNLIMITED,
+          'memory.memsw.limit_in_bytes': UNLIMITED,
+          'memory.oom_control': 'oom_kill_disable 0\nunder_oom 0\noom_kill 0\n',
+        });
       } else if (controller === 'memory') {
-        Object.assign(files, { 'memory.max': 'max', 'memory.swap.max': 'max', 'memory.events': 'low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\n' });
+        Object.assign(files, {
+          'memory.max': 'max',
+          'memory.swap.max': 'max',
+          'memory.events': 'low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\n',
+        });
       } else if (controller === 'pids') {
         Object.assign(files, { 'pids.max': 'max' });
       } else if (controller === 'cpu' && hierarchy.version === 1) {
@@ -90,7 +110,9 @@ class FakeCgroupFs implements CgroupFs {
 
   async rmdir(path: string): Promise<void> {
     if (!existsSync(path)) throw Object.assign(new Error('ENOENT'), { code: 'ENOENT' });
-    const busy = readIfThere(join(path, 'cgroup.procs')).trim() !== '' || readdirSync(path).some((name) => statSync(join(path, name)).isDirectory());
+    const busy =
+      readIfThere(join(path, 'cgroup.procs')).trim() !== '' ||
+      readdirSync(path).some((name) => statSync(join(path, name)).isDirectory());
     if (busy) throw Object.assign(new Error('EBUSY'), { code: 'EBUSY' });
     rmSync(path, { recursive: true });
   }
@@ -108,7 +130,12 @@ class FakeCgroupFs implements CgroupFs {
     this.killed.push(pid);
     for (const at of this.mounts.keys()) {
       for (const file of findFiles(at, 'cgroup.procs')) {
-        writeFileSync(file, words(readFileSync(file, 'utf8')).filter((p) => p !== String(pid)).join('\n'));
+        writeFileSync(
+          file,
+          words(readFileSync(file, 'utf8'))
+            .filter((p) => p !== String(pid))
+            .join('\n'),
+        );
       }
     }
   }
@@ -137,12 +164,24 @@ function findFiles(dir: string, name: string): string[] {
 }
 
 /** A /proc/self/mountinfo line. */
-function mountLine(id: number, mountPoint: string, fsType: 'cgroup' | 'cgroup2', superOptions: string, options = 'rw,nosuid,nodev,noexec,relatime'): string {
+function mountLine(
+  id: number,
+  mountPoint: string,
+  fsType: 'cgroup' | 'cgroup2',
+  superOptions: string,
+  options = 'rw,nosuid,nodev,noexec,relatime',
+): string {
   return `${id} 23 0:${id} / ${mountPoint.replace(/ /g, '\\040')} ${options} shared:${id} - ${fsType} ${fsType} ${superOptions}`;
 }
 
 /** This host's layout: cgroup v1 hierarchies, and a cgroup2 mount that offers only hugetlb; the server's memory group is /process_api/abc. */
-function hybridHost(fs: FakeCgroupFs): { mountinfo: string; selfCgroup: string; memory: string; pids: string; cpu: string } {
+function hybridHost(fs: FakeCgroupFs): {
+  mountinfo: string;
+  selfCgroup: string;
+  memory: string;
+  pids: string;
+  cpu: string;
+} {
   const memory = fs.mount('memory', { version: 1, controllers: ['memory'] }, ['process_api/abc']);
   const pids = fs.mount('pids', { version: 1, controllers: ['pids'] });
   const cpu = fs.mount('cpu,cpuacct', { version: 1, controllers: ['cpu', 'cpuacct'] });
@@ -164,7 +203,13 @@ describe('probeCgroups', () => {
   it('uses cgroup v1 when cgroup2 offers none of memory, pids, cpu; the parent goes beneath the server’s own group; nothing is left after the probe', async () => {
     const fs = new FakeCgroupFs();
     const host = hybridHost(fs);
-    const { cgroups, problems } = await probeCgroups({ root: ROOT, limits: LIMITS, mountinfo: host.mountinfo, selfCgroup: host.selfCgroup, fs });
+    const { cgroups, problems } = await probeCgroups({
+      root: ROOT,
+      limits: LIMITS,
+      mountinfo: host.mountinfo,
+      selfCgroup: host.selfCgroup,
+      fs,
+    });
     expect(cgroups?.placements).toEqual([
       { version: 1, parent: join(host.memory, 'process_api/abc', NAME), controllers: ['memory'] },
       { version: 1, parent: join(host.pids, NAME), controllers: ['pids'] },
@@ -180,10 +225,20 @@ describe('probeCgroups', () => {
   it('sets a sandbox’s v1 limits (memory and memory+swap, pids, CFS quota) and hands the launcher each group’s cgroup.procs', async () => {
     const fs = new FakeCgroupFs();
     const host = hybridHost(fs);
-    const { cgroups } = await probeCgroups({ root: ROOT, limits: LIMITS, mountinfo: host.mountinfo, selfCgroup: host.selfCgroup, fs });
+    const { cgroups } = await probeCgroups({
+      root: ROOT,
+      limits: LIMITS,
+      mountinfo: host.mountinfo,
+      selfCgroup: host.selfCgroup,
+      fs,
+    });
     const groups = cgroups?.forSandbox(SANDBOX);
     const procs = await groups?.enter();
-    const dirs = [join(host.memory, 'process_api/abc', NAME, SANDBOX), join(host.pids, NAME, SANDBOX), join(host.cpu, NAME, SANDBOX)];
+    const dirs = [
+      join(host.memory, 'process_api/abc', NAME, SANDBOX),
+      join(host.pids, NAME, SANDBOX),
+      join(host.cpu, NAME, SANDBOX),
+    ];
     expect(procs).toEqual(dirs.map((dir) => join(dir, 'cgroup.procs')));
     const [memory, pids, cpu] = dirs as [string, string, string];
     expect(readFileSync(join(memory, 'memory.limit_in_bytes'), 'utf8')).toBe(String(128 * 2 ** 20));
@@ -201,9 +256,17 @@ describe('probeCgroups', () => {
     const fs = new FakeCgroupFs();
     const unified = fs.mount('unified', { version: 2 });
     const mountinfo = mountLine(30, unified, 'cgroup2', 'rw,nsdelegate');
-    const { cgroups, problems } = await probeCgroups({ root: ROOT, limits: { ...LIMITS, cpus: 1.5 }, mountinfo, selfCgroup: '0::/\n', fs });
+    const { cgroups, problems } = await probeCgroups({
+      root: ROOT,
+      limits: { ...LIMITS, cpus: 1.5 },
+      mountinfo,
+      selfCgroup: '0::/\n',
+      fs,
+    });
     expect(problems).toEqual([]);
-    expect(cgroups?.placements).toEqual([{ version: 2, parent: join(unified, NAME), controllers: ['memory', 'pids', 'cpu'] }]);
+    expect(cgroups?.placements).toEqual([
+      { version: 2, parent: join(unified, NAME), controllers: ['memory', 'pids', 'cpu'] },
+    ]);
     expect(readFileSync(join(unified, 'cgroup.subtree_control'), 'utf8')).toBe('+memory +pids +cpu');
     const groups = cgroups?.forSandbox(SANDBOX);
     expect(await groups?.enter()).toEqual([join(unified, NAME, SANDBOX, 'cgroup.procs')]);
@@ -225,25 +288,55 @@ describe('probeCgroups', () => {
     fs.mount('unified', { version: 2 }, ['system.slice/mcp.service']);
     fs.refuse.set(join(unified, 'system.slice/mcp.service/cgroup.subtree_control'), 'EBUSY');
     const mountinfo = mountLine(30, unified, 'cgroup2', 'rw');
-    const { cgroups } = await probeCgroups({ root: ROOT, limits: LIMITS, mountinfo, selfCgroup: '0::/system.slice/mcp.service\n', fs });
-    expect(cgroups?.placements).toEqual([{ version: 2, parent: join(unified, NAME), controllers: ['memory', 'pids', 'cpu'] }]);
+    const { cgroups } = await probeCgroups({
+      root: ROOT,
+      limits: LIMITS,
+      mountinfo,
+      selfCgroup: '0::/system.slice/mcp.service\n',
+      fs,
+    });
+    expect(cgroups?.placements).toEqual([
+      { version: 2, parent: join(unified, NAME), controllers: ['memory', 'pids', 'cpu'] },
+    ]);
   });
 
   it('offers nothing where no cgroup can be written: none mounted, mounted read-only, or no rights', async () => {
-    const none = await probeCgroups({ root: ROOT, limits: LIMITS, mountinfo: '', selfCgroup: '', fs: new FakeCgroupFs() });
+    const none = await probeCgroups({
+      root: ROOT,
+      limits: LIMITS,
+      mountinfo: '',
+      selfCgroup: '',
+      fs: new FakeCgroupFs(),
+    });
     expect(none.cgroups).toBeUndefined();
-    expect(none.problems).toEqual(['memory: no cgroup v1 hierarchy and no cgroup2 mount', 'pids: no cgroup v1 hierarchy and no cgroup2 mount', 'cpu: no cgroup v1 hierarchy and no cgroup2 mount']);
+    expect(none.problems).toEqual([
+      'memory: no cgroup v1 hierarchy and no cgroup2 mount',
+      'pids: no cgroup v1 hierarchy and no cgroup2 mount',
+      'cpu: no cgroup v1 hierarchy and no cgroup2 mount',
+    ]);
 
     const readOnly = new FakeCgroupFs();
     const unified = readOnly.mount('unified', { version: 2 });
-    const ro = await probeCgroups({ root: ROOT, limits: LIMITS, mountinfo: mountLine(30, unified, 'cgroup2', 'rw', 'ro,nosuid'), selfCgroup: '0::/\n', fs: readOnly });
+    const ro = await probeCgroups({
+      root: ROOT,
+      limits: LIMITS,
+      mountinfo: mountLine(30, unified, 'cgroup2', 'rw', 'ro,nosuid'),
+      selfCgroup: '0::/\n',
+      fs: readOnly,
+    });
     expect(ro.cgroups).toBeUndefined();
     expect(ro.problems[0]).toContain('mounted read-only');
 
     const noRights = new FakeCgroupFs();
     const host = hybridHost(noRights);
     noRights.mkdirRefusal = 'EACCES';
-    const refused = await probeCgroups({ root: ROOT, limits: LIMITS, mountinfo: host.mountinfo, selfCgroup: host.selfCgroup, fs: noRights });
+    const refused = await probeCgroups({
+      root: ROOT,
+      limits: LIMITS,
+      mountinfo: host.mountinfo,
+      selfCgroup: host.selfCgroup,
+      fs: noRights,
+    });
     expect(refused.cgroups).toBeUndefined();
     expect(refused.problems.join('\n')).toContain('cannot make a limited group under');
     expect(refused.problems.join('\n')).toContain('EACCES');
@@ -255,10 +348,18 @@ describe('probeCgroups', () => {
     const parent = join(host.pids, NAME);
     const stale = `mcp-sandbox-${'11'.repeat(16)}`;
     const live = `mcp-sandbox-${'22'.repeat(16)}`;
-    fs.mount('pids', { version: 1, controllers: ['pids'] }, [`${NAME}/${stale}`, `${NAME}/${live}`, `${NAME}/not-ours`]);
+    fs.mount('pids', { version: 1, controllers: ['pids'] }, [
+      `${NAME}/${stale}`,
+      `${NAME}/${live}`,
+      `${NAME}/not-ours`,
+    ]);
     writeFileSync(join(parent, live, 'cgroup.procs'), '4242\n');
     await probeCgroups({ root: ROOT, limits: LIMITS, mountinfo: host.mountinfo, selfCgroup: host.selfCgroup, fs });
-    expect(readdirSync(parent).filter((name) => statSync(join(parent, name)).isDirectory()).sort()).toEqual([live, 'not-ours']);
+    expect(
+      readdirSync(parent)
+        .filter((name) => statSync(join(parent, name)).isDirectory())
+        .sort(),
+    ).toEqual([live, 'not-ours']);
     expect(fs.killed).toEqual([]);
   });
 
@@ -270,10 +371,20 @@ describe('probeCgroups', () => {
 });
 
 describe('a sandbox’s groups', () => {
-  async function setUp(): Promise<{ fs: FakeCgroupFs; host: ReturnType<typeof hybridHost>; cgroups: NonNullable<Awaited<ReturnType<typeof probeCgroups>>['cgroups']> }> {
+  async function setUp(): Promise<{
+    fs: FakeCgroupFs;
+    host: ReturnType<typeof hybridHost>;
+    cgroups: NonNullable<Awaited<ReturnType<typeof probeCgroups>>['cgroups']>;
+  }> {
     const fs = new FakeCgroupFs();
     const host = hybridHost(fs);
-    const { cgroups } = await probeCgroups({ root: ROOT, limits: LIMITS, mountinfo: host.mountinfo, selfCgroup: host.selfCgroup, fs });
+    const { cgroups } = await probeCgroups({
+      root: ROOT,
+      limits: LIMITS,
+      mountinfo: host.mountinfo,
+      selfCgroup: host.selfCgroup,
+      fs,
+    });
     if (cgroups === undefined) throw new Error('no cgroups');
     return { fs, host, cgroups };
   }
@@ -283,7 +394,10 @@ describe('a sandbox’s groups', () => {
     const groups = cgroups.forSandbox(SANDBOX);
     expect(await groups.oomKills()).toBe(0); // not made yet
     await groups.enter();
-    writeFileSync(join(host.memory, 'process_api/abc', NAME, SANDBOX, 'memory.oom_control'), 'oom_kill_disable 0\nunder_oom 0\noom_kill 3\n');
+    writeFileSync(
+      join(host.memory, 'process_api/abc', NAME, SANDBOX, 'memory.oom_control'),
+      'oom_kill_disable 0\nunder_oom 0\noom_kill 3\n',
+    );
     expect(await groups.oomKills()).toBe(3);
   });
 

@@ -8,7 +8,11 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { listWorkspaceFiles, readWorkspaceFile, writeWorkspaceFile } from '../../../../functions/mcp/sandbox/local/files';
+import {
+  listWorkspaceFiles,
+  readWorkspaceFile,
+  writeWorkspaceFile,
+} from '../../../../functions/mcp/sandbox/local/files';
 import { createWorkspace, type Workspace } from '../../../../functions/mcp/sandbox/local/workspace';
 
 const ROUNDS = 400;
@@ -36,7 +40,14 @@ beforeAll(async () => {
   ws = await createWorkspace({ root, sessionKey: 'racer', virtualHome: false, sandboxUser: false });
   // Flip home/d between a real directory and a symlink to the outside directory, as fast as possible.
   // Its own process group, so that killing it also kills the `mkdir` or `ln` it is running at that moment.
-  swapper = spawn('bash', ['-c', `cd ${ws.home} && while true; do rm -rf d; mkdir d; echo inside > d/secret; rm -rf d; ln -s ${outside} d; done`], { stdio: 'ignore', detached: true });
+  swapper = spawn(
+    'bash',
+    [
+      '-c',
+      `cd ${ws.home} && while true; do rm -rf d; mkdir d; echo inside > d/secret; rm -rf d; ln -s ${outside} d; done`,
+    ],
+    { stdio: 'ignore', detached: true },
+  );
   mkdirSync(join(ws.home, 'x', 'd'), { recursive: true });
   writeFileSync(join(ws.home, 'x', 'd', 'inside-entry'), 'inside');
   symlinkSync(outside, join(ws.home, 'x', 'l'));
@@ -64,7 +75,9 @@ it('never writes through a directory swapped for a symlink', async () => {
   for (let i = 0; i < ROUNDS; i += 1) {
     await writeWorkspaceFile(ws, `d/written-${i}`, Buffer.from('x')).catch(() => undefined);
   }
-  const leaked = Array.from({ length: ROUNDS }, (_, i) => `written-${i}`).filter((name) => existsSync(join(outside, name)));
+  const leaked = Array.from({ length: ROUNDS }, (_, i) => `written-${i}`).filter((name) =>
+    existsSync(join(outside, name)),
+  );
   expect(leaked).toEqual([]);
 });
 
@@ -80,7 +93,9 @@ it('never reads through a directory swapped for a symlink', async () => {
 it('never lists a directory swapped for a symlink from its target', async () => {
   const seen = new Set<string>();
   for (let i = 0; i < ROUNDS; i += 1) {
-    const listed = await listWorkspaceFiles(ws, { path: 'x', depth: 2, includeHidden: true, maxEntries: 100 }).catch(() => undefined);
+    const listed = await listWorkspaceFiles(ws, { path: 'x', depth: 2, includeHidden: true, maxEntries: 100 }).catch(
+      () => undefined,
+    );
     for (const entry of listed?.entries ?? []) seen.add(entry.path);
   }
   // The walk did see inside the real directory (under either name), so the race was run.

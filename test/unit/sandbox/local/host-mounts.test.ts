@@ -1,5 +1,10 @@
 /** The host's mount table and loop devices as the workspace disks read them (sandbox/local/host-mounts.ts). */
-import { mountsAt, parseMountinfo, toLoopDevice, unescapeMountField } from '../../../../functions/mcp/sandbox/local/host-mounts';
+import {
+  mountsAt,
+  parseMountinfo,
+  toLoopDevice,
+  unescapeMountField,
+} from '../../../../functions/mcp/sandbox/local/host-mounts';
 
 const MOUNTINFO = [
   '27 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw,discard',
@@ -37,7 +42,15 @@ describe('mountinfo', () => {
 
 describe('loop devices', () => {
   it('reads a backing file from sysfs, and tells a deleted one by the suffix the kernel adds', () => {
-    expect(toLoopDevice('loop7', '/srv/root/.disks/mcp-sandbox-x.img\n')).toEqual({ device: '/dev/loop7', backingFile: '/srv/root/.disks/mcp-sandbox-x.img', deleted: false });
-    expect(toLoopDevice('loop159', '/srv/root/.disks/mcp-sandbox-x.img (deleted)\n')).toEqual({ device: '/dev/loop159', backingFile: '/srv/root/.disks/mcp-sandbox-x.img', deleted: true });
+    expect(toLoopDevice('loop7', '/srv/root/.disks/mcp-sandbox-x.img\n')).toEqual({
+      device: '/dev/loop7',
+      backingFile: '/srv/root/.disks/mcp-sandbox-x.img',
+      deleted: false,
+    });
+    expect(toLoopDevice('loop159', '/srv/root/.disks/mcp-sandbox-x.img (deleted)\n')).toEqual({
+      device: '/dev/loop159',
+      backingFile: '/srv/root/.disks/mcp-sandbox-x.img',
+      deleted: true,
+    });
   });
 });

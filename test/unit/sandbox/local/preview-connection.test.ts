@@ -8,7 +8,11 @@
 import { createServer, type Server, type Socket } from 'node:net';
 
 import type { PreviewGate } from '../../../../functions/mcp/sandbox/local/preview-auth';
-import { PREVIEW_DRAIN_MS, servePreviewConnection, type StartTimer } from '../../../../functions/mcp/sandbox/local/preview-connection';
+import {
+  PREVIEW_DRAIN_MS,
+  servePreviewConnection,
+  type StartTimer,
+} from '../../../../functions/mcp/sandbox/local/preview-connection';
 import { Kind } from '../../../../functions/mcp/sandbox/local/supervisor-frames';
 import { SandboxStream, type StreamLink } from '../../../../functions/mcp/sandbox/local/supervisor-streams';
 import { pollUntil, SETTLE_MS } from '../../../support/processes';
@@ -108,7 +112,8 @@ async function client(): Promise<{ socket: Socket; received: () => string; close
   return { socket, received: () => Buffer.concat(chunks).toString('latin1'), closed };
 }
 
-const request = (path: string, headers: string[] = [COOKIE]): string => [`GET ${path} HTTP/1.1`, 'Host: h', ...headers, '', ''].join('\r\n');
+const request = (path: string, headers: string[] = [COOKIE]): string =>
+  [`GET ${path} HTTP/1.1`, 'Host: h', ...headers, '', ''].join('\r\n');
 const statusLines = (text: string): string[] => text.match(/^HTTP\/1\.1 \d{3} /gm) ?? [];
 const until = <T>(probe: () => T, done: (value: T) => boolean): Promise<T> => pollUntil(probe, done, SETTLE_MS, 5);
 
@@ -122,14 +127,19 @@ describe('the first request', () => {
 
   it('admitted: carried in, with its body, then what the app sends comes back', async () => {
     const c = await client();
-    c.socket.write('POST /form HTTP/1.1\r\nHost: h\r\nCookie: a=1; mcp_preview_9=c00kie\r\nContent-Length: 4\r\n\r\nab');
+    c.socket.write(
+      'POST /form HTTP/1.1\r\nHost: h\r\nCookie: a=1; mcp_preview_9=c00kie\r\nContent-Length: 4\r\n\r\nab',
+    );
     c.socket.write('cd');
     await until(carried, (text) => text.endsWith('abcd'));
     expect(carried()).toBe('POST /form HTTP/1.1\r\nHost: h\r\nCookie: a=1\r\nContent-Length: 4\r\n\r\nabcd');
     appSends('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok');
     await until(c.received, (text) => text.endsWith('ok'));
     c.socket.end();
-    await until(() => app.sawEof, (saw) => saw);
+    await until(
+      () => app.sawEof,
+      (saw) => saw,
+    );
     appEnds();
     expect(await c.closed).toBe('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok');
   });
@@ -146,7 +156,12 @@ describe('the first request', () => {
   it('408 once its deadline passes; 400 when the client ends in the middle of it; nothing when it sent nothing', async () => {
     const slow = await client();
     slow.socket.write('GET / HTTP/1.1\r\n');
-    (await until(() => running(HEAD_TIMEOUT_MS), (t) => t !== undefined))?.fire();
+    (
+      await until(
+        () => running(HEAD_TIMEOUT_MS),
+        (t) => t !== undefined,
+      )
+    )?.fire();
     expect(statusLines(await slow.closed)).toEqual(['HTTP/1.1 408 ']);
     const cut = await client();
     cut.socket.end('GET / HTTP/1.1\r\nHost:');
@@ -167,19 +182,27 @@ describe('the requests after it, on the same connection', () => {
     await until(c.received, (text) => text.endsWith('one'));
     c.socket.write(request('/two', [COOKIE, 'Origin: http://evil:1']));
     // The app is told its client ended; the refusal waits for the app to end its side.
-    await until(() => app.sawEof, (saw) => saw);
+    await until(
+      () => app.sawEof,
+      (saw) => saw,
+    );
     expect(statusLines(c.received())).toEqual(['HTTP/1.1 200 ']);
     appSends('[late bytes of the app]');
     appEnds();
     const all = await c.closed;
-    expect(all).toMatch(/^HTTP\/1\.1 200 OK\r\nContent-Length: 3\r\n\r\none\[late bytes of the app\]HTTP\/1\.1 403 Forbidden\r\n/);
+    expect(all).toMatch(
+      /^HTTP\/1\.1 200 OK\r\nContent-Length: 3\r\n\r\none\[late bytes of the app\]HTTP\/1\.1 403 Forbidden\r\n/,
+    );
     expect(carried()).toBe(request('/one', []));
   });
 
   it('a pipelined second request without the cookie likewise: the first goes in, not one byte of the second', async () => {
     const c = await client();
     c.socket.write(request('/one') + request('/two', ['X: pipelined']));
-    await until(() => app.sawEof, (saw) => saw);
+    await until(
+      () => app.sawEof,
+      (saw) => saw,
+    );
     expect(carried()).toBe(request('/one', []));
     appSends('HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n');
     appEnds();
@@ -222,8 +245,16 @@ describe('the requests after it, on the same connection', () => {
     await until(carried, (text) => text.length > 0);
     expect(running(HEAD_TIMEOUT_MS)).toBeUndefined();
     c.socket.write('GET /two HTTP/1.1\r\nHost');
-    (await until(() => running(HEAD_TIMEOUT_MS), (t) => t !== undefined))?.fire();
-    await until(() => app.sawEof, (saw) => saw);
+    (
+      await until(
+        () => running(HEAD_TIMEOUT_MS),
+        (t) => t !== undefined,
+      )
+    )?.fire();
+    await until(
+      () => app.sawEof,
+      (saw) => saw,
+    );
     appSends('HTTP/1.1 204 No Content\r\n\r\n');
     appEnds();
     expect(statusLines(await c.closed)).toEqual(['HTTP/1.1 204 ', 'HTTP/1.1 408 ']);
@@ -233,10 +264,18 @@ describe('the requests after it, on the same connection', () => {
   it('an app that does not end its side after a refusal: the connection closes at PREVIEW_DRAIN_MS, with no answer cut into the app’s', async () => {
     const c = await client();
     c.socket.write(request('/stream') + request('/two', []));
-    await until(() => app.sawEof, (saw) => saw);
+    await until(
+      () => app.sawEof,
+      (saw) => saw,
+    );
     appSends('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nstill');
     await until(c.received, (text) => text.endsWith('still'));
-    (await until(() => running(PREVIEW_DRAIN_MS), (t) => t !== undefined))?.fire();
+    (
+      await until(
+        () => running(PREVIEW_DRAIN_MS),
+        (t) => t !== undefined,
+      )
+    )?.fire();
     expect(await c.closed).toBe('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nstill');
   });
 });

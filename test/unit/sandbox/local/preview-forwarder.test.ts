@@ -14,7 +14,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import type { StartTimer } from '../../../../functions/mcp/sandbox/local/preview-connection';
-import { type PreviewAuth, PreviewForwarder, PreviewPortsBusy } from '../../../../functions/mcp/sandbox/local/preview-forwarder';
+import {
+  type PreviewAuth,
+  PreviewForwarder,
+  PreviewPortsBusy,
+} from '../../../../functions/mcp/sandbox/local/preview-forwarder';
 import { createPreviewSigner } from '../../../../functions/mcp/sandbox/local/preview-token';
 import type { Supervisor } from '../../../../functions/mcp/sandbox/local/supervisor';
 import { pollUntil, SETTLE_MS } from '../../../support/processes';
@@ -61,8 +65,21 @@ afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-function forwarder(options: { maxConnections?: number; maxPorts?: number; idleMs?: number; supervisor?: () => Promise<Supervisor | undefined>; name?: string } = {}): PreviewForwarder {
-  const made = new PreviewForwarder({ host: '127.0.0.1', supervisor: options.supervisor ?? (() => Promise.resolve(supervisor)), auth: auth(), ...options });
+function forwarder(
+  options: {
+    maxConnections?: number;
+    maxPorts?: number;
+    idleMs?: number;
+    supervisor?: () => Promise<Supervisor | undefined>;
+    name?: string;
+  } = {},
+): PreviewForwarder {
+  const made = new PreviewForwarder({
+    host: '127.0.0.1',
+    supervisor: options.supervisor ?? (() => Promise.resolve(supervisor)),
+    auth: auth(),
+    ...options,
+  });
   forwarders.push(made);
   return made;
 }
@@ -85,7 +102,14 @@ async function app(handle: (socket: Socket) => void, allowHalfOpen = false): Pro
 /** An HTTP/1.0 server whose every answer is `body`. */
 const httpApp = (body: string | Buffer): Promise<number> =>
   app((socket) => {
-    socket.once('data', () => socket.end(Buffer.concat([Buffer.from(`HTTP/1.0 200 OK\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n`), Buffer.from(body)])));
+    socket.once('data', () =>
+      socket.end(
+        Buffer.concat([
+          Buffer.from(`HTTP/1.0 200 OK\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n`),
+          Buffer.from(body),
+        ]),
+      ),
+    );
     socket.on('error', () => undefined);
   });
 
@@ -108,7 +132,11 @@ it('passes a half close through: the client ends its side and still gets the ans
     socket.on('end', () => socket.end(Buffer.concat(chunks).toString().toUpperCase()));
   }, true);
   const preview = await openPreview(await forwarder().open(port));
-  const answer = await exchange(preview.origin, `POST / HTTP/1.0\r\n${preview.cookie}\r\nContent-Length: 18\r\n\r\nping from the host`, true);
+  const answer = await exchange(
+    preview.origin,
+    `POST / HTTP/1.0\r\n${preview.cookie}\r\nContent-Length: 18\r\n\r\nping from the host`,
+    true,
+  );
   expect(answer).toEqual({ received: Buffer.from('POST / HTTP/1.0\r\nCONTENT-LENGTH: 18\r\n\r\nPING FROM THE HOST') });
 });
 
@@ -118,7 +146,9 @@ it('answers 502 when nothing listens on the port, or when no supervisor runs', a
   for (const previews of [forwarder(), forwarder({ supervisor: () => Promise.resolve(undefined) })]) {
     const preview = await openPreview(await previews.open(port));
     const refused = await exchange(preview.origin, httpGet('/', [preview.cookie]));
-    expect(refused.received.toString()).toMatch(/^HTTP\/1\.1 502 Bad Gateway\r\n[^]*\r\n\r\nNothing in the sandbox accepts connections on this port/);
+    expect(refused.received.toString()).toMatch(
+      /^HTTP\/1\.1 502 Bad Gateway\r\n[^]*\r\n\r\nNothing in the sandbox accepts connections on this port/,
+    );
   }
   expect(supervisor.alive).toBe(true);
 });
@@ -140,7 +170,11 @@ it('closes connections beyond the cap at once, and carries the next one after on
   const third = await exchange(origin, httpGet('/', [cookie]));
   expect(third.received.length).toBe(0);
   held[0]?.destroy();
-  await pollUntil(() => previews.connections, (n) => n === 1, SETTLE_MS);
+  await pollUntil(
+    () => previews.connections,
+    (n) => n === 1,
+    SETTLE_MS,
+  );
   const fourth = await openConnection(origin);
   fourth.write(httpGet('/', [cookie]));
   expect(String(await new Promise((resolve) => fourth.once('data', resolve)))).toBe('ok\n');
@@ -164,7 +198,11 @@ it('holds a sender in the sandbox back while the client does not read (the windo
   client.pause();
   client.write(httpGet('/', [cookie]));
   // Far more than the kernels' socket buffers hold stays with the sender: the supervisor stopped reading.
-  const queued = await pollUntil(() => appSocket?.writableLength ?? 0, (n) => n >= total / 2, SETTLE_MS);
+  const queued = await pollUntil(
+    () => appSocket?.writableLength ?? 0,
+    (n) => n >= total / 2,
+    SETTLE_MS,
+  );
   expect(queued).toBeGreaterThanOrEqual(total / 2);
   expect(supervisor.alive).toBe(true);
   let received = 0;
@@ -192,9 +230,17 @@ it('closes an idle listener, opens it again on the same host port, and closes ev
   const url = await previews.open(port);
   const { origin, cookie } = await openPreview(url);
   // The listener's idle time is a timer of the test's: it runs out once its connection closed, when fired here.
-  const idle = await pollUntil(() => timers.find((t) => t.ms === 20 && !t.cancelled), (t) => t !== undefined, SETTLE_MS);
+  const idle = await pollUntil(
+    () => timers.find((t) => t.ms === 20 && !t.cancelled),
+    (t) => t !== undefined,
+    SETTLE_MS,
+  );
   idle?.fire();
-  const refused = await pollUntil(() => exchange(origin, 'hi', true), (answer) => answer.error === 'ECONNREFUSED', SETTLE_MS);
+  const refused = await pollUntil(
+    () => exchange(origin, 'hi', true),
+    (answer) => answer.error === 'ECONNREFUSED',
+    SETTLE_MS,
+  );
   expect(refused.error).toBe('ECONNREFUSED');
   expect(new URL(await previews.open(port)).origin).toBe(origin);
 
@@ -221,10 +267,18 @@ it('listens on a bounded number of ports: the least recently asked for without a
   expect(bodyOf((await exchange(previewC.origin, httpGet('/', [previewC.cookie]))).received)).toBe('page');
   // Both carry a connection: no room for D.
   const held = await Promise.all([openConnection(new URL(urlA).origin), openConnection(previewC.origin)]);
-  await pollUntil(() => previews.connections, (n) => n === 2, SETTLE_MS);
+  await pollUntil(
+    () => previews.connections,
+    (n) => n === 2,
+    SETTLE_MS,
+  );
   await expect(previews.open(d)).rejects.toBeInstanceOf(PreviewPortsBusy);
   for (const socket of held) socket.destroy();
-  await pollUntil(() => previews.connections, (n) => n === 0, SETTLE_MS);
+  await pollUntil(
+    () => previews.connections,
+    (n) => n === 0,
+    SETTLE_MS,
+  );
   const previewD = await openPreview(await previews.open(d));
   expect(bodyOf((await exchange(previewD.origin, httpGet('/', [previewD.cookie]))).received)).toBe('page');
 });
@@ -251,16 +305,26 @@ describe('behind a capability URL, on loopback as on a public address', () => {
 
   const statusOf = (answer: Buffer): number => Number(/^HTTP\/1\.1 (\d{3}) /.exec(answer.toString('latin1'))?.[1] ?? 0);
   const headerOf = (answer: Buffer, name: string): string | undefined =>
-    new RegExp(`^${name}: ([^\\r\\n]*)\\r$`, 'im').exec(answer.toString('latin1').split('\r\n\r\n')[0] + '\r')?.[1] ?? undefined;
-  const get = (path: string, headers: string[] = []): string => [`GET ${path} HTTP/1.1`, 'Host: preview', ...headers, '', ''].join('\r\n');
+    new RegExp(`^${name}: ([^\\r\\n]*)\\r$`, 'im').exec(answer.toString('latin1').split('\r\n\r\n')[0] + '\r')?.[1] ??
+    undefined;
+  const get = (path: string, headers: string[] = []): string =>
+    [`GET ${path} HTTP/1.1`, 'Host: preview', ...headers, '', ''].join('\r\n');
 
   /** Opens the preview of a recording app; its URL, and the cookie its token is exchanged for. */
-  async function opened(): Promise<{ port: number; url: string; origin: string; received: Buffer[]; cookie: string; cookieName: string }> {
+  async function opened(): Promise<{
+    port: number;
+    url: string;
+    origin: string;
+    received: Buffer[];
+    cookie: string;
+    cookieName: string;
+  }> {
     const { port, received } = await recordingApp();
     const url = await forwarder().open(port);
     const { origin, pathname, search } = new URL(url);
     const answer = (await exchange(origin, get(`${pathname}${search}`), true)).received;
-    const [cookieName = '', cookie = ''] = /^([^=]+)=([^;]+);/.exec(headerOf(answer, 'Set-Cookie') ?? '')?.slice(1) ?? [];
+    const [cookieName = '', cookie = ''] =
+      /^([^=]+)=([^;]+);/.exec(headerOf(answer, 'Set-Cookie') ?? '')?.slice(1) ?? [];
     return { port, url, origin, received, cookie, cookieName };
   }
 
@@ -273,7 +337,11 @@ describe('behind a capability URL, on loopback as on a public address', () => {
     expect(statusOf(answer)).toBe(302);
     expect(headerOf(answer, 'Location')).toBe('/app/page?x=1&y=2');
     const hostPort = new URL(url).port;
-    expect(headerOf(answer, 'Set-Cookie')).toMatch(new RegExp(`^mcp_preview_${hostPort}=[0-9a-z]+\\.[A-Za-z0-9_-]{22}; Max-Age=3600; Path=/; HttpOnly; SameSite=Lax$`));
+    expect(headerOf(answer, 'Set-Cookie')).toMatch(
+      new RegExp(
+        `^mcp_preview_${hostPort}=[0-9a-z]+\\.[A-Za-z0-9_-]{22}; Max-Age=3600; Path=/; HttpOnly; SameSite=Lax$`,
+      ),
+    );
     expect(headerOf(answer, 'Set-Cookie')).not.toContain(search.slice('?mcp_preview='.length));
     expect(received).toEqual([]);
   });
@@ -283,11 +351,37 @@ describe('behind a capability URL, on loopback as on a public address', () => {
     expect(cookie).not.toBe('');
     const body = 'hello';
     const request = (cookies: string): string =>
-      [`POST /submit?x=1 HTTP/1.1`, 'Host: preview', 'X-Odd:  spaced\tvalue ', `Cookie: ${cookies}`, `Content-Length: ${body.length}`, '', body].join('\r\n');
+      [
+        `POST /submit?x=1 HTTP/1.1`,
+        'Host: preview',
+        'X-Odd:  spaced\tvalue ',
+        `Cookie: ${cookies}`,
+        `Content-Length: ${body.length}`,
+        '',
+        body,
+      ].join('\r\n');
     const chunked = (cookies: string): string =>
-      [`POST /chunks HTTP/1.1`, 'Host: preview', `Cookie: ${cookies}`, 'Transfer-Encoding: chunked', '', '5;ext="1"', 'hello', '7', ', world', '0', 'X-Trailer: t', '', ''].join('\r\n');
+      [
+        `POST /chunks HTTP/1.1`,
+        'Host: preview',
+        `Cookie: ${cookies}`,
+        'Transfer-Encoding: chunked',
+        '',
+        '5;ext="1"',
+        'hello',
+        '7',
+        ', world',
+        '0',
+        'X-Trailer: t',
+        '',
+        '',
+      ].join('\r\n');
     const own = `${cookieName}=${cookie}`;
-    const answer = await exchange(origin, request(`theme=dark; ${own}; mcp_preview_1234=another; lang=en`) + chunked(`${own}; b=2`), true);
+    const answer = await exchange(
+      origin,
+      request(`theme=dark; ${own}; mcp_preview_1234=another; lang=en`) + chunked(`${own}; b=2`),
+      true,
+    );
     expect(answer.received.toString()).toBe('HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok');
     expect(received.map(String)).toEqual([request('theme=dark; lang=en') + chunked('b=2')]);
 
@@ -299,7 +393,11 @@ describe('behind a capability URL, on loopback as on a public address', () => {
   it('judges every request of a kept-alive connection: a second one from a foreign page gets 403 and never reaches the app (a real client and app)', async () => {
     const seen: { url: string; origin?: string; cookie?: string }[] = [];
     const web = createHttpServer((req, res) => {
-      seen.push({ url: req.url ?? '', ...(req.headers.origin === undefined ? {} : { origin: req.headers.origin }), ...(req.headers.cookie === undefined ? {} : { cookie: req.headers.cookie }) });
+      seen.push({
+        url: req.url ?? '',
+        ...(req.headers.origin === undefined ? {} : { origin: req.headers.origin }),
+        ...(req.headers.cookie === undefined ? {} : { cookie: req.headers.cookie }),
+      });
       res.end('page');
     });
     servers.push(web as unknown as Server);
@@ -309,18 +407,25 @@ describe('behind a capability URL, on loopback as on a public address', () => {
     const sockets = new Set<unknown>();
     const get = (path: string, headers: Record<string, string>): Promise<{ status: number; body: string }> =>
       new Promise((resolve, reject) => {
-        const req = httpRequest(new URL(path, preview.origin), { agent, headers: { cookie: `${preview.cookie.slice('Cookie: '.length)}; app_session=a`, ...headers } }, (res: IncomingMessage) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (chunk: Buffer) => chunks.push(chunk));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }));
-        });
+        const req = httpRequest(
+          new URL(path, preview.origin),
+          { agent, headers: { cookie: `${preview.cookie.slice('Cookie: '.length)}; app_session=a`, ...headers } },
+          (res: IncomingMessage) => {
+            const chunks: Buffer[] = [];
+            res.on('data', (chunk: Buffer) => chunks.push(chunk));
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }));
+          },
+        );
         req.on('socket', (socket) => sockets.add(socket));
         req.on('error', reject);
         req.end();
       });
     expect(await get('/one', { origin: preview.origin })).toEqual({ status: 200, body: 'page' });
     const second = await get('/two', { origin: 'http://127.0.0.1:1' });
-    expect({ status: second.status, body: second.body }).toEqual({ status: 403, body: expect.stringContaining('another origin') });
+    expect({ status: second.status, body: second.body }).toEqual({
+      status: 403,
+      body: expect.stringContaining('another origin'),
+    });
     // One connection carried both.
     expect(sockets.size).toBe(1);
     expect(seen).toEqual([{ url: '/one', origin: preview.origin, cookie: 'app_session=a' }]);
@@ -329,7 +434,9 @@ describe('behind a capability URL, on loopback as on a public address', () => {
 
   it('judges a pipelined request behind an admitted one: the first is answered, the second gets 401, not one byte of it reaches the app', async () => {
     const { origin, received, cookie, cookieName } = await opened();
-    const answer = (await exchange(origin, get('/one', [`Cookie: ${cookieName}=${cookie}`]) + get('/two', ['X-Pipelined: yes']))).received.toString();
+    const answer = (
+      await exchange(origin, get('/one', [`Cookie: ${cookieName}=${cookie}`]) + get('/two', ['X-Pipelined: yes']))
+    ).received.toString();
     expect(answer.match(/HTTP\/1\.[01] \d{3}/g)).toEqual(['HTTP/1.0 200', 'HTTP/1.1 401']);
     expect(received.map(String)).toEqual([get('/one')]);
   });
@@ -339,14 +446,23 @@ describe('behind a capability URL, on loopback as on a public address', () => {
     web.on('upgrade', (req: IncomingMessage, socket: Socket) => {
       // The app's now: closed after the test like the other apps' sockets.
       appSockets.add(socket);
-      socket.write(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo\r\nConnection: Upgrade\r\nX-Origin: ${req.headers.origin}\r\n\r\n`);
+      socket.write(
+        `HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo\r\nConnection: Upgrade\r\nX-Origin: ${req.headers.origin}\r\n\r\n`,
+      );
       socket.on('data', (chunk: Buffer) => socket.write(Buffer.from(chunk.toString('latin1').toUpperCase(), 'latin1')));
     });
     servers.push(web as unknown as Server);
     await new Promise<void>((resolve) => web.listen(0, '127.0.0.1', resolve));
     const preview = await openPreview(await forwarder().open((web.address() as { port: number }).port));
     const upgraded = await new Promise<{ head: IncomingMessage; socket: Socket }>((resolve, reject) => {
-      const req = httpRequest(new URL('/ws', preview.origin), { headers: { cookie: preview.cookie.slice('Cookie: '.length), origin: preview.origin, connection: 'Upgrade', upgrade: 'echo' } });
+      const req = httpRequest(new URL('/ws', preview.origin), {
+        headers: {
+          cookie: preview.cookie.slice('Cookie: '.length),
+          origin: preview.origin,
+          connection: 'Upgrade',
+          upgrade: 'echo',
+        },
+      });
       req.on('upgrade', (head: IncomingMessage, socket: Socket) => resolve({ head, socket }));
       req.on('response', (res: IncomingMessage) => reject(new Error(`no upgrade: ${res.statusCode}`)));
       req.on('error', reject);
@@ -357,7 +473,11 @@ describe('behind a capability URL, on loopback as on a public address', () => {
     upgraded.socket.write('frame\r\n\r\nget / http/1.1\r\n');
     let echoed = '';
     upgraded.socket.on('data', (chunk: Buffer) => (echoed += chunk.toString('latin1')));
-    await pollUntil(() => echoed, (text) => text.length >= 25, SETTLE_MS);
+    await pollUntil(
+      () => echoed,
+      (text) => text.length >= 25,
+      SETTLE_MS,
+    );
     expect(echoed).toBe('FRAME\r\n\r\nGET / HTTP/1.1\r\n');
     upgraded.socket.destroy();
   });
@@ -369,19 +489,48 @@ describe('behind a capability URL, on loopback as on a public address', () => {
     expect(url.hostname).toBe(name);
     const address = `http://127.0.0.1:${url.port}`;
     const host = `Host: ${name}:${url.port}`;
-    const opening = (await exchange(address, [`GET /${url.search} HTTP/1.1`, host, '', ''].join('\r\n'), true)).received;
+    const opening = (await exchange(address, [`GET /${url.search} HTTP/1.1`, host, '', ''].join('\r\n'), true))
+      .received;
     expect(statusOf(opening)).toBe(302);
     const cookie = `Cookie: ${/^([^;]+)/.exec(headerOf(opening, 'Set-Cookie') ?? '')?.[1]}`;
-    for (const headers of [['Host: 127.0.0.1:' + url.port, cookie], [`Host: other.localhost:${url.port}`, cookie], [cookie]]) {
+    for (const headers of [
+      ['Host: 127.0.0.1:' + url.port, cookie],
+      [`Host: other.localhost:${url.port}`, cookie],
+      [cookie],
+    ]) {
       const answer = (await exchange(address, [`GET / HTTP/1.1`, ...headers, '', ''].join('\r\n'), true)).received;
       expect({ headers, status: statusOf(answer) }).toEqual({ headers, status: 421 });
     }
-    expect(statusOf((await exchange(address, [`GET /${url.search} HTTP/1.1`, 'Host: 127.0.0.1:' + url.port, '', ''].join('\r\n'), true)).received)).toBe(421);
+    expect(
+      statusOf(
+        (
+          await exchange(
+            address,
+            [`GET /${url.search} HTTP/1.1`, 'Host: 127.0.0.1:' + url.port, '', ''].join('\r\n'),
+            true,
+          )
+        ).received,
+      ),
+    ).toBe(421);
     expect(received).toEqual([]);
-    const own = [`POST / HTTP/1.1`, host.toUpperCase(), cookie, `Origin: http://${name}:${url.port}`, 'Content-Length: 0', '', ''];
+    const own = [
+      `POST / HTTP/1.1`,
+      host.toUpperCase(),
+      cookie,
+      `Origin: http://${name}:${url.port}`,
+      'Content-Length: 0',
+      '',
+      '',
+    ];
     await exchange(address, own.join('\r\n'), true);
     expect(received.length).toBe(1);
-    const foreign = (await exchange(address, [...own.slice(0, 3), `Origin: http://127.0.0.1:${url.port}`, ...own.slice(4)].join('\r\n'), true)).received;
+    const foreign = (
+      await exchange(
+        address,
+        [...own.slice(0, 3), `Origin: http://127.0.0.1:${url.port}`, ...own.slice(4)].join('\r\n'),
+        true,
+      )
+    ).received;
     expect(statusOf(foreign)).toBe(403);
   });
 
@@ -401,7 +550,12 @@ describe('behind a capability URL, on loopback as on a public address', () => {
       const answer = (await exchange(origin, get(`/?mcp_preview=${bad}`), true)).received;
       expect({ why, status: statusOf(answer) }).toEqual({ why, status: 401 });
     }
-    for (const headers of [[], [`Cookie: ${cookieName}=${token}`], [`Cookie: mcp_preview_1=${cookie}`], [`Cookie: ${cookieName}=${cookie}x`]]) {
+    for (const headers of [
+      [],
+      [`Cookie: ${cookieName}=${token}`],
+      [`Cookie: mcp_preview_1=${cookie}`],
+      [`Cookie: ${cookieName}=${cookie}x`],
+    ]) {
       const answer = (await exchange(origin, get('/', headers), true)).received;
       expect({ headers, status: statusOf(answer) }).toEqual({ headers, status: 401 });
       expect(answer.toString()).toContain('get_preview_url');
@@ -415,7 +569,9 @@ describe('behind a capability URL, on loopback as on a public address', () => {
 
   it('refuses the cookie from a page of another origin on the host (403), and takes it from the preview itself', async () => {
     const { origin, received, cookie, cookieName } = await opened();
-    const foreignPage = (await exchange(origin, get('/', [`Cookie: ${cookieName}=${cookie}`, 'Origin: http://127.0.0.1:1']), true)).received;
+    const foreignPage = (
+      await exchange(origin, get('/', [`Cookie: ${cookieName}=${cookie}`, 'Origin: http://127.0.0.1:1']), true)
+    ).received;
     expect(statusOf(foreignPage)).toBe(403);
     expect(received).toEqual([]);
     await exchange(origin, get('/', [`Cookie: ${cookieName}=${cookie}`, `Origin: ${origin}`]), true);
@@ -424,14 +580,22 @@ describe('behind a capability URL, on loopback as on a public address', () => {
 
   it('answers 431 to headers beyond the cap, 400 to bytes that are not HTTP, 408 to a client that sends nothing in time', async () => {
     const { origin, received, cookie, cookieName } = await opened();
-    const big = (await exchange(origin, get('/', [`Cookie: ${cookieName}=${cookie}`, `X-Big: ${'a'.repeat(16 * 1024)}`]), true)).received;
+    const big = (
+      await exchange(origin, get('/', [`Cookie: ${cookieName}=${cookie}`, `X-Big: ${'a'.repeat(16 * 1024)}`]), true)
+    ).received;
     expect(statusOf(big)).toBe(431);
     // A TLS ClientHello's first bytes, the connection left open: refused at once, without waiting for a blank line.
-    const tls = (await exchange(origin, Buffer.from([0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03]))).received;
+    const tls = (
+      await exchange(origin, Buffer.from([0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03]))
+    ).received;
     expect(statusOf(tls)).toBe(400);
     const silent = await openConnection(origin);
     const outcome = exchangeOn(silent, '');
-    const deadline = await pollUntil(() => timers.find((t) => t.ms === 5_000 && !t.cancelled), (t) => t !== undefined, SETTLE_MS);
+    const deadline = await pollUntil(
+      () => timers.find((t) => t.ms === 5_000 && !t.cancelled),
+      (t) => t !== undefined,
+      SETTLE_MS,
+    );
     deadline?.fire();
     expect(statusOf((await outcome).received)).toBe(408);
     expect(received).toEqual([]);

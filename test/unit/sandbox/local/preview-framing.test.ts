@@ -4,7 +4,11 @@
  * the stream raw after an upgrade, and every ambiguous or unsupported framing refused. Each stream is read whole
  * and one byte at a time: the answer must not depend on how TCP cut it.
  */
-import { type Framed, PREVIEW_MAX_CHUNK_LINE_BYTES, RequestFramer } from '../../../../functions/mcp/sandbox/local/preview-framing';
+import {
+  type Framed,
+  PREVIEW_MAX_CHUNK_LINE_BYTES,
+  RequestFramer,
+} from '../../../../functions/mcp/sandbox/local/preview-framing';
 
 /** What the framer makes of `stream`: heads as their request lines, runs of bytes joined, and a refusal. */
 function frame(stream: string, oneByteAtATime = false, maxHeadBytes?: number): string[] {
@@ -29,7 +33,8 @@ function expectFramed(stream: string, expected: string[], maxHeadBytes?: number)
   expect(frame(stream, true, maxHeadBytes)).toEqual(expected);
 }
 
-const get = (path: string, headers: string[] = []): string => [`GET ${path} HTTP/1.1`, 'Host: h', ...headers, '', ''].join('\r\n');
+const get = (path: string, headers: string[] = []): string =>
+  [`GET ${path} HTTP/1.1`, 'Host: h', ...headers, '', ''].join('\r\n');
 
 describe('one connection, many requests', () => {
   it('finds every head of a kept-alive stream: no body, a Content-Length body, a chunked one with extensions and trailers', () => {
@@ -42,10 +47,18 @@ describe('one connection, many requests', () => {
 
   it('never takes a body for a head: a request inside a Content-Length body or a chunk is bytes', () => {
     const smuggled = get('/admin');
-    expectFramed(`POST / HTTP/1.1\r\nHost: h\r\nContent-Length: ${smuggled.length}\r\n\r\n${smuggled}${get('/next')}`, ['HEAD POST /', `BYTES ${smuggled}`, 'HEAD GET /next']);
+    expectFramed(`POST / HTTP/1.1\r\nHost: h\r\nContent-Length: ${smuggled.length}\r\n\r\n${smuggled}${get('/next')}`, [
+      'HEAD POST /',
+      `BYTES ${smuggled}`,
+      'HEAD GET /next',
+    ]);
     const chunk = `0\r\n\r\n${smuggled}`;
     const body = `${chunk.length.toString(16)}\r\n${chunk}\r\n0\r\n\r\n`;
-    expectFramed(`POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n${body}${get('/next')}`, ['HEAD POST /', `BYTES ${body}`, 'HEAD GET /next']);
+    expectFramed(`POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n${body}${get('/next')}`, [
+      'HEAD POST /',
+      `BYTES ${body}`,
+      'HEAD GET /next',
+    ]);
   });
 
   it('drops empty lines between requests', () => {
@@ -54,7 +67,10 @@ describe('one connection, many requests', () => {
 
   it('passes everything after an upgrade unread, and only after one that asks for it (Upgrade and Connection: upgrade)', () => {
     const frames = '\x81\x05hello GET /not-a-head HTTP/1.1\r\n\r\n';
-    expectFramed(`${get('/ws', ['Upgrade: websocket', 'Connection: keep-alive, Upgrade'])}${frames}`, ['HEAD GET /ws', `BYTES ${frames}`]);
+    expectFramed(`${get('/ws', ['Upgrade: websocket', 'Connection: keep-alive, Upgrade'])}${frames}`, [
+      'HEAD GET /ws',
+      `BYTES ${frames}`,
+    ]);
     expectFramed(`${get('/no', ['Upgrade: websocket'])}${get('/next')}`, ['HEAD GET /no', 'HEAD GET /next']);
   });
 
@@ -91,7 +107,16 @@ describe('what it refuses', () => {
 
   it('chunks that are not framed exactly: bare LF, bad size, no CRLF after the data, a line too long', () => {
     const post = 'POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n';
-    for (const body of ['5\nhello\r\n0\r\n\r\n', 'x\r\n', '-1\r\n', '5\r\nhelloXY0\r\n\r\n', '5\r\nhello\n0\r\n\r\n', `1;${'e'.repeat(PREVIEW_MAX_CHUNK_LINE_BYTES)}\r\n`, '0\r\nbad trailer\r\n\r\n', '1000000000000\r\n']) {
+    for (const body of [
+      '5\nhello\r\n0\r\n\r\n',
+      'x\r\n',
+      '-1\r\n',
+      '5\r\nhelloXY0\r\n\r\n',
+      '5\r\nhello\n0\r\n\r\n',
+      `1;${'e'.repeat(PREVIEW_MAX_CHUNK_LINE_BYTES)}\r\n`,
+      '0\r\nbad trailer\r\n\r\n',
+      '1000000000000\r\n',
+    ]) {
       const framed = frame(post + body);
       expect({ body, last: framed.at(-1) }).toEqual({ body, last: 'BAD 400' });
       expect(frame(post + body, true).at(-1)).toBe('BAD 400');
@@ -99,7 +124,15 @@ describe('what it refuses', () => {
   });
 
   it('what is not an HTTP/1.x head, 400, as soon as it shows', () => {
-    for (const stream of ['PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'GET /\r\n\r\n', ' GET / HTTP/1.1\r\n\r\n', 'GET / HTTP/1.1\r\nNo colon here\r\n\r\n', 'GET / HTTP/1.1\r\nX: a\r\n folded\r\n\r\n', 'GET / HTTP/1.1\r\nX: a\x00b\r\n\r\n', 'GET / HTTP/1.1\r\nX: a\rb\r\n\r\n']) {
+    for (const stream of [
+      'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n',
+      'GET /\r\n\r\n',
+      ' GET / HTTP/1.1\r\n\r\n',
+      'GET / HTTP/1.1\r\nNo colon here\r\n\r\n',
+      'GET / HTTP/1.1\r\nX: a\r\n folded\r\n\r\n',
+      'GET / HTTP/1.1\r\nX: a\x00b\r\n\r\n',
+      'GET / HTTP/1.1\r\nX: a\rb\r\n\r\n',
+    ]) {
       expect({ stream, framed: frame(stream) }).toEqual({ stream, framed: ['BAD 400'] });
     }
     // A TLS ClientHello, and a method too long, without waiting for a line end.
@@ -107,8 +140,17 @@ describe('what it refuses', () => {
     expect(frame('G'.repeat(40))).toEqual(['BAD 400']);
     // Bare LF line ends: an app that ends lines only at CRLF would read other lines (a body as a head) than the front.
     const smuggled = 'GET /admin HTTP/1.1\r\nHost: h\r\n\r\n';
-    for (const stream of ['GET / HTTP/1.0\n\n', 'GET / HTTP/1.1\nHost: h\r\n\r\n', `POST / HTTP/1.1\r\nHost: h\nContent-Length: ${smuggled.length}\r\n\r\n${smuggled}`, 'GET / HTTP/1.1\r\nHost: h\r\n\n']) {
-      expect({ stream, framed: frame(stream), oneByteAtATime: frame(stream, true) }).toEqual({ stream, framed: ['BAD 400'], oneByteAtATime: ['BAD 400'] });
+    for (const stream of [
+      'GET / HTTP/1.0\n\n',
+      'GET / HTTP/1.1\nHost: h\r\n\r\n',
+      `POST / HTTP/1.1\r\nHost: h\nContent-Length: ${smuggled.length}\r\n\r\n${smuggled}`,
+      'GET / HTTP/1.1\r\nHost: h\r\n\n',
+    ]) {
+      expect({ stream, framed: frame(stream), oneByteAtATime: frame(stream, true) }).toEqual({
+        stream,
+        framed: ['BAD 400'],
+        oneByteAtATime: ['BAD 400'],
+      });
     }
     // A bad head after a good one.
     expect(frame(`${get('/')}GET / HTTP/1.1\r\nbad\r\n\r\n`)).toEqual(['HEAD GET /', 'BAD 400']);
@@ -118,6 +160,8 @@ describe('what it refuses', () => {
     expect(frame(get('/', [`X: ${'a'.repeat(200)}`]), false, 128)).toEqual(['BAD 431']);
     expect(frame(`GET / HTTP/1.1\r\nX: ${'a'.repeat(200)}`, true, 128)).toEqual(['BAD 431']);
     const trailers = `0\r\n${`X: ${'t'.repeat(60)}\r\n`.repeat(3)}\r\n`;
-    expect(frame(`POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n${trailers}`, true, 128).at(-1)).toBe('BAD 431');
+    expect(frame(`POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n${trailers}`, true, 128).at(-1)).toBe(
+      'BAD 431',
+    );
   });
 });

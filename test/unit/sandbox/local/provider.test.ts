@@ -17,13 +17,32 @@ afterEach(() => rmSync(root, { recursive: true, force: true }));
 
 const OWNER = { sessionKey: 'session-key', principal: 'p' };
 const withoutBwrap = { ...findHostTools(), bwrap: undefined };
-const config = (over: Partial<LocalSandboxConfig>): LocalSandboxConfig => ({ root, isolation: 'auto', allowNetwork: false, python: 'python3', hiddenPaths: [], exposed: false, ...over });
+const config = (over: Partial<LocalSandboxConfig>): LocalSandboxConfig => ({
+  root,
+  isolation: 'auto',
+  allowNetwork: false,
+  python: 'python3',
+  hiddenPaths: [],
+  exposed: false,
+  ...over,
+});
 
 it('refuses to run sandbox code without bubblewrap when other hosts can reach the server, and says how to choose otherwise', async () => {
-  const provider = createLocalSandboxProvider({ config: config({ exposed: true }), logger: SILENT_LOGGER, tools: withoutBwrap });
+  const provider = createLocalSandboxProvider({
+    config: config({ exposed: true }),
+    logger: SILENT_LOGGER,
+    tools: withoutBwrap,
+  });
   await provider.ready();
-  expect(provider.status()).toMatchObject({ backend: 'local', ready: false, detail: expect.stringContaining('LOCAL_SANDBOX_ISOLATION=none') });
-  await expect(provider.create(OWNER)).rejects.toMatchObject({ code: 'sandbox_error', message: expect.stringContaining('sandbox code is not run without isolation') });
+  expect(provider.status()).toMatchObject({
+    backend: 'local',
+    ready: false,
+    detail: expect.stringContaining('LOCAL_SANDBOX_ISOLATION=none'),
+  });
+  await expect(provider.create(OWNER)).rejects.toMatchObject({
+    code: 'sandbox_error',
+    message: expect.stringContaining('sandbox code is not run without isolation'),
+  });
 });
 
 it('runs unisolated when chosen on purpose, or on a loopback-only server (with a warning)', async () => {

@@ -18,5 +18,11 @@ it.each([
   const path = join(LOCAL, file);
   expect(source).toBe(readFileSync(path, 'utf8'));
   // compile(), not py_compile: nothing is written beside the sources.
-  expect(execFileSync('python3', ['-I', '-S', '-c', 'import sys; compile(open(sys.argv[1]).read(), sys.argv[1], "exec"); print("ok")', path], { encoding: 'utf8' })).toBe('ok\n');
+  expect(
+    execFileSync(
+      'python3',
+      ['-I', '-S', '-c', 'import sys; compile(open(sys.argv[1]).read(), sys.argv[1], "exec"); print("ok")', path],
+      { encoding: 'utf8' },
+    ),
+  ).toBe('ok\n');
 });

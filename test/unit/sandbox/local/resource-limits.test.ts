@@ -31,23 +31,39 @@ describe('the limit settings', () => {
   });
 
   it('take whole MiB, a whole process count, and a CPU share with decimals', () => {
-    const local = loadConfig({ LOCAL_SANDBOX_MEMORY_MB: '128', LOCAL_SANDBOX_MAX_PROCESSES: '32', LOCAL_SANDBOX_CPUS: '0.25' }).local;
+    const local = loadConfig({
+      LOCAL_SANDBOX_MEMORY_MB: '128',
+      LOCAL_SANDBOX_MAX_PROCESSES: '32',
+      LOCAL_SANDBOX_CPUS: '0.25',
+    }).local;
     expect(local).toMatchObject({ memoryMb: 128, maxProcesses: 32, cpus: 0.25 });
-    expect(limitSettings(local, { ...DEFAULT_PROCESS_LIMITS, maxProcesses: 32 })).toEqual({ memoryBytes: 128 * 2 ** 20, maxProcesses: 32, cpus: 0.25 });
+    expect(limitSettings(local, { ...DEFAULT_PROCESS_LIMITS, maxProcesses: 32 })).toEqual({
+      memoryBytes: 128 * 2 ** 20,
+      maxProcesses: 32,
+      cpus: 0.25,
+    });
   });
 
   it('refuse values that are not numbers, or out of range, naming each', () => {
-    const problems = problemsOf({ LOCAL_SANDBOX_MEMORY_MB: '1.5', LOCAL_SANDBOX_MAX_PROCESSES: '2', LOCAL_SANDBOX_CPUS: 'half' }).join('\n');
+    const problems = problemsOf({
+      LOCAL_SANDBOX_MEMORY_MB: '1.5',
+      LOCAL_SANDBOX_MAX_PROCESSES: '2',
+      LOCAL_SANDBOX_CPUS: 'half',
+    }).join('\n');
     expect(problems).toContain('LOCAL_SANDBOX_MEMORY_MB must be an integer from 16 to 4194304 (got "1.5")');
     expect(problems).toContain('LOCAL_SANDBOX_MAX_PROCESSES must be an integer from 8 to 4194304 (got "2")');
-    expect(problems).toContain('LOCAL_SANDBOX_CPUS must be a number of CPUs from 0.01 to 1024, decimals allowed (got "half")');
-    for (const cpus of ['0', '0.001', '-1', '2000', '1e3']) expect(problemsOf({ LOCAL_SANDBOX_CPUS: cpus }).join()).toContain('LOCAL_SANDBOX_CPUS');
+    expect(problems).toContain(
+      'LOCAL_SANDBOX_CPUS must be a number of CPUs from 0.01 to 1024, decimals allowed (got "half")',
+    );
+    for (const cpus of ['0', '0.001', '-1', '2000', '1e3'])
+      expect(problemsOf({ LOCAL_SANDBOX_CPUS: cpus }).join()).toContain('LOCAL_SANDBOX_CPUS');
   });
 });
 
 describe('what holds each limit', () => {
   const settings = { memoryBytes: 2 ** 30, maxProcesses: 512, cpus: 1 };
-  const v1 = (controllers: CgroupPlacement['controllers']): SandboxCgroups => new SandboxCgroups([{ version: 1, parent: '/sys/fs/cgroup/x/p', controllers }], settings);
+  const v1 = (controllers: CgroupPlacement['controllers']): SandboxCgroups =>
+    new SandboxCgroups([{ version: 1, parent: '/sys/fs/cgroup/x/p', controllers }], settings);
 
   it('a cgroup where there is one', () => {
     expect(heldLimits(settings, v1(['memory', 'pids', 'cpu']), { prlimit: true, ownUsers: true }, true)).toEqual({
@@ -63,15 +79,24 @@ describe('what holds each limit', () => {
       processes: { value: 512, enforcedBy: 'rlimit' },
       cpu: { value: null, enforcedBy: 'none' },
     });
-    expect(heldLimits(settings, undefined, { prlimit: true, ownUsers: false }, true).processes).toEqual({ value: null, enforcedBy: 'none' });
-    expect(heldLimits(settings, undefined, { prlimit: false, ownUsers: true }, true).memory).toEqual({ value: null, enforcedBy: 'none' });
+    expect(heldLimits(settings, undefined, { prlimit: true, ownUsers: false }, true).processes).toEqual({
+      value: null,
+      enforcedBy: 'none',
+    });
+    expect(heldLimits(settings, undefined, { prlimit: false, ownUsers: true }, true).memory).toEqual({
+      value: null,
+      enforcedBy: 'none',
+    });
     expect(processLimitsFor(DEFAULT_PROCESS_LIMITS, settings, undefined).maxDataBytes).toBe(2 ** 30);
     expect(processLimitsFor(DEFAULT_PROCESS_LIMITS, settings, v1(['pids'])).maxDataBytes).toBe(2 ** 30);
     expect(processLimitsFor(DEFAULT_PROCESS_LIMITS, settings, v1(['memory'])).maxDataBytes).toBeUndefined();
   });
 
   it('says "probing" until the start-up probe is done', () => {
-    expect(heldLimits(settings, undefined, { prlimit: true, ownUsers: false }, false).cpu).toEqual({ value: null, enforcedBy: 'probing' });
+    expect(heldLimits(settings, undefined, { prlimit: true, ownUsers: false }, false).cpu).toEqual({
+      value: null,
+      enforcedBy: 'probing',
+    });
   });
 });
 
@@ -85,7 +110,22 @@ describe('the launcher’s wrapper, which enters a sandbox’s groups', () => {
   it('writes its own pid to each group, then becomes the command (same pid)', () => {
     const files = [join(dir, 'a'), join(dir, 'b')];
     for (const file of files) writeFileSync(file, '');
-    const run = spawnSync('/bin/sh', ['-c', ENTER_CGROUPS_SCRIPT, 'sh', ...files, '--', '/bin/sh', '-c', 'echo $$; echo "$1"', 'inner', 'arg with spaces'], { encoding: 'utf8' });
+    const run = spawnSync(
+      '/bin/sh',
+      [
+        '-c',
+        ENTER_CGROUPS_SCRIPT,
+        'sh',
+        ...files,
+        '--',
+        '/bin/sh',
+        '-c',
+        'echo $$; echo "$1"',
+        'inner',
+        'arg with spaces',
+      ],
+      { encoding: 'utf8' },
+    );
     expect(run.status).toBe(0);
     const [pid, arg] = run.stdout.split('\n');
     expect(arg).toBe('arg with spaces');
@@ -94,7 +134,11 @@ describe('the launcher’s wrapper, which enters a sandbox’s groups', () => {
 
   it('runs nothing when a group cannot be entered (exit 125)', () => {
     const ran = join(dir, 'ran');
-    const run = spawnSync('/bin/sh', ['-c', ENTER_CGROUPS_SCRIPT, 'sh', join(dir, 'missing', 'cgroup.procs'), '--', '/bin/sh', '-c', `touch ${ran}`], { encoding: 'utf8' });
+    const run = spawnSync(
+      '/bin/sh',
+      ['-c', ENTER_CGROUPS_SCRIPT, 'sh', join(dir, 'missing', 'cgroup.procs'), '--', '/bin/sh', '-c', `touch ${ran}`],
+      { encoding: 'utf8' },
+    );
     expect(run.status).toBe(125);
     expect(run.stderr).toContain('sandbox: cannot enter');
     expect(() => readFileSync(ran)).toThrow();
@@ -113,20 +157,37 @@ describe('the memory rlimit where no cgroup holds memory (RLIMIT_DATA at the def
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
   const underLimit = (program: string, ...args: string[]) =>
-    spawnSync(prlimit ?? 'prlimit', [`--data=${2 ** 30}`, '--', program, ...args], { cwd: dir, encoding: 'utf8', timeout: 120_000 });
+    spawnSync(prlimit ?? 'prlimit', [`--data=${2 ** 30}`, '--', program, ...args], {
+      cwd: dir,
+      encoding: 'utf8',
+      timeout: 120_000,
+    });
 
   // RLIMIT_AS at 1 GiB would break Java (it reserves ~1 GiB of compressed class space alone); RLIMIT_DATA counts
   // only memory written to, so runtimes that reserve address space still start.
-  (prlimit !== undefined && java !== undefined && javac !== undefined ? it : it.skip)('lets Java 17 compile and run (javac, java, the single-file launcher)', () => {
-    writeFileSync(join(dir, 'Main.java'), 'public class Main { public static void main(String[] a) { byte[] b = new byte[64 << 20]; System.out.println("java " + b.length); } }');
-    expect(underLimit(javac ?? 'javac', '-d', '.', 'Main.java')).toMatchObject({ status: 0 });
-    expect(existsSync(join(dir, 'Main.class'))).toBe(true);
-    expect(underLimit(java ?? 'java', '-cp', '.', 'Main')).toMatchObject({ status: 0, stdout: `java ${64 << 20}\n` });
-    expect(underLimit(java ?? 'java', 'Main.java')).toMatchObject({ status: 0, stdout: `java ${64 << 20}\n` });
-  }, 400_000);
+  (prlimit !== undefined && java !== undefined && javac !== undefined ? it : it.skip)(
+    'lets Java 17 compile and run (javac, java, the single-file launcher)',
+    () => {
+      writeFileSync(
+        join(dir, 'Main.java'),
+        'public class Main { public static void main(String[] a) { byte[] b = new byte[64 << 20]; System.out.println("java " + b.length); } }',
+      );
+      expect(underLimit(javac ?? 'javac', '-d', '.', 'Main.java')).toMatchObject({ status: 0 });
+      expect(existsSync(join(dir, 'Main.class'))).toBe(true);
+      expect(underLimit(java ?? 'java', '-cp', '.', 'Main')).toMatchObject({ status: 0, stdout: `java ${64 << 20}\n` });
+      expect(underLimit(java ?? 'java', 'Main.java')).toMatchObject({ status: 0, stdout: `java ${64 << 20}\n` });
+    },
+    400_000,
+  );
 
-  (prlimit !== undefined && node !== undefined ? it : it.skip)('lets Node run, and stops an allocation beyond it', () => {
-    expect(underLimit(node ?? 'node', '-e', 'console.log(Buffer.alloc(64 << 20, 1).length)')).toMatchObject({ status: 0, stdout: `${64 << 20}\n` });
-    expect(underLimit(node ?? 'node', '-e', 'Buffer.alloc(2 * 2 ** 30, 1)').status).not.toBe(0);
-  });
+  (prlimit !== undefined && node !== undefined ? it : it.skip)(
+    'lets Node run, and stops an allocation beyond it',
+    () => {
+      expect(underLimit(node ?? 'node', '-e', 'console.log(Buffer.alloc(64 << 20, 1).length)')).toMatchObject({
+        status: 0,
+        stdout: `${64 << 20}\n`,
+      });
+      expect(underLimit(node ?? 'node', '-e', 'Buffer.alloc(2 * 2 ** 30, 1)').status).not.toBe(0);
+    },
+  );
 });

@@ -3,7 +3,11 @@
  * the window both ways, and what it does with frames a supervisor should not send (unknown keys ignored, bytes
  * past the window reported as misbehaviour).
  */
-import { Kind, STREAM_CHUNK_BYTES, STREAM_WINDOW_BYTES } from '../../../../functions/mcp/sandbox/local/supervisor-frames';
+import {
+  Kind,
+  STREAM_CHUNK_BYTES,
+  STREAM_WINDOW_BYTES,
+} from '../../../../functions/mcp/sandbox/local/supervisor-frames';
 import { type StreamLink, StreamTable } from '../../../../functions/mcp/sandbox/local/supervisor-streams';
 
 interface Sent {
@@ -21,7 +25,13 @@ function recordingLink(): StreamLink & { sent: Sent[]; misbehaviours: number; se
     settles: 0,
     backlog: false,
     send(kind: number, key: number, fd: number, payload: Buffer = Buffer.alloc(0)) {
-      link.sent.push({ kind, key, fd, payload: payload.length <= 32 ? payload.toString('latin1') : '', bytes: payload.length });
+      link.sent.push({
+        kind,
+        key,
+        fd,
+        payload: payload.length <= 32 ? payload.toString('latin1') : '',
+        bytes: payload.length,
+      });
     },
     backlogged: () => link.backlog,
     misbehaved() {
@@ -37,7 +47,11 @@ function recordingLink(): StreamLink & { sent: Sent[]; misbehaviours: number; se
 const events = (stream: NodeJS.EventEmitter): string[] => {
   const seen: string[] = [];
   for (const name of ['connect', 'refused', 'data', 'end', 'drain', 'close']) {
-    stream.on(name, (arg: unknown) => seen.push(name === 'refused' ? `refused ${String(arg)}` : name === 'data' ? `data ${(arg as Buffer).length}` : name));
+    stream.on(name, (arg: unknown) =>
+      seen.push(
+        name === 'refused' ? `refused ${String(arg)}` : name === 'data' ? `data ${(arg as Buffer).length}` : name,
+      ),
+    );
   }
   return seen;
 };

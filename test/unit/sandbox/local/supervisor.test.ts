@@ -12,7 +12,14 @@ import { join } from 'node:path';
 import { type SandboxProcess, Supervisor } from '../../../../functions/mcp/sandbox/local/supervisor';
 import { STREAM_WINDOW_BYTES } from '../../../../functions/mcp/sandbox/local/supervisor-frames';
 import type { SandboxStream } from '../../../../functions/mcp/sandbox/local/supervisor-streams';
-import { listProcesses, markedSleep, pollUntil, processesWithCmdline, SETTLE_MS, waitUntilGone } from '../../../support/processes';
+import {
+  listProcesses,
+  markedSleep,
+  pollUntil,
+  processesWithCmdline,
+  SETTLE_MS,
+  waitUntilGone,
+} from '../../../support/processes';
 import { HOST_PATH, startHostSupervisor } from '../../../support/supervisor';
 
 let dir: string;
@@ -43,7 +50,9 @@ function ended(proc: SandboxProcess): Promise<Ended> {
   proc.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
   return new Promise((resolve, reject) => {
     proc.once('error', reject);
-    proc.once('close', (code: number | null, signal: NodeJS.Signals | null) => resolve({ code, signal, stdout, stderr }));
+    proc.once('close', (code: number | null, signal: NodeJS.Signals | null) =>
+      resolve({ code, signal, stdout, stderr }),
+    );
   });
 }
 
@@ -79,9 +88,18 @@ const sh = (command: string, options: { stdin?: boolean; cwd?: string } = {}) =>
   supervisor.spawn({ argv: ['sh', '-c', command], cwd: options.cwd ?? dir, env, stdin: options.stdin });
 
 it('relays both streams in full, the exit code, the working directory and the environment', async () => {
-  const proc = supervisor.spawn({ argv: ['sh', '-c', 'head -c 3000000 /dev/zero | tr "\\0" a; echo; pwd >&2; echo "$GREETING" >&2; exit 7'], cwd: dir, env: { ...env, GREETING: 'hello' } });
+  const proc = supervisor.spawn({
+    argv: ['sh', '-c', 'head -c 3000000 /dev/zero | tr "\\0" a; echo; pwd >&2; echo "$GREETING" >&2; exit 7'],
+    cwd: dir,
+    env: { ...env, GREETING: 'hello' },
+  });
   const result = await ended(proc);
-  expect({ code: result.code, signal: result.signal, stdoutBytes: result.stdout.length, stderr: result.stderr }).toEqual({ code: 7, signal: null, stdoutBytes: 3_000_001, stderr: `${dir}\nhello\n` });
+  expect({
+    code: result.code,
+    signal: result.signal,
+    stdoutBytes: result.stdout.length,
+    stderr: result.stderr,
+  }).toEqual({ code: 7, signal: null, stdoutBytes: 3_000_001, stderr: `${dir}\nhello\n` });
 });
 
 it('writes stdin and closes it', async () => {
@@ -97,8 +115,12 @@ it('gives a process without stdin /dev/null, and default signal dispositions (a 
 });
 
 it('reports a program that is not there, and a working directory that is not, as errors with their codes', async () => {
-  await expect(ended(supervisor.spawn({ argv: ['no-such-program-here'], cwd: dir, env }))).rejects.toMatchObject({ code: 'ENOENT' });
-  await expect(ended(supervisor.spawn({ argv: ['true'], cwd: join(dir, 'missing'), env }))).rejects.toMatchObject({ code: 'ENOENT' });
+  await expect(ended(supervisor.spawn({ argv: ['no-such-program-here'], cwd: dir, env }))).rejects.toMatchObject({
+    code: 'ENOENT',
+  });
+  await expect(ended(supervisor.spawn({ argv: ['true'], cwd: join(dir, 'missing'), env }))).rejects.toMatchObject({
+    code: 'ENOENT',
+  });
   // And it keeps working.
   expect((await ended(sh('echo still here'))).stdout).toBe('still here\n');
 });
@@ -107,7 +129,11 @@ it('signals the whole group, and kills what the leader leaves behind when it exi
   const inGroup = markedSleep(1101);
   const proc = sh(`${inGroup} & ${inGroup} & wait`);
   const done = ended(proc);
-  await pollUntil(() => processesWithCmdline(inGroup).filter((p) => p.argv[0] === 'sleep').length, (n) => n === 2, SETTLE_MS);
+  await pollUntil(
+    () => processesWithCmdline(inGroup).filter((p) => p.argv[0] === 'sleep').length,
+    (n) => n === 2,
+    SETTLE_MS,
+  );
   proc.signal('SIGTERM');
   expect(await done).toMatchObject({ code: null, signal: 'SIGTERM' });
   expect(await waitUntilGone(() => processesWithCmdline(inGroup), SETTLE_MS)).toEqual([]);
@@ -127,7 +153,11 @@ it('stop() ends a process that ignores SIGTERM', async () => {
 
 it('gives a process a socket on fd 3 when asked, both ways', async () => {
   const proc = supervisor.spawn({
-    argv: ['python3', '-c', 'import socket; s = socket.socket(fileno=3); f = s.makefile("rwb"); line = f.readline(); f.write(line.upper()); f.flush(); s.shutdown(socket.SHUT_WR)'],
+    argv: [
+      'python3',
+      '-c',
+      'import socket; s = socket.socket(fileno=3); f = s.makefile("rwb"); line = f.readline(); f.write(line.upper()); f.flush(); s.shutdown(socket.SHUT_WR)',
+    ],
     cwd: dir,
     env,
     channel: true,
@@ -150,7 +180,11 @@ describe("windows on a process's descriptors", () => {
   it('holds a process whose output nobody reads once a window of it is on its way, and loses nothing', async () => {
     // 80 chunks of 64 KiB to stdout, each followed by its number on stderr; stdout is not read at first.
     const proc = supervisor.spawn({
-      argv: ['python3', '-c', 'import sys\nfor i in range(80):\n    sys.stdout.buffer.write(b"x" * 65536); sys.stdout.flush(); sys.stderr.write("%d\\n" % i); sys.stderr.flush()'],
+      argv: [
+        'python3',
+        '-c',
+        'import sys\nfor i in range(80):\n    sys.stdout.buffer.write(b"x" * 65536); sys.stdout.flush(); sys.stderr.write("%d\\n" % i); sys.stderr.flush()',
+      ],
       cwd: dir,
       env,
     });
@@ -159,7 +193,11 @@ describe("windows on a process's descriptors", () => {
       for (const line of chunk.split('\n')) if (line !== '') written = Number(line);
     });
     const closed = new Promise((resolve) => proc.once('close', resolve));
-    await pollUntil(() => written, (n) => n >= 2, SETTLE_MS);
+    await pollUntil(
+      () => written,
+      (n) => n >= 2,
+      SETTLE_MS,
+    );
     await new Promise((resolve) => setTimeout(resolve, 300));
     // The window (256 KiB), the pipe (64 KiB) and the stream's buffer: a handful of chunks, never all 80.
     expect(written).toBeLessThan(16);
@@ -205,10 +243,19 @@ describe("windows on a process's descriptors", () => {
 
   it('is killed when it stops reading its stdin while more than its backlog waits there', async () => {
     const own = await startHostSupervisor(dir, { unresponsiveMs: 100 });
-    const first = own.spawn({ argv: ['sh', '-c', `echo $PPID; exec ${markedSleep(1106)}`], cwd: dir, env, stdin: true });
+    const first = own.spawn({
+      argv: ['sh', '-c', `echo $PPID; exec ${markedSleep(1106)}`],
+      cwd: dir,
+      env,
+      stdin: true,
+    });
     const firstEnded = ended(first);
-    const ppid = Number(await new Promise<string>((resolve) => first.stdout.once('data', (chunk: Buffer) => resolve(chunk.toString()))));
-    const others = Array.from({ length: 6 }, () => own.spawn({ argv: ['sh', '-c', `exec ${markedSleep(1106)}`], cwd: dir, env, stdin: true }));
+    const ppid = Number(
+      await new Promise<string>((resolve) => first.stdout.once('data', (chunk: Buffer) => resolve(chunk.toString()))),
+    );
+    const others = Array.from({ length: 6 }, () =>
+      own.spawn({ argv: ['sh', '-c', `exec ${markedSleep(1106)}`], cwd: dir, env, stdin: true }),
+    );
     await Promise.all(others.map((proc) => new Promise((resolve) => proc.once('spawn', resolve))));
     process.kill(ppid, 'SIGSTOP');
     try {
@@ -288,7 +335,9 @@ describe('a supervisor that goes', () => {
     // Its pid is the parent pid of what it starts; the test stops it as the sandbox's user could.
     const first = own.spawn({ argv: ['sh', '-c', `echo $PPID; exec ${markedSleep(1105)}`], cwd: dir, env });
     const firstEnded = ended(first);
-    const ppid = Number(await new Promise<string>((resolve) => first.stdout.once('data', (chunk: Buffer) => resolve(chunk.toString()))));
+    const ppid = Number(
+      await new Promise<string>((resolve) => first.stdout.once('data', (chunk: Buffer) => resolve(chunk.toString()))),
+    );
     process.kill(ppid, 'SIGSTOP');
     const waiting = own.spawn({ argv: ['true'], cwd: dir, env });
     const outcome = ended(waiting);
@@ -309,14 +358,21 @@ describe('a supervisor that goes', () => {
     // Well past idleMs while the process runs: still there, and its process ends normally.
     expect(await done).toMatchObject({ code: 0, signal: null });
     expect(own.alive).toBe(true);
-    await pollUntil(() => own.alive, (alive) => !alive, SETTLE_MS);
+    await pollUntil(
+      () => own.alive,
+      (alive) => !alive,
+      SETTLE_MS,
+    );
   });
 
   it('is killed when it sends a frame larger than any it writes', async () => {
     // A stand-in that says it is ready, then claims a 2 MiB frame.
     const fake = await Supervisor.start({
       file: 'python3',
-      args: ['-c', 'import os, struct, time; os.write(1, struct.pack(">IBIB", 14, 6, 0, 0) + b\'{"ready":true}\'); os.write(1, struct.pack(">IBIB", 2 << 20, 2, 1, 1)); time.sleep(60)'],
+      args: [
+        '-c',
+        'import os, struct, time; os.write(1, struct.pack(">IBIB", 14, 6, 0, 0) + b\'{"ready":true}\'); os.write(1, struct.pack(">IBIB", 2 << 20, 2, 1, 1)); time.sleep(60)',
+      ],
       env,
       cwd: dir,
     });
@@ -342,7 +398,10 @@ describe('a supervisor that goes', () => {
     await new Promise((resolve) => first.once('data', resolve));
     expect(fake.alive).toBe(true);
     const second = await streamed(fake.connect(2), false);
-    expect({ events: second.events, bytes: second.data.length }).toEqual({ events: ['connect', 'close'], bytes: 200_000 });
+    expect({ events: second.events, bytes: second.data.length }).toEqual({
+      events: ['connect', 'close'],
+      bytes: 200_000,
+    });
     expect(fake.alive).toBe(false);
     expect(await firstDone).toEqual({ events: ['connect', 'close'], data: 'hello' });
   });
@@ -363,7 +422,11 @@ describe('a supervisor that goes', () => {
     expect(own.alive).toBe(true);
     stream.destroy();
     await done;
-    await pollUntil(() => own.alive, (alive) => !alive, SETTLE_MS);
+    await pollUntil(
+      () => own.alive,
+      (alive) => !alive,
+      SETTLE_MS,
+    );
     expect(own.alive).toBe(false);
     await new Promise((resolve) => server.close(resolve));
   });

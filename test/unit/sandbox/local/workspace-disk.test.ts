@@ -5,7 +5,17 @@
  * whatever order its teardown runs in. The mount table itself: host-mounts.test.ts.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -15,22 +25,70 @@ import { releaseOrphanedDisks } from '../../../../functions/mcp/sandbox/local/di
 import { findHostTools } from '../../../../functions/mcp/sandbox/local/host-tools';
 import { createLocalSandboxProvider } from '../../../../functions/mcp/sandbox/local/provider';
 import { createWorkspace, removeWorkspace, type Workspace } from '../../../../functions/mcp/sandbox/local/workspace';
-import { decideDisk, describeDiskLimit, diskFullAfterCall, type DiskState, imageOf, probeWorkspaceDisks } from '../../../../functions/mcp/sandbox/local/workspace-disk';
+import {
+  decideDisk,
+  describeDiskLimit,
+  diskFullAfterCall,
+  type DiskState,
+  imageOf,
+  probeWorkspaceDisks,
+} from '../../../../functions/mcp/sandbox/local/workspace-disk';
 import { lastUsedMs, removeAbandonedWorkspace } from '../../../../functions/mcp/sandbox/local/workspace-sweep';
-import { diskTestsUnavailable, loopDevicesSettledUnder, loopDevicesUnder, mountsUnder, removeRootWithDisks } from '../../../support/disks';
+import {
+  diskTestsUnavailable,
+  loopDevicesSettledUnder,
+  loopDevicesUnder,
+  mountsUnder,
+  removeRootWithDisks,
+} from '../../../support/disks';
 import { uidClaimsIn } from '../../../support/server';
 import { needs } from '../../../support/needs';
 
 describe('what a workspace gets', () => {
-  const state = (over: Partial<DiskState>): DiskState => ({ mounted: false, imageExists: false, dirEmpty: true, ...over });
+  const state = (over: Partial<DiskState>): DiskState => ({
+    mounted: false,
+    imageExists: false,
+    dirEmpty: true,
+    ...over,
+  });
   it.each([
     ['a new workspace, with a limit', state({}), 64, 'format'],
-    ['a new workspace, without one (LOCAL_SANDBOX_DISK_MB=0, or images do not work here)', state({}), undefined, 'plain'],
-    ['its image, mounted already (another instance, or before a server restart)', state({ mounted: true, imageExists: true }), 64, 'mounted'],
-    ['its image, not mounted (after a host restart): mounted, never formatted again', state({ imageExists: true }), 64, 'mount'],
-    ['its image, not mounted, the limit since turned off: still mounted (the files are in it)', state({ imageExists: true }), undefined, 'mount'],
-    ['a workspace from before disk images (files in the directory, no image): left as it is, unlimited', state({ dirEmpty: false }), 64, 'plain'],
-    ['its image, with leftovers under the mount point: the image holds the files', state({ imageExists: true, dirEmpty: false }), 64, 'mount'],
+    [
+      'a new workspace, without one (LOCAL_SANDBOX_DISK_MB=0, or images do not work here)',
+      state({}),
+      undefined,
+      'plain',
+    ],
+    [
+      'its image, mounted already (another instance, or before a server restart)',
+      state({ mounted: true, imageExists: true }),
+      64,
+      'mounted',
+    ],
+    [
+      'its image, not mounted (after a host restart): mounted, never formatted again',
+      state({ imageExists: true }),
+      64,
+      'mount',
+    ],
+    [
+      'its image, not mounted, the limit since turned off: still mounted (the files are in it)',
+      state({ imageExists: true }),
+      undefined,
+      'mount',
+    ],
+    [
+      'a workspace from before disk images (files in the directory, no image): left as it is, unlimited',
+      state({ dirEmpty: false }),
+      64,
+      'plain',
+    ],
+    [
+      'its image, with leftovers under the mount point: the image holds the files',
+      state({ imageExists: true, dirEmpty: false }),
+      64,
+      'mount',
+    ],
   ] as const)('%s', (_name, found, limit, action) => {
     expect(decideDisk(found, limit)).toBe(action);
   });
@@ -49,7 +107,8 @@ describe('what a workspace gets', () => {
 });
 
 describe('LOCAL_SANDBOX_DISK_MB', () => {
-  const local = (value?: string) => loadConfig({ SANDBOX_BACKEND: 'local', ...(value === undefined ? {} : { LOCAL_SANDBOX_DISK_MB: value }) }).local;
+  const local = (value?: string) =>
+    loadConfig({ SANDBOX_BACKEND: 'local', ...(value === undefined ? {} : { LOCAL_SANDBOX_DISK_MB: value }) }).local;
   it('is 1 GiB by default, any size from 16 MiB up, and 0 for no disk limit on purpose', () => {
     expect(local().diskBytes).toBe(2 ** 30);
     expect(local('64').diskBytes).toBe(64 * 2 ** 20);
@@ -68,7 +127,15 @@ describe('the disk limit the local backend reports', () => {
   afterEach(() => removeRootWithDisks(root));
   const provider = (diskBytes: number) =>
     createLocalSandboxProvider({
-      config: { root, isolation: 'none', allowNetwork: false, python: 'python3', hiddenPaths: [], exposed: false, diskBytes },
+      config: {
+        root,
+        isolation: 'none',
+        allowNetwork: false,
+        python: 'python3',
+        hiddenPaths: [],
+        exposed: false,
+        diskBytes,
+      },
       logger: SILENT_LOGGER,
       tools: { ...findHostTools(), bwrap: undefined },
     });
@@ -84,7 +151,11 @@ describe('the disk limit the local backend reports', () => {
     const on = provider(32 * 2 ** 20);
     await on.ready();
     const reason = diskTestsUnavailable();
-    expect(on.status().limits?.disk).toEqual(reason === undefined ? { value: 32 * 2 ** 20, enforcedBy: 'ext4 image' } : { value: null, enforcedBy: expect.stringMatching(/^none \(.+\)$/) });
+    expect(on.status().limits?.disk).toEqual(
+      reason === undefined
+        ? { value: 32 * 2 ** 20, enforcedBy: 'ext4 image' }
+        : { value: null, enforcedBy: expect.stringMatching(/^none \(.+\)$/) },
+    );
   });
 });
 
@@ -118,12 +189,15 @@ withDisks('a workspace on its own disk image (root, loop devices)', () => {
     );
     return work;
   };
-  const open = (sessionKey: string, diskBytes: number | undefined): Promise<Workspace> => track(createWorkspace({ root, sessionKey, virtualHome: true, sandboxUser: true, diskBytes }));
+  const open = (sessionKey: string, diskBytes: number | undefined): Promise<Workspace> =>
+    track(createWorkspace({ root, sessionKey, virtualHome: true, sandboxUser: true, diskBytes }));
   const remove = (ws: Workspace): Promise<void> => track(removeWorkspace(ws));
   const letGo = (ws: Workspace): Promise<void> => track(ws.disk?.release() ?? Promise.resolve());
   /** A process that keeps `file` open (so the file system it is on is busy) until the teardown or `killHolder`. */
   const holdFile = (file: string): number => {
-    const pid = Number(execFileSync('sh', ['-c', `sleep 60 < '${file}' > /dev/null 2>&1 & echo $!`], { encoding: 'utf8' }).trim());
+    const pid = Number(
+      execFileSync('sh', ['-c', `sleep 60 < '${file}' > /dev/null 2>&1 & echo $!`], { encoding: 'utf8' }).trim(),
+    );
     holders.add(pid);
     return pid;
   };
@@ -249,9 +323,16 @@ withDisks('a workspace on its own disk image (root, loop devices)', () => {
 
   it('fills up inside its limit: a write past it fails with ENOSPC, and the note says so', async () => {
     const ws = await open('g', 16 * MIB);
-    expect(() => execFileSync('sh', ['-c', `head -c ${32 * MIB} /dev/zero > ${join(ws.tmp, 'fill')}`], { stdio: 'pipe' })).toThrow(/No space left on device/);
+    expect(() =>
+      execFileSync('sh', ['-c', `head -c ${32 * MIB} /dev/zero > ${join(ws.tmp, 'fill')}`], { stdio: 'pipe' }),
+    ).toThrow(/No space left on device/);
     expect(statSync(imageOf(ws.dir)).blocks * 512).toBeLessThanOrEqual(16 * MIB);
-    await expect(diskFullAfterCall(ws.dir, ws.diskLimitBytes)).resolves.toEqual({ limitBytes: 16 * MIB, note: expect.stringMatching(/^The sandbox's disk is full \(limit 16 MiB, LOCAL_SANDBOX_DISK_MB\): \d+ KiB left\./) });
+    await expect(diskFullAfterCall(ws.dir, ws.diskLimitBytes)).resolves.toEqual({
+      limitBytes: 16 * MIB,
+      note: expect.stringMatching(
+        /^The sandbox's disk is full \(limit 16 MiB, LOCAL_SANDBOX_DISK_MB\): \d+ KiB left\./,
+      ),
+    });
     await remove(ws);
   });
 

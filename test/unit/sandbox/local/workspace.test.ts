@@ -2,7 +2,13 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { createWorkspace, resolveInWorkspace, toSandboxPath, toWorkspaceName, type Workspace } from '../../../../functions/mcp/sandbox/local/workspace';
+import {
+  createWorkspace,
+  resolveInWorkspace,
+  toSandboxPath,
+  toWorkspaceName,
+  type Workspace,
+} from '../../../../functions/mcp/sandbox/local/workspace';
 
 let root: string;
 let bwrapWs: Workspace;
@@ -21,21 +27,43 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 describe('resolveInWorkspace', () => {
   it('resolves relative and in-workdir absolute paths to host paths', async () => {
-    await expect(resolveInWorkspace(bwrapWs, 'src/a.py')).resolves.toEqual({ hostPath: join(bwrapWs.home, 'src/a.py'), sandboxPath: '/home/user/src/a.py' });
-    await expect(resolveInWorkspace(bwrapWs, '/home/user/src/../b.txt')).resolves.toEqual({ hostPath: join(bwrapWs.home, 'b.txt'), sandboxPath: '/home/user/b.txt' });
-    await expect(resolveInWorkspace(bwrapWs, '.')).resolves.toEqual({ hostPath: bwrapWs.home, sandboxPath: '/home/user' });
-    await expect(resolveInWorkspace(plainWs, 'x')).resolves.toEqual({ hostPath: join(plainWs.home, 'x'), sandboxPath: join(plainWs.home, 'x') });
+    await expect(resolveInWorkspace(bwrapWs, 'src/a.py')).resolves.toEqual({
+      hostPath: join(bwrapWs.home, 'src/a.py'),
+      sandboxPath: '/home/user/src/a.py',
+    });
+    await expect(resolveInWorkspace(bwrapWs, '/home/user/src/../b.txt')).resolves.toEqual({
+      hostPath: join(bwrapWs.home, 'b.txt'),
+      sandboxPath: '/home/user/b.txt',
+    });
+    await expect(resolveInWorkspace(bwrapWs, '.')).resolves.toEqual({
+      hostPath: bwrapWs.home,
+      sandboxPath: '/home/user',
+    });
+    await expect(resolveInWorkspace(plainWs, 'x')).resolves.toEqual({
+      hostPath: join(plainWs.home, 'x'),
+      sandboxPath: join(plainWs.home, 'x'),
+    });
   });
 
-  it.each(['../x', 'src/../../x', '/etc/passwd', '/home/user2/x', '/home'])('refuses %s, which leaves the working directory', async (path) => {
-    await expect(resolveInWorkspace(bwrapWs, path)).rejects.toMatchObject({ code: 'invalid_input', message: expect.stringContaining('outside') });
-  });
+  it.each(['../x', 'src/../../x', '/etc/passwd', '/home/user2/x', '/home'])(
+    'refuses %s, which leaves the working directory',
+    async (path) => {
+      await expect(resolveInWorkspace(bwrapWs, path)).rejects.toMatchObject({
+        code: 'invalid_input',
+        message: expect.stringContaining('outside'),
+      });
+    },
+  );
 
   it('refuses symlinks that lead out, and dangling ones, but follows links that stay inside', async () => {
-    await expect(resolveInWorkspace(bwrapWs, 'etc-link/passwd')).rejects.toMatchObject({ message: expect.stringContaining('symbolic link') });
+    await expect(resolveInWorkspace(bwrapWs, 'etc-link/passwd')).rejects.toMatchObject({
+      message: expect.stringContaining('symbolic link'),
+    });
     await expect(resolveInWorkspace(bwrapWs, 'etc-link')).rejects.toMatchObject({ code: 'invalid_input' });
     await expect(resolveInWorkspace(bwrapWs, 'dangling')).rejects.toMatchObject({ code: 'invalid_input' });
-    await expect(resolveInWorkspace(bwrapWs, 'inner-link/new.txt')).resolves.toMatchObject({ sandboxPath: '/home/user/inner-link/new.txt' });
+    await expect(resolveInWorkspace(bwrapWs, 'inner-link/new.txt')).resolves.toMatchObject({
+      sandboxPath: '/home/user/inner-link/new.txt',
+    });
   });
 
   it('refuses NUL bytes', async () => {
