@@ -15,15 +15,16 @@ import { createClientAddresses } from './http/client-address';
 import { createHealthReport } from './http/health';
 import { createNodeListener, type NodeListener } from './http/node-listener';
 import type { Logger } from './log';
-import { createLegacyLane } from './protocol/legacy-lane';
-import type { LegacySession } from './protocol/legacy-session';
 import { createCallShare } from './protocol/call-share';
+import { createLegacyCall, createLegacyLane } from './protocol/legacy-lane';
 import { createMcpEndpoint } from './protocol/mcp-endpoint';
-import { createModernLane } from './protocol/modern-lane';
+import { createMcpServing } from './protocol/mcp-server';
+import { createModernCall, createModernLane } from './protocol/modern-lane';
+import { withSandboxArgument } from './protocol/sandbox-argument';
+import { MODERN_SERVER_INSTRUCTIONS } from './protocol/server-identity';
 import { HTTP_PROTOCOL_VERSIONS, PROTOCOL_VERSIONS_BY_TRANSPORT } from './protocol/versions';
 import { createSandboxProvider, type SelectedProvider } from './sandbox/create-provider';
-import { createSandboxAdmission } from './sessions/fair-share';
-import { createMemorySessionStore } from './sessions/store';
+import { createSandboxTable } from './sessions/sandbox-table';
 import { createToolCatalog } from './tools';
 
 /** What the entry made before the core was needed; the core shares it rather than making its own. */
@@ -79,53 +80,55 @@ export function createCoreApp({
   const { provider, ready } = sandboxes ?? createSandboxProvider(config, logger, clock);
   const now = (): number => clock.now();
   const catalog = createToolCatalog(logger);
-  const limits = { idleTtlMs: config.sessionIdleTtlS * 1000, toolTimeoutMaxMs: config.toolTimeoutMaxS * 1000 };
-  // A credential's running sandboxes, of both eras, count against its share (sessions/fair-share.ts).
-  const admitSandbox = createSandboxAdmission(
-    () => [...lane.sandboxHolders(), ...modern.sandboxHolders()],
-    { max: config.perCredential.sandboxes, setting: 'MCP_MAX_SANDBOXES_PER_CREDENTIAL' },
-    () => logger.info('sandbox released', { reason: 'credential_share' }),
-  );
-  const lane = createLegacyLane({
-    store: createMemorySessionStore<LegacySession>(limits.idleTtlMs),
-    ids,
-    catalog,
+  const idleTtlMs = config.sessionIdleTtlS * 1000;
+  const table = createSandboxTable({
     provider,
-    maxSessions: config.maxSessions,
-    maxSessionsPerCredential: config.perCredential.sessions,
-    maxAgeMs: config.sessionMaxAgeS * 1000,
-    initializeRate,
-    admitSandbox,
-    ...limits,
-    logger,
-    mintedEarly,
-    now,
-  });
-  const modern = createModernLane({
-    catalog,
-    provider,
-    ids,
-    maxSandboxes: config.maxSessions,
-    maxSandboxesPerCredential: config.perCredential.sandboxes,
-    admitSandbox,
-    ...limits,
+    idleTtlMs,
     firstLeaseMs: config.sandboxFirstLeaseS * 1000,
+    maxAgeMs: config.sessionMaxAgeS * 1000,
+    caps: {
+      session: {
+        perCredential: { max: config.perCredential.sessions, setting: 'MCP_MAX_SESSIONS_PER_CREDENTIAL' },
+        total: { max: config.maxSessions, setting: 'MCP_MAX_SESSIONS' },
+      },
+      handle: {
+        perCredential: { max: config.perCredential.sandboxes, setting: 'MCP_MAX_SANDBOXES_PER_CREDENTIAL' },
+        total: { max: config.maxSessions, setting: 'MCP_MAX_SESSIONS' },
+      },
+    },
+    sandboxesPerCredential: { max: config.perCredential.sandboxes, setting: 'MCP_MAX_SANDBOXES_PER_CREDENTIAL' },
     logger,
     now,
   });
+  const context = { backend: () => provider.status(), toolTimeoutMaxMs: config.toolTimeoutMaxS * 1000 };
+  const serve = createMcpServing(
+    {
+      legacy: {
+        tools: catalog.list,
+        versions: HTTP_PROTOCOL_VERSIONS,
+        call: createLegacyCall({ table, catalog, context, idleTtlMs }),
+      },
+      modern: {
+        tools: withSandboxArgument(catalog.list),
+        versions: HTTP_PROTOCOL_VERSIONS,
+        instructions: MODERN_SERVER_INSTRUCTIONS,
+        call: createModernCall({ table, ids, catalog, context, idleTtlMs, now }),
+      },
+    },
+    logger,
+  );
+  const legacy = createLegacyLane({ table, ids, serve, initializeRate, mintedEarly, logger, now });
+  const modern = createModernLane({ table, ids, serve, now });
   const handle = createApp({
     mcp: createMcpEndpoint({
-      legacy: lane,
+      legacy,
       modern,
       maxBodyBytes: config.maxBodyBytes,
       calls: createCallShare(config.perCredential.calls),
     }),
     health: createHealthReport({
       backend: () => provider.status(),
-      counts: () => {
-        const held = lane.counts();
-        return { sessions: held.sessions, sandboxes: held.sandboxes + modern.count() };
-      },
+      counts: () => table.counts(),
       authMode: config.auth.mode,
       versions: HTTP_PROTOCOL_VERSIONS,
       byTransport: PROTOCOL_VERSIONS_BY_TRANSPORT,
@@ -144,12 +147,7 @@ export function createCoreApp({
   return {
     handle,
     ready,
-    async shutdown({ keepSandboxes, flushMs }) {
-      await Promise.all([
-        lane.shutdown({ keepSandboxes, flushMs }),
-        keepSandboxes ? modern.releaseAll() : modern.closeAll(),
-      ]);
-    },
+    shutdown: (options) => table.shutdown(options),
   };
 }
 

@@ -54,11 +54,14 @@ it('deletes the workspaces of evicted sessions and handle-less sandboxes once no
   for (let i = 0; i < 6; i += 1) {
     const { headers } = await h.openSession();
     expect((await write(h, headers)).status).toBe(200);
+    h.clock.advance(1); // each step later than the last: least recently used is then defined
     await modern.callTool({ name: 'write_file', arguments: { path: 'b.txt', content: 'b' } });
+    h.clock.advance(1);
   }
   // Evicted sessions keep their files for a while: they may come back. The handle-less sandboxes let go (their
-  // handles never came back) were destroyed: 6 sessions' workspaces and the 3 sandboxes still held.
-  expect(workspacesIn(root)).toHaveLength(9);
+  // handles never came back) were destroyed: at three running sandboxes a credential lets its least recently
+  // used go, so of the handles only the last two still have theirs. 6 sessions' workspaces and 2 sandboxes.
+  expect(workspacesIn(root)).toHaveLength(8);
   h.clock.advance(STALE_MS + 1);
   await modern.callTool({ name: 'sandbox_status', arguments: {} }); // the 2026 lane sweeps its idle sandboxes
   const live = await h.openSession();

@@ -12,7 +12,7 @@
  */
 import { isObject, readPlainMessage } from './plain-message';
 import { SERVER_CAPABILITIES, SERVER_INFO, SERVER_INSTRUCTIONS } from './server-identity';
-import { HTTP_PROTOCOL_VERSIONS } from './versions';
+import { negotiateVersion } from './versions';
 
 /** An initialize request this module can answer. */
 export interface EarlyInitialize {
@@ -31,11 +31,6 @@ export function readEarlyInitialize(value: unknown): EarlyInitialize | undefined
   if (typeof protocolVersion !== 'string' || !isObject(capabilities) || !isObject(clientInfo)) return undefined;
   if (typeof clientInfo.name !== 'string' || typeof clientInfo.version !== 'string') return undefined;
   return { id: message.id, requestedVersion: protocolVersion };
-}
-
-/** The version the server answers with: the client's when served here, else the preferred one (as the SDK does). */
-export function negotiateVersion(requested: string): string {
-  return HTTP_PROTOCOL_VERSIONS.includes(requested) ? requested : (HTTP_PROTOCOL_VERSIONS[0] as string);
 }
 
 /** The JSON-RPC response to `request`, serialized as the SDK's server and transport write it. */

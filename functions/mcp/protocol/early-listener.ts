@@ -23,8 +23,8 @@ import { logRequest } from '../http/request-log';
 import type { Logger } from '../log';
 import type { InitializeRate } from '../sessions/initialize-rate';
 import { type SignedIdCodec, toSessionTag } from '../sessions/session-id';
-import { earlyInitializeResponse, negotiateVersion, readEarlyInitialize } from './early-answers';
-import { HTTP_PROTOCOL_VERSIONS } from './versions';
+import { earlyInitializeResponse, readEarlyInitialize } from './early-answers';
+import { HTTP_PROTOCOL_VERSIONS, negotiateVersion } from './versions';
 
 export interface EarlyListenerOptions {
   ids: SignedIdCodec;

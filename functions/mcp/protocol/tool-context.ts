@@ -18,6 +18,8 @@ export interface CallContextOptions {
   expiresAt: () => Date;
   /** MCP_TOOL_TIMEOUT_MAX_S in milliseconds. */
   toolTimeoutMaxMs: number;
+  /** Cancels the call. @default the request's signal (the SDK aborts it when the request is cancelled or gone) */
+  signal?: AbortSignal;
 }
 
 /**
@@ -36,7 +38,7 @@ export function toToolContext(ctx: ServerContext, options: CallContextOptions): 
     sandbox: options.sandbox,
     backend: options.backend,
     expiresAt: options.expiresAt,
-    signal: ctx.mcpReq.signal,
+    signal: options.signal ?? ctx.mcpReq.signal,
     timeoutMs: (requested) => Math.min(requested ?? DEFAULT_TOOL_TIMEOUT_MS, options.toolTimeoutMaxMs),
     ...(forwarder !== undefined && {
       onOutput: (_stream, text) => forwarder.push(text),

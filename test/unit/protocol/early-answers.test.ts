@@ -6,11 +6,10 @@ import { isInitializeRequest, WebStandardStreamableHTTPServerTransport } from '@
 
 import {
   earlyInitializeResponse,
-  negotiateVersion,
   readEarlyInitialize,
 } from '../../../functions/mcp/protocol/early-answers';
 import { createProtocolServer } from '../../../functions/mcp/protocol/server-factory';
-import { HTTP_PROTOCOL_VERSIONS } from '../../../functions/mcp/protocol/versions';
+import { HTTP_PROTOCOL_VERSIONS, negotiateVersion } from '../../../functions/mcp/protocol/versions';
 
 type Json = Record<string, unknown>;
 

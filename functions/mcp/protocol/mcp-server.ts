@@ -1,0 +1,68 @@
+/**
+ * The SDK on the wire, for both eras: one `createMcpHandler` serves every request through a fresh SDK server
+ * built for it (2026-07-28 requests natively, 2025-era ones through the SDK's stateless serving). The lanes
+ * decide first which session or credential a request belongs to and hand that over as its binding; the server
+ * built for the request reads it back, so its tools act on the right sandbox.
+ */
+import { type CallToolResult, createMcpHandler, type ServerContext } from '@modelcontextprotocol/server';
+
+import type { Logger } from '../log';
+import type { TableEntry } from '../sessions/sandbox-table';
+import type { SignedIdCheck } from '../sessions/session-id';
+import { createProtocolServer, type ProtocolServerOptions } from './server-factory';
+
+/** What a lane knows of a request before the SDK serves it. */
+export interface RequestBinding {
+  readonly principal: string;
+  /** The 2025 session the request belongs to (none for `initialize`). */
+  readonly session?: TableEntry;
+  /** A 2026-07-28 tool call's `sandbox` handle, as the lane checked it before the SDK saw the call. */
+  readonly handle?: { readonly value: unknown; readonly check: SignedIdCheck };
+}
+
+/** Serves one request (its body already parsed) through the SDK, bound to `binding`. */
+export type ServeMcp = (req: Request, body: unknown, binding: RequestBinding) => Promise<Response>;
+
+/** A tool call, with the request's binding. */
+export type BoundCall = (
+  name: string,
+  args: unknown,
+  ctx: ServerContext,
+  binding: RequestBinding,
+) => Promise<CallToolResult>;
+
+export interface EraServers {
+  legacy: Omit<ProtocolServerOptions, 'call'> & { call: BoundCall };
+  modern: Omit<ProtocolServerOptions, 'call'> & { call: BoundCall };
+}
+
+/**
+ * Interval of the `:` keep-alive comments on every open response stream, in both eras: proxies and load
+ * balancers cut a stream that stays silent too long, and a long tool call may print nothing for minutes.
+ */
+export const SSE_KEEP_ALIVE_MS = 10_000;
+
+/** Creates the one SDK handler, and the function the lanes serve through. */
+export function createMcpServing(servers: EraServers, logger: Logger): ServeMcp {
+  const bindings = new WeakMap<Request, RequestBinding>();
+  const handler = createMcpHandler(
+    ({ era, requestInfo }) => {
+      const binding = requestInfo === undefined ? undefined : bindings.get(requestInfo);
+      if (binding === undefined) throw new Error('a request reached the SDK without its binding');
+      const { call, ...rest } = servers[era];
+      return createProtocolServer({ ...rest, call: (name, args, ctx) => call(name, args, ctx, binding) });
+    },
+    // Always a stream: in 'auto' mode a call that prints nothing sends no byte until its result (no keep-alive
+    // either), and a proxy may cut it.
+    {
+      legacy: 'stateless',
+      responseMode: 'sse',
+      keepAliveMs: SSE_KEEP_ALIVE_MS,
+      onerror: (err) => logger.debug('protocol error', { error: err.message }),
+    },
+  );
+  return (req, body, binding) => {
+    bindings.set(req, binding);
+    return handler.fetch(req, { parsedBody: body });
+  };
+}

@@ -1,0 +1,310 @@
+/**
+ * The one table of the sandboxes this instance holds, for both protocol eras. An entry is a 2025 session (named
+ * by its signed session id) or a 2026-07-28 sandbox handle; either way it holds one lazy sandbox of one
+ * credential. The table owns what happens to entries: the idle sweep and the leases, making room at the caps as
+ * fair-share.ts decides, eviction, the calls running on each entry (so that a busy one is never let go), the
+ * sessions that ended (tombstones) and shutdown. The lanes only translate their era's requests to it.
+ *
+ * Nothing runs on a timer: FC freezes timers between requests, so the lanes sweep on every request.
+ */
+import { describeError } from '../errors';
+import type { Logger } from '../log';
+import { createLazySandbox, type LazySandbox } from '../sandbox/lazy-sandbox';
+import type { SandboxProvider } from '../sandbox/types';
+import {
+  type Cap,
+  createSandboxAdmission,
+  type Holder,
+  makeRoom,
+  type Refusal,
+  type SandboxHolder,
+} from './fair-share';
+import { createIdleCache } from './idle-cache';
+import { RecentSet } from './recent-set';
+
+/** A 2025 session, or a 2026-07-28 sandbox handle. */
+export type EntryKind = 'session' | 'handle';
+
+/** One call running on an entry; a 2025 client cancels it by its JSON-RPC id. */
+interface RunningCall {
+  readonly requestId: string | number | undefined;
+  readonly controller: AbortController;
+}
+
+export interface TableEntry extends Holder {
+  readonly kind: EntryKind;
+  /** The random part of the signed id: names the sandbox. */
+  readonly key: string;
+  /** Short hash of the signed id, for logs (never the id). */
+  readonly tag: string;
+  readonly principal: string;
+  /** When the signed id was issued: an ended session's tombstone holds until its max age from then. */
+  readonly issuedAtMs: number;
+  readonly sandbox: LazySandbox;
+  lastUsedMs: number;
+  /** The caller came back with the handle (sessions always have): it lives on the idle TTL, not the first lease. */
+  confirmed: boolean;
+  readonly calls: Set<RunningCall>;
+}
+
+/** What a new entry is. */
+export interface EntryRequest {
+  readonly kind: EntryKind;
+  readonly key: string;
+  readonly tag: string;
+  readonly principal: string;
+  readonly issuedAtMs: number;
+  /** Its id came from a client: a sandbox may exist already, made here earlier or by another instance. */
+  readonly resume: boolean;
+  /** With `resume`: the id is new (minted before the core was loaded), so a sandbox not found is no news. */
+  readonly quiet?: boolean;
+}
+
+export interface SandboxTableOptions {
+  provider: SandboxProvider;
+  /** MCP_SESSION_IDLE_TTL_S in milliseconds. */
+  idleTtlMs: number;
+  /** MCP_SANDBOX_FIRST_LEASE_S in milliseconds: a handle that never came back ends after this. */
+  firstLeaseMs: number;
+  /** MCP_SESSION_MAX_AGE_S in milliseconds: how long an ended session's tombstone must hold. */
+  maxAgeMs: number;
+  /** The caps on entries of each kind, per credential and in all. */
+  caps: Readonly<Record<EntryKind, { perCredential: Cap; total: Cap }>>;
+  /** MCP_MAX_SANDBOXES_PER_CREDENTIAL: running sandboxes of one credential, of both kinds. */
+  sandboxesPerCredential: Cap;
+  logger: Logger;
+  now: () => number;
+}
+
+export interface SandboxTable {
+  /** The entry held for `key`, marked used now. */
+  get(kind: EntryKind, key: string): TableEntry | undefined;
+  /** Makes room for one more entry of `principal` (evicting as fair-share.ts decides), or says why there is none. */
+  makeRoom(kind: EntryKind, principal: string): Refusal | undefined;
+  /** Why there is no room for one more entry of `principal`, or `undefined` when there is (nothing is evicted). */
+  hasRoom(kind: EntryKind, principal: string): Refusal | undefined;
+  /** A new entry, not yet held (room must have been made). */
+  create(request: EntryRequest): TableEntry;
+  /** Holds `entry`, as the most recently used. */
+  add(entry: TableEntry): void;
+  /** Runs `call` on `entry`: busy meanwhile, used when it ends. The signal aborts on `cancel` or when it ends. */
+  run<T>(
+    entry: TableEntry,
+    requestId: string | number | undefined,
+    call: (signal: AbortSignal) => Promise<T>,
+  ): Promise<T>;
+  /** Aborts the calls of `entry` with this JSON-RPC id. */
+  cancel(entry: TableEntry, requestId: string | number): void;
+  /** Ends a session for good: its sandbox destroyed, its id refused on every instance until it could expire. */
+  end(entry: TableEntry, reason: string): Promise<void>;
+  /**
+   * Whether the session ended, once any expiry of it has settled: `'here'` (this instance ended it),
+   * `'elsewhere'` (the backend's tombstone says so), or `undefined`.
+   */
+  hasEnded(session: Pick<EntryRequest, 'key' | 'tag' | 'principal'>): Promise<'here' | 'elsewhere' | undefined>;
+  /** Lets entries idle past their lease go. */
+  sweep(): void;
+  counts(): { sessions: number; sandboxes: number };
+  /** Ends every entry at shutdown: sandboxes kept (`keepSandboxes`) or destroyed, then `flushMs` for answers. */
+  shutdown(options: { keepSandboxes: boolean; flushMs: number }): Promise<void>;
+}
+
+/** Ended session tags this instance remembers, to answer them 404 without asking the backend. */
+const ENDED_REMEMBERED = 10_000;
+/** Ids carry their issue time in whole seconds: a tombstone holds a second past the id's max age. */
+const ISSUE_TIME_RESOLUTION_MS = 1000;
+
+/** Creates the empty table. */
+export function createSandboxTable(options: SandboxTableOptions): SandboxTable {
+  const { provider, logger, now } = options;
+  const leaseOf = (entry: Pick<TableEntry, 'confirmed'>): number =>
+    entry.confirmed ? options.idleTtlMs : Math.min(options.firstLeaseMs, options.idleTtlMs);
+  const entries = createIdleCache<TableEntry>({ idleTtlMs: leaseOf });
+  const ended = new RecentSet(ENDED_REMEMBERED);
+  /** Expiries still deciding whether a session's sandbox goes: a request for it waits for the verdict. */
+  const expiring = new Map<string, Promise<void>>();
+  const slot = (kind: EntryKind, key: string): string => `${kind}:${key}`;
+
+  /** The backend's tombstone: no instance revives the id for as long as it could be valid. */
+  const recordEnded = async (entry: TableEntry): Promise<void> => {
+    const untilMs = entry.issuedAtMs + options.maxAgeMs + ISSUE_TIME_RESOLUTION_MS;
+    await provider.recordEnded(entry.sandbox.owner, untilMs).catch((err: unknown) => {
+      logger.error('session tombstone not recorded: another instance could revive the id', {
+        session: entry.tag,
+        error: describeError(err),
+      });
+    });
+  };
+
+  /** Idle past its lease here: the sandbox is destroyed unless another instance used it lately (then let go). */
+  const expire = async (entry: TableEntry): Promise<void> => {
+    if (entry.kind === 'handle') {
+      await entry.sandbox.expire(leaseOf(entry), now()).catch(() => undefined);
+      return;
+    }
+    try {
+      // A session that never had a sandbox leaves nothing to revive: no tombstone is written for it.
+      const hadSandbox = entry.sandbox.mayExist();
+      const destroyed = await entry.sandbox.expire(options.idleTtlMs, now());
+      if (destroyed) {
+        ended.add(entry.tag);
+        if (hadSandbox) await recordEnded(entry);
+      }
+      logger.info(destroyed ? 'session closed' : 'session released', {
+        session: entry.tag,
+        reason: destroyed ? 'idle_expired' : 'idle_here_used_elsewhere',
+      });
+    } catch (err: unknown) {
+      logger.error('session expiry failed', { session: entry.tag, error: describeError(err) });
+    }
+  };
+  const startExpiry = (entry: TableEntry): void => {
+    const at = slot(entry.kind, entry.key);
+    const done = expire(entry).finally(() => expiring.delete(at));
+    expiring.set(at, done);
+  };
+
+  /** Lets an entry go for room: kept for its id to come back to, unless it is a handle that never came back. */
+  const evict = (entry: TableEntry): void => {
+    entries.remove(slot(entry.kind, entry.key));
+    if (!entry.confirmed) {
+      startExpiry(entry);
+      return;
+    }
+    void entry.sandbox.release().catch(() => undefined);
+    if (entry.kind === 'session') logger.info('session evicted', { session: entry.tag, reason: 'cap' });
+  };
+
+  const ofKind = function* (kind: EntryKind): Generator<TableEntry> {
+    for (const entry of entries.values()) if (entry.kind === kind) yield entry;
+  };
+  const decide = (kind: EntryKind, principal: string) =>
+    makeRoom({
+      holders: ofKind(kind),
+      principal,
+      ...options.caps[kind],
+      noun: kind === 'session' ? 'sessions' : 'sandboxes',
+    });
+
+  /** The running sandboxes of every entry: a credential's share counts them, of both kinds. */
+  const sandboxHolders = function* (): Generator<SandboxHolder> {
+    for (const entry of entries.values()) {
+      if (!entry.sandbox.active()) continue;
+      const release = async (): Promise<void> => {
+        if (entry.confirmed) await entry.sandbox.release();
+        else evict(entry);
+      };
+      yield { principal: entry.principal, lastUsedMs: entry.lastUsedMs, busy: entry.busy, release };
+    }
+  };
+
+  const sweep = (): void => {
+    // A call longer than the lease keeps its entry until it ends (its sandbox is in use).
+    for (const entry of entries.takeExpired(now(), (held) => held.calls.size > 0)) startExpiry(entry);
+  };
+  const admit = createSandboxAdmission(sandboxHolders, options.sandboxesPerCredential, () =>
+    logger.info('sandbox released', { reason: 'credential_share' }),
+  );
+
+  return {
+    get: (kind, key) => entries.get(slot(kind, key), now()),
+    makeRoom(kind, principal) {
+      const decision = decide(kind, principal);
+      if (!decision.ok) return decision.refusal;
+      if (decision.evict !== undefined) evict(decision.evict);
+      return undefined;
+    },
+    hasRoom(kind, principal) {
+      const decision = decide(kind, principal);
+      return decision.ok ? undefined : decision.refusal;
+    },
+    create(request) {
+      const firstLease = request.kind === 'handle' && !request.resume;
+      const owner = {
+        sessionKey: request.key,
+        principal: request.principal,
+        ...(firstLease && { firstLeaseMs: leaseOf({ confirmed: false }) }),
+      };
+      const sandbox = createLazySandbox(provider, owner, {
+        resume: request.resume,
+        quiet: request.quiet,
+        admit: admit(request.principal),
+      });
+      const calls = new Set<RunningCall>();
+      return {
+        kind: request.kind,
+        key: request.key,
+        tag: request.tag,
+        principal: request.principal,
+        issuedAtMs: request.issuedAtMs,
+        sandbox,
+        lastUsedMs: now(),
+        confirmed: !firstLease,
+        calls,
+        busy: () => calls.size > 0 || sandbox.current()?.hasRunningBackground() === true,
+      };
+    },
+    add(entry) {
+      entries.add(slot(entry.kind, entry.key), entry);
+    },
+    async run(entry, requestId, call) {
+      const running: RunningCall = { requestId, controller: new AbortController() };
+      entry.calls.add(running);
+      try {
+        return await call(running.controller.signal);
+      } finally {
+        entry.calls.delete(running);
+        entries.touch(slot(entry.kind, entry.key), now());
+      }
+    },
+    cancel(entry, requestId) {
+      for (const running of entry.calls) if (running.requestId === requestId) running.controller.abort();
+    },
+    async end(entry, reason) {
+      entries.remove(slot(entry.kind, entry.key));
+      ended.add(entry.tag);
+      try {
+        if (entry.sandbox.mayExist()) await recordEnded(entry);
+        // The sandbox stops first: a call still running then ends with a result.
+        await entry.sandbox.kill();
+        for (const running of entry.calls) running.controller.abort();
+        logger.info('session closed', { session: entry.tag, reason });
+      } catch (err: unknown) {
+        logger.error('session close failed', { session: entry.tag, reason, error: describeError(err) });
+      }
+    },
+    async hasEnded({ key, tag, principal }) {
+      await expiring.get(slot('session', key));
+      if (ended.has(tag)) return 'here';
+      if (!(await provider.hasEnded({ sessionKey: key, principal }, now()))) return undefined;
+      ended.add(tag);
+      return 'elsewhere';
+    },
+    sweep,
+    counts() {
+      let sessions = 0;
+      let sandboxes = 0;
+      for (const entry of entries.values()) {
+        if (entry.kind === 'session') sessions += 1;
+        if (entry.sandbox.current() !== undefined) sandboxes += 1;
+      }
+      return { sessions, sandboxes };
+    },
+    async shutdown({ keepSandboxes, flushMs }) {
+      if (keepSandboxes) {
+        // Those past their lease end now; the rest are kept for their ids to come back to.
+        sweep();
+        await Promise.all(expiring.values());
+      }
+      const all = entries.takeAll();
+      await Promise.all(
+        all.map((entry) => (keepSandboxes ? entry.sandbox.release() : entry.sandbox.kill()).catch(() => undefined)),
+      );
+      await new Promise((resolve) => setTimeout(resolve, flushMs));
+      logger.info('sessions ended for shutdown', {
+        sessions: all.filter((entry) => entry.kind === 'session').length,
+        sandboxes_kept: keepSandboxes,
+      });
+    },
+  };
+}
