@@ -4,6 +4,7 @@ import type { E2BConfig } from '../../config';
 import { AppError } from '../../errors';
 import { hashTag } from '../../hash-tag';
 import type { Logger } from '../../log';
+import { SingleFlight } from '../../single-flight';
 import { SERVER_INFO } from '../../version';
 import { createTombstoneStore } from '../tombstones';
 import type { BackendStatus, Sandbox, SandboxOwner, SandboxProvider } from '../types';
@@ -53,7 +54,8 @@ export function createE2BSandboxProvider(options: E2BProviderOptions): SandboxPr
   } = options;
   const lease = leaseTerms(options.idleTtlMs, options.renewEveryMs);
   const gate = createRateGate(config.maxCreatesPerS, clock);
-  let sdk: Promise<E2BSdk> | undefined;
+  /** The SDK, loaded on the first sandbox (again on the next, if that load failed). */
+  const sdk = new SingleFlight<E2BSdk>();
   /** Set once the service answered 404 to the sandbox listing (said in the log once). */
   let listingMissing = false;
   const tombstones =
@@ -96,8 +98,7 @@ export function createE2BSandboxProvider(options: E2BProviderOptions): SandboxPr
         firstLeaseMs === undefined || firstLeaseMs >= options.idleTtlMs
           ? { lease }
           : { lease: leaseTerms(firstLeaseMs, options.renewEveryMs), confirmedLease: lease };
-      sdk ??= loadSdk();
-      const loaded = await sdk;
+      const loaded = await sdk.get(loadSdk);
       const started = clock.now();
       try {
         const api = await retryWithBackoff(
@@ -149,8 +150,7 @@ export function createE2BSandboxProvider(options: E2BProviderOptions): SandboxPr
     hasEnded: async ({ sessionKey }: SandboxOwner, nowMs: number) =>
       (await tombstones?.has(endedName(sessionKey), nowMs)) === true,
     async attach(owner: SandboxOwner): Promise<Sandbox | undefined> {
-      sdk ??= loadSdk();
-      const loaded = await sdk;
+      const loaded = await sdk.get(loadSdk);
       try {
         const [found] = await retryWithBackoff(
           () => loaded.findByMetadata(tagsOf(owner), { ...connection, retries: 0 }),

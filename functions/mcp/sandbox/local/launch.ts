@@ -107,6 +107,25 @@ export interface LaunchOptions {
   cgroupProcs?: readonly string[];
 }
 
+/**
+ * What every supervisor of this host is launched with, the same for each of its sandboxes: the host's findings
+ * (host-profile.ts) and the settings.
+ */
+export interface SandboxLaunch {
+  readonly isolation: 'bwrap' | 'none';
+  readonly tools: HostTools;
+  readonly limits: ProcessLimits;
+  /** Network access under bubblewrap (always on without it). */
+  readonly allowNetwork: boolean;
+  /** Host files to hide inside bubblewrap (the token file), by their real paths. */
+  readonly hiddenPaths: readonly string[];
+  /** Which of BWRAP_RO_DIRS are symlinks on this host, and their targets. */
+  readonly rootLinks: ReadonlyMap<string, string>;
+  readonly hardening: BwrapHardening;
+  /** Python, for run_code and the sandbox's supervisor (LOCAL_SANDBOX_PYTHON). */
+  readonly python: string;
+}
+
 /** A ready `spawn` call. */
 export interface LaunchSpec {
   readonly file: string;
