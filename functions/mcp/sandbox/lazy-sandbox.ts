@@ -46,7 +46,8 @@ export interface LazySandboxOptions {
 
 /** The note a recovered session gets when its earlier sandbox is gone. */
 export const FRESH_SANDBOX_NOTICE =
-  'Note: no earlier sandbox of this session was found (it expired, or lived on a server instance that is gone), so this is a fresh sandbox: files and state from before are gone.';
+  'Note: no earlier sandbox of this session was found (it expired, or lived on a server instance that is ' +
+  'gone), so this is a fresh sandbox: files and state from before are gone.';
 
 /** Creates the lazy sandbox of `owner`. A sandbox found gone is replaced by a fresh one on the next `get()`. */
 export function createLazySandbox(

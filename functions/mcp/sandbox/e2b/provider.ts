@@ -129,7 +129,8 @@ export function createE2BSandboxProvider(options: E2BProviderOptions): SandboxPr
         if (err instanceof loaded.errors.SandboxError && err.statusCode === 404) {
           throw new AppError(
             'sandbox_error',
-            `E2B has no template "${config.template}" for this account; check E2B_TEMPLATE (and E2B_DOMAIN for Alibaba Cloud).`,
+            `E2B has no template "${config.template}" for this account; check E2B_TEMPLATE (and E2B_DOMAIN ` +
+              'for Alibaba Cloud).',
             { cause: err },
           );
         }
@@ -143,7 +144,8 @@ export function createE2BSandboxProvider(options: E2BProviderOptions): SandboxPr
     // E2B keeps nothing an instance could record an ended session in: metadata is fixed at creation, and a
     // killed sandbox is listed nowhere. With E2B_STATE_DIR (storage every instance shares) ended sessions are
     // recorded there; without it an ended id is refused by the instance that ended it (legacy-lane.ts) and,
-    // replayed elsewhere, gets a fresh, empty sandbox, for the same credential only (docs/security.md, "Ended means ended").
+    // replayed elsewhere, gets a fresh, empty sandbox, for the same credential only (docs/security.md, "Ended means
+    // ended").
     // The store also deletes those whose time has passed, now and then, on a record or a lookup (FC freezes timers).
     recordEnded: async ({ sessionKey }: SandboxOwner, untilMs: number) =>
       tombstones?.record(endedName(sessionKey), untilMs),
@@ -163,7 +165,8 @@ export function createE2BSandboxProvider(options: E2BProviderOptions): SandboxPr
             logger.warn('sandbox listing not served', {
               backend: 'e2b',
               detail:
-                'the E2B service answered 404 to GET /v2/sandboxes: a session that moves to another instance gets a fresh sandbox',
+                'the E2B service answered 404 to GET /v2/sandboxes: a session that moves to another ' +
+                'instance gets a fresh sandbox',
             });
           }
           listingMissing = true;

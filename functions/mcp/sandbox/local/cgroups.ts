@@ -162,9 +162,8 @@ export async function probeCgroups(options: ProbeCgroupsOptions): Promise<Cgroup
     if (placements.some((p) => p.controllers.includes(controller))) continue;
     const mount = mounts.find((m) => m.fsType === 'cgroup' && m.superOptions.includes(controller));
     if (mount === undefined) {
-      problems.push(
-        `${controller}: no cgroup v1 hierarchy${v2 === undefined ? ' and no cgroup2 mount' : ' and not offered by cgroup v2'}`,
-      );
+      const why = v2 === undefined ? ' and no cgroup2 mount' : ' and not offered by cgroup v2';
+      problems.push(`${controller}: no cgroup v1 hierarchy${why}`);
       continue;
     }
     const found = await placeV1(mount, own.get(controller) ?? '/', controller, name, options.limits, fs);
@@ -190,9 +189,12 @@ interface Mount {
   readonly superOptions: readonly string[];
 }
 
-/** The mounts of /proc/self/mountinfo (`id parent dev root mountpoint options [optional…] - fstype source superoptions`). */
+/**
+ * The mounts of /proc/self/mountinfo (`id parent dev root mountpoint options [optional…] - fstype source
+ * superoptions`).
+ */
 function parseMountinfo(text: string): Mount[] {
-  const unescape = (field: string): string =>
+  const unescaped = (field: string): string =>
     field.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(parseInt(octal, 8)));
   const mounts: Mount[] = [];
   for (const line of text.split('\n')) {
@@ -200,8 +202,8 @@ function parseMountinfo(text: string): Mount[] {
     const dash = fields.indexOf('-', 6);
     if (dash === -1 || fields.length < dash + 3) continue;
     mounts.push({
-      root: unescape(fields[3] ?? '/'),
-      mountPoint: unescape(fields[4] ?? ''),
+      root: unescaped(fields[3] ?? '/'),
+      mountPoint: unescaped(fields[4] ?? ''),
       readOnly: (fields[5] ?? '').split(',').includes('ro'),
       fsType: fields[dash + 1] ?? '',
       superOptions: (fields[dash + 3] ?? '').split(','),

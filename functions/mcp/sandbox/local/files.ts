@@ -16,7 +16,10 @@ import { inside, locate, type OpenDir } from './beneath';
 import { toWorkspacePath, type Workspace } from './workspace';
 import { diskFullLead } from './workspace-disk';
 
-/** Translates a file-system error into a message the model can act on (`diskLimitBytes`: the workspace's disk limit, if any). */
+/**
+ * Translates a file-system error into a message the model can act on (`diskLimitBytes`: the workspace's disk limit, if
+ * any).
+ */
 export function toFileError(err: unknown, shownPath: string, diskLimitBytes?: number): AppError {
   if (err instanceof AppError) return err;
   const code = toErrnoCode(err) ?? '';

@@ -28,7 +28,8 @@ const PIPE_DRAIN_MS = 1_000;
 const SERVER_FAILED: CodeError = {
   name: 'ServerError',
   value:
-    "The server failed while taking this call's output, so the Python process was stopped; variables and imports from earlier calls are gone.",
+    "The server failed while taking this call's output, so the Python process was stopped; variables and " +
+    'imports from earlier calls are gone.',
   traceback: '',
 };
 

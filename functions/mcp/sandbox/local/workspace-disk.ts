@@ -62,7 +62,9 @@ export function decideDisk(state: DiskState, limitBytes: number | undefined): Di
   return 'format';
 }
 
-/** Creates `image` as a sparse file of `bytes` with an empty ext4 file system: formatted aside, then renamed into place. */
+/**
+ * Creates `image` as a sparse file of `bytes` with an empty ext4 file system: formatted aside, then renamed into place.
+ */
 async function formatImage(image: string, bytes: number): Promise<void> {
   const aside = `${image}.new-${process.pid}-${randomBytes(4).toString('hex')}`;
   try {
@@ -181,7 +183,8 @@ export async function openWorkspaceDisk(
         if (action === 'format') await formatImage(image, limitBytes ?? 0);
         if (action !== 'mounted') {
           await mountImage(image, dir);
-          // The file system's root is the workspace's directory: the server's, searchable only (as createWorkspace makes it).
+          // The file system's root is the workspace's directory: the server's, searchable only (as createWorkspace
+          // makes it).
           await chmod(dir, 0o711);
         }
         hold ??= await holdImage(image);
@@ -215,7 +218,8 @@ function createWorkspaceDisk(dir: string, limitBytes: number, hold: DiskHold, lo
         const how = await unmountImage(await realPaths(dir));
         if (how === 'lazy')
           logger.info(
-            'workspace disk detached lazily: a process still has a file open in it; its loop device goes when it closes it',
+            'workspace disk detached lazily: a process still has a file open in it; its loop device goes ' +
+              'when it closes it',
             { workspace: basename(dir) },
           );
       } finally {
@@ -369,7 +373,9 @@ export async function diskFullAfterCall(dir: string, limitBytes: number | undefi
       : `${free < 2 ** 20 ? `${Math.floor(free / 1024)} KiB` : describeDiskLimit(free)} left`;
   return {
     limitBytes,
-    note: `${diskFullLead(limitBytes)}: ${left}. Writes in the working directory and /tmp fail with "No space left on device" until files are deleted.`,
+    note:
+      `${diskFullLead(limitBytes)}: ${left}. Writes in the working directory and /tmp fail with "No space ` +
+      'left on device" until files are deleted.',
   };
 }
 
@@ -410,7 +416,8 @@ export async function setUpWorkspaceDisks(
   }
   if (!probed.sparse) {
     logger.warn(
-      'LOCAL_SANDBOX_ROOT does not keep sparse files: each new workspace takes its whole LOCAL_SANDBOX_DISK_MB of the host at once',
+      'LOCAL_SANDBOX_ROOT does not keep sparse files: each new workspace takes its whole ' +
+        'LOCAL_SANDBOX_DISK_MB of the host at once',
       { root },
     );
   }
