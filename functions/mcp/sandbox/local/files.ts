@@ -14,7 +14,7 @@ import { tooLargeToRead } from '../read-limit';
 import type { FileEntry, ListFilesRequest, ListFilesResult, ReadFileResult } from '../types';
 import { inside, locate, type OpenDir } from './beneath';
 import { toWorkspacePath, type Workspace } from './workspace';
-import { diskFullLead } from './workspace-disk';
+import { diskFullLead } from './disk-limit';
 
 /**
  * Translates a file-system error into a message the model can act on (`diskLimitBytes`: the workspace's disk limit, if

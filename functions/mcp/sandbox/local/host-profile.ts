@@ -10,13 +10,14 @@ import type { LocalSandboxConfig } from '../../config';
 import { describeError } from '../../errors';
 import type { Logger } from '../../log';
 import type { SandboxLimits } from '../types';
-import { type CgroupLimits, probeCgroups, type SandboxCgroups } from './cgroups';
+import { probeCgroups } from './cgroup-probe';
+import type { CgroupLimits, SandboxCgroups } from './cgroups';
+import { PROBING_DISKS, setUpWorkspaceDisks, type WorkspaceDisks } from './disk-limit';
 import { releaseOrphanedDisks } from './disk-reclaim';
 import { findRootLinks, type HardeningProbe, probeHardening } from './host-tools';
 import { type HostTools, NO_HARDENING, type ProcessLimits, type SandboxLaunch } from './launch';
 import { heldLimits, limitSettings, logLimits, processLimitsFor, type Rlimits } from './resource-limits';
 import { PROBE_UID } from './sandbox-users';
-import { PROBING_DISKS, setUpWorkspaceDisks, type WorkspaceDisks } from './workspace-disk';
 
 /** What the probes start from: the settings and what is known of the host without probing. */
 export interface HostProbeInput {

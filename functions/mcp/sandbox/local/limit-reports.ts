@@ -4,9 +4,9 @@
  */
 import type { DiskFull, OutOfMemory } from '../types';
 import type { SandboxCgroup } from './cgroups';
+import { diskFullAfterCall } from './disk-limit';
 import { outOfMemoryIf } from './resource-limits';
 import type { Workspace } from './workspace';
-import { diskFullAfterCall } from './workspace-disk';
 
 /** The OOM-kill count taken before a call. */
 export interface MemoryWatch {
