@@ -11,7 +11,7 @@ import { RunToCompletion, type StopReason } from '../run-to-completion';
 import type { CallControls, CodeError, OutputStream, RunCodeResult } from '../types';
 import { type KernelFrame, KernelFrameReader } from './kernel-frames';
 import { startFailureDetail } from './process-group';
-import type { SandboxProcess } from './supervisor';
+import type { SandboxProcess } from './supervised-process';
 
 /** Time for the interpreter to start and report ready. */
 const KERNEL_START_TIMEOUT_MS = 15_000;

@@ -6,7 +6,7 @@ import { AppError } from '../../errors';
 import { RunToCompletion } from '../run-to-completion';
 import type { CallControls, OutputStream, RunCommandResult } from '../types';
 import { toSpawnError } from './process-group';
-import type { SandboxProcess } from './supervisor';
+import type { SandboxProcess } from './supervised-process';
 
 export interface RunProcessOptions extends CallControls {
   /** Starts the process (with a stdin to write to when asked). */

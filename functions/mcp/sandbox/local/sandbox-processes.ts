@@ -13,7 +13,8 @@ import { killUserProcesses } from './host-processes';
 import { KERNEL_SOURCE } from './kernel-source';
 import { buildLaunch, type SandboxLaunch, toBaseEnv } from './launch';
 import { PythonKernel } from './python-kernel';
-import { type SandboxProcess, Supervisor } from './supervisor';
+import type { SandboxProcess } from './supervised-process';
+import { Supervisor } from './supervisor';
 import { SUPERVISOR_SOURCE } from './supervisor-source';
 import { resolveInWorkspace, type Workspace } from './workspace';
 
