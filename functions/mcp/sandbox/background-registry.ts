@@ -159,7 +159,8 @@ export class BackgroundRegistry<How, Handle extends BackgroundHandle> {
     if (waiting > 0) {
       throw new AppError(
         'invalid_input',
-        `Process ${id} has not read the ${waiting} bytes of input written before yet, so nothing more was written; check its logs, and write again once it has read them.`,
+        `Process ${id} has not read the ${waiting} bytes of input written before yet, so nothing more was ` +
+          'written; check its logs, and write again once it has read them.',
       );
     }
     const written = entry.handle.writeStdin(input);

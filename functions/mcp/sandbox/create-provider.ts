@@ -6,7 +6,10 @@ import { createE2BSandboxProvider } from './e2b/provider';
 import { createLocalSandboxProvider } from './local/provider';
 import type { SandboxProvider } from './types';
 
-/** Slack on top of the idle TTL and the longest call before an unused local workspace is deleted (clocks, marker writes). */
+/**
+ * Slack on top of the idle TTL and the longest call before an unused local workspace is deleted (clocks, marker
+ * writes).
+ */
 const STALE_MARGIN_MS = 60_000;
 
 /** A provider and the promise of its readiness (start-up probes run off the request path). */
@@ -15,7 +18,10 @@ export interface SelectedProvider {
   ready: () => Promise<void>;
 }
 
-/** Creates the provider named by SANDBOX_BACKEND; `clock` times E2B's retries, gate and leases, and dates local workspaces' use. */
+/**
+ * Creates the provider named by SANDBOX_BACKEND; `clock` times E2B's retries, gate and leases, and dates local
+ * workspaces' use.
+ */
 export function createSandboxProvider(config: Config, logger: Logger, clock?: Clock): SelectedProvider {
   if (config.sandboxBackend === 'e2b') {
     // Nothing to probe: the SDK loads, and E2B is called, when the first sandbox is needed.
@@ -29,7 +35,8 @@ export function createSandboxProvider(config: Config, logger: Logger, clock?: Cl
   }
   // A session unused for the idle TTL has ended on every instance; a call may still run the longest tool timeout.
   const staleAfterMs = (config.sessionIdleTtlS + config.toolTimeoutMaxS) * 1000 + STALE_MARGIN_MS;
-  // Preview URLs carry a token signed like session ids (with the same secret, configured or this process's), valid as long as one.
+  // Preview URLs carry a token signed like session ids (with the same secret, configured or this process's), valid as
+  // long as one.
   const provider = createLocalSandboxProvider({
     config: config.local,
     logger,

@@ -1,4 +1,5 @@
 /** A session's sandbox, created (or re-attached) on first use; concurrent first uses share one attempt. */
+import { SingleFlight } from '../single-flight';
 import type { Sandbox, SandboxOwner, SandboxProvider } from './types';
 
 /** The handle tools get: the sandbox, created when a tool first needs it. */
@@ -45,7 +46,8 @@ export interface LazySandboxOptions {
 
 /** The note a recovered session gets when its earlier sandbox is gone. */
 export const FRESH_SANDBOX_NOTICE =
-  'Note: no earlier sandbox of this session was found (it expired, or lived on a server instance that is gone), so this is a fresh sandbox: files and state from before are gone.';
+  'Note: no earlier sandbox of this session was found (it expired, or lived on a server instance that is ' +
+  'gone), so this is a fresh sandbox: files and state from before are gone.';
 
 /** Creates the lazy sandbox of `owner`. A sandbox found gone is replaced by a fresh one on the next `get()`. */
 export function createLazySandbox(
@@ -54,8 +56,8 @@ export function createLazySandbox(
   options: LazySandboxOptions = {},
 ): LazySandbox {
   let confirmed = owner.firstLeaseMs === undefined;
-  let sandbox: Sandbox | undefined;
-  let creating: Promise<Sandbox> | undefined;
+  /** The sandbox made or attached, or being so: concurrent first uses share one attempt, a failed one is retried. */
+  const sandbox = new SingleFlight<Sandbox>();
   let resume = options.resume === true;
   /** A sandbox was made or attached (or tried) since the start or the last kill. */
   let obtained = false;
@@ -71,48 +73,37 @@ export function createLazySandbox(
     return provider.create(confirmed ? { sessionKey: owner.sessionKey, principal: owner.principal } : owner);
   };
 
+  /** Asks `admit` first: a refusal starts nothing. */
+  const start = (): Promise<Sandbox> => {
+    options.admit?.();
+    obtained = true;
+    return obtain().then((created) => {
+      // Confirmed while it was being made.
+      if (confirmed) created.confirmLease?.();
+      return created;
+    });
+  };
+
   return {
     owner,
     get() {
-      if (sandbox?.isGone() === true) {
+      const existing = sandbox.value;
+      if (existing?.isGone() === true) {
         // Best effort: if only the path to it failed, the old one would otherwise run on until its lease ends.
-        void sandbox.kill().catch(() => undefined);
-        sandbox = undefined;
+        void existing.kill().catch(() => undefined);
+        sandbox.take();
       }
-      if (sandbox !== undefined) return Promise.resolve(sandbox);
-      if (creating === undefined) {
-        try {
-          options.admit?.();
-        } catch (err: unknown) {
-          return Promise.reject(err);
-        }
-        obtained = true;
-      }
-      creating ??= obtain().then(
-        (created) => {
-          sandbox = created;
-          creating = undefined;
-          // Confirmed while it was being made.
-          if (confirmed) created.confirmLease?.();
-          return created;
-        },
-        (err: unknown) => {
-          creating = undefined;
-          throw err;
-        },
-      );
-      return creating;
+      return sandbox.get(start);
     },
-    current: () => (sandbox?.isGone() === true ? undefined : sandbox),
-    active: () => creating !== undefined || (sandbox !== undefined && !sandbox.isGone()),
+    current: () => (sandbox.value?.isGone() === true ? undefined : sandbox.value),
+    active: () => sandbox.starting || (sandbox.value !== undefined && !sandbox.value.isGone()),
     mayExist: () => resume || obtained,
     async kill() {
-      let existing = sandbox ?? (await creating?.catch(() => undefined));
+      let existing = sandbox.value ?? (await sandbox.current()?.catch(() => undefined));
       // A recovered session that has not touched its sandbox yet still owns one to kill.
       if (existing === undefined && resume) existing = await provider.attach(owner).catch(() => undefined);
       resume = false;
-      creating = undefined;
-      sandbox = undefined;
+      sandbox.take();
       obtained = false;
       try {
         await existing?.kill();
@@ -123,11 +114,10 @@ export function createLazySandbox(
       }
     },
     async expire(idleTtlMs, nowMs) {
-      let existing = sandbox ?? (await creating?.catch(() => undefined));
+      let existing = sandbox.value ?? (await sandbox.current()?.catch(() => undefined));
       if (existing === undefined && resume) existing = await provider.attach(owner).catch(() => undefined);
       resume = true;
-      creating = undefined;
-      sandbox = undefined;
+      sandbox.take();
       if (existing === undefined) return true;
       const lastUsed = await existing.lastUseElsewhereMs().catch(() => undefined);
       if (lastUsed !== undefined && nowMs - lastUsed < idleTtlMs) {
@@ -138,9 +128,8 @@ export function createLazySandbox(
       return true;
     },
     async release() {
-      const existing = sandbox ?? (await creating?.catch(() => undefined));
-      creating = undefined;
-      sandbox = undefined;
+      const existing = sandbox.value ?? (await sandbox.current()?.catch(() => undefined));
+      sandbox.take();
       resume = true;
       await existing?.release();
     },
@@ -152,7 +141,7 @@ export function createLazySandbox(
     confirm() {
       if (confirmed) return;
       confirmed = true;
-      sandbox?.confirmLease?.();
+      sandbox.value?.confirmLease?.();
     },
   };
 }

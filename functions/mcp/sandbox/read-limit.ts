@@ -5,7 +5,8 @@ import { AppError } from '../errors';
 export function tooLargeToRead(shown: string, size: string, maxBytes: number): AppError {
   return new AppError(
     'invalid_input',
-    `${shown} is ${size}, over the ${maxBytes}-byte read limit; read it by lines (offset/limit) if it is text, or inspect it with run_command (head, tail, split).`,
+    `${shown} is ${size}, over the ${maxBytes}-byte read limit; read it by lines (offset/limit) if it is ` +
+      'text, or inspect it with run_command (head, tail, split).',
   );
 }
 

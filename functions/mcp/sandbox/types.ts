@@ -102,7 +102,10 @@ export interface RunCodeResult {
   /** True when the interpreter's state (variables, imports) was lost during this call. */
   readonly stateLost: boolean;
   readonly durationMs: number;
-  /** Set when the call failed and the kernel killed a process of the sandbox (the interpreter, say) for want of memory meanwhile. */
+  /**
+   * Set when the call failed and the kernel killed a process of the sandbox (the interpreter, say) for want of memory
+   * meanwhile.
+   */
   readonly outOfMemory?: OutOfMemory;
 }
 
@@ -248,7 +251,9 @@ export interface BackendStatus {
 
 /** One resource limit of a sandbox. */
 export interface ResourceLimit {
-  /** The limit (bytes for memory and disk, a count for processes, a share of one CPU for cpu); `null` when none holds. */
+  /**
+   * The limit (bytes for memory and disk, a count for processes, a share of one CPU for cpu); `null` when none holds.
+   */
   readonly value: number | null;
   /** What enforces it here (for example `cgroup v1`, `rlimit`, `ext4 image`), or why nothing does. */
   readonly enforcedBy: string;

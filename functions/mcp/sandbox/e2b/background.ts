@@ -47,7 +47,8 @@ export function launchScript(id: string, command: string): string {
   const writer =
     `{ w=head; command -v stdbuf >/dev/null && w='stdbuf -o0 head'; k=0; ` +
     `while :; do $w -c ${LOG_SEGMENT_BYTES} > ${base}.log.$k; ` +
-    `[ "$(stat -c %s ${base}.log.$k)" -lt ${LOG_SEGMENT_BYTES} ] && break; k=$((k+1)); rm -f ${base}.log.$((k-2)); done; cat > /dev/null; }`;
+    `[ "$(stat -c %s ${base}.log.$k)" -lt ${LOG_SEGMENT_BYTES} ] && break; k=$((k+1)); rm -f ` +
+    `${base}.log.$((k-2)); done; cat > /dev/null; }`;
   return (
     `mkdir -p ${LOG_DIR} && exec 3<&0 && ` +
     `{ setsid bash -c ${shellQuote(command)} <&3 3<&- 2>&1 & p=$!; echo $p > ${base}.pid; exec 3<&-; ` +

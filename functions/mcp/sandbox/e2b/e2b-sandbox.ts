@@ -1,17 +1,13 @@
 /** One session's E2B sandbox behind the Sandbox interface: commands, code, files, and the lease. */
-import { randomBytes } from 'node:crypto';
 import { posix } from 'node:path';
 
 import type { Clock } from '../../clock';
 import { AppError, isAppError } from '../../errors';
 import { CodeResults } from '../code-results';
-import { OutputCapture } from '../output-capture';
-import { tooLargeToRead } from '../read-limit';
+import { RunToCompletion } from '../run-to-completion';
 import type {
   BackgroundProcess,
-  CallControls,
   CodeError,
-  FileEntry,
   ListFilesRequest,
   ListFilesResult,
   PreviewInfo,
@@ -29,9 +25,10 @@ import type {
 import { createE2BBackgroundProcesses, type E2BBackgroundProcesses } from './background';
 import { saveOpenFigures } from './charts';
 import { toE2BAppError } from './errors';
+import { listE2BFiles, readE2BFile, writeE2BFile } from './files';
 import { Lease, type LeaseTerms } from './lease';
+import { commandBusyMs, runE2BCommand } from './run-command';
 import type { E2BErrorClasses, E2BSandboxApi } from './sdk';
-import { shellQuote } from './shell';
 
 /** The working directory of E2B's templates. */
 export const E2B_WORKDIR = '/home/user';
@@ -42,23 +39,6 @@ export const E2B_WORKDIR = '/home/user';
 const INTERRUPT_KERNELS =
   't(){ for c in $(pgrep -P "$1"); do t "$c"; kill -KILL "$c" 2>/dev/null; done; }; ' +
   'for k in $(pgrep -f \'ipykernel_launche[r]\'); do t "$k"; kill -INT "$k" 2>/dev/null; done; true';
-/** Grace beyond the in-sandbox `timeout -k 2` before the server kills the command itself. */
-const COMMAND_BACKSTOP_MS = 5_000;
-
-/** The output callbacks of a command or an execution: each chunk into its capture, and on to the live output. */
-function intoCaptures(stdout: OutputCapture, stderr: OutputCapture, onOutput: CallControls['onOutput']) {
-  return {
-    onStdout: (text: string): void => {
-      stdout.push(Buffer.from(text, 'utf8'));
-      onOutput?.('stdout', text);
-    },
-    onStderr: (text: string): void => {
-      stderr.push(Buffer.from(text, 'utf8'));
-      onOutput?.('stderr', text);
-    },
-  };
-}
-
 export interface E2BSandboxOptions {
   api: E2BSandboxApi;
   errors: E2BErrorClasses;
@@ -148,100 +128,26 @@ export class E2BSandbox implements Sandbox {
   }
 
   async runCommand(req: RunCommandRequest): Promise<RunCommandResult> {
-    const { api, errors, clock } = this.options;
     const cwd = this.resolve(req.cwd ?? '.');
     return this.call(
       `running a command in ${cwd}`,
-      async () => {
-        let stdinFile = '/dev/null';
-        if (req.stdin !== undefined) {
-          stdinFile = `/tmp/.mcp-stdin-${randomBytes(8).toString('hex')}`;
-          await api.writeFile(stdinFile, toArrayBuffer(Buffer.from(req.stdin, 'utf8')));
-        }
-        const seconds = Math.max(1, Math.ceil(req.timeoutMs / 1000));
-        // `timeout -k` stops the command inside the sandbox even if this server is gone by then. With `exec`
-        // the command's pid is timeout's, which leads a process group of everything the command starts.
-        const cleanup = req.stdin === undefined ? '' : `rm -f ${stdinFile}; `;
-        const script = `exec timeout -k 2 ${seconds} bash -c ${shellQuote(cleanup + req.command)} < ${stdinFile}`;
-        const stdout = new OutputCapture(this.options.maxOutputBytes);
-        const stderr = new OutputCapture(this.options.maxOutputBytes);
-        const started = clock.now();
-        const handle = await api.startCommand(script, {
-          cwd,
-          envs: req.env,
-          timeoutMs: req.timeoutMs + COMMAND_BACKSTOP_MS * 2,
-          ...intoCaptures(stdout, stderr, req.onOutput),
-        });
-        let timedOut = false;
-        let cancelled = false;
-        let lastResort: NodeJS.Timeout | undefined;
-        const stop = (): void => {
-          // SIGTERM to `timeout` reaches the whole group; then SIGKILL the group. Killing only the
-          // process E2B knows (handle.kill) would orphan its children, so that is the last resort.
-          void api
-            .startCommand(
-              `kill -TERM ${handle.pid} 2>/dev/null; sleep 2; kill -KILL -- -${handle.pid} 2>/dev/null; true`,
-              { timeoutMs: 15_000 },
-            )
-            .catch(() => undefined);
-          lastResort ??= setTimeout(() => void handle.kill().catch(() => false), COMMAND_BACKSTOP_MS);
-        };
-        const backstop = setTimeout(() => {
-          timedOut = true;
-          stop();
-        }, req.timeoutMs + COMMAND_BACKSTOP_MS);
-        const onAbort = (): void => {
-          cancelled = true;
-          stop();
-        };
-        if (req.signal?.aborted) onAbort();
-        else req.signal?.addEventListener('abort', onAbort, { once: true });
-        let exitCode: number | null = null;
-        try {
-          exitCode = (await handle.wait()).exitCode;
-        } catch (err: unknown) {
-          // A non-zero exit is a normal result, not an error.
-          if (err instanceof errors.CommandExitError) exitCode = err.exitCode;
-          else if (!timedOut && !cancelled) throw err;
-        } finally {
-          clearTimeout(backstop);
-          clearTimeout(lastResort);
-          req.signal?.removeEventListener('abort', onAbort);
-        }
-        const durationMs = Math.round(clock.now() - started);
-        // 124: `timeout` stopped it; 137: it ignored SIGTERM and `-k` killed it.
-        if (!cancelled && (exitCode === 124 || exitCode === 137) && durationMs >= seconds * 1000 - 50) timedOut = true;
-        if (timedOut || cancelled) exitCode = null;
-        return {
-          exitCode,
-          signal: timedOut || cancelled ? 'SIGKILL' : null,
-          stdout: stdout.result(),
-          stderr: stderr.result(),
-          timedOut,
-          cancelled,
-          durationMs,
-        };
-      },
-      req.timeoutMs + COMMAND_BACKSTOP_MS * 2,
+      () => runE2BCommand(this.options, req, cwd),
+      commandBusyMs(req.timeoutMs),
     );
   }
 
   async runCode(req: RunCodeRequest): Promise<RunCodeResult> {
-    const { api, clock } = this.options;
-    const stdout = new OutputCapture(this.options.maxOutputBytes);
-    const stderr = new OutputCapture(this.options.maxOutputBytes);
-    const started = clock.now();
-    let cancelled = false;
+    const { api, clock, maxOutputBytes } = this.options;
+    const run = new RunToCompletion({ maxOutputBytes, onOutput: req.onOutput, now: () => clock.now() });
     const partial = (timedOut: boolean, error: CodeError | null, results = new CodeResults()): RunCodeResult => ({
-      stdout: stdout.result(),
-      stderr: stderr.result(),
+      ...run.output(),
       results: results.results,
       ...(results.omitted === undefined ? {} : { omittedResults: results.omitted }),
       error,
       timedOut,
-      cancelled,
+      cancelled: run.cancelled,
       stateLost: false,
-      durationMs: Math.round(clock.now() - started),
+      durationMs: run.elapsedMs(),
     });
     // Cancel and timeout = Jupyter's interrupt: what the cell started is killed, then the kernel gets SIGINT
     // (its state stays). Without it the cell would run on and hold up the next call.
@@ -250,39 +156,19 @@ export class E2BSandbox implements Sandbox {
         .startCommand(INTERRUPT_KERNELS, { timeoutMs: 15_000 })
         .then((h) => h.wait())
         .catch(() => undefined);
-    const onAbort = (): void => {
-      cancelled = true;
-      void interrupt();
-    };
-    if (req.signal?.aborted) onAbort();
-    else req.signal?.addEventListener('abort', onAbort, { once: true });
+    // The execution's own deadline is the interpreter's (execute.ts): only a cancel is armed here.
+    run.arm({ signal: req.signal, stop: () => void interrupt() });
     try {
       return await this.call(
         `running ${req.language} code`,
         async () => {
-          const results = new CodeResults();
-          const execution = await api.runCode(req.code, {
-            language: req.language,
-            envs: req.env,
-            timeoutMs: req.timeoutMs,
-            ...intoCaptures(stdout, stderr, req.onOutput),
-            onResult: (result) => {
-              if (result.png !== undefined) results.add({ type: 'image', mimeType: 'image/png', data: result.png });
-              else if (result.jpeg !== undefined)
-                results.add({ type: 'image', mimeType: 'image/jpeg', data: result.jpeg });
-              else if (result.text !== undefined) results.add({ type: 'text', text: result.text });
-            },
-            // An answer line too long to hold (output or a result): counted with the results left out.
-            onDropped: (bytes) => results.omit(bytes),
-          });
-          if (this.options.charts === 'files' && req.language === 'python' && !cancelled)
-            for (const chart of await saveOpenFigures(api)) results.add(chart);
-          return partial(false, execution.error ?? null, results);
+          const { error, results } = await this.execute(req, run);
+          return partial(false, error, results);
         },
         req.timeoutMs,
       );
     } catch (err: unknown) {
-      if (cancelled) return partial(false, null);
+      if (run.cancelled) return partial(false, null);
       if (isAppError(err, 'sandbox_timeout')) {
         await interrupt();
         return partial(true, null);
@@ -291,71 +177,52 @@ export class E2BSandbox implements Sandbox {
       if (noInterpreter && (await api.exists('/').catch(() => false))) {
         // The sandbox answers, but nothing listens for code: the template has no interpreter.
         this.gone = false;
-        throw new AppError(
-          'sandbox_error',
-          `The E2B template "${this.options.template}" has no code interpreter, so run_code cannot run here; use run_command, or set E2B_TEMPLATE to code-interpreter-v1 (or a template built on it).`,
-          { cause: err },
-        );
+        throw new AppError('sandbox_error', noInterpreterMessage(this.options.template), { cause: err });
       }
       throw err;
     } finally {
-      req.signal?.removeEventListener('abort', onAbort);
+      run.disarm();
     }
+  }
+
+  /** Sends the code to the interpreter, its output into `run`; with E2B_CHARTS=files, Python's open figures too. */
+  private async execute(
+    req: RunCodeRequest,
+    run: RunToCompletion,
+  ): Promise<{ error: CodeError | null; results: CodeResults }> {
+    const { api } = this.options;
+    const results = new CodeResults();
+    const execution = await api.runCode(req.code, {
+      language: req.language,
+      envs: req.env,
+      timeoutMs: req.timeoutMs,
+      ...run.callbacks(),
+      onResult: (result) => {
+        if (result.png !== undefined) results.add({ type: 'image', mimeType: 'image/png', data: result.png });
+        else if (result.jpeg !== undefined) results.add({ type: 'image', mimeType: 'image/jpeg', data: result.jpeg });
+        else if (result.text !== undefined) results.add({ type: 'text', text: result.text });
+      },
+      // An answer line too long to hold (output or a result): counted with the results left out.
+      onDropped: (bytes) => results.omit(bytes),
+    });
+    if (this.options.charts === 'files' && req.language === 'python' && !run.cancelled)
+      for (const chart of await saveOpenFigures(api)) results.add(chart);
+    return { error: execution.error ?? null, results };
   }
 
   async readFile(path: string, maxBytes: number): Promise<ReadFileResult> {
     const target = this.resolve(path);
-    return this.call(`reading ${target}`, async () => {
-      const info = await this.options.api.getInfo(target);
-      if (info.type === 'dir')
-        throw new AppError('invalid_input', `${target} is a directory; use list_files to see what it holds.`);
-      if (info.size > maxBytes) throw tooLargeToRead(target, `${info.size} bytes`, maxBytes);
-      // The sandbox can grow the file after the check: never more than the limit is read.
-      const bytes = Buffer.from(await this.options.api.readFile(target, maxBytes));
-      if (bytes.length > maxBytes) throw tooLargeToRead(target, `over ${maxBytes} bytes`, maxBytes);
-      return { path: target, bytes, sizeBytes: bytes.length };
-    });
+    return this.call(`reading ${target}`, () => readE2BFile(this.options.api, target, maxBytes));
   }
 
   async writeFile(path: string, data: Buffer): Promise<{ path: string; created: boolean }> {
     const target = this.resolve(path);
-    return this.call(`writing ${target}`, async () => {
-      const existed = await this.options.api.exists(target);
-      await this.options.api.writeFile(target, toArrayBuffer(data));
-      return { path: target, created: !existed };
-    });
+    return this.call(`writing ${target}`, () => writeE2BFile(this.options.api, target, data));
   }
 
   async listFiles(req: ListFilesRequest): Promise<ListFilesResult> {
     const target = this.resolve(req.path);
-    return this.call(`listing ${target}`, async () => {
-      const info = await this.options.api.getInfo(target);
-      if (info.type !== 'dir')
-        throw new AppError('invalid_input', `${target} is not a directory; use read_file to read it.`);
-      const found = await this.options.api.listFiles(target, req.depth);
-      const entries: FileEntry[] = [];
-      for (const entry of found) {
-        const rel = posix.relative(target, entry.path);
-        if (rel === '' || rel.startsWith('..')) continue;
-        if (!req.includeHidden && rel.split('/').some((part) => part.startsWith('.'))) continue;
-        const type =
-          entry.type === 'dir'
-            ? 'directory'
-            : entry.type === 'symlink'
-              ? 'symlink'
-              : entry.type === 'file'
-                ? 'file'
-                : 'other';
-        entries.push({
-          path: type === 'directory' ? `${rel}/` : rel,
-          type,
-          size: entry.size,
-          mtime: entry.modifiedTime?.toISOString() ?? '',
-        });
-      }
-      entries.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
-      return { path: target, entries: entries.slice(0, req.maxEntries), truncated: entries.length > req.maxEntries };
-    });
+    return this.call(`listing ${target}`, () => listE2BFiles(this.options.api, target, req));
   }
 
   async preview(port: number): Promise<PreviewInfo> {
@@ -411,8 +278,10 @@ export class E2BSandbox implements Sandbox {
   }
 }
 
-function toArrayBuffer(data: Buffer): ArrayBuffer {
-  const copy = new ArrayBuffer(data.byteLength);
-  new Uint8Array(copy).set(data);
-  return copy;
+/** run_code's error where the template has no code interpreter. */
+function noInterpreterMessage(template: string): string {
+  return (
+    `The E2B template "${template}" has no code interpreter, so run_code cannot run here; use run_command, ` +
+    'or set E2B_TEMPLATE to code-interpreter-v1 (or a template built on it).'
+  );
 }

@@ -74,7 +74,8 @@ export function toE2BAppError(err: unknown, classes: E2BErrorClasses, ctx: E2BEr
   if (err instanceof classes.AuthenticationError) {
     return new AppError(
       'backend_auth',
-      'E2B rejected the server’s credentials: the operator should check E2B_API_KEY (and E2B_DOMAIN / E2B_API_URL for Alibaba Cloud).',
+      'E2B rejected the server’s credentials: the operator should check E2B_API_KEY (and E2B_DOMAIN / ' +
+        'E2B_API_URL for Alibaba Cloud).',
       { cause: err },
     );
   }
@@ -98,7 +99,8 @@ export function toE2BAppError(err: unknown, classes: E2BErrorClasses, ctx: E2BEr
   ) {
     return new AppError(
       'sandbox_gone',
-      'The sandbox has expired or was shut down outside this server, so files and state from it are gone. The next call starts a fresh sandbox.',
+      'The sandbox has expired or was shut down outside this server, so files and state from it are gone. ' +
+        'The next call starts a fresh sandbox.',
       { cause: err },
     );
   }
@@ -129,7 +131,8 @@ export function toE2BAppError(err: unknown, classes: E2BErrorClasses, ctx: E2BEr
   if (isNetworkError(err)) {
     return new AppError(
       'backend_unreachable',
-      `Cannot reach E2B while ${ctx.operation}; check E2B_DOMAIN / E2B_API_URL and the function's internet access, then retry.`,
+      `Cannot reach E2B while ${ctx.operation}; check E2B_DOMAIN / E2B_API_URL and the function's internet ` +
+        'access, then retry.',
       { cause: err },
     );
   }

@@ -156,7 +156,9 @@ async function statusError(res: Response, errors: ExecuteErrors): Promise<Error 
   return new errors.SandboxError(`${res.status} ${res.statusText}`);
 }
 
-/** What a connection the sandbox's side closed throws (the SDK's check before it asks whether the sandbox still runs). */
+/**
+ * What a connection the sandbox's side closed throws (the SDK's check before it asks whether the sandbox still runs).
+ */
 const CONNECTION_CLOSED_CODES = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET']);
 const isConnectionClosed = (err: unknown): boolean =>
   someCause(err, (e) => CONNECTION_CLOSED_CODES.has(toErrnoCode(e) ?? ''));

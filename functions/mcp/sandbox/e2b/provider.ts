@@ -4,6 +4,7 @@ import type { E2BConfig } from '../../config';
 import { AppError } from '../../errors';
 import { hashTag } from '../../hash-tag';
 import type { Logger } from '../../log';
+import { SingleFlight } from '../../single-flight';
 import { SERVER_INFO } from '../../version';
 import { createTombstoneStore } from '../tombstones';
 import type { BackendStatus, Sandbox, SandboxOwner, SandboxProvider } from '../types';
@@ -53,7 +54,8 @@ export function createE2BSandboxProvider(options: E2BProviderOptions): SandboxPr
   } = options;
   const lease = leaseTerms(options.idleTtlMs, options.renewEveryMs);
   const gate = createRateGate(config.maxCreatesPerS, clock);
-  let sdk: Promise<E2BSdk> | undefined;
+  /** The SDK, loaded on the first sandbox (again on the next, if that load failed). */
+  const sdk = new SingleFlight<E2BSdk>();
   /** Set once the service answered 404 to the sandbox listing (said in the log once). */
   let listingMissing = false;
   const tombstones =
@@ -96,8 +98,7 @@ export function createE2BSandboxProvider(options: E2BProviderOptions): SandboxPr
         firstLeaseMs === undefined || firstLeaseMs >= options.idleTtlMs
           ? { lease }
           : { lease: leaseTerms(firstLeaseMs, options.renewEveryMs), confirmedLease: lease };
-      sdk ??= loadSdk();
-      const loaded = await sdk;
+      const loaded = await sdk.get(loadSdk);
       const started = clock.now();
       try {
         const api = await retryWithBackoff(
@@ -128,7 +129,8 @@ export function createE2BSandboxProvider(options: E2BProviderOptions): SandboxPr
         if (err instanceof loaded.errors.SandboxError && err.statusCode === 404) {
           throw new AppError(
             'sandbox_error',
-            `E2B has no template "${config.template}" for this account; check E2B_TEMPLATE (and E2B_DOMAIN for Alibaba Cloud).`,
+            `E2B has no template "${config.template}" for this account; check E2B_TEMPLATE (and E2B_DOMAIN ` +
+              'for Alibaba Cloud).',
             { cause: err },
           );
         }
@@ -142,15 +144,15 @@ export function createE2BSandboxProvider(options: E2BProviderOptions): SandboxPr
     // E2B keeps nothing an instance could record an ended session in: metadata is fixed at creation, and a
     // killed sandbox is listed nowhere. With E2B_STATE_DIR (storage every instance shares) ended sessions are
     // recorded there; without it an ended id is refused by the instance that ended it (legacy-lane.ts) and,
-    // replayed elsewhere, gets a fresh, empty sandbox, for the same credential only (docs/security.md, "Ended means ended").
+    // replayed elsewhere, gets a fresh, empty sandbox, for the same credential only (docs/security.md, "Ended means
+    // ended").
     // The store also deletes those whose time has passed, now and then, on a record or a lookup (FC freezes timers).
     recordEnded: async ({ sessionKey }: SandboxOwner, untilMs: number) =>
       tombstones?.record(endedName(sessionKey), untilMs),
     hasEnded: async ({ sessionKey }: SandboxOwner, nowMs: number) =>
       (await tombstones?.has(endedName(sessionKey), nowMs)) === true,
     async attach(owner: SandboxOwner): Promise<Sandbox | undefined> {
-      sdk ??= loadSdk();
-      const loaded = await sdk;
+      const loaded = await sdk.get(loadSdk);
       try {
         const [found] = await retryWithBackoff(
           () => loaded.findByMetadata(tagsOf(owner), { ...connection, retries: 0 }),
@@ -163,7 +165,8 @@ export function createE2BSandboxProvider(options: E2BProviderOptions): SandboxPr
             logger.warn('sandbox listing not served', {
               backend: 'e2b',
               detail:
-                'the E2B service answered 404 to GET /v2/sandboxes: a session that moves to another instance gets a fresh sandbox',
+                'the E2B service answered 404 to GET /v2/sandboxes: a session that moves to another ' +
+                'instance gets a fresh sandbox',
             });
           }
           listingMissing = true;

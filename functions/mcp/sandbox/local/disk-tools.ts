@@ -89,7 +89,10 @@ export async function runTool(file: string, args: readonly string[], fd?: number
   if (exit.code !== 0) throw new Error(`${basename(file)} failed: ${exit.stderr}`);
 }
 
-/** How an unmount went: `clean` (the file system let go, and its loop device with it) or `lazy` (detached; it goes with its last user). */
+/**
+ * How an unmount went: `clean` (the file system let go, and its loop device with it) or `lazy` (detached; it goes with
+ * its last user).
+ */
 export type Unmounted = 'clean' | 'lazy';
 
 /**

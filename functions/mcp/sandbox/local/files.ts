@@ -14,9 +14,12 @@ import { tooLargeToRead } from '../read-limit';
 import type { FileEntry, ListFilesRequest, ListFilesResult, ReadFileResult } from '../types';
 import { inside, locate, type OpenDir } from './beneath';
 import { toWorkspacePath, type Workspace } from './workspace';
-import { diskFullLead } from './workspace-disk';
+import { diskFullLead } from './disk-limit';
 
-/** Translates a file-system error into a message the model can act on (`diskLimitBytes`: the workspace's disk limit, if any). */
+/**
+ * Translates a file-system error into a message the model can act on (`diskLimitBytes`: the workspace's disk limit, if
+ * any).
+ */
 export function toFileError(err: unknown, shownPath: string, diskLimitBytes?: number): AppError {
   if (err instanceof AppError) return err;
   const code = toErrnoCode(err) ?? '';

@@ -1,9 +1,13 @@
-/** Finds the host programs the local backend relies on, probes whether bubblewrap works here, and reads the host's top-level layout. */
+/**
+ * Finds the host programs the local backend relies on, probes whether bubblewrap works here (and with how much
+ * hardening), and reads the host's top-level layout.
+ */
 import { lstat, readlink } from 'node:fs/promises';
 
 import { findProgram } from './find-program';
 import { BWRAP_RO_DIRS, type BwrapHardening, hardeningArgs, type HostTools, NO_HARDENING } from './launch';
 import { spawnGroup } from './process-group';
+import { seccompProgram } from './seccomp';
 
 /** Locates bwrap, prlimit and setpriv. */
 export function findHostTools(): HostTools {
@@ -70,4 +74,38 @@ export function probeBwrap(
       ),
     );
   });
+}
+
+/** What the bubblewrap probe found: whether it works here, what it says about it, and the hardening it works with. */
+export interface HardeningProbe {
+  readonly ok: boolean;
+  readonly detail: string;
+  readonly hardening: BwrapHardening;
+}
+
+/**
+ * Probes bubblewrap with as much hardening as this host allows: no nested user namespaces and the seccomp
+ * filter, else the filter alone, else none. The detail says which.
+ */
+export async function probeHardening(tools: HostTools, uid: number | undefined): Promise<HardeningProbe> {
+  const seccomp = seccompProgram();
+  const candidates: BwrapHardening[] = [
+    { disableUserns: true, seccomp },
+    { disableUserns: false, seccomp },
+    NO_HARDENING,
+  ];
+  let last = { ok: false, detail: 'bwrap is not installed' };
+  for (const hardening of candidates) {
+    if (hardening !== NO_HARDENING && hardening.seccomp === undefined && !hardening.disableUserns) continue;
+    last = await probeBwrap(tools, uid, hardening);
+    if (last.ok) {
+      const parts = [
+        hardening.disableUserns ? 'nested user namespaces refused' : 'nested user namespaces allowed',
+        hardening.seccomp === undefined ? `no seccomp filter (${process.arch})` : 'seccomp filter on',
+      ];
+      return { ok: true, detail: `${last.detail}; ${parts.join('; ')}`, hardening };
+    }
+    if (tools.bwrap === undefined) break;
+  }
+  return { ...last, hardening: NO_HARDENING };
 }

@@ -15,7 +15,9 @@ export interface HostTools {
 
 /** Resource limits applied to every sandboxed process tree. */
 export interface ProcessLimits {
-  /** Processes the sandbox user may run at once (RLIMIT_NPROC; only when sandboxes have their own user). @default 512 */
+  /**
+   * Processes the sandbox user may run at once (RLIMIT_NPROC; only when sandboxes have their own user). @default 512
+   */
   readonly maxProcesses: number;
   /** Open files per process (RLIMIT_NOFILE). @default 4096 */
   readonly maxOpenFiles: number;
@@ -80,7 +82,8 @@ export const BWRAP_RO_DIRS: readonly string[] = [
  * group it cannot enter stops the launch (exit 125) rather than run the process unlimited.
  */
 export const ENTER_CGROUPS_SCRIPT =
-  'while [ "$1" != -- ]; do echo $$ > "$1" || { echo "sandbox: cannot enter $1" >&2; exit 125; }; shift; done; shift; exec "$@"';
+  'while [ "$1" != -- ]; do echo $$ > "$1" || { echo "sandbox: cannot enter $1" >&2; exit 125; }; shift; ' +
+  'done; shift; exec "$@"';
 
 export interface LaunchOptions {
   isolation: 'bwrap' | 'none';
@@ -91,7 +94,9 @@ export interface LaunchOptions {
   allowNetwork: boolean;
   /** Host files to hide inside bubblewrap (the token file), by their real paths. */
   hiddenPaths: readonly string[];
-  /** Which of BWRAP_RO_DIRS are symlinks on this host, and their targets (host-tools.ts `findRootLinks`). @default none */
+  /**
+   * Which of BWRAP_RO_DIRS are symlinks on this host, and their targets (host-tools.ts `findRootLinks`). @default none
+   */
   rootLinks?: ReadonlyMap<string, string>;
   /** What hardens bubblewrap here. @default none */
   hardening?: BwrapHardening;
@@ -105,6 +110,25 @@ export interface LaunchOptions {
   env: Readonly<Record<string, string>>;
   /** The `cgroup.procs` files of the sandbox's groups, entered first (cgroups.ts). @default none */
   cgroupProcs?: readonly string[];
+}
+
+/**
+ * What every supervisor of this host is launched with, the same for each of its sandboxes: the host's findings
+ * (host-profile.ts) and the settings.
+ */
+export interface SandboxLaunch {
+  readonly isolation: 'bwrap' | 'none';
+  readonly tools: HostTools;
+  readonly limits: ProcessLimits;
+  /** Network access under bubblewrap (always on without it). */
+  readonly allowNetwork: boolean;
+  /** Host files to hide inside bubblewrap (the token file), by their real paths. */
+  readonly hiddenPaths: readonly string[];
+  /** Which of BWRAP_RO_DIRS are symlinks on this host, and their targets. */
+  readonly rootLinks: ReadonlyMap<string, string>;
+  readonly hardening: BwrapHardening;
+  /** Python, for run_code and the sandbox's supervisor (LOCAL_SANDBOX_PYTHON). */
+  readonly python: string;
 }
 
 /** A ready `spawn` call. */

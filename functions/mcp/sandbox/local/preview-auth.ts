@@ -68,13 +68,22 @@ const REASONS: Record<PreviewStatus, string> = {
 };
 const BODIES: Record<PreviewStatus, string> = {
   302: '',
-  400: 'Not an HTTP/1.x request this preview carries (its framing is malformed or ambiguous, or it asks for a tunnel). This is a sandbox preview; its URL comes from the get_preview_url tool.\n',
-  401: 'This is a sandbox preview: open it with the URL the get_preview_url tool returns (it carries an access token, exchanged here for a cookie). This request had no valid token or cookie for this preview: it expired, is for another preview, or the sandbox was reset since; ask get_preview_url again.\n',
-  403: "This preview's cookie is not accepted from a page of another origin (another preview on this host). Open the preview itself.\n",
+  400:
+    'Not an HTTP/1.x request this preview carries (its framing is malformed or ambiguous, or it asks for a ' +
+    'tunnel). This is a sandbox preview; its URL comes from the get_preview_url tool.\n',
+  401:
+    'This is a sandbox preview: open it with the URL the get_preview_url tool returns (it carries an access ' +
+    'token, exchanged here for a cookie). This request had no valid token or cookie for this preview: it ' +
+    'expired, is for another preview, or the sandbox was reset since; ask get_preview_url again.\n',
+  403:
+    "This preview's cookie is not accepted from a page of another origin (another preview on this host). " +
+    'Open the preview itself.\n',
   408: 'The request headers did not arrive in time.\n',
   421: 'This preview answers only at the host name of the URL the get_preview_url tool returns.\n',
   431: 'The request headers are too large.\n',
-  502: 'Nothing in the sandbox accepts connections on this port (not started yet, or it stopped), or the sandbox is not running: start the server, then reload.\n',
+  502:
+    'Nothing in the sandbox accepts connections on this port (not started yet, or it stopped), or the ' +
+    'sandbox is not running: start the server, then reload.\n',
 };
 
 /** The whole answer of `status` (it closes the connection), as bytes to write. */
@@ -127,7 +136,8 @@ export function judgeHead(head: RequestHead, gate: PreviewGate): Verdict {
     const headers = [`Location: ${location}`];
     if (admitted !== undefined)
       headers.push(
-        `Set-Cookie: ${gate.cookieName}=${admitted.cookie}; Max-Age=${Math.max(1, admitted.maxAgeS)}; Path=/; HttpOnly; SameSite=Lax`,
+        `Set-Cookie: ${gate.cookieName}=${admitted.cookie}; Max-Age=${Math.max(1, admitted.maxAgeS)}; ` +
+          'Path=/; HttpOnly; SameSite=Lax',
       );
     return answer(302, headers);
   }

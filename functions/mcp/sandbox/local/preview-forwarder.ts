@@ -237,7 +237,10 @@ export class PreviewForwarder {
     });
   }
 
-  /** What a listener's requests must show: a token or cookie for this sandbox and port, from no foreign page, for its name. */
+  /**
+   * What a listener's requests must show: a token or cookie for this sandbox and port, from no foreign page, for its
+   * name.
+   */
   private gate(listener: Listener, auth: PreviewAuth): PreviewGate {
     const binding = { sandbox: auth.sandbox, port: listener.port };
     const { signer } = auth;

@@ -30,7 +30,9 @@ export interface RequestHead {
 export type Framed =
   /** The next request's head: nothing of it has been passed on; judge it. */
   | { readonly kind: 'head'; readonly head: RequestHead }
-  /** Bytes of the current request's body (its chunk framing included), or anything after an upgrade: pass as they are. */
+  /**
+   * Bytes of the current request's body (its chunk framing included), or anything after an upgrade: pass as they are.
+   */
   | { readonly kind: 'bytes'; readonly bytes: Buffer }
   /** The stream cannot be framed (or not safely): refuse with `status`; nothing more is read. */
   | { readonly kind: 'bad'; readonly status: 400 | 431 };
@@ -212,7 +214,9 @@ function headEnd(view: Buffer, from: number): number {
   return at < 0 ? -1 : at + HEAD_END.length;
 }
 
-/** A head's request line and fields; undefined when a line is not well formed (folded lines, bare LF or CR included). */
+/**
+ * A head's request line and fields; undefined when a line is not well formed (folded lines, bare LF or CR included).
+ */
 function parseHead(text: string): { head: RequestHead; minorVersion: string } | undefined {
   const lines = text.split('\r\n');
   const request = REQUEST_LINE.exec(lines[0] ?? '');

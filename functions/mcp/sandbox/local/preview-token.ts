@@ -22,7 +22,10 @@ export interface PreviewSigner {
   readonly ttlMs: number;
   /** A token of `kind` for `binding`, issued at `issuedMs` (rounded down to the second). */
   mint(kind: PreviewTokenKind, binding: PreviewBinding, issuedMs: number): string;
-  /** When a valid token of `kind` for `binding` was issued; undefined when malformed, forged, for another binding, or expired. */
+  /**
+   * When a valid token of `kind` for `binding` was issued; undefined when malformed, forged, for another binding, or
+   * expired.
+   */
   verify(kind: PreviewTokenKind, value: string, binding: PreviewBinding, nowMs: number): number | undefined;
 }
 

@@ -33,7 +33,8 @@ export function toSpawnError(err: unknown): AppError {
   if (code === 'ESRCH') {
     return new AppError(
       'sandbox_error',
-      "The sandbox's supervisor was stopped or killed before it reported the process (a process in the sandbox can do that; this one may have run); the next call starts it again.",
+      "The sandbox's supervisor was stopped or killed before it reported the process (a process in the " +
+        'sandbox can do that; this one may have run); the next call starts it again.',
       { cause: err },
     );
   }
@@ -42,7 +43,9 @@ export function toSpawnError(err: unknown): AppError {
   return new AppError('sandbox_error', `Could not start the process (${code})${hint}.`, { cause: err });
 }
 
-/** What a process that could not start said last on stderr, as `: line | line | line` (at most 300 characters), or ''. */
+/**
+ * What a process that could not start said last on stderr, as `: line | line | line` (at most 300 characters), or ''.
+ */
 export function startFailureDetail(stderr: string): string {
   const lines = stderr.trim().split('\n').slice(-3).join(' | ');
   return lines === '' ? '' : `: ${lines.slice(0, 300)}`;

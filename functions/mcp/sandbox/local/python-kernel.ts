@@ -7,11 +7,11 @@ import type { Duplex } from 'node:stream';
 
 import { AppError } from '../../errors';
 import { CodeResults } from '../code-results';
-import { OutputCapture } from '../output-capture';
-import type { CallControls, CodeError, RunCodeResult } from '../types';
+import { RunToCompletion, type StopReason } from '../run-to-completion';
+import type { CallControls, CodeError, OutputStream, RunCodeResult } from '../types';
 import { type KernelFrame, KernelFrameReader } from './kernel-frames';
 import { startFailureDetail } from './process-group';
-import type { SandboxProcess } from './supervisor';
+import type { SandboxProcess } from './supervised-process';
 
 /** Time for the interpreter to start and report ready. */
 const KERNEL_START_TIMEOUT_MS = 15_000;
@@ -28,7 +28,8 @@ const PIPE_DRAIN_MS = 1_000;
 const SERVER_FAILED: CodeError = {
   name: 'ServerError',
   value:
-    "The server failed while taking this call's output, so the Python process was stopped; variables and imports from earlier calls are gone.",
+    "The server failed while taking this call's output, so the Python process was stopped; variables and " +
+    'imports from earlier calls are gone.',
   traceback: '',
 };
 
@@ -66,7 +67,7 @@ export class PythonKernel {
   private nextId = 1;
   private queue: Promise<unknown> = Promise.resolve();
   private frameListener: ((frame: KernelFrame) => void) | undefined;
-  private outputListener: ((stream: 'stdout' | 'stderr', chunk: string) => void) | undefined;
+  private outputListener: ((stream: OutputStream, chunk: string) => void) | undefined;
   /** The running execution's results (their room bounds the line the channel may hold), else none. */
   private results: CodeResults | undefined;
   private exited = false;
@@ -152,14 +153,13 @@ export class PythonKernel {
     signal,
     onOutput,
   }: ExecuteOptions): Promise<RunCodeResult> {
-    const started = performance.now();
+    const run = new RunToCompletion({ maxOutputBytes, onOutput });
     const id = this.nextId++;
     const marker = `\n\0end-${id}\0\n`;
     const filters = { stdout: new MarkerFilter(marker), stderr: new MarkerFilter(marker) };
-    const captures = { stdout: new OutputCapture(maxOutputBytes), stderr: new OutputCapture(maxOutputBytes) };
     const results = new CodeResults();
     this.results = results;
-    let interrupted: 'timeout' | 'cancel' | undefined;
+    let interrupted: StopReason | undefined;
 
     return new Promise<RunCodeResult>((resolve) => {
       let done: { error: CodeError | null } | undefined;
@@ -168,30 +168,28 @@ export class PythonKernel {
       const finish = (stateLost: boolean, error: CodeError | null): void => {
         if (settled) return;
         settled = true;
-        clearTimeout(deadline);
+        run.disarm();
         clearTimeout(hardKill);
-        signal?.removeEventListener('abort', onAbort);
         this.frameListener = undefined;
         this.outputListener = undefined;
         this.results = undefined;
         this.exitListeners = this.exitListeners.filter((l) => l !== onExit);
         const omitted = results.omitted;
         resolve({
-          stdout: captures.stdout.result(),
-          stderr: captures.stderr.result(),
+          ...run.output(),
           results: results.results,
           ...(omitted === undefined ? {} : { omittedResults: omitted }),
           error,
           timedOut: interrupted === 'timeout',
           cancelled: interrupted === 'cancel',
           stateLost,
-          durationMs: Math.round(performance.now() - started),
+          durationMs: run.elapsedMs(),
         });
       };
       const maybeFinish = (): void => {
         if (done !== undefined && filters.stdout.found && filters.stderr.found) finish(false, done.error);
       };
-      const interrupt = (why: 'timeout' | 'cancel'): void => {
+      const interrupt = (why: StopReason): void => {
         if (interrupted !== undefined) return;
         interrupted = why;
         this.channel.write(`${JSON.stringify({ interrupt: true })}\n`);
@@ -199,7 +197,6 @@ export class PythonKernel {
           this.kill();
         }, INTERRUPT_GRACE_MS);
       };
-      const onAbort = (): void => interrupt('cancel');
       const onExit = (): void => {
         const how =
           interrupted === undefined
@@ -211,11 +208,9 @@ export class PythonKernel {
           traceback: '',
         });
       };
-      // The kernel interrupts itself at the deadline; this is the backstop for code that ignores it.
-      const deadline = setTimeout(() => interrupt('timeout'), timeoutMs + 250);
       this.exitListeners.push(onExit);
-      if (signal?.aborted) onAbort();
-      else signal?.addEventListener('abort', onAbort, { once: true });
+      // The kernel interrupts itself at the deadline; this is the backstop for code that ignores it.
+      run.arm({ timeoutMs: timeoutMs + 250, signal, stop: interrupt });
 
       // A listener that throws (ours, on the server) ends the call with an error: it is always answered.
       const guarded =
@@ -228,12 +223,9 @@ export class PythonKernel {
             finish(true, SERVER_FAILED);
           }
         };
-      this.outputListener = guarded((stream: 'stdout' | 'stderr', chunk: string) => {
+      this.outputListener = guarded((stream: OutputStream, chunk: string) => {
         const text = filters[stream].feed(chunk);
-        if (text.length > 0) {
-          captures[stream].push(Buffer.from(text, 'utf8'));
-          onOutput?.(stream, text);
-        }
+        if (text.length > 0) run.take(stream, text);
         maybeFinish();
       });
       this.frameListener = guarded((frame: KernelFrame) => {

@@ -81,8 +81,9 @@ export function logLimits(
 ): void {
   const show = (limit: ResourceLimit, format: (value: number) => string): string =>
     limit.value === null ? 'unlimited' : `${format(limit.value)} (${limit.enforcedBy})`;
+  const perProcess = held.memory.enforcedBy === 'rlimit' ? ' per process (RLIMIT_DATA)' : '';
   logger.info('sandbox limits', {
-    memory: `${show(held.memory, formatBytes)}${held.memory.enforcedBy === 'rlimit' ? ' per process (RLIMIT_DATA)' : ''}`,
+    memory: `${show(held.memory, formatBytes)}${perProcess}`,
     processes: show(held.processes, String),
     cpu: show(held.cpu, (cpus) => `${cpus} CPU`),
     cgroups: cgroups?.placements.map((p) => p.parent).join(' ') ?? 'none',

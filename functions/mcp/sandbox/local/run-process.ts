@@ -2,13 +2,11 @@
  * Runs one process of a sandbox to completion with bounded output, a deadline and cancellation; its whole
  * process group is stopped on timeout and on abort (and goes with the sandbox).
  */
-import { StringDecoder } from 'node:string_decoder';
-
 import { AppError } from '../../errors';
-import { OutputCapture } from '../output-capture';
-import type { CallControls, RunCommandResult } from '../types';
+import { RunToCompletion } from '../run-to-completion';
+import type { CallControls, OutputStream, RunCommandResult } from '../types';
 import { toSpawnError } from './process-group';
-import type { SandboxProcess } from './supervisor';
+import type { SandboxProcess } from './supervised-process';
 
 export interface RunProcessOptions extends CallControls {
   /** Starts the process (with a stdin to write to when asked). */
@@ -22,70 +20,36 @@ export interface RunProcessOptions extends CallControls {
 /** Runs a process to completion (or deadline, or abort) and reports its exit and output. */
 export function runProcess(options: RunProcessOptions): Promise<RunCommandResult> {
   const { start, timeoutMs, stdin, maxOutputBytes, signal, onOutput } = options;
-  const started = performance.now();
-  const stdout = new OutputCapture(maxOutputBytes);
-  const stderr = new OutputCapture(maxOutputBytes);
+  const run = new RunToCompletion({ maxOutputBytes, onOutput });
   return new Promise((resolve, reject) => {
     const child = start(stdin !== undefined);
-    let timedOut = false;
-    let cancelled = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      child.stop();
-    }, timeoutMs);
-    const onAbort = (): void => {
-      cancelled = true;
-      child.stop();
-    };
-    if (signal?.aborted) onAbort();
-    else signal?.addEventListener('abort', onAbort, { once: true });
-    const settle = (): void => {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', onAbort);
-    };
+    run.arm({ timeoutMs, signal, stop: () => child.stop() });
     // A listener that throws (the server's own fault) stops the process and fails the call: it is answered.
     let failed = false;
-    const take = (capture: OutputCapture, stream: 'stdout' | 'stderr') => {
-      // Live output as text: a character split between two chunks is held until its end arrives.
-      const decoder = new StringDecoder('utf8');
-      return (chunk: Buffer): void => {
-        if (failed) return;
-        try {
-          capture.push(chunk);
-          if (onOutput !== undefined) onOutput(stream, decoder.write(chunk));
-        } catch (err: unknown) {
-          failed = true;
-          settle();
-          child.stop();
-          reject(
-            new AppError(
-              'sandbox_error',
-              "The server failed while taking the command's output, so the command was stopped.",
-              { cause: err },
-            ),
-          );
-        }
-      };
+    const take = (stream: OutputStream) => (chunk: Buffer) => {
+      if (failed) return;
+      try {
+        run.takeBytes(stream, chunk);
+      } catch (err: unknown) {
+        failed = true;
+        run.disarm();
+        child.stop();
+        const message = "The server failed while taking the command's output, so the command was stopped.";
+        reject(new AppError('sandbox_error', message, { cause: err }));
+      }
     };
-    child.stdout.on('data', take(stdout, 'stdout'));
-    child.stderr.on('data', take(stderr, 'stderr'));
+    child.stdout.on('data', take('stdout'));
+    child.stderr.on('data', take('stderr'));
     if (stdin !== undefined) child.stdin?.end(stdin);
     child.once('error', (err: Error) => {
-      settle();
+      run.disarm();
       reject(toSpawnError(err));
     });
     child.once('close', (code: number | null, sig: NodeJS.Signals | null) => {
-      settle();
+      run.disarm();
       if (failed) return;
-      resolve({
-        exitCode: code,
-        signal: sig,
-        stdout: stdout.result(),
-        stderr: stderr.result(),
-        timedOut,
-        cancelled,
-        durationMs: Math.round(performance.now() - started),
-      });
+      const { timedOut, cancelled } = run;
+      resolve({ exitCode: code, signal: sig, ...run.output(), timedOut, cancelled, durationMs: run.elapsedMs() });
     });
   });
 }

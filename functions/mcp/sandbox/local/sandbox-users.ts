@@ -11,7 +11,10 @@ import { join } from 'node:path';
 
 import { toErrnoCode } from '../../errors';
 
-/** Sandbox uids lie in [UID_BASE, UID_BASE + UID_SPAN): above any ordinary account, below the 2^31 that some tools mishandle. */
+/**
+ * Sandbox uids lie in [UID_BASE, UID_BASE + UID_SPAN): above any ordinary account, below the 2^31 that some tools
+ * mishandle.
+ */
 export const UID_BASE = 100_000;
 const UID_SPAN = 1 << 24;
 /** The uid the start-up probe runs bubblewrap as: below the range, never a sandbox's. */

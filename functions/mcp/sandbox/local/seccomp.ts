@@ -83,7 +83,9 @@ export function seccompProgram(arch: string = process.arch): Buffer | undefined 
   // An x32 call: its number is not one of ours.
   program.push([BPF_JGE_K, numbers.length + 1, 0, X32_SYSCALL_BIT]);
   // Each refused number jumps to the EPERM return at the end; the rest fall through to ALLOW.
-  numbers.forEach((nr, i) => program.push([BPF_JEQ_K, numbers.length - i, 0, nr]));
+  numbers.forEach((nr, i) => {
+    program.push([BPF_JEQ_K, numbers.length - i, 0, nr]);
+  });
   program.push([BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW]);
   program.push([BPF_RET_K, 0, 0, SECCOMP_RET_ERRNO | EPERM]);
   const out = Buffer.alloc(program.length * 8);

@@ -24,7 +24,10 @@ export interface Workspace {
   readonly workdir: string;
   /** Owner of the files when the server drops privileges for the sandbox; `undefined` otherwise. */
   readonly owner: { uid: number; gid: number } | undefined;
-  /** The size of the disk image `dir` is mounted from: the limit on all the workspace's files (workspace-disk.ts); absent when none holds. */
+  /**
+   * The size of the disk image `dir` is mounted from: the limit on all the workspace's files (workspace-disk.ts);
+   * absent when none holds.
+   */
   readonly diskLimitBytes?: number;
   /** That image, held while the workspace is open here: `release` it when the sandbox is let go; absent without one. */
   readonly disk?: WorkspaceDisk;
@@ -45,7 +48,9 @@ export interface CreateWorkspaceOptions {
   virtualHome: boolean;
   /** True when the sandbox runs as a user of its own (the server is root): allocated in sandbox-users.ts. */
   sandboxUser: boolean;
-  /** The size of a new workspace's disk image (LOCAL_SANDBOX_DISK_MB, when images work here); absent: a plain directory. */
+  /**
+   * The size of a new workspace's disk image (LOCAL_SANDBOX_DISK_MB, when images work here); absent: a plain directory.
+   */
   diskBytes?: number;
   /** Where a disk image that could not be let go is reported. @default SILENT_LOGGER */
   logger?: Logger;
@@ -137,7 +142,8 @@ export function toWorkspacePath(ws: Workspace, path: string): WorkspacePath {
   if (rel.startsWith('..') || isAbsolute(rel)) {
     throw new AppError(
       'invalid_input',
-      `Path "${path}" is outside the sandbox's working directory ${ws.workdir}; use a relative path or one under ${ws.workdir}.`,
+      `Path "${path}" is outside the sandbox's working directory ${ws.workdir}; use a relative path or one ` +
+        `under ${ws.workdir}.`,
     );
   }
   const parts = rel === '' ? [] : rel.split('/');

@@ -17,7 +17,8 @@ import {
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 
-import { type CgroupFs, parentGroupName, probeCgroups } from '../../../../functions/mcp/sandbox/local/cgroups';
+import { probeCgroups } from '../../../../functions/mcp/sandbox/local/cgroup-probe';
+import { type CgroupFs, parentGroupName } from '../../../../functions/mcp/sandbox/local/cgroups';
 
 const LIMITS = { memoryBytes: 128 * 2 ** 20, maxProcesses: 32, cpus: 0.5 };
 const ROOT = '/srv/sandboxes';

@@ -147,7 +147,7 @@ it('answers 502 when nothing listens on the port, or when no supervisor runs', a
     const preview = await openPreview(await previews.open(port));
     const refused = await exchange(preview.origin, httpGet('/', [preview.cookie]));
     expect(refused.received.toString()).toMatch(
-      /^HTTP\/1\.1 502 Bad Gateway\r\n[^]*\r\n\r\nNothing in the sandbox accepts connections on this port/,
+      /^HTTP\/1\.1 502 Bad Gateway\r\n[\s\S]*\r\n\r\nNothing in the sandbox accepts connections on this port/,
     );
   }
   expect(supervisor.alive).toBe(true);

@@ -9,7 +9,8 @@ import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { type SandboxProcess, Supervisor } from '../../../../functions/mcp/sandbox/local/supervisor';
+import type { SandboxProcess } from '../../../../functions/mcp/sandbox/local/supervised-process';
+import { Supervisor } from '../../../../functions/mcp/sandbox/local/supervisor';
 import { STREAM_WINDOW_BYTES } from '../../../../functions/mcp/sandbox/local/supervisor-frames';
 import type { SandboxStream } from '../../../../functions/mcp/sandbox/local/supervisor-streams';
 import {

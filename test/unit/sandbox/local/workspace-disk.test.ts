@@ -26,13 +26,11 @@ import { findHostTools } from '../../../../functions/mcp/sandbox/local/host-tool
 import { createLocalSandboxProvider } from '../../../../functions/mcp/sandbox/local/provider';
 import { createWorkspace, removeWorkspace, type Workspace } from '../../../../functions/mcp/sandbox/local/workspace';
 import {
-  decideDisk,
   describeDiskLimit,
   diskFullAfterCall,
-  type DiskState,
-  imageOf,
   probeWorkspaceDisks,
-} from '../../../../functions/mcp/sandbox/local/workspace-disk';
+} from '../../../../functions/mcp/sandbox/local/disk-limit';
+import { decideDisk, type DiskState, imageOf } from '../../../../functions/mcp/sandbox/local/workspace-disk';
 import { lastUsedMs, removeAbandonedWorkspace } from '../../../../functions/mcp/sandbox/local/workspace-sweep';
 import {
   diskTestsUnavailable,
