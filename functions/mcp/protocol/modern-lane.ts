@@ -69,10 +69,8 @@ export function createModernCall(options: ModernCallOptions): BoundCall {
     if (check?.ok === true) {
       const held = table.get('handle', check.key);
       if (held !== undefined) {
-        if (!held.confirmed) {
-          held.confirmed = true;
-          held.sandbox.confirm();
-        }
+        // It came back with its handle: from now on it lives on the idle TTL.
+        held.sandbox.confirm();
         return { entry: held, handle: String(handle) };
       }
     }

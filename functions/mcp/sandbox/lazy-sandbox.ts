@@ -30,6 +30,8 @@ export interface LazySandbox {
   takeNotice(): string | undefined;
   /** The caller came back for it: it (and any sandbox made for it later) lives on the idle TTL. */
   confirm(): void;
+  /** True once confirmed, or when it was never on a first lease. */
+  isConfirmed(): boolean;
 }
 
 export interface LazySandboxOptions {
@@ -138,6 +140,7 @@ export function createLazySandbox(
       notice = undefined;
       return taken;
     },
+    isConfirmed: () => confirmed,
     confirm() {
       if (confirmed) return;
       confirmed = true;

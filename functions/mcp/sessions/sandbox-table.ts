@@ -42,8 +42,6 @@ export interface TableEntry extends Holder {
   readonly issuedAtMs: number;
   readonly sandbox: LazySandbox;
   lastUsedMs: number;
-  /** The caller came back with the handle (sessions always have): it lives on the idle TTL, not the first lease. */
-  confirmed: boolean;
   readonly calls: Set<RunningCall>;
 }
 
@@ -117,8 +115,9 @@ const ISSUE_TIME_RESOLUTION_MS = 1000;
 /** Creates the empty table. */
 export function createSandboxTable(options: SandboxTableOptions): SandboxTable {
   const { provider, logger, now } = options;
-  const leaseOf = (entry: Pick<TableEntry, 'confirmed'>): number =>
-    entry.confirmed ? options.idleTtlMs : Math.min(options.firstLeaseMs, options.idleTtlMs);
+  const firstLeaseMs = Math.min(options.firstLeaseMs, options.idleTtlMs);
+  // A handle that never came back lives on the first lease; once it comes back (sessions always have), the idle TTL.
+  const leaseOf = (entry: TableEntry): number => (entry.sandbox.isConfirmed() ? options.idleTtlMs : firstLeaseMs);
   const entries = createIdleCache<TableEntry>({ idleTtlMs: leaseOf });
   const ended = new RecentSet(ENDED_REMEMBERED);
   /** Expiries still deciding whether a session's sandbox goes: a request for it waits for the verdict. */
@@ -167,7 +166,7 @@ export function createSandboxTable(options: SandboxTableOptions): SandboxTable {
   /** Lets an entry go for room: kept for its id to come back to, unless it is a handle that never came back. */
   const evict = (entry: TableEntry): void => {
     entries.remove(slot(entry.kind, entry.key));
-    if (!entry.confirmed) {
+    if (!entry.sandbox.isConfirmed()) {
       startExpiry(entry);
       return;
     }
@@ -191,7 +190,7 @@ export function createSandboxTable(options: SandboxTableOptions): SandboxTable {
     for (const entry of entries.values()) {
       if (!entry.sandbox.active()) continue;
       const release = async (): Promise<void> => {
-        if (entry.confirmed) await entry.sandbox.release();
+        if (entry.sandbox.isConfirmed()) await entry.sandbox.release();
         else evict(entry);
       };
       yield { principal: entry.principal, lastUsedMs: entry.lastUsedMs, busy: entry.busy, release };
@@ -223,7 +222,7 @@ export function createSandboxTable(options: SandboxTableOptions): SandboxTable {
       const owner = {
         sessionKey: request.key,
         principal: request.principal,
-        ...(firstLease && { firstLeaseMs: leaseOf({ confirmed: false }) }),
+        ...(firstLease && { firstLeaseMs }),
       };
       const sandbox = createLazySandbox(provider, owner, {
         resume: request.resume,
@@ -239,7 +238,6 @@ export function createSandboxTable(options: SandboxTableOptions): SandboxTable {
         issuedAtMs: request.issuedAtMs,
         sandbox,
         lastUsedMs: now(),
-        confirmed: !firstLease,
         calls,
         busy: () => calls.size > 0 || sandbox.current()?.hasRunningBackground() === true,
       };
