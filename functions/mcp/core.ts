@@ -15,7 +15,7 @@ import { createClientAddresses } from './http/client-address';
 import { createHealthReport } from './http/health';
 import { createNodeListener, type NodeListener } from './http/node-listener';
 import type { Logger } from './log';
-import { createCallShare } from './protocol/call-share';
+import { createCallShare } from './sessions/call-share';
 import { createLegacyCall, createLegacyLane } from './protocol/legacy-lane';
 import { createMcpEndpoint } from './protocol/mcp-endpoint';
 import { createMcpServing } from './protocol/mcp-server';
@@ -25,7 +25,7 @@ import { MODERN_SERVER_INSTRUCTIONS } from './protocol/server-identity';
 import { HTTP_PROTOCOL_VERSIONS, PROTOCOL_VERSIONS_BY_TRANSPORT } from './protocol/versions';
 import { createSandboxProvider, type SelectedProvider } from './sandbox/create-provider';
 import { createSandboxTable } from './sessions/sandbox-table';
-import { createToolCatalog } from './tools';
+import { createToolCatalog } from './tools/registry';
 
 /** What the entry made before the core was needed; the core shares it rather than making its own. */
 export interface CoreDeps extends EntryDeps {

@@ -1,7 +1,7 @@
 /**
  * The HTTP entry (FC custom runtime, or `npm start`): read config, listen, and hand every request to the core
  * (core.ts: SDK, tools, sandboxes), which is loaded on the first request that needs it, right after a cold
- * instance's first `initialize` (answered without it, protocol/early-listener.ts), or 2 s after listening.
+ * instance's first `initialize` (answered without it, early-initialize.ts), or 2 s after listening.
  * The only module besides config.ts that knows it may be running on FC.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -16,7 +16,7 @@ import { describeError } from './errors';
 import { createClientAddresses } from './http/client-address';
 import { guardConnections, serverTimeouts } from './http/connection-guard';
 import { writeErrorAnswer } from './http/refusals';
-import { createEarlyListener } from './protocol/early-listener';
+import { createEarlyListener } from './early-initialize';
 import { createLogger, createProcessLogSink, type Logger } from './log';
 import { installStackMaps } from './stack-maps';
 import { RecentSet } from './sessions/recent-set';

@@ -15,13 +15,13 @@ import { describeError } from './errors';
 import { toErrorAnswer } from './http/refusals';
 import { createLogger, createStreamSink } from './log';
 import { jsonRpcIdOf } from './protocol/plain-message';
-import { createCatalogServer } from './protocol/server-factory';
-import { toToolContext } from './protocol/tool-context';
+import { createProtocolServer } from './protocol/server-factory';
 import { STDIO_PROTOCOL_VERSIONS } from './protocol/versions';
 import { createSandboxProvider } from './sandbox/create-provider';
 import { createLazySandbox } from './sandbox/lazy-sandbox';
 import { installStackMaps } from './stack-maps';
-import { createToolCatalog } from './tools';
+import { createToolCatalog } from './tools/registry';
+import { toToolContext } from './tools/tool';
 
 /** Answers a line that is not a JSON-RPC message; returns true when the line may go to the SDK. */
 function screenLine(line: string, write: (text: string) => void): boolean {
@@ -68,17 +68,22 @@ async function main(): Promise<void> {
     principal: 'stdio',
   });
   const startedMs = Date.now();
-  const server = createCatalogServer({
-    catalog: createToolCatalog(logger),
+  const catalog = createToolCatalog(logger);
+  const server = createProtocolServer({
+    tools: catalog.list,
     versions: STDIO_PROTOCOL_VERSIONS,
-    toolContext: (ctx) =>
-      toToolContext(ctx, {
-        sandbox,
-        backend: () => provider.status(),
-        // One connection, one sandbox: it lasts as long as the process.
-        expiresAt: () => new Date(startedMs + 365 * 24 * 3600 * 1000),
-        toolTimeoutMaxMs: config.toolTimeoutMaxS * 1000,
-      }),
+    call: (name, args, ctx) =>
+      catalog.call(
+        name,
+        args,
+        toToolContext(ctx, {
+          sandbox,
+          backend: () => provider.status(),
+          // One connection, one sandbox: it lasts as long as the process.
+          expiresAt: () => new Date(startedMs + 365 * 24 * 3600 * 1000),
+          toolTimeoutMaxMs: config.toolTimeoutMaxS * 1000,
+        }),
+      ),
   });
 
   const input = new PassThrough();

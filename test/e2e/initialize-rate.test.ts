@@ -1,6 +1,6 @@
 /**
  * The rate of new sessions holds across the two paths that mint a session id in the real process: a cold
- * instance's early answer (protocol/early-listener.ts) takes from the same bucket as the core's `initialize`
+ * instance's early answer (functions/mcp/early-initialize.ts) takes from the same bucket as the core's `initialize`
  * (sessions/initialize-rate.ts, shared through entry-deps.ts), so a cold start gives no extra session.
  */
 import { initializeBody, postMcp } from '../support/http';

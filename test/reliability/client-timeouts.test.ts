@@ -1,7 +1,7 @@
 /**
  * A command that outlasts its call, through the official SDK clients with their default settings (each gives
  * up on a request after 60 s, as LangChain's, OpenAI's and Mastra's clients built on them do): the server's own
- * timeout (the default `timeout_ms`, 50 s; functions/mcp/protocol/tool-context.ts) answers first, so the caller
+ * timeout (the default `timeout_ms`, 50 s; functions/mcp/tools/tool.ts) answers first, so the caller
  * reads what happened and what to do instead of `Request timed out`. Real time by nature: about 50 s.
  */
 import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from '@modelcontextprotocol/client';

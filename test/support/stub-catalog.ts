@@ -4,7 +4,8 @@
  */
 import { SILENT_LOGGER } from '../../functions/mcp/log';
 import { createLazySandbox } from '../../functions/mcp/sandbox/lazy-sandbox';
-import { createToolCatalog, type ToolContext } from '../../functions/mcp/tools';
+import { createToolCatalog } from '../../functions/mcp/tools/registry';
+import type { ToolContext } from '../../functions/mcp/tools/tool';
 import { createStubProvider, StubSdk } from './e2b-stub';
 import { createFakeClock } from './fake-clock';
 

@@ -1,6 +1,6 @@
 /**
  * The header gates of a POST to `/mcp`, as plain functions: the early path (a cold instance's `initialize`,
- * protocol/early-listener.ts) and the core (http/json-body.ts) both use these, so that they refuse alike. Host,
+ * early-initialize.ts) and the core (http/json-body.ts) both use these, so that they refuse alike. Host,
  * Origin and the token are the same kind of function, in http/origin.ts and http/auth.ts; the body's size limit is
  * `readBody` in http/node-listener.ts.
  */

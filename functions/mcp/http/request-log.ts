@@ -13,7 +13,7 @@ export interface RequestLine {
   durationMs: number;
 }
 
-/** Writes the one log line of a request (also for the answers given without the core, protocol/early-listener.ts). */
+/** Writes the one log line of a request (also for the answers given without the core, early-initialize.ts). */
 export function logRequest(logger: Logger, line: RequestLine, fields: RequestLogFields = {}): void {
   logger.info('request', {
     request_id: line.requestId,

@@ -17,10 +17,10 @@ import type { Refusal } from '../sessions/fair-share';
 import type { InitializeRate } from '../sessions/initialize-rate';
 import type { SandboxTable, TableEntry } from '../sessions/sandbox-table';
 import { type SignedIdCodec, toSessionTag } from '../sessions/session-id';
-import type { ToolCatalog } from '../tools';
+import type { ToolCatalog } from '../tools/registry';
 import type { BoundCall, ServeMcp } from './mcp-server';
 import { hasMethod, isJsonRpcEnvelope, isObject, jsonRpcIdOf } from './plain-message';
-import { type CallContextOptions, toToolContext } from './tool-context';
+import { type CallContextOptions, toToolContext } from '../tools/tool';
 import { BATCH_PROTOCOL_VERSION, HTTP_PROTOCOL_VERSIONS, negotiateVersion } from './versions';
 
 export interface LegacyLaneOptions {
@@ -84,25 +84,22 @@ export function createLegacyCall({ table, catalog, context, idleTtlMs }: LegacyC
 export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
   const { table, ids, logger, now } = options;
   /** Openings under way, so that concurrent first requests of a session open it once. */
-  const opening = new Map<string, Promise<TableEntry | Refusal | undefined>>();
+  const opening = new Map<string, Promise<TableEntry | Refusal | 'session_ended' | 'session_not_found'>>();
 
-  /** Opens a session this instance does not hold: new here (minted before the core was loaded) or moved here. */
-  const open = async (id: string, key: string, issuedAtMs: number, ctx: RequestContext, version: string) => {
+  /** Opens a session this instance does not hold (new, minted before the core was loaded, or moved here). */
+  const open = async (id: string, check: { key: string; issuedAtMs: number }, ctx: RequestContext, version: string) => {
     const principal = ctx.principal ?? ANONYMOUS_PRINCIPAL;
     const tag = toSessionTag(id);
-    const ended = await table.hasEnded({ key, tag, principal });
-    if (ended !== undefined) {
-      ctx.log.error_code = ended === 'elsewhere' ? 'session_ended' : 'session_not_found';
-      return undefined;
-    }
+    const ended = await table.hasEnded({ key: check.key, tag, principal });
+    if (ended !== undefined) return ended === 'elsewhere' ? 'session_ended' : 'session_not_found';
     const refusal = table.makeRoom('session', principal);
     if (refusal !== undefined) return refusal;
-    const isNew = options.mintedEarly?.(id) === true;
     // An id minted early is new, but still looked up: its client may have used it on another instance since.
-    const entry = table.create({ kind: 'session', key, tag, principal, issuedAtMs, resume: true, quiet: isNew });
-    table.add(entry);
+    const quiet = options.mintedEarly?.(id) === true;
+    const { key, issuedAtMs } = check;
+    const entry = table.hold({ kind: 'session', key, tag, principal, issuedAtMs, resume: true, quiet });
     const line = { session: tag, protocol_version: version, request_id: ctx.requestId };
-    logger.info(isNew ? 'session opened' : 'session recovered', line);
+    logger.info(quiet ? 'session opened' : 'session recovered', line);
     return entry;
   };
 
@@ -114,11 +111,11 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
     if (held !== undefined) return held;
     let pending = opening.get(check.key);
     if (pending === undefined) {
-      pending = open(id, check.key, check.issuedAtMs, ctx, version).finally(() => opening.delete(check.key));
+      pending = open(id, check, ctx, version).finally(() => opening.delete(check.key));
       opening.set(check.key, pending);
     }
     const found = await pending;
-    if (found === undefined) return sessionNotFound(ctx, ctx.log.error_code ?? 'session_not_found');
+    if (typeof found === 'string') return sessionNotFound(ctx, found);
     return 'status' in found ? refused(found, ctx, null) : found;
   };
 
@@ -148,7 +145,7 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
     ctx.log.protocol_version = version;
     const res = await options.serve(withCanonicalAccept(req), body, { principal });
     if (!res.ok) return res;
-    table.add(table.create({ kind: 'session', key: minted.key, tag, principal, issuedAtMs: now(), resume: false }));
+    table.hold({ kind: 'session', key: minted.key, tag, principal, issuedAtMs: now(), resume: false });
     logger.info('session opened', { session: tag, protocol_version: version, request_id: ctx.requestId });
     const headers = new Headers(res.headers);
     headers.set('mcp-session-id', minted.id);
@@ -180,7 +177,7 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
   };
 
   const refused = (refusal: Refusal, ctx: RequestContext, id: string | number | null): Response => {
-    ctx.log.error_code = refusal.status === 429 ? 'credential_share' : 'capacity';
+    ctx.log.error_code = refusal.code;
     const msg = refusal.status === 429 ? 'credential session share reached' : 'session cap reached';
     logger.warn(msg, { sessions: table.counts().sessions, limit: refusal.setting });
     return toErrorResponse({ kind: 'no_room', ...refusal }, id);

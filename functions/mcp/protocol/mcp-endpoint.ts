@@ -9,9 +9,9 @@ import { ANONYMOUS_PRINCIPAL } from '../http/auth';
 import type { FetchHandler, RequestContext } from '../http/context';
 import { readJsonPost } from '../http/json-body';
 import { toErrorResponse } from '../http/refusals';
-import type { CallShare } from './call-share';
+import type { CallShare } from '../sessions/call-share';
 import type { LegacyLane } from './legacy-lane';
-import { isObject, readPlainMessage } from './plain-message';
+import { hasMethod, isObject, jsonRpcIdOf, readPlainMessage } from './plain-message';
 import { HTTP_PROTOCOL_VERSIONS } from './versions';
 
 /** A lane that serves already-read POST bodies. */
@@ -42,21 +42,22 @@ export function createMcpEndpoint({ legacy, modern, maxBodyBytes, calls }: McpEn
     const post = await readJsonPost(req, maxBodyBytes, ctx);
     if (!post.ok) return post.response;
     noteMessage(post.body, ctx);
-    const admitted = calls.admit(post.body, ctx.principal ?? ANONYMOUS_PRINCIPAL);
-    if (admitted instanceof Response) {
+    const toolCalls = countToolCalls(post.body);
+    const admitted = toolCalls === 0 ? undefined : calls.admit(ctx.principal ?? ANONYMOUS_PRINCIPAL, toolCalls);
+    if (admitted !== undefined && 'refused' in admitted) {
       ctx.log.error_code = 'credential_calls';
-      return admitted;
+      return toErrorResponse({ kind: 'too_many_calls', ...admitted.refused }, jsonRpcIdOf(post.body));
     }
     let response: Response;
     try {
       const isLegacy = isPlainLegacyMessage(req, post.body) || (await isLegacyRequest(req, post.body));
       response = await (isLegacy ? legacy.handlePost(req, post.body, ctx) : modern.handlePost(req, post.body, ctx));
     } catch (err: unknown) {
-      admitted?.();
+      admitted?.release();
       throw err;
     }
     // The calls hold their slots until the answer has been sent (it streams while they run).
-    if (admitted !== undefined) ctx.onSent(admitted);
+    if (admitted !== undefined) ctx.onSent(admitted.release);
     return response;
   };
 }
@@ -73,6 +74,11 @@ export function isPlainLegacyMessage(req: Request, body: unknown): boolean {
   if (header !== null && !HTTP_PROTOCOL_VERSIONS.includes(header)) return false;
   const message = readPlainMessage(body);
   return message !== undefined && (message.params === undefined || !('_meta' in message.params));
+}
+
+function countToolCalls(body: unknown): number {
+  const isCall = (message: unknown): boolean => hasMethod(message, 'tools/call');
+  return Array.isArray(body) ? body.filter(isCall).length : Number(isCall(body));
 }
 
 /** Puts the MCP method and tool name of a single message into the request log line. */

@@ -11,12 +11,12 @@ import type { RequestContext } from '../http/context';
 import { toErrorResponse } from '../http/refusals';
 import type { SandboxTable, TableEntry } from '../sessions/sandbox-table';
 import { type SignedIdCheck, type SignedIdCodec, toSessionTag } from '../sessions/session-id';
-import type { ToolCatalog } from '../tools';
+import type { ToolCatalog } from '../tools/registry';
 import type { PostLane } from './mcp-endpoint';
 import type { BoundCall, RequestBinding, ServeMcp } from './mcp-server';
 import { readPlainMessage } from './plain-message';
 import { takeSandboxArgument, withSandboxHandle } from './sandbox-argument';
-import { type CallContextOptions, toToolContext } from './tool-context';
+import { type CallContextOptions, toToolContext } from '../tools/tool';
 
 export interface ModernLaneOptions {
   table: SandboxTable;
@@ -80,8 +80,7 @@ export function createModernCall(options: ModernCallOptions): BoundCall {
     const { id, key } = named ?? ids.mint('sandbox', principal, now());
     const issuedAtMs = check?.ok === true ? check.issuedAtMs : now();
     const resume = named !== undefined;
-    const entry = table.create({ kind: 'handle', key, tag: toSessionTag(id), principal, issuedAtMs, resume });
-    table.add(entry);
+    const entry = table.hold({ kind: 'handle', key, tag: toSessionTag(id), principal, issuedAtMs, resume });
     return { entry, handle: id };
   };
 
@@ -121,7 +120,7 @@ export function createModernLane({ table, ids, serve, now }: ModernLaneOptions):
       const refusal =
         message?.method === 'tools/call' && needsEntry ? table.hasRoom('handle', bound.principal) : undefined;
       if (refusal !== undefined) {
-        ctx.log.error_code = refusal.status === 429 ? 'credential_share' : 'capacity';
+        ctx.log.error_code = refusal.code;
         return toErrorResponse({ kind: 'no_room', ...refusal }, message?.id ?? null);
       }
       // The SDK cancels a modern call through the request's signal when the client goes away.

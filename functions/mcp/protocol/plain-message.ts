@@ -1,6 +1,6 @@
 /**
  * The JSON-RPC 2.0 envelope, checked by hand, in one place: is a body a message or a batch of them, what is its
- * id, which method does it call. The fast paths (protocol/early-listener.ts, the endpoint's era shortcut) use
+ * id, which method does it call. The fast paths (early-initialize.ts, the endpoint's era shortcut) use
  * `readPlainMessage` to recognize the common messages without the SDK's zod schemas, and leave anything else to
  * the SDK; the refusals before the SDK (a wrong body, a full instance) use the rest.
  */

@@ -1,7 +1,6 @@
-/** Builds SDK servers (per session, per modern request, or per stdio connection) over a prebuilt tool list. */
+/** Builds SDK servers (one per HTTP request, or one per stdio connection) over a prebuilt tool list. */
 import { type CallToolResult, Server, type ServerContext, type Tool } from '@modelcontextprotocol/server';
 
-import type { ToolCatalog, ToolContext } from '../tools';
 import { SERVER_CAPABILITIES, SERVER_INFO, SERVER_INSTRUCTIONS } from './server-identity';
 
 export interface ProtocolServerOptions {
@@ -30,27 +29,4 @@ export function createProtocolServer({
   server.setRequestHandler('tools/list', () => ({ tools: [...tools] }));
   server.setRequestHandler('tools/call', (request, ctx) => call(request.params.name, request.params.arguments, ctx));
   return server;
-}
-
-export interface CatalogServerOptions {
-  catalog: ToolCatalog;
-  versions: readonly string[];
-  /** The tool context for one call, built from the SDK's request context. */
-  toolContext: (ctx: ServerContext) => ToolContext;
-  /** Wraps every tool call (the session counts calls in flight, so that it is not evicted mid-call). */
-  trackCall?: <T>(run: () => Promise<T>) => Promise<T>;
-}
-
-/** A server whose tools act on one known sandbox (a 2025 session, a stdio connection). */
-export function createCatalogServer({
-  catalog,
-  versions,
-  toolContext,
-  trackCall = (run) => run(),
-}: CatalogServerOptions): Server {
-  return createProtocolServer({
-    tools: catalog.list,
-    versions,
-    call: (name, args, ctx) => trackCall(() => catalog.call(name, args, toolContext(ctx))),
-  });
 }

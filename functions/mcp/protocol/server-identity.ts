@@ -1,6 +1,6 @@
 /**
  * What the server says about itself in `initialize`: capabilities and instructions. Plain data, so that
- * the early answer (early-answers.ts) and the SDK servers (server-factory.ts) cannot drift apart.
+ * the early answer (early-initialize.ts) and the SDK servers (server-factory.ts) cannot drift apart.
  */
 export { SERVER_INFO } from '../version';
 

@@ -35,6 +35,8 @@ export type RoomDecision<H> =
 /** A refusal for the wire (the `no_room` row of http/refusals.ts): 429 for a credential at its own cap, 503 for a full instance. */
 export interface Refusal {
   readonly status: 429 | 503;
+  /** The log's `error_code`: a credential at its own share, or a full instance. */
+  readonly code: 'credential_share' | 'capacity';
   /** The setting whose limit was reached. */
   readonly setting: string;
   readonly message: string;
@@ -95,7 +97,8 @@ export function makeRoom<H extends Holder>({
 
 function refuse(status: 429 | 503, cap: Cap, reason: string): RoomDecision<never> {
   const message = `${reason} Retry in ${ROOM_RETRY_AFTER_S} s, or end unused ones (DELETE a session).`;
-  return { ok: false, refusal: { status, setting: cap.setting, message, retryAfterS: ROOM_RETRY_AFTER_S } };
+  const code = status === 429 ? 'credential_share' : 'capacity';
+  return { ok: false, refusal: { status, code, setting: cap.setting, message, retryAfterS: ROOM_RETRY_AFTER_S } };
 }
 
 function leastRecentIdle<H extends Holder>(list: readonly H[]): H | undefined {

@@ -81,10 +81,8 @@ export interface SandboxTable {
   makeRoom(kind: EntryKind, principal: string): Refusal | undefined;
   /** Why there is no room for one more entry of `principal`, or `undefined` when there is (nothing is evicted). */
   hasRoom(kind: EntryKind, principal: string): Refusal | undefined;
-  /** A new entry, not yet held (room must have been made). */
-  create(request: EntryRequest): TableEntry;
-  /** Holds `entry`, as the most recently used. */
-  add(entry: TableEntry): void;
+  /** Holds a new entry, as the most recently used (room must have been made). */
+  hold(request: EntryRequest): TableEntry;
   /** Runs `call` on `entry`: busy meanwhile, used when it ends. The signal aborts on `cancel` or when it ends. */
   run<T>(
     entry: TableEntry,
@@ -217,7 +215,7 @@ export function createSandboxTable(options: SandboxTableOptions): SandboxTable {
       const decision = decide(kind, principal);
       return decision.ok ? undefined : decision.refusal;
     },
-    create(request) {
+    hold(request) {
       const firstLease = request.kind === 'handle' && !request.resume;
       const owner = {
         sessionKey: request.key,
@@ -230,7 +228,7 @@ export function createSandboxTable(options: SandboxTableOptions): SandboxTable {
         admit: admit(request.principal),
       });
       const calls = new Set<RunningCall>();
-      return {
+      const entry: TableEntry = {
         kind: request.kind,
         key: request.key,
         tag: request.tag,
@@ -241,9 +239,8 @@ export function createSandboxTable(options: SandboxTableOptions): SandboxTable {
         calls,
         busy: () => calls.size > 0 || sandbox.current()?.hasRunningBackground() === true,
       };
-    },
-    add(entry) {
       entries.add(slot(entry.kind, entry.key), entry);
+      return entry;
     },
     async run(entry, requestId, call) {
       const running: RunningCall = { requestId, controller: new AbortController() };

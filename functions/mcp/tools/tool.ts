@@ -1,8 +1,13 @@
-/** What a tool is: schemas, annotations and a handler that gets a sandbox and a context, never HTTP. */
+/**
+ * What a tool is: schemas, annotations and a handler that gets a sandbox and a context, never HTTP; and the one
+ * place a call's context is built from the SDK's request context, for every entry and lane.
+ */
+import type { ServerContext } from '@modelcontextprotocol/server';
 import type * as z from 'zod';
 
 import type { LazySandbox } from '../sandbox/lazy-sandbox';
 import type { BackendStatus, OutputStream } from '../sandbox/types';
+import { createProgressForwarder } from './progress';
 
 /** Everything a tool call may use besides its arguments. */
 export interface ToolContext {
@@ -52,4 +57,45 @@ export interface ToolDefinition<I extends z.ZodType = z.ZodType, O extends z.Zod
 /** Typed constructor for a tool (keeps the handler's argument and result types tied to the schemas). */
 export function defineTool<I extends z.ZodType, O extends z.ZodType>(tool: ToolDefinition<I, O>): ToolDefinition<I, O> {
   return tool;
+}
+
+/**
+ * A tool's `timeout_ms` when the call gives none: 50 s, so that the server's own answer (timed out, with the
+ * output so far and what to do) reaches the client before the 60 s request timeout most MCP clients keep.
+ */
+export const DEFAULT_TOOL_TIMEOUT_MS = 50_000;
+
+export interface CallContextOptions {
+  sandbox: LazySandbox;
+  backend: () => BackendStatus;
+  expiresAt: () => Date;
+  /** MCP_TOOL_TIMEOUT_MAX_S in milliseconds. */
+  toolTimeoutMaxMs: number;
+  /** Cancels the call. @default the request's signal (the SDK aborts it when the request is cancelled or gone) */
+  signal?: AbortSignal;
+}
+
+/**
+ * Builds the tool context: cancellation from the request's signal, the timeout cap, and, when the request
+ * carries a progress token, live output forwarded as progress notifications on the request's stream.
+ */
+export function toToolContext(ctx: ServerContext, options: CallContextOptions): ToolContext {
+  const token = ctx.mcpReq._meta?.progressToken;
+  const forwarder =
+    token === undefined
+      ? undefined
+      : createProgressForwarder(({ progress, message }) =>
+          ctx.mcpReq.notify({ method: 'notifications/progress', params: { progressToken: token, progress, message } }),
+        );
+  return {
+    sandbox: options.sandbox,
+    backend: options.backend,
+    expiresAt: options.expiresAt,
+    signal: options.signal ?? ctx.mcpReq.signal,
+    timeoutMs: (requested) => Math.min(requested ?? DEFAULT_TOOL_TIMEOUT_MS, options.toolTimeoutMaxMs),
+    ...(forwarder !== undefined && {
+      onOutput: (_stream, text) => forwarder.push(text),
+      settle: () => forwarder.close(),
+    }),
+  };
 }

@@ -1,6 +1,6 @@
 /** Arguments that do not fit a tool's schema (tools/argument-errors.ts), as the model reads them in the isError result. */
 import { SILENT_LOGGER } from '../../../functions/mcp/log';
-import { createToolCatalog } from '../../../functions/mcp/tools';
+import { createToolCatalog } from '../../../functions/mcp/tools/registry';
 import { createStubCatalog } from '../../support/stub-catalog';
 
 const { call } = createStubCatalog();

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import type { CallToolResult } from '@modelcontextprotocol/server';
 import * as e2b from 'e2b';
 
-import { TOOLS } from '../../../functions/mcp/tools';
+import { TOOLS } from '../../../functions/mcp/tools/registry';
 import { createStubCatalog } from '../../support/stub-catalog';
 
 const setup = createStubCatalog;

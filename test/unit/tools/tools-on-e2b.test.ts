@@ -1,7 +1,7 @@
 /** Every tool on the E2B backend (SDK stub): same schemas and result shapes as locally, and the same error rules. */
 import * as e2b from 'e2b';
 
-import { TOOLS } from '../../../functions/mcp/tools';
+import { TOOLS } from '../../../functions/mcp/tools/registry';
 import { createStubCatalog } from '../../support/stub-catalog';
 
 const setup = createStubCatalog;

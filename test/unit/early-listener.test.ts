@@ -1,16 +1,16 @@
 /**
- * A cold instance's early `initialize` (protocol/early-listener.ts) takes from the credential's rate of new sessions,
+ * A cold instance's early `initialize` (functions/mcp/early-initialize.ts) takes from the credential's rate of new sessions,
  * the core's own: past it the request is handed on (the core refuses it, 429), never answered with a new id.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-import { loadConfig } from '../../../functions/mcp/config';
-import { createEntryDeps } from '../../../functions/mcp/entry-deps';
-import { toPrincipal } from '../../../functions/mcp/http/auth';
-import { createLogger } from '../../../functions/mcp/log';
-import { createEarlyListener } from '../../../functions/mcp/protocol/early-listener';
-import { initializeBody, postMcp } from '../../support/http';
+import { loadConfig } from '../../functions/mcp/config';
+import { createEntryDeps } from '../../functions/mcp/entry-deps';
+import { toPrincipal } from '../../functions/mcp/http/auth';
+import { createLogger } from '../../functions/mcp/log';
+import { createEarlyListener } from '../../functions/mcp/early-initialize';
+import { initializeBody, postMcp } from '../support/http';
 
 const TOKEN = 'early-token-0123456789abcdef';
 const OTHER = 'early-other-0123456789abcdef';

@@ -7,9 +7,9 @@ import { isInitializeRequest, WebStandardStreamableHTTPServerTransport } from '@
 import {
   earlyInitializeResponse,
   readEarlyInitialize,
-} from '../../../functions/mcp/protocol/early-answers';
-import { createProtocolServer } from '../../../functions/mcp/protocol/server-factory';
-import { HTTP_PROTOCOL_VERSIONS, negotiateVersion } from '../../../functions/mcp/protocol/versions';
+} from '../../functions/mcp/early-initialize';
+import { createProtocolServer } from '../../functions/mcp/protocol/server-factory';
+import { HTTP_PROTOCOL_VERSIONS, negotiateVersion } from '../../functions/mcp/protocol/versions';
 
 type Json = Record<string, unknown>;
 
