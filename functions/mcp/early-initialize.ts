@@ -15,11 +15,11 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 
-import { ANONYMOUS_PRINCIPAL, type BearerVerifier } from './http/auth';
+import type { BearerVerifier } from './http/auth';
 import type { RequestBody } from './http/context';
+import { runMcpGates } from './http/mcp-gates';
 import { hasDuplicateHost, readBody, requestIdOf } from './http/node-listener';
-import { isHostAllowed, type OriginPolicy } from './http/origin';
-import { acceptsMcpAnswers, isJsonContentType } from './http/post-gates';
+import type { OriginPolicy } from './http/origin';
 import { logRequest } from './http/request-log';
 import type { Logger } from './log';
 import { isObject, readPlainMessage } from './protocol/plain-message';
@@ -69,7 +69,7 @@ const SSE_HEADERS = {
 export function createEarlyListener(options: EarlyListenerOptions): EarlyListener {
   const { ids, logger, now = Date.now } = options;
   return async (req, res) => {
-    const principal = admit(req, options);
+    const principal = await admit(req, options);
     if (principal === undefined) return { answered: false };
     const started = performance.now();
     const body = await readBody(req, options.maxBodyBytes);
@@ -106,20 +106,22 @@ export function createEarlyListener(options: EarlyListenerOptions): EarlyListene
 
 /**
  * The principal of a request the early path may take, or `undefined`: a POST to `/mcp` without a session, from
- * a 2025-era client (no other version header), that passes the core's gates without CORS.
+ * a 2025-era client (no other version header), without CORS, that passes the core's gates (static tokens only:
+ * an OAuth access token is the core's to check).
  */
-function admit(req: IncomingMessage, options: EarlyListenerOptions): string | undefined {
+async function admit(req: IncomingMessage, options: EarlyListenerOptions): Promise<string | undefined> {
   const { headers } = req;
   if (req.method !== 'POST' || req.url !== '/mcp' || headers.origin !== undefined) return undefined;
-  if (headers['mcp-session-id'] !== undefined) return undefined;
-  if (hasDuplicateHost(req) || !isHostAllowed(headers.host ?? null, options.policy)) return undefined;
+  if (headers['mcp-session-id'] !== undefined || hasDuplicateHost(req)) return undefined;
   const version = headers['mcp-protocol-version'];
   if (version !== undefined && (typeof version !== 'string' || !HTTP_PROTOCOL_VERSIONS.includes(version)))
     return undefined;
-  if (!acceptsMcpAnswers(headers.accept) || !isJsonContentType(headers['content-type'])) return undefined;
-  if (options.verifier === undefined) return ANONYMOUS_PRINCIPAL;
-  const check = options.verifier.check(headers.authorization ?? null);
-  return check.ok ? check.principal : undefined;
+  const header = (name: string): string | undefined => {
+    const value = headers[name];
+    return Array.isArray(value) ? value.join(', ') : value;
+  };
+  const verdict = await runMcpGates('POST', header, { policy: options.policy, verifier: options.verifier });
+  return verdict.kind === 'pass' ? verdict.principal : undefined;
 }
 
 /** `value` as an initialize request answered here, or `undefined` to let the core answer it. */

@@ -1,10 +1,11 @@
 /** The web-standard app: routes, in one visible order of wrappers. Knows nothing of tools or sandboxes. */
 import type { Logger } from '../log';
-import { type BearerVerifier, type OAuthGate, withAuth } from './auth';
+import type { BearerVerifier, OAuthGate } from './auth';
 import type { FetchHandler } from './context';
 import { isOAuthPath } from './no-oauth';
 import { RESOURCE_METADATA_PATHS } from './oauth/resource-metadata';
-import { type OriginPolicy, withOriginChecks } from './origin';
+import { withMcpGates } from './mcp-gates';
+import type { OriginPolicy } from './origin';
 import { toErrorResponse } from './refusals';
 import { withErrorBoundary, withRequestLog } from './request-log';
 
@@ -26,15 +27,9 @@ export interface AppDeps {
   logger: Logger;
 }
 
-/** Composes the app: error boundary → request log → router → (for /mcp) origin checks → auth → MCP lanes. */
+/** Composes the app: error boundary → request log → router → (for /mcp) the gates → MCP lanes. */
 export function createApp(deps: AppDeps): FetchHandler {
-  let mcp: FetchHandler = async (req, ctx) => {
-    if (req.method === 'POST' || req.method === 'DELETE') return deps.mcp(req, ctx);
-    // GET would open an idle SSE stream that holds one of FC's request slots until the function timeout.
-    return toErrorResponse({ kind: 'mcp_method_not_allowed', method: req.method });
-  };
-  mcp = withAuth(mcp, deps.verifier, deps.oauth?.gate);
-  mcp = withOriginChecks(mcp, deps.policy);
+  const mcp = withMcpGates(deps.mcp, { policy: deps.policy, verifier: deps.verifier, oauth: deps.oauth?.gate });
 
   const router: FetchHandler = async (req, ctx) => {
     const path = ctx.path;

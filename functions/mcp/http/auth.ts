@@ -5,9 +5,7 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 
 import { hashTag } from '../hash-tag';
-import type { FetchHandler } from './context';
 import type { OAuthCheck } from './oauth/token-verifier';
-import { toErrorResponse } from './refusals';
 
 export type BearerCheck = { ok: true; principal: string } | { ok: false; reason: 'missing' | 'invalid' };
 
@@ -57,54 +55,4 @@ export interface OAuthGate {
   /** `peer`: the client's address (RequestContext `peer`). */
   verify(token: string, peer?: string): Promise<OAuthCheck>;
   challenge(error?: 'invalid_token' | 'insufficient_scope'): string;
-}
-
-/** How long a client is told to wait when the issuer cannot be reached. */
-const AUTH_UNAVAILABLE_RETRY_S = 10;
-
-/**
- * Answers 401 with a Bearer challenge unless the request carries a valid token (403 for an OAuth token without a
- * required scope, 503 when the issuer cannot be reached to check one or the check must wait its turn); sets
- * `ctx.principal`.
- */
-export function withAuth(next: FetchHandler, verifier: BearerVerifier | undefined, oauth?: OAuthGate): FetchHandler {
-  return async (req, ctx) => {
-    if (verifier === undefined && oauth === undefined) {
-      ctx.principal = ANONYMOUS_PRINCIPAL;
-      return next(req, ctx);
-    }
-    const authorization = req.headers.get('authorization');
-    const token = bearerTokenOf(authorization);
-    const result = verifier?.checkToken(token) ?? { ok: false, reason: token === undefined ? 'missing' : 'invalid' };
-    if (result.ok) {
-      ctx.principal = result.principal;
-      return next(req, ctx);
-    }
-    if (oauth === undefined || token === undefined) {
-      ctx.log.error_code = `auth_${result.reason}`;
-      return toErrorResponse({
-        kind: 'unauthorized',
-        reason: result.reason,
-        ...(oauth !== undefined && { challenge: oauth.challenge() }),
-      });
-    }
-    const check = await oauth.verify(token, ctx.peer);
-    if (check.ok) {
-      ctx.principal = check.principal;
-      return next(req, ctx);
-    }
-    ctx.log.error_code = `auth_${check.reason}`;
-    ctx.log.auth_detail = check.detail;
-    if (check.reason === 'unavailable')
-      return toErrorResponse({ kind: 'auth_unavailable', retryAfterS: AUTH_UNAVAILABLE_RETRY_S });
-    if (check.reason === 'busy')
-      return toErrorResponse({ kind: 'auth_busy', what: check.what, retryAfterS: check.retryAfterS });
-    if (check.reason === 'insufficient_scope')
-      return toErrorResponse({
-        kind: 'insufficient_scope',
-        challenge: oauth.challenge('insufficient_scope'),
-        detail: check.detail,
-      });
-    return toErrorResponse({ kind: 'unauthorized', reason: 'invalid', challenge: oauth.challenge('invalid_token') });
-  };
 }

@@ -1,11 +1,4 @@
-/**
- * DNS-rebinding protection: `Origin` and `Host` checks (Streamable HTTP requires a 403 for a present `Origin` that is
- * not allowed; this server refuses a `Host` it does not answer to the same way), and CORS for allowed browsers.
- */
-import type { FetchHandler } from './context';
-import { MCP_ALLOW } from './mcp-methods';
-import { toErrorResponse } from './refusals';
-
+/** The Origin and Host rules (DNS-rebinding protection) as plain predicates; http/mcp-gates.ts applies them. */
 const LOOPBACK_NAMES = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
 
 export interface OriginPolicy {
@@ -47,46 +40,4 @@ export function isHostAllowed(host: string | null, policy: OriginPolicy): boolea
   }
   if (!policy.loopbackOnly) return true;
   return host !== null && LOOPBACK_NAMES.has(toHostName(host));
-}
-
-const CORS_ALLOW_HEADERS =
-  'Authorization, Content-Type, Accept, Mcp-Session-Id, Mcp-Protocol-Version, Mcp-Method, Mcp-Name, Last-Event-ID';
-const CORS_EXPOSE_HEADERS = 'Mcp-Session-Id, Mcp-Protocol-Version, WWW-Authenticate';
-
-/**
- * Refuses a foreign `Origin` or `Host` with 403, answers CORS preflights, and adds the CORS response
- * headers (exposing `Mcp-Session-Id`) for allowed browser origins.
- */
-export function withOriginChecks(next: FetchHandler, policy: OriginPolicy): FetchHandler {
-  return async (req, ctx) => {
-    const origin = req.headers.get('origin');
-    if (!isHostAllowed(req.headers.get('host'), policy)) {
-      ctx.log.error_code = 'host_not_allowed';
-      return toErrorResponse({ kind: 'host_not_allowed' });
-    }
-    if (origin !== null && !isOriginAllowed(origin, policy)) {
-      ctx.log.error_code = 'origin_not_allowed';
-      return toErrorResponse({ kind: 'origin_not_allowed' });
-    }
-    if (req.method === 'OPTIONS') {
-      // CORS lets a browser send GET too, so that it reads the 405 instead of failing on CORS.
-      const headers = new Headers({
-        allow: MCP_ALLOW,
-        'access-control-allow-methods': 'GET, POST, DELETE, OPTIONS',
-        'access-control-allow-headers': CORS_ALLOW_HEADERS,
-        'access-control-max-age': '600',
-      });
-      if (origin !== null) addCorsHeaders(headers, origin);
-      return new Response(null, { status: 204, headers });
-    }
-    const res = await next(req, ctx);
-    if (origin !== null) addCorsHeaders(res.headers, origin);
-    return res;
-  };
-}
-
-function addCorsHeaders(headers: Headers, origin: string): void {
-  headers.set('access-control-allow-origin', origin);
-  headers.set('access-control-expose-headers', CORS_EXPOSE_HEADERS);
-  headers.append('vary', 'Origin');
 }

@@ -1,10 +1,10 @@
 /**
- * The POST gates shared by the early path and the core (http/post-gates.ts). The Content-Type gate stands in for
+ * The POST gates shared by the early path and the core (http/mcp-gates.ts). The Content-Type gate stands in for
  * the SDK's own check, so it must agree with it on every header a client might send.
  */
 import { isJsonContentType as sdkIsJsonContentType } from '@modelcontextprotocol/server';
 
-import { acceptsMcpAnswers, isJsonContentType } from '../../../functions/mcp/http/post-gates';
+import { acceptsMcpAnswers, isJsonContentType } from '../../../functions/mcp/http/mcp-gates';
 
 const CONTENT_TYPES = [
   'application/json',
