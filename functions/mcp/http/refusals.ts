@@ -17,6 +17,8 @@ export const RPC = Object.freeze({
   INTERNAL_ERROR: -32603,
   SERVER_ERROR: -32000,
   SESSION_NOT_FOUND: -32001,
+  /** 2026-07-28: a header that mirrors the body (`Mcp-Param-*`) is missing, undecodable or different. */
+  HEADER_MISMATCH: -32020,
 });
 
 /** The id a JSON-RPC error echoes: the request's, or `null` when it is not known. */
@@ -50,6 +52,8 @@ interface RefusalDetails {
   initialize_in_batch: None;
   /** `allowed`: the one version that allows batches; `version`: the session's. */
   batch_not_allowed: { allowed: string; version: string | undefined };
+  // 2026-07-28: a `Mcp-Param-*` header that does not mirror its argument (`why` says how).
+  param_header_mismatch: { header: string; why: string };
   // No room: a session or sandbox cap (sessions/fair-share.ts decides and words it), or the calls a credential runs.
   no_room: { status: 429 | 503; message: string; retryAfterS: number };
   too_many_calls: { running: number; max: number; retryAfterS: number };
@@ -112,7 +116,15 @@ interface PlainRow {
 type Row = RpcRow | PlainRow;
 type Rows = { readonly [K in RefusalKind]: (refusal: HttpRefusal<K>) => Row };
 
-const { PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS, INTERNAL_ERROR, SERVER_ERROR, SESSION_NOT_FOUND } = RPC;
+const {
+  PARSE_ERROR,
+  INVALID_REQUEST,
+  INVALID_PARAMS,
+  INTERNAL_ERROR,
+  SERVER_ERROR,
+  SESSION_NOT_FOUND,
+  HEADER_MISMATCH,
+} = RPC;
 
 /** The table. */
 const ROWS: Rows = {
@@ -235,6 +247,11 @@ const ROWS: Rows = {
     status: 400,
     code: INVALID_REQUEST,
     message: `Invalid Request: JSON-RPC batches are only allowed with protocol version ${allowed}; this session uses ${version ?? 'an unknown version'}`,
+  }),
+  param_header_mismatch: ({ header, why }) => ({
+    status: 400,
+    code: HEADER_MISMATCH,
+    message: `Bad Request: the ${header} header ${why}; it must carry the tool call's argument as sent in the body`,
   }),
 
   no_room: ({ status, message, retryAfterS }) => ({ status, code: SERVER_ERROR, message, retryAfterS }),

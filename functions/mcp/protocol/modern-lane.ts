@@ -15,7 +15,7 @@ import type { ToolCatalog } from '../tools/registry';
 import type { PostLane } from './mcp-endpoint';
 import type { BoundCall, RequestBinding, ServeMcp } from './mcp-server';
 import { readPlainMessage } from './plain-message';
-import { takeSandboxArgument, withSandboxHandle } from './sandbox-argument';
+import { SANDBOX_HEADER, sandboxHeaderMismatch, takeSandboxArgument, withSandboxHandle } from './sandbox-argument';
 import { type CallContextOptions, toToolContext } from '../tools/tool';
 
 export interface ModernLaneOptions {
@@ -109,6 +109,15 @@ export function createModernLane({ table, ids, serve, now }: ModernLaneOptions):
       const binding: RequestBinding = { principal: ctx.principal ?? ANONYMOUS_PRINCIPAL };
       const message = readPlainMessage(body);
       const { handle } = takeSandboxArgument((message?.params as { arguments?: unknown } | undefined)?.arguments);
+      const mismatch =
+        message?.method === 'tools/call' ? sandboxHeaderMismatch(req.headers.get(SANDBOX_HEADER), handle) : undefined;
+      if (mismatch !== undefined) {
+        ctx.log.error_code = 'header_mismatch';
+        return toErrorResponse(
+          { kind: 'param_header_mismatch', header: SANDBOX_HEADER, why: mismatch },
+          message?.id ?? null,
+        );
+      }
       const bound =
         handle === undefined
           ? binding

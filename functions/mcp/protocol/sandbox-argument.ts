@@ -7,8 +7,15 @@ import type { CallToolResult, Tool } from '@modelcontextprotocol/server';
 /** The argument's name in every tool's input schema and in every structured result. */
 export const SANDBOX_ARGUMENT = 'sandbox';
 
+/**
+ * The header a client mirrors the handle into (SEP-2243), so that a load balancer can route a call to the instance
+ * holding its sandbox without reading the body. The handle is no secret of its own: it is bound to the credential.
+ */
+export const SANDBOX_HEADER = 'Mcp-Param-Sandbox';
+
 const INPUT_PROPERTY = {
   type: 'string',
+  'x-mcp-header': 'Sandbox',
   description:
     'The sandbox handle from the previous result ("sandbox: <handle>", first line). Pass it on every call to keep working in the same sandbox (files, processes, Python state); omit it only to start a new, empty sandbox.',
 } as const;
@@ -78,4 +85,27 @@ export function withSandboxHandle(result: CallToolResult, handle: string, fresh:
       structuredContent: { ...result.structuredContent, [SANDBOX_ARGUMENT]: handle },
     }),
   };
+}
+
+/** A value a client encoded (SEP-2243: not plain ASCII, or edged with whitespace): `=?base64?<UTF-8 in Base64>?=`. */
+const ENCODED = /^=\?base64\?((?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?)\?=$/;
+
+/**
+ * How the `Mcp-Param-Sandbox` header fails to mirror a call's `handle`, or `undefined` when it does (or the call
+ * carries no string handle: a header without its argument is not refused, and a handle of another type is the
+ * call's own error).
+ */
+export function sandboxHeaderMismatch(header: string | null, handle: unknown): string | undefined {
+  if (typeof handle !== 'string') return undefined;
+  if (header === null) return 'is missing';
+  const encoded = ENCODED.exec(header);
+  let value = header;
+  if (encoded !== null) {
+    try {
+      value = new TextDecoder('utf-8', { fatal: true }).decode(Buffer.from(encoded[1] ?? '', 'base64'));
+    } catch {
+      return 'is not valid Base64 of UTF-8';
+    }
+  } else if (header.startsWith('=?base64?')) return 'is not valid Base64 of UTF-8';
+  return value === handle ? undefined : 'differs from the "sandbox" argument';
 }
