@@ -29,11 +29,13 @@ const MODERN_VERSION = '2026-07-28';
 
 /**
  * The 2026-07-28 scenarios that apply to a server with only its own tools (the rest call the suite's fixture
- * tools, prompts or resources, or need `x-mcp-header` tool parameters, and test nothing else).
+ * tools, prompts or resources, and test nothing else). `http-custom-header-server-validation` runs on the `sandbox`
+ * argument, the one annotated `x-mcp-header`.
  */
 const MODERN = [
   'server-stateless',
   'http-header-validation',
+  'http-custom-header-server-validation',
   'tools-list',
   'dns-rebinding-protection',
   'server-sse-multiple-streams',

@@ -88,24 +88,26 @@ export function withSandboxHandle(result: CallToolResult, handle: string, fresh:
 }
 
 /** A value a client encoded (SEP-2243: not plain ASCII, or edged with whitespace): `=?base64?<UTF-8 in Base64>?=`. */
-const ENCODED = /^=\?base64\?((?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?)\?=$/;
+const ENCODED = /^=\?base64\?(.*)\?=$/s;
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 
 /**
  * How the `Mcp-Param-Sandbox` header fails to mirror a call's `handle`, or `undefined` when it does (or the call
  * carries no string handle: a header without its argument is not refused, and a handle of another type is the
- * call's own error).
+ * call's own error). A value without both the `=?base64?` prefix and the `?=` suffix is taken literally.
  */
 export function sandboxHeaderMismatch(header: string | null, handle: unknown): string | undefined {
   if (typeof handle !== 'string') return undefined;
   if (header === null) return 'is missing';
-  const encoded = ENCODED.exec(header);
+  const encoded = ENCODED.exec(header)?.[1];
   let value = header;
-  if (encoded !== null) {
+  if (encoded !== undefined) {
+    if (!BASE64.test(encoded)) return 'is not valid Base64 of UTF-8';
     try {
-      value = new TextDecoder('utf-8', { fatal: true }).decode(Buffer.from(encoded[1] ?? '', 'base64'));
+      value = new TextDecoder('utf-8', { fatal: true }).decode(Buffer.from(encoded, 'base64'));
     } catch {
       return 'is not valid Base64 of UTF-8';
     }
-  } else if (header.startsWith('=?base64?')) return 'is not valid Base64 of UTF-8';
+  }
   return value === handle ? undefined : 'differs from the "sandbox" argument';
 }

@@ -20,6 +20,9 @@ it('accepts a header that mirrors the handle, plain or Base64-encoded', () => {
   expect(sandboxHeaderMismatch('abc.def.ghi', 'abc.def.ghi')).toBeUndefined();
   expect(sandboxHeaderMismatch(base64('abc.def.ghi'), 'abc.def.ghi')).toBeUndefined();
   expect(sandboxHeaderMismatch(base64(' héllo '), ' héllo ')).toBeUndefined();
+  // Without both the prefix and the suffix a value is literal.
+  expect(sandboxHeaderMismatch('=?base64?aGk=', '=?base64?aGk=')).toBeUndefined();
+  expect(sandboxHeaderMismatch('aGk=?=', 'aGk=?=')).toBeUndefined();
 });
 
 it('does not look at a call without a string handle', () => {
