@@ -25,7 +25,8 @@ const ANNOTATIONS = new Set(['description', 'title', 'default']);
 const BY_TYPE: Record<string, ReadonlySet<string>> = {
   object: new Set(['properties', 'required', 'additionalProperties', 'minProperties', 'maxProperties']),
   array: new Set(['items', 'minItems', 'maxItems']),
-  string: new Set(['enum', 'minLength', 'maxLength', 'pattern']),
+  // `x-mcp-header` (SEP-2243): the 2026-07-28 `sandbox` argument's header name, a string the spec defines.
+  string: new Set(['enum', 'minLength', 'maxLength', 'pattern', 'x-mcp-header']),
   number: new Set(['minimum', 'maximum']),
   integer: new Set(['minimum', 'maximum']),
   boolean: new Set(),

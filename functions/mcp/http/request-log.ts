@@ -25,6 +25,18 @@ export function logRequest(logger: Logger, line: RequestLine, fields: RequestLog
   });
 }
 
+/** Puts the MCP method and tool name of a single message (or `batch`) into the request's log fields. */
+export function noteMcpMessage(body: unknown, log: RequestLogFields): void {
+  if (Array.isArray(body)) {
+    log.mcp_method = 'batch';
+    return;
+  }
+  if (typeof body !== 'object' || body === null) return;
+  const { method, params } = body as { method?: unknown; params?: { name?: unknown } };
+  if (typeof method === 'string') log.mcp_method = method.slice(0, 64);
+  if (method === 'tools/call' && typeof params?.name === 'string') log.tool = params.name.slice(0, 64);
+}
+
 /** Logs method, path, status, duration and the MCP fields once the response head is ready. */
 export function withRequestLog(
   next: FetchHandler,

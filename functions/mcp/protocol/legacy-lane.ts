@@ -12,33 +12,24 @@ import { isInitializeRequest } from '@modelcontextprotocol/server';
 import { ANONYMOUS_PRINCIPAL } from '../http/auth';
 import type { RequestContext } from '../http/context';
 import { toErrorResponse } from '../http/refusals';
-import type { Logger } from '../log';
+import { createSessionLookup, type SessionLookupOptions } from '../sessions/entry-lookup';
 import type { Refusal } from '../sessions/fair-share';
 import type { InitializeRate } from '../sessions/initialize-rate';
 import type { SandboxTable, TableEntry } from '../sessions/sandbox-table';
-import { type SignedIdCodec, toSessionTag } from '../sessions/session-id';
+import { toSessionTag } from '../sessions/session-id';
 import type { ToolCatalog } from '../tools/registry';
-import type { BoundCall, ServeMcp } from './mcp-server';
-import { hasMethod, isJsonRpcEnvelope, isObject, jsonRpcIdOf } from './plain-message';
 import { type CallContextOptions, toToolContext } from '../tools/tool';
+import type { BoundCall, PostLane, ServeMcp } from './mcp-server';
+import { hasMethod, isJsonRpcEnvelope, isObject, jsonRpcIdOf } from './plain-message';
 import { BATCH_PROTOCOL_VERSION, HTTP_PROTOCOL_VERSIONS, negotiateVersion } from './versions';
 
-export interface LegacyLaneOptions {
-  table: SandboxTable;
-  /** Signs and checks session ids (MCP_SESSION_SECRET). */
-  ids: SignedIdCodec;
+export interface LegacyLaneOptions extends SessionLookupOptions {
   serve: ServeMcp;
   /** Each credential's rate of new sessions (MCP_INITIALIZE_BURST, MCP_INITIALIZE_PER_MIN). @default no limit */
   initializeRate?: InitializeRate;
-  /** True, once, for an id whose `initialize` was answered before the core was loaded: a new session. */
-  mintedEarly?: (id: string) => boolean;
-  logger: Logger;
-  now: () => number;
 }
 
-export interface LegacyLane {
-  /** A POST whose body the endpoint read and parsed. */
-  handlePost(req: Request, body: unknown, ctx: RequestContext): Promise<Response>;
+export interface LegacyLane extends PostLane {
   /** DELETE: ends the session, on every instance. */
   handleDelete(req: Request, ctx: RequestContext): Promise<Response>;
 }
@@ -83,38 +74,12 @@ export function createLegacyCall({ table, catalog, context, idleTtlMs }: LegacyC
 /** Creates the 2025-era lane. */
 export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
   const { table, ids, logger, now } = options;
-  /** Openings under way, so that concurrent first requests of a session open it once. */
-  const opening = new Map<string, Promise<TableEntry | Refusal | 'session_ended' | 'session_not_found'>>();
-
-  /** Opens a session this instance does not hold (new, minted before the core was loaded, or moved here). */
-  const open = async (id: string, check: { key: string; issuedAtMs: number }, ctx: RequestContext, version: string) => {
-    const principal = ctx.principal ?? ANONYMOUS_PRINCIPAL;
-    const tag = toSessionTag(id);
-    const ended = await table.hasEnded({ key: check.key, tag, principal });
-    if (ended !== undefined) return ended === 'elsewhere' ? 'session_ended' : 'session_not_found';
-    const refusal = table.makeRoom('session', principal);
-    if (refusal !== undefined) return refusal;
-    // An id minted early is new, but still looked up: its client may have used it on another instance since.
-    const quiet = options.mintedEarly?.(id) === true;
-    const { key, issuedAtMs } = check;
-    const entry = table.hold({ kind: 'session', key, tag, principal, issuedAtMs, resume: true, quiet });
-    const line = { session: tag, protocol_version: version, request_id: ctx.requestId };
-    logger.info(quiet ? 'session opened' : 'session recovered', line);
-    return entry;
-  };
+  const lookup = createSessionLookup(options);
 
   /** The session `id` names for this credential, or the answer that it has none. */
   const find = async (id: string, ctx: RequestContext, version: string): Promise<TableEntry | Response> => {
-    const check = ids.verify('session', id, ctx.principal ?? ANONYMOUS_PRINCIPAL, now());
-    if (!check.ok) return sessionNotFound(ctx, `session_${check.reason}`);
-    const held = table.get('session', check.key);
-    if (held !== undefined) return held;
-    let pending = opening.get(check.key);
-    if (pending === undefined) {
-      pending = open(id, check, ctx, version).finally(() => opening.delete(check.key));
-      opening.set(check.key, pending);
-    }
-    const found = await pending;
+    const ask = { principal: ctx.principal ?? ANONYMOUS_PRINCIPAL, version, requestId: ctx.requestId };
+    const found = await lookup(id, ask);
     if (typeof found === 'string') return sessionNotFound(ctx, found);
     return 'status' in found ? refused(found, ctx, null) : found;
   };

@@ -6,18 +6,15 @@
 import { isLegacyRequest } from '@modelcontextprotocol/server';
 
 import { ANONYMOUS_PRINCIPAL } from '../http/auth';
-import type { FetchHandler, RequestContext } from '../http/context';
+import type { FetchHandler } from '../http/context';
 import { readJsonPost } from '../http/json-body';
 import { toErrorResponse } from '../http/refusals';
+import { noteMcpMessage } from '../http/request-log';
 import type { CallShare } from '../sessions/call-share';
 import type { LegacyLane } from './legacy-lane';
-import { hasMethod, isObject, jsonRpcIdOf, readPlainMessage } from './plain-message';
+import type { PostLane } from './mcp-server';
+import { hasMethod, jsonRpcIdOf, readPlainMessage } from './plain-message';
 import { HTTP_PROTOCOL_VERSIONS } from './versions';
-
-/** A lane that serves already-read POST bodies. */
-export interface PostLane {
-  handlePost(req: Request, body: unknown, ctx: RequestContext): Promise<Response>;
-}
 
 export interface McpEndpointOptions {
   legacy: LegacyLane;
@@ -41,7 +38,7 @@ export function createMcpEndpoint({ legacy, modern, maxBodyBytes, calls }: McpEn
     }
     const post = await readJsonPost(req, maxBodyBytes, ctx);
     if (!post.ok) return post.response;
-    noteMessage(post.body, ctx);
+    noteMcpMessage(post.body, ctx.log);
     const toolCalls = countToolCalls(post.body);
     const admitted = toolCalls === 0 ? undefined : calls.admit(ctx.principal ?? ANONYMOUS_PRINCIPAL, toolCalls);
     if (admitted !== undefined && 'refused' in admitted) {
@@ -79,17 +76,4 @@ export function isPlainLegacyMessage(req: Request, body: unknown): boolean {
 function countToolCalls(body: unknown): number {
   const isCall = (message: unknown): boolean => hasMethod(message, 'tools/call');
   return Array.isArray(body) ? body.filter(isCall).length : Number(isCall(body));
-}
-
-/** Puts the MCP method and tool name of a single message into the request log line. */
-function noteMessage(body: unknown, ctx: RequestContext): void {
-  if (Array.isArray(body)) {
-    ctx.log.mcp_method = 'batch';
-    return;
-  }
-  if (!isObject(body)) return;
-  const { method, params } = body;
-  if (typeof method === 'string') ctx.log.mcp_method = method.slice(0, 64);
-  if (method === 'tools/call' && isObject(params) && typeof params.name === 'string')
-    ctx.log.tool = params.name.slice(0, 64);
 }

@@ -6,6 +6,7 @@
  */
 import { type CallToolResult, createMcpHandler, type ServerContext } from '@modelcontextprotocol/server';
 
+import type { RequestContext } from '../http/context';
 import type { Logger } from '../log';
 import type { TableEntry } from '../sessions/sandbox-table';
 import type { SignedIdCheck } from '../sessions/session-id';
@@ -18,6 +19,11 @@ export interface RequestBinding {
   readonly session?: TableEntry;
   /** A 2026-07-28 tool call's `sandbox` handle, as the lane checked it before the SDK saw the call. */
   readonly handle?: { readonly value: unknown; readonly check: SignedIdCheck };
+}
+
+/** A lane: serves a POST whose body the endpoint read and parsed. */
+export interface PostLane {
+  handlePost(req: Request, body: unknown, ctx: RequestContext): Promise<Response>;
 }
 
 /** Serves one request (its body already parsed) through the SDK, bound to `binding`. */
