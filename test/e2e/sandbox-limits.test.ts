@@ -72,9 +72,13 @@ needs('cgroups').describe('per-sandbox limits through cgroups', () => {
 
   it('holds memory, processes and CPU in cgroups, and says so in /health, sandbox_status and the start-up log', async () => {
     expect(parents.length).toBeGreaterThan(0);
-    const health = (await (await fetch(`${server.origin}/health`)).json()) as {
-      backend: { limits: Record<string, { value: number | null; enforcedBy: string }> };
-    };
+    // The start-up line is written as the probe finishes; /health says "probing" until its result is kept.
+    type Health = { backend: { ready: boolean; limits: Record<string, { value: number | null; enforcedBy: string }> } };
+    const health = await pollUntil(
+      async () => (await (await fetch(`${server.origin}/health`)).json()) as Health,
+      (h) => h.backend.ready,
+      SETTLE_MS,
+    );
     const byCgroup = expect.stringMatching(/^cgroup v[12]$/);
     expect(health.backend.limits).toMatchObject({
       memory: { value: MEMORY_MB * 2 ** 20, enforcedBy: byCgroup },
