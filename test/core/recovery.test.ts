@@ -4,7 +4,7 @@
  * and one fake clock. A client's requests go to whichever instance the test routes them to, as FC does without
  * affinity, after a restart, or after eviction.
  */
-import { readdirSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 
 import { createSandboxProvider } from '../../functions/mcp/sandbox/create-provider';
 import { connectClient, type TestClient, textOf } from '../support/clients';

@@ -55,7 +55,7 @@ describe('a first deploy', () => {
     });
     // A new function gets the secret kept in the output directory, so that a later `s deploy` of the artifact sends the same one.
     const secret = readFileSync(join(run.outputDir, 'session-secret'), 'utf8').trim();
-    expect((fake.functions.get('sandbox-mcp')?.environmentVariables as Record<string, string>).MCP_SESSION_SECRET).toBe(
+    expect((fake.functions.get('sandbox-mcp')!.environmentVariables as Record<string, string>).MCP_SESSION_SECRET).toBe(
       secret,
     );
     for (const step of [
@@ -125,7 +125,7 @@ describe('a first deploy', () => {
     const run = await deploy([], { MCP_SESSION_SECRET: secret });
     expect(run.json.deployed.sessionSecret).toBe('environment');
     expect(
-      (fake.calls.find((c) => c.action === 'CreateFunction')?.body?.environmentVariables as Record<string, string>)
+      (fake.calls.find((c) => c.action === 'CreateFunction')!.body!.environmentVariables as Record<string, string>)
         .MCP_SESSION_SECRET,
     ).toBe(secret);
   });
@@ -135,7 +135,7 @@ describe('a re-deploy', () => {
   it('updates the function and the trigger, keeping the session secret', async () => {
     const tokens = tokenFile();
     expect((await deploy([], {}, tokens)).code).toBe(0);
-    const firstSecret = (fake.functions.get('sandbox-mcp')?.environmentVariables as Record<string, string>)
+    const firstSecret = (fake.functions.get('sandbox-mcp')!.environmentVariables as Record<string, string>)
       .MCP_SESSION_SECRET;
     fake.calls.length = 0;
     const run = await deploy(['--memory', '2048'], {}, tokens);
@@ -158,7 +158,7 @@ describe('a re-deploy', () => {
       path: '/2023-03-30/functions/sandbox-mcp/triggers/mcp',
     });
     expect(run.json.deployed).toMatchObject({ function: 'updated', trigger: 'updated', sessionSecret: 'kept' });
-    expect((fake.functions.get('sandbox-mcp')?.environmentVariables as Record<string, string>).MCP_SESSION_SECRET).toBe(
+    expect((fake.functions.get('sandbox-mcp')!.environmentVariables as Record<string, string>).MCP_SESSION_SECRET).toBe(
       firstSecret,
     );
     expectAllSigned();

@@ -139,7 +139,7 @@ describeIfInstalled('s preview', () => {
     });
     expect(props.environmentVariables.E2B_API_KEY).toBe('e2b-from-env');
     const domain = (
-      preview.document?.resources as Record<string, { component: string; props: Record<string, unknown> }>
+      preview.document!.resources as Record<string, { component: string; props: Record<string, unknown> }>
     ).domain;
     expect(domain).toMatchObject({
       component: 'fc3-domain',

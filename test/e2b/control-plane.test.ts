@@ -249,7 +249,7 @@ serviceDescribe.each(NODES)('E2B_TEMPLATE=my-template and E2B_MAX_CREATES_PER_S=
       a.callTool('write_file', { path: 'a.txt', content: 'a' }),
       b.callTool('write_file', { path: 'b.txt', content: 'b' }),
     ]);
-    results.forEach((r) => ok(r));
+    for (const r of results) ok(r);
     const creates = d.since(0, 'create');
     // Both are created; the gate's spacing (1 s apart) is asserted on a fake clock in test/core/e2b-create-schedule.test.ts.
     expect(creates.map((r) => bodyOf(r).templateID)).toEqual(['my-template', 'my-template']);

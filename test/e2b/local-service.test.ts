@@ -239,7 +239,13 @@ needs('bubblewrap').describe('the local E2B service, through the real SDK', () =
 
     it('runs in the background: stdin, list, closeStdin, kill', async () => {
       let seen = '';
-      const cat = await sbx.commands.run('cat', { background: true, stdin: true, onStdout: (d) => void (seen += d) });
+      const cat = await sbx.commands.run('cat', {
+        background: true,
+        stdin: true,
+        onStdout: (d) => {
+          seen += d;
+        },
+      });
       await sbx.commands.sendStdin(cat.pid, 'ping\n');
       await pollUntil(
         () => seen,

@@ -21,7 +21,7 @@ async function concurrently(
   request: (i: number) => string,
 ): Promise<RawConnection[]> {
   const conns = await Promise.all(Array.from({ length: count }, () => openFrom(server.port, localAddress)));
-  conns.forEach((conn, i) => conn.socket.write(request(i)));
+  for (const [i, conn] of conns.entries()) conn.socket.write(request(i));
   for (
     let i = 0;
     i < 2_000 && !conns.every((conn) => conn.received().includes('\r\n\r\n') || conn.error() !== undefined);
@@ -51,7 +51,7 @@ async function judge(conns: RawConnection[], setting: string): Promise<Record<nu
     if (status !== 503) continue;
     await conn.closed;
     const text = conn.received();
-    expect(text.toLowerCase()).toMatch(/\r\nretry-after: 1\r\n[^]*\r\n\r\n/);
+    expect(text.toLowerCase()).toMatch(/\r\nretry-after: 1\r\n[\s\S]*\r\n\r\n/);
     expect(text.toLowerCase()).toContain('\r\nconnection: close\r\n');
     expect(text).toContain(setting);
     expect(conn.error()).toBeUndefined();

@@ -217,7 +217,7 @@ needs('bubblewrap').describe('the preview URL of a local sandbox with its own ne
     const preview = await openPreview(url);
     await fetchPreview(preview, '/admitted');
     const id = (
-      (await client.callTool('manage_process', { action: 'list' })).structuredContent?.processes as {
+      (await client.callTool('manage_process', { action: 'list' })).structuredContent!.processes as {
         process_id: string;
         command: string;
       }[]

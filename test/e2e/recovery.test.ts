@@ -75,7 +75,7 @@ it('serves a whole session that alternates between two instances behind a proxy 
       content: 'print("v2")\n',
     });
     const listed = await client.callTool('list_files');
-    expect((listed.structuredContent?.entries as Array<{ path: string }>).map((e) => e.path)).toEqual(['app.py']);
+    expect((listed.structuredContent!.entries as Array<{ path: string }>).map((e) => e.path)).toEqual(['app.py']);
     expect(new Set(proxy.served)).toEqual(new Set([0, 1]));
     await client.terminate();
   } finally {
@@ -172,7 +172,7 @@ needs('bubblewrap').it(
     await pollUntil(
       async () =>
         (
-          (await client.callTool('manage_process', { action: 'logs', process_id: id })).structuredContent?.log as {
+          (await client.callTool('manage_process', { action: 'logs', process_id: id })).structuredContent!.log as {
             text: string;
           }
         ).text,

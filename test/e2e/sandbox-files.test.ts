@@ -263,7 +263,7 @@ describeSandboxView('edit_file and write_file', () => {
 
 describeSandboxView('list_files', () => {
   const pathsOf = (result: ToolResult): string[] =>
-    (result.structuredContent?.entries as Array<{ path: string }>).map((e) => e.path);
+    (result.structuredContent!.entries as Array<{ path: string }>).map((e) => e.path);
 
   beforeAll(async () => {
     for (const path of ['tree/a.txt', 'tree/.secret', 'tree/sub/b.txt', 'tree/sub/.hid', 'tree/sub/deeper/c.txt']) {

@@ -88,7 +88,7 @@ describeLive('the E2B backend against real E2B', () => {
       const failed = await client.callTool('run_code', { code: 'raise ValueError("bad value")' });
       expect(failed.isError).toBe(true);
       expect(failed.structuredContent).toMatchObject({ error: { name: 'ValueError', value: 'bad value' } });
-      expect((failed.structuredContent?.error as { traceback: string }).traceback).toContain('ValueError');
+      expect((failed.structuredContent!.error as { traceback: string }).traceback).toContain('ValueError');
 
       const written = await client.callTool('write_file', {
         path: 'src/app.py',

@@ -229,7 +229,7 @@ describe('the sandbox dies mid-command', () => {
     expect(seconds).toBeLessThan(SOON_S);
     expect(result?.isError).toBeFalsy();
     expect(result?.structuredContent).toMatchObject({ timed_out: false });
-    const { exit_code: exitCode } = result?.structuredContent as { exit_code: number | null };
+    const { exit_code: exitCode } = result!.structuredContent as { exit_code: number | null };
     // The leader is bubblewrap: killed itself (null, "Killed by SIGKILL") or reporting its child's signal (128 + 9).
     expect([null, 137]).toContain(exitCode);
     expect(textOf(result as ToolResult)).toMatch(/Killed by SIGKILL|Exit code 137/);

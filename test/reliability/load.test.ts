@@ -6,7 +6,6 @@
  * each session's calls in order, with a bound on the calls in flight so that 2 cores keep up
  * (LOAD_CONCURRENCY). LOAD_SESSIONS and LOAD_CALLS shrink it for a quick local run.
  */
-import { readdirSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 
 import { processesOfUid, SETTLE_MS } from '../support/processes';

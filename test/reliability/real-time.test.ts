@@ -142,7 +142,10 @@ it('holds a fork bomb: the call returns at its timeout, other sessions are answe
   let most = 0;
   const counted = await pollUntil(
     () => bombs().length,
-    (n) => (most = Math.max(most, n)) > 50 || finished,
+    (n) => {
+      most = Math.max(most, n);
+      return most > 50 || finished;
+    },
     SETTLE_MS,
   );
   expect(counted).toBeGreaterThan(50);

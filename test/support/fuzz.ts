@@ -305,7 +305,6 @@ const TOOLS: Record<string, ToolShape> = {
   get_preview_url: { valid: { port: 8080 }, fields: { port: 'int' }, pathFields: [], required: ['port'] },
 };
 
-const SUPPORTED_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26'];
 const ACCEPT = 'application/json, text/event-stream';
 
 /** Builds the cases of one run. */

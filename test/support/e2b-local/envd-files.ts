@@ -186,7 +186,7 @@ export class FilesHandler {
       const boundary = boundaryOf(contentType);
       if (boundary === undefined)
         throw new HttpError(500, 'error parsing multipart form: no multipart boundary param in Content-Type');
-      let parts;
+      let parts: ReturnType<typeof parseMultipart>;
       try {
         parts = parseMultipart(body, boundary);
       } catch (err) {

@@ -175,8 +175,12 @@ export class ProcessService {
     this.processes.set(proc.pid, managed);
     // Subscribed before the output is wired, so that nothing the process wrote first is lost to it.
     this.attach(managed, stream, ctx);
-    proc.onStdout((chunk) => managed.subscribers.forEach((s) => s.data('stdout', chunk)));
-    proc.onStderr((chunk) => managed.subscribers.forEach((s) => s.data('stderr', chunk)));
+    proc.onStdout((chunk) => {
+      for (const s of managed.subscribers) s.data('stdout', chunk);
+    });
+    proc.onStderr((chunk) => {
+      for (const s of managed.subscribers) s.data('stderr', chunk);
+    });
     // The process's deadline (envd: exec.CommandContext with the request's timeout).
     const deadline =
       ctx.timeoutMs > 0 ? this.timer(ctx.timeoutMs, () => proc.signal('SIGKILL').catch(() => undefined)) : undefined;

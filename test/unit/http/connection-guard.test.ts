@@ -60,7 +60,9 @@ async function startGuarded(limits: ConnectionLimits, { hold = false }: { hold?:
     port: (server.address() as AddressInfo).port,
     held,
     logged,
-    release: () => held.splice(0).forEach((res) => res.end('ok')),
+    release: () => {
+      for (const res of held.splice(0)) res.end('ok');
+    },
   };
 }
 
@@ -176,7 +178,7 @@ describe('behind a trusted proxy (MCP_TRUSTED_PROXIES)', () => {
   it('does not cap the proxy by its connections: twenty clients forwarded over twenty connections are all served', async () => {
     const g = await startGuarded({ maxConnections: 100, maxPerPeer: 8 }, { hold: true });
     const conns = await openAll(g.port, 20, PROXY);
-    conns.forEach((conn, i) => conn.socket.write(post(`198.51.100.${i + 1}`)));
+    for (const [i, conn] of conns.entries()) conn.socket.write(post(`198.51.100.${i + 1}`));
     await until(() => g.held.length === 20);
     g.release();
     await until(() => conns.every(hasHead));
@@ -211,7 +213,7 @@ describe('behind a trusted proxy (MCP_TRUSTED_PROXIES)', () => {
   it('ignores X-Forwarded-For from a peer that is not a trusted proxy: a spoofed client per connection does not escape the cap', async () => {
     const g = await startGuarded({ maxConnections: 100, maxPerPeer: 8 });
     const conns = await openAll(g.port, 20);
-    conns.forEach((conn, i) => conn.socket.write(post(`198.51.100.${i + 1}`)));
+    for (const [i, conn] of conns.entries()) conn.socket.write(post(`198.51.100.${i + 1}`));
     await until(() => conns.every(hasHead));
     const refused = conns.filter((conn) => statusOf(conn.received()) === 503);
     expect(refused).toHaveLength(12);

@@ -53,7 +53,9 @@ function setUp() {
     questions,
     sleeps,
     active,
-    advance: (ms: number) => void (nowMs += ms),
+    advance: (ms: number) => {
+      nowMs += ms;
+    },
     /** Asks about `token` for `peer`; the outcome lands in the returned record when it comes. */
     check(token: string, peer: string | undefined): { outcome?: ClaimsCheck; done: Promise<ClaimsCheck> } {
       const entry: { outcome?: ClaimsCheck; done: Promise<ClaimsCheck> } = {
