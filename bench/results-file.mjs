@@ -169,7 +169,14 @@ of build.mjs), on 2026-12-01; the table above is the latest run's.
 - Main-thread CPU ms by the initialize answer: ours [${list(coldStart.samples.cpuInitialize.ours)}]; R1 [${list(coldStart.samples.cpuInitialize.r1)}]; R2 [${list(coldStart.samples.cpuInitialize.r2)}]; bare [${list(coldStart.samples.cpuInitialize.bare)}]
 - Main-thread CPU ms by the first tools/call answer: ours [${list(coldStart.samples.cpuToolCall.ours)}]; R1 [${list(coldStart.samples.cpuToolCall.r1)}]; R2 [${list(coldStart.samples.cpuToolCall.r2)}]; bare [${list(coldStart.samples.cpuToolCall.bare)}]
 ${tpRuns}
-${['ours', 'r1'].map((name) => `- Idle sessions, ${name}: RSS KiB at 10 / 1,010 / 2,010 sessions ${sessionMemory[name].runs.map((r) => `[${r.rssKiB.join(', ')}]`).join(' ')}; heap KiB per session ${list(sessionMemory[name].runs.map((r) => r.heapKibPerSession))}`).join('\n')}
+${['ours', 'r1']
+  .map(
+    (name) =>
+      `- Idle sessions, ${name}: RSS KiB at 10 / 1,010 / 2,010 sessions ` +
+      `${sessionMemory[name].runs.map((r) => `[${r.rssKiB.join(', ')}]`).join(' ')}; heap KiB per session ` +
+      `${list(sessionMemory[name].runs.map((r) => r.heapKibPerSession))}`,
+  )
+  .join('\n')}
 - Overhead: bare p50 ${overhead.bareP50Ms.toFixed(3)} ms; p50 ours ${overhead.ours.p50Ms.toFixed(3)} (warn ${overhead['ours-warn'].p50Ms.toFixed(3)}), R1 ${overhead.r1.p50Ms.toFixed(3)}, R2 ${overhead.r2.p50Ms.toFixed(3)} ms
 - Live output p95 ms per run: [${list(liveOutput.runs.map((r) => r.p95Ms))}]; lines received ${liveOutput.linesReceived}/${liveOutput.linesExpected}
 - Sandbox memory MiB per run: [${list(sandboxMemory.runs.map((r) => r.rssMiB))}] (setup ${sandboxMemory.runs.map((r) => `${r.setupMs} ms`).join(', ')})

@@ -29,7 +29,8 @@ function toServerlessDevsYaml(plan, options) {
   const environmentVariables = { ...plan.environment };
   for (const variable of plan.fromShell) environmentVariables[variable.name] = toEnvReference(variable);
   // logConfig is set by --sls-project/--sls-logstore. Left out, fc3 would send an empty one and switch the function's
-  // logging off on every deploy; `auto` keeps the SLS project and logstore the function logs to, or has fc3 create them.
+  // logging off on every deploy; `auto` keeps the SLS project and logstore the function logs to, or has fc3 create
+  // them.
   const { description, logConfig = 'auto', ...config } = toFunctionConfig(plan, environmentVariables);
   /** @type {Record<string, unknown>} */
   const resources = {

@@ -19,7 +19,8 @@ const MIN_SECRET_BYTES = 32;
  * Where the session secret of this run comes from: undefined when MCP_SESSION_SECRET is set in the shell (the
  * operator keeps using that), else <output-dir>/session-secret, made sure of unless `write` is false (a dry run).
  * The value is never returned: it is read from the file by the shell that runs `s deploy`.
- * @param {{ outputDir: string, env: Record<string, string | undefined>, write: boolean, log?: (line: string) => void }} options
+ * @param {{ outputDir: string, env: Record<string, string | undefined>, write: boolean, log?: (line: string) => void
+ * }} options
  * @returns {string | undefined} the file
  */
 function keepSessionSecret({ outputDir, env, write, log }) {

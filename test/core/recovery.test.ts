@@ -122,16 +122,20 @@ it('rebuilds a moved session once when its first requests on the new instance ar
   expect(logsOf(b, 'session recovered')).toHaveLength(1);
 });
 
-it('lets any instance end a session: DELETE on one that never held it kills the sandbox, and it answers 404 afterwards', async () => {
-  const d = deployment();
-  const a = d.current;
-  const { headers } = await a.openSession();
-  await a.post(rpc('tools/call', 2, { name: 'write_file', arguments: { path: 'x.txt', content: 'x' } }), headers);
-  const b = d.instance();
-  expect((await b.fetch(b.url, { method: 'DELETE', headers })).status).toBe(200);
-  expect(d.sdk.sandboxes.map((s) => s.killed)).toEqual([true]);
-  expect((await b.post(rpc('tools/list', 3), headers)).status).toBe(404);
-});
+it(
+  'lets any instance end a session: DELETE on one that never held it kills the sandbox, and it answers 404 ' +
+    'afterwards',
+  async () => {
+    const d = deployment();
+    const a = d.current;
+    const { headers } = await a.openSession();
+    await a.post(rpc('tools/call', 2, { name: 'write_file', arguments: { path: 'x.txt', content: 'x' } }), headers);
+    const b = d.instance();
+    expect((await b.fetch(b.url, { method: 'DELETE', headers })).status).toBe(200);
+    expect(d.sdk.sandboxes.map((s) => s.killed)).toEqual([true]);
+    expect((await b.post(rpc('tools/list', 3), headers)).status).toBe(404);
+  },
+);
 
 /**
  * A session written on A moves to B and is used there while A's copy goes idle past the TTL; back on A, A's
@@ -174,18 +178,22 @@ it('does not destroy, on idle expiry, a sandbox that another instance still serv
   await expect(client.callTool('list_files')).rejects.toThrow(/404|Session not found/);
 });
 
-it('on the local backend too: a workspace another instance used within the TTL is let go, not deleted (its last-used marker)', async () => {
-  const ttlMs = 60_000;
-  const root = makeSandboxRoot();
-  try {
-    const d = deployment({
-      env: { SANDBOX_BACKEND: 'local', LOCAL_SANDBOX_ROOT: root, MCP_SESSION_IDLE_TTL_S: String(ttlMs / 1000) },
-      sandboxes: ({ config, logger, clock }) => createSandboxProvider(config, logger, clock),
-    });
-    const { client } = await idleHereUsedElsewhere(d, ttlMs);
-    await client.terminate();
-    expect({ workspaces: workspacesIn(root), uids: uidClaimsIn(root) }).toEqual({ workspaces: [], uids: [] });
-  } finally {
-    rmSync(root, { recursive: true, force: true });
-  }
-});
+it(
+  'on the local backend too: a workspace another instance used within the TTL is let go, not deleted (its ' +
+    'last-used marker)',
+  async () => {
+    const ttlMs = 60_000;
+    const root = makeSandboxRoot();
+    try {
+      const d = deployment({
+        env: { SANDBOX_BACKEND: 'local', LOCAL_SANDBOX_ROOT: root, MCP_SESSION_IDLE_TTL_S: String(ttlMs / 1000) },
+        sandboxes: ({ config, logger, clock }) => createSandboxProvider(config, logger, clock),
+      });
+      const { client } = await idleHereUsedElsewhere(d, ttlMs);
+      await client.terminate();
+      expect({ workspaces: workspacesIn(root), uids: uidClaimsIn(root) }).toEqual({ workspaces: [], uids: [] });
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  },
+);

@@ -39,54 +39,62 @@ describe('ids and the credential binding', () => {
     ).toBe(401);
   });
 
-  it('answers 404 to forged, tampered, expired and malformed ids and to ids signed with another secret, and 401 to each without a valid token', async () => {
-    const h = createHarness();
-    const { headers } = await h.openSession();
-    const codec = createSignedIdCodec(HARNESS_SECRET, 21_600_000);
-    const principal = toPrincipal(HARNESS_TOKEN);
-    const [random = '', issued = '', mac = ''] = (headers['mcp-session-id'] ?? '').split('.');
-    const flip = (text: string): string => (text.startsWith('A') ? `B${text.slice(1)}` : `A${text.slice(1)}`);
-    const ids = {
-      forged: 'AAAAAAAAAAAAAAAAAAAAAA.abc.AAAAAAAAAAAAAAAAAAAAAA',
-      'tampered signature': `${random}.${issued}.${flip(mac)}`,
-      'tampered random part': `${flip(random)}.${issued}.${mac}`,
-      // MCP_SESSION_MAX_AGE_S (21600 s) ago and a second, on the harness clock.
-      expired: codec.mint('session', principal, h.clock.now() - 21_601_000).id,
-      'signed with another secret': createSignedIdCodec('another-secret-just-as-long-0123456789ab', 21_600_000).mint(
-        'session',
-        principal,
-        h.clock.now(),
-      ).id,
-      malformed: 'hello',
-    };
-    for (const [kind, id] of Object.entries(ids)) {
-      const res = await h.post(rpc('tools/list', 2), { ...headers, 'mcp-session-id': id });
-      expect({ kind, status: res.status, code: errorOf(res)?.code }).toEqual({ kind, status: 404, code: -32001 });
-      // Without a valid token the answer is 401, never a 404 that would tell what exists.
-      const unauthenticated = await h.post(rpc('tools/list', 3), {
-        ...headers,
-        'mcp-session-id': id,
-        authorization: 'Bearer wrong-token',
-      });
-      expect({ kind, status: unauthenticated.status }).toEqual({ kind, status: 401 });
-    }
-    expect(h.logs().filter((l) => l.msg === 'session recovered')).toEqual([]);
-  });
+  it(
+    'answers 404 to forged, tampered, expired and malformed ids and to ids signed with another secret, and 401 to ' +
+      'each without a valid token',
+    async () => {
+      const h = createHarness();
+      const { headers } = await h.openSession();
+      const codec = createSignedIdCodec(HARNESS_SECRET, 21_600_000);
+      const principal = toPrincipal(HARNESS_TOKEN);
+      const [random = '', issued = '', mac = ''] = (headers['mcp-session-id'] ?? '').split('.');
+      const flip = (text: string): string => (text.startsWith('A') ? `B${text.slice(1)}` : `A${text.slice(1)}`);
+      const ids = {
+        forged: 'AAAAAAAAAAAAAAAAAAAAAA.abc.AAAAAAAAAAAAAAAAAAAAAA',
+        'tampered signature': `${random}.${issued}.${flip(mac)}`,
+        'tampered random part': `${flip(random)}.${issued}.${mac}`,
+        // MCP_SESSION_MAX_AGE_S (21600 s) ago and a second, on the harness clock.
+        expired: codec.mint('session', principal, h.clock.now() - 21_601_000).id,
+        'signed with another secret': createSignedIdCodec('another-secret-just-as-long-0123456789ab', 21_600_000).mint(
+          'session',
+          principal,
+          h.clock.now(),
+        ).id,
+        malformed: 'hello',
+      };
+      for (const [kind, id] of Object.entries(ids)) {
+        const res = await h.post(rpc('tools/list', 2), { ...headers, 'mcp-session-id': id });
+        expect({ kind, status: res.status, code: errorOf(res)?.code }).toEqual({ kind, status: 404, code: -32001 });
+        // Without a valid token the answer is 401, never a 404 that would tell what exists.
+        const unauthenticated = await h.post(rpc('tools/list', 3), {
+          ...headers,
+          'mcp-session-id': id,
+          authorization: 'Bearer wrong-token',
+        });
+        expect({ kind, status: unauthenticated.status }).toEqual({ kind, status: 401 });
+      }
+      expect(h.logs().filter((l) => l.msg === 'session recovered')).toEqual([]);
+    },
+  );
 
-  it('answers 400 to a request without a session id, to initialize inside a session, and to a batch outside 2025-03-26', async () => {
-    const h = createHarness();
-    const { headers } = await h.openSession();
-    const { 'mcp-session-id': _id, ...noSession } = headers;
-    expect((await h.post(rpc('tools/list', 2), noSession)).status).toBe(400);
-    const again = await h.post(initializeBody(), headers);
-    expect(again.status).toBe(400);
-    expect(errorOf(again)?.message).toMatch(/already initialized/);
-    const batch = await h.post([rpc('ping', 3), rpc('ping', 4)], headers);
-    expect(batch.status).toBe(400);
-    expect(errorOf(batch)?.message).toMatch(/only allowed with protocol version 2025-03-26/);
-    const old = await h.openSession({ version: '2025-03-26' });
-    expect(messagesOf(await h.post([rpc('ping', 5), rpc('ping', 6)], old.headers)).map((m) => m.id)).toEqual([5, 6]);
-  });
+  it(
+    'answers 400 to a request without a session id, to initialize inside a session, and to a batch outside ' +
+      '2025-03-26',
+    async () => {
+      const h = createHarness();
+      const { headers } = await h.openSession();
+      const { 'mcp-session-id': _id, ...noSession } = headers;
+      expect((await h.post(rpc('tools/list', 2), noSession)).status).toBe(400);
+      const again = await h.post(initializeBody(), headers);
+      expect(again.status).toBe(400);
+      expect(errorOf(again)?.message).toMatch(/already initialized/);
+      const batch = await h.post([rpc('ping', 3), rpc('ping', 4)], headers);
+      expect(batch.status).toBe(400);
+      expect(errorOf(batch)?.message).toMatch(/only allowed with protocol version 2025-03-26/);
+      const old = await h.openSession({ version: '2025-03-26' });
+      expect(messagesOf(await h.post([rpc('ping', 5), rpc('ping', 6)], old.headers)).map((m) => m.id)).toEqual([5, 6]);
+    },
+  );
 });
 
 describe(`idle expiry (MCP_SESSION_IDLE_TTL_S=${TTL_S}), on the fake clock`, () => {
@@ -176,31 +184,35 @@ describe('the cap (MCP_MAX_SESSIONS=2), one credential allowed all of it', () =>
     expect((await h.post(rpc('ping', 5), third.headers)).status).toBe(200);
   });
 
-  it('answers 503 with Retry-After naming MCP_MAX_SESSIONS while every session is mid-call, and admits one when a call ends', async () => {
-    const h = createHarness({ env });
-    const held = holdCommands(h);
-    const sessions = [await h.openSession(), await h.openSession()];
-    const calls = sessions.map((s, i) => callTool(h, s.headers, 'run_command', { command: `hold-${i}` }, 10 + i));
-    await settle(() => held.started('hold-0') && held.started('hold-1'));
+  it(
+    'answers 503 with Retry-After naming MCP_MAX_SESSIONS while every session is mid-call, and admits one when a ' +
+      'call ends',
+    async () => {
+      const h = createHarness({ env });
+      const held = holdCommands(h);
+      const sessions = [await h.openSession(), await h.openSession()];
+      const calls = sessions.map((s, i) => callTool(h, s.headers, 'run_command', { command: `hold-${i}` }, 10 + i));
+      await settle(() => held.started('hold-0') && held.started('hold-1'));
 
-    const refused = await h.post(initializeBody(), { authorization: `Bearer ${HARNESS_TOKEN}` });
-    expect(refused.status).toBe(503);
-    expect(refused.headers.get('retry-after')).toBe('30');
-    expect(refused.headers.get('mcp-session-id')).toBeNull();
-    expect(errorOf(refused)?.message).toContain('MCP_MAX_SESSIONS=2');
-    expect(logsOf(h, 'session evicted')).toEqual([]);
+      const refused = await h.post(initializeBody(), { authorization: `Bearer ${HARNESS_TOKEN}` });
+      expect(refused.status).toBe(503);
+      expect(refused.headers.get('retry-after')).toBe('30');
+      expect(refused.headers.get('mcp-session-id')).toBeNull();
+      expect(errorOf(refused)?.message).toContain('MCP_MAX_SESSIONS=2');
+      expect(logsOf(h, 'session evicted')).toEqual([]);
 
-    held.release('hold-0');
-    expect((await calls[0])?.status).toBe(200);
-    const admitted = await h.post(initializeBody(), { authorization: `Bearer ${HARNESS_TOKEN}` });
-    expect(admitted.status).toBe(200);
-    // The busy one was left alone; the one whose call ended made room, and comes back on its next request.
-    expect(logsOf(h, 'session evicted')).toHaveLength(1);
-    held.release('hold-1');
-    expect((await calls[1])?.status).toBe(200);
-    expect((await h.post(rpc('ping', 3), sessions[0]?.headers)).status).toBe(200);
-    expect(logsOf(h, 'session recovered')).toHaveLength(1);
-  });
+      held.release('hold-0');
+      expect((await calls[0])?.status).toBe(200);
+      const admitted = await h.post(initializeBody(), { authorization: `Bearer ${HARNESS_TOKEN}` });
+      expect(admitted.status).toBe(200);
+      // The busy one was left alone; the one whose call ended made room, and comes back on its next request.
+      expect(logsOf(h, 'session evicted')).toHaveLength(1);
+      held.release('hold-1');
+      expect((await calls[1])?.status).toBe(200);
+      expect((await h.post(rpc('ping', 3), sessions[0]?.headers)).status).toBe(200);
+      expect(logsOf(h, 'session recovered')).toHaveLength(1);
+    },
+  );
 
   it('counts a session held mid-call by a background process as busy: it is not evicted', async () => {
     const h = createHarness({ env });
@@ -221,18 +233,22 @@ describe('the cap (MCP_MAX_SESSIONS=2), one credential allowed all of it', () =>
 });
 
 describe('DELETE and shutdown', () => {
-  it('DELETE kills the sandbox and ends the id for good: 404 afterwards, never rebuilt from its still-valid signature', async () => {
-    const h = createHarness();
-    const { headers } = await h.openSession();
-    await callTool(h, headers, 'write_file', { path: 'a.txt', content: 'a' });
-    const deleted = await h.fetch(h.url, { method: 'DELETE', headers });
-    expect(deleted.status).toBe(200);
-    expect(h.sdk.sandboxes.map((s) => s.killed)).toEqual([true]);
-    const after = await h.post(rpc('tools/list', 2), headers);
-    expect({ status: after.status, code: errorOf(after)?.code }).toEqual({ status: 404, code: -32001 });
-    expect(logsOf(h, 'session recovered')).toEqual([]);
-    expect((await h.fetch(h.url, { method: 'DELETE', headers })).status).toBe(404);
-  });
+  it(
+    'DELETE kills the sandbox and ends the id for good: 404 afterwards, never rebuilt from its still-valid ' +
+      'signature',
+    async () => {
+      const h = createHarness();
+      const { headers } = await h.openSession();
+      await callTool(h, headers, 'write_file', { path: 'a.txt', content: 'a' });
+      const deleted = await h.fetch(h.url, { method: 'DELETE', headers });
+      expect(deleted.status).toBe(200);
+      expect(h.sdk.sandboxes.map((s) => s.killed)).toEqual([true]);
+      const after = await h.post(rpc('tools/list', 2), headers);
+      expect({ status: after.status, code: errorOf(after)?.code }).toEqual({ status: 404, code: -32001 });
+      expect(logsOf(h, 'session recovered')).toEqual([]);
+      expect((await h.fetch(h.url, { method: 'DELETE', headers })).status).toBe(404);
+    },
+  );
 
   it('at shutdown keeps the sandboxes when sessions can come back, and destroys them when they cannot', async () => {
     for (const keepSandboxes of [true, false]) {

@@ -66,7 +66,8 @@ export function portabilityProblems(schema: unknown, path = '#'): string[] {
     if (key in schema && typeof schema[key] !== 'string') problem(`${key} must be a string`);
   }
   if ('anyOf' in schema) {
-    // The one union of the subset: a nullable pair, [the value's schema, {type: 'null'}], with nothing beside it but annotations.
+    // The one union of the subset: a nullable pair, [the value's schema, {type: 'null'}], with nothing beside it but
+    // annotations.
     const branches = schema.anyOf;
     for (const key of Object.keys(schema))
       if (key !== 'anyOf' && !ANNOTATIONS.has(key))
@@ -80,7 +81,8 @@ export function portabilityProblems(schema: unknown, path = '#'): string[] {
       problem('the first branch of anyOf must be a non-null schema');
     if (typeof schema.description === 'string' && isObject(value) && value.description === undefined) {
       problem(
-        'the description of a nullable pair must be on its first branch too (converters that fold the pair keep only that branch)',
+        'the description of a nullable pair must be on its first branch too (converters that fold the pair keep ' +
+          'only that branch)',
       );
     }
     if (

@@ -43,18 +43,22 @@ describe('the default artifact', () => {
     out = await generate([], { MCP_AUTH_TOKENS: 'token-from-env-0123456789abcdef' });
   });
 
-  it("holds code/index.js (the bundle) with its source maps and the core's code cache, and code.zip with the same files at its root", () => {
-    expect(codeCachesIn().length).toBeGreaterThanOrEqual(1);
-    const code = shippedFiles();
-    for (const name of code)
-      expect(readFileSync(join(out.dir, 'code', name)).equals(readFileSync(join(ROOT, 'dist', name)))).toBe(true);
-    const entries = readZip(readFileSync(join(out.dir, 'code.zip')));
-    expect(entries.map((e) => e.name)).toEqual(code);
-    for (const entry of entries) expect(entry.data.equals(readFileSync(join(ROOT, 'dist', entry.name)))).toBe(true);
-    expect(out.result.files.map((f) => f.slice(out.dir.length + 1)).sort()).toEqual(
-      ['code.zip', ...code.map((name) => `code/${name}`), 'config.yaml', 's.yaml', 'session-secret'].sort(),
-    );
-  });
+  it(
+    "holds code/index.js (the bundle) with its source maps and the core's code cache, and code.zip with the same " +
+      'files at its root',
+    () => {
+      expect(codeCachesIn().length).toBeGreaterThanOrEqual(1);
+      const code = shippedFiles();
+      for (const name of code)
+        expect(readFileSync(join(out.dir, 'code', name)).equals(readFileSync(join(ROOT, 'dist', name)))).toBe(true);
+      const entries = readZip(readFileSync(join(out.dir, 'code.zip')));
+      expect(entries.map((e) => e.name)).toEqual(code);
+      for (const entry of entries) expect(entry.data.equals(readFileSync(join(ROOT, 'dist', entry.name)))).toBe(true);
+      expect(out.result.files.map((f) => f.slice(out.dir.length + 1)).sort()).toEqual(
+        ['code.zip', ...code.map((name) => `code/${name}`), 'config.yaml', 's.yaml', 'session-secret'].sort(),
+      );
+    },
+  );
 
   it('describes the deployment in config.yaml, provider-neutral and without secret values', () => {
     expect(out.manifest).toMatchObject({
@@ -193,15 +197,19 @@ describe('the manual steps name every variable from the shell', () => {
     stdout = run.stdout;
   });
 
-  it('exports the required ones and marks the optional ones, saying that s deploy refuses to run without the required', () => {
-    expect(stdout).toContain('export E2B_API_KEY=<your E2B API key>');
-    expect(stdout).toContain('export E2B_DOMAIN=<e2b.app or <region>.e2b.fc.aliyuncs.com>');
-    expect(stdout).toMatch(/# optional: export E2B_API_URL=.*https:\/\/api\.<E2B_DOMAIN>/);
-    expect(stdout).toMatch(/# optional: export E2B_TEMPLATE=.*code-interpreter-v1/);
-    expect(stdout).toContain(
-      's deploy refuses to run while MCP_AUTH_TOKENS, MCP_SESSION_SECRET, E2B_API_KEY, E2B_DOMAIN are unset',
-    );
-  });
+  it(
+    'exports the required ones and marks the optional ones, saying that s deploy refuses to run without the ' +
+      'required',
+    () => {
+      expect(stdout).toContain('export E2B_API_KEY=<your E2B API key>');
+      expect(stdout).toContain('export E2B_DOMAIN=<e2b.app or <region>.e2b.fc.aliyuncs.com>');
+      expect(stdout).toMatch(/# optional: export E2B_API_URL=.*https:\/\/api\.<E2B_DOMAIN>/);
+      expect(stdout).toMatch(/# optional: export E2B_TEMPLATE=.*code-interpreter-v1/);
+      expect(stdout).toContain(
+        's deploy refuses to run while MCP_AUTH_TOKENS, MCP_SESSION_SECRET, E2B_API_KEY, E2B_DOMAIN are unset',
+      );
+    },
+  );
 
   it("lists each in the console's environment variables, the optional ones marked", () => {
     const list = stdout.slice(stdout.indexOf('4. Environment variables:'), stdout.indexOf('  5. '));
@@ -279,28 +287,32 @@ describe('the session secret', () => {
   });
 });
 
-it('--sandbox-backend local: s.yaml and the steps set SANDBOX_BACKEND=local and LOCAL_SANDBOX_ISOLATION=none, and no E2B variable', async () => {
-  const { sYaml, manifest, dir } = await generate(['--generate-token', '--sandbox-backend', 'local'], {
-    E2B_API_KEY: '',
-  });
-  const env = fc3Props(sYaml).environmentVariables;
-  expect(env).toMatchObject({ SANDBOX_BACKEND: 'local', LOCAL_SANDBOX_ISOLATION: 'none' });
-  expect(Object.keys(env).filter((name) => name.startsWith('E2B_'))).toEqual([]);
-  expect((manifest.environment as { fromShell: Array<{ name: string }> }).fromShell.map((v) => v.name)).toEqual([
-    'MCP_AUTH_TOKENS',
-    'MCP_SESSION_SECRET',
-  ]);
-  const human = await runDeployCli(['--output-dir', dir, '--generate-token', '--sandbox-backend', 'local']);
-  expect(human.code).toBe(0);
-  const list = human.stdout.slice(human.stdout.indexOf('4. Environment variables:'), human.stdout.indexOf('  5. '));
-  expect(list).toContain('SANDBOX_BACKEND=local');
-  expect(list).toContain('LOCAL_SANDBOX_ISOLATION=none');
-  const steps = human.stdout.slice(
-    human.stdout.indexOf('Deploy with Serverless Devs'),
-    human.stdout.indexOf('The URL will be'),
-  );
-  expect(steps).not.toContain('E2B_');
-});
+it(
+  '--sandbox-backend local: s.yaml and the steps set SANDBOX_BACKEND=local and LOCAL_SANDBOX_ISOLATION=none, and ' +
+    'no E2B variable',
+  async () => {
+    const { sYaml, manifest, dir } = await generate(['--generate-token', '--sandbox-backend', 'local'], {
+      E2B_API_KEY: '',
+    });
+    const env = fc3Props(sYaml).environmentVariables;
+    expect(env).toMatchObject({ SANDBOX_BACKEND: 'local', LOCAL_SANDBOX_ISOLATION: 'none' });
+    expect(Object.keys(env).filter((name) => name.startsWith('E2B_'))).toEqual([]);
+    expect((manifest.environment as { fromShell: Array<{ name: string }> }).fromShell.map((v) => v.name)).toEqual([
+      'MCP_AUTH_TOKENS',
+      'MCP_SESSION_SECRET',
+    ]);
+    const human = await runDeployCli(['--output-dir', dir, '--generate-token', '--sandbox-backend', 'local']);
+    expect(human.code).toBe(0);
+    const list = human.stdout.slice(human.stdout.indexOf('4. Environment variables:'), human.stdout.indexOf('  5. '));
+    expect(list).toContain('SANDBOX_BACKEND=local');
+    expect(list).toContain('LOCAL_SANDBOX_ISOLATION=none');
+    const steps = human.stdout.slice(
+      human.stdout.indexOf('Deploy with Serverless Devs'),
+      human.stdout.indexOf('The URL will be'),
+    );
+    expect(steps).not.toContain('E2B_');
+  },
+);
 
 describe('--generate-token', () => {
   it('writes a 64-hex-digit token to a 0600 file, shows it once, and keeps it out of config.yaml and s.yaml', async () => {

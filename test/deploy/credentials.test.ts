@@ -109,7 +109,8 @@ function writeIniCredentials(
   mkdirSync(join(home, '.alibabacloud'), { recursive: true });
   writeFileSync(
     join(home, '.alibabacloud', 'credentials'),
-    `[${section}]\ntype = access_key\naccess_key_id = ${keys.accessKeyId}\naccess_key_secret = ${keys.accessKeySecret}\n`,
+    `[${section}]\ntype = access_key\naccess_key_id = ${keys.accessKeyId}\naccess_key_secret = ` +
+      `${keys.accessKeySecret}\n`,
   );
 }
 
@@ -118,7 +119,8 @@ function writeAccessYaml(home: string, text: string, name = 'access.yaml'): void
   writeFileSync(join(home, '.s', name), text, { mode: 0o600 });
 }
 
-/** crypto-js's `AES.encrypt(text, passphrase).toString()`: OpenSSL's salted format, key and IV from MD5 EVP_BytesToKey. */
+/** crypto-js's `AES.encrypt(text, passphrase).toString()`: OpenSSL's salted format, key and IV from MD5
+ * EVP_BytesToKey. */
 function cryptoJsEncrypt(text: string): string {
   const passphrase = 'SecretKey123';
   const salt = randomBytes(8);
@@ -337,8 +339,11 @@ describe('--s-access (Serverless Devs)', () => {
     const sts = PROFILE_STS;
     writeAccessYaml(
       home,
-      `default:\n  AccessKeyID: ${cryptoJsEncrypt('LTAI5tUnused0000000')}\n  AccessKeySecret: ${cryptoJsEncrypt('unused-secret-000000')}\n` +
-        `sts:\n  AccessKeyID: ${cryptoJsEncrypt(sts.accessKeyId)}\n  AccessKeySecret: ${cryptoJsEncrypt(sts.accessKeySecret)}\n  SecurityToken: ${cryptoJsEncrypt(sts.securityToken)}\n  AccountID: ${cryptoJsEncrypt('1234567890123456')}\n` +
+      `default:\n  AccessKeyID: ${cryptoJsEncrypt('LTAI5tUnused0000000')}\n  AccessKeySecret: ` +
+        `${cryptoJsEncrypt('unused-secret-000000')}\n` +
+        `sts:\n  AccessKeyID: ${cryptoJsEncrypt(sts.accessKeyId)}\n  AccessKeySecret: ` +
+        `${cryptoJsEncrypt(sts.accessKeySecret)}\n  SecurityToken: ${cryptoJsEncrypt(sts.securityToken)}\n  ` +
+        `AccountID: ${cryptoJsEncrypt('1234567890123456')}\n` +
         `plain:\n  AccessKeyID: ${PROFILE_OTHER.accessKeyId}\n  AccessKeySecret: ${PROFILE_OTHER.accessKeySecret}\n`,
       'access.yml',
     );
@@ -374,7 +379,8 @@ describe('--s-access (Serverless Devs)', () => {
     const home = makeTempDir('home-');
     writeAccessYaml(
       home,
-      `${SDEVS_ACCESS_YAML}prod:\n  AccessKeyID: ${PROFILE_OTHER.accessKeyId}\n  AccessKeySecret: ${PROFILE_OTHER.accessKeySecret}\n`,
+      `${SDEVS_ACCESS_YAML}prod:\n  AccessKeyID: ${PROFILE_OTHER.accessKeyId}\n  AccessKeySecret: ` +
+        `${PROFILE_OTHER.accessKeySecret}\n`,
     );
     const err = await usageErrorOf(resolveFcCredentials({ env: OFFLINE, home, sAccess: 'staging' }));
     expect(err.message).toBe('--s-access staging: ~/.s/access.yaml has no access "staging"; it has "default", "prod"');

@@ -153,14 +153,18 @@ describe('a custom domain over HTTPS', () => {
     expect(storedDomain().certConfig?.certName).not.toBe(first);
   });
 
-  it('refuses a new domain with no certificate unless --domain-http-only says so: one read per resource, nothing written', async () => {
-    const run = await deployToFake(fake, ['--auth-token-file', tokenFile(), '--custom-domain', DOMAIN], SHELL);
-    expect(run.code).toBe(2);
-    expect(run.json.error?.message).toContain(
-      `--custom-domain ${DOMAIN} is new: pass --domain-cert FILE and --domain-key FILE, or --domain-http-only`,
-    );
-    expect(fake.calls.map((c) => c.action)).toEqual(['GetFunction', 'GetCustomDomain']);
-  });
+  it(
+    'refuses a new domain with no certificate unless --domain-http-only says so: one read per resource, nothing ' +
+      'written',
+    async () => {
+      const run = await deployToFake(fake, ['--auth-token-file', tokenFile(), '--custom-domain', DOMAIN], SHELL);
+      expect(run.code).toBe(2);
+      expect(run.json.error?.message).toContain(
+        `--custom-domain ${DOMAIN} is new: pass --domain-cert FILE and --domain-key FILE, or --domain-http-only`,
+      );
+      expect(fake.calls.map((c) => c.action)).toEqual(['GetFunction', 'GetCustomDomain']);
+    },
+  );
 
   it('refuses to keep "HTTPS" on a domain served over HTTP: the operator must choose', async () => {
     const tokens = tokenFile();
@@ -252,13 +256,17 @@ describe('a custom domain over HTTPS', () => {
     expect(readYaml(join(run.outputDir, 's.yaml')).resources).not.toHaveProperty('domain');
   });
 
-  it('without --deploy, asks for a certificate or --domain-http-only (s deploy would otherwise serve the domain over HTTP)', async () => {
-    const run = await runDeployCli(['--output-dir', makeTempDir(), '--generate-token', '--custom-domain', DOMAIN], {
-      env: { E2B_API_KEY: E2B_KEY },
-    });
-    expect(run.code).toBe(2);
-    expect(run.stderr).toContain('needs --domain-cert FILE and --domain-key FILE (HTTPS), or --domain-http-only');
-  });
+  it(
+    'without --deploy, asks for a certificate or --domain-http-only (s deploy would otherwise serve the domain ' +
+      'over HTTP)',
+    async () => {
+      const run = await runDeployCli(['--output-dir', makeTempDir(), '--generate-token', '--custom-domain', DOMAIN], {
+        env: { E2B_API_KEY: E2B_KEY },
+      });
+      expect(run.code).toBe(2);
+      expect(run.stderr).toContain('needs --domain-cert FILE and --domain-key FILE (HTTPS), or --domain-http-only');
+    },
+  );
 });
 
 describe('checking a certificate (in-process, at a chosen date)', () => {

@@ -42,7 +42,8 @@ beforeEach(async () => {
 afterEach(() => fake.close());
 
 /**
- * Looks the function up and deploys to the fake, as the CLI does. `timeline` holds the step lines and, where the deploy waited, `(wait N ms)`: it shows what
+ * Looks the function up and deploys to the fake, as the CLI does. `timeline` holds the step lines and, where the
+ * deploy waited, `(wait N ms)`: it shows what
  * was printed before each wait. The outcome is kept rather than thrown, so that a failed deploy can be read too.
  */
 async function deploy(options: { random?: () => number } = {}) {

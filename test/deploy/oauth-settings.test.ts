@@ -163,14 +163,18 @@ describe('a re-deploy', () => {
     expect(run.json.environment).toContain('- MCP_OAUTH_ISSUER (removed)');
   });
 
-  it('--no-auth drops the issuer, its audience and scopes with the tokens (the server refuses them beside MCP_AUTH=none)', async () => {
-    await deployWithOAuth();
-    const run = await deployToFake(fake, ['--no-auth']);
-    expect({ code: run.code, error: run.json.error }).toEqual({ code: 0, error: undefined });
-    expect(functionEnv()).toMatchObject({ MCP_AUTH: 'none', MCP_PUBLIC_URL: PUBLIC_URL });
-    for (const name of ['MCP_OAUTH_ISSUER', 'MCP_OAUTH_AUDIENCE', 'MCP_OAUTH_SCOPES'])
-      expect(functionEnv()).not.toHaveProperty(name);
-  });
+  it(
+    '--no-auth drops the issuer, its audience and scopes with the tokens (the server refuses them beside ' +
+      'MCP_AUTH=none)',
+    async () => {
+      await deployWithOAuth();
+      const run = await deployToFake(fake, ['--no-auth']);
+      expect({ code: run.code, error: run.json.error }).toEqual({ code: 0, error: undefined });
+      expect(functionEnv()).toMatchObject({ MCP_AUTH: 'none', MCP_PUBLIC_URL: PUBLIC_URL });
+      for (const name of ['MCP_OAUTH_ISSUER', 'MCP_OAUTH_AUDIENCE', 'MCP_OAUTH_SCOPES'])
+        expect(functionEnv()).not.toHaveProperty(name);
+    },
+  );
 
   it('--unset of the issuer alone is refused: the audience and scopes kept without it would stop the server', async () => {
     await deployWithOAuth();

@@ -168,15 +168,19 @@ describe('--sandbox-backend local', () => {
     expect(run.stderr).toContain('What does not: no mount, process or network isolation');
   });
 
-  it('an E2B deploy sets SANDBOX_BACKEND=e2b, so that a function that loses its key fails loudly instead of running local', async () => {
-    expect(
-      (await deployToFake(fake, ['--auth-token-file', tokenFile()], { ...EMPTY_SHELL, E2B_API_KEY: E2B_KEY })).code,
-    ).toBe(0);
-    expect(fake.functions.get('sandbox-mcp')?.environmentVariables).toMatchObject({
-      SANDBOX_BACKEND: 'e2b',
-      E2B_API_KEY: E2B_KEY,
-    });
-  });
+  it(
+    'an E2B deploy sets SANDBOX_BACKEND=e2b, so that a function that loses its key fails loudly instead of running ' +
+      'local',
+    async () => {
+      expect(
+        (await deployToFake(fake, ['--auth-token-file', tokenFile()], { ...EMPTY_SHELL, E2B_API_KEY: E2B_KEY })).code,
+      ).toBe(0);
+      expect(fake.functions.get('sandbox-mcp')?.environmentVariables).toMatchObject({
+        SANDBOX_BACKEND: 'e2b',
+        E2B_API_KEY: E2B_KEY,
+      });
+    },
+  );
 
   it('refuses E2B options beside it, before any call', async () => {
     const run = await deployToFake(fake, [

@@ -240,23 +240,28 @@ serviceDescribe.each(NODES)('E2B_TEMPLATE=my-template and E2B_MAX_CREATES_PER_S=
   });
   afterAll(() => d?.stop());
 
-  it('creates the sandboxes of two sessions starting at once from that template, tagged per session and with one owner', async () => {
-    const [a, b] = await Promise.all([
-      connectClient('v2', d.server.url, { token: WIRE_TOKEN }),
-      connectClient('v2', d.server.url, { token: WIRE_TOKEN }),
-    ]);
-    const results = await Promise.all([
-      a.callTool('write_file', { path: 'a.txt', content: 'a' }),
-      b.callTool('write_file', { path: 'b.txt', content: 'b' }),
-    ]);
-    for (const r of results) ok(r);
-    const creates = d.since(0, 'create');
-    // Both are created; the gate's spacing (1 s apart) is asserted on a fake clock in test/core/e2b-create-schedule.test.ts.
-    expect(creates.map((r) => bodyOf(r).templateID)).toEqual(['my-template', 'my-template']);
-    expect(d.e2b.sandboxes().map((s) => s.templateId)).toEqual(['my-template', 'my-template']);
-    const [ma, mb] = creates.map((r) => bodyOf(r).metadata);
-    expect(ma?.mcp_session).not.toBe(mb?.mcp_session);
-    expect(ma?.mcp_owner).toBe(mb?.mcp_owner);
-    await Promise.all([a.close(), b.close()]);
-  });
+  it(
+    'creates the sandboxes of two sessions starting at once from that template, tagged per session and with one ' +
+      'owner',
+    async () => {
+      const [a, b] = await Promise.all([
+        connectClient('v2', d.server.url, { token: WIRE_TOKEN }),
+        connectClient('v2', d.server.url, { token: WIRE_TOKEN }),
+      ]);
+      const results = await Promise.all([
+        a.callTool('write_file', { path: 'a.txt', content: 'a' }),
+        b.callTool('write_file', { path: 'b.txt', content: 'b' }),
+      ]);
+      for (const r of results) ok(r);
+      const creates = d.since(0, 'create');
+      // Both are created; the gate's spacing (1 s apart) is asserted on a fake clock in
+      // test/core/e2b-create-schedule.test.ts.
+      expect(creates.map((r) => bodyOf(r).templateID)).toEqual(['my-template', 'my-template']);
+      expect(d.e2b.sandboxes().map((s) => s.templateId)).toEqual(['my-template', 'my-template']);
+      const [ma, mb] = creates.map((r) => bodyOf(r).metadata);
+      expect(ma?.mcp_session).not.toBe(mb?.mcp_session);
+      expect(ma?.mcp_owner).toBe(mb?.mcp_owner);
+      await Promise.all([a.close(), b.close()]);
+    },
+  );
 });

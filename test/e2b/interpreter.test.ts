@@ -497,7 +497,8 @@ describe('the local code interpreter over raw HTTP', () => {
     }
     const lines = body.split('\n').filter((l) => l !== '');
     expect(lines.slice(-2)).toEqual([
-      '{"type": "error", "name": "UnexpectedEndOfExecution", "value": "Connection to the execution was closed before the execution was finished", "traceback": ""}',
+      '{"type": "error", "name": "UnexpectedEndOfExecution", "value": "Connection to the execution was closed ' +
+        'before the execution was finished", "traceback": ""}',
       '{"type": "end_of_execution"}',
     ]);
     const after = await ndjson(service.url, { code: '"fresh"', context_id: id });
@@ -556,7 +557,8 @@ describe('the local code interpreter as Alibaba Cloud’s (charts only as files)
   it('lets code save an image as a file, read back through the filesystem', async () => {
     const path = join(dir, 'chart.png');
     const execution = await sandbox.runCode(
-      `import base64\nwith open(${JSON.stringify(path)}, "wb") as f:\n    f.write(base64.b64decode("${PNG_B64}"))\nprint("saved")`,
+      `import base64\nwith open(${JSON.stringify(path)}, "wb") as f:\n    ` +
+        `f.write(base64.b64decode("${PNG_B64}"))\nprint("saved")`,
     );
     expect(execution.logs.stdout).toEqual(['saved\n']);
     expect(readFileSync(path).toString('base64')).toBe(PNG_B64);

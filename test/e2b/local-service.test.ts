@@ -402,7 +402,8 @@ needs('bubblewrap').describe('the local E2B service, through the real SDK', () =
       writeFileSync(hostTmpFile, 'host');
       try {
         await sbx.commands.run(
-          `ln -sfn / root-link && ln -sfn ${e2b.hostPath(other.sandboxId, '/home/user')} other-link && ln -sfn ${hostTmpFile} host-link`,
+          `ln -sfn / root-link && ln -sfn ${e2b.hostPath(other.sandboxId, '/home/user')} other-link && ln -sfn ` +
+            `${hostTmpFile} host-link`,
         );
         expect(await sbx.files.read('root-link/etc/hostname')).toBe(readFileSync('/etc/hostname', 'utf8'));
         await expect(sbx.files.read('other-link/secret.txt')).rejects.toBeInstanceOf(FileNotFoundError);

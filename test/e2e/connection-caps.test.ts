@@ -36,7 +36,11 @@ async function concurrently(
 const initialize = (server: StartedServer, forwardedFor?: string): string => {
   const body = JSON.stringify(initializeBody());
   const xff = forwardedFor === undefined ? '' : `X-Forwarded-For: ${forwardedFor}\r\n`;
-  return `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n${xff}Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+  return (
+    `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: ` +
+    `application/json\r\nAccept: application/json, text/event-stream\r\n${xff}Content-Length: ` +
+    `${Buffer.byteLength(body)}\r\n\r\n${body}`
+  );
 };
 
 const statusOf = (conn: RawConnection): number => Number(/^HTTP\/1\.1 (\d{3}) /.exec(conn.received())?.[1]);
@@ -85,11 +89,15 @@ describe('MCP_MAX_CONNECTIONS_PER_PEER=8, MCP_TRUSTED_PROXIES=127.0.0.2', () => 
     await closeAll(conns);
   });
 
-  it('ignores X-Forwarded-For from a peer that is not a trusted proxy: a spoofed client per connection does not escape the cap', async () => {
-    const conns = await concurrently(server, 20, '127.0.0.5', (i) => initialize(server, `198.51.100.${i + 1}`));
-    expect(await judge(conns, 'MCP_MAX_CONNECTIONS_PER_PEER')).toEqual({ 200: 8, 503: 12 });
-    await closeAll(conns);
-  });
+  it(
+    'ignores X-Forwarded-For from a peer that is not a trusted proxy: a spoofed client per connection does not ' +
+      'escape the cap',
+    async () => {
+      const conns = await concurrently(server, 20, '127.0.0.5', (i) => initialize(server, `198.51.100.${i + 1}`));
+      expect(await judge(conns, 'MCP_MAX_CONNECTIONS_PER_PEER')).toEqual({ 200: 8, 503: 12 });
+      await closeAll(conns);
+    },
+  );
 });
 
 it('answers connections past MCP_MAX_CONNECTIONS=8 503, whatever their address, none reset', async () => {

@@ -1,5 +1,6 @@
 /**
- * The isolation modes of the local backend, exactly as the table in docs/security.md states them (LOCAL_SANDBOX_ISOLATION:
+ * The isolation modes of the local backend, exactly as the table in docs/security.md states them
+ * (LOCAL_SANDBOX_ISOLATION:
  * bwrap or none, the server root or not, and auto), through the built bundle and the official client: what holds
  * in each mode, and what does not. The server runs as a user other than root through a wrapper given to
  * startServer as its `node` (setpriv), and without working bubblewrap through one that masks it in a mount
@@ -51,7 +52,8 @@ const SERVER_SECRET = 'e2e-isolation-server-only-secret';
 const NAMESPACES = ['mnt', 'pid', 'ipc', 'uts', 'net'] as const;
 /** Every variable a sandboxed process starts with (launch.ts); bash adds PWD, SHLVL and _ itself. */
 const BASE_ENV = ['HOME', 'LANG', 'MPLBACKEND', 'PATH', 'PYTHONUNBUFFERED', 'TERM', 'TMPDIR', 'USER'];
-/** What bubblewrap mounts at the sandbox's root: the system directories this host has, /home/user, /tmp, /proc, /dev. */
+/** What bubblewrap mounts at the sandbox's root: the system directories this host has, /home/user, /tmp, /proc, /dev.
+ * */
 const BWRAP_ROOT = [
   ...['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32', '/etc', '/opt']
     .filter((dir) => existsSync(dir))
@@ -69,7 +71,8 @@ const SHM_MARK = `/dev/shm/mark-${RUN_MARK}`;
 const describeAsRoot = needs('root').describe;
 const describeWithBwrap = needs('root', 'bubblewrap').describe;
 
-/** Users the server runs as in the "not root" rows: outside the sandbox users' range (100000 up), and this test process's own. */
+/** Users the server runs as in the "not root" rows: outside the sandbox users' range (100000 up), and this test
+ * process's own. */
 const SERVER_UID = 40_000 + (process.pid % 10_000) * 2;
 const SERVER_UID_NONE = SERVER_UID + 1;
 
@@ -106,7 +109,8 @@ async function envNamesOf(client: TestClient): Promise<string[]> {
 const VISIBLE_PROCESSES = 'ps -e -ww -o args=';
 /** Starts `command` detached from the command that starts it (its own session), and waits until it is. */
 const DETACH = (command: string): string =>
-  `setsid ${command} > /dev/null 2>&1 < /dev/null & pid=$!; while [ "$(ps -o sid= -p $pid | tr -d ' ')" != "$pid" ]; do sleep 0.05; done; echo started`;
+  `setsid ${command} > /dev/null 2>&1 < /dev/null & pid=$!; while [ "$(ps -o sid= -p $pid | tr -d ' ')" != ` +
+  `"$pid" ]; do sleep 0.05; done; echo started`;
 const CONNECT = (port: number): string =>
   `python3 -c "import socket; socket.create_connection(('127.0.0.1', ${port}), 2); print('connected')"`;
 
@@ -135,7 +139,8 @@ function makeHostFiles(parent: string): { dir: string; publicFile: string; priva
   return { dir, publicFile, privateFile, openDir };
 }
 
-/** A directory of wrappers startServer runs as its `node`: the bundle as another user, or without working bubblewrap. */
+/** A directory of wrappers startServer runs as its `node`: the bundle as another user, or without working bubblewrap.
+ * */
 let wrappers: string;
 function wrapper(name: string, body: string): string {
   const file = join(wrappers, name);
@@ -148,11 +153,13 @@ const asUser = (uid: number): string =>
     `as-${uid}`,
     `exec /usr/bin/setpriv --reuid=${uid} --regid=${uid} --clear-groups -- ${process.execPath} "$@"`,
   );
-/** Runs the bundle (as root) in a mount namespace of its own where bwrap is /bin/false: bubblewrap does not work there. */
+/** Runs the bundle (as root) in a mount namespace of its own where bwrap is /bin/false: bubblewrap does not work
+ * there. */
 const withoutBwrap = (): string =>
   wrapper(
     'without-bwrap',
-    `exec /usr/bin/unshare --mount --propagation private -- /bin/sh -c 'mount --bind /bin/false /usr/bin/bwrap && exec "$@"' sh ${process.execPath} "$@"`,
+    `exec /usr/bin/unshare --mount --propagation private -- /bin/sh -c 'mount --bind /bin/false /usr/bin/bwrap ` +
+      `&& exec "$@"' sh ${process.execPath} "$@"`,
   );
 
 /** A LOCAL_SANDBOX_ROOT that `uid` owns (a server running as it must write there). */
@@ -282,7 +289,8 @@ describeWithBwrap('bwrap, server as root (LOCAL_SANDBOX_ISOLATION unset: auto fi
     // A later command of the same sandbox finds its background process and ends it.
     const killed = await run(
       a,
-      `for p in /proc/[0-9]*; do if tr '\\0' ' ' < $p/cmdline 2>/dev/null | grep -q '^${mine} $'; then kill \${p#/proc/} && echo killed; fi; done`,
+      `for p in /proc/[0-9]*; do if tr '\\0' ' ' < $p/cmdline 2>/dev/null | grep -q '^${mine} $'; then kill ` +
+        `\${p#/proc/} && echo killed; fi; done`,
     );
     expect(killed.stdout).toBe('killed\n');
     expect(await waitUntilGone(() => processesWithCmdline(mine), SETTLE_MS)).toEqual([]);
@@ -300,17 +308,21 @@ describeWithBwrap('bwrap, server as root (LOCAL_SANDBOX_ISOLATION unset: auto fi
     expect(await stdoutOf(a, 'cat /proc/sys/kernel/hostname; uname -n')).toBe('sandbox\nsandbox\n');
   });
 
-  it('mounts the system read-only: a write to /usr, /etc or /opt fails with EROFS, even into a directory every user may write', async () => {
-    const targets = ['/usr', '/etc', '/opt', host.openDir].map((dir) => join(dir, `written-${RUN_MARK}`));
-    const out = await stdoutOf(a, targets.map((file) => `touch ${file} 2>&1; echo "exit $?"`).join('; '));
-    const lines = out.trim().split('\n');
-    expect(lines).toHaveLength(targets.length * 2);
-    for (let i = 0; i < targets.length; i += 1) {
-      expect(lines[2 * i]).toMatch(/Read-only file system/);
-      expect(lines[2 * i + 1]).toBe('exit 1');
-    }
-    for (const file of targets) expect(existsSync(file)).toBe(false);
-  });
+  it(
+    'mounts the system read-only: a write to /usr, /etc or /opt fails with EROFS, even into a directory every user ' +
+      'may write',
+    async () => {
+      const targets = ['/usr', '/etc', '/opt', host.openDir].map((dir) => join(dir, `written-${RUN_MARK}`));
+      const out = await stdoutOf(a, targets.map((file) => `touch ${file} 2>&1; echo "exit $?"`).join('; '));
+      const lines = out.trim().split('\n');
+      expect(lines).toHaveLength(targets.length * 2);
+      for (let i = 0; i < targets.length; i += 1) {
+        expect(lines[2 * i]).toMatch(/Read-only file system/);
+        expect(lines[2 * i + 1]).toBe('exit 1');
+      }
+      for (const file of targets) expect(existsSync(file)).toBe(false);
+    },
+  );
 
   it('shows only the system directories, its own workspace at /home/user and its own /tmp', async () => {
     expect((await stdoutOf(a, 'ls -A /')).trim().split('\n').sort()).toEqual(BWRAP_ROOT);
@@ -350,28 +362,33 @@ describeWithBwrap('bwrap, server as root (LOCAL_SANDBOX_ISOLATION unset: auto fi
     expect(limitOf(limits, 'Max file size')).toEqual([RLIMIT_FSIZE, RLIMIT_FSIZE]);
   });
 
-  it('keeps what lives only in its namespaces (/dev/shm, a setsid process) until its supervisor goes, and never on the host', async () => {
-    const detached = markedSleep(1203);
-    const started = await run(a, `echo kept > ${SHM_MARK}; ${DETACH(detached)}`);
-    expect(started).toMatchObject({ exit_code: 0, stdout: 'started\n' });
-    // The command ended; what it detached runs on, and the in-memory file is there for the sandbox's later commands only.
-    expect(
-      await pollUntil(
-        () => processesWithCmdline(detached),
-        (list) => list.length > 0,
-        SETTLE_MS,
-      ),
-    ).toHaveLength(1);
-    expect(await stdoutOf(a, `cat ${SHM_MARK}`)).toBe('kept\n');
-    expect(existsSync(SHM_MARK)).toBe(false);
-    expect((await run(b, `cat ${SHM_MARK}`)).stderr).toMatch(/No such file/);
-    // Its supervisor (the parent of every command) killed: all of it goes, and the next call starts afresh.
-    await run(a, 'kill -9 $PPID');
-    expect(await waitUntilGone(() => processesWithCmdline(detached), SETTLE_MS)).toEqual([]);
-    const after = await run(a, `cat ${SHM_MARK}; echo next`);
-    expect(after.stdout).toBe('next\n');
-    expect(after.stderr).toMatch(/No such file/);
-  });
+  it(
+    'keeps what lives only in its namespaces (/dev/shm, a setsid process) until its supervisor goes, and never on ' +
+      'the host',
+    async () => {
+      const detached = markedSleep(1203);
+      const started = await run(a, `echo kept > ${SHM_MARK}; ${DETACH(detached)}`);
+      expect(started).toMatchObject({ exit_code: 0, stdout: 'started\n' });
+      // The command ended; what it detached runs on, and the in-memory file is there for the sandbox's later commands
+      // only.
+      expect(
+        await pollUntil(
+          () => processesWithCmdline(detached),
+          (list) => list.length > 0,
+          SETTLE_MS,
+        ),
+      ).toHaveLength(1);
+      expect(await stdoutOf(a, `cat ${SHM_MARK}`)).toBe('kept\n');
+      expect(existsSync(SHM_MARK)).toBe(false);
+      expect((await run(b, `cat ${SHM_MARK}`)).stderr).toMatch(/No such file/);
+      // Its supervisor (the parent of every command) killed: all of it goes, and the next call starts afresh.
+      await run(a, 'kill -9 $PPID');
+      expect(await waitUntilGone(() => processesWithCmdline(detached), SETTLE_MS)).toEqual([]);
+      const after = await run(a, `cat ${SHM_MARK}; echo next`);
+      expect(after.stdout).toBe('next\n');
+      expect(after.stderr).toMatch(/No such file/);
+    },
+  );
 });
 
 describeWithBwrap('bwrap, server not root (the server runs as an unprivileged user)', () => {
@@ -410,38 +427,43 @@ describeWithBwrap('bwrap, server not root (the server runs as an unprivileged us
     expect(processesOfUid(SERVER_UID).map((p) => p.pid)).toContain(server.child.pid);
   });
 
-  it('holds the same namespaces and mounts: its own namespaces, hostname, read-only system, /home/user, /tmp, no network', async () => {
-    expect(await stdoutOf(a, 'echo started')).toBe('started\n');
-    expect((await a.callTool('sandbox_status')).structuredContent).toMatchObject({
-      isolation: 'bwrap',
-      network: 'disabled',
-      workdir: '/home/user',
-    });
-    const hostNs = hostNamespaces();
-    const [ofA, ofB] = await Promise.all([namespacesOf(a), namespacesOf(b)]);
-    NAMESPACES.forEach((_, i) => {
-      expect(ofA[i]).not.toBe(hostNs[i]);
-      expect(ofB[i]).not.toBe(ofA[i]);
-    });
-    expect(await stdoutOf(a, 'cat /proc/sys/kernel/hostname')).toBe('sandbox\n');
-    expect((await stdoutOf(a, 'ls -A /')).trim().split('\n').sort()).toEqual(BWRAP_ROOT);
-    const written = await run(a, `touch /usr/x-${RUN_MARK} ${host.openDir}/x-${RUN_MARK}`);
-    expect(written.stderr.match(/Read-only file system/g)).toHaveLength(2);
-    expect(existsSync(join(host.openDir, `x-${RUN_MARK}`))).toBe(false);
-    expect((await run(a, `cat ${hostTmpFile}`)).stderr).toMatch(/No such file/);
-    const seen = (await stdoutOf(a, VISIBLE_PROCESSES)).split('\n').filter((line) => line !== '');
-    expect(seen.some((line) => line.includes('dist/index.js'))).toBe(false);
-    const connected = await run(a, CONNECT(server.port));
-    expect(connected.stdout).toBe('');
-    expect(connected.exit_code).not.toBe(0);
-  });
+  it(
+    'holds the same namespaces and mounts: its own namespaces, hostname, read-only system, /home/user, /tmp, no ' +
+      'network',
+    async () => {
+      expect(await stdoutOf(a, 'echo started')).toBe('started\n');
+      expect((await a.callTool('sandbox_status')).structuredContent).toMatchObject({
+        isolation: 'bwrap',
+        network: 'disabled',
+        workdir: '/home/user',
+      });
+      const hostNs = hostNamespaces();
+      const [ofA, ofB] = await Promise.all([namespacesOf(a), namespacesOf(b)]);
+      NAMESPACES.forEach((_, i) => {
+        expect(ofA[i]).not.toBe(hostNs[i]);
+        expect(ofB[i]).not.toBe(ofA[i]);
+      });
+      expect(await stdoutOf(a, 'cat /proc/sys/kernel/hostname')).toBe('sandbox\n');
+      expect((await stdoutOf(a, 'ls -A /')).trim().split('\n').sort()).toEqual(BWRAP_ROOT);
+      const written = await run(a, `touch /usr/x-${RUN_MARK} ${host.openDir}/x-${RUN_MARK}`);
+      expect(written.stderr.match(/Read-only file system/g)).toHaveLength(2);
+      expect(existsSync(join(host.openDir, `x-${RUN_MARK}`))).toBe(false);
+      expect((await run(a, `cat ${hostTmpFile}`)).stderr).toMatch(/No such file/);
+      const seen = (await stdoutOf(a, VISIBLE_PROCESSES)).split('\n').filter((line) => line !== '');
+      expect(seen.some((line) => line.includes('dist/index.js'))).toBe(false);
+      const connected = await run(a, CONNECT(server.port));
+      expect(connected.stdout).toBe('');
+      expect(connected.exit_code).not.toBe(0);
+    },
+  );
 
   it('runs the sandbox as the server’s user (in a user namespace), with no process-count limit per sandbox', async () => {
     const [uidA, uidB] = await Promise.all(
       [a, b].map(async (client) => Number((await stdoutOf(client, 'id -u')).trim())),
     );
     expect([uidA, uidB]).toEqual([SERVER_UID, SERVER_UID]);
-    // One uid mapped, in a user namespace of its own (the host's maps all of them): that namespace is what separates it.
+    // One uid mapped, in a user namespace of its own (the host's maps all of them): that namespace is what separates
+    // it.
     const map = (await stdoutOf(a, 'cat /proc/self/uid_map')).trim();
     expect(map).not.toBe(readFileSync('/proc/self/uid_map', 'utf8').trim());
     expect(map.split(/\s+/).filter((_, i) => i !== 1)).toEqual([String(SERVER_UID), '1']);
@@ -889,28 +911,32 @@ needs('root', 'bubblewrap', 'disk images', 'cgroups').describe(
       expect(throttled()).toBeGreaterThan(before);
     });
 
-    it('mounts each workspace from its image nosuid, nodev and discard, no blocks kept for root, with a journal, the server’s own files inside', async () => {
-      const dir = await workspaceOf(b);
-      const image = join(root, '.disks', `${dir.split('/').pop() ?? ''}.img`);
-      const mount = readFileSync('/proc/self/mountinfo', 'utf8')
-        .split('\n')
-        .map((l) => l.split(' '))
-        .find((fields) => fields[4] === dir);
-      expect(mount).toBeDefined();
-      const [options, superOptions] = [mount?.[5] ?? '', mount?.slice(mount.indexOf('-') + 3).join(' ') ?? ''];
-      expect(options.split(',')).toEqual(expect.arrayContaining(['nosuid', 'nodev']));
-      expect(superOptions).toMatch(/\bdiscard\b/);
-      const fs = execFileSync('tune2fs', ['-l', image], { encoding: 'utf8' });
-      expect(fs).toMatch(/^Reserved block count:\s+0$/m);
-      expect(fs).toMatch(/^Filesystem features:.*\bhas_journal\b/m);
-      // The uid record and background logs count against the same limit: they are on the image.
-      await b.callTool('run_command', { command: 'echo logged', background: true });
-      const logs = await pollUntil(() => existsSync(join(dir, 'processes')), Boolean, SETTLE_MS);
-      expect(logs).toBe(true);
-      const device = statSync(join(dir, 'home')).dev;
-      expect(device).not.toBe(statSync(root).dev);
-      expect([statSync(join(dir, 'uid')).dev, statSync(join(dir, 'processes')).dev]).toEqual([device, device]);
-    });
+    it(
+      'mounts each workspace from its image nosuid, nodev and discard, no blocks kept for root, with a journal, ' +
+        'the server’s own files inside',
+      async () => {
+        const dir = await workspaceOf(b);
+        const image = join(root, '.disks', `${dir.split('/').pop() ?? ''}.img`);
+        const mount = readFileSync('/proc/self/mountinfo', 'utf8')
+          .split('\n')
+          .map((l) => l.split(' '))
+          .find((fields) => fields[4] === dir);
+        expect(mount).toBeDefined();
+        const [options, superOptions] = [mount?.[5] ?? '', mount?.slice(mount.indexOf('-') + 3).join(' ') ?? ''];
+        expect(options.split(',')).toEqual(expect.arrayContaining(['nosuid', 'nodev']));
+        expect(superOptions).toMatch(/\bdiscard\b/);
+        const fs = execFileSync('tune2fs', ['-l', image], { encoding: 'utf8' });
+        expect(fs).toMatch(/^Reserved block count:\s+0$/m);
+        expect(fs).toMatch(/^Filesystem features:.*\bhas_journal\b/m);
+        // The uid record and background logs count against the same limit: they are on the image.
+        await b.callTool('run_command', { command: 'echo logged', background: true });
+        const logs = await pollUntil(() => existsSync(join(dir, 'processes')), Boolean, SETTLE_MS);
+        expect(logs).toBe(true);
+        const device = statSync(join(dir, 'home')).dev;
+        expect(device).not.toBe(statSync(root).dev);
+        expect([statSync(join(dir, 'uid')).dev, statSync(join(dir, 'processes')).dev]).toEqual([device, device]);
+      },
+    );
 
     it('gives the host back the blocks of deleted files (discard)', async () => {
       const dir = await workspaceOf(b);

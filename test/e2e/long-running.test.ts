@@ -1,6 +1,7 @@
 /**
  * Long work through the official client over real HTTP: live output as progress, cancellation that leaves
- * nothing behind, background processes with logs and previews, reset. (Keep-alive cadence: test/core/keep-alive.test.ts;
+ * nothing behind, background processes with logs and previews, reset. (Keep-alive cadence:
+ * test/core/keep-alive.test.ts;
  * keep-alives over a real 40 s silence: test/reliability/real-time.test.ts.)
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
@@ -85,7 +86,8 @@ it('stops a cancelled run_code, with what it started, and the session keeps work
   );
   abort.abort();
   await expect(call).rejects.toThrow();
-  // Gone long before the 1,010 s it would take: the cancellation ended it (how soon: test/reliability/real-time.test.ts).
+  // Gone long before the 1,010 s it would take: the cancellation ended it (how soon:
+  // test/reliability/real-time.test.ts).
   expect(await waitUntilGone(() => processesWithCmdline(sleep), SETTLE_MS)).toEqual([]);
   // Interrupted, not restarted: the interpreter and its state are still there.
   expect((await client.callTool('run_code', { code: 'kept * 6' })).structuredContent).toMatchObject({

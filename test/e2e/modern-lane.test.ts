@@ -86,7 +86,8 @@ it('gives a call without a handle a new sandbox of its own, and says so under th
   const [handleLine, noteLine, ...rest] = (b.content[0]?.text ?? '').split('\n');
   expect(handleLine).toMatch(/^sandbox: \S+$/);
   expect(noteLine).toBe(
-    'this call ran in a new, empty sandbox: it carried no `sandbox` handle. Pass the handle above as "sandbox" on every later call to keep working in this one.',
+    'this call ran in a new, empty sandbox: it carried no `sandbox` handle. Pass the handle above as "sandbox" ' +
+      'on every later call to keep working in this one.',
   );
   expect(rest.join('\n')).toContain('No such file');
   expect(a.structuredContent?.sandbox).not.toBe(handleLine?.slice('sandbox: '.length));
@@ -121,7 +122,8 @@ it.each([
   ['2026-07-28', 'modern'],
   ['2025-11-25', 'legacy'],
 ] as const)(
-  'keeps Python state and files for a model-like loop on %s (21 calls; on 2026-07-28 it carries the handle it reads from each result)',
+  'keeps Python state and files for a model-like loop on %s (21 calls; on 2026-07-28 it carries the handle it ' +
+    'reads from each result)',
   async (version, era) => {
     const outcome = await runModelLoop(server.url, TOKEN, era);
     expect(outcome.handles.size).toBe(version === '2026-07-28' ? 1 : 0);

@@ -182,27 +182,31 @@ needs('bubblewrap').describe('the preview URL of a local sandbox with its own ne
     await stopAllServers();
   });
 
-  it('reaches the app from the test process once it runs, over more than one connection, on the URL given before it started', async () => {
-    const before = await previewOf(client);
-    expect(before).toMatchObject({
-      port: APP_PORT,
-      listening: false,
-      reachable: true,
-      note: expect.stringContaining('access token'),
-    });
-    expect(before.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/\?mcp_preview=[0-9a-z]+\.[A-Za-z0-9_-]{22}$/);
-    expect(new URL(before.url).port).not.toBe(String(APP_PORT));
-    await startApp(client);
-    const after = await untilListening(client);
-    expect(new URL(after.url).origin).toBe(new URL(before.url).origin);
+  it(
+    'reaches the app from the test process once it runs, over more than one connection, on the URL given before it ' +
+      'started',
+    async () => {
+      const before = await previewOf(client);
+      expect(before).toMatchObject({
+        port: APP_PORT,
+        listening: false,
+        reachable: true,
+        note: expect.stringContaining('access token'),
+      });
+      expect(before.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/\?mcp_preview=[0-9a-z]+\.[A-Za-z0-9_-]{22}$/);
+      expect(new URL(before.url).port).not.toBe(String(APP_PORT));
+      await startApp(client);
+      const after = await untilListening(client);
+      expect(new URL(after.url).origin).toBe(new URL(before.url).origin);
 
-    // The browser's way: the token for a cookie, then the app with it.
-    const preview = await openPreview(before.url);
-    const response = await fetchPreview(preview, '/index.html');
-    expect({ status: response.status, body: await response.text() }).toEqual({ status: 200, body: PAGE });
-    expect(bodyOf((await exchange(preview.origin, httpGet('/index.html', [preview.cookie]))).received)).toBe(PAGE);
-    expect(await (await fetchPreview(preview, '/index.html')).text()).toBe(PAGE);
-  });
+      // The browser's way: the token for a cookie, then the app with it.
+      const preview = await openPreview(before.url);
+      const response = await fetchPreview(preview, '/index.html');
+      expect({ status: response.status, body: await response.text() }).toEqual({ status: 200, body: PAGE });
+      expect(bodyOf((await exchange(preview.origin, httpGet('/index.html', [preview.cookie]))).received)).toBe(PAGE);
+      expect(await (await fetchPreview(preview, '/index.html')).text()).toBe(PAGE);
+    },
+  );
 
   it('opens only with its capability on loopback too: without the token or cookie, 401, and the app sees nothing', async () => {
     const { url } = await appPreview(client);
@@ -252,7 +256,8 @@ needs('bubblewrap').describe('the preview URL of a local sandbox with its own ne
       sha256: inside,
     });
     console.log(
-      `10 MiB from python3 -m http.server in the sandbox through the forwarder: ${ms.toFixed(0)} ms (${((10 / ms) * 1000).toFixed(1)} MiB/s)`,
+      `10 MiB from python3 -m http.server in the sandbox through the forwarder: ${ms.toFixed(0)} ms ` +
+        `(${((10 / ms) * 1000).toFixed(1)} MiB/s)`,
     );
   });
 
@@ -314,36 +319,43 @@ needs('bubblewrap').describe('the preview URL of a local sandbox with its own ne
     for (const socket of held) socket.destroy();
   });
 
-  it('ignores frames for stream ids the supervisor never had, and kills a supervisor that sends an oversized frame (taken over from inside)', async () => {
-    const { url } = await appPreview(client);
-    const preview = await openPreview(url);
-    // The command's parent is the supervisor, running as the sandbox's user: the command takes a copy of its
-    // stdout (pidfd_open, pidfd_getfd: 434, 438) and writes frames there as if it were the supervisor.
-    const write = async (frame: string): Promise<void> => {
-      const command = `python3 -c "import ctypes, os, struct, sys; libc = ctypes.CDLL(None, use_errno=True); fd = libc.syscall(438, libc.syscall(434, int(sys.argv[1]), 0), 1, 0); assert fd >= 0, ctypes.get_errno(); os.write(fd, ${frame})" "$PPID"`;
-      const result = (await client.callTool('run_command', { command })).structuredContent;
-      expect(result).toMatchObject({ stderr: '' });
-    };
-    await write(`struct.pack('>IBIB', 1, 2, 999999, 0) + b'x'`);
-    await write(`struct.pack('>IBIB', 0, 10, 999998, 0) + struct.pack('>IBIB', 1, 11, 999997, 0) + b'1'`);
-    expect(await previewOf(client)).toMatchObject({ listening: true });
-    expect(bodyOf((await exchange(preview.origin, httpGet('/index.html', [preview.cookie]))).received)).toBe(PAGE);
+  it(
+    'ignores frames for stream ids the supervisor never had, and kills a supervisor that sends an oversized frame ' +
+      '(taken over from inside)',
+    async () => {
+      const { url } = await appPreview(client);
+      const preview = await openPreview(url);
+      // The command's parent is the supervisor, running as the sandbox's user: the command takes a copy of its
+      // stdout (pidfd_open, pidfd_getfd: 434, 438) and writes frames there as if it were the supervisor.
+      const write = async (frame: string): Promise<void> => {
+        const command =
+          `python3 -c "import ctypes, os, struct, sys; libc = ctypes.CDLL(None, use_errno=True); fd = ` +
+          `libc.syscall(438, libc.syscall(434, int(sys.argv[1]), 0), 1, 0); assert fd >= 0, ctypes.get_errno(); ` +
+          `os.write(fd, ${frame})" "$PPID"`;
+        const result = (await client.callTool('run_command', { command })).structuredContent;
+        expect(result).toMatchObject({ stderr: '' });
+      };
+      await write(`struct.pack('>IBIB', 1, 2, 999999, 0) + b'x'`);
+      await write(`struct.pack('>IBIB', 0, 10, 999998, 0) + struct.pack('>IBIB', 1, 11, 999997, 0) + b'1'`);
+      expect(await previewOf(client)).toMatchObject({ listening: true });
+      expect(bodyOf((await exchange(preview.origin, httpGet('/index.html', [preview.cookie]))).received)).toBe(PAGE);
 
-    const holding = await holdApp(client);
-    const heldOpen = await openConnection(holding.origin);
-    const heldOutcome = exchangeOn(heldOpen, holdRequest(holding));
-    await write(`struct.pack('>IBIB', 2 << 20, 2, 1, 1)`);
-    // Killed with everything it started: the apps, and the connection it carried.
-    expect((await heldOutcome).received.length).toBe(0);
-    expect(await previewOf(client)).toMatchObject({ listening: false });
-    expect((await exchange(preview.origin, httpGet('/index.html', [preview.cookie]))).received.toString()).toMatch(
-      /^HTTP\/1\.1 502 /,
-    );
-    // The next call starts a new supervisor, and the same URL (and cookie) serves the app started again.
-    await startApp(client);
-    expect(new URL((await untilListening(client)).url).origin).toBe(new URL(url).origin);
-    expect(bodyOf((await exchange(preview.origin, httpGet('/index.html', [preview.cookie]))).received)).toBe(PAGE);
-  });
+      const holding = await holdApp(client);
+      const heldOpen = await openConnection(holding.origin);
+      const heldOutcome = exchangeOn(heldOpen, holdRequest(holding));
+      await write(`struct.pack('>IBIB', 2 << 20, 2, 1, 1)`);
+      // Killed with everything it started: the apps, and the connection it carried.
+      expect((await heldOutcome).received.length).toBe(0);
+      expect(await previewOf(client)).toMatchObject({ listening: false });
+      expect((await exchange(preview.origin, httpGet('/index.html', [preview.cookie]))).received.toString()).toMatch(
+        /^HTTP\/1\.1 502 /,
+      );
+      // The next call starts a new supervisor, and the same URL (and cookie) serves the app started again.
+      await startApp(client);
+      expect(new URL((await untilListening(client)).url).origin).toBe(new URL(url).origin);
+      expect(bodyOf((await exchange(preview.origin, httpGet('/index.html', [preview.cookie]))).received)).toBe(PAGE);
+    },
+  );
 
   it('closes the forwarder when the sandbox is reset, and when its session is deleted', async () => {
     const own = await connectClient('v2', server.url, { token: TOKEN });
@@ -367,24 +379,29 @@ needs('bubblewrap').describe('the preview URL of a local sandbox with its own ne
 describe('the cookies of two sandboxes’ previews, in one browser', () => {
   afterAll(stopAllServers);
 
-  it('on one address (the default) share its jar: the app of one sees the app cookie of the other, never a preview cookie', async () => {
-    const server = await startServer({ env: { MCP_AUTH_TOKENS: TOKEN, SANDBOX_BACKEND: 'local' } });
-    const a = await connectClient('v2', server.url, { token: TOKEN });
-    const b = await connectClient('v2', server.url, { token: TOKEN });
-    const browser = new Browser();
-    expect(await browser.open(await cookieApp(a, 'tenant-a'), '/login')).toEqual({ status: 200, body: 'cookies: ' });
-    // What the issue saw: a browser sends the jar of 127.0.0.1 to every port of it. The preview cookies (A's and
-    // B's) are taken out; the app's own cookie is not the front's to judge.
-    expect(await browser.open(await cookieApp(b, 'tenant-b'), '/whoami')).toEqual({
-      status: 200,
-      body: 'cookies: app_session=tenant-a',
-    });
-    await a.terminate();
-    await b.terminate();
-  });
+  it(
+    'on one address (the default) share its jar: the app of one sees the app cookie of the other, never a preview ' +
+      'cookie',
+    async () => {
+      const server = await startServer({ env: { MCP_AUTH_TOKENS: TOKEN, SANDBOX_BACKEND: 'local' } });
+      const a = await connectClient('v2', server.url, { token: TOKEN });
+      const b = await connectClient('v2', server.url, { token: TOKEN });
+      const browser = new Browser();
+      expect(await browser.open(await cookieApp(a, 'tenant-a'), '/login')).toEqual({ status: 200, body: 'cookies: ' });
+      // What the issue saw: a browser sends the jar of 127.0.0.1 to every port of it. The preview cookies (A's and
+      // B's) are taken out; the app's own cookie is not the front's to judge.
+      expect(await browser.open(await cookieApp(b, 'tenant-b'), '/whoami')).toEqual({
+        status: 200,
+        body: 'cookies: app_session=tenant-a',
+      });
+      await a.terminate();
+      await b.terminate();
+    },
+  );
 
   needs('bubblewrap').it(
-    'on a host name per sandbox (LOCAL_SANDBOX_PREVIEW_DOMAIN) are apart: each app sees its own only, and a preview answers only to its name',
+    'on a host name per sandbox (LOCAL_SANDBOX_PREVIEW_DOMAIN) are apart: each app sees its own only, and a ' +
+      'preview answers only to its name',
     async () => {
       const server = await startServer({
         env: { MCP_AUTH_TOKENS: TOKEN, SANDBOX_BACKEND: 'local', LOCAL_SANDBOX_PREVIEW_DOMAIN: 'localhost' },
@@ -449,7 +466,8 @@ describe('the preview address', () => {
     .flat()
     .find((info) => info?.family === 'IPv4' && !info.internal)?.address;
   (address === undefined ? it.skip : needs('bubblewrap').it)(
-    'serves previews on a public address on purpose, behind a capability URL: its token buys a cookie, nothing else opens it, and it opens no other sandbox',
+    'serves previews on a public address on purpose, behind a capability URL: its token buys a cookie, nothing ' +
+      'else opens it, and it opens no other sandbox',
     async () => {
       const server = await startServer({
         env: {
@@ -497,7 +515,9 @@ describe('the preview address', () => {
       // Another sandbox's preview of the same port: its own URL opens it; this one's token and cookie do not.
       const other = await connectClient('v2', server.url, { token: TOKEN });
       await other.callTool('run_command', {
-        command: `mkdir -p site && echo other > site/index.html && cd site && exec python3 -m http.server ${APP_PORT} --bind 127.0.0.1`,
+        command:
+          `mkdir -p site && echo other > site/index.html && cd site && exec python3 -m http.server ${APP_PORT} ` +
+          `--bind 127.0.0.1`,
         background: true,
       });
       const theirs = new URL((await untilListening(other)).url);

@@ -99,20 +99,24 @@ it('brings back, with its files, a session evicted from memory at the cap', asyn
   await Promise.all([evicted.terminate(), newcomer.terminate()]);
 });
 
-it('lets any instance end a session: DELETE on an instance that never held it kills the sandbox, and that instance answers 404 afterwards', async () => {
-  const root = sharedRoot();
-  const a = await startServer({ env: ENV, sandboxRoot: root });
-  const b = await startServer({ env: ENV, sandboxRoot: root });
-  const client = await connectClient('v2', a.url, { token: TOKEN });
-  await client.callTool('write_file', { path: 'x.txt', content: 'x' });
-  const id = client.sessionId ?? '';
-  expect(workspacesIn(root)).toHaveLength(1);
-  const headers = { authorization: `Bearer ${TOKEN}`, 'mcp-session-id': id, 'mcp-protocol-version': '2025-11-25' };
-  expect((await fetch(b.url, { method: 'DELETE', headers })).status).toBe(200);
-  expect(workspacesIn(root)).toHaveLength(0);
-  expect((await postMcp(b.url, { jsonrpc: '2.0', id: 3, method: 'tools/list' }, headers)).status).toBe(404);
-  await client.close();
-});
+it(
+  'lets any instance end a session: DELETE on an instance that never held it kills the sandbox, and that instance ' +
+    'answers 404 afterwards',
+  async () => {
+    const root = sharedRoot();
+    const a = await startServer({ env: ENV, sandboxRoot: root });
+    const b = await startServer({ env: ENV, sandboxRoot: root });
+    const client = await connectClient('v2', a.url, { token: TOKEN });
+    await client.callTool('write_file', { path: 'x.txt', content: 'x' });
+    const id = client.sessionId ?? '';
+    expect(workspacesIn(root)).toHaveLength(1);
+    const headers = { authorization: `Bearer ${TOKEN}`, 'mcp-session-id': id, 'mcp-protocol-version': '2025-11-25' };
+    expect((await fetch(b.url, { method: 'DELETE', headers })).status).toBe(200);
+    expect(workspacesIn(root)).toHaveLength(0);
+    expect((await postMcp(b.url, { jsonrpc: '2.0', id: 3, method: 'tools/list' }, headers)).status).toBe(404);
+    await client.close();
+  },
+);
 
 it('revokes a DELETEd id for good: 404 on every instance sharing the root and after a restart, never a fresh sandbox', async () => {
   const root = sharedRoot();

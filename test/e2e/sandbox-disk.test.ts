@@ -95,31 +95,35 @@ needs('bubblewrap', 'disk images').describe('the local sandbox’s disk limit (L
     expect(JSON.stringify(listed.structuredContent)).not.toContain('lost+found');
   });
 
-  it('fails fallocate, head -c and dd past the limit inside the sandbox, names the limit, and the host pays at most 64 MiB', async () => {
-    const fallocate = await run('fallocate -l 200M big');
-    expect(outputOf(fallocate).exit_code).not.toBe(0);
-    expect(outputOf(fallocate).stderr).toMatch(/No space left on device/);
-    expect(textOf(fallocate)).toMatch(FULL);
-    expect(outputOf(fallocate).disk_full).toEqual({ disk_limit_bytes: 64 * MIB });
-    expect(allocated(dir)).toBeLessThanOrEqual(64 * MIB);
+  it(
+    'fails fallocate, head -c and dd past the limit inside the sandbox, names the limit, and the host pays at most ' +
+      '64 MiB',
+    async () => {
+      const fallocate = await run('fallocate -l 200M big');
+      expect(outputOf(fallocate).exit_code).not.toBe(0);
+      expect(outputOf(fallocate).stderr).toMatch(/No space left on device/);
+      expect(textOf(fallocate)).toMatch(FULL);
+      expect(outputOf(fallocate).disk_full).toEqual({ disk_limit_bytes: 64 * MIB });
+      expect(allocated(dir)).toBeLessThanOrEqual(64 * MIB);
 
-    // Real bytes this time, in home and then in /tmp: the two share the one limit.
-    const head = await run('rm -f big; head -c 200M /dev/zero > filler; echo "head exit $?"');
-    expect(outputOf(head).stdout).toMatch(/head exit 1/);
-    expect(outputOf(head).stderr).toMatch(/No space left on device/);
-    expect(textOf(head)).toMatch(FULL);
-    expect(allocated(dir)).toBeLessThanOrEqual(64 * MIB);
+      // Real bytes this time, in home and then in /tmp: the two share the one limit.
+      const head = await run('rm -f big; head -c 200M /dev/zero > filler; echo "head exit $?"');
+      expect(outputOf(head).stdout).toMatch(/head exit 1/);
+      expect(outputOf(head).stderr).toMatch(/No space left on device/);
+      expect(textOf(head)).toMatch(FULL);
+      expect(allocated(dir)).toBeLessThanOrEqual(64 * MIB);
 
-    const dd = await run('rm -f filler; head -c 30M /dev/zero > half; dd if=/dev/zero of=/tmp/more bs=1M count=60');
-    expect(outputOf(dd).exit_code).not.toBe(0);
-    expect(outputOf(dd).stderr).toMatch(/No space left on device/);
-    expect(textOf(dd)).toMatch(FULL);
-    expect(allocated(dir)).toBeLessThanOrEqual(64 * MIB);
-    // Nothing went around the image: the root's own file system holds next to nothing beside it.
-    expect(
-      Number(execFileSync('du', ['-skx', '--exclude=.disks', root], { encoding: 'utf8' }).split('\t')[0]) * 1024,
-    ).toBeLessThan(64 * MIB);
-  });
+      const dd = await run('rm -f filler; head -c 30M /dev/zero > half; dd if=/dev/zero of=/tmp/more bs=1M count=60');
+      expect(outputOf(dd).exit_code).not.toBe(0);
+      expect(outputOf(dd).stderr).toMatch(/No space left on device/);
+      expect(textOf(dd)).toMatch(FULL);
+      expect(allocated(dir)).toBeLessThanOrEqual(64 * MIB);
+      // Nothing went around the image: the root's own file system holds next to nothing beside it.
+      expect(
+        Number(execFileSync('du', ['-skx', '--exclude=.disks', root], { encoding: 'utf8' }).split('\t')[0]) * 1024,
+      ).toBeLessThan(64 * MIB);
+    },
+  );
 
   it('gives write_file a clear error at the limit, keeps serving others, and writes again once files are deleted', async () => {
     // The disk is still full (30 MB in home, the rest in /tmp).
@@ -155,19 +159,23 @@ needs('bubblewrap', 'disk images').describe('the local sandbox’s disk limit (L
     ).toBeFalsy();
   });
 
-  it('unmounts every workspace and frees its loop device when SIGTERMed (the image stays); the next server mounts it again for its session', async () => {
-    expect(mountsUnder(root)).toEqual([dir]);
-    await stop(server, 'SIGTERM');
-    expect(mountsUnder(root)).toEqual([]);
-    expect(await loopDevicesSettledUnder(root)).toEqual([]);
-    expect(statSync(image(dir)).size).toBe(64 * MIB);
-    server = await startServer({ env: ENV, sandboxRoot: root, port });
-    expect((await client.callTool('read_file', { path: 'mark/here.txt' })).structuredContent).toMatchObject({
-      content: 'client',
-    });
-    expect(mountsUnder(root)).toEqual([dir]);
-    expect(loopDevicesUnder(root)).toHaveLength(1);
-  });
+  it(
+    'unmounts every workspace and frees its loop device when SIGTERMed (the image stays); the next server mounts ' +
+      'it again for its session',
+    async () => {
+      expect(mountsUnder(root)).toEqual([dir]);
+      await stop(server, 'SIGTERM');
+      expect(mountsUnder(root)).toEqual([]);
+      expect(await loopDevicesSettledUnder(root)).toEqual([]);
+      expect(statSync(image(dir)).size).toBe(64 * MIB);
+      server = await startServer({ env: ENV, sandboxRoot: root, port });
+      expect((await client.callTool('read_file', { path: 'mark/here.txt' })).structuredContent).toMatchObject({
+        content: 'client',
+      });
+      expect(mountsUnder(root)).toEqual([dir]);
+      expect(loopDevicesUnder(root)).toHaveLength(1);
+    },
+  );
 
   it('releases at start-up what a SIGKILLed server left mounted, never what a live server on the same root holds', async () => {
     // A second server on the root, live, with a session whose workspace it has mounted.

@@ -1,4 +1,5 @@
-/** The file tools through the official v2 client: confinement to the workspace, paging, binary and images, edits, listings. */
+/** The file tools through the official v2 client: confinement to the workspace, paging, binary and images, edits,
+ * listings. */
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -112,24 +113,31 @@ describe('path confinement', () => {
     expectError(await call('read_file', { path: 'not-there-yet.txt' }), 'No such file');
   });
 
-  it('follows symlinks that stay inside, as the sandbox sees them (relative, or absolute under its working directory)', async () => {
-    await shell(
-      'mkdir -p real/sub && echo inside > real/sub/f.txt && ln -s real rel-link && ln -s "$PWD/real/sub" abs-link && ln -s ../f.txt real/sub/up && echo top > real/f.txt',
-    );
-    expect((await call('read_file', { path: 'rel-link/sub/f.txt' })).structuredContent).toMatchObject({
-      content: 'inside\n',
-    });
-    expect((await call('read_file', { path: 'abs-link/f.txt' })).structuredContent).toMatchObject({
-      content: 'inside\n',
-    });
-    expect((await call('read_file', { path: 'abs-link/up' })).structuredContent).toMatchObject({ content: 'top\n' });
-    expect((await call('write_file', { path: 'rel-link/sub/new.txt', content: 'n' })).structuredContent).toMatchObject({
-      created: true,
-    });
-    expect((await call('list_files', { path: 'abs-link' })).structuredContent).toMatchObject({
-      entries: expect.arrayContaining([expect.objectContaining({ path: 'new.txt' })]),
-    });
-  });
+  it(
+    'follows symlinks that stay inside, as the sandbox sees them (relative, or absolute under its working ' +
+      'directory)',
+    async () => {
+      await shell(
+        'mkdir -p real/sub && echo inside > real/sub/f.txt && ln -s real rel-link && ln -s "$PWD/real/sub" ' +
+          'abs-link && ln -s ../f.txt real/sub/up && echo top > real/f.txt',
+      );
+      expect((await call('read_file', { path: 'rel-link/sub/f.txt' })).structuredContent).toMatchObject({
+        content: 'inside\n',
+      });
+      expect((await call('read_file', { path: 'abs-link/f.txt' })).structuredContent).toMatchObject({
+        content: 'inside\n',
+      });
+      expect((await call('read_file', { path: 'abs-link/up' })).structuredContent).toMatchObject({ content: 'top\n' });
+      expect(
+        (await call('write_file', { path: 'rel-link/sub/new.txt', content: 'n' })).structuredContent,
+      ).toMatchObject({
+        created: true,
+      });
+      expect((await call('list_files', { path: 'abs-link' })).structuredContent).toMatchObject({
+        entries: expect.arrayContaining([expect.objectContaining({ path: 'new.txt' })]),
+      });
+    },
+  );
 });
 
 /** What the file tools say of paths is what the sandbox sees: /home/user, under bubblewrap. */

@@ -196,19 +196,23 @@ describe('other methods on /mcp', () => {
 });
 
 describe('refusals that say when to retry', () => {
-  it('answers a batch of more tool calls than MCP_MAX_CALLS_PER_CREDENTIAL with 429 and Retry-After, running none of them', async () => {
-    const capped = await startServer({ env: { MCP_AUTH_TOKENS: TOKEN, MCP_MAX_CALLS_PER_CREDENTIAL: '1' } });
-    const call = (id: number) => rpc('tools/call', id, { name: 'sandbox_status', arguments: {} });
-    const res = await postMcp(capped.url, [call(71), call(72)], authed(TOKEN));
-    expect(res.status).toBe(429);
-    expect(res.headers.get('retry-after')).toBe('1');
-    expect(res.json).toEqual({
-      jsonrpc: '2.0',
-      id: null,
-      error: { code: -32000, message: expect.stringContaining('MCP_MAX_CALLS_PER_CREDENTIAL=1') },
-    });
-    await capped.stop();
-  });
+  it(
+    'answers a batch of more tool calls than MCP_MAX_CALLS_PER_CREDENTIAL with 429 and Retry-After, running none ' +
+      'of them',
+    async () => {
+      const capped = await startServer({ env: { MCP_AUTH_TOKENS: TOKEN, MCP_MAX_CALLS_PER_CREDENTIAL: '1' } });
+      const call = (id: number) => rpc('tools/call', id, { name: 'sandbox_status', arguments: {} });
+      const res = await postMcp(capped.url, [call(71), call(72)], authed(TOKEN));
+      expect(res.status).toBe(429);
+      expect(res.headers.get('retry-after')).toBe('1');
+      expect(res.json).toEqual({
+        jsonrpc: '2.0',
+        id: null,
+        error: { code: -32000, message: expect.stringContaining('MCP_MAX_CALLS_PER_CREDENTIAL=1') },
+      });
+      await capped.stop();
+    },
+  );
 });
 
 describe('calls in flight per credential, behind the Node shell (MCP_MAX_CALLS_PER_CREDENTIAL=1)', () => {

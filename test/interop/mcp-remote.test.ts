@@ -95,7 +95,8 @@ const connections = (stderr: string): string[] => [
   ...new Set(stderr.split('\n').filter((line) => line.startsWith('loopback-only:'))),
 ];
 
-/** Checks what a closed proxy left: its store's folder in the config dir and nothing else, nothing in HOME; then removes both. */
+/** Checks what a closed proxy left: its store's folder in the config dir and nothing else, nothing in HOME; then
+ * removes both. */
 function expectNothingLeftBehind(proxied: Proxied): void {
   try {
     expect(readdirSync(proxied.configDir, { recursive: true })).toEqual(['mcp-remote-v1']);

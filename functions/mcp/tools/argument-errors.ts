@@ -87,10 +87,16 @@ function bound(origin: string, limit: number | bigint, inclusive: boolean, side:
   const n = Number(limit);
   if (origin === 'string') {
     if (side === 'small' && n === 1 && inclusive) return 'must not be empty';
-    return `must be ${side === 'small' ? 'at least' : 'at most'} ${inclusive ? n : side === 'small' ? n + 1 : n - 1} characters long`;
+    return (
+      `must be ${side === 'small' ? 'at least' : 'at most'} ${inclusive ? n : side === 'small' ? n + 1 : n - 1} ` +
+      `characters long`
+    );
   }
   if (origin === 'array' || origin === 'set')
-    return `must have ${side === 'small' ? 'at least' : 'at most'} ${inclusive ? n : side === 'small' ? n + 1 : n - 1} items`;
+    return (
+      `must have ${side === 'small' ? 'at least' : 'at most'} ${inclusive ? n : side === 'small' ? n + 1 : n - 1} ` +
+      `items`
+    );
   if (origin === 'number' || origin === 'int' || origin === 'bigint') {
     if (side === 'small')
       return inclusive ? `must be at least ${n}` : n === 0 ? 'must be greater than 0' : `must be greater than ${n}`;

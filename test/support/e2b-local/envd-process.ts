@@ -1,6 +1,7 @@
 /**
  * envd's `process.Process` service for one sandbox (described by the SDK's descriptor in
- * node_modules/e2b/dist/index.js), on processes the sandbox's agent runs. As envd does: a process belongs to the sandbox, not to the stream
+ * node_modules/e2b/dist/index.js), on processes the sandbox's agent runs. As envd does: a process belongs to the
+ * sandbox, not to the stream
  * that started it (a client that goes away leaves it running; Connect re-attaches and gets the output from
  * then on, output with nobody attached is dropped); `Connect-Timeout-Ms` of Start bounds the process's life
  * (SIGKILL at the deadline) and that of every stream (ended with `deadline_exceeded`); keepalive events
@@ -211,7 +212,8 @@ export class ProcessService {
     this.attach(managed, stream, ctx);
   }
 
-  /** Streams `managed` to `stream`: start, output, keepalives, end; until the end, the client leaving, or the deadline. */
+  /** Streams `managed` to `stream`: start, output, keepalives, end; until the end, the client leaving, or the
+   * deadline. */
   private attach(managed: Managed, stream: ServerStream, ctx: CallContext): void {
     stream.send({ event: { start: { pid: managed.pid } } });
     const intervalS = Number(headerOf(ctx, 'keepalive-ping-interval'));

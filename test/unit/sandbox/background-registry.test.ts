@@ -201,7 +201,9 @@ it('says how much input waits when the process is slow to read it, and refuses m
   expect(fake.sleeps).toEqual([2_000]);
   await expect(registry.writeStdin(a.id, 'more')).rejects.toMatchObject({
     code: 'invalid_input',
-    message: `Process ${a.id} has not read the 1000 bytes of input written before yet, so nothing more was written; check its logs, and write again once it has read them.`,
+    message:
+      `Process ${a.id} has not read the 1000 bytes of input written before yet, so nothing more was written; check ` +
+      `its logs, and write again once it has read them.`,
   });
   expect(proc.input).toEqual(['x'.repeat(1_000)]);
   proc.slow = false;
