@@ -179,7 +179,9 @@ ${['ours', 'r1']
   .join('\n')}
 - Overhead: bare p50 ${overhead.bareP50Ms.toFixed(3)} ms; p50 ours ${overhead.ours.p50Ms.toFixed(3)} (warn ${overhead['ours-warn'].p50Ms.toFixed(3)}), R1 ${overhead.r1.p50Ms.toFixed(3)}, R2 ${overhead.r2.p50Ms.toFixed(3)} ms
 - Live output p95 ms per run: [${list(liveOutput.runs.map((r) => r.p95Ms))}]; lines received ${liveOutput.linesReceived}/${liveOutput.linesExpected}
-- Sandbox memory MiB per run: [${list(sandboxMemory.runs.map((r) => r.rssMiB))}] (setup ${sandboxMemory.runs.map((r) => `${r.setupMs} ms`).join(', ')})
+- Sandbox memory MiB per run: [${list(sandboxMemory.runs.map((r) => r.rssMiB))}] (setup ${sandboxMemory.runs
+    .map((r) => `${r.setupMs} ` + `ms`)
+    .join(', ')})
 ${toolRuns}
 `;
 }

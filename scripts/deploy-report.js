@@ -248,7 +248,9 @@ function sDeployNotes(input) {
 function consoleLogging(plan) {
   const logConfig = plan.logConfig;
   if (logConfig !== undefined)
-    return `Logging: SLS project ${logConfig.project}, logstore ${logConfig.logstore}; request and instance metrics on.`;
+    return (
+      `Logging: SLS project ${logConfig.project}, logstore ${logConfig.logstore}; request and instance metrics ` + `on.`
+    );
   return (
     'Logging: FC keeps no logs of this function until logging is on. Function → Logging: choose or create an SLS ' +
     'project and logstore ' +

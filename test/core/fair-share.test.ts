@@ -29,50 +29,56 @@ const textOf = (res: Awaited<ReturnType<typeof callTool>>): string =>
     (messagesOf(res)[0] as { result?: { content?: Array<{ text?: string }> } } | undefined)?.result?.content?.[0]?.text,
   );
 
-describe('sessions (MCP_MAX_SESSIONS=5: each of the two credentials may hold 2 by default, a quarter rounded up)', () => {
-  const env = { MCP_MAX_SESSIONS: '5' };
+describe(
+  'sessions (MCP_MAX_SESSIONS=5: each of the two credentials ' + 'may hold 2 by default, a quarter rounded up)',
+  () => {
+    const env = { MCP_MAX_SESSIONS: '5' };
 
-  it(
-    'a credential whose sessions all run background processes cannot lock another out: it gets 429, the other gets ' +
-      'in',
-    async () => {
-      const h = createHarness({ env });
-      const held = holdCommands(h);
-      const mine = [];
-      for (let i = 0; i < 2; i += 1) {
-        const session = await h.openSession(A);
-        await callTool(h, session.headers, 'run_command', { command: `hold-bg-${i}`, background: true });
-        mine.push(session);
-      }
-      await settle(() => held.started('hold-bg-1'));
+    it(
+      'a credential whose sessions all run background processes cannot lock another out: it gets 429, the other gets ' +
+        'in',
+      async () => {
+        const h = createHarness({ env });
+        const held = holdCommands(h);
+        const mine = [];
+        for (let i = 0; i < 2; i += 1) {
+          const session = await h.openSession(A);
+          await callTool(h, session.headers, 'run_command', { command: `hold-bg-${i}`, background: true });
+          mine.push(session);
+        }
+        await settle(() => held.started('hold-bg-1'));
 
-      const third = await h.post(initializeBody());
-      expect(third.status).toBe(429);
-      expect(third.headers.get('retry-after')).toBe('30');
-      expect(errorOf(third)?.message).toContain('MCP_MAX_SESSIONS_PER_CREDENTIAL=2');
+        const third = await h.post(initializeBody());
+        expect(third.status).toBe(429);
+        expect(third.headers.get('retry-after')).toBe('30');
+        expect(errorOf(third)?.message).toContain('MCP_MAX_SESSIONS_PER_CREDENTIAL=2');
 
-      const other = await h.post(initializeBody(), asB);
-      expect(other.status).toBe(200);
-      // Nothing of the first credential's was let go for it.
-      expect(logsOf(h, 'session evicted')).toEqual([]);
-      for (let i = 0; i < 2; i += 1) held.release(`hold-bg-${i}`);
-    },
-  );
+        const other = await h.post(initializeBody(), asB);
+        expect(other.status).toBe(200);
+        // Nothing of the first credential's was let go for it.
+        expect(logsOf(h, 'session evicted')).toEqual([]);
+        for (let i = 0; i < 2; i += 1) held.release(`hold-bg-${i}`);
+      },
+    );
 
-  it('at its own cap a credential lets its own least recently used idle session go, never another credential’s', async () => {
-    const h = createHarness({ env });
-    const theirs = await h.openSession(B);
-    const first = await h.openSession(A);
-    await h.openSession(A);
-    await h.openSession(A); // at A's own cap of 2: A's least recently used (`first`) goes
-    expect(logsOf(h, 'session evicted').map((line) => line.session)).toEqual([toSessionTag(first.sessionId)]);
-    // The other credential's session is still held here (no recovery needed), the evicted one comes back.
-    expect((await h.post(rpc('ping', 2), theirs.headers)).status).toBe(200);
-    expect(logsOf(h, 'session recovered')).toEqual([]);
-    expect((await h.post(rpc('ping', 3), first.headers)).status).toBe(200);
-    expect(logsOf(h, 'session recovered')).toHaveLength(1);
-  });
-});
+    it(
+      'at its own cap a credential lets its own least recently used ' + 'idle session go, never another credential’s',
+      async () => {
+        const h = createHarness({ env });
+        const theirs = await h.openSession(B);
+        const first = await h.openSession(A);
+        await h.openSession(A);
+        await h.openSession(A); // at A's own cap of 2: A's least recently used (`first`) goes
+        expect(logsOf(h, 'session evicted').map((line) => line.session)).toEqual([toSessionTag(first.sessionId)]);
+        // The other credential's session is still held here (no recovery needed), the evicted one comes back.
+        expect((await h.post(rpc('ping', 2), theirs.headers)).status).toBe(200);
+        expect(logsOf(h, 'session recovered')).toEqual([]);
+        expect((await h.post(rpc('ping', 3), first.headers)).status).toBe(200);
+        expect(logsOf(h, 'session recovered')).toHaveLength(1);
+      },
+    );
+  },
+);
 
 describe('the default share (MCP_MAX_SESSIONS=8)', () => {
   const THIRD_TOKEN = 'harness-third-token-0123456789abcd';
@@ -205,22 +211,25 @@ describe('2026-07-28 sandboxes (MCP_MAX_SESSIONS=2)', () => {
     held.release('hold-server');
   });
 
-  it('answers 503 with Retry-After before running a call that would need room when every held sandbox is busy', async () => {
-    const h = createHarness({ env: { MCP_MAX_SESSIONS: '2', MCP_MAX_SANDBOXES_PER_CREDENTIAL: '2' } });
-    const held = holdCommands(h);
-    const theirs = await h.connectModern(B);
-    await callModern(theirs, 'run_command', { command: 'hold-1', background: true });
-    await callModern(theirs, 'run_command', { command: 'hold-2', background: true });
-    await settle(() => held.started('hold-2'));
-    const res = await h.post(rpc('tools/call', 9, { name: 'sandbox_status', arguments: {} }), {
-      'mcp-protocol-version': '2026-07-28',
-    });
-    expect(res.status).toBe(503);
-    expect(res.headers.get('retry-after')).toBe('30');
-    expect(errorOf(res)?.message).toContain('MCP_MAX_SESSIONS=2');
-    held.release('hold-1');
-    held.release('hold-2');
-  });
+  it(
+    'answers 503 with Retry-After before running a call that ' + 'would need room when every held sandbox is busy',
+    async () => {
+      const h = createHarness({ env: { MCP_MAX_SESSIONS: '2', MCP_MAX_SANDBOXES_PER_CREDENTIAL: '2' } });
+      const held = holdCommands(h);
+      const theirs = await h.connectModern(B);
+      await callModern(theirs, 'run_command', { command: 'hold-1', background: true });
+      await callModern(theirs, 'run_command', { command: 'hold-2', background: true });
+      await settle(() => held.started('hold-2'));
+      const res = await h.post(rpc('tools/call', 9, { name: 'sandbox_status', arguments: {} }), {
+        'mcp-protocol-version': '2026-07-28',
+      });
+      expect(res.status).toBe(503);
+      expect(res.headers.get('retry-after')).toBe('30');
+      expect(errorOf(res)?.message).toContain('MCP_MAX_SESSIONS=2');
+      held.release('hold-1');
+      held.release('hold-2');
+    },
+  );
 });
 
 describe('sandboxes per credential, both eras together (MCP_MAX_SANDBOXES_PER_CREDENTIAL=1)', () => {

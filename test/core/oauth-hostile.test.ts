@@ -91,12 +91,17 @@ describe('key rotation (the default 30 s between fetches for unknown key ids)', 
   });
 });
 
-it('takes a token without a key id while the issuer publishes two keys (mid-rotation): each matching key is tried', async () => {
-  const { h, issuer } = await setUp();
-  await issuer.rotate();
-  expect((await initialize(h, await issuer.mint({ kid: null }))).status).toBe(200);
-  expect((await initialize(h, await issuer.mint({ kid: null, key: await issuer.unpublishedKey() }))).status).toBe(401);
-});
+it(
+  'takes a token without a key id while the issuer publishes two ' + 'keys (mid-rotation): each matching key is tried',
+  async () => {
+    const { h, issuer } = await setUp();
+    await issuer.rotate();
+    expect((await initialize(h, await issuer.mint({ kid: null }))).status).toBe(200);
+    expect((await initialize(h, await issuer.mint({ kid: null, key: await issuer.unpublishedKey() }))).status).toBe(
+      401,
+    );
+  },
+);
 
 describe('an introspection flood', () => {
   const client = { id: 'mcp-server', secret: 'introspection-secret-0123456789' };
@@ -106,7 +111,8 @@ describe('an introspection flood', () => {
     "from one client at a slow provider costs the provider that client's share, and ten real tokens of others all " +
       'get through',
     async () => {
-      // The provider holds its answers about made-up tokens until the test lets them go; real tokens it answers at once.
+      // The provider holds its answers about made-up tokens until the test lets them go; real tokens it answers at
+      // once.
       let answerFlood = (): void => undefined;
       const slow = new Promise<void>((resolve) => (answerFlood = resolve));
       const { h, issuer } = await setUp({

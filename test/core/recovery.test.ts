@@ -162,21 +162,24 @@ async function idleHereUsedElsewhere(
   return { a, b, client };
 }
 
-it('does not destroy, on idle expiry, a sandbox that another instance still serves; destroys it once nobody has', async () => {
-  const ttlMs = 60_000;
-  const d = deployment({ env: { MCP_SESSION_IDLE_TTL_S: String(ttlMs / 1000) } });
-  const { b, client } = await idleHereUsedElsewhere(d, ttlMs);
-  expect(d.sdk.sandboxes.map((s) => s.killed)).toEqual([false]);
+it(
+  'does not destroy, on idle expiry, a sandbox that another ' + 'instance still serves; destroys it once nobody has',
+  async () => {
+    const ttlMs = 60_000;
+    const d = deployment({ env: { MCP_SESSION_IDLE_TTL_S: String(ttlMs / 1000) } });
+    const { b, client } = await idleHereUsedElsewhere(d, ttlMs);
+    expect(d.sdk.sandboxes.map((s) => s.killed)).toEqual([false]);
 
-  // Nobody uses it for longer than the TTL: the next sweep on B destroys it, and the id is gone.
-  d.clock.advance(ttlMs + 1);
-  await b.openSession(); // any request sweeps
-  await settle(() => logsOf(b, 'session closed').length > 0);
-  expect(logsOf(b, 'session closed')).toEqual([expect.objectContaining({ reason: 'idle_expired' })]);
-  expect(d.sdk.sandboxes.map((s) => s.killed)).toEqual([true]);
-  d.route(b);
-  await expect(client.callTool('list_files')).rejects.toThrow(/404|Session not found/);
-});
+    // Nobody uses it for longer than the TTL: the next sweep on B destroys it, and the id is gone.
+    d.clock.advance(ttlMs + 1);
+    await b.openSession(); // any request sweeps
+    await settle(() => logsOf(b, 'session closed').length > 0);
+    expect(logsOf(b, 'session closed')).toEqual([expect.objectContaining({ reason: 'idle_expired' })]);
+    expect(d.sdk.sandboxes.map((s) => s.killed)).toEqual([true]);
+    d.route(b);
+    await expect(client.callTool('list_files')).rejects.toThrow(/404|Session not found/);
+  },
+);
 
 it(
   'on the local backend too: a workspace another instance used within the TTL is let go, not deleted (its ' +

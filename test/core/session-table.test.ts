@@ -16,16 +16,23 @@ const callTool = (h: Harness, headers: Record<string, string>, name: string, arg
   h.post(rpc('tools/call', id, { name, arguments: args }), headers);
 
 describe('ids and the credential binding', () => {
-  it('mints a signed id per initialize, and the session answers only the credential that opened it (404 for another)', async () => {
-    const h = createHarness();
-    const { sessionId, headers } = await h.openSession();
-    expect(sessionId.split('.')).toHaveLength(3);
-    expect((await h.openSession()).sessionId).not.toBe(sessionId);
-    expect((await h.post(rpc('tools/list', 2), headers)).status).toBe(200);
-    const foreign = await h.post(rpc('tools/list', 3), { ...headers, authorization: `Bearer ${HARNESS_OTHER_TOKEN}` });
-    expect(foreign.status).toBe(404);
-    expect(errorOf(foreign)?.code).toBe(-32001);
-  });
+  it(
+    'mints a signed id per initialize, and the session answers only ' +
+      'the credential that opened it (404 for another)',
+    async () => {
+      const h = createHarness();
+      const { sessionId, headers } = await h.openSession();
+      expect(sessionId.split('.')).toHaveLength(3);
+      expect((await h.openSession()).sessionId).not.toBe(sessionId);
+      expect((await h.post(rpc('tools/list', 2), headers)).status).toBe(200);
+      const foreign = await h.post(rpc('tools/list', 3), {
+        ...headers,
+        authorization: `Bearer ${HARNESS_OTHER_TOKEN}`,
+      });
+      expect(foreign.status).toBe(404);
+      expect(errorOf(foreign)?.code).toBe(-32001);
+    },
+  );
 
   it('checks the token before the session: an unknown id without a valid token is 401, never 404', async () => {
     const h = createHarness();
@@ -127,22 +134,25 @@ describe(`idle expiry (MCP_SESSION_IDLE_TTL_S=${TTL_S}), on the fake clock`, () 
     expect(logsOf(h, 'session evicted')).toEqual([]);
   });
 
-  it('keeps a session whose call runs past the TTL until the call ends, and counts its idle time from the end', async () => {
-    const h = createHarness({ env });
-    const held = holdCommands(h);
-    const { headers } = await h.openSession();
-    const running = callTool(h, headers, 'run_command', { command: 'hold-long' });
-    await settle(() => held.started('hold-long'));
-    h.clock.advance(TTL_S * 1000 + 1);
-    await h.openSession(); // any request sweeps: the session in a call stays
-    expect(logsOf(h, 'session closed')).toEqual([]);
-    held.release('hold-long');
-    expect((await running).status).toBe(200);
-    h.clock.advance(TTL_S * 1000 - 1_000);
-    expect((await h.post(rpc('ping', 2), headers)).status).toBe(200);
-    expect(logsOf(h, 'session closed')).toEqual([]);
-    expect(h.sdk.sandboxes.map((s) => s.killed)).toEqual([false]);
-  });
+  it(
+    'keeps a session whose call runs past the TTL until the call ' + 'ends, and counts its idle time from the end',
+    async () => {
+      const h = createHarness({ env });
+      const held = holdCommands(h);
+      const { headers } = await h.openSession();
+      const running = callTool(h, headers, 'run_command', { command: 'hold-long' });
+      await settle(() => held.started('hold-long'));
+      h.clock.advance(TTL_S * 1000 + 1);
+      await h.openSession(); // any request sweeps: the session in a call stays
+      expect(logsOf(h, 'session closed')).toEqual([]);
+      held.release('hold-long');
+      expect((await running).status).toBe(200);
+      h.clock.advance(TTL_S * 1000 - 1_000);
+      expect((await h.post(rpc('ping', 2), headers)).status).toBe(200);
+      expect(logsOf(h, 'session closed')).toEqual([]);
+      expect(h.sdk.sandboxes.map((s) => s.killed)).toEqual([false]);
+    },
+  );
 
   it('lets a session idle here go without destroying a sandbox another instance used within the TTL', async () => {
     const h = createHarness({ env });
@@ -166,23 +176,26 @@ describe('the cap (MCP_MAX_SESSIONS=2), one credential allowed all of it', () =>
   // Sharing between credentials is test/core/fair-share.test.ts.
   const env = { MCP_MAX_SESSIONS: '2', MCP_MAX_SESSIONS_PER_CREDENTIAL: '2' };
 
-  it('evicts the least recently used idle session for a new one; the evicted one comes back with its sandbox', async () => {
-    const h = createHarness({ env });
-    const first = await h.openSession();
-    const second = await h.openSession();
-    await callTool(h, first.headers, 'write_file', { path: 'first.txt', content: 'one' });
-    await h.post(rpc('ping', 2), second.headers); // the second is now the more recently used
-    await h.post(rpc('ping', 3), first.headers); // ...and now the first: the second goes
-    const third = await h.openSession();
-    expect(logsOf(h, 'session evicted')).toHaveLength(1);
-    expect(h.sdk.sandboxes.every((s) => !s.killed)).toBe(true);
-    // The second comes back (evicting the least recently used again), and so does the first with its file.
-    expect((await h.post(rpc('ping', 4), second.headers)).status).toBe(200);
-    const read = await callTool(h, first.headers, 'read_file', { path: 'first.txt' });
-    expect(messagesOf(read)[0]).toMatchObject({ result: { structuredContent: { content: 'one' } } });
-    expect(logsOf(h, 'session recovered')).toHaveLength(2);
-    expect((await h.post(rpc('ping', 5), third.headers)).status).toBe(200);
-  });
+  it(
+    'evicts the least recently used idle session for a new one; ' + 'the evicted one comes back with its sandbox',
+    async () => {
+      const h = createHarness({ env });
+      const first = await h.openSession();
+      const second = await h.openSession();
+      await callTool(h, first.headers, 'write_file', { path: 'first.txt', content: 'one' });
+      await h.post(rpc('ping', 2), second.headers); // the second is now the more recently used
+      await h.post(rpc('ping', 3), first.headers); // ...and now the first: the second goes
+      const third = await h.openSession();
+      expect(logsOf(h, 'session evicted')).toHaveLength(1);
+      expect(h.sdk.sandboxes.every((s) => !s.killed)).toBe(true);
+      // The second comes back (evicting the least recently used again), and so does the first with its file.
+      expect((await h.post(rpc('ping', 4), second.headers)).status).toBe(200);
+      const read = await callTool(h, first.headers, 'read_file', { path: 'first.txt' });
+      expect(messagesOf(read)[0]).toMatchObject({ result: { structuredContent: { content: 'one' } } });
+      expect(logsOf(h, 'session recovered')).toHaveLength(2);
+      expect((await h.post(rpc('ping', 5), third.headers)).status).toBe(200);
+    },
+  );
 
   it(
     'answers 503 with Retry-After naming MCP_MAX_SESSIONS while every session is mid-call, and admits one when a ' +

@@ -180,22 +180,25 @@ describe('the E2B backend (E2B_STATE_DIR)', () => {
     },
   );
 
-  it('a session DELETEd on an instance that never touched its sandbox (it moved there) still leaves a tombstone', async () => {
-    const shared = deployment();
-    const a = e2bInstance(shared);
-    const b = e2bInstance(shared);
-    const { headers } = await a.openSession();
-    expect((await writeFile(a, headers)).status).toBe(200);
-    // The session moves to B (recovered there), whose DELETE ends the sandbox A made.
-    expect((await b.post(rpc('tools/list', 2), headers)).status).toBe(200);
-    expect((await del(b, headers)).status).toBe(200);
-    expect(shared.sdk.sandboxes.map((s) => s.killed)).toEqual([true]);
-    expect(endedBytes()).toBe(RECORD_BYTES);
-    // A, once it no longer holds the session (here: after a restart), refuses it rather than rebuild it.
-    await a.close();
-    expect((await a.post(rpc('tools/list', 3), headers)).status).toBe(404);
-    expect((await e2bInstance(shared).post(rpc('tools/list', 3), headers)).status).toBe(404);
-  });
+  it(
+    'a session DELETEd on an instance that never touched its ' + 'sandbox (it moved there) still leaves a tombstone',
+    async () => {
+      const shared = deployment();
+      const a = e2bInstance(shared);
+      const b = e2bInstance(shared);
+      const { headers } = await a.openSession();
+      expect((await writeFile(a, headers)).status).toBe(200);
+      // The session moves to B (recovered there), whose DELETE ends the sandbox A made.
+      expect((await b.post(rpc('tools/list', 2), headers)).status).toBe(200);
+      expect((await del(b, headers)).status).toBe(200);
+      expect(shared.sdk.sandboxes.map((s) => s.killed)).toEqual([true]);
+      expect(endedBytes()).toBe(RECORD_BYTES);
+      // A, once it no longer holds the session (here: after a restart), refuses it rather than rebuild it.
+      await a.close();
+      expect((await a.post(rpc('tools/list', 3), headers)).status).toBe(404);
+      expect((await e2bInstance(shared).post(rpc('tools/list', 3), headers)).status).toBe(404);
+    },
+  );
 });
 
 describe('the tombstone store', () => {
@@ -225,13 +228,17 @@ describe('the tombstone store', () => {
     expect(await createTombstoneStore(file).has('mcp-sandbox-a', NOW)).toBe(false);
   });
 
-  it('puts records of long lifetimes in longer spans, so a writer keeps few files (MCP_SESSION_MAX_AGE_S of 30 days)', async () => {
-    const writer = createTombstoneStore(root, { now: () => NOW });
-    for (let i = 0; i < 300; i += 1) await writer.record(`mcp-sandbox-${i}`, NOW + (i + 1) * 2.4 * HOUR_MS);
-    expect(endedFiles().length).toBeLessThanOrEqual(24);
-    const reader = createTombstoneStore(root);
-    for (const i of [0, 150, 299]) expect(await reader.has(`mcp-sandbox-${i}`, NOW)).toBe(true);
-  });
+  it(
+    'puts records of long lifetimes in longer spans, so a writer keeps ' +
+      'few files (MCP_SESSION_MAX_AGE_S of 30 days)',
+    async () => {
+      const writer = createTombstoneStore(root, { now: () => NOW });
+      for (let i = 0; i < 300; i += 1) await writer.record(`mcp-sandbox-${i}`, NOW + (i + 1) * 2.4 * HOUR_MS);
+      expect(endedFiles().length).toBeLessThanOrEqual(24);
+      const reader = createTombstoneStore(root);
+      for (const i of [0, 150, 299]) expect(await reader.has(`mcp-sandbox-${i}`, NOW)).toBe(true);
+    },
+  );
 
   it(
     'skips a record still being written and reads it once whole; a record whose time cannot be read holds to the ' +

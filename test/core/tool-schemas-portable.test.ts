@@ -316,15 +316,18 @@ describe('tools/list', () => {
     await client.close();
   });
 
-  it('gives every input and output schema in the portable subset (2026-07-28 lane, with the sandbox argument)', async () => {
-    const client = await h.connectModern();
-    const schemas = await schemasOf(() => client.listTools() as ReturnType<Parameters<typeof schemasOf>[0]>);
-    expect(schemas.find((s) => s.where === 'run_command inputSchema')?.schema).toMatchObject({
-      properties: { sandbox: { type: 'string' } },
-    });
-    expectPortable(schemas);
-    await client.close();
-  });
+  it(
+    'gives every input and output schema in the portable subset ' + '(2026-07-28 lane, with the sandbox argument)',
+    async () => {
+      const client = await h.connectModern();
+      const schemas = await schemasOf(() => client.listTools() as ReturnType<Parameters<typeof schemasOf>[0]>);
+      expect(schemas.find((s) => s.where === 'run_command inputSchema')?.schema).toMatchObject({
+        properties: { sandbox: { type: 'string' } },
+      });
+      expectPortable(schemas);
+      await client.close();
+    },
+  );
 });
 
 describe('a null in a result', () => {

@@ -100,26 +100,29 @@ it('at start-up deletes leftovers past their time, and keeps a workspace another
   expect(workspacesIn(root)).toEqual([toWorkspaceName('used-elsewhere')]);
 });
 
-it('never deletes a workspace whose sandbox is open here, even when its marker is stale (a call still running)', async () => {
-  const h = instance();
-  const busy = await h.openSession();
-  const hold = join(root, 'release-me');
-  const running = h.post(
-    rpc('tools/call', 5, {
-      name: 'run_command',
-      arguments: { command: `while [ ! -e ${hold} ]; do sleep 0.05; done; echo done > out.txt` },
-    }),
-    busy.headers,
-  );
-  await turns(() => workspacesIn(root).length === 1);
-  h.clock.advance(STALE_MS + 1);
-  const other = await h.openSession();
-  expect((await write(h, other.headers, 6)).status).toBe(200); // sweeps (and the idle TTL passed for the busy one)
-  await h.core.ready();
-  await turns(() => h.logs().some((line) => line.msg === 'abandoned workspaces deleted'));
-  writeFileSync(hold, '');
-  const result = await running;
-  expect(JSON.stringify(messagesOf(result))).toContain('"exit_code":0');
-  expect(workspacesIn(root)).toHaveLength(2);
-  await h.close();
-});
+it(
+  'never deletes a workspace whose sandbox is open here, even ' + 'when its marker is stale (a call still running)',
+  async () => {
+    const h = instance();
+    const busy = await h.openSession();
+    const hold = join(root, 'release-me');
+    const running = h.post(
+      rpc('tools/call', 5, {
+        name: 'run_command',
+        arguments: { command: `while [ ! -e ${hold} ]; do sleep 0.05; done; echo done > out.txt` },
+      }),
+      busy.headers,
+    );
+    await turns(() => workspacesIn(root).length === 1);
+    h.clock.advance(STALE_MS + 1);
+    const other = await h.openSession();
+    expect((await write(h, other.headers, 6)).status).toBe(200); // sweeps (and the idle TTL passed for the busy one)
+    await h.core.ready();
+    await turns(() => h.logs().some((line) => line.msg === 'abandoned workspaces deleted'));
+    writeFileSync(hold, '');
+    const result = await running;
+    expect(JSON.stringify(messagesOf(result))).toContain('"exit_code":0');
+    expect(workspacesIn(root)).toHaveLength(2);
+    await h.close();
+  },
+);

@@ -418,7 +418,10 @@ describe('when no source has credentials', () => {
       '    - environment variables ALIBABA_CLOUD_ACCESS_KEY_ID/ALIBABA_CLOUD_ACCESS_KEY_SECRET: not set',
       '    - OIDC role (ALIBABA_CLOUD_ROLE_ARN/ALIBABA_CLOUD_OIDC_PROVIDER_ARN/ALIBABA_CLOUD_OIDC_TOKEN_FILE): not set',
       expect.stringMatching(
-        /^ {4}- the current profile in ~\/\.aliyun\/config\.json: parse aliyun cli config from '.*config\.json' failed$/,
+        new RegExp(
+          String.raw`^ {4}- the current profile in ~\/\.aliyun\/config\.json: ` +
+            String.raw`parse aliyun cli config from '.*config\.json' failed$`,
+        ),
       ),
       '    - profile "default" in ~/.alibabacloud/credentials: Can not find credential type for "default"',
       '    - ECS RAM role (instance metadata): turned off by ALIBABA_CLOUD_ECS_METADATA_DISABLED=true',
@@ -479,18 +482,21 @@ describe('the CLI with credentials only in HOME', () => {
 
   // Proves: the CLI finds the Aliyun CLI profile in HOME, signs every FC call with that profile's keys (the fake
   // refuses any other signature), logs the source, and prints no secret.
-  it("deploys with the current profile of ~/.aliyun/config.json, signing every call with that profile's keys", async () => {
-    const home = makeTempDir('home-');
-    writeAliyunConfig(home, 'default', [{ name: 'default', mode: 'AK', ...PROFILE_AK }]);
-    const run = await deployWith(PROFILE_AK, home);
-    expect({ code: run.code, stderr: run.stderr }).toEqual({
-      code: 0,
-      stderr: expect.stringContaining('Credentials: profile "default" in ~/.aliyun/config.json (AccessKey).'),
-    });
-    expect(run.calls.map((c) => c.action)).toContain('CreateFunction');
-    expect(unsignedCalls(run.calls)).toEqual([]);
-    expectNoSecret(run.stdout + run.stderr, PROFILE_AK);
-  });
+  it(
+    'deploys with the current profile of ~/.aliyun/config.json, ' + "signing every call with that profile's keys",
+    async () => {
+      const home = makeTempDir('home-');
+      writeAliyunConfig(home, 'default', [{ name: 'default', mode: 'AK', ...PROFILE_AK }]);
+      const run = await deployWith(PROFILE_AK, home);
+      expect({ code: run.code, stderr: run.stderr }).toEqual({
+        code: 0,
+        stderr: expect.stringContaining('Credentials: profile "default" in ~/.aliyun/config.json (AccessKey).'),
+      });
+      expect(run.calls.map((c) => c.action)).toContain('CreateFunction');
+      expect(unsignedCalls(run.calls)).toEqual([]);
+      expectNoSecret(run.stdout + run.stderr, PROFILE_AK);
+    },
+  );
 
   // Proves: --profile picks a non-current StsToken profile, and its security token is sent (and signed) on every call.
   it('deploys with --profile sts, sending its security token', async () => {

@@ -76,12 +76,17 @@ describe('MCP_MAX_CONNECTIONS_PER_PEER=8, MCP_TRUSTED_PROXIES=127.0.0.2', () => 
     });
   });
 
-  it('answers 20 concurrent initializes from one address of a fresh instance: 8 served, 12 refused 503, none reset', async () => {
-    const conns = await concurrently(server, 20, '127.0.0.1', () => initialize(server));
-    expect(await judge(conns, 'MCP_MAX_CONNECTIONS_PER_PEER')).toEqual({ 200: 8, 503: 12 });
-    expect(server.logs().filter((line) => line.msg === 'connection refused' && line.scope === 'peer')).toHaveLength(12);
-    await closeAll(conns);
-  });
+  it(
+    'answers 20 concurrent initializes from one address of a fresh ' + 'instance: 8 served, 12 refused 503, none reset',
+    async () => {
+      const conns = await concurrently(server, 20, '127.0.0.1', () => initialize(server));
+      expect(await judge(conns, 'MCP_MAX_CONNECTIONS_PER_PEER')).toEqual({ 200: 8, 503: 12 });
+      expect(server.logs().filter((line) => line.msg === 'connection refused' && line.scope === 'peer')).toHaveLength(
+        12,
+      );
+      await closeAll(conns);
+    },
+  );
 
   it('serves 20 clients a trusted proxy forwards for over 20 connections', async () => {
     const conns = await concurrently(server, 20, PROXY, (i) => initialize(server, `198.51.100.${i + 1}`));

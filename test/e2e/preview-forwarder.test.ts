@@ -208,38 +208,41 @@ needs('bubblewrap').describe('the preview URL of a local sandbox with its own ne
     },
   );
 
-  it('opens only with its capability on loopback too: without the token or cookie, 401, and the app sees nothing', async () => {
-    const { url } = await appPreview(client);
-    const { origin } = new URL(url);
-    const bare = await fetch(new URL('/secret-without-token', origin), { redirect: 'manual' });
-    expect({ status: bare.status, body: await bare.text() }).toEqual({
-      status: 401,
-      body: expect.stringContaining('get_preview_url'),
-    });
-    expect((await exchange(origin, httpGet('/secret-raw'))).received.toString()).toMatch(/^HTTP\/1\.1 401 /);
-    // A request that did get in shows in the app's log; the refused ones never do.
-    const preview = await openPreview(url);
-    await fetchPreview(preview, '/admitted');
-    const id = (
-      (await client.callTool('manage_process', { action: 'list' })).structuredContent!.processes as {
-        process_id: string;
-        command: string;
-      }[]
-    ).find((p) => p.command.includes('http.server'))?.process_id;
-    const logs = await pollUntil(
-      async () =>
-        String(
-          (
-            (await client.callTool('manage_process', { action: 'logs', process_id: id })).structuredContent as {
-              log: { text: string };
-            }
-          ).log.text,
-        ),
-      (text) => text.includes('GET /admitted'),
-      SETTLE_MS,
-    );
-    expect(logs).not.toContain('/secret');
-  });
+  it(
+    'opens only with its capability on loopback too: without the ' + 'token or cookie, 401, and the app sees nothing',
+    async () => {
+      const { url } = await appPreview(client);
+      const { origin } = new URL(url);
+      const bare = await fetch(new URL('/secret-without-token', origin), { redirect: 'manual' });
+      expect({ status: bare.status, body: await bare.text() }).toEqual({
+        status: 401,
+        body: expect.stringContaining('get_preview_url'),
+      });
+      expect((await exchange(origin, httpGet('/secret-raw'))).received.toString()).toMatch(/^HTTP\/1\.1 401 /);
+      // A request that did get in shows in the app's log; the refused ones never do.
+      const preview = await openPreview(url);
+      await fetchPreview(preview, '/admitted');
+      const id = (
+        (await client.callTool('manage_process', { action: 'list' })).structuredContent!.processes as {
+          process_id: string;
+          command: string;
+        }[]
+      ).find((p) => p.command.includes('http.server'))?.process_id;
+      const logs = await pollUntil(
+        async () =>
+          String(
+            (
+              (await client.callTool('manage_process', { action: 'logs', process_id: id })).structuredContent as {
+                log: { text: string };
+              }
+            ).log.text,
+          ),
+        (text) => text.includes('GET /admitted'),
+        SETTLE_MS,
+      );
+      expect(logs).not.toContain('/secret');
+    },
+  );
 
   it('carries a 10 MiB answer whole', async () => {
     await appPreview(client);
@@ -290,34 +293,37 @@ needs('bubblewrap').describe('the preview URL of a local sandbox with its own ne
     await other.terminate();
   });
 
-  it('carries 64 connections of a sandbox at once and closes the 65th at once, then takes new ones as others end', async () => {
-    const preview = await holdApp(client);
-    // Each carried, and held by the app until its body's byte comes.
-    const held = [];
-    for (let i = 0; i < 64; i += 1) {
-      const socket = await openConnection(preview.origin);
-      socket.write(holdRequest(preview));
-      held.push(socket);
-    }
-    const beyond = await pollUntil(
-      () => exchange(preview.origin, holdRequest(preview) + 'x'),
-      (answer) => answer.received.length === 0,
-      SETTLE_MS,
-      100,
-    );
-    expect(beyond.received.length).toBe(0);
-    // One is let go: answered, and closed …
-    expect(bodyOf((await exchangeOn(held[0]!, 'x')).received)).toBe('held');
-    // … which makes room for one more.
-    const next = await pollUntil(
-      () => exchange(preview.origin, holdRequest(preview) + 'x'),
-      (answer) => bodyOf(answer.received) === 'held',
-      SETTLE_MS,
-      100,
-    );
-    expect(bodyOf(next.received)).toBe('held');
-    for (const socket of held) socket.destroy();
-  });
+  it(
+    'carries 64 connections of a sandbox at once and closes the ' + '65th at once, then takes new ones as others end',
+    async () => {
+      const preview = await holdApp(client);
+      // Each carried, and held by the app until its body's byte comes.
+      const held = [];
+      for (let i = 0; i < 64; i += 1) {
+        const socket = await openConnection(preview.origin);
+        socket.write(holdRequest(preview));
+        held.push(socket);
+      }
+      const beyond = await pollUntil(
+        () => exchange(preview.origin, holdRequest(preview) + 'x'),
+        (answer) => answer.received.length === 0,
+        SETTLE_MS,
+        100,
+      );
+      expect(beyond.received.length).toBe(0);
+      // One is let go: answered, and closed …
+      expect(bodyOf((await exchangeOn(held[0]!, 'x')).received)).toBe('held');
+      // … which makes room for one more.
+      const next = await pollUntil(
+        () => exchange(preview.origin, holdRequest(preview) + 'x'),
+        (answer) => bodyOf(answer.received) === 'held',
+        SETTLE_MS,
+        100,
+      );
+      expect(bodyOf(next.received)).toBe('held');
+      for (const socket of held) socket.destroy();
+    },
+  );
 
   it(
     'ignores frames for stream ids the supervisor never had, and kills a supervisor that sends an oversized frame ' +

@@ -118,47 +118,54 @@ it(
   },
 );
 
-it('revokes a DELETEd id for good: 404 on every instance sharing the root and after a restart, never a fresh sandbox', async () => {
-  const root = sharedRoot();
-  const port = await findFreePort();
-  const a = await startServer({ env: ENV, sandboxRoot: root, port });
-  const b = await startServer({ env: ENV, sandboxRoot: root });
-  const client = await connectClient('v2', a.url, { token: TOKEN });
-  await client.callTool('write_file', { path: 'x.txt', content: 'x' });
-  const headers = {
-    authorization: `Bearer ${TOKEN}`,
-    'mcp-session-id': client.sessionId ?? '',
-    'mcp-protocol-version': '2025-11-25',
-  };
-  expect((await fetch(a.url, { method: 'DELETE', headers })).status).toBe(200);
-  const list = { jsonrpc: '2.0', id: 3, method: 'tools/list' };
-  // Another instance, which never saw the DELETE, refuses it.
-  expect((await postMcp(b.url, list, headers)).status).toBe(404);
-  // So does the instance that served it, once restarted (its memory of ended ids is gone).
-  a.child.kill('SIGKILL');
-  await new Promise((resolve) => a.child.once('exit', resolve));
-  const restarted = await startServer({ env: ENV, sandboxRoot: root, port });
-  const call = { jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'list_files', arguments: {} } };
-  expect((await postMcp(restarted.url, call, headers)).status).toBe(404);
-  expect((await fetch(restarted.url, { method: 'DELETE', headers })).status).toBe(404);
-  expect(workspacesIn(root)).toEqual([]);
-  await client.close();
-});
-
-it('keeps sandboxes on SIGTERM when sessions can come back (secret configured), and cleans up when they cannot', async () => {
-  const { readdirSync } = await import('node:fs');
-  for (const [env, kept] of [
-    [ENV, 1],
-    [{ MCP_AUTH_TOKENS: TOKEN }, 0],
-  ] as const) {
+it(
+  'revokes a DELETEd id for good: 404 on every instance sharing the ' +
+    'root and after a restart, never a fresh sandbox',
+  async () => {
     const root = sharedRoot();
-    const server = await startServer({ env, sandboxRoot: root });
-    const client = await connectClient('v2', server.url, { token: TOKEN });
-    await client.callTool('write_file', { path: 'a.txt', content: 'a' });
-    await server.stop(); // SIGTERM
-    expect(readdirSync(root).filter((name) => name.startsWith('mcp-sandbox-'))).toHaveLength(kept);
-  }
-});
+    const port = await findFreePort();
+    const a = await startServer({ env: ENV, sandboxRoot: root, port });
+    const b = await startServer({ env: ENV, sandboxRoot: root });
+    const client = await connectClient('v2', a.url, { token: TOKEN });
+    await client.callTool('write_file', { path: 'x.txt', content: 'x' });
+    const headers = {
+      authorization: `Bearer ${TOKEN}`,
+      'mcp-session-id': client.sessionId ?? '',
+      'mcp-protocol-version': '2025-11-25',
+    };
+    expect((await fetch(a.url, { method: 'DELETE', headers })).status).toBe(200);
+    const list = { jsonrpc: '2.0', id: 3, method: 'tools/list' };
+    // Another instance, which never saw the DELETE, refuses it.
+    expect((await postMcp(b.url, list, headers)).status).toBe(404);
+    // So does the instance that served it, once restarted (its memory of ended ids is gone).
+    a.child.kill('SIGKILL');
+    await new Promise((resolve) => a.child.once('exit', resolve));
+    const restarted = await startServer({ env: ENV, sandboxRoot: root, port });
+    const call = { jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'list_files', arguments: {} } };
+    expect((await postMcp(restarted.url, call, headers)).status).toBe(404);
+    expect((await fetch(restarted.url, { method: 'DELETE', headers })).status).toBe(404);
+    expect(workspacesIn(root)).toEqual([]);
+    await client.close();
+  },
+);
+
+it(
+  'keeps sandboxes on SIGTERM when sessions can come back (secret ' + 'configured), and cleans up when they cannot',
+  async () => {
+    const { readdirSync } = await import('node:fs');
+    for (const [env, kept] of [
+      [ENV, 1],
+      [{ MCP_AUTH_TOKENS: TOKEN }, 0],
+    ] as const) {
+      const root = sharedRoot();
+      const server = await startServer({ env, sandboxRoot: root });
+      const client = await connectClient('v2', server.url, { token: TOKEN });
+      await client.callTool('write_file', { path: 'a.txt', content: 'a' });
+      await server.stop(); // SIGTERM
+      expect(readdirSync(root).filter((name) => name.startsWith('mcp-sandbox-'))).toHaveLength(kept);
+    }
+  },
+);
 
 needs('bubblewrap').it(
   'keeps the logs of background processes when the session moves to a new server process',

@@ -63,31 +63,34 @@ describe('the local sandbox under attack from inside', () => {
     await stopAllServers();
   });
 
-  it('list_files never lists another workspace through a directory swapped for a symlink (RENAME_EXCHANGE)', async () => {
-    const swap = [
-      'import ctypes, os, time',
-      'os.makedirs("x/d", exist_ok=True)',
-      'open("x/d/own-entry", "w").close()',
-      `os.path.lexists("x/l") or os.symlink(${JSON.stringify(victimHome)}, "x/l")`,
-      'libc = ctypes.CDLL(None, use_errno=True)',
-      'end = time.time() + 120',
-      'while time.time() < end:',
-      '    libc.renameat2(-100, b"x/d", -100, b"x/l", 2)',
-    ].join('\n');
-    expect((await attacker.callTool('write_file', { path: 'swap.py', content: swap })).isError).toBeFalsy();
-    expect(
-      (await attacker.callTool('run_command', { command: 'python3 swap.py', background: true })).isError,
-    ).toBeFalsy();
-    const seen = new Set<string>();
-    for (let i = 0; i < 200; i += 1) {
-      const listed = await attacker.callTool('list_files', { path: 'x', depth: 2 });
-      for (const entry of (listed.structuredContent as Listed | undefined)?.entries ?? []) seen.add(entry.path);
-    }
-    await attacker.callTool('manage_process', { action: 'kill', process_id: 'p1' });
-    // The race ran (the real directory was listed under both names), and nothing of the victim showed.
-    expect([...seen].filter((path) => path.endsWith('own-entry'))).toEqual(expect.arrayContaining(['d/own-entry']));
-    expect([...seen].filter((path) => path.includes(VICTIM_MARK))).toEqual([]);
-  });
+  it(
+    'list_files never lists another workspace through a ' + 'directory swapped for a symlink (RENAME_EXCHANGE)',
+    async () => {
+      const swap = [
+        'import ctypes, os, time',
+        'os.makedirs("x/d", exist_ok=True)',
+        'open("x/d/own-entry", "w").close()',
+        `os.path.lexists("x/l") or os.symlink(${JSON.stringify(victimHome)}, "x/l")`,
+        'libc = ctypes.CDLL(None, use_errno=True)',
+        'end = time.time() + 120',
+        'while time.time() < end:',
+        '    libc.renameat2(-100, b"x/d", -100, b"x/l", 2)',
+      ].join('\n');
+      expect((await attacker.callTool('write_file', { path: 'swap.py', content: swap })).isError).toBeFalsy();
+      expect(
+        (await attacker.callTool('run_command', { command: 'python3 swap.py', background: true })).isError,
+      ).toBeFalsy();
+      const seen = new Set<string>();
+      for (let i = 0; i < 200; i += 1) {
+        const listed = await attacker.callTool('list_files', { path: 'x', depth: 2 });
+        for (const entry of (listed.structuredContent as Listed | undefined)?.entries ?? []) seen.add(entry.path);
+      }
+      await attacker.callTool('manage_process', { action: 'kill', process_id: 'p1' });
+      // The race ran (the real directory was listed under both names), and nothing of the victim showed.
+      expect([...seen].filter((path) => path.endsWith('own-entry'))).toEqual(expect.arrayContaining(['d/own-entry']));
+      expect([...seen].filter((path) => path.includes(VICTIM_MARK))).toEqual([]);
+    },
+  );
 
   it('cleaning up after a Java run never deletes through a symlink the program left in its place', async () => {
     // The program swaps every Java source and scratch directory in /tmp for a link into the victim's files.

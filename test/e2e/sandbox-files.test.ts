@@ -229,27 +229,30 @@ describeSandboxView('read_file', () => {
 });
 
 describeSandboxView('edit_file and write_file', () => {
-  it('reports a missing old_string, an ambiguous one (pointing at replace_all), and replaces all on request', async () => {
-    await call('write_file', { path: 'edit.txt', content: 'alpha beta\nalpha gamma\n' });
-    expectError(
-      await call('edit_file', { path: 'edit.txt', old_string: 'delta', new_string: 'x' }),
-      'old_string was not found in /home/user/edit.txt',
-    );
-    const twice = await call('edit_file', { path: 'edit.txt', old_string: 'alpha', new_string: 'omega' });
-    expectError(twice, 'old_string occurs 2 times');
-    expect(textOf(twice)).toContain('replace_all');
-    const all = await call('edit_file', {
-      path: 'edit.txt',
-      old_string: 'alpha',
-      new_string: 'omega',
-      replace_all: true,
-    });
-    expect(all.isError).toBeFalsy();
-    expect(all.structuredContent).toEqual({ path: '/home/user/edit.txt', replacements: 2 });
-    expect((await call('read_file', { path: 'edit.txt' })).structuredContent?.content).toBe(
-      'omega beta\nomega gamma\n',
-    );
-  });
+  it(
+    'reports a missing old_string, an ambiguous one (pointing at ' + 'replace_all), and replaces all on request',
+    async () => {
+      await call('write_file', { path: 'edit.txt', content: 'alpha beta\nalpha gamma\n' });
+      expectError(
+        await call('edit_file', { path: 'edit.txt', old_string: 'delta', new_string: 'x' }),
+        'old_string was not found in /home/user/edit.txt',
+      );
+      const twice = await call('edit_file', { path: 'edit.txt', old_string: 'alpha', new_string: 'omega' });
+      expectError(twice, 'old_string occurs 2 times');
+      expect(textOf(twice)).toContain('replace_all');
+      const all = await call('edit_file', {
+        path: 'edit.txt',
+        old_string: 'alpha',
+        new_string: 'omega',
+        replace_all: true,
+      });
+      expect(all.isError).toBeFalsy();
+      expect(all.structuredContent).toEqual({ path: '/home/user/edit.txt', replacements: 2 });
+      expect((await call('read_file', { path: 'edit.txt' })).structuredContent?.content).toBe(
+        'omega beta\nomega gamma\n',
+      );
+    },
+  );
 
   it('creates parent directories, reporting created true, then false when it overwrites', async () => {
     const first = await call('write_file', { path: 'deep/er/still/file.txt', content: 'v1' });

@@ -70,28 +70,31 @@ needs('cgroups').describe('per-sandbox limits through cgroups', () => {
     return parents.map((parent) => join(parent, workspace));
   }
 
-  it('holds memory, processes and CPU in cgroups, and says so in /health, sandbox_status and the start-up log', async () => {
-    expect(parents.length).toBeGreaterThan(0);
-    const health = (await (await fetch(`${server.origin}/health`)).json()) as {
-      backend: { limits: Record<string, { value: number | null; enforcedBy: string }> };
-    };
-    const byCgroup = expect.stringMatching(/^cgroup v[12]$/);
-    expect(health.backend.limits).toMatchObject({
-      memory: { value: MEMORY_MB * 2 ** 20, enforcedBy: byCgroup },
-      processes: { value: MAX_PROCESSES, enforcedBy: byCgroup },
-      cpu: { value: CPUS, enforcedBy: byCgroup },
-    });
-    const status = await client.callTool('sandbox_status');
-    const limits = (status.structuredContent as { limits: Record<string, Limit> }).limits;
-    expect(limits).toMatchObject({
-      memory_bytes: { value: MEMORY_MB * 2 ** 20, enforced_by: byCgroup },
-      processes: { value: MAX_PROCESSES, enforced_by: byCgroup },
-      cpus: { value: CPUS, enforced_by: byCgroup },
-    });
-    expect(textOf(status)).toMatch(
-      /memory 128 MiB \(cgroup v[12]\), processes 32 \(cgroup v[12]\), CPU 0\.5 CPU \(cgroup v[12]\)/,
-    );
-  });
+  it(
+    'holds memory, processes and CPU in cgroups, and says so in ' + '/health, sandbox_status and the start-up log',
+    async () => {
+      expect(parents.length).toBeGreaterThan(0);
+      const health = (await (await fetch(`${server.origin}/health`)).json()) as {
+        backend: { limits: Record<string, { value: number | null; enforcedBy: string }> };
+      };
+      const byCgroup = expect.stringMatching(/^cgroup v[12]$/);
+      expect(health.backend.limits).toMatchObject({
+        memory: { value: MEMORY_MB * 2 ** 20, enforcedBy: byCgroup },
+        processes: { value: MAX_PROCESSES, enforcedBy: byCgroup },
+        cpu: { value: CPUS, enforcedBy: byCgroup },
+      });
+      const status = await client.callTool('sandbox_status');
+      const limits = (status.structuredContent as { limits: Record<string, Limit> }).limits;
+      expect(limits).toMatchObject({
+        memory_bytes: { value: MEMORY_MB * 2 ** 20, enforced_by: byCgroup },
+        processes: { value: MAX_PROCESSES, enforced_by: byCgroup },
+        cpus: { value: CPUS, enforced_by: byCgroup },
+      });
+      expect(textOf(status)).toMatch(
+        /memory 128 MiB \(cgroup v[12]\), processes 32 \(cgroup v[12]\), CPU 0\.5 CPU \(cgroup v[12]\)/,
+      );
+    },
+  );
 
   it('puts every process of a sandbox in its groups, with the configured limits, before it runs', async () => {
     const groups = await groupsOf(client);

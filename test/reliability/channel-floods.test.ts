@@ -105,32 +105,35 @@ it('run_command printing 700 MiB with a progress token is answered, its progress
   await client.close();
 });
 
-it('400 write_stdin calls of 950 KB to a process whose supervisor the sandbox stopped are answered, and not held', async () => {
-  const started = await attacker.callTool('run_command', { command: 'cat > /dev/null', background: true });
-  const id = String(started.structuredContent?.process_id);
-  // The sandbox stops its own supervisor (it runs as the sandbox's user): nothing it was sent is read any more.
-  // (Its parent is the supervisor; it stays, so that nothing is reaped: a stopped supervisor reaps nothing.)
-  expect(
-    (await attacker.callTool('run_command', { command: 'sleep 0.5; kill -STOP $PPID; sleep 600', background: true }))
-      .isError,
-  ).toBeFalsy();
-  await new Promise((resolve) => setTimeout(resolve, 1_500));
-  const input = 'x'.repeat(950_000);
-  const outcomes = { written: 0, pending: 0, refused: 0 };
-  const attack = (async () => {
-    for (let i = 0; i < 400; i += 1) {
-      const result = await attacker.callTool('manage_process', { action: 'write_stdin', process_id: id, input });
-      if (result.isError) outcomes.refused += 1;
-      else if (result.structuredContent?.pending_bytes === 0) outcomes.written += 1;
-      else outcomes.pending += 1;
-    }
-  })();
-  expect(await victimCallsWhile(victim, attack)).toBeGreaterThan(0);
-  await attack;
-  // At most one input waits for a process that reads nothing: the first is pending, every later one refused.
-  expect(outcomes).toEqual({ written: 0, pending: 1, refused: 399 });
-  expect(peakRssMiB()).toBeLessThan(PEAK_RSS_BOUND_MIB);
-});
+it(
+  '400 write_stdin calls of 950 KB to a process whose supervisor ' + 'the sandbox stopped are answered, and not held',
+  async () => {
+    const started = await attacker.callTool('run_command', { command: 'cat > /dev/null', background: true });
+    const id = String(started.structuredContent?.process_id);
+    // The sandbox stops its own supervisor (it runs as the sandbox's user): nothing it was sent is read any more.
+    // (Its parent is the supervisor; it stays, so that nothing is reaped: a stopped supervisor reaps nothing.)
+    expect(
+      (await attacker.callTool('run_command', { command: 'sleep 0.5; kill -STOP $PPID; sleep 600', background: true }))
+        .isError,
+    ).toBeFalsy();
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    const input = 'x'.repeat(950_000);
+    const outcomes = { written: 0, pending: 0, refused: 0 };
+    const attack = (async () => {
+      for (let i = 0; i < 400; i += 1) {
+        const result = await attacker.callTool('manage_process', { action: 'write_stdin', process_id: id, input });
+        if (result.isError) outcomes.refused += 1;
+        else if (result.structuredContent?.pending_bytes === 0) outcomes.written += 1;
+        else outcomes.pending += 1;
+      }
+    })();
+    expect(await victimCallsWhile(victim, attack)).toBeGreaterThan(0);
+    await attack;
+    // At most one input waits for a process that reads nothing: the first is pending, every later one refused.
+    expect(outcomes).toEqual({ written: 0, pending: 1, refused: 399 });
+    expect(peakRssMiB()).toBeLessThan(PEAK_RSS_BOUND_MIB);
+  },
+);
 
 it('two background processes writing /dev/zero for 12 s make the server hold no more than their windows', async () => {
   for (let i = 0; i < 2; i += 1) {

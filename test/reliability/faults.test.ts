@@ -168,39 +168,45 @@ describe('the backend fails to create a sandbox', () => {
     await expectHealthy(server);
   });
 
-  it('local, LOCAL_SANDBOX_ROOT is mode 0500: a clear isError result naming chmod, and /health says degraded', async () => {
-    const root = makeSandboxRoot();
-    cleanups.push(() => rmSync(root, { recursive: true, force: true }));
-    chmodSync(root, 0o500);
-    const server = await startServer({ env: { MCP_AUTH_TOKENS: TOKEN }, sandboxRoot: root });
-    const client = await connectClient('v2', server.url, { token: TOKEN });
-    expect(expectCleanError(await client.callTool('write_file', { path: 'a.txt', content: 'a' }))).toMatch(
-      /chmod o\+x/,
-    );
-    await client.close();
-    expect((await health(server)).body).toMatchObject({ status: 'degraded', backend: { ready: false } });
-    await expectHealthy(server);
-  });
+  it(
+    'local, LOCAL_SANDBOX_ROOT is mode 0500: a clear isError ' + 'result naming chmod, and /health says degraded',
+    async () => {
+      const root = makeSandboxRoot();
+      cleanups.push(() => rmSync(root, { recursive: true, force: true }));
+      chmodSync(root, 0o500);
+      const server = await startServer({ env: { MCP_AUTH_TOKENS: TOKEN }, sandboxRoot: root });
+      const client = await connectClient('v2', server.url, { token: TOKEN });
+      expect(expectCleanError(await client.callTool('write_file', { path: 'a.txt', content: 'a' }))).toMatch(
+        /chmod o\+x/,
+      );
+      await client.close();
+      expect((await health(server)).body).toMatchObject({ status: 'degraded', backend: { ready: false } });
+      await expectHealthy(server);
+    },
+  );
 
-  it('E2B answers 500 on create: a clear isError result, the next call tries again, and the server stays healthy', async () => {
-    const e2b = await startE2B();
-    e2b.fault('create', apiError(500, 'internal failure'));
-    const server = await startServer({ env: e2bEnv(e2b) });
-    const client = await connectClient('v2', server.url, { token: TOKEN });
-    expect(expectCleanError(await client.callTool('write_file', { path: 'a.txt', content: 'a' }))).toContain(
-      'creating the sandbox',
-    );
-    expect((await client.callTool('sandbox_status')).structuredContent).toMatchObject({ state: 'not_started' });
-    expect((await client.callTool('write_file', { path: 'a.txt', content: 'a' })).isError).toBeFalsy();
-    expect(createsOf(e2b)).toBe(2);
-    const [second] = e2b.sandboxes();
-    expect((await client.callTool('sandbox_status')).structuredContent).toMatchObject({
-      state: 'running',
-      sandbox_id: second?.sandboxId,
-    });
-    await client.close();
-    await expectHealthy(server);
-  });
+  it(
+    'E2B answers 500 on create: a clear isError result, the next ' + 'call tries again, and the server stays healthy',
+    async () => {
+      const e2b = await startE2B();
+      e2b.fault('create', apiError(500, 'internal failure'));
+      const server = await startServer({ env: e2bEnv(e2b) });
+      const client = await connectClient('v2', server.url, { token: TOKEN });
+      expect(expectCleanError(await client.callTool('write_file', { path: 'a.txt', content: 'a' }))).toContain(
+        'creating the sandbox',
+      );
+      expect((await client.callTool('sandbox_status')).structuredContent).toMatchObject({ state: 'not_started' });
+      expect((await client.callTool('write_file', { path: 'a.txt', content: 'a' })).isError).toBeFalsy();
+      expect(createsOf(e2b)).toBe(2);
+      const [second] = e2b.sandboxes();
+      expect((await client.callTool('sandbox_status')).structuredContent).toMatchObject({
+        state: 'running',
+        sandbox_id: second?.sandboxId,
+      });
+      await client.close();
+      await expectHealthy(server);
+    },
+  );
 });
 
 describe('the sandbox dies mid-command', () => {
@@ -535,19 +541,22 @@ describe('E2B faults that take time (started in beforeAll)', () => {
     },
   );
 
-  it('429 on every create: "retry in a minute" after the 10 s retry budget, after a bounded number of tries', async () => {
-    const { result, error, seconds } = await limited.call;
-    expect(error).toBeUndefined();
-    // The exact schedule is asserted on a fake clock (test/core/e2b-create-schedule.test.ts); here, that it ends for
-    // real.
-    expect(seconds).toBeLessThan(10 + SOON_S);
-    const text = expectCleanError(result as ToolResult);
-    expect(text).toMatch(/HTTP 429/);
-    expect(text).toMatch(/retry in a minute/);
-    const tries = createsOf(limited.e2b);
-    expect(tries).toBeGreaterThanOrEqual(4);
-    expect(tries).toBeLessThanOrEqual(10);
-    console.log(`E2B 429: isError after ${seconds.toFixed(1)} s, ${tries} create attempts`);
-    await expectHealthy(limited.server);
-  });
+  it(
+    '429 on every create: "retry in a minute" after the 10 s ' + 'retry budget, after a bounded number of tries',
+    async () => {
+      const { result, error, seconds } = await limited.call;
+      expect(error).toBeUndefined();
+      // The exact schedule is asserted on a fake clock (test/core/e2b-create-schedule.test.ts); here, that it ends for
+      // real.
+      expect(seconds).toBeLessThan(10 + SOON_S);
+      const text = expectCleanError(result as ToolResult);
+      expect(text).toMatch(/HTTP 429/);
+      expect(text).toMatch(/retry in a minute/);
+      const tries = createsOf(limited.e2b);
+      expect(tries).toBeGreaterThanOrEqual(4);
+      expect(tries).toBeLessThanOrEqual(10);
+      console.log(`E2B 429: isError after ${seconds.toFixed(1)} s, ${tries} create attempts`);
+      await expectHealthy(limited.server);
+    },
+  );
 });

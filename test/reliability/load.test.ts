@@ -238,7 +238,8 @@ describe(`${SESSIONS} concurrent sessions × ${CALLS} mixed tool calls on the lo
       expect(server.child.exitCode).toBeNull();
       // The figures, for the CI log and the benchmark notes.
       console.log(
-        `load: ${JSON.stringify({ sessions: SESSIONS, calls_per_session: CALLS, concurrency: CONCURRENCY, ...timings })}`,
+        `load: ` +
+          `${JSON.stringify({ sessions: SESSIONS, calls_per_session: CALLS, concurrency: CONCURRENCY, ...timings })}`,
       );
     },
   );

@@ -83,7 +83,8 @@ export function describeFuzz({ cases: COUNT, seed: SEED, only: ONLY, replay, rep
       });
     });
 
-    it('answers every case with a status the status table allows for it: no 5xx, no dropped connection, no hang', async () => {
+    it('answers every case with a status the status table allows for ' +
+      'it: no 5xx, no dropped connection, no hang', async () => {
       const selected = ONLY === undefined ? cases : cases.filter((c) => ONLY.includes(c.index));
       const limit = createLimiter(CONCURRENCY);
       const openedSessions: string[] = [];
@@ -146,18 +147,22 @@ export function describeFuzz({ cases: COUNT, seed: SEED, only: ONLY, replay, rep
       expect(server.stderr()).not.toMatch(/uncaught|unhandled|FATAL|heap out of memory/i);
     });
 
-    it('answers no hostile input with the generic internal error (-32603): invalid input is refused by name instead', () => {
-      const unexpected = server
-        .logs()
-        .filter((line) =>
-          ['tool failed unexpectedly', 'unhandled error', 'response failed'].includes(String(line.msg)),
-        );
-      expect({
-        internalErrors: internalErrors.slice(0, 20),
-        count: internalErrors.length,
-        logged: unexpected.map((l) => l.error),
-      }).toEqual({ internalErrors: [], count: 0, logged: [] });
-    });
+    it(
+      'answers no hostile input with the generic internal error ' +
+        '(-32603): invalid input is refused by name instead',
+      () => {
+        const unexpected = server
+          .logs()
+          .filter((line) =>
+            ['tool failed unexpectedly', 'unhandled error', 'response failed'].includes(String(line.msg)),
+          );
+        expect({
+          internalErrors: internalErrors.slice(0, 20),
+          count: internalErrors.length,
+          logged: unexpected.map((l) => l.error),
+        }).toEqual({ internalErrors: [], count: 0, logged: [] });
+      },
+    );
 
     it('let no path escape: nothing written outside the workspaces, /etc/passwd untouched', () => {
       const stray: string[] = [];

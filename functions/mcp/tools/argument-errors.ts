@@ -68,7 +68,10 @@ function sentence(issue: Issue, args: unknown, known: readonly string[]): string
       return `Unknown argument${issue.keys.length === 1 ? '' : 's'} ${quoted(issue.keys)}: ${takes}.`;
     }
     case 'invalid_value':
-      return `${where} must be one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}, not ${described(given)}.`;
+      return (
+        `${where} must be one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}, not ` +
+        `${described(given)}.`
+      );
     case 'too_small':
       return `${where} ${bound(issue.origin, issue.minimum, issue.inclusive !== false, 'small')}.`;
     case 'too_big':

@@ -124,14 +124,17 @@ it(
   },
 );
 
-it("keeps an idle served connection open well past the clients' own idle windows, and says so in Keep-Alive", async () => {
-  const g = await startGuarded({ maxConnections: 8, maxPerPeer: 0 });
-  const [conn] = await openAll(g.port, 1);
-  conn?.socket.write(post());
-  await until(() => (conn === undefined ? false : hasHead(conn)));
-  expect(conn?.received().toLowerCase()).toContain(`\r\nkeep-alive: timeout=${DEFAULT_KEEP_ALIVE_MS / 1000}\r\n`);
-  expect(DEFAULT_KEEP_ALIVE_MS).toBeGreaterThanOrEqual(60_000);
-});
+it(
+  "keeps an idle served connection open well past the clients' " + 'own idle windows, and says so in Keep-Alive',
+  async () => {
+    const g = await startGuarded({ maxConnections: 8, maxPerPeer: 0 });
+    const [conn] = await openAll(g.port, 1);
+    conn?.socket.write(post());
+    await until(() => (conn === undefined ? false : hasHead(conn)));
+    expect(conn?.received().toLowerCase()).toContain(`\r\nkeep-alive: timeout=${DEFAULT_KEEP_ALIVE_MS / 1000}\r\n`);
+    expect(DEFAULT_KEEP_ALIVE_MS).toBeGreaterThanOrEqual(60_000);
+  },
+);
 
 it('sends no idle deadline with keepAliveMs 0 (on FC the platform owns the connections)', async () => {
   const g = await startGuarded({ maxConnections: 8, maxPerPeer: 0, keepAliveMs: 0 });
@@ -186,40 +189,46 @@ it('closes a refused connection that sends no request after the hold, unanswered
 });
 
 describe('behind a trusted proxy (MCP_TRUSTED_PROXIES)', () => {
-  it('does not cap the proxy by its connections: twenty clients forwarded over twenty connections are all served', async () => {
-    const g = await startGuarded({ maxConnections: 100, maxPerPeer: 8 }, { hold: true });
-    const conns = await openAll(g.port, 20, PROXY);
-    for (const [i, conn] of conns.entries()) conn.socket.write(post(`198.51.100.${i + 1}`));
-    await until(() => g.held.length === 20);
-    g.release();
-    await until(() => conns.every(hasHead));
-    expect(conns.map((conn) => statusOf(conn.received()))).toEqual(Array.from({ length: 20 }, () => 200));
-  });
+  it(
+    'does not cap the proxy by its connections: twenty clients ' + 'forwarded over twenty connections are all served',
+    async () => {
+      const g = await startGuarded({ maxConnections: 100, maxPerPeer: 8 }, { hold: true });
+      const conns = await openAll(g.port, 20, PROXY);
+      for (const [i, conn] of conns.entries()) conn.socket.write(post(`198.51.100.${i + 1}`));
+      await until(() => g.held.length === 20);
+      g.release();
+      await until(() => conns.every(hasHead));
+      expect(conns.map((conn) => statusOf(conn.received()))).toEqual(Array.from({ length: 20 }, () => 200));
+    },
+  );
 
-  it('caps the requests in flight of one forwarded client, answering the next 503, and frees its share as they end', async () => {
-    const g = await startGuarded({ maxConnections: 100, maxPerPeer: 8 }, { hold: true });
-    const conns = await openAll(g.port, 20, PROXY);
-    // The client wrote an address of its own on the left; the proxy appended the one it saw.
-    for (const conn of conns) conn.socket.write(post('203.0.113.66, 198.51.100.7'));
-    await until(() => g.held.length === 8 && conns.filter(hasHead).length === 12);
-    const refused = conns.filter(hasHead);
-    for (const conn of refused) await expectRefused(conn, 'requests in flight through the proxy');
-    expect(g.logged.find((line) => line.msg === 'connection refused')).toMatchObject({
-      scope: 'client',
-      client: '198.51.100.7',
-      peer: PROXY,
-    });
-    // Another client through the same proxy is not held back by it.
-    const other = await openFrom(g.port, PROXY);
-    other.socket.write(post('198.51.100.8'));
-    await until(() => g.held.length === 9);
-    g.release();
-    const served = conns.filter((conn) => !refused.includes(conn));
-    await until(() => served.every(hasHead));
-    served[0]?.socket.write(post('198.51.100.7'));
-    await until(() => g.held.length === 1);
-    g.release();
-  });
+  it(
+    'caps the requests in flight of one forwarded client, answering ' + 'the next 503, and frees its share as they end',
+    async () => {
+      const g = await startGuarded({ maxConnections: 100, maxPerPeer: 8 }, { hold: true });
+      const conns = await openAll(g.port, 20, PROXY);
+      // The client wrote an address of its own on the left; the proxy appended the one it saw.
+      for (const conn of conns) conn.socket.write(post('203.0.113.66, 198.51.100.7'));
+      await until(() => g.held.length === 8 && conns.filter(hasHead).length === 12);
+      const refused = conns.filter(hasHead);
+      for (const conn of refused) await expectRefused(conn, 'requests in flight through the proxy');
+      expect(g.logged.find((line) => line.msg === 'connection refused')).toMatchObject({
+        scope: 'client',
+        client: '198.51.100.7',
+        peer: PROXY,
+      });
+      // Another client through the same proxy is not held back by it.
+      const other = await openFrom(g.port, PROXY);
+      other.socket.write(post('198.51.100.8'));
+      await until(() => g.held.length === 9);
+      g.release();
+      const served = conns.filter((conn) => !refused.includes(conn));
+      await until(() => served.every(hasHead));
+      served[0]?.socket.write(post('198.51.100.7'));
+      await until(() => g.held.length === 1);
+      g.release();
+    },
+  );
 
   it(
     'ignores X-Forwarded-For from a peer that is not a trusted proxy: a spoofed client per connection does not ' +

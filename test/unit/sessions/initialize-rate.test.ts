@@ -38,12 +38,15 @@ describe('createInitializeRate', () => {
     for (let i = 0; i < 1000; i += 1) expect(rate.take('a', 0)).toBe(0);
   });
 
-  it('remembers at most maxPrincipals credentials: the least recently used is forgotten (and starts full again)', () => {
-    const rate = createInitializeRate({ burst: 1, perMinute: 1, maxPrincipals: 2 });
-    expect(['a', 'b'].map((p) => rate.take(p, 0))).toEqual([0, 0]);
-    expect(rate.take('a', 0)).toBeGreaterThan(0); // a is now the most recently used
-    expect(rate.take('c', 0)).toBe(0); // b is forgotten
-    expect(rate.take('a', 0)).toBeGreaterThan(0);
-    expect(rate.take('b', 0)).toBe(0);
-  });
+  it(
+    'remembers at most maxPrincipals credentials: the least ' + 'recently used is forgotten (and starts full again)',
+    () => {
+      const rate = createInitializeRate({ burst: 1, perMinute: 1, maxPrincipals: 2 });
+      expect(['a', 'b'].map((p) => rate.take(p, 0))).toEqual([0, 0]);
+      expect(rate.take('a', 0)).toBeGreaterThan(0); // a is now the most recently used
+      expect(rate.take('c', 0)).toBe(0); // b is forgotten
+      expect(rate.take('a', 0)).toBeGreaterThan(0);
+      expect(rate.take('b', 0)).toBe(0);
+    },
+  );
 });

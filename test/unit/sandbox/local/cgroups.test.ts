@@ -363,26 +363,29 @@ describe('probeCgroups', () => {
     expect(refused.problems.join('\n')).toContain('EACCES');
   });
 
-  it('removes the empty children an earlier server left at start-up, and keeps one that still has processes', async () => {
-    const fs = new FakeCgroupFs();
-    const host = hybridHost(fs);
-    const parent = join(host.pids, NAME);
-    const stale = `mcp-sandbox-${'11'.repeat(16)}`;
-    const live = `mcp-sandbox-${'22'.repeat(16)}`;
-    fs.mount('pids', { version: 1, controllers: ['pids'] }, [
-      `${NAME}/${stale}`,
-      `${NAME}/${live}`,
-      `${NAME}/not-ours`,
-    ]);
-    writeFileSync(join(parent, live, 'cgroup.procs'), '4242\n');
-    await probeCgroups({ root: ROOT, limits: LIMITS, mountinfo: host.mountinfo, selfCgroup: host.selfCgroup, fs });
-    expect(
-      readdirSync(parent)
-        .filter((name) => statSync(join(parent, name)).isDirectory())
-        .sort(),
-    ).toEqual([live, 'not-ours']);
-    expect(fs.killed).toEqual([]);
-  });
+  it(
+    'removes the empty children an earlier server left at ' + 'start-up, and keeps one that still has processes',
+    async () => {
+      const fs = new FakeCgroupFs();
+      const host = hybridHost(fs);
+      const parent = join(host.pids, NAME);
+      const stale = `mcp-sandbox-${'11'.repeat(16)}`;
+      const live = `mcp-sandbox-${'22'.repeat(16)}`;
+      fs.mount('pids', { version: 1, controllers: ['pids'] }, [
+        `${NAME}/${stale}`,
+        `${NAME}/${live}`,
+        `${NAME}/not-ours`,
+      ]);
+      writeFileSync(join(parent, live, 'cgroup.procs'), '4242\n');
+      await probeCgroups({ root: ROOT, limits: LIMITS, mountinfo: host.mountinfo, selfCgroup: host.selfCgroup, fs });
+      expect(
+        readdirSync(parent)
+          .filter((name) => statSync(join(parent, name)).isDirectory())
+          .sort(),
+      ).toEqual([live, 'not-ours']);
+      expect(fs.killed).toEqual([]);
+    },
+  );
 
   it('names the parent after the sandbox root, so that servers with other roots never share one', () => {
     expect(parentGroupName('/tmp/a')).toMatch(/^mcp-sandboxes-[0-9a-f]{12}$/);

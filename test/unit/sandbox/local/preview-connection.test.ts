@@ -154,24 +154,27 @@ describe('the first request', () => {
     }
   });
 
-  it('408 once its deadline passes; 400 when the client ends in the middle of it; nothing when it sent nothing', async () => {
-    const slow = await client();
-    slow.socket.write('GET / HTTP/1.1\r\n');
-    (
-      await until(
-        () => running(HEAD_TIMEOUT_MS),
-        (t) => t !== undefined,
-      )
-    )?.fire();
-    expect(statusLines(await slow.closed)).toEqual(['HTTP/1.1 408 ']);
-    const cut = await client();
-    cut.socket.end('GET / HTTP/1.1\r\nHost:');
-    expect(statusLines(await cut.closed)).toEqual(['HTTP/1.1 400 ']);
-    const silent = await client();
-    silent.socket.end();
-    expect(await silent.closed).toBe('');
-    expect(app.asked).toBe(0);
-  });
+  it(
+    '408 once its deadline passes; 400 when the client ends in the ' + 'middle of it; nothing when it sent nothing',
+    async () => {
+      const slow = await client();
+      slow.socket.write('GET / HTTP/1.1\r\n');
+      (
+        await until(
+          () => running(HEAD_TIMEOUT_MS),
+          (t) => t !== undefined,
+        )
+      )?.fire();
+      expect(statusLines(await slow.closed)).toEqual(['HTTP/1.1 408 ']);
+      const cut = await client();
+      cut.socket.end('GET / HTTP/1.1\r\nHost:');
+      expect(statusLines(await cut.closed)).toEqual(['HTTP/1.1 400 ']);
+      const silent = await client();
+      silent.socket.end();
+      expect(await silent.closed).toBe('');
+      expect(app.asked).toBe(0);
+    },
+  );
 });
 
 describe('the requests after it, on the same connection', () => {
@@ -201,18 +204,21 @@ describe('the requests after it, on the same connection', () => {
     },
   );
 
-  it('a pipelined second request without the cookie likewise: the first goes in, not one byte of the second', async () => {
-    const c = await client();
-    c.socket.write(request('/one') + request('/two', ['X: pipelined']));
-    await until(
-      () => app.sawEof,
-      (saw) => saw,
-    );
-    expect(carried()).toBe(request('/one', []));
-    appSends('HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n');
-    appEnds();
-    expect(statusLines(await c.closed)).toEqual(['HTTP/1.1 200 ', 'HTTP/1.1 401 ']);
-  });
+  it(
+    'a pipelined second request without the cookie likewise: the ' + 'first goes in, not one byte of the second',
+    async () => {
+      const c = await client();
+      c.socket.write(request('/one') + request('/two', ['X: pipelined']));
+      await until(
+        () => app.sawEof,
+        (saw) => saw,
+      );
+      expect(carried()).toBe(request('/one', []));
+      appSends('HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n');
+      appEnds();
+      expect(statusLines(await c.closed)).toEqual(['HTTP/1.1 200 ', 'HTTP/1.1 401 ']);
+    },
+  );
 
   it('bodies pass byte for byte, Content-Length and chunked, and a request inside a body is body', async () => {
     const smuggled = request('/admin', []);

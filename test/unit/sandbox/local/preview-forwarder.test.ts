@@ -598,16 +598,19 @@ describe('behind a capability URL, on loopback as on a public address', () => {
     },
   );
 
-  it('refuses the cookie from a page of another origin on the host (403), and takes it from the preview itself', async () => {
-    const { origin, received, cookie, cookieName } = await opened();
-    const foreignPage = (
-      await exchange(origin, get('/', [`Cookie: ${cookieName}=${cookie}`, 'Origin: http://127.0.0.1:1']), true)
-    ).received;
-    expect(statusOf(foreignPage)).toBe(403);
-    expect(received).toEqual([]);
-    await exchange(origin, get('/', [`Cookie: ${cookieName}=${cookie}`, `Origin: ${origin}`]), true);
-    expect(received.length).toBe(1);
-  });
+  it(
+    'refuses the cookie from a page of another origin on the host ' + '(403), and takes it from the preview itself',
+    async () => {
+      const { origin, received, cookie, cookieName } = await opened();
+      const foreignPage = (
+        await exchange(origin, get('/', [`Cookie: ${cookieName}=${cookie}`, 'Origin: http://127.0.0.1:1']), true)
+      ).received;
+      expect(statusOf(foreignPage)).toBe(403);
+      expect(received).toEqual([]);
+      await exchange(origin, get('/', [`Cookie: ${cookieName}=${cookie}`, `Origin: ${origin}`]), true);
+      expect(received.length).toBe(1);
+    },
+  );
 
   it(
     'answers 431 to headers beyond the cap, 400 to bytes that are not HTTP, 408 to a client that sends nothing in ' +

@@ -288,18 +288,21 @@ withDisks('a workspace on its own disk image (root, loop devices)', () => {
     },
   );
 
-  it('is mounted again, never formatted, when found unmounted (after a host restart), whatever the limit is now', async () => {
-    const ws = await open('c', 32 * MIB);
-    writeFileSync(join(ws.home, 'kept.txt'), 'kept');
-    execFileSync('umount', [ws.dir]);
-    expect(readdirSync(ws.dir)).toEqual([]);
-    await ws.disk?.drop();
-    const again = await open('c', undefined);
-    expect(again.diskLimitBytes).toBe(32 * MIB);
-    expect(readFileSync(join(again.home, 'kept.txt'), 'utf8')).toBe('kept');
-    expect(again.owner).toEqual(ws.owner);
-    await remove(again);
-  });
+  it(
+    'is mounted again, never formatted, when found unmounted (after ' + 'a host restart), whatever the limit is now',
+    async () => {
+      const ws = await open('c', 32 * MIB);
+      writeFileSync(join(ws.home, 'kept.txt'), 'kept');
+      execFileSync('umount', [ws.dir]);
+      expect(readdirSync(ws.dir)).toEqual([]);
+      await ws.disk?.drop();
+      const again = await open('c', undefined);
+      expect(again.diskLimitBytes).toBe(32 * MIB);
+      expect(readFileSync(join(again.home, 'kept.txt'), 'utf8')).toBe('kept');
+      expect(again.owner).toEqual(ws.owner);
+      await remove(again);
+    },
+  );
 
   it('leaves a workspace made before disk images as it is: no image, unlimited, its files in place', async () => {
     const plain = await open('d', undefined);
