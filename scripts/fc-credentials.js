@@ -80,8 +80,8 @@ const CHAIN = [
   {
     provider: 'env',
     label: ({ env }) =>
-      `environment variables ` +
-      `ALIBABA_CLOUD_ACCESS_KEY_ID/ALIBABA_CLOUD_ACCESS_KEY_SECRET${env.ALIBABA_CLOUD_SECURITY_TOKEN ? '/ALIBABA_CLOUD_SECURITY_TOKEN' : ''}`,
+      'environment variables ALIBABA_CLOUD_ACCESS_KEY_ID/ALIBABA_CLOUD_ACCESS_KEY_SECRET' +
+      (env.ALIBABA_CLOUD_SECURITY_TOKEN ? '/ALIBABA_CLOUD_SECURITY_TOKEN' : ''),
     create: (lib, { env }) => {
       const accessKeyId = env.ALIBABA_CLOUD_ACCESS_KEY_ID;
       const accessKeySecret = env.ALIBABA_CLOUD_ACCESS_KEY_SECRET;

@@ -105,6 +105,17 @@ const timed = async (run: () => Promise<ToolResult>): Promise<Timed> => {
   }
 };
 
+/** What each call got, shortened for the log. */
+const callRecord = (calls: Timed[] | 'hanging') =>
+  calls === 'hanging'
+    ? calls
+    : calls.map((c) => ({
+        isError: c.result?.isError,
+        text: c.result ? textOf(c.result).slice(0, 80) : undefined,
+        error: c.error?.slice(0, 120),
+        seconds: Math.round(c.seconds * 10) / 10,
+      }));
+
 // The slow E2B faults, started at once (see the header).
 let hang: {
   server: StartedServer;
@@ -489,10 +500,7 @@ describe('SIGTERM with calls in flight', () => {
       expect(exit).toMatchObject({ code: 0, signal: null });
       expect(calls).not.toBe('hanging');
       // Each call ends one way or the other; what each got is printed for the record.
-      console.log(
-        `SIGTERM (no secret): exit ${JSON.stringify(exit)}; calls ` +
-          `${JSON.stringify(calls === 'hanging' ? calls : calls.map((c) => ({ isError: c.result?.isError, text: c.result ? textOf(c.result).slice(0, 80) : undefined, error: c.error?.slice(0, 120), seconds: Math.round(c.seconds * 10) / 10 })))}`,
-      );
+      console.log(`SIGTERM (no secret): exit ${JSON.stringify(exit)}; calls ` + `${JSON.stringify(callRecord(calls))}`);
       expect(leftovers.map((p) => p.cmdline)).toEqual([]);
       expect(workspacesIn(root)).toEqual([]);
     },
@@ -505,10 +513,7 @@ describe('SIGTERM with calls in flight', () => {
       const { exit, calls, leftovers, root } = await sigtermWithCallsInFlight({ MCP_SESSION_SECRET: SECRET }, [3, 31]);
       expect(exit).toMatchObject({ code: 0, signal: null });
       expect(calls).not.toBe('hanging');
-      console.log(
-        `SIGTERM (secret): exit ${JSON.stringify(exit)}; calls ` +
-          `${JSON.stringify(calls === 'hanging' ? calls : calls.map((c) => ({ isError: c.result?.isError, text: c.result ? textOf(c.result).slice(0, 80) : undefined, error: c.error?.slice(0, 120), seconds: Math.round(c.seconds * 10) / 10 })))}`,
-      );
+      console.log(`SIGTERM (secret): exit ${JSON.stringify(exit)}; calls ` + `${JSON.stringify(callRecord(calls))}`);
       expect(leftovers.map((p) => p.cmdline)).toEqual([]);
       expect(workspacesIn(root)).toHaveLength(2);
     },

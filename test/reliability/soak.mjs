@@ -296,10 +296,13 @@ writeFileSync(
   join(ROOT, 'bench/SOAK.md'),
   `# Soak
 
-\`npm run soak\` (test/reliability/soak.mjs; not in CI): ${SESSIONS} sessions of mixed tool calls (write, read, edit, list,
+\`npm run soak\` (test/reliability/soak.mjs; not in CI): ${SESSIONS} sessions of mixed tool calls (write, read, edit, \
+list,
 run_command, run_code, sandbox_status, manage_process) on the local backend, each session ended with DELETE and replaced
-after ${SESSION_LIFETIME_CALLS} calls; the server's RSS sampled every ${SAMPLE_S} s. Limits (issue 7): RSS growth after a
-${WARMUP_S} s warm-up ≤ ${pct(MAX_GROWTH)} (median of the first ${window} samples after warm-up against the median of the last
+after ${SESSION_LIFETIME_CALLS} calls; the server's RSS sampled every ${SAMPLE_S} s. Limits (issue 7): RSS growth \
+after a
+${WARMUP_S} s warm-up ≤ ${pct(MAX_GROWTH)} (median of the first ${window} samples after warm-up against the median of \
+the last
 ${window}: RSS saws with garbage collection), 0 errors.
 
 Latest run: ${new Date().toISOString().slice(0, 10)}, commit ${commit}, Node ${process.version}, ${

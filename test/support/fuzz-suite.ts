@@ -131,8 +131,10 @@ export function describeFuzz({ cases: COUNT, seed: SEED, only: ONLY, replay, rep
         `server warnings and errors ${JSON.stringify(logged)}\n` +
           `fuzz: ${sent} requests sent in ${((Date.now() - started) / 1000).toFixed(1)} s (seed ` +
           `${SEED})\nfamilies ${JSON.stringify(byFamily)}\nstatuses ${JSON.stringify(byStatus)}\n` +
-          `${problems.length} failing, ${internalErrors.length} internal ` +
-          `errors${problems.length + internalErrors.length > 0 ? `:\n${[...problems, ...internalErrors].slice(0, 40).join('\n')}` : ''}`,
+          `${problems.length} failing, ${internalErrors.length} internal errors` +
+          (problems.length + internalErrors.length > 0
+            ? `:\n${[...problems, ...internalErrors].slice(0, 40).join('\n')}`
+            : ''),
       );
       if (reportFile !== undefined) writeFileSync(reportFile, [...problems, ...internalErrors].join('\n'));
       if (ONLY === undefined) expect(sent).toBeGreaterThanOrEqual(Math.floor(COUNT * 0.8));

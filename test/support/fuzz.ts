@@ -501,7 +501,15 @@ export function generateCases(seed: number, count: number, t: FuzzTargets): Fuzz
     return post(
       'utf8',
       `${useEscape ? 'escape' : 'invalid bytes'} in ` +
-        `${['ping params', 'write_file', 'read_file path', 'run_command', 'method name', 'initialize clientInfo', 'JSON structure'][where]}`,
+        [
+          'ping params',
+          'write_file',
+          'read_file path',
+          'run_command',
+          'method name',
+          'initialize clientInfo',
+          'JSON structure',
+        ][where],
       headers,
       body,
       allowed,
@@ -961,7 +969,13 @@ export function generateCases(seed: number, count: number, t: FuzzTargets): Fuzz
     const c = post(
       'auth',
       `${m} ${valid ? 'valid' : 'bad'} authorization ${JSON.stringify(value?.slice(0, 24) ?? null)} session ` +
-        `${session === t.session ? 'own' : session === undefined ? 'none' : session === t.otherSession ? 'foreign' : 'bogus'}`,
+        (session === t.session
+          ? 'own'
+          : session === undefined
+            ? 'none'
+            : session === t.otherSession
+              ? 'foreign'
+              : 'bogus'),
       h,
       m === 'POST' ? json(rpc('ping', undefined, id)) : Buffer.alloc(0),
       allowed,
@@ -1012,10 +1026,12 @@ export function generateCases(seed: number, count: number, t: FuzzTargets): Fuzz
           where === 0
             ? `{"jsonrpc":"2.0","id":${id},"method":"ping","params":{"n":${nested}}}`
             : where === 1
-              ? `{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":"run_command","arguments":{"command":"true","env":${nested}}}}`
+              ? `{"jsonrpc":"2.0","id":${id},"method":"tools/call",` +
+                `"params":{"name":"run_command","arguments":{"command":"true","env":${nested}}}}`
               : where === 2
                 ? `{"jsonrpc":"2.0","id":${nested},"method":"ping"}`
-                : `{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":"sandbox_status","arguments":{},"_meta":{"progressToken":${nested}}}}`;
+                : `{"jsonrpc":"2.0","id":${id},"method":"tools/call",` +
+                  `"params":{"name":"sandbox_status","arguments":{},"_meta":{"progressToken":${nested}}}}`;
         return post(
           'huge',
           `nesting depth ${depth} in ${['params', 'tool arguments', 'id', '_meta.progressToken'][where]}`,
