@@ -1,7 +1,6 @@
 /**
  * Every option of `node scripts/deploy.js`, each declared with its type, default and description (what --help
- * shows). The defaults here are the ones the repository's s.yaml uses too (test/deploy/repo-s-yaml.test.ts keeps
- * them in step).
+ * shows). The defaults here are the ones the repository's s.yaml uses too, and the two are kept in step.
  */
 'use strict';
 

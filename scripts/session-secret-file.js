@@ -1,8 +1,8 @@
 /**
  * The session secret `s deploy` and the console steps use when the operator's shell has none: generated once into
  * <output-dir>/session-secret (mode 0600) and reused by every later run, so that each deploy sends the same value.
- * A new value would end every open session (it signs the session ids and sandbox handles), which is what following
- * `openssl rand` on each deploy used to do.
+ * A new value would end every open session (it signs the session ids and sandbox handles), as a fresh
+ * `openssl rand` on each deploy would.
  */
 'use strict';
 
