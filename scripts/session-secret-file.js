@@ -54,4 +54,4 @@ function ensureSessionSecretFile(file) {
   return true;
 }
 
-module.exports = { keepSessionSecret, ensureSessionSecretFile, SESSION_SECRET_FILE_NAME };
+module.exports = { keepSessionSecret, SESSION_SECRET_FILE_NAME };
