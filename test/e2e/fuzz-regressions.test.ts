@@ -1,8 +1,7 @@
 /**
  * Failing cases the fuzz suite found (seeds 20260728, 1, 2, 3, 5), kept as explicit tests of the behaviour
  * docs/protocol.md and the status table (docs/platform-facts.md) promise. Each names the fuzz family and note it came
- * from.
- * Each failed when it was found; the server was fixed, and these keep it so.
+ * from. Each failed when it was found; the server was fixed, and these keep it so.
  */
 import { connect } from 'node:net';
 
@@ -103,8 +102,7 @@ describe('initialize sent again inside a session (fuzz: method "request initiali
 describe('HTTP methods outside POST/DELETE/OPTIONS/GET (fuzz: http-method)', () => {
   // Found as: TRACE /mcp. Now: 400 {"error":"bad_request","message":"The request target is not a valid path."}, because
   // `new Request()` refuses TRACE (a forbidden method in the Fetch spec) and node-listener.ts reports every failure of
-  // it
-  // as a bad path. A method the endpoint does not serve gets 405 with Allow (RFC 9110 §15.5.6).
+  // it as a bad path. A method the endpoint does not serve gets 405 with Allow (RFC 9110 §15.5.6).
   it('answers TRACE /mcp with 405 and an Allow header', async () => {
     const res = await freshRequest(server.url, { method: 'TRACE', headers: authed(TOKEN) });
     expect(res.status).toBe(405);

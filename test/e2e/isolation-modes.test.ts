@@ -1,7 +1,7 @@
 /**
  * The isolation modes of the local backend, exactly as the table in docs/security.md states them
- * (LOCAL_SANDBOX_ISOLATION:
- * bwrap or none, the server root or not, and auto), through the built bundle and the official client: what holds
+ * (LOCAL_SANDBOX_ISOLATION: bwrap or none, the server root or not, and auto), through the built bundle and the official
+ * client: what holds
  * in each mode, and what does not. The server runs as a user other than root through a wrapper given to
  * startServer as its `node` (setpriv), and without working bubblewrap through one that masks it in a mount
  * namespace of the server's own (unshare): the host's bubblewrap is never touched. Needs root (CI runs as root).
@@ -52,8 +52,8 @@ const SERVER_SECRET = 'e2e-isolation-server-only-secret';
 const NAMESPACES = ['mnt', 'pid', 'ipc', 'uts', 'net'] as const;
 /** Every variable a sandboxed process starts with (launch.ts); bash adds PWD, SHLVL and _ itself. */
 const BASE_ENV = ['HOME', 'LANG', 'MPLBACKEND', 'PATH', 'PYTHONUNBUFFERED', 'TERM', 'TMPDIR', 'USER'];
-/** What bubblewrap mounts at the sandbox's root: the system directories this host has, /home/user, /tmp, /proc, /dev.
- * */
+/** What bubblewrap mounts at the sandbox's root: the system directories this host has, /home/user, /tmp, /proc,
+ * /dev. */
 const BWRAP_ROOT = [
   ...['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32', '/etc', '/opt']
     .filter((dir) => existsSync(dir))
@@ -139,8 +139,8 @@ function makeHostFiles(parent: string): { dir: string; publicFile: string; priva
   return { dir, publicFile, privateFile, openDir };
 }
 
-/** A directory of wrappers startServer runs as its `node`: the bundle as another user, or without working bubblewrap.
- * */
+/** A directory of wrappers startServer runs as its `node`: the bundle as another user, or without working
+ * bubblewrap. */
 let wrappers: string;
 function wrapper(name: string, body: string): string {
   const file = join(wrappers, name);

@@ -1,8 +1,7 @@
 /**
  * Long work through the official client over real HTTP: live output as progress, cancellation that leaves
  * nothing behind, background processes with logs and previews, reset. (Keep-alive cadence:
- * test/core/keep-alive.test.ts;
- * keep-alives over a real 40 s silence: test/reliability/real-time.test.ts.)
+ * test/core/keep-alive.test.ts; keep-alives over a real 40 s silence: test/reliability/real-time.test.ts.)
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';

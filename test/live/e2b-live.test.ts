@@ -1,8 +1,7 @@
 /**
  * Opt-in: every tool against real E2B (or Alibaba Cloud's E2B-compatible service), through the built bundle
  * and the official v2 client. Runs only when E2B_API_KEY is set; E2B_DOMAIN, E2B_API_URL, E2B_SANDBOX_URL and
- * E2B_TEMPLATE are
- * passed through when set. Without a key the suite is reported as skipped, and says so.
+ * E2B_TEMPLATE are passed through when set. Without a key the suite is reported as skipped, and says so.
  */
 import { connectClient, textOf } from '../support/clients';
 import { postMcp } from '../support/http';

@@ -5,8 +5,7 @@
  * `sdk` (the "E2B" that outlives instances) and a `clock` are instances of one deployment.
  *
  * What only the real process shows (start-up, signals, the Node shell, FC hooks, the cold instance's early initialize)
- * is
- * tested through the bundle in test/e2e.
+ * is tested through the bundle in test/e2e.
  */
 import { randomUUID } from 'node:crypto';
 
@@ -50,8 +49,8 @@ export interface HarnessOptions {
   sdk?: StubSdk;
   /** @default a new fake clock */
   clock?: FakeClock;
-  /** Another sandbox backend altogether, made from the harness's config, logger and clock (replaces the E2B provider).
-   * */
+  /** Another sandbox backend altogether, made from the harness's config, logger and clock (replaces the E2B
+   * provider). */
   sandboxes?: (deps: { config: Config; logger: Logger; clock: FakeClock }) => SelectedProvider;
   /** How OAuth access tokens are checked (with MCP_OAUTH_ISSUER in `env`). @default the verifier's defaults on the
    * harness clock */

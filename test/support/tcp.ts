@@ -47,8 +47,8 @@ export async function exchange(url: string, request: string | Buffer, end = fals
   return exchangeOn(opened.socket, request, end);
 }
 
-/** An HTTP/1.0 GET of `path` (the server closes the connection after its answer), with `headers` (a preview's Cookie).
- * */
+/** An HTTP/1.0 GET of `path` (the server closes the connection after its answer), with `headers` (a preview's
+ * Cookie). */
 export const httpGet = (path: string, headers: readonly string[] = []): string =>
   [`GET ${path} HTTP/1.0`, 'Host: preview', ...headers, '', ''].join('\r\n');
 

@@ -63,8 +63,8 @@ function walk(dir: string): string[] {
   return out;
 }
 
-/** The text a reader sees as explanation, line by line: comments in code (others blanked), docs without fenced blocks.
- * */
+/** The text a reader sees as explanation, line by line: comments in code (others blanked), docs without fenced
+ * blocks. */
 function explanatoryLines(file: string, text: string): string[] {
   const lines = text.split('\n');
   if (CODE_FILE.test(file)) {

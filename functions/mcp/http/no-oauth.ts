@@ -14,8 +14,8 @@ const WELL_KNOWN = [
 /** The endpoints a client falls back to when it finds no metadata. */
 const ENDPOINTS = new Set(['/register', '/authorize', '/token']);
 
-/** What the 404 says (the `no_oauth` row of http/refusals.ts): this server takes a bearer token, and how to pass one.
- * */
+/** What the 404 says (the `no_oauth` row of http/refusals.ts): this server takes a bearer token, and how to pass
+ * one. */
 export const NO_OAUTH_MESSAGE =
   'This server does not use OAuth: it takes a bearer token in the Authorization header ("Authorization: Bearer ' +
   '<token>", ' +

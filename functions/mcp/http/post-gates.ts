@@ -5,8 +5,8 @@
  * `readBody` in http/node-listener.ts.
  */
 
-/** Streamable HTTP: the client must accept both JSON and an event stream (else 406). Media types are case-insensitive.
- * */
+/** Streamable HTTP: the client must accept both JSON and an event stream (else 406). Media types are
+ * case-insensitive. */
 export function acceptsMcpAnswers(accept: string | null | undefined): boolean {
   return accept != null && /application\/json/i.test(accept) && /text\/event-stream/i.test(accept);
 }

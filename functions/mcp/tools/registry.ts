@@ -60,8 +60,7 @@ export function describeTools(tools: readonly ToolDefinition[]): Tool[] {
 
 /**
  * `describeTools(TOOLS)` as JSON, computed by build.mjs (`toolListDefine`) when it bundles these same definitions, so
- * that a
- * cold start does not compute it; not defined when the code runs from source.
+ * that a cold start does not compute it; not defined when the code runs from source.
  */
 declare const __TOOL_LIST_JSON__: string | undefined;
 

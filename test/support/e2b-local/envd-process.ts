@@ -1,8 +1,8 @@
 /**
  * envd's `process.Process` service for one sandbox (described by the SDK's descriptor in
  * node_modules/e2b/dist/index.js), on processes the sandbox's agent runs. As envd does: a process belongs to the
- * sandbox, not to the stream
- * that started it (a client that goes away leaves it running; Connect re-attaches and gets the output from
+ * sandbox, not to the stream that started it (a client that goes away leaves it running; Connect re-attaches and gets
+ * the output from
  * then on, output with nobody attached is dropped); `Connect-Timeout-Ms` of Start bounds the process's life
  * (SIGKILL at the deadline) and that of every stream (ended with `deadline_exceeded`); keepalive events
  * every `Keepalive-Ping-Interval` seconds of silence; the end event of a process that exited stays

@@ -79,8 +79,8 @@ const ASYMMETRIC = [
 const CLOCK_TOLERANCE_S = 60;
 const FETCH_TIMEOUT_MS = 5_000;
 
-/** A stable, non-reversible principal for an OAuth subject, distinct from every static token's (auth.ts toPrincipal).
- * */
+/** A stable, non-reversible principal for an OAuth subject, distinct from every static token's (auth.ts
+ * toPrincipal). */
 export function toSubjectPrincipal(issuer: string, subject: string): string {
   return `oauth-${hashTag(`mcp-principal-oauth:${issuer}\n${subject}`, 24)}`;
 }
