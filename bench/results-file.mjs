@@ -201,7 +201,7 @@ ${overhead['ours-warn'].p50Ms.toFixed(3)}), R1 ${overhead.r1.p50Ms.toFixed(3)}, 
 - Live output p95 ms per run: [${list(liveOutput.runs.map((r) => r.p95Ms))}]; lines received \
 ${liveOutput.linesReceived}/${liveOutput.linesExpected}
 - Sandbox memory MiB per run: [${list(sandboxMemory.runs.map((r) => r.rssMiB))}] (setup ${sandboxMemory.runs
-    .map((r) => `${r.setupMs} ` + `ms`)
+    .map((r) => `${r.setupMs} ms`)
     .join(', ')})
 ${toolRuns}
 `;

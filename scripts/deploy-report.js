@@ -249,7 +249,7 @@ function consoleLogging(plan) {
   const logConfig = plan.logConfig;
   if (logConfig !== undefined)
     return (
-      `Logging: SLS project ${logConfig.project}, logstore ${logConfig.logstore}; request and instance metrics ` + `on.`
+      `Logging: SLS project ${logConfig.project}, logstore ${logConfig.logstore}; ` + 'request and instance metrics on.'
     );
   return (
     'Logging: FC keeps no logs of this function until logging is on. Function → Logging: choose or create an SLS ' +

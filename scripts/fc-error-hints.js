@@ -57,7 +57,7 @@ function toErrorHint(code, statusCode) {
     return 'The FC API could not be reached: check the network, --region and --endpoint, then re-run.';
   if (statusCode >= 500)
     return (
-      'FC kept failing on its side: re-run in a few minutes; if it persists, open a ticket quoting the request ' + 'id.'
+      'FC kept failing on its side: re-run in a few minutes; ' + 'if it persists, open a ticket quoting the request id.'
     );
   return (
     'See the message above; fix the cause and re-run (the deploy is idempotent). Quote the request id if you open ' +

@@ -500,7 +500,7 @@ describe('SIGTERM with calls in flight', () => {
       expect(exit).toMatchObject({ code: 0, signal: null });
       expect(calls).not.toBe('hanging');
       // Each call ends one way or the other; what each got is printed for the record.
-      console.log(`SIGTERM (no secret): exit ${JSON.stringify(exit)}; calls ` + `${JSON.stringify(callRecord(calls))}`);
+      console.log(`SIGTERM (no secret): exit ${JSON.stringify(exit)}; calls ${JSON.stringify(callRecord(calls))}`);
       expect(leftovers.map((p) => p.cmdline)).toEqual([]);
       expect(workspacesIn(root)).toEqual([]);
     },
@@ -513,7 +513,7 @@ describe('SIGTERM with calls in flight', () => {
       const { exit, calls, leftovers, root } = await sigtermWithCallsInFlight({ MCP_SESSION_SECRET: SECRET }, [3, 31]);
       expect(exit).toMatchObject({ code: 0, signal: null });
       expect(calls).not.toBe('hanging');
-      console.log(`SIGTERM (secret): exit ${JSON.stringify(exit)}; calls ` + `${JSON.stringify(callRecord(calls))}`);
+      console.log(`SIGTERM (secret): exit ${JSON.stringify(exit)}; calls ${JSON.stringify(callRecord(calls))}`);
       expect(leftovers.map((p) => p.cmdline)).toEqual([]);
       expect(workspacesIn(root)).toHaveLength(2);
     },
