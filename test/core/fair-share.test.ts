@@ -30,7 +30,7 @@ const textOf = (res: Awaited<ReturnType<typeof callTool>>): string =>
   );
 
 describe(
-  'sessions (MCP_MAX_SESSIONS=5: each of the two credentials ' + 'may hold 2 by default, a quarter rounded up)',
+  'sessions (MCP_MAX_SESSIONS=5: ' + 'each of the two credentials may hold 2 by default, a quarter rounded up)',
   () => {
     const env = { MCP_MAX_SESSIONS: '5' };
 
@@ -62,7 +62,7 @@ describe(
     );
 
     it(
-      'at its own cap a credential lets its own least recently used ' + 'idle session go, never another credential’s',
+      'at its own cap a credential lets its own least recently used idle session go, ' + 'never another credential’s',
       async () => {
         const h = createHarness({ env });
         const theirs = await h.openSession(B);

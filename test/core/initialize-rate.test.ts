@@ -54,7 +54,7 @@ it('holds an initialize + DELETE loop to the default rate: 120 at once, then 2 a
 });
 
 it(
-  'does not count what mints no id: requests in a session, and ' + 'initialize bodies that are refused as malformed',
+  'does not count what mints no id: requests in a session, ' + 'and initialize bodies that are refused as malformed',
   async () => {
     const h = createHarness({ env: { MCP_INITIALIZE_BURST: '1', MCP_INITIALIZE_PER_MIN: '1' } });
     expect((await h.post({ jsonrpc: '2.0', id: 1, method: 'initialize', params: {} })).status).toBe(400);

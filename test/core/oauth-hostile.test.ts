@@ -92,7 +92,7 @@ describe('key rotation (the default 30 s between fetches for unknown key ids)', 
 });
 
 it(
-  'takes a token without a key id while the issuer publishes two ' + 'keys (mid-rotation): each matching key is tried',
+  'takes a token without a key id while the issuer publishes two keys (mid-rotation): ' + 'each matching key is tried',
   async () => {
     const { h, issuer } = await setUp();
     await issuer.rotate();

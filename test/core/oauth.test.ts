@@ -95,7 +95,7 @@ describe('a valid access token', () => {
   });
 
   it(
-    'signed by a key that rotated in after the keys were fetched is ' + 'accepted: the keys are fetched again, once',
+    'signed by a key that rotated in after the keys were fetched is accepted: ' + 'the keys are fetched again, once',
     async () => {
       const { h, issuer } = await setUp({ harness: { oauth: { jwksCooldownMs: 0 } } });
       expect((await initialize(h, await issuer.mint())).status).toBe(200);

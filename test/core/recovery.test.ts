@@ -163,7 +163,7 @@ async function idleHereUsedElsewhere(
 }
 
 it(
-  'does not destroy, on idle expiry, a sandbox that another ' + 'instance still serves; destroys it once nobody has',
+  'does not destroy, on idle expiry, ' + 'a sandbox that another instance still serves; destroys it once nobody has',
   async () => {
     const ttlMs = 60_000;
     const d = deployment({ env: { MCP_SESSION_IDLE_TTL_S: String(ttlMs / 1000) } });

@@ -135,7 +135,7 @@ describe(`idle expiry (MCP_SESSION_IDLE_TTL_S=${TTL_S}), on the fake clock`, () 
   });
 
   it(
-    'keeps a session whose call runs past the TTL until the call ' + 'ends, and counts its idle time from the end',
+    'keeps a session whose call runs past the TTL until the call ends, ' + 'and counts its idle time from the end',
     async () => {
       const h = createHarness({ env });
       const held = holdCommands(h);

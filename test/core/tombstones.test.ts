@@ -181,7 +181,7 @@ describe('the E2B backend (E2B_STATE_DIR)', () => {
   );
 
   it(
-    'a session DELETEd on an instance that never touched its ' + 'sandbox (it moved there) still leaves a tombstone',
+    'a session DELETEd on an instance that never touched its sandbox (it moved there) ' + 'still leaves a tombstone',
     async () => {
       const shared = deployment();
       const a = e2bInstance(shared);

@@ -317,7 +317,7 @@ describe('tools/list', () => {
   });
 
   it(
-    'gives every input and output schema in the portable subset ' + '(2026-07-28 lane, with the sandbox argument)',
+    'gives every input and output schema in the portable subset (2026-07-28 lane, ' + 'with the sandbox argument)',
     async () => {
       const client = await h.connectModern();
       const schemas = await schemasOf(() => client.listTools() as ReturnType<Parameters<typeof schemasOf>[0]>);

@@ -101,7 +101,7 @@ it('at start-up deletes leftovers past their time, and keeps a workspace another
 });
 
 it(
-  'never deletes a workspace whose sandbox is open here, even ' + 'when its marker is stale (a call still running)',
+  'never deletes a workspace whose sandbox is open here, ' + 'even when its marker is stale (a call still running)',
   async () => {
     const h = instance();
     const busy = await h.openSession();

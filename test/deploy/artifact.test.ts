@@ -111,7 +111,7 @@ describe('the default artifact', () => {
   });
 
   it(
-    'writes an fc3 s.yaml whose secrets and E2B settings are ' + '${env(...)} references, the key and domain required',
+    'writes an fc3 s.yaml whose secrets and E2B settings are ${env(...)} references, ' + 'the key and domain required',
     () => {
       const text = readFileSync(join(out.dir, 's.yaml'), 'utf8');
       expect(text).not.toContain(E2B_KEY);
@@ -233,7 +233,7 @@ describe('the manual steps name every variable from the shell', () => {
 });
 
 it(
-  '--sls-project and --sls-logstore: s.yaml names them in ' + 'logConfig, and the steps say where the logs go',
+  '--sls-project and --sls-logstore: s.yaml names them in logConfig, ' + 'and the steps say where the logs go',
   async () => {
     const args = ['--generate-token', '--sls-project', 'mcp-logs', '--sls-logstore', 'mcp-function'];
     const { sYaml } = await generate(args);
@@ -325,7 +325,7 @@ it(
 
 describe('--generate-token', () => {
   it(
-    'writes a 64-hex-digit token to a 0600 file, shows it once, ' + 'and keeps it out of config.yaml and s.yaml',
+    'writes a 64-hex-digit token to a 0600 file, ' + 'shows it once, and keeps it out of config.yaml and s.yaml',
     async () => {
       const { dir, result, run } = await generate(['--generate-token']);
       const file = join(dir, 'auth-token');

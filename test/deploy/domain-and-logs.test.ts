@@ -206,7 +206,7 @@ describe('a custom domain over HTTPS', () => {
   });
 
   it(
-    'writes the certificate into s.yaml as file paths fc3-domain ' + 'reads when it deploys, never the key itself',
+    'writes the certificate into s.yaml as file paths fc3-domain reads when it deploys, ' + 'never the key itself',
     async () => {
       const out = makeTempDir();
       const run = await runDeployCli(
@@ -244,7 +244,7 @@ describe('a custom domain over HTTPS', () => {
   );
 
   it(
-    'leaves a domain whose certificate only FC holds out of ' + 's.yaml, so that s deploy cannot switch it to HTTP',
+    'leaves a domain whose certificate only FC holds out of s.yaml, ' + 'so that s deploy cannot switch it to HTTP',
     async () => {
       const tokens = tokenFile();
       expect(

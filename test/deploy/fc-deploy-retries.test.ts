@@ -114,7 +114,7 @@ describe('retries', () => {
   });
 
   it(
-    'gives up on a call still throttled after five attempts, with ' + 'its code, the last request id and what to do',
+    'gives up on a call still throttled after five attempts, ' + 'with its code, the last request id and what to do',
     async () => {
       fake.fail('GetFunction', {
         status: 429,

@@ -57,7 +57,7 @@ async function deployWithOAuth() {
 
 describe('a deploy with the OAuth options', () => {
   it(
-    'puts the four variables into the function and s.yaml, needs no ' + 'token, and shows them unmasked in the diff',
+    'puts the four variables into the function and s.yaml, ' + 'needs no token, and shows them unmasked in the diff',
     async () => {
       const run = await deployWithOAuth();
       expect(functionEnv()).toMatchObject(OAUTH);
@@ -180,7 +180,7 @@ describe('a re-deploy', () => {
   );
 
   it(
-    '--unset of the issuer alone is refused: the audience and ' + 'scopes kept without it would stop the server',
+    '--unset of the issuer alone is refused: ' + 'the audience and scopes kept without it would stop the server',
     async () => {
       await deployWithOAuth();
       const run = await deployToFake(fake, ['--unset', 'MCP_OAUTH_ISSUER', '--auth-token-file', tokenFile()]);
@@ -270,7 +270,7 @@ describe('the public URL', () => {
   });
 
   it(
-    'is required: --oauth-issuer without --public-url or a domain ' + 'is refused, for a new function after one read',
+    'is required: --oauth-issuer without --public-url or a domain is refused, ' + 'for a new function after one read',
     async () => {
       const run = await deployToFake(fake, ['--oauth-issuer', ISSUER], SHELL);
       expect(run.code).toBe(2);

@@ -48,7 +48,7 @@ function defaultPlan() {
 
 describeIfInstalled('s preview', () => {
   it(
-    'renders the generated s.yaml, resolving the secrets from the ' + 'environment, and its fc3 props pass the rules',
+    'renders the generated s.yaml, resolving the secrets from the environment, ' + 'and its fc3 props pass the rules',
     async () => {
       const preview = await sPreview(await generate(['--generate-token']), { ...SECRETS, ...E2B });
       expect({ code: preview.code, rendered: preview.document !== undefined }).toEqual({ code: 0, rendered: true });
@@ -84,7 +84,7 @@ describeIfInstalled('s preview', () => {
   );
 
   it(
-    'renders the s.yaml of --sandbox-backend local with the secrets ' + 'alone: no E2B variable, SANDBOX_BACKEND=local',
+    'renders the s.yaml of --sandbox-backend local with the secrets alone: ' + 'no E2B variable, SANDBOX_BACKEND=local',
     async () => {
       const preview = await sPreview(await generate(['--generate-token', '--sandbox-backend', 'local']), SECRETS);
       expect(preview.code).toBe(0);

@@ -111,7 +111,7 @@ serviceDescribe.each(NODES)('the E2B control plane as the server uses it, server
     ok<{ state: string; sandbox_id: string | null }>(await c.callTool('sandbox_status'));
 
   it(
-    'reports backend e2b and ready on /health, with no part of the ' + 'API key, and calls E2B on start-up not at all',
+    'reports backend e2b and ready on /health, ' + 'with no part of the API key, and calls E2B on start-up not at all',
     async () => {
       const res = await fetch(`${d.server.origin}/health`);
       const text = await res.text();
@@ -133,7 +133,7 @@ serviceDescribe.each(NODES)('the E2B control plane as the server uses it, server
   });
 
   it(
-    'creates exactly one sandbox on the first tool that needs ' + 'one: template, lease, hashed tags, key header',
+    'creates exactly one sandbox on the first tool that needs one: ' + 'template, lease, hashed tags, key header',
     async () => {
       const health = (await (await fetch(`${d.server.origin}/health`)).json()) as { name: string; version: string };
       const c = await connect();

@@ -166,7 +166,7 @@ describe('the local code interpreter through the code-interpreter SDK', () => {
   });
 
   it(
-    'runs code in the default context: state kept, printed ' + 'output, the last expression as the main result',
+    'runs code in the default context: state kept, ' + 'printed output, the last expression as the main result',
     async () => {
       const first = await sandbox.runCode('x = 1\nx += 1\nprint("side effect")\nx');
       expect(first.text).toBe('2');
@@ -186,7 +186,7 @@ describe('the local code interpreter through the code-interpreter SDK', () => {
   );
 
   it(
-    'returns a string result without its quotes, as E2B does, and ' + 'no result for None or a trailing semicolon',
+    'returns a string result without its quotes, as E2B does, ' + 'and no result for None or a trailing semicolon',
     async () => {
       expect((await sandbox.runCode('"hi there"')).text).toBe('hi there');
       expect((await sandbox.runCode("'single'")).text).toBe('single');
@@ -220,7 +220,7 @@ describe('the local code interpreter through the code-interpreter SDK', () => {
   });
 
   it(
-    'gives the formats of _repr_*_ methods (images in base64), and ' + 'display() results that are not the main one',
+    'gives the formats of _repr_*_ methods (images in base64), ' + 'and display() results that are not the main one',
     async () => {
       const main = await sandbox.runCode(`${RICH_CLASS}Rich()`);
       expect(main.results).toHaveLength(1);
@@ -254,7 +254,7 @@ describe('the local code interpreter through the code-interpreter SDK', () => {
   });
 
   it(
-    'creates contexts with their own state and cwd, lists, ' + 'restarts (state lost, same id) and removes them',
+    'creates contexts with their own state and cwd, ' + 'lists, restarts (state lost, same id) and removes them',
     async () => {
       const context = await sandbox.createCodeContext({ cwd: dir });
       expect(context).toEqual({ id: expect.any(String), language: 'python', cwd: dir });
@@ -385,7 +385,7 @@ describe('the local code interpreter through the code-interpreter SDK', () => {
   });
 
   it(
-    'keeps its protocol whatever the code prints, writes to its ' + 'fds, reads from stdin or outputs in bulk',
+    'keeps its protocol whatever the code prints, ' + 'writes to its fds, reads from stdin or outputs in bulk',
     async () => {
       const mixed = await sandbox.runCode(
         `import os, sys

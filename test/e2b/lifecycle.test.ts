@@ -186,7 +186,7 @@ wireDescribe.each(NODES)('ended sessions with E2B_STATE_DIR, server on %s', (_na
   });
 
   it(
-    'refuses a DELETEd id on every instance sharing the directory ' + 'and after a restart, never a fresh sandbox',
+    'refuses a DELETEd id on every instance sharing the directory and after a restart, ' + 'never a fresh sandbox',
     async () => {
       const client = await wire.connect();
       ok(await client.callTool('write_file', { path: 'mark.txt', content: 'here' }));

@@ -166,7 +166,7 @@ needs('bubblewrap').describe('the local E2B service, through the real SDK', () =
     });
 
     it(
-      'holds a request scripted NO_ANSWER unanswered until the ' + 'client gives up, or until the service stops',
+      'holds a request scripted NO_ANSWER unanswered until the client gives up, ' + 'or until the service stops',
       async () => {
         const hanging = await startLocalE2B();
         try {

@@ -223,7 +223,7 @@ describe('MCP_ALLOWED_ORIGINS and MCP_ALLOWED_HOSTS', () => {
 
 describe('logs', () => {
   it(
-    'write one JSON line per request with MCP fields and a ' + 'session hash, and never a token or a session id',
+    'write one JSON line per request with MCP fields and a session hash, ' + 'and never a token or a session id',
     async () => {
       const server = await startServer({ env: { MCP_AUTH_TOKENS: TOKEN_A } });
       const forged = 'forgedSessionId0123456789abcdefABCDEF';

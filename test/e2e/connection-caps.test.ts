@@ -77,7 +77,7 @@ describe('MCP_MAX_CONNECTIONS_PER_PEER=8, MCP_TRUSTED_PROXIES=127.0.0.2', () => 
   });
 
   it(
-    'answers 20 concurrent initializes from one address of a fresh ' + 'instance: 8 served, 12 refused 503, none reset',
+    'answers 20 concurrent initializes from one address of a fresh instance: ' + '8 served, 12 refused 503, none reset',
     async () => {
       const conns = await concurrently(server, 20, '127.0.0.1', () => initialize(server));
       expect(await judge(conns, 'MCP_MAX_CONNECTIONS_PER_PEER')).toEqual({ 200: 8, 503: 12 });

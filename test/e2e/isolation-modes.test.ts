@@ -238,7 +238,7 @@ describeWithBwrap('bwrap, server as root (LOCAL_SANDBOX_ISOLATION unset: auto fi
   });
 
   it(
-    'gives each sandbox its own mount, pid, ipc, uts and network ' + 'namespaces, one set shared by all its processes',
+    'gives each sandbox its own mount, pid, ipc, ' + 'uts and network namespaces, one set shared by all its processes',
     async () => {
       const hostNs = hostNamespaces();
       const ofA = await namespacesOf(a);
@@ -271,7 +271,7 @@ describeWithBwrap('bwrap, server as root (LOCAL_SANDBOX_ISOLATION unset: auto fi
   );
 
   it(
-    'shows a sandbox no host process and no other sandbox’s; its ' + 'own processes see and signal one another',
+    'shows a sandbox no host process and no other sandbox’s; ' + 'its own processes see and signal one another',
     async () => {
       const mine = markedSleep(1201);
       const theirs = markedSleep(1202);
@@ -347,7 +347,7 @@ describeWithBwrap('bwrap, server as root (LOCAL_SANDBOX_ISOLATION unset: auto fi
   });
 
   it(
-    'can read world-readable host files (not what only their owner ' + 'may read): /etc/os-release, a file under /opt',
+    'can read world-readable host files (not what only their owner may read): ' + '/etc/os-release, a file under /opt',
     async () => {
       expect(await stdoutOf(a, 'cat /etc/os-release')).toBe(readFileSync('/etc/os-release', 'utf8'));
       const read = await run(a, `cat ${host.publicFile}; cat ${host.privateFile}`);
@@ -357,7 +357,7 @@ describeWithBwrap('bwrap, server as root (LOCAL_SANDBOX_ISOLATION unset: auto fi
   );
 
   it(
-    'runs each sandbox as a user of its own, with the rlimits: 512 ' + 'processes, 4096 open files, 2 GiB per file',
+    'runs each sandbox as a user of its own, with the rlimits: ' + '512 processes, 4096 open files, 2 GiB per file',
     async () => {
       const [uidA, uidB] = await Promise.all(
         [a, b].map(async (client) => Number((await stdoutOf(client, 'id -u')).trim())),
@@ -470,7 +470,7 @@ describeWithBwrap('bwrap, server not root (the server runs as an unprivileged us
   );
 
   it(
-    'runs the sandbox as the server’s user (in a user ' + 'namespace), with no process-count limit per sandbox',
+    'runs the sandbox as the server’s user (in a user namespace), ' + 'with no process-count limit per sandbox',
     async () => {
       const [uidA, uidB] = await Promise.all(
         [a, b].map(async (client) => Number((await stdoutOf(client, 'id -u')).trim())),
@@ -558,7 +558,7 @@ describeAsRoot('none, server as root', () => {
   });
 
   it(
-    'runs each sandbox as a user of its own: it cannot read the ' + 'server’s token file nor signal the server',
+    'runs each sandbox as a user of its own: ' + 'it cannot read the server’s token file nor signal the server',
     async () => {
       const [uidA, uidB] = await Promise.all(
         [a, b].map(async (client) => Number((await stdoutOf(client, 'id -u')).trim())),
@@ -632,7 +632,7 @@ describeAsRoot('none, server as root', () => {
   );
 
   it(
-    'ends every process of the sandbox’s user with the session (a ' + 'setsid one too) and deletes its workspace',
+    'ends every process of the sandbox’s user with the session (a setsid one too) ' + 'and deletes its workspace',
     async () => {
       const leaving = await connectClient('v2', server.url, { token: TOKEN });
       const before = workspacesIn(server.sandboxRoot);

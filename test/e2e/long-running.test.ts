@@ -97,7 +97,7 @@ it('stops a cancelled run_code, with what it started, and the session keeps work
 });
 
 it(
-  'serves a background http.server at the preview URL, shows ' + 'its logs, and kill ends it and its children',
+  'serves a background http.server at the preview URL, ' + 'shows its logs, and kill ends it and its children',
   async () => {
     const client = await connectClient('v2', server.url, { token: TOKEN });
     await client.callTool('write_file', { path: 'site/index.html', content: '<h1>preview works</h1>' });

@@ -79,7 +79,7 @@ it('runs every tool, carrying the sandbox handle from call to call', async () =>
 });
 
 it(
-  'gives a call without a handle a new sandbox of its own, and ' + 'says so under the handle, on an error above all',
+  'gives a call without a handle a new sandbox of its own, ' + 'and says so under the handle, on an error above all',
   async () => {
     const client = await connectModern();
     const a = await call(client, 'write_file', { path: 'only-a.txt', content: 'a' });

@@ -70,7 +70,7 @@ describe('the 401 on /mcp', () => {
     /^Bearer( [a-z_]+=("[^"\\]*"|[!#$%&'*+.^_`|~0-9A-Za-z-]+))(, [a-z_]+=("[^"\\]*"|[!#$%&'*+.^_`|~0-9A-Za-z-]+))*$/;
 
   it(
-    'carries a valid Bearer challenge, with no resource_metadata ' + '(there is no metadata document to point at)',
+    'carries a valid Bearer challenge, ' + 'with no resource_metadata (there is no metadata document to point at)',
     async () => {
       const missing = await postMcp(server.url, initializeBody(), {});
       const wrong = await postMcp(server.url, initializeBody(), {

@@ -116,7 +116,7 @@ async function signIn(server: StartedServer, host: ScriptedHost): Promise<Client
 }
 
 it(
-  'signs in from the URL alone (discovery, registration, PKCE, ' + 'token for this resource) and calls a tool',
+  'signs in from the URL alone (discovery, registration, ' + 'PKCE, token for this resource) and calls a tool',
   async () => {
     const { server, issuer } = await startOAuthServer();
     const host = new ScriptedHost();

@@ -209,7 +209,7 @@ needs('bubblewrap').describe('the preview URL of a local sandbox with its own ne
   );
 
   it(
-    'opens only with its capability on loopback too: without the ' + 'token or cookie, 401, and the app sees nothing',
+    'opens only with its capability on loopback too: ' + 'without the token or cookie, 401, and the app sees nothing',
     async () => {
       const { url } = await appPreview(client);
       const { origin } = new URL(url);
@@ -294,7 +294,7 @@ needs('bubblewrap').describe('the preview URL of a local sandbox with its own ne
   });
 
   it(
-    'carries 64 connections of a sandbox at once and closes the ' + '65th at once, then takes new ones as others end',
+    'carries 64 connections of a sandbox at once and closes the 65th at once, ' + 'then takes new ones as others end',
     async () => {
       const preview = await holdApp(client);
       // Each carried, and held by the app until its body's byte comes.

@@ -150,7 +150,7 @@ it(
 );
 
 it(
-  'keeps sandboxes on SIGTERM when sessions can come back (secret ' + 'configured), and cleans up when they cannot',
+  'keeps sandboxes on SIGTERM when sessions can come back (secret configured), ' + 'and cleans up when they cannot',
   async () => {
     const { readdirSync } = await import('node:fs');
     for (const [env, kept] of [

@@ -126,7 +126,7 @@ needs('bubblewrap', 'disk images').describe('the local sandbox’s disk limit (L
   );
 
   it(
-    'gives write_file a clear error at the limit, keeps serving ' + 'others, and writes again once files are deleted',
+    'gives write_file a clear error at the limit, ' + 'keeps serving others, and writes again once files are deleted',
     async () => {
       // The disk is still full (30 MB in home, the rest in /tmp).
       const written = await client.callTool('write_file', { path: 'more.bin', content: 'x'.repeat(2 * MIB) });

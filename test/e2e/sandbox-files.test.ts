@@ -230,7 +230,7 @@ describeSandboxView('read_file', () => {
 
 describeSandboxView('edit_file and write_file', () => {
   it(
-    'reports a missing old_string, an ambiguous one (pointing at ' + 'replace_all), and replaces all on request',
+    'reports a missing old_string, ' + 'an ambiguous one (pointing at replace_all), and replaces all on request',
     async () => {
       await call('write_file', { path: 'edit.txt', content: 'alpha beta\nalpha gamma\n' });
       expectError(

@@ -71,7 +71,7 @@ needs('cgroups').describe('per-sandbox limits through cgroups', () => {
   }
 
   it(
-    'holds memory, processes and CPU in cgroups, and says so in ' + '/health, sandbox_status and the start-up log',
+    'holds memory, processes and CPU in cgroups, ' + 'and says so in /health, sandbox_status and the start-up log',
     async () => {
       expect(parents.length).toBeGreaterThan(0);
       const health = (await (await fetch(`${server.origin}/health`)).json()) as {

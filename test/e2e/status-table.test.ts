@@ -76,7 +76,7 @@ describe('POST /mcp', () => {
   });
 
   it(
-    'checks the token before the session: an unknown session with ' + 'a wrong or missing token is 401, never 404',
+    'checks the token before the session: ' + 'an unknown session with a wrong or missing token is 401, never 404',
     async () => {
       const wrong = await postMcp(server.url, rpc('tools/list'), authed(WRONG, UNKNOWN_SESSION));
       expect(wrong.status).toBe(401);
@@ -287,7 +287,7 @@ describe('session ids', () => {
 
 describe('the Function Compute routes', () => {
   it(
-    'reports health without a token: status, version, protocol ' + 'versions, backend and sessions, and no secret',
+    'reports health without a token: status, version, ' + 'protocol versions, backend and sessions, and no secret',
     async () => {
       const res = await request(`${server.origin}/health`);
       expect(res.status).toBe(200);

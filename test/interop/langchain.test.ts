@@ -65,7 +65,7 @@ it('negotiates 2025-11-25 with a session and lists the ten tools', async () => {
 });
 
 it(
-  'runs run_command: .invoke() gives the text with the ' + 'structuredContent, a tool call gives it as the artifact',
+  'runs run_command: .invoke() gives the text with the structuredContent, ' + 'a tool call gives it as the artifact',
   async () => {
     const result = await invoke('run_command', { command: 'echo hi' });
     expect(result).toMatchObject({

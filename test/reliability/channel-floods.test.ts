@@ -106,7 +106,7 @@ it('run_command printing 700 MiB with a progress token is answered, its progress
 });
 
 it(
-  '400 write_stdin calls of 950 KB to a process whose supervisor ' + 'the sandbox stopped are answered, and not held',
+  '400 write_stdin calls of 950 KB to a process whose supervisor the sandbox stopped are answered, ' + 'and not held',
   async () => {
     const started = await attacker.callTool('run_command', { command: 'cat > /dev/null', background: true });
     const id = String(started.structuredContent?.process_id);

@@ -180,7 +180,7 @@ describe('the backend fails to create a sandbox', () => {
   });
 
   it(
-    'local, LOCAL_SANDBOX_ROOT is mode 0500: a clear isError ' + 'result naming chmod, and /health says degraded',
+    'local, LOCAL_SANDBOX_ROOT is mode 0500: ' + 'a clear isError result naming chmod, and /health says degraded',
     async () => {
       const root = makeSandboxRoot();
       cleanups.push(() => rmSync(root, { recursive: true, force: true }));
@@ -197,7 +197,7 @@ describe('the backend fails to create a sandbox', () => {
   );
 
   it(
-    'E2B answers 500 on create: a clear isError result, the next ' + 'call tries again, and the server stays healthy',
+    'E2B answers 500 on create: a clear isError result, ' + 'the next call tries again, and the server stays healthy',
     async () => {
       const e2b = await startE2B();
       e2b.fault('create', apiError(500, 'internal failure'));
@@ -547,7 +547,7 @@ describe('E2B faults that take time (started in beforeAll)', () => {
   );
 
   it(
-    '429 on every create: "retry in a minute" after the 10 s ' + 'retry budget, after a bounded number of tries',
+    '429 on every create: "retry in a minute" after the 10 s retry budget, ' + 'after a bounded number of tries',
     async () => {
       const { result, error, seconds } = await limited.call;
       expect(error).toBeUndefined();

@@ -319,7 +319,7 @@ describe('loadConfig: OAuth (config-oauth.ts)', () => {
   });
 
   it(
-    'refuses scopes that cannot go in a challenge, settings without ' + 'an issuer, and MCP_AUTH=none beside an issuer',
+    'refuses scopes that cannot go in a challenge, ' + 'settings without an issuer, and MCP_AUTH=none beside an issuer',
     () => {
       expect(problemsOf({ ...oauthEnv, MCP_OAUTH_SCOPES: 'mcp:tools "quoted"' }).join()).toMatch(/MCP_OAUTH_SCOPES/);
       expect(problemsOf({ MCP_OAUTH_SCOPES: 'mcp:tools' }).join()).toMatch(/MCP_OAUTH_SCOPES needs MCP_OAUTH_ISSUER/);
@@ -359,7 +359,7 @@ describe('what one credential may take of an instance', () => {
   };
 
   it(
-    'is the whole instance where only one credential can exist: no ' + 'auth, or one static token and no OAuth issuer',
+    'is the whole instance where only one credential can exist: ' + 'no auth, or one static token and no OAuth issuer',
     () => {
       expect(shareOf({})).toEqual({ sessions: 10, sandboxes: 10 });
       expect(shareOf({ MCP_AUTH: 'none' })).toEqual({ sessions: 10, sandboxes: 10 });

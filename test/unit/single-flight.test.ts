@@ -39,7 +39,7 @@ describe('SingleFlight', () => {
   });
 
   it(
-    'replaces an unusable value once: the first caller to see it ' + 'starts the next, the others join that one',
+    'replaces an unusable value once: ' + 'the first caller to see it starts the next, the others join that one',
     async () => {
       const flight = new SingleFlight<{ alive: boolean; n: number }>();
       let n = 0;

@@ -190,7 +190,7 @@ it('closes a refused connection that sends no request after the hold, unanswered
 
 describe('behind a trusted proxy (MCP_TRUSTED_PROXIES)', () => {
   it(
-    'does not cap the proxy by its connections: twenty clients ' + 'forwarded over twenty connections are all served',
+    'does not cap the proxy by its connections: ' + 'twenty clients forwarded over twenty connections are all served',
     async () => {
       const g = await startGuarded({ maxConnections: 100, maxPerPeer: 8 }, { hold: true });
       const conns = await openAll(g.port, 20, PROXY);
@@ -203,7 +203,7 @@ describe('behind a trusted proxy (MCP_TRUSTED_PROXIES)', () => {
   );
 
   it(
-    'caps the requests in flight of one forwarded client, answering ' + 'the next 503, and frees its share as they end',
+    'caps the requests in flight of one forwarded client, ' + 'answering the next 503, and frees its share as they end',
     async () => {
       const g = await startGuarded({ maxConnections: 100, maxPerPeer: 8 }, { hold: true });
       const conns = await openAll(g.port, 20, PROXY);

@@ -12,7 +12,7 @@ function reader(limitBytes: number) {
 }
 
 it(
-  'splits lines across chunks, keeps a character split between ' + 'chunks whole, and ends a last unterminated line',
+  'splits lines across chunks, keeps a character split between chunks whole, ' + 'and ends a last unterminated line',
   () => {
     const { lines, seen } = reader(64);
     const text = Buffer.from('one\ntw✓o\n\nlast', 'utf8');

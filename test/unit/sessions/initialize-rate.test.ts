@@ -39,7 +39,7 @@ describe('createInitializeRate', () => {
   });
 
   it(
-    'remembers at most maxPrincipals credentials: the least ' + 'recently used is forgotten (and starts full again)',
+    'remembers at most maxPrincipals credentials: ' + 'the least recently used is forgotten (and starts full again)',
     () => {
       const rate = createInitializeRate({ burst: 1, perMinute: 1, maxPrincipals: 2 });
       expect(['a', 'b'].map((p) => rate.take(p, 0))).toEqual([0, 0]);

@@ -5,7 +5,7 @@ describe('the progress forwarder (on fake timers)', () => {
   afterEach(() => jest.useRealTimers());
 
   it(
-    'sends the first output at once, coalesces the rest to one ' + 'notification per interval, and nothing after close',
+    'sends the first output at once, ' + 'coalesces the rest to one notification per interval, and nothing after close',
     async () => {
       const sent: Array<{ progress: number; message: string }> = [];
       const forwarder = createProgressForwarder(async (update) => void sent.push(update), { intervalMs: 250 });
@@ -49,7 +49,7 @@ describe('the progress forwarder (on fake timers)', () => {
   });
 
   it(
-    'holds at most one message of what waits: its head and ' + 'tail, the middle counted, in one last message',
+    'holds at most one message of what waits: ' + 'its head and tail, the middle counted, in one last message',
     async () => {
       const sent: Array<{ progress: number; message: string }> = [];
       const forwarder = createProgressForwarder(async (update) => void sent.push(update), {

@@ -44,7 +44,7 @@ describe('an E2B sandbox', () => {
   });
 
   it(
-    'renews a short idle TTL’s lease every quarter of it, and ' + 'the lease outlives the TTL after every use',
+    'renews a short idle TTL’s lease every quarter of it, ' + 'and the lease outlives the TTL after every use',
     async () => {
       const { clock, api, sandbox } = setup(2_000);
       for (let i = 0; i < 12; i += 1) {

@@ -364,7 +364,7 @@ describe('probeCgroups', () => {
   });
 
   it(
-    'removes the empty children an earlier server left at ' + 'start-up, and keeps one that still has processes',
+    'removes the empty children an earlier server left at start-up, ' + 'and keeps one that still has processes',
     async () => {
       const fs = new FakeCgroupFs();
       const host = hybridHost(fs);

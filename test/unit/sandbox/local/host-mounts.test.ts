@@ -20,7 +20,7 @@ const MOUNTINFO = [
 
 describe('mountinfo', () => {
   it(
-    'reads mount points, types and sources, with the kernel’s octal ' + 'escapes undone and optional fields skipped',
+    'reads mount points, types and sources, ' + 'with the kernel’s octal escapes undone and optional fields skipped',
     () => {
       const mounts = parseMountinfo(MOUNTINFO);
       expect(mounts).toEqual([

@@ -55,7 +55,7 @@ describe('the host profile', () => {
   });
 
   it(
-    'refuses when LOCAL_SANDBOX_ISOLATION=bwrap and bubblewrap ' + 'does not work, keeping the probe’s detail',
+    'refuses when LOCAL_SANDBOX_ISOLATION=bwrap and bubblewrap does not work, ' + 'keeping the probe’s detail',
     async () => {
       const profile = await probe({ isolation: 'bwrap', exposed: true });
       expect(profile.refusal).toBe(

@@ -155,7 +155,7 @@ describe('the first request', () => {
   });
 
   it(
-    '408 once its deadline passes; 400 when the client ends in the ' + 'middle of it; nothing when it sent nothing',
+    '408 once its deadline passes; ' + '400 when the client ends in the middle of it; nothing when it sent nothing',
     async () => {
       const slow = await client();
       slow.socket.write('GET / HTTP/1.1\r\n');
@@ -205,7 +205,7 @@ describe('the requests after it, on the same connection', () => {
   );
 
   it(
-    'a pipelined second request without the cookie likewise: the ' + 'first goes in, not one byte of the second',
+    'a pipelined second request without the cookie likewise: ' + 'the first goes in, not one byte of the second',
     async () => {
       const c = await client();
       c.socket.write(request('/one') + request('/two', ['X: pipelined']));

@@ -599,7 +599,7 @@ describe('behind a capability URL, on loopback as on a public address', () => {
   );
 
   it(
-    'refuses the cookie from a page of another origin on the host ' + '(403), and takes it from the preview itself',
+    'refuses the cookie from a page of another origin on the host (403), ' + 'and takes it from the preview itself',
     async () => {
       const { origin, received, cookie, cookieName } = await opened();
       const foreignPage = (

@@ -112,7 +112,7 @@ it('reports a refusal with its errno name, and an odd one as EIO', () => {
 });
 
 it(
-  'ignores frames for keys that are no open stream, and passes ' + 'DATA, EOF and ACK of other keys on to processes',
+  'ignores frames for keys that are no open stream, ' + 'and passes DATA, EOF and ACK of other keys on to processes',
   () => {
     const link = recordingLink();
     const table = new StreamTable(link);

@@ -289,7 +289,7 @@ withDisks('a workspace on its own disk image (root, loop devices)', () => {
   );
 
   it(
-    'is mounted again, never formatted, when found unmounted (after ' + 'a host restart), whatever the limit is now',
+    'is mounted again, never formatted, ' + 'when found unmounted (after a host restart), whatever the limit is now',
     async () => {
       const ws = await open('c', 32 * MIB);
       writeFileSync(join(ws.home, 'kept.txt'), 'kept');
