@@ -43,7 +43,9 @@ function coldStartRows(coldStart) {
       ours: f(coldStart.ours),
       r1: `${f(coldStart.r1)} (${f(x(coldStart.r1, coldStart.bare), 2)}×)`,
       r2: `${f(coldStart.r2)} (${f(x(coldStart.r2, coldStart.bare), 2)}×)`,
-      ratio: `${f(initRatio, 2)}× bare node:http (${f(coldStart.bare)} ms; node -e 0: ${f(coldStart.node)} ms); main-thread CPU ${cpu(cpuInitialize, 'ours')} vs bare ${cpu(cpuInitialize, 'bare')}`,
+      ratio:
+        `${f(initRatio, 2)}× bare node:http (${f(coldStart.bare)} ms; node -e 0: ${f(coldStart.node)} ms); ` +
+        `main-thread CPU ${cpu(cpuInitialize, 'ours')} vs bare ${cpu(cpuInitialize, 'bare')}`,
       target: '≤ 1.3× bare node:http',
       verdict: verdict(initRatio <= 1.3, `${f(initRatio, 2)}×`, '1.3×'),
     },
@@ -52,7 +54,10 @@ function coldStartRows(coldStart) {
       ours: `${f(toolCall.ours)} (list ${f(toolsList.ours)})`,
       r1: `${f(toolCall.r1)} (list ${f(toolsList.r1)})`,
       r2: `${f(toolCall.r2)} (list ${f(toolsList.r2)})`,
-      ratio: `${f(callRatio, 2)}× R1; main-thread CPU by then: ours ${cpu(cpuToolCall, 'ours')}, R1 ${cpu(cpuToolCall, 'r1')} (${f(x(cpuToolCall.ours, cpuToolCall.r1), 2)}×), bare ${cpu(cpuToolCall, 'bare')}`,
+      ratio:
+        `${f(callRatio, 2)}× R1; main-thread CPU by then: ours ${cpu(cpuToolCall, 'ours')}, R1 ` +
+        `${cpu(cpuToolCall, 'r1')} (${f(x(cpuToolCall.ours, cpuToolCall.r1), 2)}×), bare ` +
+        `${cpu(cpuToolCall, 'bare')}`,
       target: "≤ 1.0× R1's",
       verdict: verdict(callRatio <= 1, `${f(callRatio, 2)}×`, '1.0×'),
     },
@@ -97,7 +102,9 @@ function throughputRows(throughput) {
         ours: `${f(ours.cpuUsPerCall)} (warn ${f(warn.cpuUsPerCall)})`,
         r1: f(r1.cpuUsPerCall),
         r2: f(r2.cpuUsPerCall),
-        ratio: `${f(x(ours.cpuUsPerCall, r1.cpuUsPerCall), 2)}× R1 (warn ${f(x(warn.cpuUsPerCall, r1.cpuUsPerCall), 2)}×)`,
+        ratio:
+          `${f(x(ours.cpuUsPerCall, r1.cpuUsPerCall), 2)}× R1 (warn ` +
+          `${f(x(warn.cpuUsPerCall, r1.cpuUsPerCall), 2)}×)`,
         target: '— (no target)',
         verdict: '—',
       });
@@ -140,7 +147,9 @@ function liveOutputRow(liveOutput) {
     ours: f(liveOutput.p95Ms),
     r1: '—',
     r2: '—',
-    ratio: `p50 ${f(liveOutput.p50Ms)} ms, max ${f(liveOutput.maxMs)} ms, ${liveOutput.linesReceived}/${liveOutput.linesExpected} lines`,
+    ratio:
+      `p50 ${f(liveOutput.p50Ms)} ms, max ${f(liveOutput.maxMs)} ms, ` +
+      `${liveOutput.linesReceived}/${liveOutput.linesExpected} lines`,
     target: '≤ 300 ms',
     verdict: verdict(
       liveOutput.p95Ms <= 300 && liveOutput.linesReceived === liveOutput.linesExpected,
@@ -162,7 +171,8 @@ function sandboxMemoryRow(sandboxMemory) {
   };
 }
 
-/** How far a file tool's p50 may be above sandbox_status's (ms), and run_command's p50 above the bare bwrap spawn's (×). */
+/** How far a file tool's p50 may be above sandbox_status's (ms), and run_command's p50 above the bare bwrap spawn's
+ * (×). */
 export const TOOL_LATENCY_TARGETS = { fileToolMs: 1, runCommandRatio: 1.3 };
 
 const TOOL_LABELS = {

@@ -50,7 +50,8 @@ the same run on the same machine, so read the ratios, not the absolute numbers.
 - One figure or a few alone: \`node bench/run.mjs --only tool-latency\` (names: cold-start, throughput, overhead,
   live-output, session-memory, sandbox-memory, tool-latency; comma-separated); prints their rows, writes no file.
 - Ours: \`node dist/index.js\` with \`HOST=127.0.0.1 PORT=<free> MCP_AUTH=none LOCAL_SANDBOX_ROOT=<fresh dir, 0711>
-  LOCAL_SANDBOX_DISK_MB=0 MCP_MAX_SESSIONS=${settings.maxSessions}\` and no \`LOG_LEVEL\`, i.e. its default \`info\` (one JSON line
+  LOCAL_SANDBOX_DISK_MB=0 MCP_MAX_SESSIONS=${settings.maxSessions}\` and no \`LOG_LEVEL\`, i.e. its default \`info\` \
+(one JSON line
   per request); figures 2 and 4 also run a second instance with \`LOG_LEVEL=warn\` (no request lines), shown as
   "warn". Every server's stdout goes to a file of its own (\`> server.log\`). \`BENCH_OURS_BUNDLE=<path>\` runs another
   build of ours (bench/harness/servers.mjs).
@@ -59,7 +60,8 @@ the same run on the same machine, so read the ratios, not the absolute numbers.
 - R2: \`node bench/dist/r2.js\` (bench/references/r2.mjs): the Alibaba Cloud FC template pattern: SDK 1.32.2 on
   express 5, a new \`McpServer\` + stateless transport (\`enableJsonResponse: true\`) per POST, tool \`status\`.
 - All three bundled by esbuild alike (CommonJS, minified, node20.10). Load, by two independent clients:
-  \`bench/harness/load.mjs\` (undici \`Pool\`) and \`bench/harness/autocannon-load.mjs\` (autocannon ${settings.autocannonVersion}, its own
+  \`bench/harness/load.mjs\` (undici \`Pool\`) and \`bench/harness/autocannon-load.mjs\` (autocannon \
+${settings.autocannonVersion}, its own
   HTTP client), both closed loop, keep-alive, no pipelining; protocol version ${settings.protocolVersion}.
 
 ## Figures
@@ -72,7 +74,8 @@ Written by hand from profiles (\`node --cpu-prof\` on the server, the unminified
 of build.mjs), on 2026-12-01; the table above is the latest run's.
 
 - **Steady load (figure 2).** Ours uses more server CPU per \`tools/call\` than R1: about 1.1-1.6× at its default
-  \`LOG_LEVEL=info\`, 1.05-1.35× at warn (runs of 2026-12-01); req/s and p99 follow it. The per-request log line is not the main cost
+  \`LOG_LEVEL=info\`, 1.05-1.35× at warn (runs of 2026-12-01); req/s and p99 follow it. The per-request log line is \
+not the main cost
   (10-15 µs a line, 2-3 % of a call, two thirds of it the \`write\` system call; batching lines per event-loop turn
   saved 4 µs and was dropped, since FC freezes the instance right after the answer). At warn, the JavaScript
   thread spent ~377 µs a call against R1's ~330: garbage collection +22 µs, the call-share wrapper re-streaming
@@ -119,8 +122,10 @@ of build.mjs), on 2026-12-01; the table above is the latest run's.
    handshake, compiled with the V8 code cache that build.mjs makes when one matches the running Node; R1 and R2 load
    everything before listening. The bare \`node:http\` server (bench/references/bare.mjs) is the floor of any server
    on this machine.
-2. **Throughput and latency**: ${settings.connections} connections for ${settings.durationS} s (after ${settings.warmupS} s uncounted),
-   ${settings.tpRuns} runs per server, mode and load client, servers rotated each run; medians. Request *i* goes to session
+2. **Throughput and latency**: ${settings.connections} connections for ${settings.durationS} s (after \
+${settings.warmupS} s uncounted),
+   ${settings.tpRuns} runs per server, mode and load client, servers rotated each run; medians. Request *i* goes to \
+session
    *i* mod N (N = 1 or 64; autocannon: each connection goes round the N sessions' requests); ours calls
    \`sandbox_status\` in sessions whose sandbox was created by one \`run_command\`, at its default log level and, in
    a second instance, at warn; R1 and R2 call \`status\`; R2 has no session. Latency is send → last byte of the
@@ -147,7 +152,8 @@ of build.mjs), on 2026-12-01; the table above is the latest run's.
    subtracted from the client's wall-clock time when the notification carrying it arrives. p95 per run of 50
    lines, ${settings.liveRuns} runs; median. The sandbox is created beforehand.
 6. **Memory with sandboxes**: a fresh server, 200 sessions each running \`run_command echo hi\` (8 at a time),
-   1 s later the server process's RSS (\`ps -o rss\`; sandbox processes are not counted). ${settings.sandboxRuns} run(s); median.
+   1 s later the server process's RSS (\`ps -o rss\`; sandbox processes are not counted). ${settings.sandboxRuns} \
+run(s); median.
 7. **Tool latency on the local backend** (bench/figures/tool-latency.mjs): a fresh server of ours (as above), one
    session over one keep-alive HTTP connection, calls one at a time, send → answer read in full. Its sandbox
    (isolation \`bwrap\`: prlimit, setpriv to the sandbox's own uid, bubblewrap with the seccomp filter; see
@@ -155,24 +161,48 @@ of build.mjs), on 2026-12-01; the table above is the latest run's.
    are made first. Each round calls ${callList}, and spawns the bare reference from the bench process:
    \`bwrap ${BARE_BWRAP_ARGS.map((a) => (a.includes(' ') ? `'${a}'` : a)).join(' ')}\` (\`child_process.spawn\`,
    until it exited and its \`hi\` was read); the order is rotated each round. Uncounted rounds first, at least
-   ${settings.toolWarmup} and for at least ${settings.toolWarmupS} s (${toolLatency.warmupRounds ?? 'none'} here: sequential round trips on this VM get
-   faster over the first seconds of steady load), then ${settings.toolReps}; p50 and p95 of each. Targets: \`run_command\`
-   p50 ≤ ${TOOL_LATENCY_TARGETS.runCommandRatio}× the bare spawn's p50 (what the server adds to a process start: the rlimits and user switch,
-   the seccomp filter, the MCP call, output capture); each file tool's p50 within ${TOOL_LATENCY_TARGETS.fileToolMs} ms of \`sandbox_status\`'s
+   ${settings.toolWarmup} and for at least ${settings.toolWarmupS} s (${toolLatency.warmupRounds ?? 'none'} here: \
+sequential round trips on this VM get
+   faster over the first seconds of steady load), then ${settings.toolReps}; p50 and p95 of each. Targets: \
+\`run_command\`
+   p50 ≤ ${TOOL_LATENCY_TARGETS.runCommandRatio}× the bare spawn's p50 (what the server adds to a process start: the \
+rlimits and user switch,
+   the seccomp filter, the MCP call, output capture); each file tool's p50 within ${TOOL_LATENCY_TARGETS.fileToolMs} \
+ms of \`sandbox_status\`'s
    (which does no sandbox work: what a file tool adds over the MCP call itself).
 
 ## Every run
 
-- Cold start ms: node -e 0 [${list(coldStart.samples.node)}]; ours [${list(coldStart.samples.ours)}]; R1 [${list(coldStart.samples.r1)}]; R2 [${list(coldStart.samples.r2)}]; bare [${list(coldStart.samples.bare)}]
-- Spawn → first tools/list ms: ours [${list(coldStart.samples.toolsList.ours)}]; R1 [${list(coldStart.samples.toolsList.r1)}]; R2 [${list(coldStart.samples.toolsList.r2)}]; bare [${list(coldStart.samples.toolsList.bare)}]
-- Spawn → first tools/call ms: ours [${list(coldStart.samples.toolCall.ours)}]; R1 [${list(coldStart.samples.toolCall.r1)}]; R2 [${list(coldStart.samples.toolCall.r2)}]; bare [${list(coldStart.samples.toolCall.bare)}]
-- Main-thread CPU ms by the initialize answer: ours [${list(coldStart.samples.cpuInitialize.ours)}]; R1 [${list(coldStart.samples.cpuInitialize.r1)}]; R2 [${list(coldStart.samples.cpuInitialize.r2)}]; bare [${list(coldStart.samples.cpuInitialize.bare)}]
-- Main-thread CPU ms by the first tools/call answer: ours [${list(coldStart.samples.cpuToolCall.ours)}]; R1 [${list(coldStart.samples.cpuToolCall.r1)}]; R2 [${list(coldStart.samples.cpuToolCall.r2)}]; bare [${list(coldStart.samples.cpuToolCall.bare)}]
+- Cold start ms: node -e 0 [${list(coldStart.samples.node)}]; ours [${list(coldStart.samples.ours)}]; R1 \
+[${list(coldStart.samples.r1)}]; R2 [${list(coldStart.samples.r2)}]; bare [${list(coldStart.samples.bare)}]
+- Spawn → first tools/list ms: ours [${list(coldStart.samples.toolsList.ours)}]; R1 \
+[${list(coldStart.samples.toolsList.r1)}]; R2 [${list(coldStart.samples.toolsList.r2)}]; bare \
+[${list(coldStart.samples.toolsList.bare)}]
+- Spawn → first tools/call ms: ours [${list(coldStart.samples.toolCall.ours)}]; R1 \
+[${list(coldStart.samples.toolCall.r1)}]; R2 [${list(coldStart.samples.toolCall.r2)}]; bare \
+[${list(coldStart.samples.toolCall.bare)}]
+- Main-thread CPU ms by the initialize answer: ours [${list(coldStart.samples.cpuInitialize.ours)}]; R1 \
+[${list(coldStart.samples.cpuInitialize.r1)}]; R2 [${list(coldStart.samples.cpuInitialize.r2)}]; bare \
+[${list(coldStart.samples.cpuInitialize.bare)}]
+- Main-thread CPU ms by the first tools/call answer: ours [${list(coldStart.samples.cpuToolCall.ours)}]; R1 \
+[${list(coldStart.samples.cpuToolCall.r1)}]; R2 [${list(coldStart.samples.cpuToolCall.r2)}]; bare \
+[${list(coldStart.samples.cpuToolCall.bare)}]
 ${tpRuns}
-${['ours', 'r1'].map((name) => `- Idle sessions, ${name}: RSS KiB at 10 / 1,010 / 2,010 sessions ${sessionMemory[name].runs.map((r) => `[${r.rssKiB.join(', ')}]`).join(' ')}; heap KiB per session ${list(sessionMemory[name].runs.map((r) => r.heapKibPerSession))}`).join('\n')}
-- Overhead: bare p50 ${overhead.bareP50Ms.toFixed(3)} ms; p50 ours ${overhead.ours.p50Ms.toFixed(3)} (warn ${overhead['ours-warn'].p50Ms.toFixed(3)}), R1 ${overhead.r1.p50Ms.toFixed(3)}, R2 ${overhead.r2.p50Ms.toFixed(3)} ms
-- Live output p95 ms per run: [${list(liveOutput.runs.map((r) => r.p95Ms))}]; lines received ${liveOutput.linesReceived}/${liveOutput.linesExpected}
-- Sandbox memory MiB per run: [${list(sandboxMemory.runs.map((r) => r.rssMiB))}] (setup ${sandboxMemory.runs.map((r) => `${r.setupMs} ms`).join(', ')})
+${['ours', 'r1']
+  .map(
+    (name) =>
+      `- Idle sessions, ${name}: RSS KiB at 10 / 1,010 / 2,010 sessions ` +
+      `${sessionMemory[name].runs.map((r) => `[${r.rssKiB.join(', ')}]`).join(' ')}; heap KiB per session ` +
+      `${list(sessionMemory[name].runs.map((r) => r.heapKibPerSession))}`,
+  )
+  .join('\n')}
+- Overhead: bare p50 ${overhead.bareP50Ms.toFixed(3)} ms; p50 ours ${overhead.ours.p50Ms.toFixed(3)} (warn \
+${overhead['ours-warn'].p50Ms.toFixed(3)}), R1 ${overhead.r1.p50Ms.toFixed(3)}, R2 ${overhead.r2.p50Ms.toFixed(3)} ms
+- Live output p95 ms per run: [${list(liveOutput.runs.map((r) => r.p95Ms))}]; lines received \
+${liveOutput.linesReceived}/${liveOutput.linesExpected}
+- Sandbox memory MiB per run: [${list(sandboxMemory.runs.map((r) => r.rssMiB))}] (setup ${sandboxMemory.runs
+    .map((r) => `${r.setupMs} ms`)
+    .join(', ')})
 ${toolRuns}
 `;
 }

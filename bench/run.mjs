@@ -97,7 +97,8 @@ async function main() {
     try {
       if (selected('throughput')) {
         progress(
-          `2 throughput: ${settings.tpRuns} × ${settings.durationS} s per server and load client (undici, autocannon), 1 and 64 sessions`,
+          `2 throughput: ${settings.tpRuns} × ${settings.durationS} s per server and load client (undici, ` +
+            `autocannon), 1 and 64 sessions`,
         );
         results.throughput = await measureThroughput(steady.targets, {
           connections: settings.connections,
@@ -132,7 +133,8 @@ async function main() {
   }
   if (selected('tool-latency')) {
     progress(
-      `7 tool latency: ${settings.toolReps} calls per tool (after ≥ ${settings.toolWarmup} uncounted and ≥ ${settings.toolWarmupS} s), one session`,
+      `7 tool latency: ${settings.toolReps} calls per tool (after ≥ ${settings.toolWarmup} uncounted and ≥ ` +
+        `${settings.toolWarmupS} s), one session`,
     );
     results.toolLatency = await measureToolLatency({
       reps: settings.toolReps,
@@ -176,7 +178,9 @@ function parseOnly(argv) {
   const unknown = names.filter((n) => !(n in FIGURES));
   if (names.length === 0 || unknown.length > 0) {
     throw new Error(
-      `--only takes figure names separated by commas${unknown.length > 0 ? ` (unknown: ${unknown.join(', ')})` : ''}; known: ${Object.keys(FIGURES).join(', ')}`,
+      `--only takes figure names separated by ` +
+        `commas${unknown.length > 0 ? ` (unknown: ${unknown.join(', ')})` : ''}; known: ` +
+        `${Object.keys(FIGURES).join(', ')}`,
     );
   }
   return names;

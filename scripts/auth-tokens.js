@@ -16,7 +16,8 @@ const MIN_TOKEN_LENGTH = 16;
 /**
  * @typedef {object} AuthChoice
  * @property {'bearer' | 'none'} mode
- * @property {'generated' | 'file' | 'env' | 'missing' | 'kept' | 'none'} source kept: none given, the function's own (--deploy)
+ * @property {'generated' | 'file' | 'env' | 'missing' | 'kept' | 'none'} source kept: none given, the function's own
+ * (--deploy)
  * @property {string[]} tokens known now (empty for a token still to generate, or when missing)
  * @property {string | undefined} file the token file (given, or <output-dir>/auth-token)
  */
@@ -109,7 +110,8 @@ function checkTokens(tokens, source, problems, warnings) {
     problems.push(`${source}: tokens must be visible ASCII without spaces (one is not; it is not shown here)`);
   if (tokens.some((t) => t.length < MIN_TOKEN_LENGTH))
     warnings.push(
-      `${source}: a token is shorter than ${MIN_TOKEN_LENGTH} characters; use long random tokens (openssl rand -hex 32)`,
+      `${source}: a token is shorter than ${MIN_TOKEN_LENGTH} characters; use long random tokens (openssl rand ` +
+        `-hex 32)`,
     );
 }
 

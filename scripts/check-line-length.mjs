@@ -6,16 +6,19 @@ import { join, relative } from 'node:path';
 
 const MAX = 120;
 const ROOT = new URL('..', import.meta.url).pathname;
-const CHECKED = ['functions', 'scripts', 'build.mjs'];
+const CHECKED = ['functions', 'scripts', 'build.mjs', 'test', 'bench', 'tools'];
+// The installs biome skips too (biome.json): their sources are not ours.
+const SKIPPED = new Set(['node_modules', 'dist', 'test/deploy-tools', 'test/conformance']);
 const SOURCE = /\.(ts|js|mjs|cjs)$/;
 
 /** @param {string} path @returns {string[]} */
 function sourcesUnder(path) {
   if (SOURCE.test(path)) return [path];
   try {
-    return readdirSync(path, { withFileTypes: true }).flatMap((entry) =>
-      entry.name === 'node_modules' ? [] : sourcesUnder(join(path, entry.name)),
-    );
+    return readdirSync(path, { withFileTypes: true }).flatMap((entry) => {
+      const child = join(path, entry.name);
+      return SKIPPED.has(entry.name) || SKIPPED.has(relative(ROOT, child)) ? [] : sourcesUnder(child);
+    });
   } catch {
     return [];
   }

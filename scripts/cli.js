@@ -24,7 +24,8 @@ function buildCli(argv, context = {}) {
     cwd: context.cwd ?? process.cwd(),
     root: context.root ?? resolve(__dirname, '..'),
   };
-  // One default command rather than .demandCommand(1): docs/deploy-fc.md's form is `node scripts/deploy.js --output-dir DIR`.
+  // One default command rather than .demandCommand(1): docs/deploy-fc.md's form is `node scripts/deploy.js
+  // --output-dir DIR`.
   return yargs(argv)
     .scriptName('node scripts/deploy.js')
     .usage('Usage: $0 [options]')
@@ -33,8 +34,10 @@ function buildCli(argv, context = {}) {
     .exitProcess(false)
     .wrap(Math.min(120, process.stdout.columns || 120))
     .epilogue(
-      'Exit codes: 0 done, 1 failed (an FC API error or a failed step), 2 usage (a bad option; nothing was written or changed).\n' +
-        'Secrets are read from the environment, never from options: MCP_AUTH_TOKENS, MCP_SESSION_SECRET, E2B_API_KEY; with --deploy, what the function already has is kept.\n' +
+      'Exit codes: 0 done, 1 failed (an FC API error or a failed step), 2 usage (a bad option; nothing was ' +
+        'written or changed).\n' +
+        'Secrets are read from the environment, never from options: MCP_AUTH_TOKENS, MCP_SESSION_SECRET, ' +
+        'E2B_API_KEY; with --deploy, what the function already has is kept.\n' +
         CREDENTIALS_HELP,
     )
     .help()

@@ -14,7 +14,8 @@ function createDeployCommand(context) {
   return {
     command: '$0',
     describe:
-      'Write a deployable Function Compute artifact (code/, code.zip, config.yaml, s.yaml) and print the manual steps; with --deploy, also deploy it through the FC API',
+      'Write a deployable Function Compute artifact (code/, code.zip, config.yaml, s.yaml) and print the manual ' +
+      'steps; with --deploy, also deploy it through the FC API',
     builder: (yargs) => {
       let y = yargs.options(DEPLOY_OPTIONS);
       for (const [command, description] of EXAMPLES) y = y.example(command, description);

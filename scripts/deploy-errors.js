@@ -23,7 +23,8 @@ class UsageError extends Error {
 class DeployError extends Error {
   /**
    * @param {string} message what failed
-   * @param {{ step?: string, code?: string, requestId?: string, statusCode?: number, hint?: string, cause?: unknown }} [details]
+   * @param {{ step?: string, code?: string, requestId?: string, statusCode?: number, hint?: string, cause?: unknown }}
+   * [details]
    */
   constructor(message, details = {}) {
     super(message, { cause: details.cause });

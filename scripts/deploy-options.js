@@ -1,7 +1,6 @@
 /**
  * Every option of `node scripts/deploy.js`, each declared with its type, default and description (what --help
- * shows). The defaults here are the ones the repository's s.yaml uses too (test/deploy/repo-s-yaml.test.ts keeps
- * them in step).
+ * shows). The defaults here are the ones the repository's s.yaml uses too, and the two are kept in step.
  */
 'use strict';
 
@@ -14,9 +13,11 @@ const GROUPS = Object.freeze({
   logs: 'Logs (FC keeps none unless the function names an SLS project and logstore):',
   auth: 'Auth (secrets come from files or the environment, never from flags):',
   oauth:
-    'OAuth (access tokens from an authorization server, beside or instead of static tokens; not secrets; with --deploy, what is not given here stays as the function has it):',
+    'OAuth (access tokens from an authorization server, beside or instead of static tokens; not secrets; with ' +
+    '--deploy, what is not given here stays as the function has it):',
   sandbox:
-    'Sandboxes (E2B settings not given here come from E2B_API_KEY, E2B_DOMAIN, E2B_API_URL, E2B_TEMPLATE in the environment, else stay as the function has them):',
+    'Sandboxes (E2B settings not given here come from E2B_API_KEY, E2B_DOMAIN, E2B_API_URL, E2B_TEMPLATE in the ' +
+    'environment, else stay as the function has them):',
   output: 'Output and deployment:',
 });
 
@@ -88,14 +89,16 @@ const DEPLOY_OPTIONS = {
     array: true,
     default: [],
     describe:
-      'On update, remove this variable of the existing function (repeatable); variables a deploy does not set are otherwise kept',
+      'On update, remove this variable of the existing function (repeatable); variables a deploy does not set ' +
+      'are otherwise kept',
   },
   'enable-session-affinity': {
     group: GROUPS.sessions,
     type: 'boolean',
     default: true,
     describe:
-      'MCP_STREAMABLE session affinity: FC pins each Mcp-Session-Id to one instance (--no-enable-session-affinity to turn off)',
+      'MCP_STREAMABLE session affinity: FC pins each Mcp-Session-Id to one instance ' +
+      '(--no-enable-session-affinity to turn off)',
   },
   'session-concurrency': {
     group: GROUPS.sessions,
@@ -150,7 +153,8 @@ const DEPLOY_OPTIONS = {
     type: 'boolean',
     default: false,
     describe:
-      'Serve --custom-domain over plain HTTP, on purpose (tokens in clear text). Without a certificate an update keeps the HTTPS one the domain has',
+      'Serve --custom-domain over plain HTTP, on purpose (tokens in clear text). Without a certificate an update ' +
+      'keeps the HTTPS one the domain has',
   },
   'sls-project': {
     group: GROUPS.logs,
@@ -191,7 +195,8 @@ const DEPLOY_OPTIONS = {
     default: undefined,
     defaultDescription: "the function's current one (none: OAuth off)",
     describe:
-      "MCP_OAUTH_ISSUER: the authorization server's issuer URL (https; http only on 127.0.0.1, localhost or [::1]), exactly as its tokens' iss carries it; turns OAuth on",
+      "MCP_OAUTH_ISSUER: the authorization server's issuer URL (https; http only on 127.0.0.1, localhost or " +
+      "[::1]), exactly as its tokens' iss carries it; turns OAuth on",
   },
   'public-url': {
     group: GROUPS.oauth,
@@ -199,7 +204,8 @@ const DEPLOY_OPTIONS = {
     default: undefined,
     defaultDescription: "https://<custom-domain> with --oauth-issuer, else the function's current one",
     describe:
-      'MCP_PUBLIC_URL: the origin clients reach the server at, e.g. https://mcp.example.com; the resource tokens are for is <public-url>/mcp',
+      'MCP_PUBLIC_URL: the origin clients reach the server at, e.g. https://mcp.example.com; the resource tokens ' +
+      'are for is <public-url>/mcp',
   },
   'oauth-audience': {
     group: GROUPS.oauth,
@@ -214,7 +220,8 @@ const DEPLOY_OPTIONS = {
     default: undefined,
     defaultDescription: "the function's current ones (none: no scope required)",
     describe:
-      'MCP_OAUTH_SCOPES: scopes every access token must carry, space-separated in one argument, e.g. "mcp:tools mcp:read"',
+      'MCP_OAUTH_SCOPES: scopes every access token must carry, space-separated in one argument, e.g. "mcp:tools ' +
+      'mcp:read"',
   },
   'sandbox-backend': {
     group: GROUPS.sandbox,
@@ -222,7 +229,8 @@ const DEPLOY_OPTIONS = {
     choices: ['e2b', 'local'],
     default: 'e2b',
     describe:
-      'e2b: an E2B microVM per session (E2B_API_KEY needed, from the environment or kept from the function). local: processes inside the FC instance, without bubblewrap (it prints what that does not isolate)',
+      'e2b: an E2B microVM per session (E2B_API_KEY needed, from the environment or kept from the function). ' +
+      'local: processes inside the FC instance, without bubblewrap (it prints what that does not isolate)',
   },
   'e2b-domain': {
     group: GROUPS.sandbox,
@@ -256,7 +264,8 @@ const DEPLOY_OPTIONS = {
     type: 'boolean',
     default: false,
     describe:
-      'Also deploy through the FC API, with credentials from the Alibaba Cloud default chain: environment, Aliyun CLI profile, ~/.alibabacloud/credentials, ECS RAM role (see --profile / --s-access)',
+      'Also deploy through the FC API, with credentials from the Alibaba Cloud default chain: environment, ' +
+      'Aliyun CLI profile, ~/.alibabacloud/credentials, ECS RAM role (see --profile / --s-access)',
   },
   profile: {
     group: GROUPS.output,
@@ -264,7 +273,8 @@ const DEPLOY_OPTIONS = {
     default: undefined,
     defaultDescription: "ALIBABA_CLOUD_PROFILE, else ~/.aliyun/config.json's current profile",
     describe:
-      'Aliyun CLI profile whose credentials --deploy uses (in ~/.aliyun/config.json, else ~/.alibabacloud/credentials); only that profile is read',
+      'Aliyun CLI profile whose credentials --deploy uses (in ~/.aliyun/config.json, else ' +
+      '~/.alibabacloud/credentials); only that profile is read',
   },
   's-access': {
     group: GROUPS.output,
@@ -273,7 +283,8 @@ const DEPLOY_OPTIONS = {
     defaultDescription: 'none',
     conflicts: 'profile',
     describe:
-      'Alias of an access Serverless Devs stored in ~/.s/access.yaml (`s config add`), e.g. default; when given, used instead of the chain',
+      'Alias of an access Serverless Devs stored in ~/.s/access.yaml (`s config add`), e.g. default; when given, ' +
+      'used instead of the chain',
   },
   'account-id': {
     group: GROUPS.output,
@@ -294,7 +305,8 @@ const DEPLOY_OPTIONS = {
     type: 'boolean',
     default: false,
     describe:
-      'Validate and show what would be written and called; write and change nothing (with --deploy it reads the function to show the environment diff)',
+      'Validate and show what would be written and called; write and change nothing (with --deploy it reads the ' +
+      'function to show the environment diff)',
   },
   json: {
     group: GROUPS.output,
@@ -316,7 +328,8 @@ const EXAMPLES = [
     "Use Alibaba Cloud's E2B-compatible sandboxes",
   ],
   [
-    '$0 --deploy --oauth-issuer https://auth.example.com --custom-domain mcp.example.com --domain-cert fullchain.pem --domain-key privkey.pem',
+    '$0 --deploy --oauth-issuer https://auth.example.com --custom-domain mcp.example.com --domain-cert ' +
+      'fullchain.pem --domain-key privkey.pem',
     'Accept OAuth access tokens of that issuer for https://mcp.example.com/mcp (no static token needed)',
   ],
   [

@@ -57,10 +57,13 @@ const MANAGED_NAMES = new Set([
  * so the local backend runs with LOCAL_SANDBOX_ISOLATION=none there (docs/security.md, "Isolation modes").
  */
 const LOCAL_ON_FC =
-  '--sandbox-backend local: sandboxes are processes inside the FC instance (LOCAL_SANDBOX_ISOLATION=none; FC has no bubblewrap). ' +
+  '--sandbox-backend local: sandboxes are processes inside the FC instance (LOCAL_SANDBOX_ISOLATION=none; FC has ' +
+  'no bubblewrap). ' +
   'What holds: a user of its own per sandbox when the function runs as root, rlimits, a minimal environment. ' +
-  "What does not: no mount, process or network isolation (sandbox code sees the instance's whole file system with that user's rights, and the internet); " +
-  'files are lost when FC reclaims the instance and are not shared between instances. Use it for one trusted user, or set E2B_API_KEY and drop the flag';
+  "What does not: no mount, process or network isolation (sandbox code sees the instance's whole file system " +
+  "with that user's rights, and the internet); " +
+  'files are lost when FC reclaims the instance and are not shared between instances. Use it for one trusted ' +
+  'user, or set E2B_API_KEY and drop the flag';
 
 /**
  * @typedef {object} DeploymentPlan
@@ -97,7 +100,8 @@ const LOCAL_ON_FC =
  * @typedef {object} PlanResult
  * @property {DeploymentPlan} plan
  * @property {import('./auth-tokens').AuthChoice} authChoice
- * @property {import('./domain-certificate').CertConfig | undefined} certConfig the domain's certificate, read and checked
+ * @property {import('./domain-certificate').CertConfig | undefined} certConfig the domain's certificate, read and
+ * checked
  * @property {string[]} problems
  * @property {string[]} warnings
  */
@@ -166,7 +170,8 @@ function createPlan(args, env) {
     const name = entry.slice(0, at);
     if (at === -1 || !VARIABLE_NAME.test(name)) {
       problems.push(
-        `--env "${entry.split('=')[0]}" must be NAME=VALUE with a NAME of letters, digits and _ that starts with a letter`,
+        `--env "${entry.split('=')[0]}" must be NAME=VALUE with a NAME of letters, digits and _ that starts with ` +
+          `a letter`,
       );
     } else if (MANAGED_NAMES.has(name)) {
       problems.push(`--env ${name} is set by this CLI; use its own option (see --help) instead`);
@@ -251,12 +256,14 @@ function createPlan(args, env) {
   if (args.deploy !== true) problems.push(...checkOAuthVariables(environment));
   if (auth.choice.source === 'missing' && !oauthOnly && args.deploy !== true) {
     warnings.push(
-      'no auth token yet: s.yaml reads MCP_AUTH_TOKENS from the environment at `s deploy` and fails without it; set it, or re-run with --generate-token',
+      'no auth token yet: s.yaml reads MCP_AUTH_TOKENS from the environment at `s deploy` and fails without it; ' +
+        'set it, or re-run with --generate-token',
     );
   }
   if (sandbox === 'e2b' && (env.E2B_API_KEY ?? '').trim() === '' && args.deploy !== true) {
     warnings.push(
-      'E2B_API_KEY is not set: s.yaml reads it (and E2B_DOMAIN) from the environment at `s deploy` and fails without it; set it, or pass --sandbox-backend local',
+      'E2B_API_KEY is not set: s.yaml reads it (and E2B_DOMAIN) from the environment at `s deploy` and fails ' +
+        'without it; set it, or pass --sandbox-backend local',
     );
   }
   problems.push(...checkEndpoint(args));
@@ -269,7 +276,8 @@ function createPlan(args, env) {
     problems.push('MCP_SESSION_SECRET must be at least 32 bytes (openssl rand -base64 32); it is not shown here');
   if (plan.domainProtocol === 'keep' && args.deploy !== true) {
     problems.push(
-      `--custom-domain ${plan.customDomain} needs --domain-cert FILE and --domain-key FILE (HTTPS), or --domain-http-only to serve it over HTTP on purpose`,
+      `--custom-domain ${plan.customDomain} needs --domain-cert FILE and --domain-key FILE (HTTPS), or ` +
+        `--domain-http-only to serve it over HTTP on purpose`,
     );
   }
   return { plan, authChoice: auth.choice, certConfig: domain.certConfig, problems, warnings };
@@ -286,13 +294,15 @@ function planLogs(args, problems) {
   if (project === undefined && logstore === undefined) return undefined;
   if (project === undefined || logstore === undefined) {
     problems.push(
-      '--sls-project and --sls-logstore go together: the SLS project and the logstore in it that keep the function logs',
+      '--sls-project and --sls-logstore go together: the SLS project and the logstore in it that keep the ' +
+        'function logs',
     );
     return undefined;
   }
   if (!/^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$/.test(project))
     problems.push(
-      `--sls-project "${project}" is not an SLS project name (3–63 lowercase letters, digits and -, not starting or ending with -)`,
+      `--sls-project "${project}" is not an SLS project name (3–63 lowercase letters, digits and -, not starting ` +
+        `or ending with -)`,
     );
   if (!/^[a-z0-9][a-z0-9_-]{0,61}[a-z0-9]$/.test(logstore))
     problems.push(`--sls-logstore "${logstore}" is not an SLS logstore name (2–63 lowercase letters, digits, _ and -)`);
@@ -318,12 +328,16 @@ function checkAgainstFunction(plan, authChoice, shell, existing) {
   const problems = [];
   if (plan.auth === 'bearer' && authChoice.source === 'missing' && !kept('MCP_AUTH_TOKENS') && !oauth) {
     problems.push(
-      `refusing to deploy without an auth token (function ${plan.name} has none to keep): pass --generate-token or --auth-token-file FILE, set MCP_AUTH_TOKENS, pass --oauth-issuer URL to accept an authorization server's access tokens, or pass --no-auth to deploy an open server on purpose`,
+      `refusing to deploy without an auth token (function ${plan.name} has none to keep): pass --generate-token ` +
+        `or --auth-token-file FILE, set MCP_AUTH_TOKENS, pass --oauth-issuer URL to accept an authorization ` +
+        `server's access tokens, or pass --no-auth to deploy an open server on purpose`,
     );
   }
   if (plan.sandbox === 'e2b' && !shell.E2B_API_KEY && !kept('E2B_API_KEY')) {
     problems.push(
-      `refusing to deploy a function without a sandbox backend (function ${plan.name} has no E2B key to keep): export E2B_API_KEY (and E2B_DOMAIN for Alibaba Cloud's sandboxes), or pass --sandbox-backend local to run sandboxes as plain processes in the FC instance on purpose`,
+      `refusing to deploy a function without a sandbox backend (function ${plan.name} has no E2B key to keep): ` +
+        `export E2B_API_KEY (and E2B_DOMAIN for Alibaba Cloud's sandboxes), or pass --sandbox-backend local to run ` +
+        `sandboxes as plain processes in the FC instance on purpose`,
     );
   }
   return problems;

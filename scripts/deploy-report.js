@@ -58,14 +58,16 @@ function toHumanReport(input) {
   if (input.deployed !== undefined) {
     lines.push(
       '',
-      `Deployed ${plan.name} in ${plan.region} (function ${input.deployed.function}, trigger ${input.deployed.trigger}).`,
+      `Deployed ${plan.name} in ${plan.region} (function ${input.deployed.function}, trigger ` +
+        `${input.deployed.trigger}).`,
       `MCP URL: ${url}`,
     );
   } else {
     lines.push('', ...toManualSteps(input, dir, rel), '', `The URL will be: ${url}`);
   }
   if (input.oauth !== undefined) lines.push(...oauthLines(input));
-  // No token was given and none is kept, yet the run went on: OAuth is the only way in, and clients sign in by themselves.
+  // No token was given and none is kept, yet the run went on: OAuth is the only way in, and clients sign in by
+  // themselves.
   const signInOnly = input.oauth !== undefined && input.auth.source === 'missing';
   lines.push(
     '',
@@ -93,7 +95,8 @@ function toUrlForm(plan) {
 function oauthLines(input) {
   const oauth = /** @type {{ issuer: string, resource: string }} */ (input.oauth);
   return [
-    `OAuth: access tokens from ${oauth.issuer} are accepted for ${oauth.resource}${input.auth.source === 'missing' ? '' : ', beside the static tokens'}.`,
+    `OAuth: access tokens from ${oauth.issuer} are accepted for ` +
+      `${oauth.resource}${input.auth.source === 'missing' ? '' : ', beside the static tokens'}.`,
     `  (Clients that speak MCP's OAuth sign in there by themselves when they connect to ${oauth.resource}.)`,
   ];
 }
@@ -147,25 +150,31 @@ function toManualSteps(input, dir, rel) {
     'Or in the FC console (https://fcnext.console.aliyun.com), region ' + plan.region + ':',
     `  1. Create function → Web function; name ${plan.name}; runtime ${plan.runtime}; upload ${dir}/code.zip.`,
     `  2. Startup command: ${plan.nodePath} ${CODE_DIR}/${ENTRY_FILE}; listening port ${LISTEN_PORT}.`,
-    `  3. ${plan.memoryMb} MB memory, ${plan.cpu} vCPU, 512 MB disk; execution timeout ${plan.timeoutS} s; instance concurrency ${plan.instanceConcurrency}.`,
+    `  3. ${plan.memoryMb} MB memory, ${plan.cpu} vCPU, 512 MB disk; execution timeout ${plan.timeoutS} s; ` +
+      `instance concurrency ${plan.instanceConcurrency}.`,
     `  4. Environment variables:`,
     ...[...env, ...shellLines].map((l) => `       ${l}`),
-    `  5. Health check: HTTP GET ${HEALTH_PATH}. Lifecycle: Initializer (POST ${HOOKS.initializer.path}, ${HOOKS.initializer.timeoutS} s), PreStop (GET ${HOOKS.preStop.path}, ${HOOKS.preStop.timeoutS} s).`,
+    `  5. Health check: HTTP GET ${HEALTH_PATH}. Lifecycle: Initializer (POST ${HOOKS.initializer.path}, ` +
+      `${HOOKS.initializer.timeoutS} s), PreStop (GET ${HOOKS.preStop.path}, ${HOOKS.preStop.timeoutS} s).`,
     plan.sessionAffinity
-      ? `  6. Isolation and affinity → session affinity: MCP Streamable HTTP; ${plan.sessionConcurrency} sessions per instance; session TTL ${plan.sessionTtlS} s, idle ${plan.sessionIdleTtlS} s.`
+      ? `  6. Isolation and affinity → session affinity: MCP Streamable HTTP; ${plan.sessionConcurrency} sessions ` +
+        `per instance; session TTL ${plan.sessionTtlS} s, idle ${plan.sessionIdleTtlS} s.`
       : '  6. Session affinity: off.',
-    `  7. HTTP trigger "${plan.triggerName}": authentication none (the function checks the bearer token); methods ${plan.triggerMethods.join(', ')}.`,
+    `  7. HTTP trigger "${plan.triggerName}": authentication none (the function checks the bearer token); ` +
+      `methods ${plan.triggerMethods.join(', ')}.`,
     `  8. ${consoleLogging(plan)}`,
   ];
   if (plan.customDomain !== undefined) {
     const served =
       plan.domainProtocol === 'https'
-        ? `protocol HTTPS with the certificate ${plan.domainCertificate?.certFile} and its key ${plan.domainCertificate?.keyFile}`
+        ? `protocol HTTPS with the certificate ${plan.domainCertificate?.certFile} and its key ` +
+          `${plan.domainCertificate?.keyFile}`
         : plan.domainProtocol === 'http-only'
           ? 'protocol HTTP (--domain-http-only: tokens cross the network in clear text)'
           : 'keep its HTTPS certificate (this s.yaml leaves the domain out, so that s deploy does not replace it)';
     lines.push(
-      `  9. Custom domain ${plan.customDomain}: CNAME it to ${cname}, then add it under Custom domains with route /* → ${plan.name}; ${served}.`,
+      `  9. Custom domain ${plan.customDomain}: CNAME it to ${cname}, then add it under Custom domains with ` +
+        `route /* → ${plan.name}; ${served}.`,
     );
   }
   return lines;
@@ -195,7 +204,8 @@ function exportLines(input, dir, rel) {
       else lines.push('# MCP_SESSION_SECRET is set in this shell: keep using it, the same value on every deploy');
     } else if (!variable.required) {
       lines.push(
-        `# optional: export ${variable.name}=<${placeholder?.value ?? 'value'}>   (${placeholder?.optional ?? 'left out: empty'})`,
+        `# optional: export ${variable.name}=<${placeholder?.value ?? 'value'}>   ` +
+          `(${placeholder?.optional ?? 'left out: empty'})`,
       );
     } else {
       lines.push(`export ${variable.name}=<${placeholder?.value ?? 'value'}>`);
@@ -217,13 +227,15 @@ function sDeployNotes(input) {
     notes.push(`(s deploy refuses to run while ${required.join(', ')} ${required.length === 1 ? 'is' : 'are'} unset.)`);
   if (plan.fromShell.some((v) => v.name === 'MCP_SESSION_SECRET')) {
     notes.push(
-      "(MCP_SESSION_SECRET must stay the same on every deploy: a new one ends every open session. A re-deploy through --deploy keeps the function's secret by itself.)",
+      '(MCP_SESSION_SECRET must stay the same on every deploy: a new one ends every open session. A re-deploy ' +
+        "through --deploy keeps the function's secret by itself.)",
     );
   }
   const logConfig = plan.logConfig;
   notes.push(
     logConfig === undefined
-      ? '(This s.yaml turns logging on: logConfig: auto keeps the SLS project and logstore the function logs to, or has fc3 create them.)'
+      ? '(This s.yaml turns logging on: logConfig: auto keeps the SLS project and logstore the function logs to, ' +
+          'or has fc3 create them.)'
       : `(This s.yaml sends the function's logs to SLS project ${logConfig.project}, logstore ${logConfig.logstore}.)`,
   );
   return notes;
@@ -236,10 +248,14 @@ function sDeployNotes(input) {
 function consoleLogging(plan) {
   const logConfig = plan.logConfig;
   if (logConfig !== undefined)
-    return `Logging: SLS project ${logConfig.project}, logstore ${logConfig.logstore}; request and instance metrics on.`;
+    return (
+      `Logging: SLS project ${logConfig.project}, logstore ${logConfig.logstore}; ` + 'request and instance metrics on.'
+    );
   return (
-    'Logging: FC keeps no logs of this function until logging is on. Function → Logging: choose or create an SLS project and logstore ' +
-    '(or re-run with --sls-project and --sls-logstore). `s deploy` with this s.yaml turns it on by itself (logConfig: auto).'
+    'Logging: FC keeps no logs of this function until logging is on. Function → Logging: choose or create an SLS ' +
+    'project and logstore ' +
+    '(or re-run with --sls-project and --sls-logstore). `s deploy` with this s.yaml turns it on by itself ' +
+    '(logConfig: auto).'
   );
 }
 

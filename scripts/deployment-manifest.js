@@ -73,7 +73,10 @@ function toManifest(plan, code) {
 function toAuthDescription(plan) {
   if (plan.auth !== 'bearer') return 'none';
   if (plan.environment.MCP_OAUTH_ISSUER === undefined) return 'bearer token, checked by the function (MCP_AUTH_TOKENS)';
-  return 'bearer token, checked by the function: an OAuth access token of MCP_OAUTH_ISSUER, or a static token (MCP_AUTH_TOKENS)';
+  return (
+    'bearer token, checked by the function: an OAuth access token of MCP_OAUTH_ISSUER, or a static token ' +
+    '(MCP_AUTH_TOKENS)'
+  );
 }
 
 module.exports = { toManifest };

@@ -63,7 +63,8 @@ function readDomainCertificate({ certFile, keyFile, domain, now = new Date() }) 
   if (problems.length > 0) return { certConfig: undefined, problems, warnings };
 
   // A name per certificate: a renewed one replaces the old under a new name, and the name says which it is.
-  const certName = `${domain.replace(/[^A-Za-z0-9]+/g, '-').slice(0, 48)}-${createHash('sha256').update(cert.raw).digest('hex').slice(0, 12)}`;
+  const fingerprint = createHash('sha256').update(cert.raw).digest('hex').slice(0, 12);
+  const certName = `${domain.replace(/[^A-Za-z0-9]+/g, '-').slice(0, 48)}-${fingerprint}`;
   return {
     certConfig: { certName, certificate: certificate.trim(), privateKey: privateKey.trim() },
     problems,

@@ -60,7 +60,9 @@ function planDomain(args, problems, warnings) {
 function checkAgainstDomain(plan, existingDomain) {
   if (plan.domainProtocol !== 'keep' || hasHttps(existingDomain)) return [];
   return [
-    `--custom-domain ${plan.customDomain} ${existingDomain === undefined ? 'is new' : 'has no HTTPS certificate'}: pass --domain-cert FILE and --domain-key FILE, or --domain-http-only to serve it over HTTP on purpose`,
+    `--custom-domain ${plan.customDomain} ` +
+      `${existingDomain === undefined ? 'is new' : 'has no HTTPS certificate'}: pass --domain-cert FILE and ` +
+      `--domain-key FILE, or --domain-http-only to serve it over HTTP on purpose`,
   ];
 }
 

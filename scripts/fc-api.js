@@ -11,7 +11,8 @@
  * @property {(name: string, input: Record<string, unknown>) => Promise<Record<string, any>>} updateFunction
  * @property {(name: string, trigger: string) => Promise<Record<string, any> | undefined>} getTrigger
  * @property {(name: string, input: Record<string, unknown>) => Promise<Record<string, any>>} createTrigger
- * @property {(name: string, trigger: string, input: Record<string, unknown>) => Promise<Record<string, any>>} updateTrigger
+ * @property {(name: string, trigger: string, input: Record<string, unknown>) => Promise<Record<string, any>>}
+ * updateTrigger
  * @property {(domain: string) => Promise<Record<string, any> | undefined>} getCustomDomain
  * @property {(input: Record<string, unknown>) => Promise<Record<string, any>>} createCustomDomain
  * @property {(domain: string, input: Record<string, unknown>) => Promise<Record<string, any>>} updateCustomDomain
@@ -56,7 +57,8 @@ function resolveEndpoint({ endpoint, accountId, region }) {
 }
 
 /**
- * @param {{ host: string, protocol: 'http' | 'https', accessKeyId: string, accessKeySecret: string, securityToken?: string }} options
+ * @param {{ host: string, protocol: 'http' | 'https', accessKeyId: string, accessKeySecret: string, securityToken?:
+ * string }} options
  * @returns {FcApi}
  */
 function createFcApi(options) {

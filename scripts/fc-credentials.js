@@ -33,20 +33,26 @@ const { readServerlessDevsAccess, shown } = require('./serverless-devs-access');
  * @typedef {object} ChainLink
  * @property {string} provider
  * @property {(request: ChainRequest) => string} label
- * @property {(lib: typeof import('@alicloud/credentials'), request: ChainRequest) => import('@alicloud/credentials').CredentialsProvider | string} create
+ * @property {(lib: typeof import('@alicloud/credentials'), request: ChainRequest) =>
+ * import('@alicloud/credentials').CredentialsProvider | string} create
  */
 
-/** @typedef {{ env: Record<string, string | undefined>, home: string | undefined, profile: string | undefined }} ChainRequest */
+/** @typedef {{ env: Record<string, string | undefined>, home: string | undefined, profile: string | undefined }}
+ * ChainRequest */
 
 const CREDENTIALS_HELP = [
   'Credentials for --deploy: the first of these that has them (the default chain of @alicloud/credentials):',
-  '  1. ALIBABA_CLOUD_ACCESS_KEY_ID and ALIBABA_CLOUD_ACCESS_KEY_SECRET (and ALIBABA_CLOUD_SECURITY_TOKEN for an STS token)',
+  '  1. ALIBABA_CLOUD_ACCESS_KEY_ID and ALIBABA_CLOUD_ACCESS_KEY_SECRET (and ALIBABA_CLOUD_SECURITY_TOKEN for an ' +
+    'STS token)',
   '  2. an OIDC role: ALIBABA_CLOUD_ROLE_ARN, ALIBABA_CLOUD_OIDC_PROVIDER_ARN and ALIBABA_CLOUD_OIDC_TOKEN_FILE',
   "  3. the Aliyun CLI's ~/.aliyun/config.json: the profile ALIBABA_CLOUD_PROFILE names, else its current one",
-  '  4. ~/.alibabacloud/credentials (or ALIBABA_CLOUD_CREDENTIALS_FILE): the section ALIBABA_CLOUD_PROFILE names, else [default]',
-  "  5. the ECS instance's RAM role, from the instance metadata (ALIBABA_CLOUD_ECS_METADATA_DISABLED=true turns it off)",
+  '  4. ~/.alibabacloud/credentials (or ALIBABA_CLOUD_CREDENTIALS_FILE): the section ALIBABA_CLOUD_PROFILE ' +
+    'names, else [default]',
+  "  5. the ECS instance's RAM role, from the instance metadata (ALIBABA_CLOUD_ECS_METADATA_DISABLED=true turns " +
+    'it off)',
   '  6. the URL in ALIBABA_CLOUD_CREDENTIALS_URI',
-  '--profile NAME reads only that profile (3, then 4); --s-access ALIAS reads only that access of Serverless Devs (~/.s/access.yaml).',
+  '--profile NAME reads only that profile (3, then 4); --s-access ALIAS reads only that access of Serverless ' +
+    'Devs (~/.s/access.yaml).',
 ].join('\n');
 
 /** What `@alicloud/credentials` names the inner provider of a profile, as words for the log. */
@@ -74,7 +80,8 @@ const CHAIN = [
   {
     provider: 'env',
     label: ({ env }) =>
-      `environment variables ALIBABA_CLOUD_ACCESS_KEY_ID/ALIBABA_CLOUD_ACCESS_KEY_SECRET${env.ALIBABA_CLOUD_SECURITY_TOKEN ? '/ALIBABA_CLOUD_SECURITY_TOKEN' : ''}`,
+      'environment variables ALIBABA_CLOUD_ACCESS_KEY_ID/ALIBABA_CLOUD_ACCESS_KEY_SECRET' +
+      (env.ALIBABA_CLOUD_SECURITY_TOKEN ? '/ALIBABA_CLOUD_SECURITY_TOKEN' : ''),
     create: (lib, { env }) => {
       const accessKeyId = env.ALIBABA_CLOUD_ACCESS_KEY_ID;
       const accessKeySecret = env.ALIBABA_CLOUD_ACCESS_KEY_SECRET;
@@ -118,7 +125,10 @@ const CHAIN = [
     label: ({ env, home, profile }) => {
       const file = cliConfigPath(home);
       const name = profile ?? env.ALIBABA_CLOUD_PROFILE ?? (file === undefined ? undefined : currentCliProfile(file));
-      return `${name === undefined ? 'the current profile' : `profile "${name}"`} in ${file === undefined ? '~/.aliyun/config.json' : shown(file, home)}`;
+      return (
+        `${name === undefined ? 'the current profile' : `profile "${name}"`} in ` +
+        `${file === undefined ? '~/.aliyun/config.json' : shown(file, home)}`
+      );
     },
     create: (lib, { env, home, profile }) => {
       if (isTrue(env.ALIBABA_CLOUD_CLI_PROFILE_DISABLED))
@@ -136,7 +146,10 @@ const CHAIN = [
     provider: 'profile',
     label: ({ env, home, profile }) => {
       const file = iniPath(env, home);
-      return `profile "${profile ?? env.ALIBABA_CLOUD_PROFILE ?? 'default'}" in ${file === undefined ? '~/.alibabacloud/credentials' : shown(file, home)}`;
+      return (
+        `profile "${profile ?? env.ALIBABA_CLOUD_PROFILE ?? 'default'}" in ` +
+        `${file === undefined ? '~/.alibabacloud/credentials' : shown(file, home)}`
+      );
     },
     create: (lib, { env, home, profile }) => {
       const file = iniPath(env, home);
@@ -283,7 +296,8 @@ async function resolveFcCredentials({ env, home, profile, sAccess }) {
   throw new UsageError([
     `${what}; tried, in order:\n    - ${tried.join('\n    - ')}\n  ` +
       (profile === undefined
-        ? 'Set ALIBABA_CLOUD_ACCESS_KEY_ID and ALIBABA_CLOUD_ACCESS_KEY_SECRET, run `aliyun configure` (or pass --profile NAME), or pass --s-access ALIAS for an access of Serverless Devs.'
+        ? 'Set ALIBABA_CLOUD_ACCESS_KEY_ID and ALIBABA_CLOUD_ACCESS_KEY_SECRET, run `aliyun configure` (or pass ' +
+          '--profile NAME), or pass --s-access ALIAS for an access of Serverless Devs.'
         : 'Check the name (`aliyun configure list` shows the profiles), or drop --profile to use the whole chain.'),
   ]);
 }

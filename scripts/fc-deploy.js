@@ -96,14 +96,16 @@ async function deployToFc(options) {
   const input = { ...toFunctionConfig(plan, options.variables), code: { zipFile: options.zip.toString('base64') } };
   if (existing !== undefined && existing.sessionAffinity && !plan.sessionAffinity) {
     step(
-      `  note: the function keeps its session affinity (${existing.sessionAffinity}); turn it off in the FC console if you mean to`,
+      `  note: the function keeps its session affinity (${existing.sessionAffinity}); turn it off in the FC ` +
+        `console if you mean to`,
     );
   }
 
   let functionOutcome = /** @type {'created' | 'updated'} */ ('updated');
   if (existing === undefined) {
     step(
-      `Creating function ${plan.name} (${plan.runtime}, ${plan.memoryMb} MB, ${plan.cpu} vCPU, timeout ${plan.timeoutS} s)…`,
+      `Creating function ${plan.name} (${plan.runtime}, ${plan.memoryMb} MB, ${plan.cpu} vCPU, timeout ` +
+        `${plan.timeoutS} s)…`,
     );
     const created = await call('CreateFunction', () => api.createFunction({ functionName: plan.name, ...input })).catch(
       (err) => {
@@ -176,7 +178,9 @@ async function waitUntilActive({ plan, api, call, step, wait }) {
       throw new DeployError(`FC could not make function ${plan.name} ready${reason ? ` (${reason})` : ''}`, {
         step: 'GetFunction',
         code: String(fn.lastUpdateStatusReasonCode ?? fn.stateReasonCode ?? 'FunctionFailed'),
-        hint: "Read the reason above; fix the setting it names (or the code) and re-run. The function's Logging tab in the FC console may say more (FC keeps logs only with an SLS project: --sls-project and --sls-logstore).",
+        hint:
+          "Read the reason above; fix the setting it names (or the code) and re-run. The function's Logging tab in " +
+          'the FC console may say more (FC keeps logs only with an SLS project: --sls-project and --sls-logstore).',
       });
     }
     if (state !== 'Pending' && update !== 'InProgress') {
@@ -211,7 +215,8 @@ async function upsertTrigger({ plan, api, call, step }) {
     return 'updated';
   }
   step(
-    `Creating HTTP trigger ${plan.triggerName} (anonymous at the trigger, bearer auth in the function; ${plan.triggerMethods.join(', ')})…`,
+    `Creating HTTP trigger ${plan.triggerName} (anonymous at the trigger, bearer auth in the function; ` +
+      `${plan.triggerMethods.join(', ')})…`,
   );
   try {
     await call('CreateTrigger', () =>

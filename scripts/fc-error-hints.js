@@ -10,15 +10,19 @@
 const HINTS = [
   [
     ['AccessDenied', 'Forbidden.', 'NoPermission', 'Forbidden'],
-    'The credentials lack permission: grant the RAM user or role AliyunFCFullAccess (or fc:GetFunction, fc:CreateFunction, fc:UpdateFunction, fc:GetTrigger, fc:CreateTrigger, fc:UpdateTrigger and the custom-domain actions), then re-run.',
+    'The credentials lack permission: grant the RAM user or role AliyunFCFullAccess (or fc:GetFunction, ' +
+      'fc:CreateFunction, fc:UpdateFunction, fc:GetTrigger, fc:CreateTrigger, fc:UpdateTrigger and the ' +
+      'custom-domain actions), then re-run.',
   ],
   [
     ['InvalidAccessKeyId', 'InvalidAccessKeyId.', 'SignatureDoesNotMatch', 'IncompleteSignature'],
-    'FC did not accept the credentials: check ALIBABA_CLOUD_ACCESS_KEY_ID and ALIBABA_CLOUD_ACCESS_KEY_SECRET (copy them again from the RAM console; no spaces).',
+    'FC did not accept the credentials: check ALIBABA_CLOUD_ACCESS_KEY_ID and ALIBABA_CLOUD_ACCESS_KEY_SECRET ' +
+      '(copy them again from the RAM console; no spaces).',
   ],
   [
     ['InvalidSecurityToken', 'InvalidSecurityToken.', 'SecurityTokenExpired'],
-    'The STS token is invalid or expired: get a new one and set ALIBABA_CLOUD_SECURITY_TOKEN (or unset it to use a plain AccessKey).',
+    'The STS token is invalid or expired: get a new one and set ALIBABA_CLOUD_SECURITY_TOKEN (or unset it to use ' +
+      'a plain AccessKey).',
   ],
   [
     ['FunctionNotFound', 'TriggerNotFound', 'DomainNameNotFound'],
@@ -34,7 +38,8 @@ const HINTS = [
   ],
   [
     ['DomainNameNotResolved', 'DomainNameNotCNAME', 'CustomDomainNameNotResolved'],
-    'The custom domain does not yet CNAME to <account-id>.<region>.fc.aliyuncs.com: add the DNS record, wait for it to resolve, then re-run.',
+    'The custom domain does not yet CNAME to <account-id>.<region>.fc.aliyuncs.com: add the DNS record, wait for ' +
+      'it to resolve, then re-run.',
   ],
   [['Throttling', 'Throttling.'], 'FC kept throttling the calls: wait a minute and re-run.'],
 ];
@@ -51,8 +56,13 @@ function toErrorHint(code, statusCode) {
   if (statusCode === undefined)
     return 'The FC API could not be reached: check the network, --region and --endpoint, then re-run.';
   if (statusCode >= 500)
-    return 'FC kept failing on its side: re-run in a few minutes; if it persists, open a ticket quoting the request id.';
-  return 'See the message above; fix the cause and re-run (the deploy is idempotent). Quote the request id if you open a ticket.';
+    return (
+      'FC kept failing on its side: re-run in a few minutes; ' + 'if it persists, open a ticket quoting the request id.'
+    );
+  return (
+    'See the message above; fix the cause and re-run (the deploy is idempotent). Quote the request id if you open ' +
+    'a ticket.'
+  );
 }
 
 module.exports = { toErrorHint };

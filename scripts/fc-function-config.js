@@ -88,4 +88,4 @@ function toDomainRoute(plan) {
   return { path: '/*', functionName: plan.name, qualifier: 'LATEST', methods: [...plan.triggerMethods] };
 }
 
-module.exports = { toFunctionConfig, toSessionAffinityConfig, toHttpTriggerConfig, toDomainRoute, toLogConfig };
+module.exports = { toFunctionConfig, toHttpTriggerConfig, toDomainRoute, toLogConfig };

@@ -30,7 +30,8 @@ const LISTEN_PORT = 9000;
 /** The server's paths that FC calls. */
 const HEALTH_PATH = '/health';
 const MCP_PATH = '/mcp';
-/** Lifecycle hooks of a custom runtime: FC calls these paths when the hook is configured (Initializer ≤ 300 s, PreStop ≤ 90 s). */
+/** Lifecycle hooks of a custom runtime: FC calls these paths when the hook is configured (Initializer ≤ 300 s, PreStop
+ * ≤ 90 s). */
 const HOOKS = Object.freeze({
   initializer: { method: 'POST', path: '/initialize', timeoutS: 30 },
   preStop: { method: 'GET', path: '/pre-stop', timeoutS: 10 },

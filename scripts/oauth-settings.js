@@ -108,7 +108,8 @@ function checkPublicUrl(publicUrl) {
     url.password === '';
   if (origin) return [];
   return [
-    `--public-url "${publicUrl}" must be an origin such as https://mcp.example.com, without a path, query or credentials (the resource is <public-url>${MCP_PATH})`,
+    `--public-url "${publicUrl}" must be an origin such as https://mcp.example.com, without a path, query or ` +
+      `credentials (the resource is <public-url>${MCP_PATH})`,
   ];
 }
 
@@ -137,15 +138,18 @@ function checkOAuthVariables(variables) {
   const issuer = (variables.MCP_OAUTH_ISSUER ?? '').trim() !== '';
   if (issuer && (variables.MCP_PUBLIC_URL ?? '').trim() === '') {
     problems.push(
-      "--oauth-issuer (MCP_OAUTH_ISSUER) needs the server's public URL (MCP_PUBLIC_URL), which names the resource its tokens are for; " +
-        'the FC trigger URL is not known before the function exists: pass --public-url https://mcp.example.com, or --custom-domain DOMAIN (the public URL is then https://DOMAIN)',
+      "--oauth-issuer (MCP_OAUTH_ISSUER) needs the server's public URL (MCP_PUBLIC_URL), which names the " +
+        'resource its tokens are for; ' +
+        'the FC trigger URL is not known before the function exists: pass --public-url https://mcp.example.com, ' +
+        'or --custom-domain DOMAIN (the public URL is then https://DOMAIN)',
     );
   }
   for (const key of /** @type {const} */ (['oauthAudience', 'oauthScopes'])) {
     const { option, variable } = OAUTH_OPTIONS[key];
     if (!issuer && (variables[variable] ?? '').trim() !== '') {
       problems.push(
-        `${option} (${variable}) needs --oauth-issuer (MCP_OAUTH_ISSUER), or the server refuses to start: pass --oauth-issuer URL, or --unset ${variable}`,
+        `${option} (${variable}) needs --oauth-issuer (MCP_OAUTH_ISSUER), or the server refuses to start: pass ` +
+          `--oauth-issuer URL, or --unset ${variable}`,
       );
     }
   }

@@ -162,7 +162,8 @@ function toPlannedCalls(plan, endpoint) {
     `POST ${base}/functions (create), or PUT ${base}/functions/${plan.name} (update)`,
     `GET  ${base}/functions/${plan.name} (until active)`,
     `GET  ${base}/functions/${plan.name}/triggers/${plan.triggerName}`,
-    `POST ${base}/functions/${plan.name}/triggers (create), or PUT ${base}/functions/${plan.name}/triggers/${plan.triggerName} (update)`,
+    `POST ${base}/functions/${plan.name}/triggers (create), or PUT ` +
+      `${base}/functions/${plan.name}/triggers/${plan.triggerName} (update)`,
     ...(plan.customDomain === undefined
       ? []
       : [
@@ -175,7 +176,11 @@ function toPlannedCalls(plan, endpoint) {
 /**
  * --deploy after the artifact: the function's whole environment and its diff (shown, secrets masked), then the
  * calls that create or update (none for a dry run, which lists them instead).
- * @param {{ target: { api: import('./fc-api').FcApi, existing: Record<string, any> | undefined, existingDomain: Record<string, any> | undefined }, plan: import('./deploy-plan').DeploymentPlan, authChoice: import('./auth-tokens').AuthChoice, certConfig: import('./domain-certificate').CertConfig | undefined, env: Record<string, string | undefined>, sessionSecretFile: string | undefined, zip: Buffer, endpoint: { host: string, protocol: 'http' | 'https' }, dryRun: boolean, log: (line: string) => void }} options
+ * @param {{ target: { api: import('./fc-api').FcApi, existing: Record<string, any> | undefined, existingDomain:
+ * Record<string, any> | undefined }, plan: import('./deploy-plan').DeploymentPlan, authChoice:
+ * import('./auth-tokens').AuthChoice, certConfig: import('./domain-certificate').CertConfig | undefined, env:
+ * Record<string, string | undefined>, sessionSecretFile: string | undefined, zip: Buffer, endpoint: { host: string,
+ * protocol: 'http' | 'https' }, dryRun: boolean, log: (line: string) => void }} options
  */
 async function applyToTarget({
   target,
@@ -196,7 +201,8 @@ async function applyToTarget({
   const { variables, sessionSecret, kept } = toVariables(plan, shell, existing);
   const environmentDiff = describeDiff(plan, existing?.environmentVariables ?? {}, variables, kept);
   log(
-    `Environment of function ${plan.name}${existing === undefined ? ' (new)' : ''}, secrets masked (+ added, ~ changed, - removed, = kept; --unset NAME removes one):`,
+    `Environment of function ${plan.name}${existing === undefined ? ' (new)' : ''}, secrets masked (+ added, ~ ` +
+      `changed, - removed, = kept; --unset NAME removes one):`,
   );
   for (const line of environmentDiff) log(`  ${line}`);
   const oauth = describeOAuth(variables);
@@ -218,7 +224,9 @@ async function applyToTarget({
  * --deploy's reads before anything is written: the credentials, the function and the custom domain as FC has them,
  * then what the plan still lacks (a token, an E2B key, a certificate, room in FC's 4 KB of variables, the rest of an
  * OAuth configuration) is refused.
- * @param {{ args: Record<string, unknown>, context: RunContext, plan: import('./deploy-plan').DeploymentPlan, authChoice: import('./auth-tokens').AuthChoice, endpoint: { host: string, protocol: 'http' | 'https' }, log: (line: string) => void }} options
+ * @param {{ args: Record<string, unknown>, context: RunContext, plan: import('./deploy-plan').DeploymentPlan,
+ * authChoice: import('./auth-tokens').AuthChoice, endpoint: { host: string, protocol: 'http' | 'https' }, log: (line:
+ * string) => void }} options
  */
 async function lookUpTarget({ args, context, plan, authChoice, endpoint, log }) {
   const credentials = await resolveFcCredentials({
@@ -264,7 +272,10 @@ function describeLogs(plan, existing) {
   const current = existing?.logConfig;
   if (typeof current?.project === 'string' && current.project !== '')
     return `Logs: kept (SLS project ${current.project}, logstore ${current.logstore}).`;
-  return 'warning: FC will keep no logs for this function: pass --sls-project P --sls-logstore L (an SLS project and logstore in the same region), or turn logging on in the FC console (function → Logging)';
+  return (
+    'warning: FC will keep no logs for this function: pass --sls-project P --sls-logstore L (an SLS project and ' +
+    'logstore in the same region), or turn logging on in the FC console (function → Logging)'
+  );
 }
 
 /**

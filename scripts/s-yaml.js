@@ -10,7 +10,7 @@ const { toDomainRoute, toFunctionConfig, toHttpTriggerConfig } = require('./fc-f
 
 /**
  * `${env(NAME)}` when required: `s` stops with "env('NAME') not found" when the shell lacks it, instead of sending
- * "" over the function's value (an empty E2B_API_KEY used to move a live function to the local backend).
+ * "" over the function's value (an empty E2B_API_KEY would move a live function to the local backend).
  * `${env('NAME', '')}` when optional: the server treats an empty E2B_API_URL or E2B_TEMPLATE as unset (the API URL
  * then follows E2B_DOMAIN, the template is code-interpreter-v1).
  * @param {import('./deploy-plan').ShellVariable} variable
@@ -29,7 +29,8 @@ function toServerlessDevsYaml(plan, options) {
   const environmentVariables = { ...plan.environment };
   for (const variable of plan.fromShell) environmentVariables[variable.name] = toEnvReference(variable);
   // logConfig is set by --sls-project/--sls-logstore. Left out, fc3 would send an empty one and switch the function's
-  // logging off on every deploy; `auto` keeps the SLS project and logstore the function logs to, or has fc3 create them.
+  // logging off on every deploy; `auto` keeps the SLS project and logstore the function logs to, or has fc3 create
+  // them.
   const { description, logConfig = 'auto', ...config } = toFunctionConfig(plan, environmentVariables);
   /** @type {Record<string, unknown>} */
   const resources = {

@@ -57,7 +57,8 @@ function readServerlessDevsAccess(alias, env, home) {
   const entry = isMapping(content) && Object.hasOwn(content, alias) ? content[alias] : undefined;
   if (!isMapping(entry)) {
     throw new UsageError([
-      `--s-access ${alias}: ${where} has no access "${alias}"; it has ${aliases.length === 0 ? 'none' : aliases.map((a) => `"${a}"`).join(', ')}`,
+      `--s-access ${alias}: ${where} has no access "${alias}"; it has ` +
+        `${aliases.length === 0 ? 'none' : aliases.map((a) => `"${a}"`).join(', ')}`,
     ]);
   }
   /** @param {string} key */
@@ -67,7 +68,8 @@ function readServerlessDevsAccess(alias, env, home) {
     const value = decryptValue(String(raw));
     if (value === undefined)
       throw new UsageError([
-        `--s-access ${alias}: ${key} of that access in ${where} cannot be decrypted; add the access again with \`s config add\``,
+        `--s-access ${alias}: ${key} of that access in ${where} cannot be decrypted; add the access again with ` +
+          `\`s config add\``,
       ]);
     return value;
   };
@@ -75,7 +77,8 @@ function readServerlessDevsAccess(alias, env, home) {
   const accessKeySecret = field('AccessKeySecret');
   if (accessKeyId === undefined || accessKeySecret === undefined) {
     throw new UsageError([
-      `--s-access ${alias}: that access in ${where} has no AccessKeyID and AccessKeySecret (keys: ${Object.keys(entry).join(', ')}); is it an Alibaba Cloud access?`,
+      `--s-access ${alias}: that access in ${where} has no AccessKeyID and AccessKeySecret (keys: ` +
+        `${Object.keys(entry).join(', ')}); is it an Alibaba Cloud access?`,
     ]);
   }
   return {

@@ -1,8 +1,8 @@
 /**
  * The session secret `s deploy` and the console steps use when the operator's shell has none: generated once into
  * <output-dir>/session-secret (mode 0600) and reused by every later run, so that each deploy sends the same value.
- * A new value would end every open session (it signs the session ids and sandbox handles), which is what following
- * `openssl rand` on each deploy used to do.
+ * A new value would end every open session (it signs the session ids and sandbox handles), as a fresh
+ * `openssl rand` on each deploy would.
  */
 'use strict';
 
@@ -19,7 +19,8 @@ const MIN_SECRET_BYTES = 32;
  * Where the session secret of this run comes from: undefined when MCP_SESSION_SECRET is set in the shell (the
  * operator keeps using that), else <output-dir>/session-secret, made sure of unless `write` is false (a dry run).
  * The value is never returned: it is read from the file by the shell that runs `s deploy`.
- * @param {{ outputDir: string, env: Record<string, string | undefined>, write: boolean, log?: (line: string) => void }} options
+ * @param {{ outputDir: string, env: Record<string, string | undefined>, write: boolean, log?: (line: string) => void
+ * }} options
  * @returns {string | undefined} the file
  */
 function keepSessionSecret({ outputDir, env, write, log }) {
@@ -53,4 +54,4 @@ function ensureSessionSecretFile(file) {
   return true;
 }
 
-module.exports = { keepSessionSecret, ensureSessionSecretFile, SESSION_SECRET_FILE_NAME };
+module.exports = { keepSessionSecret, SESSION_SECRET_FILE_NAME };

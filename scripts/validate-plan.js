@@ -43,7 +43,8 @@ function checkName(plan) {
   const problems = [];
   if (!FUNCTION_NAME_PATTERN.test(plan.name)) {
     problems.push(
-      `--name "${plan.name}" is not a valid function name: use 1–64 letters, digits, _ or -, starting with a letter or _`,
+      `--name "${plan.name}" is not a valid function name: use 1–64 letters, digits, _ or -, starting with a ` +
+        `letter or _`,
     );
   }
   if (!REGION_PATTERN.test(plan.region))
@@ -58,22 +59,26 @@ function checkRuntime(plan) {
     : undefined;
   if (runtime === undefined) {
     return [
-      `--runtime "${plan.runtime}" is not one this CLI knows (${Object.keys(RUNTIMES).join(', ')}); use custom.debian10`,
+      `--runtime "${plan.runtime}" is not one this CLI knows (${Object.keys(RUNTIMES).join(', ')}); use ` +
+        `custom.debian10`,
     ];
   }
   const problems = [];
   if (!runtime.custom && plan.sessionAffinity) {
     problems.push(
-      `--runtime ${plan.runtime} cannot hold session affinity (--enable-session-affinity): FC runs one request per instance on built-in runtimes, so MCP_STREAMABLE needs a custom runtime such as custom.debian10`,
+      `--runtime ${plan.runtime} cannot hold session affinity (--enable-session-affinity): FC runs one request ` +
+        `per instance on built-in runtimes, so MCP_STREAMABLE needs a custom runtime such as custom.debian10`,
     );
   }
   if (!runtime.custom) {
     problems.push(
-      `--runtime ${plan.runtime} runs event handlers, not an HTTP server: this server needs a custom runtime such as custom.debian10`,
+      `--runtime ${plan.runtime} runs event handlers, not an HTTP server: this server needs a custom runtime ` +
+        `such as custom.debian10`,
     );
   } else if (plan.nodePath === undefined) {
     problems.push(
-      `--runtime ${plan.runtime} has no Node 20 at a known path: pass --node-path (a Node ≥ 20.10 inside the runtime), or use custom.debian10`,
+      `--runtime ${plan.runtime} has no Node 20 at a known path: pass --node-path (a Node ≥ 20.10 inside the ` +
+        `runtime), or use custom.debian10`,
     );
   } else if (!plan.nodePath.startsWith('/')) {
     problems.push(`--node-path must be an absolute path inside the runtime (got "${plan.nodePath}")`);
@@ -104,7 +109,9 @@ function checkResources(plan) {
       const low = Math.ceil((cpu * MEMORY_GB_PER_CPU.min * 1024) / MEMORY_MB.step) * MEMORY_MB.step;
       const high = Math.floor((cpu * MEMORY_GB_PER_CPU.max * 1024) / MEMORY_MB.step) * MEMORY_MB.step;
       problems.push(
-        `--cpu ${cpu} with --memory ${memoryMb}: FC needs ${MEMORY_GB_PER_CPU.min}–${MEMORY_GB_PER_CPU.max} GB of memory per vCPU; for ${cpu} vCPU use --memory ${Math.max(low, MEMORY_MB.min)}–${Math.min(high, MEMORY_MB.max)}, or change --cpu`,
+        `--cpu ${cpu} with --memory ${memoryMb}: FC needs ${MEMORY_GB_PER_CPU.min}–${MEMORY_GB_PER_CPU.max} GB ` +
+          `of memory per vCPU; for ${cpu} vCPU use --memory ` +
+          `${Math.max(low, MEMORY_MB.min)}–${Math.min(high, MEMORY_MB.max)}, or change --cpu`,
       );
     }
   }
@@ -118,12 +125,16 @@ function checkTimeouts(plan) {
     return [`--timeout ${timeoutS} must be a whole number of seconds from 1 to 86400`];
   if (!Number.isInteger(toolTimeoutMaxS) || toolTimeoutMaxS < 1) {
     return [
-      `--timeout ${timeoutS} leaves no time for tool calls: it must be above ${FUNCTION_TIMEOUT_MARGIN_S} s (and --tool-timeout-max a whole number ≥ 1)`,
+      `--timeout ${timeoutS} leaves no time for tool calls: it must be above ${FUNCTION_TIMEOUT_MARGIN_S} s (and ` +
+        `--tool-timeout-max a whole number ≥ 1)`,
     ];
   }
   if (timeoutS < toolTimeoutMaxS + FUNCTION_TIMEOUT_MARGIN_S) {
     return [
-      `--timeout ${timeoutS} must be at least ${FUNCTION_TIMEOUT_MARGIN_S} s above the tool timeout cap (--tool-timeout-max ${toolTimeoutMaxS}), so that every call is answered before FC cuts it: raise --timeout to ${toolTimeoutMaxS + FUNCTION_TIMEOUT_MARGIN_S} or lower --tool-timeout-max to ${Math.max(1, timeoutS - FUNCTION_TIMEOUT_MARGIN_S)}`,
+      `--timeout ${timeoutS} must be at least ${FUNCTION_TIMEOUT_MARGIN_S} s above the tool timeout cap ` +
+        `(--tool-timeout-max ${toolTimeoutMaxS}), so that every call is answered before FC cuts it: raise ` +
+        `--timeout to ${toolTimeoutMaxS + FUNCTION_TIMEOUT_MARGIN_S} or lower --tool-timeout-max to ` +
+        `${Math.max(1, timeoutS - FUNCTION_TIMEOUT_MARGIN_S)}`,
     ];
   }
   return [];
@@ -135,7 +146,8 @@ function checkSessions(plan) {
   const { min, max } = SESSION_CONCURRENCY_RANGE;
   if (!Number.isInteger(plan.sessionConcurrency) || plan.sessionConcurrency < min || plan.sessionConcurrency > max) {
     problems.push(
-      `--session-concurrency ${plan.sessionConcurrency} must be a whole number from ${min} to ${max} (FC's sessions per instance)`,
+      `--session-concurrency ${plan.sessionConcurrency} must be a whole number from ${min} to ${max} (FC's ` +
+        `sessions per instance)`,
     );
   }
   if (!Number.isInteger(plan.sessionIdleTtlS) || plan.sessionIdleTtlS < 1 || plan.sessionIdleTtlS > SESSION_TTL_MAX_S) {
@@ -154,7 +166,9 @@ function checkSessions(plan) {
     const missing = AFFINITY_METHODS.filter((m) => !plan.triggerMethods.includes(m));
     if (missing.length > 0) {
       problems.push(
-        `--trigger-methods lacks ${missing.join(', ')}: with --enable-session-affinity FC needs the trigger to allow GET, POST and DELETE (DELETE frees a session's slot); add them or pass --no-enable-session-affinity`,
+        `--trigger-methods lacks ${missing.join(', ')}: with --enable-session-affinity FC needs the trigger to ` +
+          `allow GET, POST and DELETE (DELETE frees a session's slot); add them or pass ` +
+          `--no-enable-session-affinity`,
       );
     }
   }
@@ -178,7 +192,8 @@ function checkEnvironment(plan, sizes) {
     ) + plan.fromShell.reduce((sum, s) => sum + Buffer.byteLength(s.name) + (sizes.secretSizes[s.name] ?? 0), 0);
   if (bytes > ENV_MAX_BYTES) {
     problems.push(
-      `--env: the function's environment variables come to ${bytes} bytes, over FC's ${ENV_MAX_BYTES}-byte limit; drop or shorten some --env values`,
+      `--env: the function's environment variables come to ${bytes} bytes, over FC's ${ENV_MAX_BYTES}-byte ` +
+        `limit; drop or shorten some --env values`,
     );
   }
   return problems;
@@ -216,7 +231,8 @@ function checkVariablesSize(variables) {
   );
   if (bytes <= ENV_MAX_BYTES) return [];
   return [
-    `the function's environment variables would come to ${bytes} bytes with the ones kept from the function, over FC's ${ENV_MAX_BYTES}-byte limit; --unset some, or shorten --env values`,
+    `the function's environment variables would come to ${bytes} bytes with the ones kept from the function, ` +
+      `over FC's ${ENV_MAX_BYTES}-byte limit; --unset some, or shorten --env values`,
   ];
 }
 

@@ -17,8 +17,9 @@ const GIVE_UP_MS = 15_000;
 
 /**
  * Runs one uncounted warm-up round, then `runs` rounds of: `node -e 0`, then each server. Resolves with
- * the per-run milliseconds `{ node: [...], ours: [...], r1: [...], r2: [...], bare: [...], toolsList: { ours: [...], ... },
- * toolCall: {...}, cpuInitialize: {...}, cpuToolCall: {...} }` (`bare`: a node:http server answering a fixed JSON,
+ * the per-run milliseconds `{ node: [...], ours: [...], r1: [...], r2: [...], bare: [...], toolsList: { ours: [...],
+ * ... }, toolCall: {...}, cpuInitialize: {...}, cpuToolCall: {...} }` (`bare`: a node:http server answering a fixed
+ * JSON,
  * the floor of any server; `cpu…`: the server's main-thread CPU time by that answer).
  */
 export async function measureColdStart({ runs = 15, servers = ['ours', 'r1', 'r2', 'bare'] } = {}) {
@@ -51,7 +52,8 @@ export async function measureColdStart({ runs = 15, servers = ['ours', 'r1', 'r2
   return samples;
 }
 
-/** Medians of `measureColdStart`'s samples, in ms: `{ node, ours, ..., toolsList: { ours, ... }, toolCall: { ours, ... }, cpu… }`. */
+/** Medians of `measureColdStart`'s samples, in ms: `{ node, ours, ..., toolsList: { ours, ... }, toolCall: { ours, ...
+ * }, cpu… }`. */
 export function summarizeColdStart(samples) {
   const medians = (group) =>
     Object.fromEntries(

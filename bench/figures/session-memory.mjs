@@ -1,6 +1,6 @@
 // Figure 3: memory per idle session (initialize + notifications/initialized, no tool called). A fresh
-// server opens 10 warm-up sessions (one lists the tools), then 1,000 sessions, then 1,000 more; memory is read after a forced full
-// GC at each step. The figure is the RSS the second 1,000 sessions add, per session: the first 1,000 also
+// server opens 10 warm-up sessions (one lists the tools), then 1,000 sessions, then 1,000 more; memory is read after a
+// forced full GC at each step. The figure is the RSS the second 1,000 sessions add, per session: the first 1,000 also
 // grow V8's young generation and the allocator's arenas by a fixed ~30 MB that no session holds, which would
 // otherwise count as ~30 KiB "per session". Reported beside it: RSS over the first 1,000 (that fixed part
 // included) and the JS heap + external memory the second 1,000 retain.

@@ -61,7 +61,8 @@ export function loadOAuthConfig(env: Env, problems: string[]): OAuthConfig | und
   const origin = publicUrl === undefined ? undefined : parseUrl(publicUrl);
   if (publicUrl === undefined) {
     problems.push(
-      'MCP_OAUTH_ISSUER needs MCP_PUBLIC_URL: the https origin clients reach this server at (e.g. https://mcp.example.com), which names the resource its tokens are for',
+      'MCP_OAUTH_ISSUER needs MCP_PUBLIC_URL: the https origin clients reach this server at (e.g. ' +
+        'https://mcp.example.com), which names the resource its tokens are for',
     );
   } else if (
     origin === undefined ||
@@ -73,7 +74,8 @@ export function loadOAuthConfig(env: Env, problems: string[]): OAuthConfig | und
     origin.password !== ''
   ) {
     problems.push(
-      `MCP_PUBLIC_URL must be an origin such as https://mcp.example.com, without a path, query or credentials (got "${publicUrl}")`,
+      `MCP_PUBLIC_URL must be an origin such as https://mcp.example.com, without a path, query or credentials ` +
+        `(got "${publicUrl}")`,
     );
   }
   const scopes = (env.MCP_OAUTH_SCOPES ?? '').split(/\s+/).filter((scope) => scope !== '');
@@ -83,7 +85,8 @@ export function loadOAuthConfig(env: Env, problems: string[]): OAuthConfig | und
   const clientSecret = env.MCP_OAUTH_INTROSPECTION_CLIENT_SECRET?.trim() || undefined;
   if ((clientId === undefined) !== (clientSecret === undefined)) {
     problems.push(
-      'MCP_OAUTH_INTROSPECTION_CLIENT_ID and MCP_OAUTH_INTROSPECTION_CLIENT_SECRET go together: set both to introspect opaque access tokens, or neither',
+      'MCP_OAUTH_INTROSPECTION_CLIENT_ID and MCP_OAUTH_INTROSPECTION_CLIENT_SECRET go together: set both to ' +
+        'introspect opaque access tokens, or neither',
     );
   }
   const base = origin?.origin ?? 'http://invalid';

@@ -54,7 +54,8 @@ export interface LocalSandboxConfig {
   readonly exposed: boolean;
   /** LOCAL_SANDBOX_MEMORY_MB: memory per sandbox, in MiB (a cgroup, else RLIMIT_DATA per process). @default 1024 */
   readonly memoryMb?: number;
-  /** LOCAL_SANDBOX_MAX_PROCESSES: processes (and threads) per sandbox (a pids cgroup, and RLIMIT_NPROC with a sandbox user). @default 512 */
+  /** LOCAL_SANDBOX_MAX_PROCESSES: processes (and threads) per sandbox (a pids cgroup, and RLIMIT_NPROC with a sandbox
+   * user). @default 512 */
   readonly maxProcesses?: number;
   /** LOCAL_SANDBOX_CPUS: CPU time per sandbox, in CPUs (decimals allowed; a cpu cgroup). @default 1 */
   readonly cpus?: number;
@@ -109,13 +110,15 @@ export interface E2BConfig {
  * without a session (from MCP_MAX_SESSIONS=3 up).
  */
 export interface PerCredentialLimits {
-  /** MCP_MAX_SESSIONS_PER_CREDENTIAL: 2025-era sessions. @default MCP_MAX_SESSIONS with one credential, else a quarter of it, rounded up */
+  /** MCP_MAX_SESSIONS_PER_CREDENTIAL: 2025-era sessions. @default MCP_MAX_SESSIONS with one credential, else a quarter
+   * of it, rounded up */
   readonly sessions: number;
   /** MCP_MAX_SANDBOXES_PER_CREDENTIAL: running sandboxes, of both protocol eras together. @default as sessions */
   readonly sandboxes: number;
   /** MCP_MAX_CALLS_PER_CREDENTIAL: tool calls in flight at once. @default 64 */
   readonly calls: number;
-  /** MCP_INITIALIZE_BURST: sessions one credential may open on an instance at once, before the rate applies. @default 120 */
+  /** MCP_INITIALIZE_BURST: sessions one credential may open on an instance at once, before the rate applies. @default
+   * 120 */
   readonly initializeBurst: number;
   /**
    * MCP_INITIALIZE_PER_MIN: sessions one credential may open on an instance per minute after its burst (a token
@@ -142,7 +145,8 @@ export interface Config {
   readonly sandboxFirstLeaseS: number;
   /** MCP_SESSION_MAX_AGE_S: session ids (and sandbox handles) older than this are expired. @default 21600 */
   readonly sessionMaxAgeS: number;
-  /** MCP_SESSION_SECRET (≥ 32 bytes) signs session ids and sandbox handles; random per process when unset. Never logged. */
+  /** MCP_SESSION_SECRET (≥ 32 bytes) signs session ids and sandbox handles; random per process when unset. Never
+   * logged. */
   readonly sessionSecret: string;
   /** Whether the secret was configured (sessions can move between instances) or made up for this process. */
   readonly sessionSecretSource: 'configured' | 'generated';
@@ -176,10 +180,12 @@ export interface Config {
   readonly trustedProxies: readonly string[];
   /**
    * MCP_TOOL_TIMEOUT_MAX_S: upper bound for any tool's `timeout_ms`. Must leave MCP_FUNCTION_TIMEOUT_S a
-   * margin, so the server always answers before FC cuts the request. @default 300, or the function timeout less the margin
+   * margin, so the server always answers before FC cuts the request. @default 300, or the function timeout less the
+   * margin
    */
   readonly toolTimeoutMaxS: number;
-  /** MCP_FUNCTION_TIMEOUT_S: FC's function timeout (set by the deploy artifact); `undefined` when not on a timed platform. */
+  /** MCP_FUNCTION_TIMEOUT_S: FC's function timeout (set by the deploy artifact); `undefined` when not on a timed
+   * platform. */
   readonly functionTimeoutS: number | undefined;
   /** SANDBOX_BACKEND. @default 'e2b' when E2B_API_KEY is set, else 'local' */
   readonly sandboxBackend: 'local' | 'e2b';
@@ -237,7 +243,8 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): Config {
   const auth = loadAuth(env, problems);
   if (auth.mode === 'none' && env.MCP_AUTH !== 'none' && !isLoopbackHost(host)) {
     problems.push(
-      `no auth token is configured and the server would listen on ${host}: set MCP_AUTH_TOKENS or MCP_AUTH_TOKEN_FILE, or set MCP_AUTH=none to run without auth on purpose`,
+      `no auth token is configured and the server would listen on ${host}: set MCP_AUTH_TOKENS or ` +
+        `MCP_AUTH_TOKEN_FILE, or set MCP_AUTH=none to run without auth on purpose`,
     );
   }
 
@@ -272,7 +279,9 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): Config {
     // Unisolated sandbox code runs as the server's own user unless the server is root (sandbox users).
     if (!asRoot && exposed) {
       problems.push(
-        `LOCAL_SANDBOX_ISOLATION=none runs sandbox code as the server's own user, with its files and secrets; refused on ${onFc ? 'FC' : host} (reachable from other hosts): run as root (each sandbox then has a user of its own), install bubblewrap, or listen on loopback`,
+        `LOCAL_SANDBOX_ISOLATION=none runs sandbox code as the server's own user, with its files and secrets; ` +
+          `refused on ${onFc ? 'FC' : host} (reachable from other hosts): run as root (each sandbox then has a ` +
+          `user of its own), install bubblewrap, or listen on loopback`,
       );
     }
   }
@@ -285,7 +294,8 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): Config {
     ((statSync(tokenFile, { throwIfNoEntry: false })?.mode ?? 0) & 0o004) !== 0
   ) {
     problems.push(
-      `MCP_AUTH_TOKEN_FILE is readable by every user, and the local backend runs sandbox code on this host: chmod 600 ${tokenFile}`,
+      `MCP_AUTH_TOKEN_FILE is readable by every user, and the local backend runs sandbox code on this host: ` +
+        `chmod 600 ${tokenFile}`,
     );
   }
   const diskMb = int('LOCAL_SANDBOX_DISK_MB', 1024, 0, 1_048_576);
@@ -311,11 +321,14 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): Config {
   if (isIP(previewHost) === 0 || previewHost === '0.0.0.0' || previewHost === '::') {
     // The address is also the URL's host: a name or a wildcard would give clients a URL that may lead elsewhere.
     problems.push(
-      `LOCAL_SANDBOX_PREVIEW_HOST must be one IP address of this host, which preview URLs then name (got "${previewHost}")`,
+      `LOCAL_SANDBOX_PREVIEW_HOST must be one IP address of this host, which preview URLs then name (got ` +
+        `"${previewHost}")`,
     );
   } else if (!isLoopbackHost(previewHost) && previewPublic !== 'on') {
     problems.push(
-      `LOCAL_SANDBOX_PREVIEW_HOST=${previewHost} would serve sandbox previews to every host that reaches that address, each behind its capability URL (whoever holds a preview URL opens that app): set LOCAL_SANDBOX_PREVIEW_PUBLIC=on to do so on purpose, or keep previews on 127.0.0.1`,
+      `LOCAL_SANDBOX_PREVIEW_HOST=${previewHost} would serve sandbox previews to every host that reaches that ` +
+        `address, each behind its capability URL (whoever holds a preview URL opens that app): set ` +
+        `LOCAL_SANDBOX_PREVIEW_PUBLIC=on to do so on purpose, or keep previews on 127.0.0.1`,
     );
   }
 
@@ -328,7 +341,9 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): Config {
       isIP(previewDomain) !== 0)
   ) {
     problems.push(
-      `LOCAL_SANDBOX_PREVIEW_DOMAIN must be a DNS name whose every subdomain resolves to LOCAL_SANDBOX_PREVIEW_HOST, written without "*." or a port, at most 230 characters (e.g. localhost, or previews.example.com with a wildcard record; got "${env.LOCAL_SANDBOX_PREVIEW_DOMAIN}")`,
+      `LOCAL_SANDBOX_PREVIEW_DOMAIN must be a DNS name whose every subdomain resolves to ` +
+        `LOCAL_SANDBOX_PREVIEW_HOST, written without "*." or a port, at most 230 characters (e.g. localhost, or ` +
+        `previews.example.com with a wildcard record; got "${env.LOCAL_SANDBOX_PREVIEW_DOMAIN}")`,
     );
   }
 
@@ -341,7 +356,9 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): Config {
   const toolTimeoutMaxS = int('MCP_TOOL_TIMEOUT_MAX_S', Math.max(1, defaultToolMax), 1, 86_400);
   if (functionTimeoutS !== undefined && toolTimeoutMaxS + FUNCTION_TIMEOUT_MARGIN_S > functionTimeoutS) {
     problems.push(
-      `MCP_TOOL_TIMEOUT_MAX_S (${toolTimeoutMaxS}) must be at least ${FUNCTION_TIMEOUT_MARGIN_S} s below MCP_FUNCTION_TIMEOUT_S (${functionTimeoutS}), so that every call is answered before the platform cuts it; raise the function timeout or lower the tool cap`,
+      `MCP_TOOL_TIMEOUT_MAX_S (${toolTimeoutMaxS}) must be at least ${FUNCTION_TIMEOUT_MARGIN_S} s below ` +
+        `MCP_FUNCTION_TIMEOUT_S (${functionTimeoutS}), so that every call is answered before the platform cuts it; ` +
+        `raise the function timeout or lower the tool cap`,
     );
   }
 
@@ -426,7 +443,8 @@ function parseTrustedProxies(value: string | undefined, problems: string[]): str
     const length = prefix === undefined ? bits : /^\d{1,3}$/.test(prefix) ? Number(prefix) : Number.NaN;
     if (family === 0 || address.includes('%') || rest.length > 0 || !(length >= 0 && length <= bits)) {
       problems.push(
-        `MCP_TRUSTED_PROXIES must list IP addresses or CIDR ranges (192.0.2.10, 10.0.0.0/8, 2001:db8::/32), comma-separated (got "${item}")`,
+        `MCP_TRUSTED_PROXIES must list IP addresses or CIDR ranges (192.0.2.10, 10.0.0.0/8, 2001:db8::/32), ` +
+          `comma-separated (got "${item}")`,
       );
       continue;
     }

@@ -1,7 +1,8 @@
 /**
  * The typed errors of the server. Third-party errors are translated into these where they enter
  * (the sandbox adapters, the config loader). A tool call that throws an AppError becomes a tool result with
- * `isError: true` and the error's message (`tools/registry.ts`); anything else becomes a logged JSON-RPC internal error.
+ * `isError: true` and the error's message (`tools/registry.ts`); anything else becomes a logged JSON-RPC internal
+ * error.
  */
 
 /** Machine-readable error codes, for the code that catches an AppError; the caller reads the message. */

@@ -73,20 +73,24 @@ needs('bubblewrap').it('retries a create that got 429 after a jittered backoff, 
   });
 });
 
-it('gives up on a create that keeps getting 429 within the 10 s budget, after backoffs that grow, saying to retry later', async () => {
-  const h = e2bInstance();
-  e2b.standingFault('create', rateLimited);
-  const client = await h.connect();
-  const result = await client.callTool('write_file', { path: 'a.txt', content: 'a' });
-  expect(result.isError).toBe(true);
-  expect(textOf(result)).toMatch(/HTTP 429/);
-  expect(textOf(result)).toMatch(/retry in a minute/);
-  // Ceilings 500, 1000, 2000, 4000, 4000 … ms at 75 % (the clock's jitter), until the next wait would pass 10 s.
-  expect(h.clock.sleeps).toEqual([375, 750, 1500, 3000, 3000]);
-  expect(creates()).toHaveLength(6);
-  expect(newSandboxes()).toEqual([]);
-  expect((await client.callTool('sandbox_status')).structuredContent).toMatchObject({ state: 'not_started' });
-});
+it(
+  'gives up on a create that keeps getting 429 within the 10 s budget, after backoffs that grow, saying to retry ' +
+    'later',
+  async () => {
+    const h = e2bInstance();
+    e2b.standingFault('create', rateLimited);
+    const client = await h.connect();
+    const result = await client.callTool('write_file', { path: 'a.txt', content: 'a' });
+    expect(result.isError).toBe(true);
+    expect(textOf(result)).toMatch(/HTTP 429/);
+    expect(textOf(result)).toMatch(/retry in a minute/);
+    // Ceilings 500, 1000, 2000, 4000, 4000 … ms at 75 % (the clock's jitter), until the next wait would pass 10 s.
+    expect(h.clock.sleeps).toEqual([375, 750, 1500, 3000, 3000]);
+    expect(creates()).toHaveLength(6);
+    expect(newSandboxes()).toEqual([]);
+    expect((await client.callTool('sandbox_status')).structuredContent).toMatchObject({ state: 'not_started' });
+  },
+);
 
 needs('bubblewrap').it(
   'spaces the creates of two sessions to E2B_MAX_CREATES_PER_S=1, with tags per session and one per owner',
@@ -108,42 +112,46 @@ needs('bubblewrap').it(
   },
 );
 
-it('answers a create that never comes back with a clear isError once the request times out, and serves other sessions meanwhile', async () => {
-  // The SDK's request timer is real: 2 s here (long enough for the other session to be served first on a busy
-  // machine); with the production 30 s it runs in test/reliability/faults.test.ts.
-  e2b.fault('create', NO_ANSWER);
-  const h = createHarness({
-    env: { E2B_API_KEY: e2b.apiKey, E2B_API_URL: e2b.url },
-    sandboxes: ({ config, logger, clock }) => ({
-      provider: createE2BSandboxProvider({
-        config: config.e2b,
-        idleTtlMs: config.sessionIdleTtlS * 1000,
-        logger,
-        clock,
-        requestTimeoutMs: 2_000,
+it(
+  'answers a create that never comes back with a clear isError once the request times out, and serves other ' +
+    'sessions meanwhile',
+  async () => {
+    // The SDK's request timer is real: 2 s here (long enough for the other session to be served first on a busy
+    // machine); with the production 30 s it runs in test/reliability/faults.test.ts.
+    e2b.fault('create', NO_ANSWER);
+    const h = createHarness({
+      env: { E2B_API_KEY: e2b.apiKey, E2B_API_URL: e2b.url },
+      sandboxes: ({ config, logger, clock }) => ({
+        provider: createE2BSandboxProvider({
+          config: config.e2b,
+          idleTtlMs: config.sessionIdleTtlS * 1000,
+          logger,
+          clock,
+          requestTimeoutMs: 2_000,
+        }),
+        ready: async () => undefined,
       }),
-      ready: async () => undefined,
-    }),
-  });
-  const order: string[] = [];
-  const client = await h.connect();
-  const pending = client
-    .callTool('write_file', { path: 'a.txt', content: 'a' })
-    .finally(() => order.push('hung create answered'));
-  expect(
-    await pollUntil(
-      () => creates().length,
-      (n) => n >= 1,
-      SETTLE_MS,
-    ),
-  ).toBe(1);
-  const other = await h.connect();
-  expect((await other.callTool('sandbox_status')).structuredContent).toMatchObject({ state: 'not_started' });
-  order.push('other session served');
-  const result = await pending;
-  expect(order).toEqual(['other session served', 'hung create answered']);
-  expect(result.isError).toBe(true);
-  expect(textOf(result)).toMatch(/E2B did not answer in time while creating the sandbox/);
-  expect(creates()).toHaveLength(1);
-  expect(newSandboxes()).toEqual([]);
-});
+    });
+    const order: string[] = [];
+    const client = await h.connect();
+    const pending = client
+      .callTool('write_file', { path: 'a.txt', content: 'a' })
+      .finally(() => order.push('hung create answered'));
+    expect(
+      await pollUntil(
+        () => creates().length,
+        (n) => n >= 1,
+        SETTLE_MS,
+      ),
+    ).toBe(1);
+    const other = await h.connect();
+    expect((await other.callTool('sandbox_status')).structuredContent).toMatchObject({ state: 'not_started' });
+    order.push('other session served');
+    const result = await pending;
+    expect(order).toEqual(['other session served', 'hung create answered']);
+    expect(result.isError).toBe(true);
+    expect(textOf(result)).toMatch(/E2B did not answer in time while creating the sandbox/);
+    expect(creates()).toHaveLength(1);
+    expect(newSandboxes()).toEqual([]);
+  },
+);

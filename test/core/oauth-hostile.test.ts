@@ -45,30 +45,34 @@ const madeUpKids = async (issuer: TestIssuer, count: number): Promise<string[]> 
 };
 
 describe('key rotation (the default 30 s between fetches for unknown key ids)', () => {
-  it('accepts a token signed by a key published after a made-up kid: it waits for the next fetch or is told to retry, never 401', async () => {
-    const { h, issuer } = await setUp();
-    expect((await initialize(h, await issuer.mint())).status).toBe(200);
-    expect(issuer.hits.get('/jwks')).toBe(1);
-    // The attacker's made-up kid, once the cooldown allows a fetch: fetched again, and a real 401.
-    h.clock.advance(31_000);
-    const [madeUp] = await madeUpKids(issuer, 1);
-    expect((await initialize(h, madeUp as string)).status).toBe(401);
-    expect(issuer.hits.get('/jwks')).toBe(2);
-    // The issuer rotates, and a token of its new key comes at once: 30 s are left of the cooldown, more than a token
-    // waits, so 503 with when to retry (not 401, which would send the user through sign-in again).
-    await issuer.rotate();
-    const early = await initialize(h, await issuer.mint());
-    expect(early.status).toBe(503);
-    expect(early.headers.get('retry-after')).toBe('30');
-    expect(early.text).toContain('retry in 30 s');
-    expect(issuer.hits.get('/jwks')).toBe(2);
-    // 25 s later the token waits the last 5 s for the fetch, and is accepted.
-    h.clock.advance(25_000);
-    const sleeps = h.clock.sleeps.length;
-    expect((await initialize(h, await issuer.mint())).status).toBe(200);
-    expect(h.clock.sleeps.slice(sleeps)).toContain(5_000);
-    expect(issuer.hits.get('/jwks')).toBe(3);
-  });
+  it(
+    'accepts a token signed by a key published after a made-up kid: it waits for the next fetch or is told to ' +
+      'retry, never 401',
+    async () => {
+      const { h, issuer } = await setUp();
+      expect((await initialize(h, await issuer.mint())).status).toBe(200);
+      expect(issuer.hits.get('/jwks')).toBe(1);
+      // The attacker's made-up kid, once the cooldown allows a fetch: fetched again, and a real 401.
+      h.clock.advance(31_000);
+      const [madeUp] = await madeUpKids(issuer, 1);
+      expect((await initialize(h, madeUp as string)).status).toBe(401);
+      expect(issuer.hits.get('/jwks')).toBe(2);
+      // The issuer rotates, and a token of its new key comes at once: 30 s are left of the cooldown, more than a token
+      // waits, so 503 with when to retry (not 401, which would send the user through sign-in again).
+      await issuer.rotate();
+      const early = await initialize(h, await issuer.mint());
+      expect(early.status).toBe(503);
+      expect(early.headers.get('retry-after')).toBe('30');
+      expect(early.text).toContain('retry in 30 s');
+      expect(issuer.hits.get('/jwks')).toBe(2);
+      // 25 s later the token waits the last 5 s for the fetch, and is accepted.
+      h.clock.advance(25_000);
+      const sleeps = h.clock.sleeps.length;
+      expect((await initialize(h, await issuer.mint())).status).toBe(200);
+      expect(h.clock.sleeps.slice(sleeps)).toContain(5_000);
+      expect(issuer.hits.get('/jwks')).toBe(3);
+    },
+  );
 
   it('fetches at most once per cooldown for any number of made-up kids; none is accepted', async () => {
     const { h, issuer } = await setUp();
@@ -87,47 +91,57 @@ describe('key rotation (the default 30 s between fetches for unknown key ids)', 
   });
 });
 
-it('takes a token without a key id while the issuer publishes two keys (mid-rotation): each matching key is tried', async () => {
-  const { h, issuer } = await setUp();
-  await issuer.rotate();
-  expect((await initialize(h, await issuer.mint({ kid: null }))).status).toBe(200);
-  expect((await initialize(h, await issuer.mint({ kid: null, key: await issuer.unpublishedKey() }))).status).toBe(401);
-});
+it(
+  'takes a token without a key id while the issuer publishes two keys (mid-rotation): ' + 'each matching key is tried',
+  async () => {
+    const { h, issuer } = await setUp();
+    await issuer.rotate();
+    expect((await initialize(h, await issuer.mint({ kid: null }))).status).toBe(200);
+    expect((await initialize(h, await issuer.mint({ kid: null, key: await issuer.unpublishedKey() }))).status).toBe(
+      401,
+    );
+  },
+);
 
 describe('an introspection flood', () => {
   const client = { id: 'mcp-server', secret: 'introspection-secret-0123456789' };
   const env = { MCP_OAUTH_INTROSPECTION_CLIENT_ID: client.id, MCP_OAUTH_INTROSPECTION_CLIENT_SECRET: client.secret };
 
-  it("from one client at a slow provider costs the provider that client's share, and ten real tokens of others all get through", async () => {
-    // The provider holds its answers about made-up tokens until the test lets them go; real tokens it answers at once.
-    let answerFlood = (): void => undefined;
-    const slow = new Promise<void>((resolve) => (answerFlood = resolve));
-    const { h, issuer } = await setUp({
-      env,
-      issuer: {
-        introspectionClient: client,
-        introspectionDelay: (token) => (token.startsWith('made-up') ? slow : undefined),
-      },
-    });
-    const flood = Array.from({ length: 24 }, (_, i) => initialize(h, `made-up-${i}-${'x'.repeat(24)}`));
-    await until(() => (issuer.hits.get('/introspect') ?? 0) >= 4);
-    // Ten real tokens of ten other clients, all at once, while the flood's questions are unanswered.
-    const real = await Promise.all(
-      Array.from({ length: 10 }, (_, i) => initialize(h, issuer.mintOpaque(), `127.0.1.${i + 1}`)),
-    );
-    expect(real.map((res) => res.status)).toEqual(Array.from({ length: 10 }, () => 200));
-    // Four of the flood were asked; the rest waited their turn in vain and were told to retry (on the fake clock
-    // their wait is over at once).
-    const refused = await Promise.all(flood.slice(4));
-    expect(refused.map((res) => [res.status, res.headers.get('retry-after')])).toEqual(
-      Array.from({ length: 20 }, () => [503, '2']),
-    );
-    expect(issuer.hits.get('/introspect')).toBe(14);
-    answerFlood();
-    expect((await Promise.all(flood.slice(0, 4))).map((res) => res.status)).toEqual([401, 401, 401, 401]);
-    expect(issuer.hits.get('/introspect')).toBe(14);
-    // The same made-up token again costs the provider nothing for a while.
-    expect((await initialize(h, `made-up-0-${'x'.repeat(24)}`)).status).toBe(401);
-    expect(issuer.hits.get('/introspect')).toBe(14);
-  });
+  it(
+    "from one client at a slow provider costs the provider that client's share, and ten real tokens of others all " +
+      'get through',
+    async () => {
+      // The provider holds its answers about made-up tokens until the test lets them go; real tokens it answers at
+      // once.
+      let answerFlood = (): void => undefined;
+      const slow = new Promise<void>((resolve) => (answerFlood = resolve));
+      const { h, issuer } = await setUp({
+        env,
+        issuer: {
+          introspectionClient: client,
+          introspectionDelay: (token) => (token.startsWith('made-up') ? slow : undefined),
+        },
+      });
+      const flood = Array.from({ length: 24 }, (_, i) => initialize(h, `made-up-${i}-${'x'.repeat(24)}`));
+      await until(() => (issuer.hits.get('/introspect') ?? 0) >= 4);
+      // Ten real tokens of ten other clients, all at once, while the flood's questions are unanswered.
+      const real = await Promise.all(
+        Array.from({ length: 10 }, (_, i) => initialize(h, issuer.mintOpaque(), `127.0.1.${i + 1}`)),
+      );
+      expect(real.map((res) => res.status)).toEqual(Array.from({ length: 10 }, () => 200));
+      // Four of the flood were asked; the rest waited their turn in vain and were told to retry (on the fake clock
+      // their wait is over at once).
+      const refused = await Promise.all(flood.slice(4));
+      expect(refused.map((res) => [res.status, res.headers.get('retry-after')])).toEqual(
+        Array.from({ length: 20 }, () => [503, '2']),
+      );
+      expect(issuer.hits.get('/introspect')).toBe(14);
+      answerFlood();
+      expect((await Promise.all(flood.slice(0, 4))).map((res) => res.status)).toEqual([401, 401, 401, 401]);
+      expect(issuer.hits.get('/introspect')).toBe(14);
+      // The same made-up token again costs the provider nothing for a while.
+      expect((await initialize(h, `made-up-0-${'x'.repeat(24)}`)).status).toBe(401);
+      expect(issuer.hits.get('/introspect')).toBe(14);
+    },
+  );
 });

@@ -94,17 +94,20 @@ describe('a valid access token', () => {
     expect(issuer.hits.get('/.well-known/openid-configuration')).toBe(1);
   });
 
-  it('signed by a key that rotated in after the keys were fetched is accepted: the keys are fetched again, once', async () => {
-    const { h, issuer } = await setUp({ harness: { oauth: { jwksCooldownMs: 0 } } });
-    expect((await initialize(h, await issuer.mint())).status).toBe(200);
-    expect(issuer.hits.get('/jwks')).toBe(1);
-    await issuer.rotate();
-    expect((await initialize(h, await issuer.mint())).status).toBe(200);
-    expect(issuer.hits.get('/jwks')).toBe(2);
-    // Keys it holds are not fetched again.
-    expect((await initialize(h, await issuer.mint())).status).toBe(200);
-    expect(issuer.hits.get('/jwks')).toBe(2);
-  });
+  it(
+    'signed by a key that rotated in after the keys were fetched is accepted: ' + 'the keys are fetched again, once',
+    async () => {
+      const { h, issuer } = await setUp({ harness: { oauth: { jwksCooldownMs: 0 } } });
+      expect((await initialize(h, await issuer.mint())).status).toBe(200);
+      expect(issuer.hits.get('/jwks')).toBe(1);
+      await issuer.rotate();
+      expect((await initialize(h, await issuer.mint())).status).toBe(200);
+      expect(issuer.hits.get('/jwks')).toBe(2);
+      // Keys it holds are not fetched again.
+      expect((await initialize(h, await issuer.mint())).status).toBe(200);
+      expect(issuer.hits.get('/jwks')).toBe(2);
+    },
+  );
 
   it('leaves the static tokens working beside OAuth', async () => {
     const { h } = await setUp();
@@ -172,14 +175,17 @@ describe('refused tokens', () => {
     expect(line).toMatchObject({ error_code: 'auth_invalid', auth_detail: expect.any(String) });
   });
 
-  it('refuses a token signed with an algorithm the issuer does not publish (RS256 where it signs with ES256 only)', async () => {
-    const { h, issuer } = await setUp({ issuer: { algorithms: ['ES256'] } });
-    const res = await initialize(h, await issuer.mint());
-    expect(res.status).toBe(401);
-    expect(h.logs().find((l) => l.msg === 'request' && l.status === 401)).toMatchObject({
-      auth_detail: expect.stringContaining('alg'),
-    });
-  });
+  it(
+    'refuses a token signed with an algorithm the issuer does not ' + 'publish (RS256 where it signs with ES256 only)',
+    async () => {
+      const { h, issuer } = await setUp({ issuer: { algorithms: ['ES256'] } });
+      const res = await initialize(h, await issuer.mint());
+      expect(res.status).toBe(401);
+      expect(h.logs().find((l) => l.msg === 'request' && l.status === 401)).toMatchObject({
+        auth_detail: expect.stringContaining('alg'),
+      });
+    },
+  );
 
   it('refuses a token without a required scope with 403 insufficient_scope', async () => {
     const { h, issuer } = await setUp();
@@ -209,23 +215,27 @@ describe('opaque tokens (RFC 7662 introspection)', () => {
   };
   const call = { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'sandbox_status', arguments: {} } };
 
-  it('takes an active token for this server, asks once while it is remembered, and gives its session to its subject', async () => {
-    const { h, issuer } = await setUp(withIntrospection);
-    const token = issuer.mintOpaque();
-    const { headers } = await h.openSession({ token });
-    expect((await h.post(call, headers)).status).toBe(200);
-    expect(issuer.hits.get('/introspect')).toBe(1);
-    // A JWT of the same subject may use the session too.
-    expect((await h.post(call, { ...headers, authorization: `Bearer ${await issuer.mint()}` })).status).toBe(200);
-    // Remembered for a minute at most: then the issuer is asked again.
-    h.clock.advance(61_000);
-    expect((await h.post(call, headers)).status).toBe(200);
-    expect(issuer.hits.get('/introspect')).toBe(2);
-    // Neither the token nor the server's client secret is in any log line.
-    const logged = JSON.stringify(h.logs());
-    expect(logged).not.toContain(token);
-    expect(logged).not.toContain(client.secret);
-  });
+  it(
+    'takes an active token for this server, asks once while it is ' +
+      'remembered, and gives its session to its subject',
+    async () => {
+      const { h, issuer } = await setUp(withIntrospection);
+      const token = issuer.mintOpaque();
+      const { headers } = await h.openSession({ token });
+      expect((await h.post(call, headers)).status).toBe(200);
+      expect(issuer.hits.get('/introspect')).toBe(1);
+      // A JWT of the same subject may use the session too.
+      expect((await h.post(call, { ...headers, authorization: `Bearer ${await issuer.mint()}` })).status).toBe(200);
+      // Remembered for a minute at most: then the issuer is asked again.
+      h.clock.advance(61_000);
+      expect((await h.post(call, headers)).status).toBe(200);
+      expect(issuer.hits.get('/introspect')).toBe(2);
+      // Neither the token nor the server's client secret is in any log line.
+      const logged = JSON.stringify(h.logs());
+      expect(logged).not.toContain(token);
+      expect(logged).not.toContain(client.secret);
+    },
+  );
 
   const refusals: Array<[string, Record<string, unknown>]> = [
     ['not active', { active: false }],
@@ -246,16 +256,19 @@ describe('opaque tokens (RFC 7662 introspection)', () => {
     expect((await initialize(h, issuer.mintOpaque({ scope: 'openid' }))).status).toBe(403);
   });
 
-  it('answers 503 when the issuer refuses the server as a client, and refuses opaque tokens without credentials', async () => {
-    const wrongSecret = await setUp({
-      ...withIntrospection,
-      env: { ...withIntrospection.env, MCP_OAUTH_INTROSPECTION_CLIENT_SECRET: 'not-the-secret' },
-    });
-    expect((await initialize(wrongSecret.h, wrongSecret.issuer.mintOpaque())).status).toBe(503);
-    const noCredentials = await setUp({ issuer: { introspectionClient: client } });
-    expect((await initialize(noCredentials.h, noCredentials.issuer.mintOpaque())).status).toBe(401);
-    expect(noCredentials.issuer.hits.get('/introspect')).toBeUndefined();
-  });
+  it(
+    'answers 503 when the issuer refuses the server as a client, ' + 'and refuses opaque tokens without credentials',
+    async () => {
+      const wrongSecret = await setUp({
+        ...withIntrospection,
+        env: { ...withIntrospection.env, MCP_OAUTH_INTROSPECTION_CLIENT_SECRET: 'not-the-secret' },
+      });
+      expect((await initialize(wrongSecret.h, wrongSecret.issuer.mintOpaque())).status).toBe(503);
+      const noCredentials = await setUp({ issuer: { introspectionClient: client } });
+      expect((await initialize(noCredentials.h, noCredentials.issuer.mintOpaque())).status).toBe(401);
+      expect(noCredentials.issuer.hits.get('/introspect')).toBeUndefined();
+    },
+  );
 });
 
 describe('per-credential shares count per subject', () => {

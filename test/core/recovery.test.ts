@@ -4,7 +4,7 @@
  * and one fake clock. A client's requests go to whichever instance the test routes them to, as FC does without
  * affinity, after a restart, or after eviction.
  */
-import { readdirSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 
 import { createSandboxProvider } from '../../functions/mcp/sandbox/create-provider';
 import { connectClient, type TestClient, textOf } from '../support/clients';
@@ -122,16 +122,20 @@ it('rebuilds a moved session once when its first requests on the new instance ar
   expect(logsOf(b, 'session recovered')).toHaveLength(1);
 });
 
-it('lets any instance end a session: DELETE on one that never held it kills the sandbox, and it answers 404 afterwards', async () => {
-  const d = deployment();
-  const a = d.current;
-  const { headers } = await a.openSession();
-  await a.post(rpc('tools/call', 2, { name: 'write_file', arguments: { path: 'x.txt', content: 'x' } }), headers);
-  const b = d.instance();
-  expect((await b.fetch(b.url, { method: 'DELETE', headers })).status).toBe(200);
-  expect(d.sdk.sandboxes.map((s) => s.killed)).toEqual([true]);
-  expect((await b.post(rpc('tools/list', 3), headers)).status).toBe(404);
-});
+it(
+  'lets any instance end a session: DELETE on one that never held it kills the sandbox, and it answers 404 ' +
+    'afterwards',
+  async () => {
+    const d = deployment();
+    const a = d.current;
+    const { headers } = await a.openSession();
+    await a.post(rpc('tools/call', 2, { name: 'write_file', arguments: { path: 'x.txt', content: 'x' } }), headers);
+    const b = d.instance();
+    expect((await b.fetch(b.url, { method: 'DELETE', headers })).status).toBe(200);
+    expect(d.sdk.sandboxes.map((s) => s.killed)).toEqual([true]);
+    expect((await b.post(rpc('tools/list', 3), headers)).status).toBe(404);
+  },
+);
 
 /**
  * A session written on A moves to B and is used there while A's copy goes idle past the TTL; back on A, A's
@@ -158,34 +162,41 @@ async function idleHereUsedElsewhere(
   return { a, b, client };
 }
 
-it('does not destroy, on idle expiry, a sandbox that another instance still serves; destroys it once nobody has', async () => {
-  const ttlMs = 60_000;
-  const d = deployment({ env: { MCP_SESSION_IDLE_TTL_S: String(ttlMs / 1000) } });
-  const { b, client } = await idleHereUsedElsewhere(d, ttlMs);
-  expect(d.sdk.sandboxes.map((s) => s.killed)).toEqual([false]);
+it(
+  'does not destroy, on idle expiry, ' + 'a sandbox that another instance still serves; destroys it once nobody has',
+  async () => {
+    const ttlMs = 60_000;
+    const d = deployment({ env: { MCP_SESSION_IDLE_TTL_S: String(ttlMs / 1000) } });
+    const { b, client } = await idleHereUsedElsewhere(d, ttlMs);
+    expect(d.sdk.sandboxes.map((s) => s.killed)).toEqual([false]);
 
-  // Nobody uses it for longer than the TTL: the next sweep on B destroys it, and the id is gone.
-  d.clock.advance(ttlMs + 1);
-  await b.openSession(); // any request sweeps
-  await settle(() => logsOf(b, 'session closed').length > 0);
-  expect(logsOf(b, 'session closed')).toEqual([expect.objectContaining({ reason: 'idle_expired' })]);
-  expect(d.sdk.sandboxes.map((s) => s.killed)).toEqual([true]);
-  d.route(b);
-  await expect(client.callTool('list_files')).rejects.toThrow(/404|Session not found/);
-});
+    // Nobody uses it for longer than the TTL: the next sweep on B destroys it, and the id is gone.
+    d.clock.advance(ttlMs + 1);
+    await b.openSession(); // any request sweeps
+    await settle(() => logsOf(b, 'session closed').length > 0);
+    expect(logsOf(b, 'session closed')).toEqual([expect.objectContaining({ reason: 'idle_expired' })]);
+    expect(d.sdk.sandboxes.map((s) => s.killed)).toEqual([true]);
+    d.route(b);
+    await expect(client.callTool('list_files')).rejects.toThrow(/404|Session not found/);
+  },
+);
 
-it('on the local backend too: a workspace another instance used within the TTL is let go, not deleted (its last-used marker)', async () => {
-  const ttlMs = 60_000;
-  const root = makeSandboxRoot();
-  try {
-    const d = deployment({
-      env: { SANDBOX_BACKEND: 'local', LOCAL_SANDBOX_ROOT: root, MCP_SESSION_IDLE_TTL_S: String(ttlMs / 1000) },
-      sandboxes: ({ config, logger, clock }) => createSandboxProvider(config, logger, clock),
-    });
-    const { client } = await idleHereUsedElsewhere(d, ttlMs);
-    await client.terminate();
-    expect({ workspaces: workspacesIn(root), uids: uidClaimsIn(root) }).toEqual({ workspaces: [], uids: [] });
-  } finally {
-    rmSync(root, { recursive: true, force: true });
-  }
-});
+it(
+  'on the local backend too: a workspace another instance used within the TTL is let go, not deleted (its ' +
+    'last-used marker)',
+  async () => {
+    const ttlMs = 60_000;
+    const root = makeSandboxRoot();
+    try {
+      const d = deployment({
+        env: { SANDBOX_BACKEND: 'local', LOCAL_SANDBOX_ROOT: root, MCP_SESSION_IDLE_TTL_S: String(ttlMs / 1000) },
+        sandboxes: ({ config, logger, clock }) => createSandboxProvider(config, logger, clock),
+      });
+      const { client } = await idleHereUsedElsewhere(d, ttlMs);
+      await client.terminate();
+      expect({ workspaces: workspacesIn(root), uids: uidClaimsIn(root) }).toEqual({ workspaces: [], uids: [] });
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  },
+);

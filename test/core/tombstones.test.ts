@@ -80,27 +80,31 @@ const turns = async (done: () => boolean): Promise<void> => {
 };
 
 describe('the local backend (LOCAL_SANDBOX_ROOT)', () => {
-  it('refuses a DELETEd id on another instance (404, nothing rebuilt), keeps refusing for the id’s max age, in one 47-byte record', async () => {
-    const [a, b, another] = localInstances();
-    const { headers } = await a.openSession();
-    expect((await writeFile(a, headers)).status).toBe(200);
-    expect((await del(a, headers)).status).toBe(200);
-    const replay = await b.post(rpc('tools/list', 2), headers);
-    expect({ status: replay.status, code: errorOf(replay)?.code }).toEqual({ status: 404, code: -32001 });
-    expect(b.logs().filter((line) => line.msg === 'session recovered')).toEqual([]);
-    expect(workspacesIn(root)).toEqual([]);
-    expect(endedFiles()).toHaveLength(1);
-    expect(endedBytes()).toBe(RECORD_BYTES);
-    // Still refused at the last moment the id is valid (MCP_SESSION_MAX_AGE_S, 6 h by default, from its issue).
-    const lastValidMs = (toIssuedAtMs(headers['mcp-session-id'] ?? '') ?? 0) + 6 * HOUR_MS;
-    b.clock.advance(lastValidMs - 60_000 - b.clock.now());
-    expect((await b.post(rpc('tools/list', 3), headers)).status).toBe(404);
-    // (An instance that never saw the id: b remembers the ids it refused.)
-    b.clock.advance(lastValidMs - b.clock.now());
-    const fresh = another();
-    expect((await fresh.post(rpc('tools/list', 4), headers)).status).toBe(404);
-    expect(fresh.logs().filter((line) => line.msg === 'session recovered')).toEqual([]);
-  });
+  it(
+    'refuses a DELETEd id on another instance (404, nothing rebuilt), keeps refusing for the id’s max age, in one ' +
+      '47-byte record',
+    async () => {
+      const [a, b, another] = localInstances();
+      const { headers } = await a.openSession();
+      expect((await writeFile(a, headers)).status).toBe(200);
+      expect((await del(a, headers)).status).toBe(200);
+      const replay = await b.post(rpc('tools/list', 2), headers);
+      expect({ status: replay.status, code: errorOf(replay)?.code }).toEqual({ status: 404, code: -32001 });
+      expect(b.logs().filter((line) => line.msg === 'session recovered')).toEqual([]);
+      expect(workspacesIn(root)).toEqual([]);
+      expect(endedFiles()).toHaveLength(1);
+      expect(endedBytes()).toBe(RECORD_BYTES);
+      // Still refused at the last moment the id is valid (MCP_SESSION_MAX_AGE_S, 6 h by default, from its issue).
+      const lastValidMs = (toIssuedAtMs(headers['mcp-session-id'] ?? '') ?? 0) + 6 * HOUR_MS;
+      b.clock.advance(lastValidMs - 60_000 - b.clock.now());
+      expect((await b.post(rpc('tools/list', 3), headers)).status).toBe(404);
+      // (An instance that never saw the id: b remembers the ids it refused.)
+      b.clock.advance(lastValidMs - b.clock.now());
+      const fresh = another();
+      expect((await fresh.post(rpc('tools/list', 4), headers)).status).toBe(404);
+      expect(fresh.logs().filter((line) => line.msg === 'session recovered')).toEqual([]);
+    },
+  );
 
   it('refuses an id whose session expired and was destroyed, on another instance too', async () => {
     const [a, b] = localInstances();
@@ -117,73 +121,84 @@ describe('the local backend (LOCAL_SANDBOX_ROOT)', () => {
 });
 
 describe('the E2B backend (E2B_STATE_DIR)', () => {
-  it('an initialize + DELETE loop of sessions that never ran a tool leaves no tombstone; the instance that ended them still refuses them', async () => {
-    const h = e2bInstance(deployment());
-    const ended: Array<Record<string, string>> = [];
-    for (let i = 0; i < 40; i += 1) {
-      const { headers } = await h.openSession();
-      await h.post(rpc('tools/list', 2), headers);
-      expect((await del(h, headers)).status).toBe(200);
-      ended.push(headers);
-    }
-    // Nor does one that expired unused.
-    await h.openSession();
-    h.clock.advance(TTL_S * 1000 + 1);
-    await h.openSession();
-    await turns(() => h.logs().some((line) => line.msg === 'session closed' && line.reason === 'idle_expired'));
-    expect(endedFiles()).toEqual([]);
-    for (const headers of ended.slice(-3)) expect((await h.post(rpc('tools/list', 3), headers)).status).toBe(404);
-    expect(h.sdk.created).toEqual([]);
-  });
+  it(
+    'an initialize + DELETE loop of sessions that never ran a tool leaves no tombstone; the instance that ended ' +
+      'them still refuses them',
+    async () => {
+      const h = e2bInstance(deployment());
+      const ended: Array<Record<string, string>> = [];
+      for (let i = 0; i < 40; i += 1) {
+        const { headers } = await h.openSession();
+        await h.post(rpc('tools/list', 2), headers);
+        expect((await del(h, headers)).status).toBe(200);
+        ended.push(headers);
+      }
+      // Nor does one that expired unused.
+      await h.openSession();
+      h.clock.advance(TTL_S * 1000 + 1);
+      await h.openSession();
+      await turns(() => h.logs().some((line) => line.msg === 'session closed' && line.reason === 'idle_expired'));
+      expect(endedFiles()).toEqual([]);
+      for (const headers of ended.slice(-3)) expect((await h.post(rpc('tools/list', 3), headers)).status).toBe(404);
+      expect(h.sdk.created).toEqual([]);
+    },
+  );
 
-  it('with a sandbox, each ended session adds one 47-byte record, all in a handful of files; every instance refuses them, and after a restart', async () => {
-    const shared = deployment();
-    const a = e2bInstance(shared);
-    const ended: Array<Record<string, string>> = [];
-    const SESSIONS = 30;
-    for (let i = 0; i < SESSIONS; i += 1) {
+  it(
+    'with a sandbox, each ended session adds one 47-byte record, all in a handful of files; every instance refuses ' +
+      'them, and after a restart',
+    async () => {
+      const shared = deployment();
+      const a = e2bInstance(shared);
+      const ended: Array<Record<string, string>> = [];
+      const SESSIONS = 30;
+      for (let i = 0; i < SESSIONS; i += 1) {
+        const { headers } = await a.openSession();
+        expect((await writeFile(a, headers)).status).toBe(200);
+        expect((await del(a, headers)).status).toBe(200);
+        ended.push(headers);
+        // Sessions end over a whole id lifetime, so their tombstones spread over its hours.
+        a.clock.advance((6 * HOUR_MS) / SESSIONS);
+      }
+      expect(endedBytes()).toBe(SESSIONS * RECORD_BYTES);
+      expect(endedFiles().length).toBeLessThanOrEqual(8);
+      for (const line of readFileSync(join(endedDir(), endedFiles()[0] ?? ''), 'latin1')
+        .split('\n')
+        .slice(0, -1))
+        expect(line).toMatch(/^[0-9a-f]{32} \d{13}$/);
+
+      // Another instance of the deployment, which never saw the DELETEs, and then one started afresh after it.
+      const b = e2bInstance(shared);
+      const restarted = e2bInstance(shared);
+      const stillValid = ended.slice(-5); // issued within the last 6 h: their ids verify
+      for (const headers of stillValid) expect((await b.post(rpc('tools/list', 2), headers)).status).toBe(404);
+      for (const headers of stillValid) expect((await restarted.post(rpc('tools/list', 2), headers)).status).toBe(404);
+      expect([...b.logs(), ...restarted.logs()].filter((line) => line.msg === 'session recovered')).toEqual([]);
+      // A session that is still live elsewhere is not refused.
+      const live = await a.openSession();
+      expect((await b.post(rpc('tools/list', 4), live.headers)).status).toBe(200);
+    },
+  );
+
+  it(
+    'a session DELETEd on an instance that never touched its sandbox (it moved there) ' + 'still leaves a tombstone',
+    async () => {
+      const shared = deployment();
+      const a = e2bInstance(shared);
+      const b = e2bInstance(shared);
       const { headers } = await a.openSession();
       expect((await writeFile(a, headers)).status).toBe(200);
-      expect((await del(a, headers)).status).toBe(200);
-      ended.push(headers);
-      // Sessions end over a whole id lifetime, so their tombstones spread over its hours.
-      a.clock.advance((6 * HOUR_MS) / SESSIONS);
-    }
-    expect(endedBytes()).toBe(SESSIONS * RECORD_BYTES);
-    expect(endedFiles().length).toBeLessThanOrEqual(8);
-    for (const line of readFileSync(join(endedDir(), endedFiles()[0] ?? ''), 'latin1')
-      .split('\n')
-      .slice(0, -1))
-      expect(line).toMatch(/^[0-9a-f]{32} \d{13}$/);
-
-    // Another instance of the deployment, which never saw the DELETEs, and then one started afresh after it.
-    const b = e2bInstance(shared);
-    const restarted = e2bInstance(shared);
-    const stillValid = ended.slice(-5); // issued within the last 6 h: their ids verify
-    for (const headers of stillValid) expect((await b.post(rpc('tools/list', 2), headers)).status).toBe(404);
-    for (const headers of stillValid) expect((await restarted.post(rpc('tools/list', 2), headers)).status).toBe(404);
-    expect([...b.logs(), ...restarted.logs()].filter((line) => line.msg === 'session recovered')).toEqual([]);
-    // A session that is still live elsewhere is not refused.
-    const live = await a.openSession();
-    expect((await b.post(rpc('tools/list', 4), live.headers)).status).toBe(200);
-  });
-
-  it('a session DELETEd on an instance that never touched its sandbox (it moved there) still leaves a tombstone', async () => {
-    const shared = deployment();
-    const a = e2bInstance(shared);
-    const b = e2bInstance(shared);
-    const { headers } = await a.openSession();
-    expect((await writeFile(a, headers)).status).toBe(200);
-    // The session moves to B (recovered there), whose DELETE ends the sandbox A made.
-    expect((await b.post(rpc('tools/list', 2), headers)).status).toBe(200);
-    expect((await del(b, headers)).status).toBe(200);
-    expect(shared.sdk.sandboxes.map((s) => s.killed)).toEqual([true]);
-    expect(endedBytes()).toBe(RECORD_BYTES);
-    // A, once it no longer holds the session (here: after a restart), refuses it rather than rebuild it.
-    await a.close();
-    expect((await a.post(rpc('tools/list', 3), headers)).status).toBe(404);
-    expect((await e2bInstance(shared).post(rpc('tools/list', 3), headers)).status).toBe(404);
-  });
+      // The session moves to B (recovered there), whose DELETE ends the sandbox A made.
+      expect((await b.post(rpc('tools/list', 2), headers)).status).toBe(200);
+      expect((await del(b, headers)).status).toBe(200);
+      expect(shared.sdk.sandboxes.map((s) => s.killed)).toEqual([true]);
+      expect(endedBytes()).toBe(RECORD_BYTES);
+      // A, once it no longer holds the session (here: after a restart), refuses it rather than rebuild it.
+      await a.close();
+      expect((await a.post(rpc('tools/list', 3), headers)).status).toBe(404);
+      expect((await e2bInstance(shared).post(rpc('tools/list', 3), headers)).status).toBe(404);
+    },
+  );
 });
 
 describe('the tombstone store', () => {
@@ -213,28 +228,39 @@ describe('the tombstone store', () => {
     expect(await createTombstoneStore(file).has('mcp-sandbox-a', NOW)).toBe(false);
   });
 
-  it('puts records of long lifetimes in longer spans, so a writer keeps few files (MCP_SESSION_MAX_AGE_S of 30 days)', async () => {
-    const writer = createTombstoneStore(root, { now: () => NOW });
-    for (let i = 0; i < 300; i += 1) await writer.record(`mcp-sandbox-${i}`, NOW + (i + 1) * 2.4 * HOUR_MS);
-    expect(endedFiles().length).toBeLessThanOrEqual(24);
-    const reader = createTombstoneStore(root);
-    for (const i of [0, 150, 299]) expect(await reader.has(`mcp-sandbox-${i}`, NOW)).toBe(true);
-  });
+  it(
+    'puts records of long lifetimes in longer spans, so a writer keeps ' +
+      'few files (MCP_SESSION_MAX_AGE_S of 30 days)',
+    async () => {
+      const writer = createTombstoneStore(root, { now: () => NOW });
+      for (let i = 0; i < 300; i += 1) await writer.record(`mcp-sandbox-${i}`, NOW + (i + 1) * 2.4 * HOUR_MS);
+      expect(endedFiles().length).toBeLessThanOrEqual(24);
+      const reader = createTombstoneStore(root);
+      for (const i of [0, 150, 299]) expect(await reader.has(`mcp-sandbox-${i}`, NOW)).toBe(true);
+    },
+  );
 
-  it('skips a record still being written and reads it once whole; a record whose time cannot be read holds to the end of its file', async () => {
-    const writer = createTombstoneStore(root, { now: () => NOW });
-    await writer.record('mcp-sandbox-a', NOW + HOUR_MS / 2);
-    const [file = ''] = endedFiles();
-    const reader = createTombstoneStore(root);
-    const { createHash } = await import('node:crypto');
-    const hashOf = (name: string) => createHash('sha256').update(name).digest('hex').slice(0, 32);
-    appendFileSync(join(endedDir(), file), `${hashOf('mcp-sandbox-b')} 00`);
-    expect(await reader.has('mcp-sandbox-b', NOW)).toBe(false);
-    appendFileSync(join(endedDir(), file), `garbage\nnot a record at all\n${hashOf('mcp-sandbox-c')} ?????????????\n`);
-    expect(await reader.has('mcp-sandbox-b', NOW)).toBe(true);
-    expect(await reader.has('mcp-sandbox-c', NOW + HOUR_MS / 2)).toBe(true);
-    expect(await reader.has('mcp-sandbox-a', NOW)).toBe(true);
-  });
+  it(
+    'skips a record still being written and reads it once whole; a record whose time cannot be read holds to the ' +
+      'end of its file',
+    async () => {
+      const writer = createTombstoneStore(root, { now: () => NOW });
+      await writer.record('mcp-sandbox-a', NOW + HOUR_MS / 2);
+      const [file = ''] = endedFiles();
+      const reader = createTombstoneStore(root);
+      const { createHash } = await import('node:crypto');
+      const hashOf = (name: string) => createHash('sha256').update(name).digest('hex').slice(0, 32);
+      appendFileSync(join(endedDir(), file), `${hashOf('mcp-sandbox-b')} 00`);
+      expect(await reader.has('mcp-sandbox-b', NOW)).toBe(false);
+      appendFileSync(
+        join(endedDir(), file),
+        `garbage\nnot a record at all\n${hashOf('mcp-sandbox-c')} ?????????????\n`,
+      );
+      expect(await reader.has('mcp-sandbox-b', NOW)).toBe(true);
+      expect(await reader.has('mcp-sandbox-c', NOW + HOUR_MS / 2)).toBe(true);
+      expect(await reader.has('mcp-sandbox-a', NOW)).toBe(true);
+    },
+  );
 
   it('answers a lookup it cannot make with an error, never "not ended" (reviving is the unsafe mistake)', async () => {
     const writer = createTombstoneStore(root, { now: () => NOW });
@@ -254,24 +280,28 @@ describe('the tombstone store', () => {
     expect(await createTombstoneStore(root).has('mcp-sandbox-b', NOW + HOUR_MS)).toBe(true);
   });
 
-  it('honours per-session files of earlier versions, and a sweep turns those that hold into records (an unreadable one is kept and holds)', async () => {
-    mkdirSync(endedDir(), { recursive: true });
-    writeFileSync(join(endedDir(), 'mcp-sandbox-old'), `${NOW - 1}\n`);
-    writeFileSync(join(endedDir(), 'mcp-sandbox-live'), `${NOW + 3 * HOUR_MS}\n`);
-    writeFileSync(join(endedDir(), 'mcp-sandbox-garbage'), 'garbage');
-    const reader = createTombstoneStore(root, { now: () => NOW });
-    expect(await reader.has('mcp-sandbox-old', NOW)).toBe(false);
-    expect(await reader.has('mcp-sandbox-live', NOW)).toBe(true);
-    expect(await reader.has('mcp-sandbox-garbage', NOW + 1000 * HOUR_MS)).toBe(true);
-    // The reader's first lookup started a sweep (at most one an hour).
-    await reader.settled();
-    expect(await sweepTombstones(root, NOW)).toBe(0);
-    expect(endedFiles().filter((name) => name.startsWith('mcp-sandbox-'))).toEqual(['mcp-sandbox-garbage']);
-    expect(endedBytes()).toBe(RECORD_BYTES + 'garbage'.length);
-    expect(await reader.has('mcp-sandbox-live', NOW + 3 * HOUR_MS - 1)).toBe(true);
-    expect(await createTombstoneStore(root).has('mcp-sandbox-live', NOW)).toBe(true);
-    expect(await reader.has('mcp-sandbox-live', NOW + 3 * HOUR_MS)).toBe(false);
-  });
+  it(
+    'honours per-session files of earlier versions, and a sweep turns those that hold into records (an unreadable ' +
+      'one is kept and holds)',
+    async () => {
+      mkdirSync(endedDir(), { recursive: true });
+      writeFileSync(join(endedDir(), 'mcp-sandbox-old'), `${NOW - 1}\n`);
+      writeFileSync(join(endedDir(), 'mcp-sandbox-live'), `${NOW + 3 * HOUR_MS}\n`);
+      writeFileSync(join(endedDir(), 'mcp-sandbox-garbage'), 'garbage');
+      const reader = createTombstoneStore(root, { now: () => NOW });
+      expect(await reader.has('mcp-sandbox-old', NOW)).toBe(false);
+      expect(await reader.has('mcp-sandbox-live', NOW)).toBe(true);
+      expect(await reader.has('mcp-sandbox-garbage', NOW + 1000 * HOUR_MS)).toBe(true);
+      // The reader's first lookup started a sweep (at most one an hour).
+      await reader.settled();
+      expect(await sweepTombstones(root, NOW)).toBe(0);
+      expect(endedFiles().filter((name) => name.startsWith('mcp-sandbox-'))).toEqual(['mcp-sandbox-garbage']);
+      expect(endedBytes()).toBe(RECORD_BYTES + 'garbage'.length);
+      expect(await reader.has('mcp-sandbox-live', NOW + 3 * HOUR_MS - 1)).toBe(true);
+      expect(await createTombstoneStore(root).has('mcp-sandbox-live', NOW)).toBe(true);
+      expect(await reader.has('mcp-sandbox-live', NOW + 3 * HOUR_MS)).toBe(false);
+    },
+  );
 
   it('keeps its own records when the directory it writes to is removed under it', async () => {
     const other = mkdtempSync(join(tmpdir(), 'mcp-tombstones-'));

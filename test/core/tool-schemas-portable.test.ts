@@ -67,7 +67,8 @@ export function portabilityProblems(schema: unknown, path = '#'): string[] {
     if (key in schema && typeof schema[key] !== 'string') problem(`${key} must be a string`);
   }
   if ('anyOf' in schema) {
-    // The one union of the subset: a nullable pair, [the value's schema, {type: 'null'}], with nothing beside it but annotations.
+    // The one union of the subset: a nullable pair, [the value's schema, {type: 'null'}], with nothing beside it but
+    // annotations.
     const branches = schema.anyOf;
     for (const key of Object.keys(schema))
       if (key !== 'anyOf' && !ANNOTATIONS.has(key))
@@ -81,7 +82,8 @@ export function portabilityProblems(schema: unknown, path = '#'): string[] {
       problem('the first branch of anyOf must be a non-null schema');
     if (typeof schema.description === 'string' && isObject(value) && value.description === undefined) {
       problem(
-        'the description of a nullable pair must be on its first branch too (converters that fold the pair keep only that branch)',
+        'the description of a nullable pair must be on its first branch too (converters that fold the pair keep ' +
+          'only that branch)',
       );
     }
     if (
@@ -315,15 +317,18 @@ describe('tools/list', () => {
     await client.close();
   });
 
-  it('gives every input and output schema in the portable subset (2026-07-28 lane, with the sandbox argument)', async () => {
-    const client = await h.connectModern();
-    const schemas = await schemasOf(() => client.listTools() as ReturnType<Parameters<typeof schemasOf>[0]>);
-    expect(schemas.find((s) => s.where === 'run_command inputSchema')?.schema).toMatchObject({
-      properties: { sandbox: { type: 'string' } },
-    });
-    expectPortable(schemas);
-    await client.close();
-  });
+  it(
+    'gives every input and output schema in the portable subset (2026-07-28 lane, ' + 'with the sandbox argument)',
+    async () => {
+      const client = await h.connectModern();
+      const schemas = await schemasOf(() => client.listTools() as ReturnType<Parameters<typeof schemasOf>[0]>);
+      expect(schemas.find((s) => s.where === 'run_command inputSchema')?.schema).toMatchObject({
+        properties: { sandbox: { type: 'string' } },
+      });
+      expectPortable(schemas);
+      await client.close();
+    },
+  );
 });
 
 describe('a null in a result', () => {

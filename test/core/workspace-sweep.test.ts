@@ -48,34 +48,38 @@ const turns = async (done: () => boolean): Promise<void> => {
   for (let turn = 0; turn < 20_000 && !done(); turn += 1) await new Promise((resolve) => setImmediate(resolve));
 };
 
-it('deletes the workspaces of evicted sessions and handle-less sandboxes once nobody can come back for them, and keeps the live one', async () => {
-  const h = instance(undefined, { MCP_MAX_SESSIONS: '3', MCP_MAX_SESSIONS_PER_CREDENTIAL: '3' });
-  const modern = await h.connectModern();
-  for (let i = 0; i < 6; i += 1) {
-    const { headers } = await h.openSession();
-    expect((await write(h, headers)).status).toBe(200);
-    h.clock.advance(1); // each step later than the last: least recently used is then defined
-    await modern.callTool({ name: 'write_file', arguments: { path: 'b.txt', content: 'b' } });
-    h.clock.advance(1);
-  }
-  // Evicted sessions keep their files for a while: they may come back. The handle-less sandboxes let go (their
-  // handles never came back) were destroyed: at three running sandboxes a credential lets its least recently
-  // used go, so of the handles only the last two still have theirs. 6 sessions' workspaces and 2 sandboxes.
-  expect(workspacesIn(root)).toHaveLength(8);
-  h.clock.advance(STALE_MS + 1);
-  await modern.callTool({ name: 'sandbox_status', arguments: {} }); // the 2026 lane sweeps its idle sandboxes
-  const live = await h.openSession();
-  expect((await write(h, live.headers, 6)).status).toBe(200); // creating a sandbox starts a sweep
-  await turns(() => workspacesIn(root).length <= 1 && uidClaimsIn(root).length <= 1);
-  expect(workspacesIn(root)).toHaveLength(1);
-  expect(uidClaimsIn(root)).toHaveLength(1);
-  // The three sessions let go earlier only the sweep could delete (the six still held were closed by idle
-  // expiry, which may race the sweep for them).
-  const swept = () => h.logs().filter((line) => line.msg === 'abandoned workspaces deleted');
-  await turns(() => swept().length > 0);
-  expect(Number(swept()[0]?.count)).toBeGreaterThanOrEqual(3);
-  await h.close();
-});
+it(
+  'deletes the workspaces of evicted sessions and handle-less sandboxes once nobody can come back for them, and ' +
+    'keeps the live one',
+  async () => {
+    const h = instance(undefined, { MCP_MAX_SESSIONS: '3', MCP_MAX_SESSIONS_PER_CREDENTIAL: '3' });
+    const modern = await h.connectModern();
+    for (let i = 0; i < 6; i += 1) {
+      const { headers } = await h.openSession();
+      expect((await write(h, headers)).status).toBe(200);
+      h.clock.advance(1); // each step later than the last: least recently used is then defined
+      await modern.callTool({ name: 'write_file', arguments: { path: 'b.txt', content: 'b' } });
+      h.clock.advance(1);
+    }
+    // Evicted sessions keep their files for a while: they may come back. The handle-less sandboxes let go (their
+    // handles never came back) were destroyed: at three running sandboxes a credential lets its least recently
+    // used go, so of the handles only the last two still have theirs. 6 sessions' workspaces and 2 sandboxes.
+    expect(workspacesIn(root)).toHaveLength(8);
+    h.clock.advance(STALE_MS + 1);
+    await modern.callTool({ name: 'sandbox_status', arguments: {} }); // the 2026 lane sweeps its idle sandboxes
+    const live = await h.openSession();
+    expect((await write(h, live.headers, 6)).status).toBe(200); // creating a sandbox starts a sweep
+    await turns(() => workspacesIn(root).length <= 1 && uidClaimsIn(root).length <= 1);
+    expect(workspacesIn(root)).toHaveLength(1);
+    expect(uidClaimsIn(root)).toHaveLength(1);
+    // The three sessions let go earlier only the sweep could delete (the six still held were closed by idle
+    // expiry, which may race the sweep for them).
+    const swept = () => h.logs().filter((line) => line.msg === 'abandoned workspaces deleted');
+    await turns(() => swept().length > 0);
+    expect(Number(swept()[0]?.count)).toBeGreaterThanOrEqual(3);
+    await h.close();
+  },
+);
 
 it('at start-up deletes leftovers past their time, and keeps a workspace another instance used lately', async () => {
   const clock = createFakeClock(Date.parse('2030-01-01T00:00:00Z'));
@@ -96,26 +100,29 @@ it('at start-up deletes leftovers past their time, and keeps a workspace another
   expect(workspacesIn(root)).toEqual([toWorkspaceName('used-elsewhere')]);
 });
 
-it('never deletes a workspace whose sandbox is open here, even when its marker is stale (a call still running)', async () => {
-  const h = instance();
-  const busy = await h.openSession();
-  const hold = join(root, 'release-me');
-  const running = h.post(
-    rpc('tools/call', 5, {
-      name: 'run_command',
-      arguments: { command: `while [ ! -e ${hold} ]; do sleep 0.05; done; echo done > out.txt` },
-    }),
-    busy.headers,
-  );
-  await turns(() => workspacesIn(root).length === 1);
-  h.clock.advance(STALE_MS + 1);
-  const other = await h.openSession();
-  expect((await write(h, other.headers, 6)).status).toBe(200); // sweeps (and the idle TTL passed for the busy one)
-  await h.core.ready();
-  await turns(() => h.logs().some((line) => line.msg === 'abandoned workspaces deleted'));
-  writeFileSync(hold, '');
-  const result = await running;
-  expect(JSON.stringify(messagesOf(result))).toContain('"exit_code":0');
-  expect(workspacesIn(root)).toHaveLength(2);
-  await h.close();
-});
+it(
+  'never deletes a workspace whose sandbox is open here, ' + 'even when its marker is stale (a call still running)',
+  async () => {
+    const h = instance();
+    const busy = await h.openSession();
+    const hold = join(root, 'release-me');
+    const running = h.post(
+      rpc('tools/call', 5, {
+        name: 'run_command',
+        arguments: { command: `while [ ! -e ${hold} ]; do sleep 0.05; done; echo done > out.txt` },
+      }),
+      busy.headers,
+    );
+    await turns(() => workspacesIn(root).length === 1);
+    h.clock.advance(STALE_MS + 1);
+    const other = await h.openSession();
+    expect((await write(h, other.headers, 6)).status).toBe(200); // sweeps (and the idle TTL passed for the busy one)
+    await h.core.ready();
+    await turns(() => h.logs().some((line) => line.msg === 'abandoned workspaces deleted'));
+    writeFileSync(hold, '');
+    const result = await running;
+    expect(JSON.stringify(messagesOf(result))).toContain('"exit_code":0');
+    expect(workspacesIn(root)).toHaveLength(2);
+    await h.close();
+  },
+);

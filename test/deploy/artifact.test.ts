@@ -43,18 +43,22 @@ describe('the default artifact', () => {
     out = await generate([], { MCP_AUTH_TOKENS: 'token-from-env-0123456789abcdef' });
   });
 
-  it("holds code/index.js (the bundle) with its source maps and the core's code cache, and code.zip with the same files at its root", () => {
-    expect(codeCachesIn().length).toBeGreaterThanOrEqual(1);
-    const code = shippedFiles();
-    for (const name of code)
-      expect(readFileSync(join(out.dir, 'code', name)).equals(readFileSync(join(ROOT, 'dist', name)))).toBe(true);
-    const entries = readZip(readFileSync(join(out.dir, 'code.zip')));
-    expect(entries.map((e) => e.name)).toEqual(code);
-    for (const entry of entries) expect(entry.data.equals(readFileSync(join(ROOT, 'dist', entry.name)))).toBe(true);
-    expect(out.result.files.map((f) => f.slice(out.dir.length + 1)).sort()).toEqual(
-      ['code.zip', ...code.map((name) => `code/${name}`), 'config.yaml', 's.yaml', 'session-secret'].sort(),
-    );
-  });
+  it(
+    "holds code/index.js (the bundle) with its source maps and the core's code cache, and code.zip with the same " +
+      'files at its root',
+    () => {
+      expect(codeCachesIn().length).toBeGreaterThanOrEqual(1);
+      const code = shippedFiles();
+      for (const name of code)
+        expect(readFileSync(join(out.dir, 'code', name)).equals(readFileSync(join(ROOT, 'dist', name)))).toBe(true);
+      const entries = readZip(readFileSync(join(out.dir, 'code.zip')));
+      expect(entries.map((e) => e.name)).toEqual(code);
+      for (const entry of entries) expect(entry.data.equals(readFileSync(join(ROOT, 'dist', entry.name)))).toBe(true);
+      expect(out.result.files.map((f) => f.slice(out.dir.length + 1)).sort()).toEqual(
+        ['code.zip', ...code.map((name) => `code/${name}`), 'config.yaml', 's.yaml', 'session-secret'].sort(),
+      );
+    },
+  );
 
   it('describes the deployment in config.yaml, provider-neutral and without secret values', () => {
     expect(out.manifest).toMatchObject({
@@ -106,51 +110,54 @@ describe('the default artifact', () => {
     expect(out.manifest).not.toHaveProperty('customRuntimeConfig');
   });
 
-  it('writes an fc3 s.yaml whose secrets and E2B settings are ${env(...)} references, the key and domain required', () => {
-    const text = readFileSync(join(out.dir, 's.yaml'), 'utf8');
-    expect(text).not.toContain(E2B_KEY);
-    expect(text).not.toContain('token-from-env');
-    expect(readFileSync(join(out.dir, 'config.yaml'), 'utf8')).not.toContain(E2B_KEY);
-    const props = fc3Props(out.sYaml);
-    expect(props.environmentVariables).toMatchObject({
-      MCP_AUTH_TOKENS: '${env(MCP_AUTH_TOKENS)}',
-      MCP_SESSION_SECRET: '${env(MCP_SESSION_SECRET)}',
-      // Required: `s deploy` stops without them rather than send "" over the function's key and domain.
-      E2B_API_KEY: '${env(E2B_API_KEY)}',
-      E2B_DOMAIN: '${env(E2B_DOMAIN)}',
-      E2B_API_URL: "${env('E2B_API_URL', '')}",
-      E2B_TEMPLATE: "${env('E2B_TEMPLATE', '')}",
-      SANDBOX_BACKEND: 'e2b',
-      MCP_FUNCTION_TIMEOUT_S: '600',
-      MCP_TOOL_TIMEOUT_MAX_S: '300',
-    });
-    expect(props.logConfig).toBe('auto');
-    expect(props).toMatchObject({
-      runtime: 'custom.debian10',
-      code: './code',
-      timeout: 600,
-      instanceConcurrency: 200,
-      sessionAffinity: 'MCP_STREAMABLE',
-    });
-    expect(JSON.parse(String(props.sessionAffinityConfig))).toEqual({
-      sessionConcurrencyPerInstance: 20,
-      sessionTTLInSeconds: 21600,
-      sessionIdleTimeoutInSeconds: 1800,
-    });
-    expect(props.triggers).toEqual([
-      {
-        triggerName: 'mcp',
-        triggerType: 'http',
-        qualifier: 'LATEST',
-        triggerConfig: {
-          authType: 'anonymous',
-          methods: ['GET', 'POST', 'DELETE', 'OPTIONS'],
-          disableURLInternet: false,
+  it(
+    'writes an fc3 s.yaml whose secrets and E2B settings are ${env(...)} references, ' + 'the key and domain required',
+    () => {
+      const text = readFileSync(join(out.dir, 's.yaml'), 'utf8');
+      expect(text).not.toContain(E2B_KEY);
+      expect(text).not.toContain('token-from-env');
+      expect(readFileSync(join(out.dir, 'config.yaml'), 'utf8')).not.toContain(E2B_KEY);
+      const props = fc3Props(out.sYaml);
+      expect(props.environmentVariables).toMatchObject({
+        MCP_AUTH_TOKENS: '${env(MCP_AUTH_TOKENS)}',
+        MCP_SESSION_SECRET: '${env(MCP_SESSION_SECRET)}',
+        // Required: `s deploy` stops without them rather than send "" over the function's key and domain.
+        E2B_API_KEY: '${env(E2B_API_KEY)}',
+        E2B_DOMAIN: '${env(E2B_DOMAIN)}',
+        E2B_API_URL: "${env('E2B_API_URL', '')}",
+        E2B_TEMPLATE: "${env('E2B_TEMPLATE', '')}",
+        SANDBOX_BACKEND: 'e2b',
+        MCP_FUNCTION_TIMEOUT_S: '600',
+        MCP_TOOL_TIMEOUT_MAX_S: '300',
+      });
+      expect(props.logConfig).toBe('auto');
+      expect(props).toMatchObject({
+        runtime: 'custom.debian10',
+        code: './code',
+        timeout: 600,
+        instanceConcurrency: 200,
+        sessionAffinity: 'MCP_STREAMABLE',
+      });
+      expect(JSON.parse(String(props.sessionAffinityConfig))).toEqual({
+        sessionConcurrencyPerInstance: 20,
+        sessionTTLInSeconds: 21600,
+        sessionIdleTimeoutInSeconds: 1800,
+      });
+      expect(props.triggers).toEqual([
+        {
+          triggerName: 'mcp',
+          triggerType: 'http',
+          qualifier: 'LATEST',
+          triggerConfig: {
+            authType: 'anonymous',
+            methods: ['GET', 'POST', 'DELETE', 'OPTIONS'],
+            disableURLInternet: false,
+          },
         },
-      },
-    ]);
-    expect(checkFc3Props(resolveVars(props, out.sYaml))).toEqual([]);
-  });
+      ]);
+      expect(checkFc3Props(resolveVars(props, out.sYaml))).toEqual([]);
+    },
+  );
 
   it('prints one JSON document with the URL form, and nothing but JSON on stdout', () => {
     expect(out.result).toMatchObject({
@@ -193,15 +200,19 @@ describe('the manual steps name every variable from the shell', () => {
     stdout = run.stdout;
   });
 
-  it('exports the required ones and marks the optional ones, saying that s deploy refuses to run without the required', () => {
-    expect(stdout).toContain('export E2B_API_KEY=<your E2B API key>');
-    expect(stdout).toContain('export E2B_DOMAIN=<e2b.app or <region>.e2b.fc.aliyuncs.com>');
-    expect(stdout).toMatch(/# optional: export E2B_API_URL=.*https:\/\/api\.<E2B_DOMAIN>/);
-    expect(stdout).toMatch(/# optional: export E2B_TEMPLATE=.*code-interpreter-v1/);
-    expect(stdout).toContain(
-      's deploy refuses to run while MCP_AUTH_TOKENS, MCP_SESSION_SECRET, E2B_API_KEY, E2B_DOMAIN are unset',
-    );
-  });
+  it(
+    'exports the required ones and marks the optional ones, saying that s deploy refuses to run without the ' +
+      'required',
+    () => {
+      expect(stdout).toContain('export E2B_API_KEY=<your E2B API key>');
+      expect(stdout).toContain('export E2B_DOMAIN=<e2b.app or <region>.e2b.fc.aliyuncs.com>');
+      expect(stdout).toMatch(/# optional: export E2B_API_URL=.*https:\/\/api\.<E2B_DOMAIN>/);
+      expect(stdout).toMatch(/# optional: export E2B_TEMPLATE=.*code-interpreter-v1/);
+      expect(stdout).toContain(
+        's deploy refuses to run while MCP_AUTH_TOKENS, MCP_SESSION_SECRET, E2B_API_KEY, E2B_DOMAIN are unset',
+      );
+    },
+  );
 
   it("lists each in the console's environment variables, the optional ones marked", () => {
     const list = stdout.slice(stdout.indexOf('4. Environment variables:'), stdout.indexOf('  5. '));
@@ -221,23 +232,26 @@ describe('the manual steps name every variable from the shell', () => {
   });
 });
 
-it('--sls-project and --sls-logstore: s.yaml names them in logConfig, and the steps say where the logs go', async () => {
-  const args = ['--generate-token', '--sls-project', 'mcp-logs', '--sls-logstore', 'mcp-function'];
-  const { sYaml } = await generate(args);
-  const props = fc3Props(sYaml);
-  expect(props.logConfig).toEqual({
-    project: 'mcp-logs',
-    logstore: 'mcp-function',
-    enableRequestMetrics: true,
-    enableInstanceMetrics: true,
-    logBeginRule: 'DefaultRegex',
-  });
-  expect(checkFc3Props(resolveVars(props, sYaml))).toEqual([]);
-  const human = await runDeployCli(['--output-dir', makeTempDir(), ...args], { env: { E2B_API_KEY: E2B_KEY } });
-  expect(human.code).toBe(0);
-  expect(human.stdout).toContain('Logging: SLS project mcp-logs, logstore mcp-function');
-  expect(human.stdout).not.toContain('FC keeps no logs');
-});
+it(
+  '--sls-project and --sls-logstore: s.yaml names them in logConfig, ' + 'and the steps say where the logs go',
+  async () => {
+    const args = ['--generate-token', '--sls-project', 'mcp-logs', '--sls-logstore', 'mcp-function'];
+    const { sYaml } = await generate(args);
+    const props = fc3Props(sYaml);
+    expect(props.logConfig).toEqual({
+      project: 'mcp-logs',
+      logstore: 'mcp-function',
+      enableRequestMetrics: true,
+      enableInstanceMetrics: true,
+      logBeginRule: 'DefaultRegex',
+    });
+    expect(checkFc3Props(resolveVars(props, sYaml))).toEqual([]);
+    const human = await runDeployCli(['--output-dir', makeTempDir(), ...args], { env: { E2B_API_KEY: E2B_KEY } });
+    expect(human.code).toBe(0);
+    expect(human.stdout).toContain('Logging: SLS project mcp-logs, logstore mcp-function');
+    expect(human.stdout).not.toContain('FC keeps no logs');
+  },
+);
 
 describe('the session secret', () => {
   it('is generated once into session-secret (0600), reused by the next run, and never printed', async () => {
@@ -265,56 +279,66 @@ describe('the session secret', () => {
     for (const name of ['s.yaml', 'config.yaml']) expect(readFileSync(join(dir, name), 'utf8')).not.toContain(secret);
   });
 
-  it('comes from the shell when MCP_SESSION_SECRET is set there: no file, and the step says to keep using it', async () => {
-    const dir = makeTempDir();
-    const secret = 'session-secret-from-the-shell-0123456789abcdef';
-    const run = await runDeployCli(['--output-dir', dir, '--generate-token'], {
-      env: { E2B_API_KEY: E2B_KEY, MCP_SESSION_SECRET: secret },
-    });
-    expect(run.code).toBe(0);
-    expect(existsSync(join(dir, 'session-secret'))).toBe(false);
-    expect(run.stdout).toContain('MCP_SESSION_SECRET is set in this shell: keep using it');
-    expect(run.stdout).not.toContain('openssl rand');
-    expect(run.stdout).not.toContain(secret);
-  });
+  it(
+    'comes from the shell when MCP_SESSION_SECRET is set there: ' + 'no file, and the step says to keep using it',
+    async () => {
+      const dir = makeTempDir();
+      const secret = 'session-secret-from-the-shell-0123456789abcdef';
+      const run = await runDeployCli(['--output-dir', dir, '--generate-token'], {
+        env: { E2B_API_KEY: E2B_KEY, MCP_SESSION_SECRET: secret },
+      });
+      expect(run.code).toBe(0);
+      expect(existsSync(join(dir, 'session-secret'))).toBe(false);
+      expect(run.stdout).toContain('MCP_SESSION_SECRET is set in this shell: keep using it');
+      expect(run.stdout).not.toContain('openssl rand');
+      expect(run.stdout).not.toContain(secret);
+    },
+  );
 });
 
-it('--sandbox-backend local: s.yaml and the steps set SANDBOX_BACKEND=local and LOCAL_SANDBOX_ISOLATION=none, and no E2B variable', async () => {
-  const { sYaml, manifest, dir } = await generate(['--generate-token', '--sandbox-backend', 'local'], {
-    E2B_API_KEY: '',
-  });
-  const env = fc3Props(sYaml).environmentVariables;
-  expect(env).toMatchObject({ SANDBOX_BACKEND: 'local', LOCAL_SANDBOX_ISOLATION: 'none' });
-  expect(Object.keys(env).filter((name) => name.startsWith('E2B_'))).toEqual([]);
-  expect((manifest.environment as { fromShell: Array<{ name: string }> }).fromShell.map((v) => v.name)).toEqual([
-    'MCP_AUTH_TOKENS',
-    'MCP_SESSION_SECRET',
-  ]);
-  const human = await runDeployCli(['--output-dir', dir, '--generate-token', '--sandbox-backend', 'local']);
-  expect(human.code).toBe(0);
-  const list = human.stdout.slice(human.stdout.indexOf('4. Environment variables:'), human.stdout.indexOf('  5. '));
-  expect(list).toContain('SANDBOX_BACKEND=local');
-  expect(list).toContain('LOCAL_SANDBOX_ISOLATION=none');
-  const steps = human.stdout.slice(
-    human.stdout.indexOf('Deploy with Serverless Devs'),
-    human.stdout.indexOf('The URL will be'),
-  );
-  expect(steps).not.toContain('E2B_');
-});
+it(
+  '--sandbox-backend local: s.yaml and the steps set SANDBOX_BACKEND=local and LOCAL_SANDBOX_ISOLATION=none, and ' +
+    'no E2B variable',
+  async () => {
+    const { sYaml, manifest, dir } = await generate(['--generate-token', '--sandbox-backend', 'local'], {
+      E2B_API_KEY: '',
+    });
+    const env = fc3Props(sYaml).environmentVariables;
+    expect(env).toMatchObject({ SANDBOX_BACKEND: 'local', LOCAL_SANDBOX_ISOLATION: 'none' });
+    expect(Object.keys(env).filter((name) => name.startsWith('E2B_'))).toEqual([]);
+    expect((manifest.environment as { fromShell: Array<{ name: string }> }).fromShell.map((v) => v.name)).toEqual([
+      'MCP_AUTH_TOKENS',
+      'MCP_SESSION_SECRET',
+    ]);
+    const human = await runDeployCli(['--output-dir', dir, '--generate-token', '--sandbox-backend', 'local']);
+    expect(human.code).toBe(0);
+    const list = human.stdout.slice(human.stdout.indexOf('4. Environment variables:'), human.stdout.indexOf('  5. '));
+    expect(list).toContain('SANDBOX_BACKEND=local');
+    expect(list).toContain('LOCAL_SANDBOX_ISOLATION=none');
+    const steps = human.stdout.slice(
+      human.stdout.indexOf('Deploy with Serverless Devs'),
+      human.stdout.indexOf('The URL will be'),
+    );
+    expect(steps).not.toContain('E2B_');
+  },
+);
 
 describe('--generate-token', () => {
-  it('writes a 64-hex-digit token to a 0600 file, shows it once, and keeps it out of config.yaml and s.yaml', async () => {
-    const { dir, result, run } = await generate(['--generate-token']);
-    const file = join(dir, 'auth-token');
-    const token = readFileSync(file, 'utf8').trim();
-    expect(token).toMatch(/^[0-9a-f]{64}$/);
-    expect(statSync(file).mode & 0o777).toBe(0o600);
-    expect(result.files).toContain(file);
-    expect(readFileSync(join(dir, 'config.yaml'), 'utf8')).not.toContain(token);
-    expect(readFileSync(join(dir, 's.yaml'), 'utf8')).not.toContain(token);
-    expect(run.stdout).not.toContain(token);
-    expect(run.stderr).toContain('New bearer token written to');
-  });
+  it(
+    'writes a 64-hex-digit token to a 0600 file, ' + 'shows it once, and keeps it out of config.yaml and s.yaml',
+    async () => {
+      const { dir, result, run } = await generate(['--generate-token']);
+      const file = join(dir, 'auth-token');
+      const token = readFileSync(file, 'utf8').trim();
+      expect(token).toMatch(/^[0-9a-f]{64}$/);
+      expect(statSync(file).mode & 0o777).toBe(0o600);
+      expect(result.files).toContain(file);
+      expect(readFileSync(join(dir, 'config.yaml'), 'utf8')).not.toContain(token);
+      expect(readFileSync(join(dir, 's.yaml'), 'utf8')).not.toContain(token);
+      expect(run.stdout).not.toContain(token);
+      expect(run.stderr).toContain('New bearer token written to');
+    },
+  );
 
   it('reuses the token of an earlier run instead of replacing it', async () => {
     const dir = makeTempDir();

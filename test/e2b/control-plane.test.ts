@@ -110,17 +110,20 @@ serviceDescribe.each(NODES)('the E2B control plane as the server uses it, server
   const status = async (c: TestClient) =>
     ok<{ state: string; sandbox_id: string | null }>(await c.callTool('sandbox_status'));
 
-  it('reports backend e2b and ready on /health, with no part of the API key, and calls E2B on start-up not at all', async () => {
-    const res = await fetch(`${d.server.origin}/health`);
-    const text = await res.text();
-    expect(res.status).toBe(200);
-    expect(JSON.parse(text)).toMatchObject({
-      status: 'ok',
-      backend: { name: 'e2b', ready: true, isolation: 'e2b-microvm' },
-    });
-    expect(keyPartsIn(text)).toEqual([]);
-    expect(requestsAtStart).toBe(0);
-  });
+  it(
+    'reports backend e2b and ready on /health, ' + 'with no part of the API key, and calls E2B on start-up not at all',
+    async () => {
+      const res = await fetch(`${d.server.origin}/health`);
+      const text = await res.text();
+      expect(res.status).toBe(200);
+      expect(JSON.parse(text)).toMatchObject({
+        status: 'ok',
+        backend: { name: 'e2b', ready: true, isolation: 'e2b-microvm' },
+      });
+      expect(keyPartsIn(text)).toEqual([]);
+      expect(requestsAtStart).toBe(0);
+    },
+  );
 
   it('calls E2B for neither initialize, tools/list nor sandbox_status', async () => {
     const c = await connect();
@@ -129,40 +132,43 @@ serviceDescribe.each(NODES)('the E2B control plane as the server uses it, server
     expect(d.e2b.requests().slice(mark)).toEqual([]);
   });
 
-  it('creates exactly one sandbox on the first tool that needs one: template, lease, hashed tags, key header', async () => {
-    const health = (await (await fetch(`${d.server.origin}/health`)).json()) as { name: string; version: string };
-    const c = await connect();
-    const sessionId = c.sessionId ?? '';
-    ok(await c.callTool('write_file', { path: 'notes.txt', content: 'hello' }));
+  it(
+    'creates exactly one sandbox on the first tool that needs one: ' + 'template, lease, hashed tags, key header',
+    async () => {
+      const health = (await (await fetch(`${d.server.origin}/health`)).json()) as { name: string; version: string };
+      const c = await connect();
+      const sessionId = c.sessionId ?? '';
+      ok(await c.callTool('write_file', { path: 'notes.txt', content: 'hello' }));
 
-    const creates = d.since(mark, 'create');
-    expect(creates).toHaveLength(1);
-    expect(creates[0]?.headers['x-api-key']).toBe(KEY);
-    const body = bodyOf(creates[0]);
-    // The lease: the idle TTL (900 s) and the renewal interval (30 s) after it.
-    expect(body).toMatchObject({ templateID: 'code-interpreter-v1', timeout: 930 });
-    expect(Object.keys(body.metadata).sort()).toEqual(['mcp_owner', 'mcp_server', 'mcp_session', 'mcp_version']);
-    expect(body.metadata).toMatchObject({ mcp_server: health.name, mcp_version: health.version });
-    for (const tag of [body.metadata.mcp_session, body.metadata.mcp_owner]) {
-      expect(tag).toMatch(/^[0-9a-f]{16,64}$/);
-      expect(tag).not.toBe(sessionId);
-    }
-    const wholeBody = JSON.stringify(creates[0]?.body);
-    expect(sessionId.length).toBeGreaterThan(15);
-    expect(wholeBody.includes(sessionId)).toBe(false);
-    expect(wholeBody.includes(WIRE_TOKEN)).toBe(false);
-    expect(keyPartsIn(wholeBody)).toEqual([]);
+      const creates = d.since(mark, 'create');
+      expect(creates).toHaveLength(1);
+      expect(creates[0]?.headers['x-api-key']).toBe(KEY);
+      const body = bodyOf(creates[0]);
+      // The lease: the idle TTL (900 s) and the renewal interval (30 s) after it.
+      expect(body).toMatchObject({ templateID: 'code-interpreter-v1', timeout: 930 });
+      expect(Object.keys(body.metadata).sort()).toEqual(['mcp_owner', 'mcp_server', 'mcp_session', 'mcp_version']);
+      expect(body.metadata).toMatchObject({ mcp_server: health.name, mcp_version: health.version });
+      for (const tag of [body.metadata.mcp_session, body.metadata.mcp_owner]) {
+        expect(tag).toMatch(/^[0-9a-f]{16,64}$/);
+        expect(tag).not.toBe(sessionId);
+      }
+      const wholeBody = JSON.stringify(creates[0]?.body);
+      expect(sessionId.length).toBeGreaterThan(15);
+      expect(wholeBody.includes(sessionId)).toBe(false);
+      expect(wholeBody.includes(WIRE_TOKEN)).toBe(false);
+      expect(keyPartsIn(wholeBody)).toEqual([]);
 
-    // The sandbox the service made, with those tags, is the session's; the write went to its envd.
-    const made = d.e2b.sandboxes().filter((s) => s.metadata.mcp_session === body.metadata.mcp_session);
-    expect(made.map((s) => ({ templateId: s.templateId, metadata: s.metadata }))).toEqual([
-      { templateId: 'code-interpreter-v1', metadata: body.metadata },
-    ]);
-    const id = made[0]!.sandboxId;
-    expect(new Set(d.since(mark, 'envd').map((r) => r.sandboxId))).toEqual(new Set([id]));
-    expect(readFileSync(d.e2b.hostPath(id, '/home/user/notes.txt'), 'utf8')).toBe('hello');
-    expect(await status(c)).toMatchObject({ state: 'running', sandbox_id: id });
-  });
+      // The sandbox the service made, with those tags, is the session's; the write went to its envd.
+      const made = d.e2b.sandboxes().filter((s) => s.metadata.mcp_session === body.metadata.mcp_session);
+      expect(made.map((s) => ({ templateId: s.templateId, metadata: s.metadata }))).toEqual([
+        { templateId: 'code-interpreter-v1', metadata: body.metadata },
+      ]);
+      const id = made[0]!.sandboxId;
+      expect(new Set(d.since(mark, 'envd').map((r) => r.sandboxId))).toEqual(new Set([id]));
+      expect(readFileSync(d.e2b.hostPath(id, '/home/user/notes.txt'), 'utf8')).toBe('hello');
+      expect(await status(c)).toMatchObject({ state: 'running', sandbox_id: id });
+    },
+  );
 
   it('creates one sandbox for three concurrent first calls of a session', async () => {
     const c = await connect();
@@ -177,21 +183,24 @@ serviceDescribe.each(NODES)('the E2B control plane as the server uses it, server
     expect(new Set(d.since(mark, 'envd').map((r) => r.sandboxId))).toEqual(new Set([id]));
   });
 
-  it('kills the session’s sandbox with DELETE /sandboxes/<id>, with the key, when the client ends the session', async () => {
-    const c = await connect();
-    ok(await c.callTool('write_file', { path: 'x.txt', content: 'x' }));
-    const { sandbox_id: id } = await status(c);
-    await c.terminate();
-    client = undefined;
-    const kills = await pollUntil(
-      () => d.since(mark, 'kill'),
-      (k) => k.length > 0,
-      SETTLE_MS,
-    );
-    expect(kills.map((r) => `${r.method} ${r.path}`)).toEqual([`DELETE /sandboxes/${id}`]);
-    expect(kills[0]?.headers['x-api-key']).toBe(KEY);
-    expect(d.e2b.sandboxes().map((s) => s.sandboxId)).not.toContain(id);
-  });
+  it(
+    'kills the session’s sandbox with DELETE /sandboxes/<id>, ' + 'with the key, when the client ends the session',
+    async () => {
+      const c = await connect();
+      ok(await c.callTool('write_file', { path: 'x.txt', content: 'x' }));
+      const { sandbox_id: id } = await status(c);
+      await c.terminate();
+      client = undefined;
+      const kills = await pollUntil(
+        () => d.since(mark, 'kill'),
+        (k) => k.length > 0,
+        SETTLE_MS,
+      );
+      expect(kills.map((r) => `${r.method} ${r.path}`)).toEqual([`DELETE /sandboxes/${id}`]);
+      expect(kills[0]?.headers['x-api-key']).toBe(KEY);
+      expect(d.e2b.sandboxes().map((s) => s.sandboxId)).not.toContain(id);
+    },
+  );
 
   it('tells the caller to check E2B_API_KEY when E2B answers 401, without retrying', async () => {
     d.e2b.fault('create', apiError(401, 'Invalid API key'));
@@ -240,23 +249,28 @@ serviceDescribe.each(NODES)('E2B_TEMPLATE=my-template and E2B_MAX_CREATES_PER_S=
   });
   afterAll(() => d?.stop());
 
-  it('creates the sandboxes of two sessions starting at once from that template, tagged per session and with one owner', async () => {
-    const [a, b] = await Promise.all([
-      connectClient('v2', d.server.url, { token: WIRE_TOKEN }),
-      connectClient('v2', d.server.url, { token: WIRE_TOKEN }),
-    ]);
-    const results = await Promise.all([
-      a.callTool('write_file', { path: 'a.txt', content: 'a' }),
-      b.callTool('write_file', { path: 'b.txt', content: 'b' }),
-    ]);
-    results.forEach((r) => ok(r));
-    const creates = d.since(0, 'create');
-    // Both are created; the gate's spacing (1 s apart) is asserted on a fake clock in test/core/e2b-create-schedule.test.ts.
-    expect(creates.map((r) => bodyOf(r).templateID)).toEqual(['my-template', 'my-template']);
-    expect(d.e2b.sandboxes().map((s) => s.templateId)).toEqual(['my-template', 'my-template']);
-    const [ma, mb] = creates.map((r) => bodyOf(r).metadata);
-    expect(ma?.mcp_session).not.toBe(mb?.mcp_session);
-    expect(ma?.mcp_owner).toBe(mb?.mcp_owner);
-    await Promise.all([a.close(), b.close()]);
-  });
+  it(
+    'creates the sandboxes of two sessions starting at once from that template, tagged per session and with one ' +
+      'owner',
+    async () => {
+      const [a, b] = await Promise.all([
+        connectClient('v2', d.server.url, { token: WIRE_TOKEN }),
+        connectClient('v2', d.server.url, { token: WIRE_TOKEN }),
+      ]);
+      const results = await Promise.all([
+        a.callTool('write_file', { path: 'a.txt', content: 'a' }),
+        b.callTool('write_file', { path: 'b.txt', content: 'b' }),
+      ]);
+      for (const r of results) ok(r);
+      const creates = d.since(0, 'create');
+      // Both are created; the gate's spacing (1 s apart) is asserted on a fake clock in
+      // test/core/e2b-create-schedule.test.ts.
+      expect(creates.map((r) => bodyOf(r).templateID)).toEqual(['my-template', 'my-template']);
+      expect(d.e2b.sandboxes().map((s) => s.templateId)).toEqual(['my-template', 'my-template']);
+      const [ma, mb] = creates.map((r) => bodyOf(r).metadata);
+      expect(ma?.mcp_session).not.toBe(mb?.mcp_session);
+      expect(ma?.mcp_owner).toBe(mb?.mcp_owner);
+      await Promise.all([a.close(), b.close()]);
+    },
+  );
 });

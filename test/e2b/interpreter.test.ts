@@ -165,31 +165,37 @@ describe('the local code interpreter through the code-interpreter SDK', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('runs code in the default context: state kept, printed output, the last expression as the main result', async () => {
-    const first = await sandbox.runCode('x = 1\nx += 1\nprint("side effect")\nx');
-    expect(first.text).toBe('2');
-    expect(first.logs).toEqual({ stdout: ['side effect\n'], stderr: [] });
-    expect(first.results).toHaveLength(1);
-    expect(first.results[0]?.isMainResult).toBe(true);
-    expect(first.error).toBeUndefined();
-    const second = await sandbox.runCode('x * 21');
-    expect(second.text).toBe('42');
-    expect(second.executionCount).toBe((first.executionCount as number) + 1);
-    expect((await sandbox.runCode('x', { language: 'python' })).text).toBe('2');
-    expect((await sandbox.runCode('import sys\nprint("to stderr", file=sys.stderr)')).logs).toEqual({
-      stdout: [],
-      stderr: ['to stderr\n'],
-    });
-  });
+  it(
+    'runs code in the default context: state kept, ' + 'printed output, the last expression as the main result',
+    async () => {
+      const first = await sandbox.runCode('x = 1\nx += 1\nprint("side effect")\nx');
+      expect(first.text).toBe('2');
+      expect(first.logs).toEqual({ stdout: ['side effect\n'], stderr: [] });
+      expect(first.results).toHaveLength(1);
+      expect(first.results[0]?.isMainResult).toBe(true);
+      expect(first.error).toBeUndefined();
+      const second = await sandbox.runCode('x * 21');
+      expect(second.text).toBe('42');
+      expect(second.executionCount).toBe((first.executionCount as number) + 1);
+      expect((await sandbox.runCode('x', { language: 'python' })).text).toBe('2');
+      expect((await sandbox.runCode('import sys\nprint("to stderr", file=sys.stderr)')).logs).toEqual({
+        stdout: [],
+        stderr: ['to stderr\n'],
+      });
+    },
+  );
 
-  it('returns a string result without its quotes, as E2B does, and no result for None or a trailing semicolon', async () => {
-    expect((await sandbox.runCode('"hi there"')).text).toBe('hi there');
-    expect((await sandbox.runCode("'single'")).text).toBe('single');
-    expect((await sandbox.runCode('[1, "a"]')).text).toBe("[1, 'a']");
-    expect((await sandbox.runCode('None')).results).toEqual([]);
-    expect((await sandbox.runCode('1 + 1;')).results).toEqual([]);
-    expect((await sandbox.runCode('y = 3')).results).toEqual([]);
-  });
+  it(
+    'returns a string result without its quotes, as E2B does, ' + 'and no result for None or a trailing semicolon',
+    async () => {
+      expect((await sandbox.runCode('"hi there"')).text).toBe('hi there');
+      expect((await sandbox.runCode("'single'")).text).toBe('single');
+      expect((await sandbox.runCode('[1, "a"]')).text).toBe("[1, 'a']");
+      expect((await sandbox.runCode('None')).results).toEqual([]);
+      expect((await sandbox.runCode('1 + 1;')).results).toEqual([]);
+      expect((await sandbox.runCode('y = 3')).results).toEqual([]);
+    },
+  );
 
   it('streams output as it is produced, before the code ends', async () => {
     const gate = join(dir, 'stream-gate');
@@ -213,26 +219,29 @@ describe('the local code interpreter through the code-interpreter SDK', () => {
     expect((await sandbox.runCode('kept')).text).toBe('5');
   });
 
-  it('gives the formats of _repr_*_ methods (images in base64), and display() results that are not the main one', async () => {
-    const main = await sandbox.runCode(`${RICH_CLASS}Rich()`);
-    expect(main.results).toHaveLength(1);
-    const result = main.results[0];
-    expect(result).toMatchObject({
-      isMainResult: true,
-      png: PNG_B64,
-      jpeg: JPEG_B64,
-      html: '<b>rich</b>',
-      json: { a: 1 },
-    });
-    expect(result?.text).toMatch(/^<__main__\.Rich object at 0x/);
-    expect(result?.formats()).toEqual(['html', 'png', 'jpeg', 'json']);
-    const shown = await sandbox.runCode('display(Rich())\ndisplay("shown")\n7');
-    expect(shown.results.map((r) => [r.isMainResult, r.text, r.png !== undefined])).toEqual([
-      [false, expect.stringMatching(/^<__main__\.Rich/), true],
-      [false, 'shown', false],
-      [true, '7', false],
-    ]);
-  });
+  it(
+    'gives the formats of _repr_*_ methods (images in base64), ' + 'and display() results that are not the main one',
+    async () => {
+      const main = await sandbox.runCode(`${RICH_CLASS}Rich()`);
+      expect(main.results).toHaveLength(1);
+      const result = main.results[0];
+      expect(result).toMatchObject({
+        isMainResult: true,
+        png: PNG_B64,
+        jpeg: JPEG_B64,
+        html: '<b>rich</b>',
+        json: { a: 1 },
+      });
+      expect(result?.text).toMatch(/^<__main__\.Rich object at 0x/);
+      expect(result?.formats()).toEqual(['html', 'png', 'jpeg', 'json']);
+      const shown = await sandbox.runCode('display(Rich())\ndisplay("shown")\n7');
+      expect(shown.results.map((r) => [r.isMainResult, r.text, r.png !== undefined])).toEqual([
+        [false, expect.stringMatching(/^<__main__\.Rich/), true],
+        [false, 'shown', false],
+        [true, '7', false],
+      ]);
+    },
+  );
 
   it('applies env vars to one execution only', async () => {
     expect((await sandbox.runCode('import os\nos.environ.get("ONLY_NOW")', { envs: { ONLY_NOW: 'yes' } })).text).toBe(
@@ -244,80 +253,86 @@ describe('the local code interpreter through the code-interpreter SDK', () => {
     expect((await sandbox.runCode('os.environ["HOME"]')).text).toBe(home);
   });
 
-  it('creates contexts with their own state and cwd, lists, restarts (state lost, same id) and removes them', async () => {
-    const context = await sandbox.createCodeContext({ cwd: dir });
-    expect(context).toEqual({ id: expect.any(String), language: 'python', cwd: dir });
-    expect((await sandbox.runCode('import os\nsecret = 1\nos.getcwd()', { context })).text).toBe(dir);
-    expect((await sandbox.runCode('"secret" in globals()')).text).toBe('False');
-    const listed = await sandbox.listCodeContexts();
-    expect(listed).toContainEqual(context);
-    expect(listed.filter((c) => c.cwd === '/home/user' && c.language === 'python')).toHaveLength(1);
+  it(
+    'creates contexts with their own state and cwd, ' + 'lists, restarts (state lost, same id) and removes them',
+    async () => {
+      const context = await sandbox.createCodeContext({ cwd: dir });
+      expect(context).toEqual({ id: expect.any(String), language: 'python', cwd: dir });
+      expect((await sandbox.runCode('import os\nsecret = 1\nos.getcwd()', { context })).text).toBe(dir);
+      expect((await sandbox.runCode('"secret" in globals()')).text).toBe('False');
+      const listed = await sandbox.listCodeContexts();
+      expect(listed).toContainEqual(context);
+      expect(listed.filter((c) => c.cwd === '/home/user' && c.language === 'python')).toHaveLength(1);
 
-    const pid = Number((await sandbox.runCode('os.getpid()', { context })).text);
-    expect(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')).toContain('ipykernel_launcher');
-    await sandbox.restartCodeContext(context);
-    expect(alive(pid)).toBe(false);
-    // As on E2B, the restarted kernel is where Jupyter starts kernels (/home/user; / on a host without it).
-    const restarted = await sandbox.runCode('import os\nprint(os.getcwd())\n"secret" in globals()', { context });
-    expect(restarted.text).toBe('False');
-    expect(restarted.logs.stdout).toEqual([existsSync('/home/user') ? '/home/user\n' : '/\n']);
-    expect(await sandbox.listCodeContexts()).toContainEqual(context);
-    expect(restarted.executionCount).toBe(1);
-    const newPid = Number((await sandbox.runCode('os.getpid()', { context })).text);
-    expect(newPid).not.toBe(pid);
+      const pid = Number((await sandbox.runCode('os.getpid()', { context })).text);
+      expect(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')).toContain('ipykernel_launcher');
+      await sandbox.restartCodeContext(context);
+      expect(alive(pid)).toBe(false);
+      // As on E2B, the restarted kernel is where Jupyter starts kernels (/home/user; / on a host without it).
+      const restarted = await sandbox.runCode('import os\nprint(os.getcwd())\n"secret" in globals()', { context });
+      expect(restarted.text).toBe('False');
+      expect(restarted.logs.stdout).toEqual([existsSync('/home/user') ? '/home/user\n' : '/\n']);
+      expect(await sandbox.listCodeContexts()).toContainEqual(context);
+      expect(restarted.executionCount).toBe(1);
+      const newPid = Number((await sandbox.runCode('os.getpid()', { context })).text);
+      expect(newPid).not.toBe(pid);
 
-    await sandbox.removeCodeContext(context);
-    expect(
-      await pollUntil(
-        () => alive(newPid),
-        (a) => !a,
-        SETTLE_MS,
-      ),
-    ).toBe(false);
-    await expect(sandbox.runCode('1', { context, ...NO_REQUEST_TIMER })).rejects.toThrow(NotFoundError);
-    await expect(sandbox.runCode('1', { context, ...NO_REQUEST_TIMER })).rejects.toThrow(
-      `Context ${context.id} not found`,
-    );
-    expect(await sandbox.listCodeContexts()).not.toContainEqual(context);
-  });
+      await sandbox.removeCodeContext(context);
+      expect(
+        await pollUntil(
+          () => alive(newPid),
+          (a) => !a,
+          SETTLE_MS,
+        ),
+      ).toBe(false);
+      await expect(sandbox.runCode('1', { context, ...NO_REQUEST_TIMER })).rejects.toThrow(NotFoundError);
+      await expect(sandbox.runCode('1', { context, ...NO_REQUEST_TIMER })).rejects.toThrow(
+        `Context ${context.id} not found`,
+      );
+      expect(await sandbox.listCodeContexts()).not.toContainEqual(context);
+    },
+  );
 
   it('refuses a language it has no kernel for, as E2B does (a 500)', async () => {
     await expect(sandbox.createCodeContext({ language: 'javascript' })).rejects.toThrow('500');
     await expect(sandbox.runCode('1', { language: 'r', ...NO_REQUEST_TIMER })).rejects.toThrow('500');
   });
 
-  it('takes SIGINT during an execution as KeyboardInterrupt, keeps the state, and ignores SIGINT while idle', async () => {
-    const context = await sandbox.createCodeContext({ cwd: dir });
-    const pid = Number((await sandbox.runCode('import os, time\nkept = "yes"\nos.getpid()', { context })).text);
-    // As a person presses Ctrl-C again: a SIGINT that lands just before time.sleep starts is taken only when the
-    // sleep returns (interpreter.ts, INTERRUPT_REPEAT_MS), so it is sent again while the execution runs.
-    let again: NodeJS.Timeout | undefined;
-    const interrupted = await sandbox
-      .runCode('print("sleeping", flush=True)\ntime.sleep(600)', {
-        context,
-        onStdout: (msg) => {
-          if (!msg.line.includes('sleeping')) return;
-          process.kill(pid, 'SIGINT');
-          again = setInterval(() => process.kill(pid, 'SIGINT'), 500);
-        },
-      })
-      .finally(() => clearInterval(again));
-    expect(interrupted.error).toMatchObject({ name: 'KeyboardInterrupt', value: '' });
-    expect(interrupted.error?.traceback).toContain('----> 2 time.sleep(600)');
-    process.kill(pid, 'SIGINT');
-    expect(
-      await pollUntil(
-        () => noSignalPending(pid),
-        (done) => done,
-        SETTLE_MS,
-      ),
-    ).toBe(true);
-    const after = await sandbox.runCode('kept', { context });
-    expect(after.error).toBeUndefined();
-    expect(after.text).toBe('yes');
-    expect(Number((await sandbox.runCode('os.getpid()', { context })).text)).toBe(pid);
-    await sandbox.removeCodeContext(context);
-  });
+  it(
+    'takes SIGINT during an execution as KeyboardInterrupt, ' + 'keeps the state, and ignores SIGINT while idle',
+    async () => {
+      const context = await sandbox.createCodeContext({ cwd: dir });
+      const pid = Number((await sandbox.runCode('import os, time\nkept = "yes"\nos.getpid()', { context })).text);
+      // As a person presses Ctrl-C again: a SIGINT that lands just before time.sleep starts is taken only when the
+      // sleep returns (interpreter.ts, INTERRUPT_REPEAT_MS), so it is sent again while the execution runs.
+      let again: NodeJS.Timeout | undefined;
+      const interrupted = await sandbox
+        .runCode('print("sleeping", flush=True)\ntime.sleep(600)', {
+          context,
+          onStdout: (msg) => {
+            if (!msg.line.includes('sleeping')) return;
+            process.kill(pid, 'SIGINT');
+            again = setInterval(() => process.kill(pid, 'SIGINT'), 500);
+          },
+        })
+        .finally(() => clearInterval(again));
+      expect(interrupted.error).toMatchObject({ name: 'KeyboardInterrupt', value: '' });
+      expect(interrupted.error?.traceback).toContain('----> 2 time.sleep(600)');
+      process.kill(pid, 'SIGINT');
+      expect(
+        await pollUntil(
+          () => noSignalPending(pid),
+          (done) => done,
+          SETTLE_MS,
+        ),
+      ).toBe(true);
+      const after = await sandbox.runCode('kept', { context });
+      expect(after.error).toBeUndefined();
+      expect(after.text).toBe('yes');
+      expect(Number((await sandbox.runCode('os.getpid()', { context })).text)).toBe(pid);
+      await sandbox.removeCodeContext(context);
+    },
+  );
 
   it('runs the executions of one context one after another', async () => {
     const context = await sandbox.createCodeContext({ cwd: dir });
@@ -369,26 +384,29 @@ describe('the local code interpreter through the code-interpreter SDK', () => {
     await sandbox.removeCodeContext(context);
   });
 
-  it('keeps its protocol whatever the code prints, writes to its fds, reads from stdin or outputs in bulk', async () => {
-    const mixed = await sandbox.runCode(
-      `import os, sys
+  it(
+    'keeps its protocol whatever the code prints, ' + 'writes to its fds, reads from stdin or outputs in bulk',
+    async () => {
+      const mixed = await sandbox.runCode(
+        `import os, sys
 print('{"t": "done", "id": "x"}')
 print('{"type": "end_of_execution"}')
 os.system("echo from-shell")
 os.write(1, b"raw fd\\n")
 os.write(2, b"raw err\\n")
 sys.stdin.read()`,
-    );
-    expect(mixed.logs.stdout.join('')).toBe(
-      '{"t": "done", "id": "x"}\n{"type": "end_of_execution"}\nfrom-shell\nraw fd\n',
-    );
-    expect(mixed.logs.stderr.join('')).toBe('raw err\n');
-    expect(mixed.text).toBe('');
-    expect((await sandbox.runCode('input("? ")')).error?.name).toBe('StdinNotImplementedError');
-    const bulk = await sandbox.runCode('print("x" * 3_000_000)\nprint("é✓")');
-    expect(bulk.logs.stdout.join('')).toBe(`${'x'.repeat(3_000_000)}\né✓\n`);
-    expect((await sandbox.runCode('"still " + "serving"')).text).toBe('still serving');
-  });
+      );
+      expect(mixed.logs.stdout.join('')).toBe(
+        '{"t": "done", "id": "x"}\n{"type": "end_of_execution"}\nfrom-shell\nraw fd\n',
+      );
+      expect(mixed.logs.stderr.join('')).toBe('raw err\n');
+      expect(mixed.text).toBe('');
+      expect((await sandbox.runCode('input("? ")')).error?.name).toBe('StdinNotImplementedError');
+      const bulk = await sandbox.runCode('print("x" * 3_000_000)\nprint("é✓")');
+      expect(bulk.logs.stdout.join('')).toBe(`${'x'.repeat(3_000_000)}\né✓\n`);
+      expect((await sandbox.runCode('"still " + "serving"')).text).toBe('still serving');
+    },
+  );
 
   it('interrupts the execution of a client that goes away, and serves the next one', async () => {
     const context = await sandbox.createCodeContext({ cwd: dir });
@@ -464,7 +482,10 @@ describe('the local code interpreter over raw HTTP', () => {
     const cobol = await post('/contexts', { language: 'cobol' });
     expect(cobol.status).toBe(500);
     expect(await cobol.text()).toMatch(
-      /^Failed to create context: \{"message": "The 'cobol' kernel is not available\..*", "short_message": "cobol not found"\}$/,
+      new RegExp(
+        String.raw`^Failed to create context: \{"message": "The 'cobol' kernel is not available\..*", ` +
+          String.raw`"short_message": "cobol not found"\}$`,
+      ),
     );
     expect((await post('/contexts/nope/restart', {})).status).toBe(404);
     expect((await fetch(`${service.url}/contexts/nope`, { method: 'DELETE' })).status).toBe(404);
@@ -497,7 +518,8 @@ describe('the local code interpreter over raw HTTP', () => {
     }
     const lines = body.split('\n').filter((l) => l !== '');
     expect(lines.slice(-2)).toEqual([
-      '{"type": "error", "name": "UnexpectedEndOfExecution", "value": "Connection to the execution was closed before the execution was finished", "traceback": ""}',
+      '{"type": "error", "name": "UnexpectedEndOfExecution", "value": "Connection to the execution was closed ' +
+        'before the execution was finished", "traceback": ""}',
       '{"type": "end_of_execution"}',
     ]);
     const after = await ndjson(service.url, { code: '"fresh"', context_id: id });
@@ -556,7 +578,8 @@ describe('the local code interpreter as Alibaba Cloud’s (charts only as files)
   it('lets code save an image as a file, read back through the filesystem', async () => {
     const path = join(dir, 'chart.png');
     const execution = await sandbox.runCode(
-      `import base64\nwith open(${JSON.stringify(path)}, "wb") as f:\n    f.write(base64.b64decode("${PNG_B64}"))\nprint("saved")`,
+      `import base64\nwith open(${JSON.stringify(path)}, "wb") as f:\n    ` +
+        `f.write(base64.b64decode("${PNG_B64}"))\nprint("saved")`,
     );
     expect(execution.logs.stdout).toEqual(['saved\n']);
     expect(readFileSync(path).toString('base64')).toBe(PNG_B64);

@@ -185,25 +185,28 @@ wireDescribe.each(NODES)('ended sessions with E2B_STATE_DIR, server on %s', (_na
     rmSync(stateDir, { recursive: true, force: true });
   });
 
-  it('refuses a DELETEd id on every instance sharing the directory and after a restart, never a fresh sandbox', async () => {
-    const client = await wire.connect();
-    ok(await client.callTool('write_file', { path: 'mark.txt', content: 'here' }));
-    const headers = {
-      authorization: `Bearer ${WIRE_TOKEN}`,
-      'mcp-session-id': client.sessionId ?? '',
-      'mcp-protocol-version': '2025-11-25',
-    };
-    expect((await fetch(wire.server.url, { method: 'DELETE', headers })).status).toBe(200);
-    const call = { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'list_files', arguments: {} } };
-    // Another instance of the deployment, which never saw the DELETE.
-    const other = await startServer({ node, env: { ...wire.env } });
-    try {
-      expect((await postMcp(other.url, call, headers)).status).toBe(404);
-    } finally {
-      await other.stop();
-    }
-    // The instance that served it, once restarted (its memory of ended ids is gone).
-    await wire.restartServer();
-    expect((await postMcp(wire.server.url, call, headers)).status).toBe(404);
-  });
+  it(
+    'refuses a DELETEd id on every instance sharing the directory and after a restart, ' + 'never a fresh sandbox',
+    async () => {
+      const client = await wire.connect();
+      ok(await client.callTool('write_file', { path: 'mark.txt', content: 'here' }));
+      const headers = {
+        authorization: `Bearer ${WIRE_TOKEN}`,
+        'mcp-session-id': client.sessionId ?? '',
+        'mcp-protocol-version': '2025-11-25',
+      };
+      expect((await fetch(wire.server.url, { method: 'DELETE', headers })).status).toBe(200);
+      const call = { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'list_files', arguments: {} } };
+      // Another instance of the deployment, which never saw the DELETE.
+      const other = await startServer({ node, env: { ...wire.env } });
+      try {
+        expect((await postMcp(other.url, call, headers)).status).toBe(404);
+      } finally {
+        await other.stop();
+      }
+      // The instance that served it, once restarted (its memory of ended ids is gone).
+      await wire.restartServer();
+      expect((await postMcp(wire.server.url, call, headers)).status).toBe(404);
+    },
+  );
 });

@@ -165,41 +165,44 @@ needs('bubblewrap').describe('the local E2B service, through the real SDK', () =
       expect((await get()).sandboxId).toBe(sbx.sandboxId);
     });
 
-    it('holds a request scripted NO_ANSWER unanswered until the client gives up, or until the service stops', async () => {
-      const hanging = await startLocalE2B();
-      try {
-        const hangingOpts = { apiKey: hanging.apiKey, apiUrl: hanging.url, sandboxUrl: hanging.url };
-        hanging.fault('create', NO_ANSWER);
-        // The SDK's own request timer gives up on it (a fetch aborted by its timeout).
-        await expect(Sandbox.create('base', { ...hangingOpts, requestTimeoutMs: 300 })).rejects.toMatchObject({
-          name: 'TimeoutError',
-        });
-        // A standing one holds every create; stop drops them.
-        hanging.standingFault('create', NO_ANSWER);
-        let settled = false;
-        const held = fetch(`${hanging.url}/sandboxes`, {
-          method: 'POST',
-          headers: { 'X-API-Key': hanging.apiKey, 'Content-Type': 'application/json' },
-          body: JSON.stringify({ templateID: 'base' }),
-        }).finally(() => {
-          settled = true;
-        });
-        const creates = () => hanging.requests().filter((r) => r.route === 'create');
-        expect(
-          await pollUntil(
-            () => creates().length,
-            (n) => n === 2,
-            SETTLE_MS,
-          ),
-        ).toBe(2);
-        expect(settled).toBe(false);
-        expect(hanging.sandboxes()).toEqual([]);
-        await hanging.stop();
-        await expect(held).rejects.toThrow();
-      } finally {
-        await hanging.stop();
-      }
-    });
+    it(
+      'holds a request scripted NO_ANSWER unanswered until the client gives up, ' + 'or until the service stops',
+      async () => {
+        const hanging = await startLocalE2B();
+        try {
+          const hangingOpts = { apiKey: hanging.apiKey, apiUrl: hanging.url, sandboxUrl: hanging.url };
+          hanging.fault('create', NO_ANSWER);
+          // The SDK's own request timer gives up on it (a fetch aborted by its timeout).
+          await expect(Sandbox.create('base', { ...hangingOpts, requestTimeoutMs: 300 })).rejects.toMatchObject({
+            name: 'TimeoutError',
+          });
+          // A standing one holds every create; stop drops them.
+          hanging.standingFault('create', NO_ANSWER);
+          let settled = false;
+          const held = fetch(`${hanging.url}/sandboxes`, {
+            method: 'POST',
+            headers: { 'X-API-Key': hanging.apiKey, 'Content-Type': 'application/json' },
+            body: JSON.stringify({ templateID: 'base' }),
+          }).finally(() => {
+            settled = true;
+          });
+          const creates = () => hanging.requests().filter((r) => r.route === 'create');
+          expect(
+            await pollUntil(
+              () => creates().length,
+              (n) => n === 2,
+              SETTLE_MS,
+            ),
+          ).toBe(2);
+          expect(settled).toBe(false);
+          expect(hanging.sandboxes()).toEqual([]);
+          await hanging.stop();
+          await expect(held).rejects.toThrow();
+        } finally {
+          await hanging.stop();
+        }
+      },
+    );
 
     it('kills a sandbox: gone from the control plane, envd answers it is not running', async () => {
       const doomed = await Sandbox.create('base', opts);
@@ -239,7 +242,13 @@ needs('bubblewrap').describe('the local E2B service, through the real SDK', () =
 
     it('runs in the background: stdin, list, closeStdin, kill', async () => {
       let seen = '';
-      const cat = await sbx.commands.run('cat', { background: true, stdin: true, onStdout: (d) => void (seen += d) });
+      const cat = await sbx.commands.run('cat', {
+        background: true,
+        stdin: true,
+        onStdout: (d) => {
+          seen += d;
+        },
+      });
       await sbx.commands.sendStdin(cat.pid, 'ping\n');
       await pollUntil(
         () => seen,
@@ -396,7 +405,8 @@ needs('bubblewrap').describe('the local E2B service, through the real SDK', () =
       writeFileSync(hostTmpFile, 'host');
       try {
         await sbx.commands.run(
-          `ln -sfn / root-link && ln -sfn ${e2b.hostPath(other.sandboxId, '/home/user')} other-link && ln -sfn ${hostTmpFile} host-link`,
+          `ln -sfn / root-link && ln -sfn ${e2b.hostPath(other.sandboxId, '/home/user')} other-link && ln -sfn ` +
+            `${hostTmpFile} host-link`,
         );
         expect(await sbx.files.read('root-link/etc/hostname')).toBe(readFileSync('/etc/hostname', 'utf8'));
         await expect(sbx.files.read('other-link/secret.txt')).rejects.toBeInstanceOf(FileNotFoundError);

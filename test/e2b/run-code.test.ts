@@ -80,7 +80,9 @@ wireDescribe.each(NODES)('run_code on E2B, server on %s', (_name, node) => {
   });
 
   inlineImagesIt('returns an image result as image content', async () => {
-    const code = `import base64\nclass Chart:\n    def _repr_png_(self):\n        return base64.b64decode("${PNG_B64}")\nChart()`;
+    const code =
+      `import base64\nclass Chart:\n    def _repr_png_(self):\n        return ` +
+      `base64.b64decode("${PNG_B64}")\nChart()`;
     const { result, out } = await run(code);
     expect(out.results).toEqual([{ type: 'image', mime_type: 'image/png' }]);
     expect(result.content).toContainEqual({ type: 'image', data: PNG_B64, mimeType: 'image/png' });

@@ -222,43 +222,50 @@ describe('MCP_ALLOWED_ORIGINS and MCP_ALLOWED_HOSTS', () => {
 });
 
 describe('logs', () => {
-  it('write one JSON line per request with MCP fields and a session hash, and never a token or a session id', async () => {
-    const server = await startServer({ env: { MCP_AUTH_TOKENS: TOKEN_A } });
-    const forged = 'forgedSessionId0123456789abcdefABCDEF';
-    const { sessionId, headers } = await openSession(server.url, TOKEN_A);
-    expect((await postMcp(server.url, rpc('tools/list', 2), headers)).status).toBe(200);
-    const status = await postMcp(server.url, rpc('tools/call', 3, { name: 'sandbox_status', arguments: {} }), headers);
-    expect(messagesOf(status)[0]).toMatchObject({ result: expect.any(Object) });
-    expect((await postMcp(server.url, rpc('tools/list', 4), authed(SAME_LENGTH_WRONG, sessionId))).status).toBe(401);
-    expect((await postMcp(server.url, rpc('tools/list', 5), authed(TOKEN_A, forged))).status).toBe(404);
-    expect((await request(server.url, { method: 'DELETE', headers })).status).toBe(200);
+  it(
+    'write one JSON line per request with MCP fields and a session hash, ' + 'and never a token or a session id',
+    async () => {
+      const server = await startServer({ env: { MCP_AUTH_TOKENS: TOKEN_A } });
+      const forged = 'forgedSessionId0123456789abcdefABCDEF';
+      const { sessionId, headers } = await openSession(server.url, TOKEN_A);
+      expect((await postMcp(server.url, rpc('tools/list', 2), headers)).status).toBe(200);
+      const status = await postMcp(
+        server.url,
+        rpc('tools/call', 3, { name: 'sandbox_status', arguments: {} }),
+        headers,
+      );
+      expect(messagesOf(status)[0]).toMatchObject({ result: expect.any(Object) });
+      expect((await postMcp(server.url, rpc('tools/list', 4), authed(SAME_LENGTH_WRONG, sessionId))).status).toBe(401);
+      expect((await postMcp(server.url, rpc('tools/list', 5), authed(TOKEN_A, forged))).status).toBe(404);
+      expect((await request(server.url, { method: 'DELETE', headers })).status).toBe(200);
 
-    const sent = 7; // initialize, notifications/initialized, tools/list, tools/call, 401, 404, DELETE
-    const logs = await waitForLogs(server, (lines) => lines.filter((l) => l.msg === 'request').length >= sent);
-    const lines = logs.filter((l) => l.msg === 'request');
-    expect(lines).toHaveLength(sent);
-    for (const line of lines) {
-      expect(line).toMatchObject({
-        method: expect.any(String),
-        path: '/mcp',
-        status: expect.any(Number),
-        duration_ms: expect.any(Number),
-      });
-    }
-    const served = lines.filter((l) => l.method === 'POST' && (l.status === 200 || l.status === 202));
-    expect(served.map((l) => l.mcp_method)).toEqual([
-      'initialize',
-      'notifications/initialized',
-      'tools/list',
-      'tools/call',
-    ]);
-    for (const line of served) {
-      expect(line).toMatchObject({ era: 'legacy', session: expect.stringMatching(/^[0-9a-f]{8,16}$/) });
-    }
-    expect(new Set(served.map((l) => l.session)).size).toBe(1);
-    expect(lines.map((l) => l.status)).toEqual([200, 202, 200, 200, 401, 404, 200]);
+      const sent = 7; // initialize, notifications/initialized, tools/list, tools/call, 401, 404, DELETE
+      const logs = await waitForLogs(server, (lines) => lines.filter((l) => l.msg === 'request').length >= sent);
+      const lines = logs.filter((l) => l.msg === 'request');
+      expect(lines).toHaveLength(sent);
+      for (const line of lines) {
+        expect(line).toMatchObject({
+          method: expect.any(String),
+          path: '/mcp',
+          status: expect.any(Number),
+          duration_ms: expect.any(Number),
+        });
+      }
+      const served = lines.filter((l) => l.method === 'POST' && (l.status === 200 || l.status === 202));
+      expect(served.map((l) => l.mcp_method)).toEqual([
+        'initialize',
+        'notifications/initialized',
+        'tools/list',
+        'tools/call',
+      ]);
+      for (const line of served) {
+        expect(line).toMatchObject({ era: 'legacy', session: expect.stringMatching(/^[0-9a-f]{8,16}$/) });
+      }
+      expect(new Set(served.map((l) => l.session)).size).toBe(1);
+      expect(lines.map((l) => l.status)).toEqual([200, 202, 200, 200, 401, 404, 200]);
 
-    const output = server.stdout() + server.stderr();
-    for (const secret of [TOKEN_A, SAME_LENGTH_WRONG, sessionId, forged]) expect(output).not.toContain(secret);
-  });
+      const output = server.stdout() + server.stderr();
+      for (const secret of [TOKEN_A, SAME_LENGTH_WRONG, sessionId, forged]) expect(output).not.toContain(secret);
+    },
+  );
 });

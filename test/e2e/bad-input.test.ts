@@ -1,4 +1,5 @@
-/** Bad input gets a clear error, and the server keeps serving afterwards. (The session cap and idle expiry: test/core/session-table.test.ts.) */
+/** Bad input gets a clear error, and the server keeps serving afterwards. (The session cap and idle expiry:
+ * test/core/session-table.test.ts.) */
 import { connect } from 'node:net';
 
 import { ACCEPT_BOTH, initializeBody, postMcp, request } from '../support/http';
@@ -120,33 +121,37 @@ describe('malformed requests', () => {
   // Found by the fuzz ([huge], about 1 request in 30 on a 2-core machine): a client that sends its whole body at
   // once and asked for Connection: close got EPIPE instead of the 413, because the server closed the connection
   // with the body unread and the kernel reset it. Each round is one such client; the old server lost ~3 % of them.
-  it('answers every client that sends an oversized body at once and asked for Connection: close with a 413 it can read', async () => {
-    const body = Buffer.from(JSON.stringify(rpc('ping', 9, { pad: 'x'.repeat(1_100_000) })));
-    const head = [
-      'POST /mcp HTTP/1.1',
-      `Host: 127.0.0.1:${server.port}`,
-      'Connection: close',
-      'Content-Type: application/json',
-      `Accept: ${ACCEPT_BOTH}`,
-      ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`),
-      `Content-Length: ${body.length}`,
-    ].join('\r\n');
-    const outcomes = new Map<string, number>();
-    for (let round = 0; round < 150; round += 1) {
-      const outcome = await new Promise<string>((resolve) => {
-        const socket = connect(server.port, '127.0.0.1');
-        let received = '';
-        socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')));
-        socket.on('error', (err: NodeJS.ErrnoException) =>
-          resolve(received.startsWith('HTTP/1.1 ') ? received.slice(9, 12) : `error ${err.code ?? err.message}`),
-        );
-        socket.on('close', () => resolve(received.slice(9, 12)));
-        socket.end(Buffer.concat([Buffer.from(`${head}\r\n\r\n`), body]));
-      });
-      outcomes.set(outcome, (outcomes.get(outcome) ?? 0) + 1);
-    }
-    expect(Object.fromEntries(outcomes)).toEqual({ '413': 150 });
-  });
+  it(
+    'answers every client that sends an oversized body at once and asked for Connection: close with a 413 it can ' +
+      'read',
+    async () => {
+      const body = Buffer.from(JSON.stringify(rpc('ping', 9, { pad: 'x'.repeat(1_100_000) })));
+      const head = [
+        'POST /mcp HTTP/1.1',
+        `Host: 127.0.0.1:${server.port}`,
+        'Connection: close',
+        'Content-Type: application/json',
+        `Accept: ${ACCEPT_BOTH}`,
+        ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`),
+        `Content-Length: ${body.length}`,
+      ].join('\r\n');
+      const outcomes = new Map<string, number>();
+      for (let round = 0; round < 150; round += 1) {
+        const outcome = await new Promise<string>((resolve) => {
+          const socket = connect(server.port, '127.0.0.1');
+          let received = '';
+          socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')));
+          socket.on('error', (err: NodeJS.ErrnoException) =>
+            resolve(received.startsWith('HTTP/1.1 ') ? received.slice(9, 12) : `error ${err.code ?? err.message}`),
+          );
+          socket.on('close', () => resolve(received.slice(9, 12)));
+          socket.end(Buffer.concat([Buffer.from(`${head}\r\n\r\n`), body]));
+        });
+        outcomes.set(outcome, (outcomes.get(outcome) ?? 0) + 1);
+      }
+      expect(Object.fromEntries(outcomes)).toEqual({ '413': 150 });
+    },
+  );
 
   it('answers a request with two Host headers with 400 (RFC 9112 §3.2), in a session too', async () => {
     const lines = (extra: string[]): string =>

@@ -63,7 +63,7 @@ describe.each(['v2', 'v1'] as const)('the %s client', (kind) => {
     const failed = await client.callTool('run_code', { code: 'raise ValueError("bad value")' });
     expect(failed.isError).toBe(true);
     expect(failed.structuredContent).toMatchObject({ error: { name: 'ValueError', value: 'bad value' } });
-    expect((failed.structuredContent?.error as { traceback: string }).traceback).toContain('Traceback');
+    expect((failed.structuredContent!.error as { traceback: string }).traceback).toContain('Traceback');
 
     const written = await client.callTool('write_file', {
       path: 'src/app.py',

@@ -38,31 +38,35 @@ async function healthOf(server: StartedServer): Promise<Record<string, unknown>>
 }
 
 describe.each(['v1', 'v2'] as const)('the official %s client on a cold instance', (kind) => {
-  it('connects with an initialize answered before the core is loaded, and its new session works with no note about an earlier sandbox', async () => {
-    const server = await startServer();
-    const client = await connectClient(kind, server.url);
-    const tools = await client.listTools();
-    expect(tools.tools.map((t) => t.name)).toContain('run_code');
-    const logs = server.logs();
-    const loadedAt = logs.findIndex(isCoreLoaded);
-    expect(logs.findIndex(isInitializeLine)).toBeGreaterThanOrEqual(0);
-    expect(logs.findIndex(isInitializeLine)).toBeLessThan(loadedAt);
-    // Everything after the initialize is the core's.
-    const afterwards = logs.flatMap((l, i) => (l.msg === 'request' && l.mcp_method !== 'initialize' ? [i] : []));
-    expect(afterwards.length).toBeGreaterThanOrEqual(2);
-    for (const at of afterwards) expect(at).toBeGreaterThan(loadedAt);
+  it(
+    'connects with an initialize answered before the core is loaded, and its new session works with no note about ' +
+      'an earlier sandbox',
+    async () => {
+      const server = await startServer();
+      const client = await connectClient(kind, server.url);
+      const tools = await client.listTools();
+      expect(tools.tools.map((t) => t.name)).toContain('run_code');
+      const logs = server.logs();
+      const loadedAt = logs.findIndex(isCoreLoaded);
+      expect(logs.findIndex(isInitializeLine)).toBeGreaterThanOrEqual(0);
+      expect(logs.findIndex(isInitializeLine)).toBeLessThan(loadedAt);
+      // Everything after the initialize is the core's.
+      const afterwards = logs.flatMap((l, i) => (l.msg === 'request' && l.mcp_method !== 'initialize' ? [i] : []));
+      expect(afterwards.length).toBeGreaterThanOrEqual(2);
+      for (const at of afterwards) expect(at).toBeGreaterThan(loadedAt);
 
-    const written = await client.callTool('write_file', { path: 'a.txt', content: 'early' });
-    expect(textOf(written)).not.toMatch(/no earlier sandbox/);
-    const run = await client.callTool('run_code', { code: 'x = 41\nx + 1' });
-    expect(run.structuredContent).toMatchObject({ state_lost: false });
-    expect(textOf(await client.callTool('read_file', { path: 'a.txt' }))).toContain('early');
-    // Opened as a new session, not as one recovered.
-    expect(server.logs().filter((l) => l.msg === 'session recovered')).toEqual([]);
-    expect(server.logs().filter((l) => l.msg === 'session opened')).toHaveLength(1);
-    await client.terminate();
-    await server.stop();
-  });
+      const written = await client.callTool('write_file', { path: 'a.txt', content: 'early' });
+      expect(textOf(written)).not.toMatch(/no earlier sandbox/);
+      const run = await client.callTool('run_code', { code: 'x = 41\nx + 1' });
+      expect(run.structuredContent).toMatchObject({ state_lost: false });
+      expect(textOf(await client.callTool('read_file', { path: 'a.txt' }))).toContain('early');
+      // Opened as a new session, not as one recovered.
+      expect(server.logs().filter((l) => l.msg === 'session recovered')).toEqual([]);
+      expect(server.logs().filter((l) => l.msg === 'session opened')).toHaveLength(1);
+      await client.terminate();
+      await server.stop();
+    },
+  );
 });
 
 it.each(HTTP_PROTOCOL_VERSIONS)(
@@ -256,21 +260,25 @@ it('leaves a first request with a wrong token to the core, which answers 401', a
   await server.stop();
 });
 
-it('counts a session answered early against MCP_MAX_SESSIONS once opened: at the cap it goes first and comes back when used', async () => {
-  const server = await startServer({ env: { MCP_MAX_SESSIONS: '1' } });
-  const first = await openSession(server.url, undefined);
-  expect(await healthOf(server)).toMatchObject({ sessions: 1 });
-  // The cap is reached: the first session is let go for the second.
-  const second = await openSession(server.url, undefined);
-  expect(server.logs().filter((l) => l.msg === 'session evicted')).toHaveLength(1);
-  const call = (headers: Record<string, string>, id: number): Promise<RawResponse> =>
-    postMcp(server.url, rpc('tools/call', id, { name: 'run_command', arguments: { command: 'echo back' } }), headers);
-  expect(messagesOf(await call(second.headers, 2))[0]).toMatchObject({
-    result: { structuredContent: { stdout: 'back\n' } },
-  });
-  // Its id is still valid: it is rebuilt like any session this instance let go.
-  expect(messagesOf(await call(first.headers, 3))[0]).toMatchObject({
-    result: { structuredContent: { stdout: 'back\n' } },
-  });
-  await server.stop();
-});
+it(
+  'counts a session answered early against MCP_MAX_SESSIONS once opened: at the cap it goes first and comes back ' +
+    'when used',
+  async () => {
+    const server = await startServer({ env: { MCP_MAX_SESSIONS: '1' } });
+    const first = await openSession(server.url, undefined);
+    expect(await healthOf(server)).toMatchObject({ sessions: 1 });
+    // The cap is reached: the first session is let go for the second.
+    const second = await openSession(server.url, undefined);
+    expect(server.logs().filter((l) => l.msg === 'session evicted')).toHaveLength(1);
+    const call = (headers: Record<string, string>, id: number): Promise<RawResponse> =>
+      postMcp(server.url, rpc('tools/call', id, { name: 'run_command', arguments: { command: 'echo back' } }), headers);
+    expect(messagesOf(await call(second.headers, 2))[0]).toMatchObject({
+      result: { structuredContent: { stdout: 'back\n' } },
+    });
+    // Its id is still valid: it is rebuilt like any session this instance let go.
+    expect(messagesOf(await call(first.headers, 3))[0]).toMatchObject({
+      result: { structuredContent: { stdout: 'back\n' } },
+    });
+    await server.stop();
+  },
+);

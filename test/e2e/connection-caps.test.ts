@@ -21,7 +21,7 @@ async function concurrently(
   request: (i: number) => string,
 ): Promise<RawConnection[]> {
   const conns = await Promise.all(Array.from({ length: count }, () => openFrom(server.port, localAddress)));
-  conns.forEach((conn, i) => conn.socket.write(request(i)));
+  for (const [i, conn] of conns.entries()) conn.socket.write(request(i));
   for (
     let i = 0;
     i < 2_000 && !conns.every((conn) => conn.received().includes('\r\n\r\n') || conn.error() !== undefined);
@@ -36,7 +36,11 @@ async function concurrently(
 const initialize = (server: StartedServer, forwardedFor?: string): string => {
   const body = JSON.stringify(initializeBody());
   const xff = forwardedFor === undefined ? '' : `X-Forwarded-For: ${forwardedFor}\r\n`;
-  return `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n${xff}Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+  return (
+    `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: ` +
+    `application/json\r\nAccept: application/json, text/event-stream\r\n${xff}Content-Length: ` +
+    `${Buffer.byteLength(body)}\r\n\r\n${body}`
+  );
 };
 
 const statusOf = (conn: RawConnection): number => Number(/^HTTP\/1\.1 (\d{3}) /.exec(conn.received())?.[1]);
@@ -51,7 +55,7 @@ async function judge(conns: RawConnection[], setting: string): Promise<Record<nu
     if (status !== 503) continue;
     await conn.closed;
     const text = conn.received();
-    expect(text.toLowerCase()).toMatch(/\r\nretry-after: 1\r\n[^]*\r\n\r\n/);
+    expect(text.toLowerCase()).toMatch(/\r\nretry-after: 1\r\n[\s\S]*\r\n\r\n/);
     expect(text.toLowerCase()).toContain('\r\nconnection: close\r\n');
     expect(text).toContain(setting);
     expect(conn.error()).toBeUndefined();
@@ -72,12 +76,17 @@ describe('MCP_MAX_CONNECTIONS_PER_PEER=8, MCP_TRUSTED_PROXIES=127.0.0.2', () => 
     });
   });
 
-  it('answers 20 concurrent initializes from one address of a fresh instance: 8 served, 12 refused 503, none reset', async () => {
-    const conns = await concurrently(server, 20, '127.0.0.1', () => initialize(server));
-    expect(await judge(conns, 'MCP_MAX_CONNECTIONS_PER_PEER')).toEqual({ 200: 8, 503: 12 });
-    expect(server.logs().filter((line) => line.msg === 'connection refused' && line.scope === 'peer')).toHaveLength(12);
-    await closeAll(conns);
-  });
+  it(
+    'answers 20 concurrent initializes from one address of a fresh instance: ' + '8 served, 12 refused 503, none reset',
+    async () => {
+      const conns = await concurrently(server, 20, '127.0.0.1', () => initialize(server));
+      expect(await judge(conns, 'MCP_MAX_CONNECTIONS_PER_PEER')).toEqual({ 200: 8, 503: 12 });
+      expect(server.logs().filter((line) => line.msg === 'connection refused' && line.scope === 'peer')).toHaveLength(
+        12,
+      );
+      await closeAll(conns);
+    },
+  );
 
   it('serves 20 clients a trusted proxy forwards for over 20 connections', async () => {
     const conns = await concurrently(server, 20, PROXY, (i) => initialize(server, `198.51.100.${i + 1}`));
@@ -85,11 +94,15 @@ describe('MCP_MAX_CONNECTIONS_PER_PEER=8, MCP_TRUSTED_PROXIES=127.0.0.2', () => 
     await closeAll(conns);
   });
 
-  it('ignores X-Forwarded-For from a peer that is not a trusted proxy: a spoofed client per connection does not escape the cap', async () => {
-    const conns = await concurrently(server, 20, '127.0.0.5', (i) => initialize(server, `198.51.100.${i + 1}`));
-    expect(await judge(conns, 'MCP_MAX_CONNECTIONS_PER_PEER')).toEqual({ 200: 8, 503: 12 });
-    await closeAll(conns);
-  });
+  it(
+    'ignores X-Forwarded-For from a peer that is not a trusted proxy: a spoofed client per connection does not ' +
+      'escape the cap',
+    async () => {
+      const conns = await concurrently(server, 20, '127.0.0.5', (i) => initialize(server, `198.51.100.${i + 1}`));
+      expect(await judge(conns, 'MCP_MAX_CONNECTIONS_PER_PEER')).toEqual({ 200: 8, 503: 12 });
+      await closeAll(conns);
+    },
+  );
 });
 
 it('answers connections past MCP_MAX_CONNECTIONS=8 503, whatever their address, none reset', async () => {

@@ -1,6 +1,7 @@
 /**
- * The isolation modes of the local backend, exactly as the table in docs/security.md states them (LOCAL_SANDBOX_ISOLATION:
- * bwrap or none, the server root or not, and auto), through the built bundle and the official client: what holds
+ * The isolation modes of the local backend, exactly as the table in docs/security.md states them
+ * (LOCAL_SANDBOX_ISOLATION: bwrap or none, the server root or not, and auto), through the built bundle and the official
+ * client: what holds
  * in each mode, and what does not. The server runs as a user other than root through a wrapper given to
  * startServer as its `node` (setpriv), and without working bubblewrap through one that masks it in a mount
  * namespace of the server's own (unshare): the host's bubblewrap is never touched. Needs root (CI runs as root).
@@ -51,7 +52,8 @@ const SERVER_SECRET = 'e2e-isolation-server-only-secret';
 const NAMESPACES = ['mnt', 'pid', 'ipc', 'uts', 'net'] as const;
 /** Every variable a sandboxed process starts with (launch.ts); bash adds PWD, SHLVL and _ itself. */
 const BASE_ENV = ['HOME', 'LANG', 'MPLBACKEND', 'PATH', 'PYTHONUNBUFFERED', 'TERM', 'TMPDIR', 'USER'];
-/** What bubblewrap mounts at the sandbox's root: the system directories this host has, /home/user, /tmp, /proc, /dev. */
+/** What bubblewrap mounts at the sandbox's root: the system directories this host has, /home/user, /tmp, /proc,
+ * /dev. */
 const BWRAP_ROOT = [
   ...['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32', '/etc', '/opt']
     .filter((dir) => existsSync(dir))
@@ -69,7 +71,8 @@ const SHM_MARK = `/dev/shm/mark-${RUN_MARK}`;
 const describeAsRoot = needs('root').describe;
 const describeWithBwrap = needs('root', 'bubblewrap').describe;
 
-/** Users the server runs as in the "not root" rows: outside the sandbox users' range (100000 up), and this test process's own. */
+/** Users the server runs as in the "not root" rows: outside the sandbox users' range (100000 up), and this test
+ * process's own. */
 const SERVER_UID = 40_000 + (process.pid % 10_000) * 2;
 const SERVER_UID_NONE = SERVER_UID + 1;
 
@@ -106,7 +109,8 @@ async function envNamesOf(client: TestClient): Promise<string[]> {
 const VISIBLE_PROCESSES = 'ps -e -ww -o args=';
 /** Starts `command` detached from the command that starts it (its own session), and waits until it is. */
 const DETACH = (command: string): string =>
-  `setsid ${command} > /dev/null 2>&1 < /dev/null & pid=$!; while [ "$(ps -o sid= -p $pid | tr -d ' ')" != "$pid" ]; do sleep 0.05; done; echo started`;
+  `setsid ${command} > /dev/null 2>&1 < /dev/null & pid=$!; while [ "$(ps -o sid= -p $pid | tr -d ' ')" != ` +
+  `"$pid" ]; do sleep 0.05; done; echo started`;
 const CONNECT = (port: number): string =>
   `python3 -c "import socket; socket.create_connection(('127.0.0.1', ${port}), 2); print('connected')"`;
 
@@ -135,7 +139,8 @@ function makeHostFiles(parent: string): { dir: string; publicFile: string; priva
   return { dir, publicFile, privateFile, openDir };
 }
 
-/** A directory of wrappers startServer runs as its `node`: the bundle as another user, or without working bubblewrap. */
+/** A directory of wrappers startServer runs as its `node`: the bundle as another user, or without working
+ * bubblewrap. */
 let wrappers: string;
 function wrapper(name: string, body: string): string {
   const file = join(wrappers, name);
@@ -148,11 +153,13 @@ const asUser = (uid: number): string =>
     `as-${uid}`,
     `exec /usr/bin/setpriv --reuid=${uid} --regid=${uid} --clear-groups -- ${process.execPath} "$@"`,
   );
-/** Runs the bundle (as root) in a mount namespace of its own where bwrap is /bin/false: bubblewrap does not work there. */
+/** Runs the bundle (as root) in a mount namespace of its own where bwrap is /bin/false: bubblewrap does not work
+ * there. */
 const withoutBwrap = (): string =>
   wrapper(
     'without-bwrap',
-    `exec /usr/bin/unshare --mount --propagation private -- /bin/sh -c 'mount --bind /bin/false /usr/bin/bwrap && exec "$@"' sh ${process.execPath} "$@"`,
+    `exec /usr/bin/unshare --mount --propagation private -- /bin/sh -c 'mount --bind /bin/false /usr/bin/bwrap ` +
+      `&& exec "$@"' sh ${process.execPath} "$@"`,
   );
 
 /** A LOCAL_SANDBOX_ROOT that `uid` owns (a server running as it must write there). */
@@ -230,87 +237,98 @@ describeWithBwrap('bwrap, server as root (LOCAL_SANDBOX_ISOLATION unset: auto fi
     );
   });
 
-  it('gives each sandbox its own mount, pid, ipc, uts and network namespaces, one set shared by all its processes', async () => {
-    const hostNs = hostNamespaces();
-    const ofA = await namespacesOf(a);
-    const ofB = await namespacesOf(b);
-    expect(ofA).toHaveLength(NAMESPACES.length);
-    NAMESPACES.forEach((ns, i) => {
-      expect(ofA[i]).toMatch(new RegExp(`^${ns}:\\[\\d+\\]$`));
-      // Not the host's, and not the other sandbox's.
-      expect(ofA[i]).not.toBe(hostNs[i]);
-      expect(ofB[i]).not.toBe(hostNs[i]);
-      expect(ofB[i]).not.toBe(ofA[i]);
-    });
-    // A later command, a background process and the Python kernel of the same sandbox: the same set.
-    expect(await namespacesOf(a)).toEqual(ofA);
-    await a.callTool('run_command', { command: `(${NS_COMMAND}) > bg-ns.txt`, background: true });
-    const bg = await pollUntil(
-      async () =>
-        ((await a.callTool('read_file', { path: 'bg-ns.txt' })).structuredContent as { content?: string } | undefined)
-          ?.content ?? '',
-      (text) => text.split('\n').length > NAMESPACES.length,
-      SETTLE_MS,
-      100,
-    );
-    expect(bg.trim().split('\n')).toEqual(ofA);
-    const kernel = await a.callTool('run_code', {
-      code: `import os\nprint("\\n".join(os.readlink(f"/proc/self/ns/{n}") for n in ${JSON.stringify(NAMESPACES)}))`,
-    });
-    expect((kernel.structuredContent as { stdout: string }).stdout.trim().split('\n')).toEqual(ofA);
-  });
+  it(
+    'gives each sandbox its own mount, pid, ipc, ' + 'uts and network namespaces, one set shared by all its processes',
+    async () => {
+      const hostNs = hostNamespaces();
+      const ofA = await namespacesOf(a);
+      const ofB = await namespacesOf(b);
+      expect(ofA).toHaveLength(NAMESPACES.length);
+      NAMESPACES.forEach((ns, i) => {
+        expect(ofA[i]).toMatch(new RegExp(`^${ns}:\\[\\d+\\]$`));
+        // Not the host's, and not the other sandbox's.
+        expect(ofA[i]).not.toBe(hostNs[i]);
+        expect(ofB[i]).not.toBe(hostNs[i]);
+        expect(ofB[i]).not.toBe(ofA[i]);
+      });
+      // A later command, a background process and the Python kernel of the same sandbox: the same set.
+      expect(await namespacesOf(a)).toEqual(ofA);
+      await a.callTool('run_command', { command: `(${NS_COMMAND}) > bg-ns.txt`, background: true });
+      const bg = await pollUntil(
+        async () =>
+          ((await a.callTool('read_file', { path: 'bg-ns.txt' })).structuredContent as { content?: string } | undefined)
+            ?.content ?? '',
+        (text) => text.split('\n').length > NAMESPACES.length,
+        SETTLE_MS,
+        100,
+      );
+      expect(bg.trim().split('\n')).toEqual(ofA);
+      const kernel = await a.callTool('run_code', {
+        code: `import os\nprint("\\n".join(os.readlink(f"/proc/self/ns/{n}") for n in ${JSON.stringify(NAMESPACES)}))`,
+      });
+      expect((kernel.structuredContent as { stdout: string }).stdout.trim().split('\n')).toEqual(ofA);
+    },
+  );
 
-  it('shows a sandbox no host process and no other sandbox’s; its own processes see and signal one another', async () => {
-    const mine = markedSleep(1201);
-    const theirs = markedSleep(1202);
-    const started = await a.callTool('run_command', { command: mine, background: true });
-    const id = (started.structuredContent as { process_id: string }).process_id;
-    await b.callTool('run_command', { command: theirs, background: true });
-    await pollUntil(
-      () => [...processesWithCmdline(mine), ...processesWithCmdline(theirs)],
-      (list) => list.length >= 2,
-      SETTLE_MS,
-    );
-    const seen = (await stdoutOf(a, VISIBLE_PROCESSES)).split('\n').filter((line) => line !== '');
-    expect(seen.some((line) => line.includes(mine))).toBe(true);
-    expect(seen.some((line) => line.includes(theirs))).toBe(false);
-    expect(seen.some((line) => line.includes('dist/index.js') || line.includes('jest'))).toBe(false);
-    // The host has many more processes than the few of this sandbox.
-    expect(seen.length).toBeLessThan(10);
-    const serverPid = server.child.pid ?? 0;
-    expect(await stdoutOf(a, `kill -0 ${serverPid} 2>&1; echo "exit $?"`)).toMatch(/No such process\s+exit 1/);
-    // A later command of the same sandbox finds its background process and ends it.
-    const killed = await run(
-      a,
-      `for p in /proc/[0-9]*; do if tr '\\0' ' ' < $p/cmdline 2>/dev/null | grep -q '^${mine} $'; then kill \${p#/proc/} && echo killed; fi; done`,
-    );
-    expect(killed.stdout).toBe('killed\n');
-    expect(await waitUntilGone(() => processesWithCmdline(mine), SETTLE_MS)).toEqual([]);
-    const listed = await a.callTool('manage_process', { action: 'list' });
-    expect(listed.structuredContent?.processes).toEqual(
-      expect.arrayContaining([expect.objectContaining({ process_id: id, state: 'exited' })]),
-    );
-    // The other sandbox's process was out of reach, and still runs.
-    expect(processesWithCmdline(theirs)).toHaveLength(1);
-    await b.callTool('manage_process', { action: 'kill', process_id: 'p1' });
-  });
+  it(
+    'shows a sandbox no host process and no other sandbox’s; ' + 'its own processes see and signal one another',
+    async () => {
+      const mine = markedSleep(1201);
+      const theirs = markedSleep(1202);
+      const started = await a.callTool('run_command', { command: mine, background: true });
+      const id = (started.structuredContent as { process_id: string }).process_id;
+      await b.callTool('run_command', { command: theirs, background: true });
+      await pollUntil(
+        () => [...processesWithCmdline(mine), ...processesWithCmdline(theirs)],
+        (list) => list.length >= 2,
+        SETTLE_MS,
+      );
+      const seen = (await stdoutOf(a, VISIBLE_PROCESSES)).split('\n').filter((line) => line !== '');
+      expect(seen.some((line) => line.includes(mine))).toBe(true);
+      expect(seen.some((line) => line.includes(theirs))).toBe(false);
+      expect(seen.some((line) => line.includes('dist/index.js') || line.includes('jest'))).toBe(false);
+      // The host has many more processes than the few of this sandbox.
+      expect(seen.length).toBeLessThan(10);
+      const serverPid = server.child.pid ?? 0;
+      expect(await stdoutOf(a, `kill -0 ${serverPid} 2>&1; echo "exit $?"`)).toMatch(/No such process\s+exit 1/);
+      // A later command of the same sandbox finds its background process and ends it.
+      const killed = await run(
+        a,
+        `for p in /proc/[0-9]*; do if tr '\\0' ' ' < $p/cmdline 2>/dev/null | grep -q '^${mine} $'; then kill ` +
+          `\${p#/proc/} && echo killed; fi; done`,
+      );
+      expect(killed.stdout).toBe('killed\n');
+      expect(await waitUntilGone(() => processesWithCmdline(mine), SETTLE_MS)).toEqual([]);
+      const listed = await a.callTool('manage_process', { action: 'list' });
+      expect(listed.structuredContent?.processes).toEqual(
+        expect.arrayContaining([expect.objectContaining({ process_id: id, state: 'exited' })]),
+      );
+      // The other sandbox's process was out of reach, and still runs.
+      expect(processesWithCmdline(theirs)).toHaveLength(1);
+      await b.callTool('manage_process', { action: 'kill', process_id: 'p1' });
+    },
+  );
 
   it('names the host `sandbox` (its own uts namespace)', async () => {
     expect(hostname()).not.toBe('sandbox');
     expect(await stdoutOf(a, 'cat /proc/sys/kernel/hostname; uname -n')).toBe('sandbox\nsandbox\n');
   });
 
-  it('mounts the system read-only: a write to /usr, /etc or /opt fails with EROFS, even into a directory every user may write', async () => {
-    const targets = ['/usr', '/etc', '/opt', host.openDir].map((dir) => join(dir, `written-${RUN_MARK}`));
-    const out = await stdoutOf(a, targets.map((file) => `touch ${file} 2>&1; echo "exit $?"`).join('; '));
-    const lines = out.trim().split('\n');
-    expect(lines).toHaveLength(targets.length * 2);
-    for (let i = 0; i < targets.length; i += 1) {
-      expect(lines[2 * i]).toMatch(/Read-only file system/);
-      expect(lines[2 * i + 1]).toBe('exit 1');
-    }
-    for (const file of targets) expect(existsSync(file)).toBe(false);
-  });
+  it(
+    'mounts the system read-only: a write to /usr, /etc or /opt fails with EROFS, even into a directory every user ' +
+      'may write',
+    async () => {
+      const targets = ['/usr', '/etc', '/opt', host.openDir].map((dir) => join(dir, `written-${RUN_MARK}`));
+      const out = await stdoutOf(a, targets.map((file) => `touch ${file} 2>&1; echo "exit $?"`).join('; '));
+      const lines = out.trim().split('\n');
+      expect(lines).toHaveLength(targets.length * 2);
+      for (let i = 0; i < targets.length; i += 1) {
+        expect(lines[2 * i]).toMatch(/Read-only file system/);
+        expect(lines[2 * i + 1]).toBe('exit 1');
+      }
+      for (const file of targets) expect(existsSync(file)).toBe(false);
+    },
+  );
 
   it('shows only the system directories, its own workspace at /home/user and its own /tmp', async () => {
     expect((await stdoutOf(a, 'ls -A /')).trim().split('\n').sort()).toEqual(BWRAP_ROOT);
@@ -328,50 +346,61 @@ describeWithBwrap('bwrap, server as root (LOCAL_SANDBOX_ISOLATION unset: auto fi
     expect(existsSync(join(tmpdir(), `a-tmp-${RUN_MARK}`))).toBe(false);
   });
 
-  it('can read world-readable host files (not what only their owner may read): /etc/os-release, a file under /opt', async () => {
-    expect(await stdoutOf(a, 'cat /etc/os-release')).toBe(readFileSync('/etc/os-release', 'utf8'));
-    const read = await run(a, `cat ${host.publicFile}; cat ${host.privateFile}`);
-    expect(read.stdout).toBe(`public ${RUN_MARK}\n`);
-    expect(read.stderr).toMatch(/Permission denied/);
-  });
+  it(
+    'can read world-readable host files (not what only their owner may read): ' + '/etc/os-release, a file under /opt',
+    async () => {
+      expect(await stdoutOf(a, 'cat /etc/os-release')).toBe(readFileSync('/etc/os-release', 'utf8'));
+      const read = await run(a, `cat ${host.publicFile}; cat ${host.privateFile}`);
+      expect(read.stdout).toBe(`public ${RUN_MARK}\n`);
+      expect(read.stderr).toMatch(/Permission denied/);
+    },
+  );
 
-  it('runs each sandbox as a user of its own, with the rlimits: 512 processes, 4096 open files, 2 GiB per file', async () => {
-    const [uidA, uidB] = await Promise.all(
-      [a, b].map(async (client) => Number((await stdoutOf(client, 'id -u')).trim())),
-    );
-    expect(uidA).toBeGreaterThanOrEqual(100_000);
-    expect(uidB).toBeGreaterThanOrEqual(100_000);
-    expect(uidA).not.toBe(uidB);
-    // The supervisor, the parent of every command, runs as that user too.
-    expect(await stdoutOf(a, 'cat /proc/$PPID/comm; stat -c %u /proc/$PPID')).toBe(`sandbox-init\n${uidA}\n`);
-    const limits = await stdoutOf(a, 'cat /proc/self/limits');
-    expect(limitOf(limits, 'Max processes')).toEqual(['512', '512']);
-    expect(limitOf(limits, 'Max open files')).toEqual(['4096', '4096']);
-    expect(limitOf(limits, 'Max file size')).toEqual([RLIMIT_FSIZE, RLIMIT_FSIZE]);
-  });
+  it(
+    'runs each sandbox as a user of its own, with the rlimits: ' + '512 processes, 4096 open files, 2 GiB per file',
+    async () => {
+      const [uidA, uidB] = await Promise.all(
+        [a, b].map(async (client) => Number((await stdoutOf(client, 'id -u')).trim())),
+      );
+      expect(uidA).toBeGreaterThanOrEqual(100_000);
+      expect(uidB).toBeGreaterThanOrEqual(100_000);
+      expect(uidA).not.toBe(uidB);
+      // The supervisor, the parent of every command, runs as that user too.
+      expect(await stdoutOf(a, 'cat /proc/$PPID/comm; stat -c %u /proc/$PPID')).toBe(`sandbox-init\n${uidA}\n`);
+      const limits = await stdoutOf(a, 'cat /proc/self/limits');
+      expect(limitOf(limits, 'Max processes')).toEqual(['512', '512']);
+      expect(limitOf(limits, 'Max open files')).toEqual(['4096', '4096']);
+      expect(limitOf(limits, 'Max file size')).toEqual([RLIMIT_FSIZE, RLIMIT_FSIZE]);
+    },
+  );
 
-  it('keeps what lives only in its namespaces (/dev/shm, a setsid process) until its supervisor goes, and never on the host', async () => {
-    const detached = markedSleep(1203);
-    const started = await run(a, `echo kept > ${SHM_MARK}; ${DETACH(detached)}`);
-    expect(started).toMatchObject({ exit_code: 0, stdout: 'started\n' });
-    // The command ended; what it detached runs on, and the in-memory file is there for the sandbox's later commands only.
-    expect(
-      await pollUntil(
-        () => processesWithCmdline(detached),
-        (list) => list.length > 0,
-        SETTLE_MS,
-      ),
-    ).toHaveLength(1);
-    expect(await stdoutOf(a, `cat ${SHM_MARK}`)).toBe('kept\n');
-    expect(existsSync(SHM_MARK)).toBe(false);
-    expect((await run(b, `cat ${SHM_MARK}`)).stderr).toMatch(/No such file/);
-    // Its supervisor (the parent of every command) killed: all of it goes, and the next call starts afresh.
-    await run(a, 'kill -9 $PPID');
-    expect(await waitUntilGone(() => processesWithCmdline(detached), SETTLE_MS)).toEqual([]);
-    const after = await run(a, `cat ${SHM_MARK}; echo next`);
-    expect(after.stdout).toBe('next\n');
-    expect(after.stderr).toMatch(/No such file/);
-  });
+  it(
+    'keeps what lives only in its namespaces (/dev/shm, a setsid process) until its supervisor goes, and never on ' +
+      'the host',
+    async () => {
+      const detached = markedSleep(1203);
+      const started = await run(a, `echo kept > ${SHM_MARK}; ${DETACH(detached)}`);
+      expect(started).toMatchObject({ exit_code: 0, stdout: 'started\n' });
+      // The command ended; what it detached runs on, and the in-memory file is there for the sandbox's later commands
+      // only.
+      expect(
+        await pollUntil(
+          () => processesWithCmdline(detached),
+          (list) => list.length > 0,
+          SETTLE_MS,
+        ),
+      ).toHaveLength(1);
+      expect(await stdoutOf(a, `cat ${SHM_MARK}`)).toBe('kept\n');
+      expect(existsSync(SHM_MARK)).toBe(false);
+      expect((await run(b, `cat ${SHM_MARK}`)).stderr).toMatch(/No such file/);
+      // Its supervisor (the parent of every command) killed: all of it goes, and the next call starts afresh.
+      await run(a, 'kill -9 $PPID');
+      expect(await waitUntilGone(() => processesWithCmdline(detached), SETTLE_MS)).toEqual([]);
+      const after = await run(a, `cat ${SHM_MARK}; echo next`);
+      expect(after.stdout).toBe('next\n');
+      expect(after.stderr).toMatch(/No such file/);
+    },
+  );
 });
 
 describeWithBwrap('bwrap, server not root (the server runs as an unprivileged user)', () => {
@@ -410,66 +439,74 @@ describeWithBwrap('bwrap, server not root (the server runs as an unprivileged us
     expect(processesOfUid(SERVER_UID).map((p) => p.pid)).toContain(server.child.pid);
   });
 
-  it('holds the same namespaces and mounts: its own namespaces, hostname, read-only system, /home/user, /tmp, no network', async () => {
-    expect(await stdoutOf(a, 'echo started')).toBe('started\n');
-    expect((await a.callTool('sandbox_status')).structuredContent).toMatchObject({
-      isolation: 'bwrap',
-      network: 'disabled',
-      workdir: '/home/user',
-    });
-    const hostNs = hostNamespaces();
-    const [ofA, ofB] = await Promise.all([namespacesOf(a), namespacesOf(b)]);
-    NAMESPACES.forEach((_, i) => {
-      expect(ofA[i]).not.toBe(hostNs[i]);
-      expect(ofB[i]).not.toBe(ofA[i]);
-    });
-    expect(await stdoutOf(a, 'cat /proc/sys/kernel/hostname')).toBe('sandbox\n');
-    expect((await stdoutOf(a, 'ls -A /')).trim().split('\n').sort()).toEqual(BWRAP_ROOT);
-    const written = await run(a, `touch /usr/x-${RUN_MARK} ${host.openDir}/x-${RUN_MARK}`);
-    expect(written.stderr.match(/Read-only file system/g)).toHaveLength(2);
-    expect(existsSync(join(host.openDir, `x-${RUN_MARK}`))).toBe(false);
-    expect((await run(a, `cat ${hostTmpFile}`)).stderr).toMatch(/No such file/);
-    const seen = (await stdoutOf(a, VISIBLE_PROCESSES)).split('\n').filter((line) => line !== '');
-    expect(seen.some((line) => line.includes('dist/index.js'))).toBe(false);
-    const connected = await run(a, CONNECT(server.port));
-    expect(connected.stdout).toBe('');
-    expect(connected.exit_code).not.toBe(0);
-  });
+  it(
+    'holds the same namespaces and mounts: its own namespaces, hostname, read-only system, /home/user, /tmp, no ' +
+      'network',
+    async () => {
+      expect(await stdoutOf(a, 'echo started')).toBe('started\n');
+      expect((await a.callTool('sandbox_status')).structuredContent).toMatchObject({
+        isolation: 'bwrap',
+        network: 'disabled',
+        workdir: '/home/user',
+      });
+      const hostNs = hostNamespaces();
+      const [ofA, ofB] = await Promise.all([namespacesOf(a), namespacesOf(b)]);
+      NAMESPACES.forEach((_, i) => {
+        expect(ofA[i]).not.toBe(hostNs[i]);
+        expect(ofB[i]).not.toBe(ofA[i]);
+      });
+      expect(await stdoutOf(a, 'cat /proc/sys/kernel/hostname')).toBe('sandbox\n');
+      expect((await stdoutOf(a, 'ls -A /')).trim().split('\n').sort()).toEqual(BWRAP_ROOT);
+      const written = await run(a, `touch /usr/x-${RUN_MARK} ${host.openDir}/x-${RUN_MARK}`);
+      expect(written.stderr.match(/Read-only file system/g)).toHaveLength(2);
+      expect(existsSync(join(host.openDir, `x-${RUN_MARK}`))).toBe(false);
+      expect((await run(a, `cat ${hostTmpFile}`)).stderr).toMatch(/No such file/);
+      const seen = (await stdoutOf(a, VISIBLE_PROCESSES)).split('\n').filter((line) => line !== '');
+      expect(seen.some((line) => line.includes('dist/index.js'))).toBe(false);
+      const connected = await run(a, CONNECT(server.port));
+      expect(connected.stdout).toBe('');
+      expect(connected.exit_code).not.toBe(0);
+    },
+  );
 
-  it('runs the sandbox as the server’s user (in a user namespace), with no process-count limit per sandbox', async () => {
-    const [uidA, uidB] = await Promise.all(
-      [a, b].map(async (client) => Number((await stdoutOf(client, 'id -u')).trim())),
-    );
-    expect([uidA, uidB]).toEqual([SERVER_UID, SERVER_UID]);
-    // One uid mapped, in a user namespace of its own (the host's maps all of them): that namespace is what separates it.
-    const map = (await stdoutOf(a, 'cat /proc/self/uid_map')).trim();
-    expect(map).not.toBe(readFileSync('/proc/self/uid_map', 'utf8').trim());
-    expect(map.split(/\s+/).filter((_, i) => i !== 1)).toEqual([String(SERVER_UID), '1']);
-    const limits = await stdoutOf(a, 'cat /proc/self/limits');
-    // RLIMIT_NPROC as the server has it (it would count the server user's processes): not the sandbox's 512.
-    expect(limitOf(limits, 'Max processes')).toEqual(
-      limitOf(readFileSync(`/proc/${server.child.pid}/limits`, 'utf8'), 'Max processes'),
-    );
-    expect(limitOf(limits, 'Max processes')).not.toEqual(['512', '512']);
-    // No cgroup either: memory per process only (RLIMIT_DATA), and nothing holds processes or CPU.
-    expect(limitOf(limits, 'Max data size')).toEqual([String(2 ** 30), String(2 ** 30)]);
-    const status = (await a.callTool('sandbox_status')).structuredContent as {
-      limits: Record<string, { value: number | null; enforced_by: string }>;
-    };
-    expect(status.limits).toMatchObject({
-      memory_bytes: { value: 2 ** 30, enforced_by: 'rlimit' },
-      processes: { value: null, enforced_by: 'none' },
-      cpus: { value: null, enforced_by: 'none' },
-      disk_bytes: { value: null, enforced_by: expect.stringMatching(/^none \(.+\)$/) },
-    });
-    expect(server.logs()).toContainEqual(
-      expect.objectContaining({
-        level: 'warn',
-        msg: expect.stringContaining('without part of their resource limits'),
-        unlimited: 'processes cpu',
-      }),
-    );
-  });
+  it(
+    'runs the sandbox as the server’s user (in a user namespace), ' + 'with no process-count limit per sandbox',
+    async () => {
+      const [uidA, uidB] = await Promise.all(
+        [a, b].map(async (client) => Number((await stdoutOf(client, 'id -u')).trim())),
+      );
+      expect([uidA, uidB]).toEqual([SERVER_UID, SERVER_UID]);
+      // One uid mapped, in a user namespace of its own (the host's maps all of them): that namespace is what separates
+      // it.
+      const map = (await stdoutOf(a, 'cat /proc/self/uid_map')).trim();
+      expect(map).not.toBe(readFileSync('/proc/self/uid_map', 'utf8').trim());
+      expect(map.split(/\s+/).filter((_, i) => i !== 1)).toEqual([String(SERVER_UID), '1']);
+      const limits = await stdoutOf(a, 'cat /proc/self/limits');
+      // RLIMIT_NPROC as the server has it (it would count the server user's processes): not the sandbox's 512.
+      expect(limitOf(limits, 'Max processes')).toEqual(
+        limitOf(readFileSync(`/proc/${server.child.pid}/limits`, 'utf8'), 'Max processes'),
+      );
+      expect(limitOf(limits, 'Max processes')).not.toEqual(['512', '512']);
+      // No cgroup either: memory per process only (RLIMIT_DATA), and nothing holds processes or CPU.
+      expect(limitOf(limits, 'Max data size')).toEqual([String(2 ** 30), String(2 ** 30)]);
+      const status = (await a.callTool('sandbox_status')).structuredContent as {
+        limits: Record<string, { value: number | null; enforced_by: string }>;
+      };
+      expect(status.limits).toMatchObject({
+        memory_bytes: { value: 2 ** 30, enforced_by: 'rlimit' },
+        processes: { value: null, enforced_by: 'none' },
+        cpus: { value: null, enforced_by: 'none' },
+        disk_bytes: { value: null, enforced_by: expect.stringMatching(/^none \(.+\)$/) },
+      });
+      expect(server.logs()).toContainEqual(
+        expect.objectContaining({
+          level: 'warn',
+          msg: expect.stringContaining('without part of their resource limits'),
+          unlimited: 'processes cpu',
+        }),
+      );
+    },
+  );
 });
 
 describeAsRoot('none, server as root', () => {
@@ -520,38 +557,41 @@ describeAsRoot('none, server as root', () => {
     }
   });
 
-  it('runs each sandbox as a user of its own: it cannot read the server’s token file nor signal the server', async () => {
-    const [uidA, uidB] = await Promise.all(
-      [a, b].map(async (client) => Number((await stdoutOf(client, 'id -u')).trim())),
-    );
-    expect(uidA).toBeGreaterThanOrEqual(100_000);
-    expect(uidA).not.toBe(uidB);
-    expect((await a.callTool('sandbox_status')).structuredContent).toMatchObject({
-      isolation: 'none',
-      network: 'host',
-    });
-    const tried = await run(
-      a,
-      `cat ${tokenFile}; kill -0 ${server.child.pid ?? 0}; cat /proc/${server.child.pid ?? 0}/environ`,
-    );
-    expect(tried.stdout).toBe('');
-    expect(tried.stderr).toMatch(/Permission denied[\s\S]*Operation not permitted[\s\S]*Permission denied/);
-    expect(JSON.stringify(tried)).not.toContain(FILE_TOKEN);
-    // Nor another sandbox's processes, which it can see (no pid namespace).
-    const theirs = markedSleep(1205);
-    await b.callTool('run_command', { command: theirs, background: true });
-    const [found] = await pollUntil(
-      () => processesWithCmdline(theirs),
-      (list) => list.length > 0,
-      SETTLE_MS,
-    );
-    expect(found?.uid).toBe(uidB);
-    const signalled = await run(a, `ps -p ${found?.pid} -o args=; kill -9 ${found?.pid}`);
-    expect(signalled.stdout).toBe(`${theirs}\n`);
-    expect(signalled.stderr).toMatch(/Operation not permitted/);
-    expect(processesWithCmdline(theirs)).toHaveLength(1);
-    await b.callTool('manage_process', { action: 'kill', process_id: 'p1' });
-  });
+  it(
+    'runs each sandbox as a user of its own: ' + 'it cannot read the server’s token file nor signal the server',
+    async () => {
+      const [uidA, uidB] = await Promise.all(
+        [a, b].map(async (client) => Number((await stdoutOf(client, 'id -u')).trim())),
+      );
+      expect(uidA).toBeGreaterThanOrEqual(100_000);
+      expect(uidA).not.toBe(uidB);
+      expect((await a.callTool('sandbox_status')).structuredContent).toMatchObject({
+        isolation: 'none',
+        network: 'host',
+      });
+      const tried = await run(
+        a,
+        `cat ${tokenFile}; kill -0 ${server.child.pid ?? 0}; cat /proc/${server.child.pid ?? 0}/environ`,
+      );
+      expect(tried.stdout).toBe('');
+      expect(tried.stderr).toMatch(/Permission denied[\s\S]*Operation not permitted[\s\S]*Permission denied/);
+      expect(JSON.stringify(tried)).not.toContain(FILE_TOKEN);
+      // Nor another sandbox's processes, which it can see (no pid namespace).
+      const theirs = markedSleep(1205);
+      await b.callTool('run_command', { command: theirs, background: true });
+      const [found] = await pollUntil(
+        () => processesWithCmdline(theirs),
+        (list) => list.length > 0,
+        SETTLE_MS,
+      );
+      expect(found?.uid).toBe(uidB);
+      const signalled = await run(a, `ps -p ${found?.pid} -o args=; kill -9 ${found?.pid}`);
+      expect(signalled.stdout).toBe(`${theirs}\n`);
+      expect(signalled.stderr).toMatch(/Operation not permitted/);
+      expect(processesWithCmdline(theirs)).toHaveLength(1);
+      await b.callTool('manage_process', { action: 'kill', process_id: 'p1' });
+    },
+  );
 
   it('gives every process the rlimits and a minimal environment, nothing of the server’s', async () => {
     const limits = await stdoutOf(a, 'cat /proc/self/limits');
@@ -562,51 +602,57 @@ describeAsRoot('none, server as root', () => {
     expect(await stdoutOf(a, 'env')).not.toMatch(new RegExp(`${TOKEN}|${SERVER_SECRET}|LOCAL_SANDBOX|MCP_`));
   });
 
-  it('has no mount or network isolation: the host’s namespaces, files and network, with that user’s rights', async () => {
-    const hostNs = hostNamespaces();
-    const ofA = await namespacesOf(a);
-    expect(ofA[NAMESPACES.indexOf('mnt')]).toBe(hostNs[NAMESPACES.indexOf('mnt')]);
-    expect(ofA[NAMESPACES.indexOf('net')]).toBe(hostNs[NAMESPACES.indexOf('net')]);
-    expect(await stdoutOf(a, 'hostname')).toBe(`${hostname()}\n`);
-    // Anything on the host its user may read, in the host's /tmp too; not what only its owner may read.
-    const read = await run(a, `cat ${host.publicFile}; cat ${host.privateFile}`);
-    expect(read.stdout).toBe(`public ${RUN_MARK}\n`);
-    expect(read.stderr).toMatch(/Permission denied/);
-    expect(await stdoutOf(a, `ls -d ${server.sandboxRoot}`)).toBe(`${server.sandboxRoot}\n`);
-    // Anything its user may write, where the host keeps it: no read-only system, no private /dev/shm or /var/tmp.
-    const written = ['/dev/shm', '/var/tmp', host.openDir].map((dir) => join(dir, `none-${RUN_MARK}`));
-    try {
-      expect(await run(a, `touch ${written.join(' ')} && echo written`)).toMatchObject({
-        exit_code: 0,
-        stdout: 'written\n',
-      });
-      for (const file of written) expect(existsSync(file)).toBe(true);
-    } finally {
-      for (const file of written) rmSync(file, { force: true });
-    }
-    expect((await run(a, `touch /usr/none-${RUN_MARK}`)).stderr).toMatch(/Permission denied/);
-    expect(await stdoutOf(a, CONNECT(server.port))).toBe('connected\n');
-  });
+  it(
+    'has no mount or network isolation: the host’s namespaces, ' + 'files and network, with that user’s rights',
+    async () => {
+      const hostNs = hostNamespaces();
+      const ofA = await namespacesOf(a);
+      expect(ofA[NAMESPACES.indexOf('mnt')]).toBe(hostNs[NAMESPACES.indexOf('mnt')]);
+      expect(ofA[NAMESPACES.indexOf('net')]).toBe(hostNs[NAMESPACES.indexOf('net')]);
+      expect(await stdoutOf(a, 'hostname')).toBe(`${hostname()}\n`);
+      // Anything on the host its user may read, in the host's /tmp too; not what only its owner may read.
+      const read = await run(a, `cat ${host.publicFile}; cat ${host.privateFile}`);
+      expect(read.stdout).toBe(`public ${RUN_MARK}\n`);
+      expect(read.stderr).toMatch(/Permission denied/);
+      expect(await stdoutOf(a, `ls -d ${server.sandboxRoot}`)).toBe(`${server.sandboxRoot}\n`);
+      // Anything its user may write, where the host keeps it: no read-only system, no private /dev/shm or /var/tmp.
+      const written = ['/dev/shm', '/var/tmp', host.openDir].map((dir) => join(dir, `none-${RUN_MARK}`));
+      try {
+        expect(await run(a, `touch ${written.join(' ')} && echo written`)).toMatchObject({
+          exit_code: 0,
+          stdout: 'written\n',
+        });
+        for (const file of written) expect(existsSync(file)).toBe(true);
+      } finally {
+        for (const file of written) rmSync(file, { force: true });
+      }
+      expect((await run(a, `touch /usr/none-${RUN_MARK}`)).stderr).toMatch(/Permission denied/);
+      expect(await stdoutOf(a, CONNECT(server.port))).toBe('connected\n');
+    },
+  );
 
-  it('ends every process of the sandbox’s user with the session (a setsid one too) and deletes its workspace', async () => {
-    const leaving = await connectClient('v2', server.url, { token: TOKEN });
-    const before = workspacesIn(server.sandboxRoot);
-    const detached = markedSleep(1204);
-    expect(await run(leaving, DETACH(detached))).toMatchObject({ stdout: 'started\n' });
-    const uid = Number((await stdoutOf(leaving, 'id -u')).trim());
-    const ws = workspacesIn(server.sandboxRoot).filter((name) => !before.includes(name));
-    expect(ws).toHaveLength(1);
-    expect(
-      await pollUntil(
-        () => processesWithCmdline(detached),
-        (list) => list.length > 0,
-        SETTLE_MS,
-      ),
-    ).toHaveLength(1);
-    await leaving.terminate();
-    expect(await waitUntilGone(() => processesOfUid(uid), SETTLE_MS)).toEqual([]);
-    expect(existsSync(join(server.sandboxRoot, ws[0] ?? ''))).toBe(false);
-  });
+  it(
+    'ends every process of the sandbox’s user with the session (a setsid one too) ' + 'and deletes its workspace',
+    async () => {
+      const leaving = await connectClient('v2', server.url, { token: TOKEN });
+      const before = workspacesIn(server.sandboxRoot);
+      const detached = markedSleep(1204);
+      expect(await run(leaving, DETACH(detached))).toMatchObject({ stdout: 'started\n' });
+      const uid = Number((await stdoutOf(leaving, 'id -u')).trim());
+      const ws = workspacesIn(server.sandboxRoot).filter((name) => !before.includes(name));
+      expect(ws).toHaveLength(1);
+      expect(
+        await pollUntil(
+          () => processesWithCmdline(detached),
+          (list) => list.length > 0,
+          SETTLE_MS,
+        ),
+      ).toHaveLength(1);
+      await leaving.terminate();
+      expect(await waitUntilGone(() => processesOfUid(uid), SETTLE_MS)).toEqual([]);
+      expect(existsSync(join(server.sandboxRoot, ws[0] ?? ''))).toBe(false);
+    },
+  );
 });
 
 describeAsRoot('none, server not root', () => {
@@ -889,28 +935,32 @@ needs('root', 'bubblewrap', 'disk images', 'cgroups').describe(
       expect(throttled()).toBeGreaterThan(before);
     });
 
-    it('mounts each workspace from its image nosuid, nodev and discard, no blocks kept for root, with a journal, the server’s own files inside', async () => {
-      const dir = await workspaceOf(b);
-      const image = join(root, '.disks', `${dir.split('/').pop() ?? ''}.img`);
-      const mount = readFileSync('/proc/self/mountinfo', 'utf8')
-        .split('\n')
-        .map((l) => l.split(' '))
-        .find((fields) => fields[4] === dir);
-      expect(mount).toBeDefined();
-      const [options, superOptions] = [mount?.[5] ?? '', mount?.slice(mount.indexOf('-') + 3).join(' ') ?? ''];
-      expect(options.split(',')).toEqual(expect.arrayContaining(['nosuid', 'nodev']));
-      expect(superOptions).toMatch(/\bdiscard\b/);
-      const fs = execFileSync('tune2fs', ['-l', image], { encoding: 'utf8' });
-      expect(fs).toMatch(/^Reserved block count:\s+0$/m);
-      expect(fs).toMatch(/^Filesystem features:.*\bhas_journal\b/m);
-      // The uid record and background logs count against the same limit: they are on the image.
-      await b.callTool('run_command', { command: 'echo logged', background: true });
-      const logs = await pollUntil(() => existsSync(join(dir, 'processes')), Boolean, SETTLE_MS);
-      expect(logs).toBe(true);
-      const device = statSync(join(dir, 'home')).dev;
-      expect(device).not.toBe(statSync(root).dev);
-      expect([statSync(join(dir, 'uid')).dev, statSync(join(dir, 'processes')).dev]).toEqual([device, device]);
-    });
+    it(
+      'mounts each workspace from its image nosuid, nodev and discard, no blocks kept for root, with a journal, ' +
+        'the server’s own files inside',
+      async () => {
+        const dir = await workspaceOf(b);
+        const image = join(root, '.disks', `${dir.split('/').pop() ?? ''}.img`);
+        const mount = readFileSync('/proc/self/mountinfo', 'utf8')
+          .split('\n')
+          .map((l) => l.split(' '))
+          .find((fields) => fields[4] === dir);
+        expect(mount).toBeDefined();
+        const [options, superOptions] = [mount?.[5] ?? '', mount?.slice(mount.indexOf('-') + 3).join(' ') ?? ''];
+        expect(options.split(',')).toEqual(expect.arrayContaining(['nosuid', 'nodev']));
+        expect(superOptions).toMatch(/\bdiscard\b/);
+        const fs = execFileSync('tune2fs', ['-l', image], { encoding: 'utf8' });
+        expect(fs).toMatch(/^Reserved block count:\s+0$/m);
+        expect(fs).toMatch(/^Filesystem features:.*\bhas_journal\b/m);
+        // The uid record and background logs count against the same limit: they are on the image.
+        await b.callTool('run_command', { command: 'echo logged', background: true });
+        const logs = await pollUntil(() => existsSync(join(dir, 'processes')), Boolean, SETTLE_MS);
+        expect(logs).toBe(true);
+        const device = statSync(join(dir, 'home')).dev;
+        expect(device).not.toBe(statSync(root).dev);
+        expect([statSync(join(dir, 'uid')).dev, statSync(join(dir, 'processes')).dev]).toEqual([device, device]);
+      },
+    );
 
     it('gives the host back the blocks of deleted files (discard)', async () => {
       const dir = await workspaceOf(b);

@@ -1,7 +1,7 @@
 /**
  * Long work through the official client over real HTTP: live output as progress, cancellation that leaves
- * nothing behind, background processes with logs and previews, reset. (Keep-alive cadence: test/core/keep-alive.test.ts;
- * keep-alives over a real 40 s silence: test/reliability/real-time.test.ts.)
+ * nothing behind, background processes with logs and previews, reset. (Keep-alive cadence:
+ * test/core/keep-alive.test.ts; keep-alives over a real 40 s silence: test/reliability/real-time.test.ts.)
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -85,7 +85,8 @@ it('stops a cancelled run_code, with what it started, and the session keeps work
   );
   abort.abort();
   await expect(call).rejects.toThrow();
-  // Gone long before the 1,010 s it would take: the cancellation ended it (how soon: test/reliability/real-time.test.ts).
+  // Gone long before the 1,010 s it would take: the cancellation ended it (how soon:
+  // test/reliability/real-time.test.ts).
   expect(await waitUntilGone(() => processesWithCmdline(sleep), SETTLE_MS)).toEqual([]);
   // Interrupted, not restarted: the interpreter and its state are still there.
   expect((await client.callTool('run_code', { code: 'kept * 6' })).structuredContent).toMatchObject({
@@ -95,52 +96,57 @@ it('stops a cancelled run_code, with what it started, and the session keeps work
   await client.terminate();
 });
 
-it('serves a background http.server at the preview URL, shows its logs, and kill ends it and its children', async () => {
-  const client = await connectClient('v2', server.url, { token: TOKEN });
-  await client.callTool('write_file', { path: 'site/index.html', content: '<h1>preview works</h1>' });
-  const port = await findFreePort();
-  const started = await client.callTool('run_command', {
-    command: `cd site && (${markedSleep(1011)} &) ; python3 -m http.server ${port} --bind 127.0.0.1`,
-    background: true,
-  });
-  const id = started.structuredContent?.process_id as string;
-  expect(id).toMatch(/^p\d+$/);
+it(
+  'serves a background http.server at the preview URL, ' + 'shows its logs, and kill ends it and its children',
+  async () => {
+    const client = await connectClient('v2', server.url, { token: TOKEN });
+    await client.callTool('write_file', { path: 'site/index.html', content: '<h1>preview works</h1>' });
+    const port = await findFreePort();
+    const started = await client.callTool('run_command', {
+      command: `cd site && (${markedSleep(1011)} &) ; python3 -m http.server ${port} --bind 127.0.0.1`,
+      background: true,
+    });
+    const id = started.structuredContent?.process_id as string;
+    expect(id).toMatch(/^p\d+$/);
 
-  const preview = await pollUntil(
-    async () =>
-      (await client.callTool('get_preview_url', { port })).structuredContent as {
-        url: string;
-        listening: boolean;
-        note: string;
-      },
-    (p) => p.listening,
-    SETTLE_MS,
-    200,
-  );
-  expect(preview.url).toBe(`http://127.0.0.1:${port}`);
-  // The host's own port: no forwarder, so no token, and the note says so.
-  expect(preview.note).toMatch(/shares the host's network .* no preview front can gate it: .* without a token/);
-  expect(await (await fetch(`${preview.url}/index.html`)).text()).toBe('<h1>preview works</h1>');
+    const preview = await pollUntil(
+      async () =>
+        (await client.callTool('get_preview_url', { port })).structuredContent as {
+          url: string;
+          listening: boolean;
+          note: string;
+        },
+      (p) => p.listening,
+      SETTLE_MS,
+      200,
+    );
+    expect(preview.url).toBe(`http://127.0.0.1:${port}`);
+    // The host's own port: no forwarder, so no token, and the note says so.
+    expect(preview.note).toMatch(/shares the host's network .* no preview front can gate it: .* without a token/);
+    expect(await (await fetch(`${preview.url}/index.html`)).text()).toBe('<h1>preview works</h1>');
 
-  const logs = await pollUntil(
-    async () =>
-      (await client.callTool('manage_process', { action: 'logs', process_id: id })).structuredContent as {
-        log: { text: string; total_bytes: number };
-      },
-    (l) => l.log.text.includes('GET /index.html'),
-    SETTLE_MS,
-  );
-  expect(logs.log.total_bytes).toBeGreaterThan(0);
-  const listed = await client.callTool('manage_process', { action: 'list' });
-  expect(listed.structuredContent?.processes).toEqual([expect.objectContaining({ process_id: id, state: 'running' })]);
+    const logs = await pollUntil(
+      async () =>
+        (await client.callTool('manage_process', { action: 'logs', process_id: id })).structuredContent as {
+          log: { text: string; total_bytes: number };
+        },
+      (l) => l.log.text.includes('GET /index.html'),
+      SETTLE_MS,
+    );
+    expect(logs.log.total_bytes).toBeGreaterThan(0);
+    const listed = await client.callTool('manage_process', { action: 'list' });
+    expect(listed.structuredContent?.processes).toEqual([
+      expect.objectContaining({ process_id: id, state: 'running' }),
+    ]);
 
-  const killed = await client.callTool('manage_process', { action: 'kill', process_id: id });
-  expect(killed.structuredContent?.process).toMatchObject({ state: 'exited' });
-  expect(await waitUntilGone(() => processesWithCmdline(`http.server ${port}`), SETTLE_MS)).toEqual([]);
-  expect(await waitUntilGone(() => processesWithCmdline(markedSleep(1011)), SETTLE_MS)).toEqual([]);
-  expect((await client.callTool('get_preview_url', { port })).structuredContent).toMatchObject({ listening: false });
-  await client.terminate();
-});
+    const killed = await client.callTool('manage_process', { action: 'kill', process_id: id });
+    expect(killed.structuredContent?.process).toMatchObject({ state: 'exited' });
+    expect(await waitUntilGone(() => processesWithCmdline(`http.server ${port}`), SETTLE_MS)).toEqual([]);
+    expect(await waitUntilGone(() => processesWithCmdline(markedSleep(1011)), SETTLE_MS)).toEqual([]);
+    expect((await client.callTool('get_preview_url', { port })).structuredContent).toMatchObject({ listening: false });
+    await client.terminate();
+  },
+);
 
 it('leaves no background process running after DELETE', async () => {
   const client = await connectClient('v2', server.url, { token: TOKEN });

@@ -78,24 +78,28 @@ it('runs every tool, carrying the sandbox handle from call to call', async () =>
   await client.close();
 });
 
-it('gives a call without a handle a new sandbox of its own, and says so under the handle, on an error above all', async () => {
-  const client = await connectModern();
-  const a = await call(client, 'write_file', { path: 'only-a.txt', content: 'a' });
-  const b = await call(client, 'read_file', { path: 'only-a.txt' });
-  expect(b.isError).toBe(true);
-  const [handleLine, noteLine, ...rest] = (b.content[0]?.text ?? '').split('\n');
-  expect(handleLine).toMatch(/^sandbox: \S+$/);
-  expect(noteLine).toBe(
-    'this call ran in a new, empty sandbox: it carried no `sandbox` handle. Pass the handle above as "sandbox" on every later call to keep working in this one.',
-  );
-  expect(rest.join('\n')).toContain('No such file');
-  expect(a.structuredContent?.sandbox).not.toBe(handleLine?.slice('sandbox: '.length));
-  // A call that carries its handle is told nothing of the kind.
-  const again = await call(client, 'read_file', { path: 'only-a.txt', sandbox: a.structuredContent?.sandbox });
-  expect(again.structuredContent).toMatchObject({ content: 'a' });
-  expect(again.content[0]?.text).not.toContain('new, empty sandbox');
-  await client.close();
-});
+it(
+  'gives a call without a handle a new sandbox of its own, ' + 'and says so under the handle, on an error above all',
+  async () => {
+    const client = await connectModern();
+    const a = await call(client, 'write_file', { path: 'only-a.txt', content: 'a' });
+    const b = await call(client, 'read_file', { path: 'only-a.txt' });
+    expect(b.isError).toBe(true);
+    const [handleLine, noteLine, ...rest] = (b.content[0]?.text ?? '').split('\n');
+    expect(handleLine).toMatch(/^sandbox: \S+$/);
+    expect(noteLine).toBe(
+      'this call ran in a new, empty sandbox: it carried no `sandbox` handle. Pass the handle above as "sandbox" ' +
+        'on every later call to keep working in this one.',
+    );
+    expect(rest.join('\n')).toContain('No such file');
+    expect(a.structuredContent?.sandbox).not.toBe(handleLine?.slice('sandbox: '.length));
+    // A call that carries its handle is told nothing of the kind.
+    const again = await call(client, 'read_file', { path: 'only-a.txt', sandbox: a.structuredContent?.sandbox });
+    expect(again.structuredContent).toMatchObject({ content: 'a' });
+    expect(again.content[0]?.text).not.toContain('new, empty sandbox');
+    await client.close();
+  },
+);
 
 it('answers forged handles and handles of another credential with a tool error that names the fix', async () => {
   const client = await connectModern();
@@ -121,7 +125,8 @@ it.each([
   ['2026-07-28', 'modern'],
   ['2025-11-25', 'legacy'],
 ] as const)(
-  'keeps Python state and files for a model-like loop on %s (21 calls; on 2026-07-28 it carries the handle it reads from each result)',
+  'keeps Python state and files for a model-like loop on %s (21 calls; on 2026-07-28 it carries the handle it ' +
+    'reads from each result)',
   async (version, era) => {
     const outcome = await runModelLoop(server.url, TOKEN, era);
     expect(outcome.handles.size).toBe(version === '2026-07-28' ? 1 : 0);

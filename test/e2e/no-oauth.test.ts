@@ -69,19 +69,22 @@ describe('the 401 on /mcp', () => {
   const CHALLENGE =
     /^Bearer( [a-z_]+=("[^"\\]*"|[!#$%&'*+.^_`|~0-9A-Za-z-]+))(, [a-z_]+=("[^"\\]*"|[!#$%&'*+.^_`|~0-9A-Za-z-]+))*$/;
 
-  it('carries a valid Bearer challenge, with no resource_metadata (there is no metadata document to point at)', async () => {
-    const missing = await postMcp(server.url, initializeBody(), {});
-    const wrong = await postMcp(server.url, initializeBody(), {
-      authorization: 'Bearer not-the-token-0123456789abcdef',
-    });
-    for (const res of [missing, wrong]) {
-      expect(res.status).toBe(401);
-      expect(res.headers.get('www-authenticate')).toMatch(CHALLENGE);
-      expect(res.headers.get('www-authenticate')).not.toContain('resource_metadata');
-    }
-    expect(wrong.headers.get('www-authenticate')).toContain('error="invalid_token", error_description="');
-    expect(missing.headers.get('www-authenticate')).not.toContain('error');
-  });
+  it(
+    'carries a valid Bearer challenge, ' + 'with no resource_metadata (there is no metadata document to point at)',
+    async () => {
+      const missing = await postMcp(server.url, initializeBody(), {});
+      const wrong = await postMcp(server.url, initializeBody(), {
+        authorization: 'Bearer not-the-token-0123456789abcdef',
+      });
+      for (const res of [missing, wrong]) {
+        expect(res.status).toBe(401);
+        expect(res.headers.get('www-authenticate')).toMatch(CHALLENGE);
+        expect(res.headers.get('www-authenticate')).not.toContain('resource_metadata');
+      }
+      expect(wrong.headers.get('www-authenticate')).toContain('error="invalid_token", error_description="');
+      expect(missing.headers.get('www-authenticate')).not.toContain('error');
+    },
+  );
 });
 
 /** An OAuth client that has nothing yet: on a 401 the SDK discovers metadata and registers a client. */

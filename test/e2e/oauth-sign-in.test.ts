@@ -115,20 +115,23 @@ async function signIn(server: StartedServer, host: ScriptedHost): Promise<Client
   return client;
 }
 
-it('signs in from the URL alone (discovery, registration, PKCE, token for this resource) and calls a tool', async () => {
-  const { server, issuer } = await startOAuthServer();
-  const host = new ScriptedHost();
-  const client = await signIn(server, host);
-  const result = await client.callTool({ name: 'sandbox_status', arguments: {} });
-  expect(result.isError).toBeFalsy();
-  // The authorization went to the provider the server named, for this server as the resource, asking its scope.
-  const authorization = host.authorizationUrl as URL;
-  expect(authorization.origin).toBe(issuer);
-  expect(authorization.searchParams.get('resource')).toBe(server.url);
-  expect(authorization.searchParams.get('scope')).toContain('mcp:tools');
-  expect(authorization.searchParams.get('code_challenge_method')).toBe('S256');
-  await client.close();
-});
+it(
+  'signs in from the URL alone (discovery, registration, ' + 'PKCE, token for this resource) and calls a tool',
+  async () => {
+    const { server, issuer } = await startOAuthServer();
+    const host = new ScriptedHost();
+    const client = await signIn(server, host);
+    const result = await client.callTool({ name: 'sandbox_status', arguments: {} });
+    expect(result.isError).toBeFalsy();
+    // The authorization went to the provider the server named, for this server as the resource, asking its scope.
+    const authorization = host.authorizationUrl as URL;
+    expect(authorization.origin).toBe(issuer);
+    expect(authorization.searchParams.get('resource')).toBe(server.url);
+    expect(authorization.searchParams.get('scope')).toContain('mcp:tools');
+    expect(authorization.searchParams.get('code_challenge_method')).toBe('S256');
+    await client.close();
+  },
+);
 
 it('refreshes a stale access token and goes on with the same subject', async () => {
   const { server } = await startOAuthServer();

@@ -182,60 +182,67 @@ needs('bubblewrap').describe('the preview URL of a local sandbox with its own ne
     await stopAllServers();
   });
 
-  it('reaches the app from the test process once it runs, over more than one connection, on the URL given before it started', async () => {
-    const before = await previewOf(client);
-    expect(before).toMatchObject({
-      port: APP_PORT,
-      listening: false,
-      reachable: true,
-      note: expect.stringContaining('access token'),
-    });
-    expect(before.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/\?mcp_preview=[0-9a-z]+\.[A-Za-z0-9_-]{22}$/);
-    expect(new URL(before.url).port).not.toBe(String(APP_PORT));
-    await startApp(client);
-    const after = await untilListening(client);
-    expect(new URL(after.url).origin).toBe(new URL(before.url).origin);
+  it(
+    'reaches the app from the test process once it runs, over more than one connection, on the URL given before it ' +
+      'started',
+    async () => {
+      const before = await previewOf(client);
+      expect(before).toMatchObject({
+        port: APP_PORT,
+        listening: false,
+        reachable: true,
+        note: expect.stringContaining('access token'),
+      });
+      expect(before.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/\?mcp_preview=[0-9a-z]+\.[A-Za-z0-9_-]{22}$/);
+      expect(new URL(before.url).port).not.toBe(String(APP_PORT));
+      await startApp(client);
+      const after = await untilListening(client);
+      expect(new URL(after.url).origin).toBe(new URL(before.url).origin);
 
-    // The browser's way: the token for a cookie, then the app with it.
-    const preview = await openPreview(before.url);
-    const response = await fetchPreview(preview, '/index.html');
-    expect({ status: response.status, body: await response.text() }).toEqual({ status: 200, body: PAGE });
-    expect(bodyOf((await exchange(preview.origin, httpGet('/index.html', [preview.cookie]))).received)).toBe(PAGE);
-    expect(await (await fetchPreview(preview, '/index.html')).text()).toBe(PAGE);
-  });
+      // The browser's way: the token for a cookie, then the app with it.
+      const preview = await openPreview(before.url);
+      const response = await fetchPreview(preview, '/index.html');
+      expect({ status: response.status, body: await response.text() }).toEqual({ status: 200, body: PAGE });
+      expect(bodyOf((await exchange(preview.origin, httpGet('/index.html', [preview.cookie]))).received)).toBe(PAGE);
+      expect(await (await fetchPreview(preview, '/index.html')).text()).toBe(PAGE);
+    },
+  );
 
-  it('opens only with its capability on loopback too: without the token or cookie, 401, and the app sees nothing', async () => {
-    const { url } = await appPreview(client);
-    const { origin } = new URL(url);
-    const bare = await fetch(new URL('/secret-without-token', origin), { redirect: 'manual' });
-    expect({ status: bare.status, body: await bare.text() }).toEqual({
-      status: 401,
-      body: expect.stringContaining('get_preview_url'),
-    });
-    expect((await exchange(origin, httpGet('/secret-raw'))).received.toString()).toMatch(/^HTTP\/1\.1 401 /);
-    // A request that did get in shows in the app's log; the refused ones never do.
-    const preview = await openPreview(url);
-    await fetchPreview(preview, '/admitted');
-    const id = (
-      (await client.callTool('manage_process', { action: 'list' })).structuredContent?.processes as {
-        process_id: string;
-        command: string;
-      }[]
-    ).find((p) => p.command.includes('http.server'))?.process_id;
-    const logs = await pollUntil(
-      async () =>
-        String(
-          (
-            (await client.callTool('manage_process', { action: 'logs', process_id: id })).structuredContent as {
-              log: { text: string };
-            }
-          ).log.text,
-        ),
-      (text) => text.includes('GET /admitted'),
-      SETTLE_MS,
-    );
-    expect(logs).not.toContain('/secret');
-  });
+  it(
+    'opens only with its capability on loopback too: ' + 'without the token or cookie, 401, and the app sees nothing',
+    async () => {
+      const { url } = await appPreview(client);
+      const { origin } = new URL(url);
+      const bare = await fetch(new URL('/secret-without-token', origin), { redirect: 'manual' });
+      expect({ status: bare.status, body: await bare.text() }).toEqual({
+        status: 401,
+        body: expect.stringContaining('get_preview_url'),
+      });
+      expect((await exchange(origin, httpGet('/secret-raw'))).received.toString()).toMatch(/^HTTP\/1\.1 401 /);
+      // A request that did get in shows in the app's log; the refused ones never do.
+      const preview = await openPreview(url);
+      await fetchPreview(preview, '/admitted');
+      const id = (
+        (await client.callTool('manage_process', { action: 'list' })).structuredContent!.processes as {
+          process_id: string;
+          command: string;
+        }[]
+      ).find((p) => p.command.includes('http.server'))?.process_id;
+      const logs = await pollUntil(
+        async () =>
+          String(
+            (
+              (await client.callTool('manage_process', { action: 'logs', process_id: id })).structuredContent as {
+                log: { text: string };
+              }
+            ).log.text,
+          ),
+        (text) => text.includes('GET /admitted'),
+        SETTLE_MS,
+      );
+      expect(logs).not.toContain('/secret');
+    },
+  );
 
   it('carries a 10 MiB answer whole', async () => {
     await appPreview(client);
@@ -252,7 +259,8 @@ needs('bubblewrap').describe('the preview URL of a local sandbox with its own ne
       sha256: inside,
     });
     console.log(
-      `10 MiB from python3 -m http.server in the sandbox through the forwarder: ${ms.toFixed(0)} ms (${((10 / ms) * 1000).toFixed(1)} MiB/s)`,
+      `10 MiB from python3 -m http.server in the sandbox through the forwarder: ${ms.toFixed(0)} ms ` +
+        `(${((10 / ms) * 1000).toFixed(1)} MiB/s)`,
     );
   });
 
@@ -285,65 +293,75 @@ needs('bubblewrap').describe('the preview URL of a local sandbox with its own ne
     await other.terminate();
   });
 
-  it('carries 64 connections of a sandbox at once and closes the 65th at once, then takes new ones as others end', async () => {
-    const preview = await holdApp(client);
-    // Each carried, and held by the app until its body's byte comes.
-    const held = [];
-    for (let i = 0; i < 64; i += 1) {
-      const socket = await openConnection(preview.origin);
-      socket.write(holdRequest(preview));
-      held.push(socket);
-    }
-    const beyond = await pollUntil(
-      () => exchange(preview.origin, holdRequest(preview) + 'x'),
-      (answer) => answer.received.length === 0,
-      SETTLE_MS,
-      100,
-    );
-    expect(beyond.received.length).toBe(0);
-    // One is let go: answered, and closed …
-    expect(bodyOf((await exchangeOn(held[0]!, 'x')).received)).toBe('held');
-    // … which makes room for one more.
-    const next = await pollUntil(
-      () => exchange(preview.origin, holdRequest(preview) + 'x'),
-      (answer) => bodyOf(answer.received) === 'held',
-      SETTLE_MS,
-      100,
-    );
-    expect(bodyOf(next.received)).toBe('held');
-    for (const socket of held) socket.destroy();
-  });
+  it(
+    'carries 64 connections of a sandbox at once and closes the 65th at once, ' + 'then takes new ones as others end',
+    async () => {
+      const preview = await holdApp(client);
+      // Each carried, and held by the app until its body's byte comes.
+      const held = [];
+      for (let i = 0; i < 64; i += 1) {
+        const socket = await openConnection(preview.origin);
+        socket.write(holdRequest(preview));
+        held.push(socket);
+      }
+      const beyond = await pollUntil(
+        () => exchange(preview.origin, holdRequest(preview) + 'x'),
+        (answer) => answer.received.length === 0,
+        SETTLE_MS,
+        100,
+      );
+      expect(beyond.received.length).toBe(0);
+      // One is let go: answered, and closed …
+      expect(bodyOf((await exchangeOn(held[0]!, 'x')).received)).toBe('held');
+      // … which makes room for one more.
+      const next = await pollUntil(
+        () => exchange(preview.origin, holdRequest(preview) + 'x'),
+        (answer) => bodyOf(answer.received) === 'held',
+        SETTLE_MS,
+        100,
+      );
+      expect(bodyOf(next.received)).toBe('held');
+      for (const socket of held) socket.destroy();
+    },
+  );
 
-  it('ignores frames for stream ids the supervisor never had, and kills a supervisor that sends an oversized frame (taken over from inside)', async () => {
-    const { url } = await appPreview(client);
-    const preview = await openPreview(url);
-    // The command's parent is the supervisor, running as the sandbox's user: the command takes a copy of its
-    // stdout (pidfd_open, pidfd_getfd: 434, 438) and writes frames there as if it were the supervisor.
-    const write = async (frame: string): Promise<void> => {
-      const command = `python3 -c "import ctypes, os, struct, sys; libc = ctypes.CDLL(None, use_errno=True); fd = libc.syscall(438, libc.syscall(434, int(sys.argv[1]), 0), 1, 0); assert fd >= 0, ctypes.get_errno(); os.write(fd, ${frame})" "$PPID"`;
-      const result = (await client.callTool('run_command', { command })).structuredContent;
-      expect(result).toMatchObject({ stderr: '' });
-    };
-    await write(`struct.pack('>IBIB', 1, 2, 999999, 0) + b'x'`);
-    await write(`struct.pack('>IBIB', 0, 10, 999998, 0) + struct.pack('>IBIB', 1, 11, 999997, 0) + b'1'`);
-    expect(await previewOf(client)).toMatchObject({ listening: true });
-    expect(bodyOf((await exchange(preview.origin, httpGet('/index.html', [preview.cookie]))).received)).toBe(PAGE);
+  it(
+    'ignores frames for stream ids the supervisor never had, and kills a supervisor that sends an oversized frame ' +
+      '(taken over from inside)',
+    async () => {
+      const { url } = await appPreview(client);
+      const preview = await openPreview(url);
+      // The command's parent is the supervisor, running as the sandbox's user: the command takes a copy of its
+      // stdout (pidfd_open, pidfd_getfd: 434, 438) and writes frames there as if it were the supervisor.
+      const write = async (frame: string): Promise<void> => {
+        const command =
+          `python3 -c "import ctypes, os, struct, sys; libc = ctypes.CDLL(None, use_errno=True); fd = ` +
+          `libc.syscall(438, libc.syscall(434, int(sys.argv[1]), 0), 1, 0); assert fd >= 0, ctypes.get_errno(); ` +
+          `os.write(fd, ${frame})" "$PPID"`;
+        const result = (await client.callTool('run_command', { command })).structuredContent;
+        expect(result).toMatchObject({ stderr: '' });
+      };
+      await write(`struct.pack('>IBIB', 1, 2, 999999, 0) + b'x'`);
+      await write(`struct.pack('>IBIB', 0, 10, 999998, 0) + struct.pack('>IBIB', 1, 11, 999997, 0) + b'1'`);
+      expect(await previewOf(client)).toMatchObject({ listening: true });
+      expect(bodyOf((await exchange(preview.origin, httpGet('/index.html', [preview.cookie]))).received)).toBe(PAGE);
 
-    const holding = await holdApp(client);
-    const heldOpen = await openConnection(holding.origin);
-    const heldOutcome = exchangeOn(heldOpen, holdRequest(holding));
-    await write(`struct.pack('>IBIB', 2 << 20, 2, 1, 1)`);
-    // Killed with everything it started: the apps, and the connection it carried.
-    expect((await heldOutcome).received.length).toBe(0);
-    expect(await previewOf(client)).toMatchObject({ listening: false });
-    expect((await exchange(preview.origin, httpGet('/index.html', [preview.cookie]))).received.toString()).toMatch(
-      /^HTTP\/1\.1 502 /,
-    );
-    // The next call starts a new supervisor, and the same URL (and cookie) serves the app started again.
-    await startApp(client);
-    expect(new URL((await untilListening(client)).url).origin).toBe(new URL(url).origin);
-    expect(bodyOf((await exchange(preview.origin, httpGet('/index.html', [preview.cookie]))).received)).toBe(PAGE);
-  });
+      const holding = await holdApp(client);
+      const heldOpen = await openConnection(holding.origin);
+      const heldOutcome = exchangeOn(heldOpen, holdRequest(holding));
+      await write(`struct.pack('>IBIB', 2 << 20, 2, 1, 1)`);
+      // Killed with everything it started: the apps, and the connection it carried.
+      expect((await heldOutcome).received.length).toBe(0);
+      expect(await previewOf(client)).toMatchObject({ listening: false });
+      expect((await exchange(preview.origin, httpGet('/index.html', [preview.cookie]))).received.toString()).toMatch(
+        /^HTTP\/1\.1 502 /,
+      );
+      // The next call starts a new supervisor, and the same URL (and cookie) serves the app started again.
+      await startApp(client);
+      expect(new URL((await untilListening(client)).url).origin).toBe(new URL(url).origin);
+      expect(bodyOf((await exchange(preview.origin, httpGet('/index.html', [preview.cookie]))).received)).toBe(PAGE);
+    },
+  );
 
   it('closes the forwarder when the sandbox is reset, and when its session is deleted', async () => {
     const own = await connectClient('v2', server.url, { token: TOKEN });
@@ -367,24 +385,29 @@ needs('bubblewrap').describe('the preview URL of a local sandbox with its own ne
 describe('the cookies of two sandboxes’ previews, in one browser', () => {
   afterAll(stopAllServers);
 
-  it('on one address (the default) share its jar: the app of one sees the app cookie of the other, never a preview cookie', async () => {
-    const server = await startServer({ env: { MCP_AUTH_TOKENS: TOKEN, SANDBOX_BACKEND: 'local' } });
-    const a = await connectClient('v2', server.url, { token: TOKEN });
-    const b = await connectClient('v2', server.url, { token: TOKEN });
-    const browser = new Browser();
-    expect(await browser.open(await cookieApp(a, 'tenant-a'), '/login')).toEqual({ status: 200, body: 'cookies: ' });
-    // What the issue saw: a browser sends the jar of 127.0.0.1 to every port of it. The preview cookies (A's and
-    // B's) are taken out; the app's own cookie is not the front's to judge.
-    expect(await browser.open(await cookieApp(b, 'tenant-b'), '/whoami')).toEqual({
-      status: 200,
-      body: 'cookies: app_session=tenant-a',
-    });
-    await a.terminate();
-    await b.terminate();
-  });
+  it(
+    'on one address (the default) share its jar: the app of one sees the app cookie of the other, never a preview ' +
+      'cookie',
+    async () => {
+      const server = await startServer({ env: { MCP_AUTH_TOKENS: TOKEN, SANDBOX_BACKEND: 'local' } });
+      const a = await connectClient('v2', server.url, { token: TOKEN });
+      const b = await connectClient('v2', server.url, { token: TOKEN });
+      const browser = new Browser();
+      expect(await browser.open(await cookieApp(a, 'tenant-a'), '/login')).toEqual({ status: 200, body: 'cookies: ' });
+      // What the issue saw: a browser sends the jar of 127.0.0.1 to every port of it. The preview cookies (A's and
+      // B's) are taken out; the app's own cookie is not the front's to judge.
+      expect(await browser.open(await cookieApp(b, 'tenant-b'), '/whoami')).toEqual({
+        status: 200,
+        body: 'cookies: app_session=tenant-a',
+      });
+      await a.terminate();
+      await b.terminate();
+    },
+  );
 
   needs('bubblewrap').it(
-    'on a host name per sandbox (LOCAL_SANDBOX_PREVIEW_DOMAIN) are apart: each app sees its own only, and a preview answers only to its name',
+    'on a host name per sandbox (LOCAL_SANDBOX_PREVIEW_DOMAIN) are apart: each app sees its own only, and a ' +
+      'preview answers only to its name',
     async () => {
       const server = await startServer({
         env: { MCP_AUTH_TOKENS: TOKEN, SANDBOX_BACKEND: 'local', LOCAL_SANDBOX_PREVIEW_DOMAIN: 'localhost' },
@@ -449,7 +472,8 @@ describe('the preview address', () => {
     .flat()
     .find((info) => info?.family === 'IPv4' && !info.internal)?.address;
   (address === undefined ? it.skip : needs('bubblewrap').it)(
-    'serves previews on a public address on purpose, behind a capability URL: its token buys a cookie, nothing else opens it, and it opens no other sandbox',
+    'serves previews on a public address on purpose, behind a capability URL: its token buys a cookie, nothing ' +
+      'else opens it, and it opens no other sandbox',
     async () => {
       const server = await startServer({
         env: {
@@ -497,7 +521,9 @@ describe('the preview address', () => {
       // Another sandbox's preview of the same port: its own URL opens it; this one's token and cookie do not.
       const other = await connectClient('v2', server.url, { token: TOKEN });
       await other.callTool('run_command', {
-        command: `mkdir -p site && echo other > site/index.html && cd site && exec python3 -m http.server ${APP_PORT} --bind 127.0.0.1`,
+        command:
+          `mkdir -p site && echo other > site/index.html && cd site && exec python3 -m http.server ${APP_PORT} ` +
+          `--bind 127.0.0.1`,
         background: true,
       });
       const theirs = new URL((await untilListening(other)).url);

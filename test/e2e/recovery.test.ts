@@ -75,7 +75,7 @@ it('serves a whole session that alternates between two instances behind a proxy 
       content: 'print("v2")\n',
     });
     const listed = await client.callTool('list_files');
-    expect((listed.structuredContent?.entries as Array<{ path: string }>).map((e) => e.path)).toEqual(['app.py']);
+    expect((listed.structuredContent!.entries as Array<{ path: string }>).map((e) => e.path)).toEqual(['app.py']);
     expect(new Set(proxy.served)).toEqual(new Set([0, 1]));
     await client.terminate();
   } finally {
@@ -99,62 +99,73 @@ it('brings back, with its files, a session evicted from memory at the cap', asyn
   await Promise.all([evicted.terminate(), newcomer.terminate()]);
 });
 
-it('lets any instance end a session: DELETE on an instance that never held it kills the sandbox, and that instance answers 404 afterwards', async () => {
-  const root = sharedRoot();
-  const a = await startServer({ env: ENV, sandboxRoot: root });
-  const b = await startServer({ env: ENV, sandboxRoot: root });
-  const client = await connectClient('v2', a.url, { token: TOKEN });
-  await client.callTool('write_file', { path: 'x.txt', content: 'x' });
-  const id = client.sessionId ?? '';
-  expect(workspacesIn(root)).toHaveLength(1);
-  const headers = { authorization: `Bearer ${TOKEN}`, 'mcp-session-id': id, 'mcp-protocol-version': '2025-11-25' };
-  expect((await fetch(b.url, { method: 'DELETE', headers })).status).toBe(200);
-  expect(workspacesIn(root)).toHaveLength(0);
-  expect((await postMcp(b.url, { jsonrpc: '2.0', id: 3, method: 'tools/list' }, headers)).status).toBe(404);
-  await client.close();
-});
-
-it('revokes a DELETEd id for good: 404 on every instance sharing the root and after a restart, never a fresh sandbox', async () => {
-  const root = sharedRoot();
-  const port = await findFreePort();
-  const a = await startServer({ env: ENV, sandboxRoot: root, port });
-  const b = await startServer({ env: ENV, sandboxRoot: root });
-  const client = await connectClient('v2', a.url, { token: TOKEN });
-  await client.callTool('write_file', { path: 'x.txt', content: 'x' });
-  const headers = {
-    authorization: `Bearer ${TOKEN}`,
-    'mcp-session-id': client.sessionId ?? '',
-    'mcp-protocol-version': '2025-11-25',
-  };
-  expect((await fetch(a.url, { method: 'DELETE', headers })).status).toBe(200);
-  const list = { jsonrpc: '2.0', id: 3, method: 'tools/list' };
-  // Another instance, which never saw the DELETE, refuses it.
-  expect((await postMcp(b.url, list, headers)).status).toBe(404);
-  // So does the instance that served it, once restarted (its memory of ended ids is gone).
-  a.child.kill('SIGKILL');
-  await new Promise((resolve) => a.child.once('exit', resolve));
-  const restarted = await startServer({ env: ENV, sandboxRoot: root, port });
-  const call = { jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'list_files', arguments: {} } };
-  expect((await postMcp(restarted.url, call, headers)).status).toBe(404);
-  expect((await fetch(restarted.url, { method: 'DELETE', headers })).status).toBe(404);
-  expect(workspacesIn(root)).toEqual([]);
-  await client.close();
-});
-
-it('keeps sandboxes on SIGTERM when sessions can come back (secret configured), and cleans up when they cannot', async () => {
-  const { readdirSync } = await import('node:fs');
-  for (const [env, kept] of [
-    [ENV, 1],
-    [{ MCP_AUTH_TOKENS: TOKEN }, 0],
-  ] as const) {
+it(
+  'lets any instance end a session: DELETE on an instance that never held it kills the sandbox, and that instance ' +
+    'answers 404 afterwards',
+  async () => {
     const root = sharedRoot();
-    const server = await startServer({ env, sandboxRoot: root });
-    const client = await connectClient('v2', server.url, { token: TOKEN });
-    await client.callTool('write_file', { path: 'a.txt', content: 'a' });
-    await server.stop(); // SIGTERM
-    expect(readdirSync(root).filter((name) => name.startsWith('mcp-sandbox-'))).toHaveLength(kept);
-  }
-});
+    const a = await startServer({ env: ENV, sandboxRoot: root });
+    const b = await startServer({ env: ENV, sandboxRoot: root });
+    const client = await connectClient('v2', a.url, { token: TOKEN });
+    await client.callTool('write_file', { path: 'x.txt', content: 'x' });
+    const id = client.sessionId ?? '';
+    expect(workspacesIn(root)).toHaveLength(1);
+    const headers = { authorization: `Bearer ${TOKEN}`, 'mcp-session-id': id, 'mcp-protocol-version': '2025-11-25' };
+    expect((await fetch(b.url, { method: 'DELETE', headers })).status).toBe(200);
+    expect(workspacesIn(root)).toHaveLength(0);
+    expect((await postMcp(b.url, { jsonrpc: '2.0', id: 3, method: 'tools/list' }, headers)).status).toBe(404);
+    await client.close();
+  },
+);
+
+it(
+  'revokes a DELETEd id for good: 404 on every instance sharing the ' +
+    'root and after a restart, never a fresh sandbox',
+  async () => {
+    const root = sharedRoot();
+    const port = await findFreePort();
+    const a = await startServer({ env: ENV, sandboxRoot: root, port });
+    const b = await startServer({ env: ENV, sandboxRoot: root });
+    const client = await connectClient('v2', a.url, { token: TOKEN });
+    await client.callTool('write_file', { path: 'x.txt', content: 'x' });
+    const headers = {
+      authorization: `Bearer ${TOKEN}`,
+      'mcp-session-id': client.sessionId ?? '',
+      'mcp-protocol-version': '2025-11-25',
+    };
+    expect((await fetch(a.url, { method: 'DELETE', headers })).status).toBe(200);
+    const list = { jsonrpc: '2.0', id: 3, method: 'tools/list' };
+    // Another instance, which never saw the DELETE, refuses it.
+    expect((await postMcp(b.url, list, headers)).status).toBe(404);
+    // So does the instance that served it, once restarted (its memory of ended ids is gone).
+    a.child.kill('SIGKILL');
+    await new Promise((resolve) => a.child.once('exit', resolve));
+    const restarted = await startServer({ env: ENV, sandboxRoot: root, port });
+    const call = { jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'list_files', arguments: {} } };
+    expect((await postMcp(restarted.url, call, headers)).status).toBe(404);
+    expect((await fetch(restarted.url, { method: 'DELETE', headers })).status).toBe(404);
+    expect(workspacesIn(root)).toEqual([]);
+    await client.close();
+  },
+);
+
+it(
+  'keeps sandboxes on SIGTERM when sessions can come back (secret configured), ' + 'and cleans up when they cannot',
+  async () => {
+    const { readdirSync } = await import('node:fs');
+    for (const [env, kept] of [
+      [ENV, 1],
+      [{ MCP_AUTH_TOKENS: TOKEN }, 0],
+    ] as const) {
+      const root = sharedRoot();
+      const server = await startServer({ env, sandboxRoot: root });
+      const client = await connectClient('v2', server.url, { token: TOKEN });
+      await client.callTool('write_file', { path: 'a.txt', content: 'a' });
+      await server.stop(); // SIGTERM
+      expect(readdirSync(root).filter((name) => name.startsWith('mcp-sandbox-'))).toHaveLength(kept);
+    }
+  },
+);
 
 needs('bubblewrap').it(
   'keeps the logs of background processes when the session moves to a new server process',
@@ -172,7 +183,7 @@ needs('bubblewrap').it(
     await pollUntil(
       async () =>
         (
-          (await client.callTool('manage_process', { action: 'logs', process_id: id })).structuredContent?.log as {
+          (await client.callTool('manage_process', { action: 'logs', process_id: id })).structuredContent!.log as {
             text: string;
           }
         ).text,

@@ -1,4 +1,5 @@
-/** run_code in the local sandbox: a stateful Python kernel, errors, timeouts and restarts, other languages, cleanup on DELETE. */
+/** run_code in the local sandbox: a stateful Python kernel, errors, timeouts and restarts, other languages, cleanup on
+ * DELETE. */
 import { randomBytes } from 'node:crypto';
 
 import { connectClient, textOf, type TestClient, type ToolResult } from '../support/clients';

@@ -63,31 +63,34 @@ describe('the local sandbox under attack from inside', () => {
     await stopAllServers();
   });
 
-  it('list_files never lists another workspace through a directory swapped for a symlink (RENAME_EXCHANGE)', async () => {
-    const swap = [
-      'import ctypes, os, time',
-      'os.makedirs("x/d", exist_ok=True)',
-      'open("x/d/own-entry", "w").close()',
-      `os.path.lexists("x/l") or os.symlink(${JSON.stringify(victimHome)}, "x/l")`,
-      'libc = ctypes.CDLL(None, use_errno=True)',
-      'end = time.time() + 120',
-      'while time.time() < end:',
-      '    libc.renameat2(-100, b"x/d", -100, b"x/l", 2)',
-    ].join('\n');
-    expect((await attacker.callTool('write_file', { path: 'swap.py', content: swap })).isError).toBeFalsy();
-    expect(
-      (await attacker.callTool('run_command', { command: 'python3 swap.py', background: true })).isError,
-    ).toBeFalsy();
-    const seen = new Set<string>();
-    for (let i = 0; i < 200; i += 1) {
-      const listed = await attacker.callTool('list_files', { path: 'x', depth: 2 });
-      for (const entry of (listed.structuredContent as Listed | undefined)?.entries ?? []) seen.add(entry.path);
-    }
-    await attacker.callTool('manage_process', { action: 'kill', process_id: 'p1' });
-    // The race ran (the real directory was listed under both names), and nothing of the victim showed.
-    expect([...seen].filter((path) => path.endsWith('own-entry'))).toEqual(expect.arrayContaining(['d/own-entry']));
-    expect([...seen].filter((path) => path.includes(VICTIM_MARK))).toEqual([]);
-  });
+  it(
+    'list_files never lists another workspace through a ' + 'directory swapped for a symlink (RENAME_EXCHANGE)',
+    async () => {
+      const swap = [
+        'import ctypes, os, time',
+        'os.makedirs("x/d", exist_ok=True)',
+        'open("x/d/own-entry", "w").close()',
+        `os.path.lexists("x/l") or os.symlink(${JSON.stringify(victimHome)}, "x/l")`,
+        'libc = ctypes.CDLL(None, use_errno=True)',
+        'end = time.time() + 120',
+        'while time.time() < end:',
+        '    libc.renameat2(-100, b"x/d", -100, b"x/l", 2)',
+      ].join('\n');
+      expect((await attacker.callTool('write_file', { path: 'swap.py', content: swap })).isError).toBeFalsy();
+      expect(
+        (await attacker.callTool('run_command', { command: 'python3 swap.py', background: true })).isError,
+      ).toBeFalsy();
+      const seen = new Set<string>();
+      for (let i = 0; i < 200; i += 1) {
+        const listed = await attacker.callTool('list_files', { path: 'x', depth: 2 });
+        for (const entry of (listed.structuredContent as Listed | undefined)?.entries ?? []) seen.add(entry.path);
+      }
+      await attacker.callTool('manage_process', { action: 'kill', process_id: 'p1' });
+      // The race ran (the real directory was listed under both names), and nothing of the victim showed.
+      expect([...seen].filter((path) => path.endsWith('own-entry'))).toEqual(expect.arrayContaining(['d/own-entry']));
+      expect([...seen].filter((path) => path.includes(VICTIM_MARK))).toEqual([]);
+    },
+  );
 
   it('cleaning up after a Java run never deletes through a symlink the program left in its place', async () => {
     // The program swaps every Java source and scratch directory in /tmp for a link into the victim's files.
@@ -117,7 +120,8 @@ public class Main {
   });
 
   needs('root').it(
-    'runs each sandbox as a user of its own, allocated (not derived from the session), recorded with its workspace and given back at the end',
+    'runs each sandbox as a user of its own, allocated (not derived from the session), recorded with its ' +
+      'workspace and given back at the end',
     async () => {
       const uidOf = async (client: TestClient): Promise<number> =>
         Number(
@@ -145,7 +149,8 @@ public class Main {
       const probe = [
         'import ctypes, os',
         'libc = ctypes.CDLL(None, use_errno=True)',
-        'for name, nr in [("mount", 165), ("unshare", 272), ("keyctl", 250), ("bpf", 321), ("io_uring_setup", 425), ("userfaultfd", 323), ("perf_event_open", 298), ("open_by_handle_at", 304), ("getpid", 39)]:',
+        'for name, nr in [("mount", 165), ("unshare", 272), ("keyctl", 250), ("bpf", 321), ("io_uring_setup", ' +
+          '425), ("userfaultfd", 323), ("perf_event_open", 298), ("open_by_handle_at", 304), ("getpid", 39)]:',
         '    r = libc.syscall(nr, 0, 0, 0, 0, 0)',
         '    print(name, "refused" if r < 0 and ctypes.get_errno() == 1 else "allowed")',
       ].join('\n');
@@ -181,56 +186,64 @@ public class Main {
     },
   );
 
-  it("killing or stopping the sandbox's own supervisor ends what runs in that sandbox, never hangs a call, and the next call works", async () => {
-    // Everything of the sandbox's user, the supervisor included: the call still comes back.
-    const killed = await attacker.callTool('run_command', { command: 'kill -9 -1' });
-    // Killed by SIGKILL, or (when its kill beat the supervisor's report that it started) the supervisor's end.
-    if (killed.isError)
-      expect(killed.content[0]?.text).toMatch(
-        /^The sandbox's supervisor was stopped or killed before it reported the process/,
-      );
-    else expect(killed.structuredContent).toMatchObject({ exit_code: null, timed_out: false });
-    expect((await attacker.callTool('run_command', { command: 'echo back' })).structuredContent).toMatchObject({
-      exit_code: 0,
-      stdout: 'back\n',
-    });
-    // A stopped supervisor reports nothing: the call's deadline, then the server, kill it.
-    const stopped = await attacker.callTool('run_command', { command: 'kill -STOP $PPID', timeout_ms: 1000 });
-    expect(stopped.isError).toBe(true);
-    if (stopped.structuredContent === undefined)
-      expect(stopped.content[0]?.text).toMatch(
-        /^The sandbox's supervisor was stopped or killed before it reported the process/,
-      );
-    else expect(stopped.structuredContent).toMatchObject({ timed_out: true });
-    expect((await attacker.callTool('run_command', { command: 'echo back again' })).structuredContent).toMatchObject({
-      exit_code: 0,
-      stdout: 'back again\n',
-    });
-    // The other session's sandbox never noticed.
-    expect((await victim.callTool('run_command', { command: 'echo untouched' })).structuredContent).toMatchObject({
-      exit_code: 0,
-      stdout: 'untouched\n',
-    });
-  });
+  it(
+    "killing or stopping the sandbox's own supervisor ends what runs in that sandbox, never hangs a call, and the " +
+      'next call works',
+    async () => {
+      // Everything of the sandbox's user, the supervisor included: the call still comes back.
+      const killed = await attacker.callTool('run_command', { command: 'kill -9 -1' });
+      // Killed by SIGKILL, or (when its kill beat the supervisor's report that it started) the supervisor's end.
+      if (killed.isError)
+        expect(killed.content[0]?.text).toMatch(
+          /^The sandbox's supervisor was stopped or killed before it reported the process/,
+        );
+      else expect(killed.structuredContent).toMatchObject({ exit_code: null, timed_out: false });
+      expect((await attacker.callTool('run_command', { command: 'echo back' })).structuredContent).toMatchObject({
+        exit_code: 0,
+        stdout: 'back\n',
+      });
+      // A stopped supervisor reports nothing: the call's deadline, then the server, kill it.
+      const stopped = await attacker.callTool('run_command', { command: 'kill -STOP $PPID', timeout_ms: 1000 });
+      expect(stopped.isError).toBe(true);
+      if (stopped.structuredContent === undefined)
+        expect(stopped.content[0]?.text).toMatch(
+          /^The sandbox's supervisor was stopped or killed before it reported the process/,
+        );
+      else expect(stopped.structuredContent).toMatchObject({ timed_out: true });
+      expect((await attacker.callTool('run_command', { command: 'echo back again' })).structuredContent).toMatchObject({
+        exit_code: 0,
+        stdout: 'back again\n',
+      });
+      // The other session's sandbox never noticed.
+      expect((await victim.callTool('run_command', { command: 'echo untouched' })).structuredContent).toMatchObject({
+        exit_code: 0,
+        stdout: 'untouched\n',
+      });
+    },
+  );
 
-  it("an endless line on the Python kernel's control channel is passed over, not held: the call ends, the kernel and its state stay", async () => {
-    await attacker.callTool('run_code', { code: 'kept = 1' });
-    const flooded = await attacker.callTool('run_code', {
-      code: 'import os\nos.write(3, b"x" * (65 << 20))\n"after"',
-      timeout_ms: 60_000,
-    });
-    expect(flooded.structuredContent).toMatchObject({
-      state_lost: false,
-      timed_out: false,
-      error: null,
-      results: [{ text: "'after'" }],
-      results_omitted: { count: 1, bytes: 65 << 20 },
-    });
-    expect(
-      (await attacker.callTool('run_code', { code: "'kept' in globals(), 1 + 1" })).structuredContent,
-    ).toMatchObject({ results: [{ text: '(True, 2)' }] });
-    expect((await fetch(`${server.origin}/health`)).status).toBe(200);
-  });
+  it(
+    "an endless line on the Python kernel's control channel is passed over, not held: the call ends, the kernel " +
+      'and its state stay',
+    async () => {
+      await attacker.callTool('run_code', { code: 'kept = 1' });
+      const flooded = await attacker.callTool('run_code', {
+        code: 'import os\nos.write(3, b"x" * (65 << 20))\n"after"',
+        timeout_ms: 60_000,
+      });
+      expect(flooded.structuredContent).toMatchObject({
+        state_lost: false,
+        timed_out: false,
+        error: null,
+        results: [{ text: "'after'" }],
+        results_omitted: { count: 1, bytes: 65 << 20 },
+      });
+      expect(
+        (await attacker.callTool('run_code', { code: "'kept' in globals(), 1 + 1" })).structuredContent,
+      ).toMatchObject({ results: [{ text: '(True, 2)' }] });
+      expect((await fetch(`${server.origin}/health`)).status).toBe(200);
+    },
+  );
 });
 
 describe('a token file reached by another name', () => {
@@ -250,7 +263,9 @@ describe('a token file reached by another name', () => {
       const server = await startServer({ env: { MCP_AUTH_TOKEN_FILE: join(dir, 'link') } });
       const client = await connectClient('v2', server.url, { token: TOKEN });
       const read = await client.callTool('run_command', {
-        command: `cat ${join(dir, 'tokens')}; cat ${join(dir, 'link')}; ${typesOf([join(dir, 'tokens'), join(dir, 'link')])}`,
+        command:
+          `cat ${join(dir, 'tokens')}; cat ${join(dir, 'link')}; ` +
+          `${typesOf([join(dir, 'tokens'), join(dir, 'link')])}`,
       });
       expect(read.structuredContent).toMatchObject({ stdout: 'character special file\ncharacter special file\n' });
       expect(JSON.stringify(read)).not.toContain(TOKEN);

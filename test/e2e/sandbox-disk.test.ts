@@ -95,112 +95,126 @@ needs('bubblewrap', 'disk images').describe('the local sandbox’s disk limit (L
     expect(JSON.stringify(listed.structuredContent)).not.toContain('lost+found');
   });
 
-  it('fails fallocate, head -c and dd past the limit inside the sandbox, names the limit, and the host pays at most 64 MiB', async () => {
-    const fallocate = await run('fallocate -l 200M big');
-    expect(outputOf(fallocate).exit_code).not.toBe(0);
-    expect(outputOf(fallocate).stderr).toMatch(/No space left on device/);
-    expect(textOf(fallocate)).toMatch(FULL);
-    expect(outputOf(fallocate).disk_full).toEqual({ disk_limit_bytes: 64 * MIB });
-    expect(allocated(dir)).toBeLessThanOrEqual(64 * MIB);
+  it(
+    'fails fallocate, head -c and dd past the limit inside the sandbox, names the limit, and the host pays at most ' +
+      '64 MiB',
+    async () => {
+      const fallocate = await run('fallocate -l 200M big');
+      expect(outputOf(fallocate).exit_code).not.toBe(0);
+      expect(outputOf(fallocate).stderr).toMatch(/No space left on device/);
+      expect(textOf(fallocate)).toMatch(FULL);
+      expect(outputOf(fallocate).disk_full).toEqual({ disk_limit_bytes: 64 * MIB });
+      expect(allocated(dir)).toBeLessThanOrEqual(64 * MIB);
 
-    // Real bytes this time, in home and then in /tmp: the two share the one limit.
-    const head = await run('rm -f big; head -c 200M /dev/zero > filler; echo "head exit $?"');
-    expect(outputOf(head).stdout).toMatch(/head exit 1/);
-    expect(outputOf(head).stderr).toMatch(/No space left on device/);
-    expect(textOf(head)).toMatch(FULL);
-    expect(allocated(dir)).toBeLessThanOrEqual(64 * MIB);
+      // Real bytes this time, in home and then in /tmp: the two share the one limit.
+      const head = await run('rm -f big; head -c 200M /dev/zero > filler; echo "head exit $?"');
+      expect(outputOf(head).stdout).toMatch(/head exit 1/);
+      expect(outputOf(head).stderr).toMatch(/No space left on device/);
+      expect(textOf(head)).toMatch(FULL);
+      expect(allocated(dir)).toBeLessThanOrEqual(64 * MIB);
 
-    const dd = await run('rm -f filler; head -c 30M /dev/zero > half; dd if=/dev/zero of=/tmp/more bs=1M count=60');
-    expect(outputOf(dd).exit_code).not.toBe(0);
-    expect(outputOf(dd).stderr).toMatch(/No space left on device/);
-    expect(textOf(dd)).toMatch(FULL);
-    expect(allocated(dir)).toBeLessThanOrEqual(64 * MIB);
-    // Nothing went around the image: the root's own file system holds next to nothing beside it.
-    expect(
-      Number(execFileSync('du', ['-skx', '--exclude=.disks', root], { encoding: 'utf8' }).split('\t')[0]) * 1024,
-    ).toBeLessThan(64 * MIB);
-  });
+      const dd = await run('rm -f filler; head -c 30M /dev/zero > half; dd if=/dev/zero of=/tmp/more bs=1M count=60');
+      expect(outputOf(dd).exit_code).not.toBe(0);
+      expect(outputOf(dd).stderr).toMatch(/No space left on device/);
+      expect(textOf(dd)).toMatch(FULL);
+      expect(allocated(dir)).toBeLessThanOrEqual(64 * MIB);
+      // Nothing went around the image: the root's own file system holds next to nothing beside it.
+      expect(
+        Number(execFileSync('du', ['-skx', '--exclude=.disks', root], { encoding: 'utf8' }).split('\t')[0]) * 1024,
+      ).toBeLessThan(64 * MIB);
+    },
+  );
 
-  it('gives write_file a clear error at the limit, keeps serving others, and writes again once files are deleted', async () => {
-    // The disk is still full (30 MB in home, the rest in /tmp).
-    const written = await client.callTool('write_file', { path: 'more.bin', content: 'x'.repeat(2 * MIB) });
-    expect(written.isError).toBe(true);
-    expect(textOf(written)).toMatch(new RegExp(`^${FULL.source}; delete files`));
-    const edited = await client.callTool('edit_file', {
-      path: 'mark/here.txt',
-      old_string: 'client',
-      new_string: 'y'.repeat(2 * MIB),
-    });
-    expect(edited.isError).toBe(true);
-    expect(textOf(edited)).toMatch(FULL);
-    // A write that found the disk full leaves the file as it was (the new part is written first, and taken back).
-    expect((await client.callTool('read_file', { path: 'mark/here.txt' })).structuredContent).toMatchObject({
-      content: 'client',
-    });
+  it(
+    'gives write_file a clear error at the limit, ' + 'keeps serving others, and writes again once files are deleted',
+    async () => {
+      // The disk is still full (30 MB in home, the rest in /tmp).
+      const written = await client.callTool('write_file', { path: 'more.bin', content: 'x'.repeat(2 * MIB) });
+      expect(written.isError).toBe(true);
+      expect(textOf(written)).toMatch(new RegExp(`^${FULL.source}; delete files`));
+      const edited = await client.callTool('edit_file', {
+        path: 'mark/here.txt',
+        old_string: 'client',
+        new_string: 'y'.repeat(2 * MIB),
+      });
+      expect(edited.isError).toBe(true);
+      expect(textOf(edited)).toMatch(FULL);
+      // A write that found the disk full leaves the file as it was (the new part is written first, and taken back).
+      expect((await client.callTool('read_file', { path: 'mark/here.txt' })).structuredContent).toMatchObject({
+        content: 'client',
+      });
 
-    // Another session is not touched by this one's full disk, and the server answers as ever.
-    const other = await connectClient('v2', server.url, { token: TOKEN });
-    expect(
-      (await other.callTool('write_file', { path: 'fits.bin', content: 'z'.repeat(2 * MIB) })).isError,
-    ).toBeFalsy();
-    expect(outputOf(await run('wc -c < fits.bin', other)).stdout.trim()).toBe(String(2 * MIB));
-    expect((await fetch(`${server.origin}/health`)).status).toBe(200);
-    await other.terminate();
+      // Another session is not touched by this one's full disk, and the server answers as ever.
+      const other = await connectClient('v2', server.url, { token: TOKEN });
+      expect(
+        (await other.callTool('write_file', { path: 'fits.bin', content: 'z'.repeat(2 * MIB) })).isError,
+      ).toBeFalsy();
+      expect(outputOf(await run('wc -c < fits.bin', other)).stdout.trim()).toBe(String(2 * MIB));
+      expect((await fetch(`${server.origin}/health`)).status).toBe(200);
+      await other.terminate();
 
-    const freed = await run('rm -f half /tmp/more; echo ok');
-    expect(outputOf(freed).disk_full).toBeUndefined();
-    expect(textOf(freed)).not.toMatch(FULL);
-    expect(
-      (await client.callTool('write_file', { path: 'more.bin', content: 'x'.repeat(2 * MIB) })).isError,
-    ).toBeFalsy();
-  });
+      const freed = await run('rm -f half /tmp/more; echo ok');
+      expect(outputOf(freed).disk_full).toBeUndefined();
+      expect(textOf(freed)).not.toMatch(FULL);
+      expect(
+        (await client.callTool('write_file', { path: 'more.bin', content: 'x'.repeat(2 * MIB) })).isError,
+      ).toBeFalsy();
+    },
+  );
 
-  it('unmounts every workspace and frees its loop device when SIGTERMed (the image stays); the next server mounts it again for its session', async () => {
-    expect(mountsUnder(root)).toEqual([dir]);
-    await stop(server, 'SIGTERM');
-    expect(mountsUnder(root)).toEqual([]);
-    expect(await loopDevicesSettledUnder(root)).toEqual([]);
-    expect(statSync(image(dir)).size).toBe(64 * MIB);
-    server = await startServer({ env: ENV, sandboxRoot: root, port });
-    expect((await client.callTool('read_file', { path: 'mark/here.txt' })).structuredContent).toMatchObject({
-      content: 'client',
-    });
-    expect(mountsUnder(root)).toEqual([dir]);
-    expect(loopDevicesUnder(root)).toHaveLength(1);
-  });
+  it(
+    'unmounts every workspace and frees its loop device when SIGTERMed (the image stays); the next server mounts ' +
+      'it again for its session',
+    async () => {
+      expect(mountsUnder(root)).toEqual([dir]);
+      await stop(server, 'SIGTERM');
+      expect(mountsUnder(root)).toEqual([]);
+      expect(await loopDevicesSettledUnder(root)).toEqual([]);
+      expect(statSync(image(dir)).size).toBe(64 * MIB);
+      server = await startServer({ env: ENV, sandboxRoot: root, port });
+      expect((await client.callTool('read_file', { path: 'mark/here.txt' })).structuredContent).toMatchObject({
+        content: 'client',
+      });
+      expect(mountsUnder(root)).toEqual([dir]);
+      expect(loopDevicesUnder(root)).toHaveLength(1);
+    },
+  );
 
-  it('releases at start-up what a SIGKILLed server left mounted, never what a live server on the same root holds', async () => {
-    // A second server on the root, live, with a session whose workspace it has mounted.
-    const sibling = await startServer({ env: ENV, sandboxRoot: root });
-    const other = await connectClient('v2', sibling.url, { token: TOKEN });
-    expect((await other.callTool('write_file', { path: 'sibling.txt', content: 'sibling' })).isError).toBeFalsy();
-    const otherDir = workspaceWith('sibling.txt');
-    // Killed outright: nothing could unmount its workspace, which keeps its mount and its loop device.
-    await stop(server, 'SIGKILL');
-    expect(mountsUnder(root).sort()).toEqual([dir, otherDir].sort());
+  it(
+    'releases at start-up what a SIGKILLed server left mounted, ' + 'never what a live server on the same root holds',
+    async () => {
+      // A second server on the root, live, with a session whose workspace it has mounted.
+      const sibling = await startServer({ env: ENV, sandboxRoot: root });
+      const other = await connectClient('v2', sibling.url, { token: TOKEN });
+      expect((await other.callTool('write_file', { path: 'sibling.txt', content: 'sibling' })).isError).toBeFalsy();
+      const otherDir = workspaceWith('sibling.txt');
+      // Killed outright: nothing could unmount its workspace, which keeps its mount and its loop device.
+      await stop(server, 'SIGKILL');
+      expect(mountsUnder(root).sort()).toEqual([dir, otherDir].sort());
 
-    server = await startServer({ env: ENV, sandboxRoot: root, port });
-    // No request needed: the start-up releases it (before any workspace is opened), and then says so.
-    const released = (): Array<Record<string, unknown>> =>
-      server.logs().filter((line) => line.msg === 'released the workspace disks of servers that are gone');
-    expect(await pollUntil(released, (lines) => lines.length > 0, SETTLE_MS)).toEqual([
-      expect.objectContaining({ unmounted: 1 }),
-    ]);
-    // (The start-up's own probe, right after, mounts a tiny image in .disks for a moment.)
-    expect(mountsUnder(root).filter((point) => !point.startsWith(join(root, '.disks')))).toEqual([otherDir]);
-    expect(await loopDevicesSettledUnder(root, 1)).toEqual([expect.stringContaining(image(otherDir))]);
-    // The live server's session goes on, on its own mount; the killed server's comes back to its files.
-    expect((await other.callTool('read_file', { path: 'sibling.txt' })).structuredContent).toMatchObject({
-      content: 'sibling',
-    });
-    expect((await client.callTool('read_file', { path: 'mark/here.txt' })).structuredContent).toMatchObject({
-      content: 'client',
-    });
-    expect(mountsUnder(root).sort()).toEqual([dir, otherDir].sort());
-    await other.terminate();
-    await sibling.stop();
-    expect(mountsUnder(root)).toEqual([dir]);
-  });
+      server = await startServer({ env: ENV, sandboxRoot: root, port });
+      // No request needed: the start-up releases it (before any workspace is opened), and then says so.
+      const released = (): Array<Record<string, unknown>> =>
+        server.logs().filter((line) => line.msg === 'released the workspace disks of servers that are gone');
+      expect(await pollUntil(released, (lines) => lines.length > 0, SETTLE_MS)).toEqual([
+        expect.objectContaining({ unmounted: 1 }),
+      ]);
+      // (The start-up's own probe, right after, mounts a tiny image in .disks for a moment.)
+      expect(mountsUnder(root).filter((point) => !point.startsWith(join(root, '.disks')))).toEqual([otherDir]);
+      expect(await loopDevicesSettledUnder(root, 1)).toEqual([expect.stringContaining(image(otherDir))]);
+      // The live server's session goes on, on its own mount; the killed server's comes back to its files.
+      expect((await other.callTool('read_file', { path: 'sibling.txt' })).structuredContent).toMatchObject({
+        content: 'sibling',
+      });
+      expect((await client.callTool('read_file', { path: 'mark/here.txt' })).structuredContent).toMatchObject({
+        content: 'client',
+      });
+      expect(mountsUnder(root).sort()).toEqual([dir, otherDir].sort());
+      await other.terminate();
+      await sibling.stop();
+      expect(mountsUnder(root)).toEqual([dir]);
+    },
+  );
 
   it('keeps the files when the host restarts (nothing mounted, the image in place) and mounts them once', async () => {
     await stop(server, 'SIGKILL');

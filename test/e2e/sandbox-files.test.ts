@@ -1,4 +1,5 @@
-/** The file tools through the official v2 client: confinement to the workspace, paging, binary and images, edits, listings. */
+/** The file tools through the official v2 client: confinement to the workspace, paging, binary and images, edits,
+ * listings. */
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -112,24 +113,31 @@ describe('path confinement', () => {
     expectError(await call('read_file', { path: 'not-there-yet.txt' }), 'No such file');
   });
 
-  it('follows symlinks that stay inside, as the sandbox sees them (relative, or absolute under its working directory)', async () => {
-    await shell(
-      'mkdir -p real/sub && echo inside > real/sub/f.txt && ln -s real rel-link && ln -s "$PWD/real/sub" abs-link && ln -s ../f.txt real/sub/up && echo top > real/f.txt',
-    );
-    expect((await call('read_file', { path: 'rel-link/sub/f.txt' })).structuredContent).toMatchObject({
-      content: 'inside\n',
-    });
-    expect((await call('read_file', { path: 'abs-link/f.txt' })).structuredContent).toMatchObject({
-      content: 'inside\n',
-    });
-    expect((await call('read_file', { path: 'abs-link/up' })).structuredContent).toMatchObject({ content: 'top\n' });
-    expect((await call('write_file', { path: 'rel-link/sub/new.txt', content: 'n' })).structuredContent).toMatchObject({
-      created: true,
-    });
-    expect((await call('list_files', { path: 'abs-link' })).structuredContent).toMatchObject({
-      entries: expect.arrayContaining([expect.objectContaining({ path: 'new.txt' })]),
-    });
-  });
+  it(
+    'follows symlinks that stay inside, as the sandbox sees them (relative, or absolute under its working ' +
+      'directory)',
+    async () => {
+      await shell(
+        'mkdir -p real/sub && echo inside > real/sub/f.txt && ln -s real rel-link && ln -s "$PWD/real/sub" ' +
+          'abs-link && ln -s ../f.txt real/sub/up && echo top > real/f.txt',
+      );
+      expect((await call('read_file', { path: 'rel-link/sub/f.txt' })).structuredContent).toMatchObject({
+        content: 'inside\n',
+      });
+      expect((await call('read_file', { path: 'abs-link/f.txt' })).structuredContent).toMatchObject({
+        content: 'inside\n',
+      });
+      expect((await call('read_file', { path: 'abs-link/up' })).structuredContent).toMatchObject({ content: 'top\n' });
+      expect(
+        (await call('write_file', { path: 'rel-link/sub/new.txt', content: 'n' })).structuredContent,
+      ).toMatchObject({
+        created: true,
+      });
+      expect((await call('list_files', { path: 'abs-link' })).structuredContent).toMatchObject({
+        entries: expect.arrayContaining([expect.objectContaining({ path: 'new.txt' })]),
+      });
+    },
+  );
 });
 
 /** What the file tools say of paths is what the sandbox sees: /home/user, under bubblewrap. */
@@ -221,27 +229,30 @@ describeSandboxView('read_file', () => {
 });
 
 describeSandboxView('edit_file and write_file', () => {
-  it('reports a missing old_string, an ambiguous one (pointing at replace_all), and replaces all on request', async () => {
-    await call('write_file', { path: 'edit.txt', content: 'alpha beta\nalpha gamma\n' });
-    expectError(
-      await call('edit_file', { path: 'edit.txt', old_string: 'delta', new_string: 'x' }),
-      'old_string was not found in /home/user/edit.txt',
-    );
-    const twice = await call('edit_file', { path: 'edit.txt', old_string: 'alpha', new_string: 'omega' });
-    expectError(twice, 'old_string occurs 2 times');
-    expect(textOf(twice)).toContain('replace_all');
-    const all = await call('edit_file', {
-      path: 'edit.txt',
-      old_string: 'alpha',
-      new_string: 'omega',
-      replace_all: true,
-    });
-    expect(all.isError).toBeFalsy();
-    expect(all.structuredContent).toEqual({ path: '/home/user/edit.txt', replacements: 2 });
-    expect((await call('read_file', { path: 'edit.txt' })).structuredContent?.content).toBe(
-      'omega beta\nomega gamma\n',
-    );
-  });
+  it(
+    'reports a missing old_string, ' + 'an ambiguous one (pointing at replace_all), and replaces all on request',
+    async () => {
+      await call('write_file', { path: 'edit.txt', content: 'alpha beta\nalpha gamma\n' });
+      expectError(
+        await call('edit_file', { path: 'edit.txt', old_string: 'delta', new_string: 'x' }),
+        'old_string was not found in /home/user/edit.txt',
+      );
+      const twice = await call('edit_file', { path: 'edit.txt', old_string: 'alpha', new_string: 'omega' });
+      expectError(twice, 'old_string occurs 2 times');
+      expect(textOf(twice)).toContain('replace_all');
+      const all = await call('edit_file', {
+        path: 'edit.txt',
+        old_string: 'alpha',
+        new_string: 'omega',
+        replace_all: true,
+      });
+      expect(all.isError).toBeFalsy();
+      expect(all.structuredContent).toEqual({ path: '/home/user/edit.txt', replacements: 2 });
+      expect((await call('read_file', { path: 'edit.txt' })).structuredContent?.content).toBe(
+        'omega beta\nomega gamma\n',
+      );
+    },
+  );
 
   it('creates parent directories, reporting created true, then false when it overwrites', async () => {
     const first = await call('write_file', { path: 'deep/er/still/file.txt', content: 'v1' });
@@ -263,7 +274,7 @@ describeSandboxView('edit_file and write_file', () => {
 
 describeSandboxView('list_files', () => {
   const pathsOf = (result: ToolResult): string[] =>
-    (result.structuredContent?.entries as Array<{ path: string }>).map((e) => e.path);
+    (result.structuredContent!.entries as Array<{ path: string }>).map((e) => e.path);
 
   beforeAll(async () => {
     for (const path of ['tree/a.txt', 'tree/.secret', 'tree/sub/b.txt', 'tree/sub/.hid', 'tree/sub/deeper/c.txt']) {

@@ -70,10 +70,13 @@ needs('cgroups').describe('per-sandbox limits through cgroups', () => {
     return parents.map((parent) => join(parent, workspace));
   }
 
-  it('holds memory, processes and CPU in cgroups, and says so in /health, sandbox_status and the start-up log', async () => {
+  const title =
+    'holds memory, processes and CPU in cgroups, and says so in /health, sandbox_status and the start-up log';
+  it(title, async () => {
     expect(parents.length).toBeGreaterThan(0);
     // The start-up line is written as the probe finishes; /health says "probing" until its result is kept.
-    type Health = { backend: { ready: boolean; limits: Record<string, { value: number | null; enforcedBy: string }> } };
+    type Limits = Record<string, { value: number | null; enforcedBy: string }>;
+    type Health = { backend: { ready: boolean; limits: Limits } };
     const health = await pollUntil(
       async () => (await (await fetch(`${server.origin}/health`)).json()) as Health,
       (h) => h.backend.ready,
@@ -125,32 +128,37 @@ needs('cgroups').describe('per-sandbox limits through cgroups', () => {
     await client.callTool('manage_process', { action: 'kill', process_id: id });
   });
 
-  it('kills a Python kernel that outgrows the memory limit, says so, and restarts it; the server and another sandbox go on', async () => {
-    expect((await other.callTool('run_code', { code: 'kept = 42' })).isError).toBeFalsy();
-    expect((await client.callTool('run_code', { code: 'before = 1' })).isError).toBeFalsy();
+  it(
+    'kills a Python kernel that outgrows the memory limit, says so, and restarts it; the server and another ' +
+      'sandbox go on',
+    async () => {
+      expect((await other.callTool('run_code', { code: 'kept = 42' })).isError).toBeFalsy();
+      expect((await client.callTool('run_code', { code: 'before = 1' })).isError).toBeFalsy();
 
-    const result = await client.callTool('run_code', { code: 'data = bytearray(3 * 2**30)' });
-    expect(result.isError).toBe(true);
-    expect(result.structuredContent).toMatchObject({
-      state_lost: true,
-      out_of_memory: { memory_limit_bytes: MEMORY_MB * 2 ** 20 },
-      error: { name: 'KernelRestarted' },
-    });
-    expect(textOf(result)).toContain(
-      "The interpreter was restarted because it ran out of memory (the sandbox's limit is 128 MiB, LOCAL_SANDBOX_MEMORY_MB)",
-    );
+      const result = await client.callTool('run_code', { code: 'data = bytearray(3 * 2**30)' });
+      expect(result.isError).toBe(true);
+      expect(result.structuredContent).toMatchObject({
+        state_lost: true,
+        out_of_memory: { memory_limit_bytes: MEMORY_MB * 2 ** 20 },
+        error: { name: 'KernelRestarted' },
+      });
+      expect(textOf(result)).toContain(
+        "The interpreter was restarted because it ran out of memory (the sandbox's limit is 128 MiB, " +
+          'LOCAL_SANDBOX_MEMORY_MB)',
+      );
 
-    const again = await client.callTool('run_code', { code: "'before' in globals(), 1 + 1" });
-    expect(again.structuredContent).toMatchObject({
-      results: [{ type: 'text', text: '(False, 2)' }],
-      error: null,
-      state_lost: false,
-    });
-    expect(again.structuredContent).not.toHaveProperty('out_of_memory');
-    const kept = await other.callTool('run_code', { code: 'kept' });
-    expect(kept.structuredContent).toMatchObject({ results: [{ type: 'text', text: '42' }], state_lost: false });
-    expect((await fetch(`${server.origin}/health`)).status).toBe(200);
-  });
+      const again = await client.callTool('run_code', { code: "'before' in globals(), 1 + 1" });
+      expect(again.structuredContent).toMatchObject({
+        results: [{ type: 'text', text: '(False, 2)' }],
+        error: null,
+        state_lost: false,
+      });
+      expect(again.structuredContent).not.toHaveProperty('out_of_memory');
+      const kept = await other.callTool('run_code', { code: 'kept' });
+      expect(kept.structuredContent).toMatchObject({ results: [{ type: 'text', text: '42' }], state_lost: false });
+      expect((await fetch(`${server.origin}/health`)).status).toBe(200);
+    },
+  );
 
   it('reports a command killed for memory, and only that one', async () => {
     const result = await client.callTool('run_command', { command: 'python3 -c "bytearray(3 * 2**30)"' });
@@ -218,47 +226,51 @@ needs('cgroups').describe('per-sandbox limits through cgroups', () => {
     for (const parent of parents) expect(existsSync(parent)).toBe(false);
   });
 
-  it('removes at start-up the empty groups a server killed outright left, and keeps those of a live server on another root', async () => {
-    const root = makeSandboxRoot();
-    const bystander = await startServer({ env: { MCP_AUTH_TOKENS: TOKEN } });
-    try {
-      const neighbour = await connectClient('v2', bystander.url, { token: TOKEN });
-      expect((await neighbour.callTool('run_code', { code: 'alive = True' })).isError).toBeFalsy();
-      const first = await startServer({ sandboxRoot: root, env: { MCP_AUTH_TOKENS: TOKEN } });
-      const victim = await connectClient('v2', first.url, { token: TOKEN });
-      expect((await victim.callTool('run_code', { code: 'x = 1' })).isError).toBeFalsy();
-      const left = cgroupParentsOf(root).flatMap((parent) =>
-        readdirSync(parent)
-          .filter((name) => name.startsWith('mcp-sandbox-'))
-          .map((name) => join(parent, name)),
-      );
-      expect(left.length).toBeGreaterThan(0);
-      first.child.kill('SIGKILL');
-      await new Promise((resolve) => first.child.once('exit', resolve));
-      // Its sandbox dies with it (bubblewrap's --die-with-parent): the groups stay, empty.
-      const emptied = await pollUntil(
-        () => left.every((dir) => readFileSync(join(dir, 'cgroup.procs'), 'utf8').trim() === ''),
-        Boolean,
-        SETTLE_MS,
-      );
-      expect(emptied).toBe(true);
-      await victim.close().catch(() => undefined);
+  it(
+    'removes at start-up the empty groups a server killed outright left, and keeps those of a live server on ' +
+      'another root',
+    async () => {
+      const root = makeSandboxRoot();
+      const bystander = await startServer({ env: { MCP_AUTH_TOKENS: TOKEN } });
+      try {
+        const neighbour = await connectClient('v2', bystander.url, { token: TOKEN });
+        expect((await neighbour.callTool('run_code', { code: 'alive = True' })).isError).toBeFalsy();
+        const first = await startServer({ sandboxRoot: root, env: { MCP_AUTH_TOKENS: TOKEN } });
+        const victim = await connectClient('v2', first.url, { token: TOKEN });
+        expect((await victim.callTool('run_code', { code: 'x = 1' })).isError).toBeFalsy();
+        const left = cgroupParentsOf(root).flatMap((parent) =>
+          readdirSync(parent)
+            .filter((name) => name.startsWith('mcp-sandbox-'))
+            .map((name) => join(parent, name)),
+        );
+        expect(left.length).toBeGreaterThan(0);
+        first.child.kill('SIGKILL');
+        await new Promise((resolve) => first.child.once('exit', resolve));
+        // Its sandbox dies with it (bubblewrap's --die-with-parent): the groups stay, empty.
+        const emptied = await pollUntil(
+          () => left.every((dir) => readFileSync(join(dir, 'cgroup.procs'), 'utf8').trim() === ''),
+          Boolean,
+          SETTLE_MS,
+        );
+        expect(emptied).toBe(true);
+        await victim.close().catch(() => undefined);
 
-      const second = await startServer({ sandboxRoot: root, env: { MCP_AUTH_TOKENS: TOKEN } });
-      await pollUntil(() => second.logs().some((l) => l.msg === 'sandbox limits'), Boolean, SETTLE_MS);
-      for (const dir of left) expect(existsSync(dir)).toBe(false);
-      // The other server's sandbox (another root, another parent group) was not touched.
-      expect((await neighbour.callTool('run_code', { code: 'alive' })).structuredContent).toMatchObject({
-        results: [{ type: 'text', text: 'True' }],
-        state_lost: false,
-      });
-      await neighbour.close();
-      await second.stop();
-    } finally {
-      await bystander.stop();
-      await removeCgroupsOf(root);
-      rmSync(root, { recursive: true, force: true });
-    }
-    expect(cgroupParentsOf(root)).toEqual([]);
-  });
+        const second = await startServer({ sandboxRoot: root, env: { MCP_AUTH_TOKENS: TOKEN } });
+        await pollUntil(() => second.logs().some((l) => l.msg === 'sandbox limits'), Boolean, SETTLE_MS);
+        for (const dir of left) expect(existsSync(dir)).toBe(false);
+        // The other server's sandbox (another root, another parent group) was not touched.
+        expect((await neighbour.callTool('run_code', { code: 'alive' })).structuredContent).toMatchObject({
+          results: [{ type: 'text', text: 'True' }],
+          state_lost: false,
+        });
+        await neighbour.close();
+        await second.stop();
+      } finally {
+        await bystander.stop();
+        await removeCgroupsOf(root);
+        rmSync(root, { recursive: true, force: true });
+      }
+      expect(cgroupParentsOf(root)).toEqual([]);
+    },
+  );
 });

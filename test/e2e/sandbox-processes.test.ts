@@ -71,7 +71,8 @@ needs('bubblewrap').describe('run_command under bubblewrap', () => {
     expect(env.structuredContent).toMatchObject({ exit_code: 0, stdout: 'hello world|/home/user' });
   });
 
-  // A command of 1,000 s that comes back timed out was ended by its timeout (how soon: test/reliability/real-time.test.ts).
+  // A command of 1,000 s that comes back timed out was ended by its timeout (how soon:
+  // test/reliability/real-time.test.ts).
   it('kills a command that never ends at its timeout and leaves no process behind', async () => {
     const result = await client.callTool('run_command', { command: markedSleep(1000), timeout_ms: 1000 });
     expect(result.isError).toBe(true);
@@ -156,43 +157,57 @@ needs('bubblewrap').describe('run_command under bubblewrap', () => {
     });
   });
 
-  it("shares one network among a sandbox's processes: a background server serves its later commands and its preview probe, and no other sandbox", async () => {
-    const port = 8765;
-    const fetchScript = `python3 -c "import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:${port}/index.html', timeout=5).read().decode())"`;
-    await client.callTool('write_file', { path: 'site/index.html', content: '<h1>served inside</h1>' });
-    const started = await client.callTool('run_command', {
-      command: `cd site && exec python3 -m http.server ${port} --bind 127.0.0.1`,
-      background: true,
-    });
-    const id = started.structuredContent?.process_id as string;
-    const preview = await pollUntil(
-      async () =>
-        (await client.callTool('get_preview_url', { port })).structuredContent as {
-          url: string;
-          listening: boolean;
-          reachable: boolean;
-          note: string | null;
-        },
-      (p) => p.listening,
-      SETTLE_MS,
-      100,
-    );
-    // Its URL is a forwarder on the host (test/e2e/preview-forwarder.test.ts), not the port itself.
-    expect(preview).toMatchObject({ listening: true, reachable: true, note: expect.stringContaining('access token') });
-    expect(preview.url).not.toBe(`http://127.0.0.1:${port}`);
-    expect((await client.callTool('run_command', { command: fetchScript })).structuredContent).toMatchObject({
-      exit_code: 0,
-      stdout: '<h1>served inside</h1>\n',
-    });
+  it(
+    "shares one network among a sandbox's processes: a background server serves its later commands and its preview " +
+      'probe, and no other sandbox',
+    async () => {
+      const port = 8765;
+      const fetchScript =
+        `python3 -c "import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:${port}/index.html', ` +
+        `timeout=5).read().decode())"`;
+      await client.callTool('write_file', { path: 'site/index.html', content: '<h1>served inside</h1>' });
+      const started = await client.callTool('run_command', {
+        command: `cd site && exec python3 -m http.server ${port} --bind 127.0.0.1`,
+        background: true,
+      });
+      const id = started.structuredContent?.process_id as string;
+      const preview = await pollUntil(
+        async () =>
+          (await client.callTool('get_preview_url', { port })).structuredContent as {
+            url: string;
+            listening: boolean;
+            reachable: boolean;
+            note: string | null;
+          },
+        (p) => p.listening,
+        SETTLE_MS,
+        100,
+      );
+      // Its URL is a forwarder on the host (test/e2e/preview-forwarder.test.ts), not the port itself.
+      expect(preview).toMatchObject({
+        listening: true,
+        reachable: true,
+        note: expect.stringContaining('access token'),
+      });
+      expect(preview.url).not.toBe(`http://127.0.0.1:${port}`);
+      expect((await client.callTool('run_command', { command: fetchScript })).structuredContent).toMatchObject({
+        exit_code: 0,
+        stdout: '<h1>served inside</h1>\n',
+      });
 
-    const other = await connectClient('v2', server.url, { token: TOKEN });
-    expect((await other.callTool('run_command', { command: CONNECT_SCRIPT(port) })).structuredContent?.stdout).toBe('');
-    expect((await other.callTool('get_preview_url', { port })).structuredContent).toMatchObject({ listening: false });
-    await other.terminate();
+      const other = await connectClient('v2', server.url, { token: TOKEN });
+      expect((await other.callTool('run_command', { command: CONNECT_SCRIPT(port) })).structuredContent?.stdout).toBe(
+        '',
+      );
+      expect((await other.callTool('get_preview_url', { port })).structuredContent).toMatchObject({ listening: false });
+      await other.terminate();
 
-    await client.callTool('manage_process', { action: 'kill', process_id: id });
-    expect((await client.callTool('get_preview_url', { port })).structuredContent).toMatchObject({ listening: false });
-  });
+      await client.callTool('manage_process', { action: 'kill', process_id: id });
+      expect((await client.callTool('get_preview_url', { port })).structuredContent).toMatchObject({
+        listening: false,
+      });
+    },
+  );
 
   it('runs two sessions as two different unprivileged users when the server is root', async () => {
     if (process.getuid?.() !== 0) {

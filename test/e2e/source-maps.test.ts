@@ -48,14 +48,17 @@ async function faultStack(options: { bundle?: string; cwd?: string; node?: strin
   return String(logged?.stack);
 }
 
-it('logs the stack of an error thrown in the core with the TypeScript files and lines of the throw and the call', async () => {
-  const stack = await faultStack();
-  const frames = stack.split('\n').slice(1);
-  // dist/ is in the repository: the frames name the real files.
-  expect(frames[0]).toContain(`(${join(ROOT, 'functions/mcp/core.ts')}:${THROW_LINE}:`);
-  expect(frames[1]).toContain(`(${join(ROOT, 'functions/mcp/index.ts')}:${CALL_LINE}:`);
-  expect(stack).not.toMatch(/mcp-core\.js|index\.js/);
-});
+it(
+  'logs the stack of an error thrown in the core with the ' + 'TypeScript files and lines of the throw and the call',
+  async () => {
+    const stack = await faultStack();
+    const frames = stack.split('\n').slice(1);
+    // dist/ is in the repository: the frames name the real files.
+    expect(frames[0]).toContain(`(${join(ROOT, 'functions/mcp/core.ts')}:${THROW_LINE}:`);
+    expect(frames[1]).toContain(`(${join(ROOT, 'functions/mcp/index.ts')}:${CALL_LINE}:`);
+    expect(stack).not.toMatch(/mcp-core\.js|index\.js/);
+  },
+);
 
 describe('the deploy artifact', () => {
   let out: string;

@@ -75,17 +75,20 @@ describe('POST /mcp', () => {
     expect(res.json).toMatchObject({ jsonrpc: '2.0', error: { code: -32001 } });
   });
 
-  it('checks the token before the session: an unknown session with a wrong or missing token is 401, never 404', async () => {
-    const wrong = await postMcp(server.url, rpc('tools/list'), authed(WRONG, UNKNOWN_SESSION));
-    expect(wrong.status).toBe(401);
-    const missing = await postMcp(server.url, rpc('tools/list'), authed(undefined, UNKNOWN_SESSION));
-    expect(missing.status).toBe(401);
-    const { sessionId } = await openSession(server.url, TOKEN);
-    const live = await postMcp(server.url, rpc('tools/list'), authed(WRONG, sessionId));
-    expect(live.status).toBe(401);
-    const deleted = await request(server.url, { method: 'DELETE', headers: authed(WRONG, UNKNOWN_SESSION) });
-    expect(deleted.status).toBe(401);
-  });
+  it(
+    'checks the token before the session: ' + 'an unknown session with a wrong or missing token is 401, never 404',
+    async () => {
+      const wrong = await postMcp(server.url, rpc('tools/list'), authed(WRONG, UNKNOWN_SESSION));
+      expect(wrong.status).toBe(401);
+      const missing = await postMcp(server.url, rpc('tools/list'), authed(undefined, UNKNOWN_SESSION));
+      expect(missing.status).toBe(401);
+      const { sessionId } = await openSession(server.url, TOKEN);
+      const live = await postMcp(server.url, rpc('tools/list'), authed(WRONG, sessionId));
+      expect(live.status).toBe(401);
+      const deleted = await request(server.url, { method: 'DELETE', headers: authed(WRONG, UNKNOWN_SESSION) });
+      expect(deleted.status).toBe(401);
+    },
+  );
 
   it('answers 400 when the MCP-Protocol-Version header names a version it does not support', async () => {
     const { headers } = await openSession(server.url, TOKEN);
@@ -142,16 +145,20 @@ describe('other methods on /mcp', () => {
     expect(res.headers.get('allow')).toMatch(/DELETE/);
   });
 
-  it('answers DELETE without a session id with 400 and a JSON-RPC error saying the Mcp-Session-Id header is missing', async () => {
-    const res = await request(server.url, { method: 'DELETE', headers: authed(TOKEN) });
-    expect(res.status).toBe(400);
-    expect(res.headers.get('content-type')).toMatch(/^application\/json/);
-    expect(res.json).toEqual({
-      jsonrpc: '2.0',
-      id: null,
-      error: { code: -32000, message: expect.stringContaining('the Mcp-Session-Id header is missing') },
-    });
-  });
+  it(
+    'answers DELETE without a session id with 400 and a JSON-RPC ' +
+      'error saying the Mcp-Session-Id header is missing',
+    async () => {
+      const res = await request(server.url, { method: 'DELETE', headers: authed(TOKEN) });
+      expect(res.status).toBe(400);
+      expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+      expect(res.json).toEqual({
+        jsonrpc: '2.0',
+        id: null,
+        error: { code: -32000, message: expect.stringContaining('the Mcp-Session-Id header is missing') },
+      });
+    },
+  );
 
   it('lists every method /mcp serves, OPTIONS included, in each Allow header it sends for /mcp', async () => {
     const answers: Record<string, { status: number; allow: unknown }> = {};
@@ -196,19 +203,23 @@ describe('other methods on /mcp', () => {
 });
 
 describe('refusals that say when to retry', () => {
-  it('answers a batch of more tool calls than MCP_MAX_CALLS_PER_CREDENTIAL with 429 and Retry-After, running none of them', async () => {
-    const capped = await startServer({ env: { MCP_AUTH_TOKENS: TOKEN, MCP_MAX_CALLS_PER_CREDENTIAL: '1' } });
-    const call = (id: number) => rpc('tools/call', id, { name: 'sandbox_status', arguments: {} });
-    const res = await postMcp(capped.url, [call(71), call(72)], authed(TOKEN));
-    expect(res.status).toBe(429);
-    expect(res.headers.get('retry-after')).toBe('1');
-    expect(res.json).toEqual({
-      jsonrpc: '2.0',
-      id: null,
-      error: { code: -32000, message: expect.stringContaining('MCP_MAX_CALLS_PER_CREDENTIAL=1') },
-    });
-    await capped.stop();
-  });
+  it(
+    'answers a batch of more tool calls than MCP_MAX_CALLS_PER_CREDENTIAL with 429 and Retry-After, running none ' +
+      'of them',
+    async () => {
+      const capped = await startServer({ env: { MCP_AUTH_TOKENS: TOKEN, MCP_MAX_CALLS_PER_CREDENTIAL: '1' } });
+      const call = (id: number) => rpc('tools/call', id, { name: 'sandbox_status', arguments: {} });
+      const res = await postMcp(capped.url, [call(71), call(72)], authed(TOKEN));
+      expect(res.status).toBe(429);
+      expect(res.headers.get('retry-after')).toBe('1');
+      expect(res.json).toEqual({
+        jsonrpc: '2.0',
+        id: null,
+        error: { code: -32000, message: expect.stringContaining('MCP_MAX_CALLS_PER_CREDENTIAL=1') },
+      });
+      await capped.stop();
+    },
+  );
 });
 
 describe('calls in flight per credential, behind the Node shell (MCP_MAX_CALLS_PER_CREDENTIAL=1)', () => {
@@ -275,18 +286,21 @@ describe('session ids', () => {
 });
 
 describe('the Function Compute routes', () => {
-  it('reports health without a token: status, version, protocol versions, backend and sessions, and no secret', async () => {
-    const res = await request(`${server.origin}/health`);
-    expect(res.status).toBe(200);
-    expect(res.json).toMatchObject({
-      status: expect.stringMatching(/^(ok|degraded)$/),
-      version: expect.any(String),
-      protocol: { supported: expect.arrayContaining(['2025-11-25', '2025-03-26']), preferred: '2025-11-25' },
-      backend: expect.objectContaining({ name: 'local' }),
-      sessions: expect.any(Number),
-    });
-    expect(res.text).not.toContain(TOKEN);
-  });
+  it(
+    'reports health without a token: status, version, ' + 'protocol versions, backend and sessions, and no secret',
+    async () => {
+      const res = await request(`${server.origin}/health`);
+      expect(res.status).toBe(200);
+      expect(res.json).toMatchObject({
+        status: expect.stringMatching(/^(ok|degraded)$/),
+        version: expect.any(String),
+        protocol: { supported: expect.arrayContaining(['2025-11-25', '2025-03-26']), preferred: '2025-11-25' },
+        backend: expect.objectContaining({ name: 'local' }),
+        sessions: expect.any(Number),
+      });
+      expect(res.text).not.toContain(TOKEN);
+    },
+  );
 
   it('answers the Initializer hook POST /initialize with 200', async () => {
     expect((await request(`${server.origin}/initialize`, { method: 'POST' })).status).toBe(200);

@@ -1,7 +1,8 @@
 /**
  * What a client costs before it authenticates: nothing of its body is read before the token is checked (the
  * 401 comes back while the client has sent only headers, and the connection is closed after it), connections
- * per peer are capped (one more is answered 503, not reset), and an authenticated client is served as before on the same server.
+ * per peer are capped (one more is answered 503, not reset), and an authenticated client is served as before on the
+ * same server.
  */
 import { connect, type Socket } from 'node:net';
 
@@ -41,7 +42,8 @@ function rawConnection(): Promise<RawConnection> {
 }
 
 const headersOnly = (auth: string): string =>
-  `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n${auth}Content-Length: ${4 * 1024 * 1024}\r\n\r\n`;
+  `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\nContent-Type: application/json\r\nAccept: ` +
+  `application/json, text/event-stream\r\n${auth}Content-Length: ${4 * 1024 * 1024}\r\n\r\n`;
 
 it.each([
   ['no token', ''],
@@ -61,44 +63,48 @@ it.each([
   },
 );
 
-it('answers a connection from one peer beyond MCP_MAX_CONNECTIONS_PER_PEER 503 and closes it, and serves those within it', async () => {
-  const conns: RawConnection[] = [];
-  for (let i = 0; i < PER_PEER + 1; i += 1) conns.push(await rawConnection());
-  const extra = conns[PER_PEER];
-  extra?.socket.write(`GET /health HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\n\r\n`);
-  await pollUntil(
-    () => extra?.closed(),
-    (closed) => closed === true,
-    SETTLE_MS,
-    20,
-  );
-  expect(extra?.received()).toMatch(/^HTTP\/1\.1 503 [^]*\r\nretry-after: 1\r\n/i);
-  expect(extra?.received().toLowerCase()).toContain('connection: close');
-  const first = conns[0];
-  first?.socket.write(`GET /health HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\n\r\n`);
-  expect(
+it(
+  'answers a connection from one peer beyond MCP_MAX_CONNECTIONS_PER_PEER 503 and closes it, and serves those ' +
+    'within it',
+  async () => {
+    const conns: RawConnection[] = [];
+    for (let i = 0; i < PER_PEER + 1; i += 1) conns.push(await rawConnection());
+    const extra = conns[PER_PEER];
+    extra?.socket.write(`GET /health HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\n\r\n`);
     await pollUntil(
-      () => first?.received() ?? '',
-      (text) => text.includes('"uptime_s"'),
+      () => extra?.closed(),
+      (closed) => closed === true,
       SETTLE_MS,
       20,
-    ),
-  ).toMatch(/^HTTP\/1\.1 200 /);
-  for (const conn of conns) conn.socket.destroy();
-  // Once they are gone, the peer may connect again.
-  await pollUntil(
-    () => conns.every((c) => c.closed()),
-    (all) => all,
-    SETTLE_MS,
-    20,
-  );
-  const again = await rawConnection();
-  again.socket.write(`GET /health HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\n\r\n`);
-  expect(await pollUntil(again.received, (text) => text.includes('"uptime_s"'), SETTLE_MS, 20)).toMatch(
-    /^HTTP\/1\.1 200 /,
-  );
-  again.socket.destroy();
-});
+    );
+    expect(extra?.received()).toMatch(/^HTTP\/1\.1 503 [\s\S]*\r\nretry-after: 1\r\n/i);
+    expect(extra?.received().toLowerCase()).toContain('connection: close');
+    const first = conns[0];
+    first?.socket.write(`GET /health HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\n\r\n`);
+    expect(
+      await pollUntil(
+        () => first?.received() ?? '',
+        (text) => text.includes('"uptime_s"'),
+        SETTLE_MS,
+        20,
+      ),
+    ).toMatch(/^HTTP\/1\.1 200 /);
+    for (const conn of conns) conn.socket.destroy();
+    // Once they are gone, the peer may connect again.
+    await pollUntil(
+      () => conns.every((c) => c.closed()),
+      (all) => all,
+      SETTLE_MS,
+      20,
+    );
+    const again = await rawConnection();
+    again.socket.write(`GET /health HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\n\r\n`);
+    expect(await pollUntil(again.received, (text) => text.includes('"uptime_s"'), SETTLE_MS, 20)).toMatch(
+      /^HTTP\/1\.1 200 /,
+    );
+    again.socket.destroy();
+  },
+);
 
 it('serves an authenticated client with bodies as before', async () => {
   const client = await connectClient('v2', server.url, { token: TOKEN });

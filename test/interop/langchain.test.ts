@@ -64,41 +64,44 @@ it('negotiates 2025-11-25 with a session and lists the ten tools', async () => {
   expect((transport as StreamableHTTPClientTransport).sessionId).toEqual(expect.any(String));
 });
 
-it('runs run_command: .invoke() gives the text with the structuredContent, a tool call gives it as the artifact', async () => {
-  const result = await invoke('run_command', { command: 'echo hi' });
-  expect(result).toMatchObject({
-    type: 'text',
-    text: expect.stringContaining('Exit code 0.'),
-    structuredContent: { stdout: 'hi\n', exit_code: 0 },
-  });
-  expect(result.structuredContent).not.toHaveProperty('sandbox');
+it(
+  'runs run_command: .invoke() gives the text with the structuredContent, ' + 'a tool call gives it as the artifact',
+  async () => {
+    const result = await invoke('run_command', { command: 'echo hi' });
+    expect(result).toMatchObject({
+      type: 'text',
+      text: expect.stringContaining('Exit code 0.'),
+      structuredContent: { stdout: 'hi\n', exit_code: 0 },
+    });
+    expect(result.structuredContent).not.toHaveProperty('sandbox');
 
-  const message = await tool('run_command').invoke({
-    id: 'call-1',
-    name: 'run_command',
-    args: { command: 'echo hi' },
-    type: 'tool_call',
-  });
-  expect(message).toMatchObject({
-    tool_call_id: 'call-1',
-    status: 'success',
-    artifact: [{ type: 'mcp_structured_content', data: { stdout: 'hi\n', exit_code: 0 } }],
-  });
-  // The model is given that same block as a JSON string (the adapters return one object, not a list of blocks, and
-  // LangChain's tool output stringifies what is neither): the text and the structuredContent both reach it.
-  expect(JSON.parse(String(message.content))).toMatchObject({
-    type: 'text',
-    text: expect.stringContaining('hi'),
-    structuredContent: { stdout: 'hi\n' },
-  });
+    const message = await tool('run_command').invoke({
+      id: 'call-1',
+      name: 'run_command',
+      args: { command: 'echo hi' },
+      type: 'tool_call',
+    });
+    expect(message).toMatchObject({
+      tool_call_id: 'call-1',
+      status: 'success',
+      artifact: [{ type: 'mcp_structured_content', data: { stdout: 'hi\n', exit_code: 0 } }],
+    });
+    // The model is given that same block as a JSON string (the adapters return one object, not a list of blocks, and
+    // LangChain's tool output stringifies what is neither): the text and the structuredContent both reach it.
+    expect(JSON.parse(String(message.content))).toMatchObject({
+      type: 'text',
+      text: expect.stringContaining('hi'),
+      structuredContent: { stdout: 'hi\n' },
+    });
 
-  await loggedToolCalls(server, 2);
-  // Everything it sent, from its first request on: initialize, then the session's requests.
-  const requests = loggedRequests(server);
-  expect(requests[0]?.mcp_method).toBe('initialize');
-  expect(protocolsOf(requests)).toEqual(['2025-11-25 (legacy)']);
-  expect(new Set(requests.map((r) => r.session))).toEqual(new Set([expect.any(String)]));
-});
+    await loggedToolCalls(server, 2);
+    // Everything it sent, from its first request on: initialize, then the session's requests.
+    const requests = loggedRequests(server);
+    expect(requests[0]?.mcp_method).toBe('initialize');
+    expect(protocolsOf(requests)).toEqual(['2025-11-25 (legacy)']);
+    expect(new Set(requests.map((r) => r.session))).toEqual(new Set([expect.any(String)]));
+  },
+);
 
 it('writes and reads back a file in the session’s sandbox', async () => {
   const written = await invoke('write_file', { path: 'notes/hello.txt', content: 'hello from LangChain\n' });

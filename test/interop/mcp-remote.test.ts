@@ -95,7 +95,8 @@ const connections = (stderr: string): string[] => [
   ...new Set(stderr.split('\n').filter((line) => line.startsWith('loopback-only:'))),
 ];
 
-/** Checks what a closed proxy left: its store's folder in the config dir and nothing else, nothing in HOME; then removes both. */
+/** Checks what a closed proxy left: its store's folder in the config dir and nothing else, nothing in HOME; then
+ * removes both. */
 function expectNothingLeftBehind(proxied: Proxied): void {
   try {
     expect(readdirSync(proxied.configDir, { recursive: true })).toEqual(['mcp-remote-v1']);
@@ -170,13 +171,16 @@ describe('with --protocol auto (bridged to 2026-07-28)', () => {
     proxied = await connectThroughMcpRemote(['--protocol', 'auto']);
   });
 
-  it('answers the stdio client’s 2025-11-25 handshake itself and lists the ten tools, each taking a sandbox handle', async () => {
-    expect(proxied.client.getNegotiatedProtocolVersion()).toBe('2025-11-25');
-    expect(proxied.stderr()).toContain('Remote server speaks MCP 2026-07-28');
-    const { tools } = await proxied.client.listTools();
-    expect(tools.map((t) => t.name)).toEqual(SERVER_TOOLS);
-    for (const tool of tools) expect(tool.inputSchema.properties).toHaveProperty('sandbox');
-  });
+  it(
+    'answers the stdio client’s 2025-11-25 handshake itself and lists the ten tools, ' + 'each taking a sandbox handle',
+    async () => {
+      expect(proxied.client.getNegotiatedProtocolVersion()).toBe('2025-11-25');
+      expect(proxied.stderr()).toContain('Remote server speaks MCP 2026-07-28');
+      const { tools } = await proxied.client.listTools();
+      expect(tools.map((t) => t.name)).toEqual(SERVER_TOOLS);
+      for (const tool of tools) expect(tool.inputSchema.properties).toHaveProperty('sandbox');
+    },
+  );
 
   it('runs run_command in the 2026-07-28 era: the result carries a sandbox handle', async () => {
     const result = await proxied.call('run_command', { command: 'echo hi' });

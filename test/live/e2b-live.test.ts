@@ -1,7 +1,7 @@
 /**
  * Opt-in: every tool against real E2B (or Alibaba Cloud's E2B-compatible service), through the built bundle
- * and the official v2 client. Runs only when E2B_API_KEY is set; E2B_DOMAIN, E2B_API_URL, E2B_SANDBOX_URL and E2B_TEMPLATE are
- * passed through when set. Without a key the suite is reported as skipped, and says so.
+ * and the official v2 client. Runs only when E2B_API_KEY is set; E2B_DOMAIN, E2B_API_URL, E2B_SANDBOX_URL and
+ * E2B_TEMPLATE are passed through when set. Without a key the suite is reported as skipped, and says so.
  */
 import { connectClient, textOf } from '../support/clients';
 import { postMcp } from '../support/http';
@@ -88,7 +88,7 @@ describeLive('the E2B backend against real E2B', () => {
       const failed = await client.callTool('run_code', { code: 'raise ValueError("bad value")' });
       expect(failed.isError).toBe(true);
       expect(failed.structuredContent).toMatchObject({ error: { name: 'ValueError', value: 'bad value' } });
-      expect((failed.structuredContent?.error as { traceback: string }).traceback).toContain('ValueError');
+      expect((failed.structuredContent!.error as { traceback: string }).traceback).toContain('ValueError');
 
       const written = await client.callTool('write_file', {
         path: 'src/app.py',

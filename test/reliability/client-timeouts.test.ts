@@ -37,7 +37,8 @@ it('a 65-second run_command ends with the server’s timeout message before eith
   for (const result of results) {
     expect(result.isError).toBe(true);
     expect(result.content[0]?.text).toContain(
-      'Timed out after 50000 ms; the command and its child processes were killed. Pass a larger timeout_ms, or run it with background: true',
+      'Timed out after 50000 ms; the command and its child processes were killed. Pass a larger timeout_ms, or ' +
+        'run it with background: true',
     );
     expect(result.structuredContent).toMatchObject({ timed_out: true, stdout: 'started\n' });
   }

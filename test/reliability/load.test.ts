@@ -6,7 +6,6 @@
  * each session's calls in order, with a bound on the calls in flight so that 2 cores keep up
  * (LOAD_CONCURRENCY). LOAD_SESSIONS and LOAD_CALLS shrink it for a quick local run.
  */
-import { readdirSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 
 import { processesOfUid, SETTLE_MS } from '../support/processes';
@@ -142,97 +141,106 @@ describe(`${SESSIONS} concurrent sessions × ${CALLS} mixed tool calls on the lo
     expect((await health(server)).body).toMatchObject({ sessions: SESSIONS });
   });
 
-  it('runs every call of every session with 0 errors: no non-2xx, no JSON-RPC error, no isError, and the right content', async () => {
-    expect(sessions).toHaveLength(SESSIONS);
-    const started = performance.now();
-    const limit = createLimiter(CONCURRENCY);
-    let done = 0;
-    const runSession = async (session: Session): Promise<void> => {
-      for (let call = 0; call < CALLS; call += 1) {
-        const plan = planCall(session.index, call);
-        const outcome = await limit(() => callToolRaw(server.url, session.headers, plan.tool, plan.args)).catch(
-          (err: unknown) => ({
-            problem: `request failed: ${String((err as { cause?: unknown }).cause ?? err)}`,
-            result: undefined,
-          }),
-        );
-        done += 1;
-        const problem = outcome.problem ?? plan.check(outcome.result?.structuredContent ?? {});
-        if (problem !== undefined) failures.push({ session: session.index, call, tool: plan.tool, problem });
-        if (call === 0 && problem === undefined)
-          session.uid = Number(String(outcome.result?.structuredContent?.stdout).trim());
-      }
-    };
-    await Promise.all(sessions.map(runSession));
-    timings.calls_s = (performance.now() - started) / 1000;
-    timings.calls = done;
-    timings.calls_per_s = Math.round(done / timings.calls_s);
-    expect({ calls: done, failures: failures.slice(0, 10), failureCount: failures.length }).toEqual({
-      calls: SESSIONS * CALLS,
-      failures: [],
-      failureCount: 0,
-    });
-    // As root, each session ran as its own user, and sessions did not share one (without root they all run as
-    // the server's user, which the server cannot change).
-    expect(new Set(sessions.map((s) => s.uid)).size).toBe(AS_ROOT ? SESSIONS : 1);
-    // All of them were held the whole time: none was evicted at the cap.
-    expect((await health(server)).body).toMatchObject({ sessions: SESSIONS, sandboxes: SESSIONS });
-    expect(server.logs().filter((line) => line.msg === 'session evicted')).toEqual([]);
-  });
-
-  it('DELETE of every session leaves 0 sessions, 0 child processes of the server, 0 processes of the sandbox users and 0 workspaces', async () => {
-    const started = performance.now();
-    const limit = createLimiter(32);
-    const deleteMs: number[] = [];
-    const statuses = await Promise.all(
-      sessions.map((s) =>
-        limit(async () => {
-          const sent = performance.now();
-          return freshRequest(server.url, { method: 'DELETE', headers: s.headers }).then(
-            (res) => {
-              deleteMs.push(performance.now() - sent);
-              return res.status;
-            },
-            (err: unknown) => `DELETE failed: ${String((err as { cause?: unknown }).cause ?? err)}`,
+  it(
+    'runs every call of every session with 0 errors: no non-2xx, no JSON-RPC error, no isError, and the right ' +
+      'content',
+    async () => {
+      expect(sessions).toHaveLength(SESSIONS);
+      const started = performance.now();
+      const limit = createLimiter(CONCURRENCY);
+      let done = 0;
+      const runSession = async (session: Session): Promise<void> => {
+        for (let call = 0; call < CALLS; call += 1) {
+          const plan = planCall(session.index, call);
+          const outcome = await limit(() => callToolRaw(server.url, session.headers, plan.tool, plan.args)).catch(
+            (err: unknown) => ({
+              problem: `request failed: ${String((err as { cause?: unknown }).cause ?? err)}`,
+              result: undefined,
+            }),
           );
-        }),
-      ),
-    );
-    timings.delete_s = (performance.now() - started) / 1000;
-    deleteMs.sort((a, b) => a - b);
-    timings.delete_p50_ms = Math.round(deleteMs[Math.floor(deleteMs.length / 2)] ?? 0);
-    timings.delete_max_ms = Math.round(deleteMs[deleteMs.length - 1] ?? 0);
-    if (statuses.some((status) => status !== 200)) {
-      console.log(
-        `server alive: ${server.child.exitCode === null}\n${server.stderr().slice(-3000)}\n${server
-          .stdout()
-          .split('\n')
-          .filter((l) => !l.includes('"msg":"request"'))
-          .slice(-40)
-          .join('\n')}`,
-      );
-    }
-    expect(statuses.filter((status) => status !== 200)).toEqual([]);
+          done += 1;
+          const problem = outcome.problem ?? plan.check(outcome.result?.structuredContent ?? {});
+          if (problem !== undefined) failures.push({ session: session.index, call, tool: plan.tool, problem });
+          if (call === 0 && problem === undefined)
+            session.uid = Number(String(outcome.result?.structuredContent?.stdout).trim());
+        }
+      };
+      await Promise.all(sessions.map(runSession));
+      timings.calls_s = (performance.now() - started) / 1000;
+      timings.calls = done;
+      timings.calls_per_s = Math.round(done / timings.calls_s);
+      expect({ calls: done, failures: failures.slice(0, 10), failureCount: failures.length }).toEqual({
+        calls: SESSIONS * CALLS,
+        failures: [],
+        failureCount: 0,
+      });
+      // As root, each session ran as its own user, and sessions did not share one (without root they all run as
+      // the server's user, which the server cannot change).
+      expect(new Set(sessions.map((s) => s.uid)).size).toBe(AS_ROOT ? SESSIONS : 1);
+      // All of them were held the whole time: none was evicted at the cap.
+      expect((await health(server)).body).toMatchObject({ sessions: SESSIONS, sandboxes: SESSIONS });
+      expect(server.logs().filter((line) => line.msg === 'session evicted')).toEqual([]);
+    },
+  );
 
-    expect((await health(server)).body).toMatchObject({ status: 'ok', sessions: 0, sandboxes: 0 });
-    // DELETE answers once the sandbox is killed; allow the last exits to be reaped (generous: a bound on a hang).
-    const deadline = Date.now() + SETTLE_MS;
-    let children = descendantsOf(server.child.pid ?? -1);
-    const sandboxUids = AS_ROOT ? sessions.flatMap((s) => (s.uid === undefined ? [] : [s.uid])) : [];
-    let sandboxUserProcesses = sandboxUids.flatMap((uid) => processesOfUid(uid));
-    while ((children.length > 0 || sandboxUserProcesses.length > 0) && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      children = descendantsOf(server.child.pid ?? -1);
-      sandboxUserProcesses = sandboxUids.flatMap((uid) => processesOfUid(uid));
-    }
-    expect(children.map((p) => p.cmdline)).toEqual([]);
-    expect(sandboxUserProcesses.map((p) => `${p.uid}: ${p.cmdline}`)).toEqual([]);
-    expect(workspacesIn(server.sandboxRoot)).toEqual([]);
-    expect(crashLines(server)).toEqual([]);
-    expect(server.child.exitCode).toBeNull();
-    // The figures, for the CI log and the benchmark notes.
-    console.log(
-      `load: ${JSON.stringify({ sessions: SESSIONS, calls_per_session: CALLS, concurrency: CONCURRENCY, ...timings })}`,
-    );
-  });
+  it(
+    'DELETE of every session leaves 0 sessions, 0 child processes of the server, 0 processes of the sandbox users ' +
+      'and 0 workspaces',
+    async () => {
+      const started = performance.now();
+      const limit = createLimiter(32);
+      const deleteMs: number[] = [];
+      const statuses = await Promise.all(
+        sessions.map((s) =>
+          limit(async () => {
+            const sent = performance.now();
+            return freshRequest(server.url, { method: 'DELETE', headers: s.headers }).then(
+              (res) => {
+                deleteMs.push(performance.now() - sent);
+                return res.status;
+              },
+              (err: unknown) => `DELETE failed: ${String((err as { cause?: unknown }).cause ?? err)}`,
+            );
+          }),
+        ),
+      );
+      timings.delete_s = (performance.now() - started) / 1000;
+      deleteMs.sort((a, b) => a - b);
+      timings.delete_p50_ms = Math.round(deleteMs[Math.floor(deleteMs.length / 2)] ?? 0);
+      timings.delete_max_ms = Math.round(deleteMs[deleteMs.length - 1] ?? 0);
+      if (statuses.some((status) => status !== 200)) {
+        console.log(
+          `server alive: ${server.child.exitCode === null}\n${server.stderr().slice(-3000)}\n${server
+            .stdout()
+            .split('\n')
+            .filter((l) => !l.includes('"msg":"request"'))
+            .slice(-40)
+            .join('\n')}`,
+        );
+      }
+      expect(statuses.filter((status) => status !== 200)).toEqual([]);
+
+      expect((await health(server)).body).toMatchObject({ status: 'ok', sessions: 0, sandboxes: 0 });
+      // DELETE answers once the sandbox is killed; allow the last exits to be reaped (generous: a bound on a hang).
+      const deadline = Date.now() + SETTLE_MS;
+      let children = descendantsOf(server.child.pid ?? -1);
+      const sandboxUids = AS_ROOT ? sessions.flatMap((s) => (s.uid === undefined ? [] : [s.uid])) : [];
+      let sandboxUserProcesses = sandboxUids.flatMap((uid) => processesOfUid(uid));
+      while ((children.length > 0 || sandboxUserProcesses.length > 0) && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        children = descendantsOf(server.child.pid ?? -1);
+        sandboxUserProcesses = sandboxUids.flatMap((uid) => processesOfUid(uid));
+      }
+      expect(children.map((p) => p.cmdline)).toEqual([]);
+      expect(sandboxUserProcesses.map((p) => `${p.uid}: ${p.cmdline}`)).toEqual([]);
+      expect(workspacesIn(server.sandboxRoot)).toEqual([]);
+      expect(crashLines(server)).toEqual([]);
+      expect(server.child.exitCode).toBeNull();
+      // The figures, for the CI log and the benchmark notes.
+      console.log(
+        `load: ` +
+          `${JSON.stringify({ sessions: SESSIONS, calls_per_session: CALLS, concurrency: CONCURRENCY, ...timings })}`,
+      );
+    },
+  );
 });

@@ -114,53 +114,60 @@ it('sends keep-alives on both lanes while a command prints nothing for 40 s, the
   await Promise.all([legacy.close(), modern.close()]);
 });
 
-it('holds a fork bomb: the call returns at its timeout, other sessions are answered during and after it, and nothing of it remains', async () => {
-  const bomber = await connectClient('v2', server.url, { token: TOKEN });
-  const other: TestClient = await connectClient('v2', server.url, { token: TOKEN });
-  // The function's name marks the bomb's processes as this test run's.
-  const name = `bomb${RUN_MARK}`;
-  const bombs = () => processesWithCmdline(`${name}|${name}&`);
-  // The classic bomb: its first shell returns at once, leaving the bomb to its descendants.
-  const classic = await bomber.callTool('run_command', {
-    command: `${name}(){ ${name}|${name}& };${name}`,
-    timeout_ms: 5000,
-  });
-  expect(classic.structuredContent).toMatchObject({ timed_out: false });
-  expect(await waitUntilGone(bombs, SETTLE_MS)).toEqual([]);
-  // A bomb whose first shell stays: it runs until the timeout (long enough for another session to be served
-  // meanwhile even on a loaded machine).
-  const bombTimeoutMs = 15_000;
-  let finished = false;
-  const held = timed(() =>
-    bomber.callTool('run_command', {
-      command: `${name}(){ ${name}|${name}& };${name}; sleep 60`,
-      timeout_ms: bombTimeoutMs,
-    }),
-  ).finally(() => {
-    finished = true;
-  });
-  let most = 0;
-  const counted = await pollUntil(
-    () => bombs().length,
-    (n) => (most = Math.max(most, n)) > 50 || finished,
-    SETTLE_MS,
-  );
-  expect(counted).toBeGreaterThan(50);
-  // Another session is served while the bomb still runs (its answer comes before the bomb's).
-  const answer = await other.callTool('run_command', { command: 'echo alive' });
-  expect(answer.structuredContent).toMatchObject({ exit_code: 0, stdout: 'alive\n' });
-  expect(finished).toBe(false);
-  while (!finished) {
-    most = Math.max(most, bombs().length);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  const { value: result, ms } = await held;
-  expect(result.isError).toBe(true);
-  expect(result.structuredContent).toMatchObject({ timed_out: true });
-  expect(ms).toBeLessThan(bombTimeoutMs + SOON_MS);
-  expect(most).toBeLessThanOrEqual(512); // RLIMIT_NPROC of the sandbox user
-  expect(await waitUntilGone(bombs, SETTLE_MS)).toEqual([]);
-  const afterwards = await other.callTool('run_command', { command: 'echo still-alive' });
-  expect(afterwards.structuredContent).toMatchObject({ exit_code: 0, stdout: 'still-alive\n' });
-  await Promise.all([bomber.terminate(), other.terminate()]);
-});
+it(
+  'holds a fork bomb: the call returns at its timeout, other sessions are answered during and after it, and ' +
+    'nothing of it remains',
+  async () => {
+    const bomber = await connectClient('v2', server.url, { token: TOKEN });
+    const other: TestClient = await connectClient('v2', server.url, { token: TOKEN });
+    // The function's name marks the bomb's processes as this test run's.
+    const name = `bomb${RUN_MARK}`;
+    const bombs = () => processesWithCmdline(`${name}|${name}&`);
+    // The classic bomb: its first shell returns at once, leaving the bomb to its descendants.
+    const classic = await bomber.callTool('run_command', {
+      command: `${name}(){ ${name}|${name}& };${name}`,
+      timeout_ms: 5000,
+    });
+    expect(classic.structuredContent).toMatchObject({ timed_out: false });
+    expect(await waitUntilGone(bombs, SETTLE_MS)).toEqual([]);
+    // A bomb whose first shell stays: it runs until the timeout (long enough for another session to be served
+    // meanwhile even on a loaded machine).
+    const bombTimeoutMs = 15_000;
+    let finished = false;
+    const held = timed(() =>
+      bomber.callTool('run_command', {
+        command: `${name}(){ ${name}|${name}& };${name}; sleep 60`,
+        timeout_ms: bombTimeoutMs,
+      }),
+    ).finally(() => {
+      finished = true;
+    });
+    let most = 0;
+    const counted = await pollUntil(
+      () => bombs().length,
+      (n) => {
+        most = Math.max(most, n);
+        return most > 50 || finished;
+      },
+      SETTLE_MS,
+    );
+    expect(counted).toBeGreaterThan(50);
+    // Another session is served while the bomb still runs (its answer comes before the bomb's).
+    const answer = await other.callTool('run_command', { command: 'echo alive' });
+    expect(answer.structuredContent).toMatchObject({ exit_code: 0, stdout: 'alive\n' });
+    expect(finished).toBe(false);
+    while (!finished) {
+      most = Math.max(most, bombs().length);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const { value: result, ms } = await held;
+    expect(result.isError).toBe(true);
+    expect(result.structuredContent).toMatchObject({ timed_out: true });
+    expect(ms).toBeLessThan(bombTimeoutMs + SOON_MS);
+    expect(most).toBeLessThanOrEqual(512); // RLIMIT_NPROC of the sandbox user
+    expect(await waitUntilGone(bombs, SETTLE_MS)).toEqual([]);
+    const afterwards = await other.callTool('run_command', { command: 'echo still-alive' });
+    expect(afterwards.structuredContent).toMatchObject({ exit_code: 0, stdout: 'still-alive\n' });
+    await Promise.all([bomber.terminate(), other.terminate()]);
+  },
+);

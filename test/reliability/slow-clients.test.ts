@@ -40,7 +40,8 @@ it('costs under 64 MiB for 560 slow unauthenticated connections and closes every
       entry.socket.on('connect', () => {
         if (send !== false) {
           entry.socket.write(
-            `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\nContent-Type: application/json\r\nContent-Length: ${4 * MIB}\r\n\r\n`,
+            `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\nContent-Type: ` +
+              `application/json\r\nContent-Length: ${4 * MIB}\r\n\r\n`,
           );
         }
         if (send === 'almost-all') entry.socket.write(almostAll);
@@ -70,7 +71,8 @@ it('costs under 64 MiB for 560 slow unauthenticated connections and closes every
   );
   const seconds = (performance.now() - started) / 1000;
   console.log(
-    `560 slow unauthenticated connections: peak +${(peak / MIB).toFixed(1)} MiB RSS, all closed after ${seconds.toFixed(1)} s`,
+    `560 slow unauthenticated connections: peak +${(peak / MIB).toFixed(1)} MiB RSS, all closed after ` +
+      `${seconds.toFixed(1)} s`,
   );
   expect(sockets.filter((s) => !s.closed)).toHaveLength(0);
   expect(seconds).toBeLessThan(30);

@@ -2,7 +2,8 @@
  * Soak (issue 7; `npm run soak`, not in CI): mixed load on the built bundle for SOAK_MINUTES (10) with
  * SOAK_SESSIONS (20) sessions that are ended and replaced as they go, sampling the server's RSS every
  * SOAK_SAMPLE_S (10) s. After a warm-up (SOAK_WARMUP_S, 60; a fifth of a shorter run) RSS may grow by at
- * most 10 % (median of the first minute of samples against the median of the last), and no call may fail. Writes the figures to bench/SOAK.md; exits 1 when a limit is broken.
+ * most 10 % (median of the first minute of samples against the median of the last), and no call may fail. Writes the
+ * figures to bench/SOAK.md; exits 1 when a limit is broken.
  *
  * Node built-ins only: it runs straight from a checkout after `node build.mjs`.
  */
@@ -218,12 +219,14 @@ const sampler = setInterval(() => {
   const rss = rssMiB();
   samples.push({ t, rss });
   console.log(
-    `t=${String(t).padStart(4)} s  rss=${rss.toFixed(1)} MiB  calls=${stats.calls}  errors=${stats.errors}  sessions opened=${stats.sessionsOpened}`,
+    `t=${String(t).padStart(4)} s  rss=${rss.toFixed(1)} MiB  calls=${stats.calls}  errors=${stats.errors}  ` +
+      `sessions opened=${stats.sessionsOpened}`,
   );
 }, SAMPLE_S * 1000);
 
 console.log(
-  `soak: ${MINUTES} min, ${SESSIONS} sessions (each replaced after ${SESSION_LIFETIME_CALLS} calls), warm-up ${WARMUP_S} s, RSS every ${SAMPLE_S} s; server pid ${child.pid} on port ${port}`,
+  `soak: ${MINUTES} min, ${SESSIONS} sessions (each replaced after ${SESSION_LIFETIME_CALLS} calls), warm-up ` +
+    `${WARMUP_S} s, RSS every ${SAMPLE_S} s; server pid ${child.pid} on port ${port}`,
 );
 await Promise.all(Array.from({ length: SESSIONS }, runWorker));
 clearInterval(sampler);
@@ -293,10 +296,13 @@ writeFileSync(
   join(ROOT, 'bench/SOAK.md'),
   `# Soak
 
-\`npm run soak\` (test/reliability/soak.mjs; not in CI): ${SESSIONS} sessions of mixed tool calls (write, read, edit, list,
+\`npm run soak\` (test/reliability/soak.mjs; not in CI): ${SESSIONS} sessions of mixed tool calls (write, read, edit, \
+list,
 run_command, run_code, sandbox_status, manage_process) on the local backend, each session ended with DELETE and replaced
-after ${SESSION_LIFETIME_CALLS} calls; the server's RSS sampled every ${SAMPLE_S} s. Limits (issue 7): RSS growth after a
-${WARMUP_S} s warm-up ≤ ${pct(MAX_GROWTH)} (median of the first ${window} samples after warm-up against the median of the last
+after ${SESSION_LIFETIME_CALLS} calls; the server's RSS sampled every ${SAMPLE_S} s. Limits (issue 7): RSS growth \
+after a
+${WARMUP_S} s warm-up ≤ ${pct(MAX_GROWTH)} (median of the first ${window} samples after warm-up against the median of \
+the last
 ${window}: RSS saws with garbage collection), 0 errors.
 
 Latest run: ${new Date().toISOString().slice(0, 10)}, commit ${commit}, Node ${process.version}, ${

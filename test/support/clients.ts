@@ -1,4 +1,5 @@
-/** Connects the official clients, v2 (`@modelcontextprotocol/client`) and v1 (`@modelcontextprotocol/sdk`), as users do. */
+/** Connects the official clients, v2 (`@modelcontextprotocol/client`) and v1 (`@modelcontextprotocol/sdk`), as users
+ * do. */
 import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from '@modelcontextprotocol/client';
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as TransportV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';

@@ -5,6 +5,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { stripVTControlCharacters } from 'node:util';
 import { join, resolve } from 'node:path';
 
 const ROOT = resolve(__dirname, '../..');
@@ -62,7 +63,7 @@ export function runConformance(
             ? (JSON.parse(readFileSync(file, 'utf8')) as ConformanceCheck[]).map((c) => ({ ...c, dir }))
             : [];
         });
-        resolveRun({ code, signal, output: output.replace(/\x1b\[[0-9;]*m/g, ''), dirs, checks });
+        resolveRun({ code, signal, output: stripVTControlCharacters(output), dirs, checks });
       } catch (err: unknown) {
         reject(err);
       } finally {

@@ -10,7 +10,8 @@ import { parseMountinfo } from '../../functions/mcp/sandbox/local/host-mounts';
 import { pollUntil, SETTLE_MS } from './processes';
 import { missing } from './requirements';
 
-/** Why the disk tests cannot run here, or `undefined` when they can (root, loop devices, mkfs.ext4; requirements.js). */
+/** Why the disk tests cannot run here, or `undefined` when they can (root, loop devices, mkfs.ext4;
+ * requirements.js). */
 export const diskTestsUnavailable = (): string | undefined => missing('disk images');
 
 /** Mount points at or under `root` (deepest first), once per mount; none where there is no /proc. */

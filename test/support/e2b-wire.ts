@@ -22,7 +22,8 @@ export const LIVE = process.env.E2B_WIRE_TARGET === 'live';
 /** Settings passed to the server as they are, against real E2B. */
 const LIVE_PASS_THROUGH = ['E2B_API_KEY', 'E2B_DOMAIN', 'E2B_API_URL', 'E2B_SANDBOX_URL', 'E2B_TEMPLATE'] as const;
 
-/** The local service runs each sandbox under bubblewrap (e2b-local/sandbox-runtime.ts): without it, its suites are skipped. */
+/** The local service runs each sandbox under bubblewrap (e2b-local/sandbox-runtime.ts): without it, its suites are
+ * skipped. */
 const localService = needs('bubblewrap');
 /** A suite on the wire: the local service's, or real E2B's. */
 export const wireDescribe: jest.Describe = LIVE ? describe : localService.describe;

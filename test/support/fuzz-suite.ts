@@ -83,7 +83,8 @@ export function describeFuzz({ cases: COUNT, seed: SEED, only: ONLY, replay, rep
       });
     });
 
-    it('answers every case with a status the status table allows for it: no 5xx, no dropped connection, no hang', async () => {
+    it('answers every case with a status the status table allows for ' +
+      'it: no 5xx, no dropped connection, no hang', async () => {
       const selected = ONLY === undefined ? cases : cases.filter((c) => ONLY.includes(c.index));
       const limit = createLimiter(CONCURRENCY);
       const openedSessions: string[] = [];
@@ -128,8 +129,12 @@ export function describeFuzz({ cases: COUNT, seed: SEED, only: ONLY, replay, rep
           logged[String(line.msg)] = (logged[String(line.msg)] ?? 0) + 1;
       console.log(
         `server warnings and errors ${JSON.stringify(logged)}\n` +
-          `fuzz: ${sent} requests sent in ${((Date.now() - started) / 1000).toFixed(1)} s (seed ${SEED})\nfamilies ${JSON.stringify(byFamily)}\nstatuses ${JSON.stringify(byStatus)}\n` +
-          `${problems.length} failing, ${internalErrors.length} internal errors${problems.length + internalErrors.length > 0 ? `:\n${[...problems, ...internalErrors].slice(0, 40).join('\n')}` : ''}`,
+          `fuzz: ${sent} requests sent in ${((Date.now() - started) / 1000).toFixed(1)} s (seed ` +
+          `${SEED})\nfamilies ${JSON.stringify(byFamily)}\nstatuses ${JSON.stringify(byStatus)}\n` +
+          `${problems.length} failing, ${internalErrors.length} internal errors` +
+          (problems.length + internalErrors.length > 0
+            ? `:\n${[...problems, ...internalErrors].slice(0, 40).join('\n')}`
+            : ''),
       );
       if (reportFile !== undefined) writeFileSync(reportFile, [...problems, ...internalErrors].join('\n'));
       if (ONLY === undefined) expect(sent).toBeGreaterThanOrEqual(Math.floor(COUNT * 0.8));
@@ -144,18 +149,22 @@ export function describeFuzz({ cases: COUNT, seed: SEED, only: ONLY, replay, rep
       expect(server.stderr()).not.toMatch(/uncaught|unhandled|FATAL|heap out of memory/i);
     });
 
-    it('answers no hostile input with the generic internal error (-32603): invalid input is refused by name instead', () => {
-      const unexpected = server
-        .logs()
-        .filter((line) =>
-          ['tool failed unexpectedly', 'unhandled error', 'response failed'].includes(String(line.msg)),
-        );
-      expect({
-        internalErrors: internalErrors.slice(0, 20),
-        count: internalErrors.length,
-        logged: unexpected.map((l) => l.error),
-      }).toEqual({ internalErrors: [], count: 0, logged: [] });
-    });
+    it(
+      'answers no hostile input with the generic internal error ' +
+        '(-32603): invalid input is refused by name instead',
+      () => {
+        const unexpected = server
+          .logs()
+          .filter((line) =>
+            ['tool failed unexpectedly', 'unhandled error', 'response failed'].includes(String(line.msg)),
+          );
+        expect({
+          internalErrors: internalErrors.slice(0, 20),
+          count: internalErrors.length,
+          logged: unexpected.map((l) => l.error),
+        }).toEqual({ internalErrors: [], count: 0, logged: [] });
+      },
+    );
 
     it('let no path escape: nothing written outside the workspaces, /etc/passwd untouched', () => {
       const stray: string[] = [];

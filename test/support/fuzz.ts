@@ -107,7 +107,8 @@ export const PASSWD_MARKER = 'root:x:0:0';
 
 /** Symlinks (and a directory) the runner creates in the base session's working directory before the cases run. */
 export const SANDBOX_SETUP_COMMAND =
-  'ln -s /etc link-etc; ln -s / link-root; ln -s ../.. link-up; ln -s /nonexistent dangling; mkdir -p sub/deeper; echo hi > sub/file.txt';
+  'ln -s /etc link-etc; ln -s / link-root; ln -s ../.. link-up; ln -s /nonexistent dangling; mkdir -p ' +
+  'sub/deeper; echo hi > sub/file.txt';
 
 /** Paths that leave the working directory, directly or through the symlinks of SANDBOX_SETUP_COMMAND. */
 const ESCAPING_PATHS = [
@@ -305,7 +306,6 @@ const TOOLS: Record<string, ToolShape> = {
   get_preview_url: { valid: { port: 8080 }, fields: { port: 'int' }, pathFields: [], required: ['port'] },
 };
 
-const SUPPORTED_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26'];
 const ACCEPT = 'application/json, text/event-stream';
 
 /** Builds the cases of one run. */
@@ -500,7 +500,16 @@ export function generateCases(seed: number, count: number, t: FuzzTargets): Fuzz
     const expect: FuzzExpect = where === 5 || where === 6 ? {} : { responseId: id };
     return post(
       'utf8',
-      `${useEscape ? 'escape' : 'invalid bytes'} in ${['ping params', 'write_file', 'read_file path', 'run_command', 'method name', 'initialize clientInfo', 'JSON structure'][where]}`,
+      `${useEscape ? 'escape' : 'invalid bytes'} in ` +
+        [
+          'ping params',
+          'write_file',
+          'read_file path',
+          'run_command',
+          'method name',
+          'initialize clientInfo',
+          'JSON structure',
+        ][where],
       headers,
       body,
       allowed,
@@ -729,7 +738,8 @@ export function generateCases(seed: number, count: number, t: FuzzTargets): Fuzz
     );
   }
 
-  /** What the routes answer (docs/protocol.md, "Errors", and the status table in docs/platform-facts.md), for a request with a valid token and no Origin. */
+  /** What the routes answer (docs/protocol.md, "Errors", and the status table in docs/platform-facts.md), for a
+   * request with a valid token and no Origin. */
   function expectedForRoute(m: string, path: string, session: string | undefined): readonly number[] {
     // Node's parser accepts only known methods; an unknown or lower-case token is a 400 before any route.
     if (!['GET', 'PUT', 'PATCH', 'HEAD', 'DELETE', 'OPTIONS', 'TRACE', 'PROPFIND', 'CONNECT', 'POST'].includes(m))
@@ -958,7 +968,14 @@ export function generateCases(seed: number, count: number, t: FuzzTargets): Fuzz
     else allowed = [404];
     const c = post(
       'auth',
-      `${m} ${valid ? 'valid' : 'bad'} authorization ${JSON.stringify(value?.slice(0, 24) ?? null)} session ${session === t.session ? 'own' : session === undefined ? 'none' : session === t.otherSession ? 'foreign' : 'bogus'}`,
+      `${m} ${valid ? 'valid' : 'bad'} authorization ${JSON.stringify(value?.slice(0, 24) ?? null)} session ` +
+        (session === t.session
+          ? 'own'
+          : session === undefined
+            ? 'none'
+            : session === t.otherSession
+              ? 'foreign'
+              : 'bogus'),
       h,
       m === 'POST' ? json(rpc('ping', undefined, id)) : Buffer.alloc(0),
       allowed,
@@ -1009,10 +1026,12 @@ export function generateCases(seed: number, count: number, t: FuzzTargets): Fuzz
           where === 0
             ? `{"jsonrpc":"2.0","id":${id},"method":"ping","params":{"n":${nested}}}`
             : where === 1
-              ? `{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":"run_command","arguments":{"command":"true","env":${nested}}}}`
+              ? `{"jsonrpc":"2.0","id":${id},"method":"tools/call",` +
+                `"params":{"name":"run_command","arguments":{"command":"true","env":${nested}}}}`
               : where === 2
                 ? `{"jsonrpc":"2.0","id":${nested},"method":"ping"}`
-                : `{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":"sandbox_status","arguments":{},"_meta":{"progressToken":${nested}}}}`;
+                : `{"jsonrpc":"2.0","id":${id},"method":"tools/call",` +
+                  `"params":{"name":"sandbox_status","arguments":{},"_meta":{"progressToken":${nested}}}}`;
         return post(
           'huge',
           `nesting depth ${depth} in ${['params', 'tool arguments', 'id', '_meta.progressToken'][where]}`,
@@ -1912,5 +1931,8 @@ export function describeCase(c: FuzzCase, answer: FuzzAnswer, problem: string): 
     c.send === 'raw'
       ? (c.raw ?? Buffer.alloc(0)).toString('latin1').slice(0, 160)
       : `${c.method} ${c.path} ${(c.body ?? Buffer.alloc(0)).toString('latin1').slice(0, 160)}`;
-  return `#${c.index} [${c.family}] ${c.note} → ${problem}; answer ${answer.status} ${answer.text.replace(/\s+/g, ' ').slice(0, 200)} | sent ${JSON.stringify(sent)}`;
+  return (
+    `#${c.index} [${c.family}] ${c.note} → ${problem}; answer ${answer.status} ` +
+    `${answer.text.replace(/\s+/g, ' ').slice(0, 200)} | sent ${JSON.stringify(sent)}`
+  );
 }

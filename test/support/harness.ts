@@ -4,8 +4,8 @@
  * with no process spawned and no port opened. One harness is one server instance; harnesses that share an
  * `sdk` (the "E2B" that outlives instances) and a `clock` are instances of one deployment.
  *
- * What only the real process shows (start-up, signals, the Node shell, FC hooks, the cold instance's early initialize) is
- * tested through the bundle in test/e2e.
+ * What only the real process shows (start-up, signals, the Node shell, FC hooks, the cold instance's early initialize)
+ * is tested through the bundle in test/e2e.
  */
 import { randomUUID } from 'node:crypto';
 
@@ -44,15 +44,19 @@ const BASE_ENV: Record<string, string> = {
 export interface HarnessOptions {
   /** Environment for `loadConfig`, over the base (two tokens, a secret, the E2B backend). */
   env?: Record<string, string>;
-  /** The SDK stub behind the (real) E2B provider, shared by the instances of a test. @default a new one on the harness clock */
+  /** The SDK stub behind the (real) E2B provider, shared by the instances of a test. @default a new one on the harness
+   * clock */
   sdk?: StubSdk;
   /** @default a new fake clock */
   clock?: FakeClock;
-  /** Another sandbox backend altogether, made from the harness's config, logger and clock (replaces the E2B provider). */
+  /** Another sandbox backend altogether, made from the harness's config, logger and clock (replaces the E2B
+   * provider). */
   sandboxes?: (deps: { config: Config; logger: Logger; clock: FakeClock }) => SelectedProvider;
-  /** How OAuth access tokens are checked (with MCP_OAUTH_ISSUER in `env`). @default the verifier's defaults on the harness clock */
+  /** How OAuth access tokens are checked (with MCP_OAUTH_ISSUER in `env`). @default the verifier's defaults on the
+   * harness clock */
   oauth?: OAuthVerifierOptions;
-  /** The client address of a request (`ctx.peer`, which the Node shell takes from the socket). @default none, as behind FC */
+  /** The client address of a request (`ctx.peer`, which the Node shell takes from the socket). @default none, as
+   * behind FC */
   peerOf?: (req: Request) => string | undefined;
 }
 

@@ -43,7 +43,8 @@ export interface LoggedRequest {
   readonly session?: string;
 }
 
-/** The MCP requests the server logged so far, oldest first (the log is in order: once a line is seen, all before it are). */
+/** The MCP requests the server logged so far, oldest first (the log is in order: once a line is seen, all before it
+ * are). */
 export function loggedRequests(server: StartedServer): LoggedRequest[] {
   return server
     .logs()

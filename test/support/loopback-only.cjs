@@ -15,7 +15,8 @@ function report(kind, target) {
   process.stderr.write(`loopback-only: ${kind} ${target}\n`);
 }
 
-/** The host and port of Socket#connect's arguments: (options[, cb]), (port[, host][, cb]), (path[, cb]), or net.connect's normalized list. */
+/** The host and port of Socket#connect's arguments: (options[, cb]), (port[, host][, cb]), (path[, cb]), or
+ * net.connect's normalized list. */
 function targetOf(args) {
   const first = Array.isArray(args[0]) ? args[0][0] : args[0];
   if (first !== null && typeof first === 'object') {

@@ -50,9 +50,11 @@ export interface TestIssuerOptions {
   rfc8414?: boolean;
   /** `id_token_signing_alg_values_supported` in the metadata. @default ['RS256'] */
   algorithms?: string[];
-  /** The client allowed to introspect (HTTP Basic at `/introspect`, published as introspection_endpoint). @default none */
+  /** The client allowed to introspect (HTTP Basic at `/introspect`, published as introspection_endpoint). @default
+   * none */
   introspectionClient?: { id: string; secret: string };
-  /** Holds the introspection answer for `token` until the promise it returns settles (a slow provider). @default none held */
+  /** Holds the introspection answer for `token` until the promise it returns settles (a slow provider). @default none
+   * held */
   introspectionDelay?: (token: string) => Promise<void> | undefined;
 }
 
@@ -92,7 +94,9 @@ export async function startTestIssuer(options: TestIssuerOptions): Promise<TestI
       let body = '';
       req.setEncoding('utf8').on('data', (chunk: string) => (body += chunk));
       req.on('end', () => {
-        const expected = `Basic ${Buffer.from(`${encodeURIComponent(client.id)}:${encodeURIComponent(client.secret)}`).toString('base64')}`;
+        const expected =
+          `Basic ` +
+          `${Buffer.from(`${encodeURIComponent(client.id)}:${encodeURIComponent(client.secret)}`).toString('base64')}`;
         if (req.headers.authorization !== expected) return json({ error: 'invalid_client' }, 401);
         const token = new URLSearchParams(body).get('token') ?? '';
         void Promise.resolve(options.introspectionDelay?.(token)).then(() =>

@@ -18,7 +18,8 @@ export const RUN_MARK = String(process.pid).padStart(7, '0');
  */
 export const SETTLE_MS = 20_000;
 
-/** `sleep <seconds>.<RUN_MARK>`: as long as `sleep <seconds>` (the mark adds under a millisecond), and this test process's own. */
+/** `sleep <seconds>.<RUN_MARK>`: as long as `sleep <seconds>` (the mark adds under a millisecond), and this test
+ * process's own. */
 export function markedSleep(seconds: number): string {
   if (!Number.isInteger(seconds)) throw new Error('markedSleep takes whole seconds (the mark is the fraction)');
   return `sleep ${seconds}.${RUN_MARK}`;

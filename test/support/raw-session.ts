@@ -115,7 +115,8 @@ export function waitForLogs(
   });
 }
 
-/** Sends `head` (request line and header lines, CRLF-separated, no blank line) and `body` over a raw socket; resolves with the status code. */
+/** Sends `head` (request line and header lines, CRLF-separated, no blank line) and `body` over a raw socket; resolves
+ * with the status code. */
 export function rawHttpStatus(url: string, head: string, body = ''): Promise<number> {
   const { hostname, port } = new URL(url);
   return new Promise((resolve, reject) => {

@@ -58,7 +58,8 @@ function readStats(): ProcStat[] {
   return stats;
 }
 
-/** Every live (non-zombie) descendant of `rootPid`, through the ppid tree. Processes that left the tree (reparented to init) are not found. */
+/** Every live (non-zombie) descendant of `rootPid`, through the ppid tree. Processes that left the tree (reparented to
+ * init) are not found. */
 export function descendantsOf(rootPid: number): HostProcess[] {
   const stats = readStats();
   const children = new Map<number, ProcStat[]>();

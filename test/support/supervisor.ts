@@ -1,4 +1,5 @@
-/** A sandbox supervisor started straight on the host (no launcher, no isolation), for unit tests of what runs through it. */
+/** A sandbox supervisor started straight on the host (no launcher, no isolation), for unit tests of what runs through
+ * it. */
 import { Supervisor, type SupervisorOptions } from '../../functions/mcp/sandbox/local/supervisor';
 import { SUPERVISOR_SOURCE } from '../../functions/mcp/sandbox/local/supervisor-source';
 

@@ -21,7 +21,8 @@ export function openConnection(url: string): Promise<Socket> {
   });
 }
 
-/** Writes `request` on `socket` (then half-closes it, when `end`), and collects the answer until the connection closes. */
+/** Writes `request` on `socket` (then half-closes it, when `end`), and collects the answer until the connection
+ * closes. */
 export function exchangeOn(socket: Socket, request: string | Buffer, end = false): Promise<Exchanged> {
   const chunks: Buffer[] = [];
   let error: string | undefined;
@@ -46,7 +47,8 @@ export async function exchange(url: string, request: string | Buffer, end = fals
   return exchangeOn(opened.socket, request, end);
 }
 
-/** An HTTP/1.0 GET of `path` (the server closes the connection after its answer), with `headers` (a preview's Cookie). */
+/** An HTTP/1.0 GET of `path` (the server closes the connection after its answer), with `headers` (a preview's
+ * Cookie). */
 export const httpGet = (path: string, headers: readonly string[] = []): string =>
   [`GET ${path} HTTP/1.0`, 'Host: preview', ...headers, '', ''].join('\r\n');
 
@@ -58,7 +60,8 @@ export interface OpenedPreview {
   readonly cookie: string;
 }
 
-/** Opens a preview URL (`http://host:port/?mcp_preview=<token>`): the 302 and its cookie, or throws with what came instead. */
+/** Opens a preview URL (`http://host:port/?mcp_preview=<token>`): the 302 and its cookie, or throws with what came
+ * instead. */
 export async function openPreview(url: string): Promise<OpenedPreview> {
   const { origin, pathname, search, host } = new URL(url);
   const answer = (

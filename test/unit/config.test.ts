@@ -62,48 +62,59 @@ describe('loadConfig', () => {
     expect(loadConfig({ MCP_AUTH_TOKENS: 'token-0123456789abcdef' }).local.exposed).toBe(false);
   });
 
-  it('serves previews on 127.0.0.1 by default, and another address only on purpose (LOCAL_SANDBOX_PREVIEW_PUBLIC=on)', () => {
-    expect(loadConfig({}).local.previewHost).toBe('127.0.0.1');
-    expect(loadConfig({ LOCAL_SANDBOX_PREVIEW_HOST: '::1' }).local.previewHost).toBe('::1');
-    expect(problemsOf({ LOCAL_SANDBOX_PREVIEW_HOST: '10.1.2.3' }).join()).toMatch(
-      /LOCAL_SANDBOX_PREVIEW_HOST=10\.1\.2\.3 would serve sandbox previews to every host .* capability URL .*: set LOCAL_SANDBOX_PREVIEW_PUBLIC=on/,
-    );
-    expect(
-      loadConfig({ LOCAL_SANDBOX_PREVIEW_HOST: '10.1.2.3', LOCAL_SANDBOX_PREVIEW_PUBLIC: 'on' }).local.previewHost,
-    ).toBe('10.1.2.3');
-    // The address is also the URL's host: a name or a wildcard is refused, opt-in or not.
-    for (const host of ['0.0.0.0', '::', 'preview.example.com']) {
-      expect(problemsOf({ LOCAL_SANDBOX_PREVIEW_HOST: host, LOCAL_SANDBOX_PREVIEW_PUBLIC: 'on' }).join()).toMatch(
-        /LOCAL_SANDBOX_PREVIEW_HOST must be one IP address/,
+  it(
+    'serves previews on 127.0.0.1 by default, and another address only ' +
+      'on purpose (LOCAL_SANDBOX_PREVIEW_PUBLIC=on)',
+    () => {
+      expect(loadConfig({}).local.previewHost).toBe('127.0.0.1');
+      expect(loadConfig({ LOCAL_SANDBOX_PREVIEW_HOST: '::1' }).local.previewHost).toBe('::1');
+      expect(problemsOf({ LOCAL_SANDBOX_PREVIEW_HOST: '10.1.2.3' }).join()).toMatch(
+        new RegExp(
+          String.raw`LOCAL_SANDBOX_PREVIEW_HOST=10\.1\.2\.3 would serve sandbox previews to every host .* ` +
+            'capability URL .*: set LOCAL_SANDBOX_PREVIEW_PUBLIC=on',
+        ),
       );
-    }
-    expect(problemsOf({ LOCAL_SANDBOX_PREVIEW_PUBLIC: 'yes' }).join()).toMatch(
-      /LOCAL_SANDBOX_PREVIEW_PUBLIC must be on or off/,
-    );
-  });
+      expect(
+        loadConfig({ LOCAL_SANDBOX_PREVIEW_HOST: '10.1.2.3', LOCAL_SANDBOX_PREVIEW_PUBLIC: 'on' }).local.previewHost,
+      ).toBe('10.1.2.3');
+      // The address is also the URL's host: a name or a wildcard is refused, opt-in or not.
+      for (const host of ['0.0.0.0', '::', 'preview.example.com']) {
+        expect(problemsOf({ LOCAL_SANDBOX_PREVIEW_HOST: host, LOCAL_SANDBOX_PREVIEW_PUBLIC: 'on' }).join()).toMatch(
+          /LOCAL_SANDBOX_PREVIEW_HOST must be one IP address/,
+        );
+      }
+      expect(problemsOf({ LOCAL_SANDBOX_PREVIEW_PUBLIC: 'yes' }).join()).toMatch(
+        /LOCAL_SANDBOX_PREVIEW_PUBLIC must be on or off/,
+      );
+    },
+  );
 
-  it('names previews by the address unless LOCAL_SANDBOX_PREVIEW_DOMAIN gives a DNS name (lower-cased), without a wildcard, a port or an address', () => {
-    expect(loadConfig({}).local.previewDomain).toBeUndefined();
-    expect(loadConfig({ LOCAL_SANDBOX_PREVIEW_DOMAIN: '' }).local.previewDomain).toBeUndefined();
-    expect(loadConfig({ LOCAL_SANDBOX_PREVIEW_DOMAIN: 'localhost' }).local.previewDomain).toBe('localhost');
-    expect(loadConfig({ LOCAL_SANDBOX_PREVIEW_DOMAIN: ' Previews.Example.COM ' }).local.previewDomain).toBe(
-      'previews.example.com',
-    );
-    for (const domain of [
-      '*.example.com',
-      'example.com:8080',
-      '10.1.2.3',
-      '-bad.example.com',
-      'a..b',
-      `${'a'.repeat(64)}.com`,
-      `${'a.'.repeat(120)}com`,
-    ]) {
-      expect({ domain, problems: problemsOf({ LOCAL_SANDBOX_PREVIEW_DOMAIN: domain }).join() }).toEqual({
-        domain,
-        problems: expect.stringMatching(/LOCAL_SANDBOX_PREVIEW_DOMAIN must be a DNS name/),
-      });
-    }
-  });
+  it(
+    'names previews by the address unless LOCAL_SANDBOX_PREVIEW_DOMAIN gives a DNS name (lower-cased), without a ' +
+      'wildcard, a port or an address',
+    () => {
+      expect(loadConfig({}).local.previewDomain).toBeUndefined();
+      expect(loadConfig({ LOCAL_SANDBOX_PREVIEW_DOMAIN: '' }).local.previewDomain).toBeUndefined();
+      expect(loadConfig({ LOCAL_SANDBOX_PREVIEW_DOMAIN: 'localhost' }).local.previewDomain).toBe('localhost');
+      expect(loadConfig({ LOCAL_SANDBOX_PREVIEW_DOMAIN: ' Previews.Example.COM ' }).local.previewDomain).toBe(
+        'previews.example.com',
+      );
+      for (const domain of [
+        '*.example.com',
+        'example.com:8080',
+        '10.1.2.3',
+        '-bad.example.com',
+        'a..b',
+        `${'a'.repeat(64)}.com`,
+        `${'a.'.repeat(120)}com`,
+      ]) {
+        expect({ domain, problems: problemsOf({ LOCAL_SANDBOX_PREVIEW_DOMAIN: domain }).join() }).toEqual({
+          domain,
+          problems: expect.stringMatching(/LOCAL_SANDBOX_PREVIEW_DOMAIN must be a DNS name/),
+        });
+      }
+    },
+  );
 
   it('refuses a world-readable token file wherever the local backend runs sandbox code, isolated or not', () => {
     const file = join(mkdtempSync(join(tmpdir(), 'tokens-')), 'tokens');
@@ -307,13 +318,16 @@ describe('loadConfig: OAuth (config-oauth.ts)', () => {
     );
   });
 
-  it('refuses scopes that cannot go in a challenge, settings without an issuer, and MCP_AUTH=none beside an issuer', () => {
-    expect(problemsOf({ ...oauthEnv, MCP_OAUTH_SCOPES: 'mcp:tools "quoted"' }).join()).toMatch(/MCP_OAUTH_SCOPES/);
-    expect(problemsOf({ MCP_OAUTH_SCOPES: 'mcp:tools' }).join()).toMatch(/MCP_OAUTH_SCOPES needs MCP_OAUTH_ISSUER/);
-    expect(problemsOf({ MCP_OAUTH_AUDIENCE: 'x' }).join()).toMatch(/MCP_OAUTH_AUDIENCE needs MCP_OAUTH_ISSUER/);
-    expect(problemsOf({ ...oauthEnv, MCP_AUTH: 'none' }).join()).toMatch(/MCP_AUTH=none conflicts/);
-    expect(loadConfig({}).auth.oauth).toBeUndefined();
-  });
+  it(
+    'refuses scopes that cannot go in a challenge, ' + 'settings without an issuer, and MCP_AUTH=none beside an issuer',
+    () => {
+      expect(problemsOf({ ...oauthEnv, MCP_OAUTH_SCOPES: 'mcp:tools "quoted"' }).join()).toMatch(/MCP_OAUTH_SCOPES/);
+      expect(problemsOf({ MCP_OAUTH_SCOPES: 'mcp:tools' }).join()).toMatch(/MCP_OAUTH_SCOPES needs MCP_OAUTH_ISSUER/);
+      expect(problemsOf({ MCP_OAUTH_AUDIENCE: 'x' }).join()).toMatch(/MCP_OAUTH_AUDIENCE needs MCP_OAUTH_ISSUER/);
+      expect(problemsOf({ ...oauthEnv, MCP_AUTH: 'none' }).join()).toMatch(/MCP_AUTH=none conflicts/);
+      expect(loadConfig({}).auth.oauth).toBeUndefined();
+    },
+  );
 
   it('takes introspection credentials as a pair, with an issuer', () => {
     const pair = {
@@ -344,24 +358,31 @@ describe('what one credential may take of an instance', () => {
     return { sessions, sandboxes };
   };
 
-  it('is the whole instance where only one credential can exist: no auth, or one static token and no OAuth issuer', () => {
-    expect(shareOf({})).toEqual({ sessions: 10, sandboxes: 10 });
-    expect(shareOf({ MCP_AUTH: 'none' })).toEqual({ sessions: 10, sandboxes: 10 });
-    expect(shareOf({ MCP_AUTH_TOKENS: TOKEN })).toEqual({ sessions: 10, sandboxes: 10 });
-    expect(shareOf({ MCP_AUTH_TOKENS: `${TOKEN},${TOKEN}` })).toEqual({ sessions: 10, sandboxes: 10 });
-  });
+  it(
+    'is the whole instance where only one credential can exist: ' + 'no auth, or one static token and no OAuth issuer',
+    () => {
+      expect(shareOf({})).toEqual({ sessions: 10, sandboxes: 10 });
+      expect(shareOf({ MCP_AUTH: 'none' })).toEqual({ sessions: 10, sandboxes: 10 });
+      expect(shareOf({ MCP_AUTH_TOKENS: TOKEN })).toEqual({ sessions: 10, sandboxes: 10 });
+      expect(shareOf({ MCP_AUTH_TOKENS: `${TOKEN},${TOKEN}` })).toEqual({ sessions: 10, sandboxes: 10 });
+    },
+  );
 
-  it('is a quarter of the instance, rounded up, where there can be more than one, so that no two leave a third without a session', () => {
-    expect(shareOf({ MCP_AUTH_TOKENS: `${TOKEN},${TOKEN}-2` })).toEqual({ sessions: 3, sandboxes: 3 });
-    expect(shareOf({ MCP_AUTH_TOKENS: TOKEN, ...OAUTH })).toEqual({ sessions: 3, sandboxes: 3 });
-    expect(shareOf(OAUTH)).toEqual({ sessions: 3, sandboxes: 3 });
-    expect(loadConfig({ MCP_AUTH_TOKENS: `${TOKEN},${TOKEN}-2` }).perCredential.sessions).toBe(25);
-    for (const max of [3, 4, 5, 7, 20, 100, 101]) {
-      const share = loadConfig({ MCP_MAX_SESSIONS: String(max), MCP_AUTH_TOKENS: `${TOKEN},${TOKEN}-2` }).perCredential
-        .sessions;
-      expect(2 * share).toBeLessThan(max);
-    }
-  });
+  it(
+    'is a quarter of the instance, rounded up, where there can be more than one, so that no two leave a third ' +
+      'without a session',
+    () => {
+      expect(shareOf({ MCP_AUTH_TOKENS: `${TOKEN},${TOKEN}-2` })).toEqual({ sessions: 3, sandboxes: 3 });
+      expect(shareOf({ MCP_AUTH_TOKENS: TOKEN, ...OAUTH })).toEqual({ sessions: 3, sandboxes: 3 });
+      expect(shareOf(OAUTH)).toEqual({ sessions: 3, sandboxes: 3 });
+      expect(loadConfig({ MCP_AUTH_TOKENS: `${TOKEN},${TOKEN}-2` }).perCredential.sessions).toBe(25);
+      for (const max of [3, 4, 5, 7, 20, 100, 101]) {
+        const share = loadConfig({ MCP_MAX_SESSIONS: String(max), MCP_AUTH_TOKENS: `${TOKEN},${TOKEN}-2` })
+          .perCredential.sessions;
+        expect(2 * share).toBeLessThan(max);
+      }
+    },
+  );
 
   it('takes the shares that are set, and the sandboxes share follows the sessions share', () => {
     expect(shareOf({ MCP_AUTH_TOKENS: TOKEN, MCP_MAX_SESSIONS_PER_CREDENTIAL: '4' })).toEqual({
@@ -374,14 +395,18 @@ describe('what one credential may take of an instance', () => {
     });
   });
 
-  it('opens 120 sessions at once and 120 a minute after that by default; MCP_INITIALIZE_PER_MIN=0 lifts the limit; bad values are refused by name', () => {
-    expect(loadConfig({}).perCredential).toMatchObject({ initializeBurst: 120, initializePerMin: 120 });
-    expect(loadConfig({ MCP_INITIALIZE_BURST: '5', MCP_INITIALIZE_PER_MIN: '0' }).perCredential).toMatchObject({
-      initializeBurst: 5,
-      initializePerMin: 0,
-    });
-    const problems = problemsOf({ MCP_INITIALIZE_BURST: '0', MCP_INITIALIZE_PER_MIN: '-1' }).join('\n');
-    expect(problems).toMatch(/MCP_INITIALIZE_BURST must be an integer from 1/);
-    expect(problems).toMatch(/MCP_INITIALIZE_PER_MIN must be an integer from 0/);
-  });
+  it(
+    'opens 120 sessions at once and 120 a minute after that by default; MCP_INITIALIZE_PER_MIN=0 lifts the limit; ' +
+      'bad values are refused by name',
+    () => {
+      expect(loadConfig({}).perCredential).toMatchObject({ initializeBurst: 120, initializePerMin: 120 });
+      expect(loadConfig({ MCP_INITIALIZE_BURST: '5', MCP_INITIALIZE_PER_MIN: '0' }).perCredential).toMatchObject({
+        initializeBurst: 5,
+        initializePerMin: 0,
+      });
+      const problems = problemsOf({ MCP_INITIALIZE_BURST: '0', MCP_INITIALIZE_PER_MIN: '-1' }).join('\n');
+      expect(problems).toMatch(/MCP_INITIALIZE_BURST must be an integer from 1/);
+      expect(problems).toMatch(/MCP_INITIALIZE_PER_MIN must be an integer from 0/);
+    },
+  );
 });

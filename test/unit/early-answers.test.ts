@@ -4,10 +4,7 @@
  */
 import { isInitializeRequest, WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/server';
 
-import {
-  earlyInitializeResponse,
-  readEarlyInitialize,
-} from '../../functions/mcp/early-initialize';
+import { earlyInitializeResponse, readEarlyInitialize } from '../../functions/mcp/early-initialize';
 import { createProtocolServer } from '../../functions/mcp/protocol/server-factory';
 import { HTTP_PROTOCOL_VERSIONS, negotiateVersion } from '../../functions/mcp/protocol/versions';
 

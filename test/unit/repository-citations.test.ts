@@ -63,7 +63,8 @@ function walk(dir: string): string[] {
   return out;
 }
 
-/** The text a reader sees as explanation, line by line: comments in code (others blanked), docs without fenced blocks. */
+/** The text a reader sees as explanation, line by line: comments in code (others blanked), docs without fenced
+ * blocks. */
 function explanatoryLines(file: string, text: string): string[] {
   const lines = text.split('\n');
   if (CODE_FILE.test(file)) {
@@ -138,7 +139,8 @@ function problemsIn(file: string, text: string, files: ReadonlySet<string>, tail
   text.split('\n').forEach((line, i) => {
     for (const mention of line.matchAll(OUTSIDE_NOTES)) {
       problems.push(
-        `${file}:${i + 1}: cites "${mention[0]}", which is not in the repository; state the fact, or cite a doc in docs/`,
+        `${file}:${i + 1}: cites "${mention[0]}", which is not in the repository; state the fact, or cite a doc ` +
+          `in docs/`,
       );
     }
   });
@@ -170,7 +172,8 @@ describe('the repository cites only itself', () => {
       'functions/mcp/x.ts:2: names `functions/mcp/gone.ts`, which is no file of the repository',
     ]);
     const fine =
-      '`https://example.com/a/b.md`, `node_modules/x/y.js`, `/var/fc/index.js`, `@scope/pkg/z.js`, `../support/server.ts`';
+      '`https://example.com/a/b.md`, `node_modules/x/y.js`, `/var/fc/index.js`, `@scope/pkg/z.js`, ' +
+      '`../support/server.ts`';
     expect(problemsIn('test/e2e/x.md', fine, FILES, TAILS)).toEqual([]);
   });
 

@@ -38,17 +38,24 @@ describe('SingleFlight', () => {
     await expect(flight.get(async () => 'second')).resolves.toBe('second');
   });
 
-  it('replaces an unusable value once: the first caller to see it starts the next, the others join that one', async () => {
-    const flight = new SingleFlight<{ alive: boolean; n: number }>();
-    let n = 0;
-    const start = jest.fn(async () => ({ alive: true, n: ++n }));
-    const usable = (v: { alive: boolean }) => v.alive;
-    const first = await flight.get(start, usable);
-    first.alive = false;
-    const after = await Promise.all([flight.get(start, usable), flight.get(start, usable), flight.get(start, usable)]);
-    expect(after.map((v) => v.n)).toEqual([2, 2, 2]);
-    expect(start).toHaveBeenCalledTimes(2);
-  });
+  it(
+    'replaces an unusable value once: ' + 'the first caller to see it starts the next, the others join that one',
+    async () => {
+      const flight = new SingleFlight<{ alive: boolean; n: number }>();
+      let n = 0;
+      const start = jest.fn(async () => ({ alive: true, n: ++n }));
+      const usable = (v: { alive: boolean }) => v.alive;
+      const first = await flight.get(start, usable);
+      first.alive = false;
+      const after = await Promise.all([
+        flight.get(start, usable),
+        flight.get(start, usable),
+        flight.get(start, usable),
+      ]);
+      expect(after.map((v) => v.n)).toEqual([2, 2, 2]);
+      expect(start).toHaveBeenCalledTimes(2);
+    },
+  );
 
   it('take() forgets the start and hands it over; a start taken while in flight never becomes the value', async () => {
     const flight = new SingleFlight<string>();

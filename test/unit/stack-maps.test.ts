@@ -142,24 +142,28 @@ describe('installStackMaps', () => {
     expect(Error.prepareStackTrace).toBe(savedPrepare);
   });
 
-  it('writes frames of the bundle’s files (by path, or by the bare name a chunk is compiled under) at their TypeScript position', () => {
-    expect(installStackMaps(join(dir, 'chunk.js'))).toBe(true);
-    const { line, column } = throwPosition();
-    const error = new Error('boom 6');
-    const stack = Error.prepareStackTrace?.(error, [
-      frame('chunk.js', line, column, 'c'),
-      frame(join(dir, 'chunk.js'), line, column),
-      frame('node:internal/timers', 5, 7),
-      frame(undefined, 0, 0),
-    ]) as string;
-    expect(stack.split('\n')).toEqual([
-      'Error: boom 6',
-      `    at c (${join(dir, 'lib.ts')}:3:3)`,
-      `    at Object.f (${join(dir, 'lib.ts')}:3:3)`,
-      '    at Object.f (node:internal/timers:5:7)',
-      '    at Object.f (native)',
-    ]);
-  });
+  it(
+    'writes frames of the bundle’s files (by path, or by the bare name a chunk is compiled under) at their ' +
+      'TypeScript position',
+    () => {
+      expect(installStackMaps(join(dir, 'chunk.js'))).toBe(true);
+      const { line, column } = throwPosition();
+      const error = new Error('boom 6');
+      const stack = Error.prepareStackTrace?.(error, [
+        frame('chunk.js', line, column, 'c'),
+        frame(join(dir, 'chunk.js'), line, column),
+        frame('node:internal/timers', 5, 7),
+        frame(undefined, 0, 0),
+      ]) as string;
+      expect(stack.split('\n')).toEqual([
+        'Error: boom 6',
+        `    at c (${join(dir, 'lib.ts')}:3:3)`,
+        `    at Object.f (${join(dir, 'lib.ts')}:3:3)`,
+        '    at Object.f (node:internal/timers:5:7)',
+        '    at Object.f (native)',
+      ]);
+    },
+  );
 
   it('leaves a frame as it is when its file has no map, or is not beside the bundle', () => {
     installStackMaps(join(dir, 'chunk.js'));

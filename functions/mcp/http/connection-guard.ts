@@ -27,7 +27,8 @@ import { type HttpRefusal, toErrorAnswer } from './refusals';
 export interface ConnectionLimits {
   /** Open connections served at most (MCP_MAX_CONNECTIONS). */
   readonly maxConnections: number;
-  /** Open connections from one address at most, or requests in flight per client through a trusted proxy; 0 for none (MCP_MAX_CONNECTIONS_PER_PEER). */
+  /** Open connections from one address at most, or requests in flight per client through a trusted proxy; 0 for none
+   * (MCP_MAX_CONNECTIONS_PER_PEER). */
   readonly maxPerPeer: number;
   /** A new connection must start a request within this (0: no deadline). @default 10 s */
   readonly firstRequestMs?: number;

@@ -14,9 +14,11 @@ const WELL_KNOWN = [
 /** The endpoints a client falls back to when it finds no metadata. */
 const ENDPOINTS = new Set(['/register', '/authorize', '/token']);
 
-/** What the 404 says (the `no_oauth` row of http/refusals.ts): this server takes a bearer token, and how to pass one. */
+/** What the 404 says (the `no_oauth` row of http/refusals.ts): this server takes a bearer token, and how to pass
+ * one. */
 export const NO_OAUTH_MESSAGE =
-  'This server does not use OAuth: it takes a bearer token in the Authorization header ("Authorization: Bearer <token>", ' +
+  'This server does not use OAuth: it takes a bearer token in the Authorization header ("Authorization: Bearer ' +
+  '<token>", ' +
   'a token its operator gives you). Configure your client to send that header; with mcp-remote: ' +
   'npx mcp-remote https://<host>/mcp --header "Authorization: Bearer ${TOKEN}".';
 

@@ -167,7 +167,8 @@ export function readBody(req: IncomingMessage, maxBytes: number): Promise<Reques
 
 /** Bytes of an unread request body discarded after the answer, so that the client can read it (RFC 9112 §9.6). */
 const MAX_DRAIN_BYTES = 64 * 1024 * 1024;
-/** The same for a request that was refused before anyone looked at its body (no valid token, over a cap): a small budget. */
+/** The same for a request that was refused before anyone looked at its body (no valid token, over a cap): a small
+ * budget. */
 export const UNTRUSTED_DRAIN_BYTES = 64 * 1024;
 
 /** After the answer, the rest of an unread body is discarded, up to `budget` bytes; beyond it the connection goes. */

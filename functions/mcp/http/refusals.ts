@@ -31,7 +31,8 @@ interface RefusalDetails {
   // The gates of `/mcp`: Host and Origin, the token, the method, then the POST's headers, size and JSON.
   host_not_allowed: None;
   origin_not_allowed: None;
-  /** `challenge`: the `WWW-Authenticate` of an OAuth resource server (oauth/resource-metadata.ts); a plain one without. */
+  /** `challenge`: the `WWW-Authenticate` of an OAuth resource server (oauth/resource-metadata.ts); a plain one
+   * without. */
   unauthorized: { reason: 'missing' | 'invalid'; challenge?: string };
   insufficient_scope: { challenge: string; detail: string };
   auth_unavailable: { retryAfterS: number };
@@ -146,8 +147,10 @@ const ROWS: Rows = {
           code: SERVER_ERROR,
           message:
             challenge === undefined
-              ? 'Unauthorized: send "Authorization: Bearer <token>" with a token from MCP_AUTH_TOKENS or MCP_AUTH_TOKEN_FILE'
-              : 'Unauthorized: sign in with OAuth (the WWW-Authenticate header names the resource metadata) and send the access token as "Authorization: Bearer <token>"',
+              ? 'Unauthorized: send "Authorization: Bearer <token>" with a token from MCP_AUTH_TOKENS or ' +
+                'MCP_AUTH_TOKEN_FILE'
+              : 'Unauthorized: sign in with OAuth (the WWW-Authenticate header names the resource metadata) and ' +
+                'send the access token as "Authorization: Bearer <token>"',
           headers: { 'www-authenticate': challenge ?? 'Bearer realm="mcp"' },
         }
       : {
@@ -157,7 +160,8 @@ const ROWS: Rows = {
           headers: {
             'www-authenticate':
               challenge ??
-              'Bearer realm="mcp", error="invalid_token", error_description="The bearer token is not valid for this server"',
+              'Bearer realm="mcp", error="invalid_token", error_description="The bearer token is not valid for ' +
+                'this server"',
           },
         },
   insufficient_scope: ({ challenge, detail }) => ({
@@ -169,7 +173,9 @@ const ROWS: Rows = {
   auth_unavailable: ({ retryAfterS }) => ({
     status: 503,
     code: SERVER_ERROR,
-    message: `Service Unavailable: the authorization server's metadata or keys cannot be fetched, so the access token cannot be checked; retry in ${retryAfterS} s`,
+    message:
+      `Service Unavailable: the authorization server's metadata or keys cannot be fetched, so the access token ` +
+      `cannot be checked; retry in ${retryAfterS} s`,
     retryAfterS,
   }),
   auth_busy: ({ what, retryAfterS }) => ({
@@ -177,8 +183,10 @@ const ROWS: Rows = {
     code: SERVER_ERROR,
     message:
       what === 'keys'
-        ? `Service Unavailable: the access token is signed with a key this server has not fetched yet, and the authorization server's keys were fetched moments ago; retry in ${retryAfterS} s`
-        : `Service Unavailable: too many access tokens are waiting to be checked at the authorization server; retry in ${retryAfterS} s`,
+        ? `Service Unavailable: the access token is signed with a key this server has not fetched yet, and the ` +
+          `authorization server's keys were fetched moments ago; retry in ${retryAfterS} s`
+        : `Service Unavailable: too many access tokens are waiting to be checked at the authorization server; ` +
+          `retry in ${retryAfterS} s`,
     retryAfterS,
   }),
   mcp_method_not_allowed: ({ method }) => ({
@@ -208,7 +216,8 @@ const ROWS: Rows = {
     status: 400,
     code: SERVER_ERROR,
     message:
-      'Bad Request: the Mcp-Session-Id header is missing; DELETE ends the session it names (2026-07-28 clients have no session to end)',
+      'Bad Request: the Mcp-Session-Id header is missing; DELETE ends the session it names (2026-07-28 clients ' +
+      'have no session to end)',
   }),
   session_id_required: () => ({
     status: 400,
@@ -219,7 +228,8 @@ const ROWS: Rows = {
     status: 404,
     code: SESSION_NOT_FOUND,
     message:
-      'Session not found: it expired, was deleted, or was never issued to this credential. Send initialize to start a new session.',
+      'Session not found: it expired, was deleted, or was never issued to this credential. Send initialize to ' +
+      'start a new session.',
   }),
   not_json_rpc: () => ({
     status: 400,
@@ -230,13 +240,15 @@ const ROWS: Rows = {
     status: 400,
     code: INVALID_REQUEST,
     message:
-      'Invalid Request: this session is already initialized; to start a new one, send initialize without Mcp-Session-Id',
+      'Invalid Request: this session is already initialized; to start a new one, send initialize without ' +
+      'Mcp-Session-Id',
   }),
   initialize_params: () => ({
     status: 400,
     code: INVALID_PARAMS,
     message:
-      'Invalid params: initialize needs params.protocolVersion, params.capabilities and params.clientInfo {name, version}',
+      'Invalid params: initialize needs params.protocolVersion, params.capabilities and params.clientInfo {name, ' +
+      'version}',
   }),
   initialize_in_batch: () => ({
     status: 400,
@@ -246,7 +258,9 @@ const ROWS: Rows = {
   batch_not_allowed: ({ allowed, version }) => ({
     status: 400,
     code: INVALID_REQUEST,
-    message: `Invalid Request: JSON-RPC batches are only allowed with protocol version ${allowed}; this session uses ${version ?? 'an unknown version'}`,
+    message:
+      `Invalid Request: JSON-RPC batches are only allowed with protocol version ${allowed}; this session uses ` +
+      `${version ?? 'an unknown version'}`,
   }),
   param_header_mismatch: ({ header, why }) => ({
     status: 400,
@@ -258,13 +272,18 @@ const ROWS: Rows = {
   too_many_calls: ({ running, max, retryAfterS }) => ({
     status: 429,
     code: SERVER_ERROR,
-    message: `Too many tool calls at once: this credential has ${running} running (MCP_MAX_CALLS_PER_CREDENTIAL=${max}). Retry in ${retryAfterS} s, once one has finished.`,
+    message:
+      `Too many tool calls at once: this credential has ${running} running (MCP_MAX_CALLS_PER_CREDENTIAL=${max}). ` +
+      `Retry in ${retryAfterS} s, once one has finished.`,
     retryAfterS,
   }),
   initialize_rate: ({ burst, perMinute, retryAfterS }) => ({
     status: 429,
     code: SERVER_ERROR,
-    message: `Too many new sessions: this credential may open ${burst} at once on this server and ${perMinute} a minute after that (MCP_INITIALIZE_BURST=${burst}, MCP_INITIALIZE_PER_MIN=${perMinute}). Retry in ${retryAfterS} s, or keep using a session already open.`,
+    message:
+      `Too many new sessions: this credential may open ${burst} at once on this server and ${perMinute} a minute ` +
+      `after that (MCP_INITIALIZE_BURST=${burst}, MCP_INITIALIZE_PER_MIN=${perMinute}). Retry in ${retryAfterS} s, ` +
+      `or keep using a session already open.`,
     retryAfterS,
   }),
 
@@ -316,10 +335,13 @@ const ROWS: Rows = {
     error: 'over_capacity',
     message:
       scope === 'server'
-        ? `Service Unavailable: the server has ${max} connections open, the most it serves (MCP_MAX_CONNECTIONS); retry in ${retryAfterS} s`
+        ? `Service Unavailable: the server has ${max} connections open, the most it serves (MCP_MAX_CONNECTIONS); ` +
+          `retry in ${retryAfterS} s`
         : scope === 'peer'
-          ? `Service Unavailable: this address has ${max} connections open, the most one address may (MCP_MAX_CONNECTIONS_PER_PEER); reuse one, or retry in ${retryAfterS} s`
-          : `Service Unavailable: this client has ${max} requests in flight through the proxy, the most one client may (MCP_MAX_CONNECTIONS_PER_PEER); retry in ${retryAfterS} s`,
+          ? `Service Unavailable: this address has ${max} connections open, the most one address may ` +
+            `(MCP_MAX_CONNECTIONS_PER_PEER); reuse one, or retry in ${retryAfterS} s`
+          : `Service Unavailable: this client has ${max} requests in flight through the proxy, the most one client ` +
+            `may (MCP_MAX_CONNECTIONS_PER_PEER); retry in ${retryAfterS} s`,
     headers: { connection: 'close' },
     retryAfterS,
   }),

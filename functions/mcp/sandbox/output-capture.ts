@@ -74,10 +74,3 @@ export class OutputCapture {
     };
   }
 }
-
-/** Captures a whole string at once (for backends that return output in one piece). */
-export function captureText(text: string, maxBytes: number): CapturedOutput {
-  const capture = new OutputCapture(maxBytes);
-  capture.push(Buffer.from(text, 'utf8'));
-  return capture.result();
-}

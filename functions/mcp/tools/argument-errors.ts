@@ -68,7 +68,10 @@ function sentence(issue: Issue, args: unknown, known: readonly string[]): string
       return `Unknown argument${issue.keys.length === 1 ? '' : 's'} ${quoted(issue.keys)}: ${takes}.`;
     }
     case 'invalid_value':
-      return `${where} must be one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}, not ${described(given)}.`;
+      return (
+        `${where} must be one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}, not ` +
+        `${described(given)}.`
+      );
     case 'too_small':
       return `${where} ${bound(issue.origin, issue.minimum, issue.inclusive !== false, 'small')}.`;
     case 'too_big':
@@ -87,10 +90,16 @@ function bound(origin: string, limit: number | bigint, inclusive: boolean, side:
   const n = Number(limit);
   if (origin === 'string') {
     if (side === 'small' && n === 1 && inclusive) return 'must not be empty';
-    return `must be ${side === 'small' ? 'at least' : 'at most'} ${inclusive ? n : side === 'small' ? n + 1 : n - 1} characters long`;
+    return (
+      `must be ${side === 'small' ? 'at least' : 'at most'} ${inclusive ? n : side === 'small' ? n + 1 : n - 1} ` +
+      `characters long`
+    );
   }
   if (origin === 'array' || origin === 'set')
-    return `must have ${side === 'small' ? 'at least' : 'at most'} ${inclusive ? n : side === 'small' ? n + 1 : n - 1} items`;
+    return (
+      `must have ${side === 'small' ? 'at least' : 'at most'} ${inclusive ? n : side === 'small' ? n + 1 : n - 1} ` +
+      `items`
+    );
   if (origin === 'number' || origin === 'int' || origin === 'bigint') {
     if (side === 'small')
       return inclusive ? `must be at least ${n}` : n === 0 ? 'must be greater than 0' : `must be greater than ${n}`;

@@ -26,7 +26,8 @@ export const editFileTool = defineTool({
   name: 'edit_file',
   title: 'Edit a file',
   description:
-    'Replace an exact string in a text file. Without replace_all the string must occur exactly once (add surrounding lines to make it unique).',
+    'Replace an exact string in a text file. Without replace_all the string must occur exactly once (add ' +
+    'surrounding lines to make it unique).',
   input: Input,
   output: Output,
   annotations: { destructiveHint: true },
@@ -48,7 +49,8 @@ export const editFileTool = defineTool({
     if (count > 1 && !args.replace_all) {
       throw new AppError(
         'invalid_input',
-        `old_string occurs ${count} times in ${file.path}; include more surrounding text to make it unique, or set replace_all.`,
+        `old_string occurs ${count} times in ${file.path}; include more surrounding text to make it unique, or ` +
+          `set replace_all.`,
       );
     }
     const updated = args.replace_all

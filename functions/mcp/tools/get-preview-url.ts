@@ -18,7 +18,9 @@ export const getPreviewUrlTool = defineTool({
   name: 'get_preview_url',
   title: 'Preview URL for a port',
   description:
-    'Get a URL for a port in the sandbox (a dev server, a notebook), and whether something is listening on it. Start the server first, e.g. with run_command in the background. Pass the URL on whole: it may carry an access token (the note says how it opens).',
+    'Get a URL for a port in the sandbox (a dev server, a notebook), and whether something is listening on it. ' +
+    'Start the server first, e.g. with run_command in the background. Pass the URL on whole: it may carry an ' +
+    'access token (the note says how it opens).',
   input: z.strictObject({
     port: z.number().int().min(1).max(65_535).describe('The TCP port the server in the sandbox listens on.'),
   }),

@@ -29,7 +29,9 @@ const Output = z.object({
 export const listFilesTool = defineTool({
   name: 'list_files',
   title: 'List files',
-  description: `List a directory in the sandbox with each entry's type, size and modification time (up to ${MAX_ENTRIES} entries).`,
+  description:
+    `List a directory in the sandbox with each entry's type, size and modification time (up to ${MAX_ENTRIES} ` +
+    `entries).`,
   input: Input,
   output: Output,
   annotations: { readOnlyHint: true },
@@ -43,12 +45,14 @@ export const listFilesTool = defineTool({
     });
     const rows = listing.entries.map(
       (e) =>
-        `${e.type === 'directory' ? 'dir ' : e.type === 'symlink' ? 'link' : 'file'} ${String(e.size).padStart(10)}  ${e.mtime}  ${e.path}`,
+        `${e.type === 'directory' ? 'dir ' : e.type === 'symlink' ? 'link' : 'file'} ` +
+        `${String(e.size).padStart(10)}  ${e.mtime}  ${e.path}`,
     );
     const head =
       listing.entries.length === 0
         ? `${listing.path} is empty.`
-        : `${listing.path} (${listing.entries.length} entries${listing.truncated ? `, cut at ${MAX_ENTRIES}; list a subdirectory or lower depth` : ''}):`;
+        : `${listing.path} (${listing.entries.length} ` +
+          `entries${listing.truncated ? `, cut at ${MAX_ENTRIES}; list a subdirectory or lower depth` : ''}):`;
     return {
       text: [head, ...rows].join('\n'),
       structured: { path: listing.path, entries: [...listing.entries], truncated: listing.truncated },

@@ -47,7 +47,8 @@ const Process = z.object({
     .string()
     .nullable()
     .describe(
-      'The signal that ended it ("SIGKILL", "SIGTERM"…); null while it runs or when it exited by itself (then exit_code says how).',
+      'The signal that ended it ("SIGKILL", "SIGTERM"…); null while it runs or when it exited by itself (then ' +
+        'exit_code says how).',
     ),
   output_bytes: z.number().int().describe('Bytes of output (stdout and stderr) written so far, kept or not.'),
 });
@@ -90,7 +91,8 @@ export const manageProcessTool = defineTool({
   name: 'manage_process',
   title: 'Manage background processes',
   description:
-    'Manage processes started with run_command background: true. list: all of them; logs: their output (the tail, or a page from offset); ' +
+    'Manage processes started with run_command background: true. list: all of them; logs: their output (the ' +
+    'tail, or a page from offset); ' +
     'kill: send a signal to the process and everything it started; write_stdin: write text to its standard input.',
   input: Input,
   output: Output,
@@ -145,7 +147,9 @@ export const manageProcessTool = defineTool({
         if (written.state === 'written')
           return { text: `Wrote ${bytes} bytes to ${id}.`, structured: { action: 'write_stdin', pending_bytes: 0 } };
         return {
-          text: `${id} has taken ${bytes - written.pendingBytes} of the ${bytes} bytes so far; the rest goes in as it reads. Another write_stdin is refused until it has read them all.`,
+          text:
+            `${id} has taken ${bytes - written.pendingBytes} of the ${bytes} bytes so far; the rest goes in as it ` +
+            `reads. Another write_stdin is refused until it has read them all.`,
           structured: { action: 'write_stdin', pending_bytes: written.pendingBytes },
         };
       }

@@ -31,8 +31,7 @@ const PAIR_ANNOTATIONS = new Set(['description', 'title', 'default']);
  * `anyOf: [{type: X, …}, {type: "null"}]` with no `type` beside it, and the pair's description is repeated on
  * its first branch, the part a converter to a `nullable: true` schema keeps; a record's `propertyNames: {type:
  * "string"}`, true of every key, is left out. What validates is unchanged: null still does, nothing new does.
- * The rest of the subset is the tools' own schemas' business (test/core/tool-schemas-portable.test.ts checks
- * every one as tools/list sends it).
+ * The rest of the subset is the tools' own schemas' business: each one, as tools/list sends it, stays inside it.
  */
 export function portableSchema(node: unknown): unknown {
   if (!isJsonObject(node)) return node;

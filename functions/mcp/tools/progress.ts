@@ -83,7 +83,8 @@ export function createProgressForwarder(send: ProgressSend, options: ProgressFor
   let sending: Promise<void> | undefined;
 
   const sendNow = (): Promise<void> => {
-    const update = { progress: (progress += 1), message: pending.take() };
+    progress += 1;
+    const update = { progress, message: pending.take() };
     lastSentMs = Date.now();
     const sent = send(update).catch(() => {
       // The stream is gone (the client went away): stop forwarding.
@@ -120,7 +121,8 @@ export function createProgressForwarder(send: ProgressSend, options: ProgressFor
       await sending;
       if (!closed && !pending.empty) {
         // Not through sendNow: nothing may be scheduled after the last message.
-        const update = { progress: (progress += 1), message: pending.take() };
+        progress += 1;
+        const update = { progress, message: pending.take() };
         closed = true;
         await send(update).catch(() => undefined);
       }

@@ -44,7 +44,8 @@ export const readFileTool = defineTool({
   name: 'read_file',
   title: 'Read a file',
   description:
-    `Read a file from the sandbox. Text comes back by line range (offset/limit; up to ${DEFAULT_LINE_LIMIT} lines or ${MAX_TEXT_CHARS / 1024} KiB per call, ` +
+    `Read a file from the sandbox. Text comes back by line range (offset/limit; up to ${DEFAULT_LINE_LIMIT} ` +
+    `lines or ${MAX_TEXT_CHARS / 1024} KiB per call, ` +
     'with next_offset to continue); images come back as image content; other binary files as base64.',
   input: Input,
   output: Output,
@@ -59,7 +60,8 @@ export const readFileTool = defineTool({
       if (file.sizeBytes > MAX_BINARY_BYTES) {
         throw new AppError(
           'invalid_input',
-          `${file.path} is ${file.sizeBytes} bytes of binary data, over the ${MAX_BINARY_BYTES}-byte limit; inspect it with run_command.`,
+          `${file.path} is ${file.sizeBytes} bytes of binary data, over the ${MAX_BINARY_BYTES}-byte limit; ` +
+            `inspect it with run_command.`,
         );
       }
       const image = args.encoding === 'auto' ? toImageMime(file.bytes) : undefined;
@@ -115,7 +117,8 @@ function pageText(path: string, sizeBytes: number, text: string, offset: number,
   const header =
     totalLines === 0
       ? `${path} is empty.`
-      : `${path}: lines ${offset}-${endLine} of ${totalLines}${more ? ` (more remains: continue with offset ${endLine + 1})` : ''}.`;
+      : `${path}: lines ${offset}-${endLine} of ` +
+        `${totalLines}${more ? ` (more remains: continue with offset ${endLine + 1})` : ''}.`;
   return {
     text: `${header}\n${content}`,
     structured: {

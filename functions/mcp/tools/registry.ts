@@ -59,8 +59,8 @@ export function describeTools(tools: readonly ToolDefinition[]): Tool[] {
 }
 
 /**
- * `describeTools(TOOLS)` as JSON, computed by build.mjs (`toolListDefine`) when it bundles these same definitions, so that a
- * cold start does not compute it; not defined when the code runs from source.
+ * `describeTools(TOOLS)` as JSON, computed by build.mjs (`toolListDefine`) when it bundles these same definitions, so
+ * that a cold start does not compute it; not defined when the code runs from source.
  */
 declare const __TOOL_LIST_JSON__: string | undefined;
 
@@ -83,7 +83,8 @@ export function createToolCatalog(logger: Logger, tools: readonly ToolDefinition
       }
       const parsed = tool.input.safeParse(args ?? {});
       if (!parsed.success) {
-        // Spec 2025-11-25 (SEP-1303): input validation errors are tool execution errors, so the model can correct the call.
+        // Spec 2025-11-25 (SEP-1303): input validation errors are tool execution errors, so the model can correct the
+        // call.
         const known = tool.input instanceof z.ZodObject ? Object.keys(tool.input.shape) : [];
         return {
           content: [

@@ -14,7 +14,8 @@ export const resetSandboxTool = defineTool({
   name: 'reset_sandbox',
   title: 'Reset the sandbox',
   description:
-    'Kill the sandbox with everything in it (files, running and background processes, interpreter state) and start a fresh, empty one. Cannot be undone.',
+    'Kill the sandbox with everything in it (files, running and background processes, interpreter state) and ' +
+    'start a fresh, empty one. Cannot be undone.',
   input: z.strictObject({}),
   output: Output,
   annotations: { destructiveHint: true },
@@ -24,7 +25,9 @@ export const resetSandboxTool = defineTool({
     const fresh = (await ctx.sandbox.get()).info();
     const lost = ['all files', 'running and background processes', 'variables and imports of the code interpreter'];
     return {
-      text: `The sandbox was reset: ${lost.join(', ')} are gone. A fresh sandbox ${fresh.id} is ready; its working directory ${fresh.workdir} is empty.`,
+      text:
+        `The sandbox was reset: ${lost.join(', ')} are gone. A fresh sandbox ${fresh.id} is ready; its working ` +
+        `directory ${fresh.workdir} is empty.`,
       structured: { previous_sandbox_id: previous?.id ?? null, sandbox_id: fresh.id, workdir: fresh.workdir, lost },
     };
   },

@@ -32,7 +32,8 @@ const Output = z.object({
     .object({ count: z.number().int(), bytes: z.number().int() })
     .optional()
     .describe(
-      `Present when the code produced more rich results than one call returns (${MAX_CODE_RESULTS}, ${MAX_CODE_RESULT_BYTES / 1024 / 1024} MiB in all): how many were left out, and their size.`,
+      `Present when the code produced more rich results than one call returns (${MAX_CODE_RESULTS}, ` +
+        `${MAX_CODE_RESULT_BYTES / 1024 / 1024} MiB in all): how many were left out, and their size.`,
     ),
   error: z.object({ name: z.string(), value: z.string(), traceback: z.string() }).nullable(),
   timed_out: z.boolean(),
@@ -45,9 +46,12 @@ export const runCodeTool = defineTool({
   name: 'run_code',
   title: 'Run code',
   description:
-    'Run code in the sandbox. Python runs in a persistent interpreter: variables and imports survive between calls, the value of a final ' +
-    'expression is returned, and matplotlib figures come back as images. Exceptions come back with name, value and traceback. ' +
-    'Code running longer than about 50 s belongs in a script started with run_command background: true, since most clients give up on a call after 60 s.',
+    'Run code in the sandbox. Python runs in a persistent interpreter: variables and imports survive between ' +
+    'calls, the value of a final ' +
+    'expression is returned, and matplotlib figures come back as images. Exceptions come back with name, value ' +
+    'and traceback. ' +
+    'Code running longer than about 50 s belongs in a script started with run_command background: true, since ' +
+    'most clients give up on a call after 60 s.',
   input: Input,
   output: Output,
   annotations: { destructiveHint: true, openWorldHint: true },
@@ -70,20 +74,24 @@ export const runCodeTool = defineTool({
     }
     if (result.timedOut)
       lines.unshift(
-        `Timed out after ${timeoutMs} ms and was interrupted. Pass a larger timeout_ms, or run long work as a script with run_command background: true.`,
+        `Timed out after ${timeoutMs} ms and was interrupted. Pass a larger timeout_ms, or run long work as a ` +
+          `script with run_command background: true.`,
       );
     if (result.cancelled) lines.unshift('Cancelled.');
     const omitted = result.omittedResults;
     if (omitted !== undefined) {
       lines.push(
-        `${omitted.count} more result(s) (${omitted.bytes} bytes) were left out: a call returns at most ${MAX_CODE_RESULTS} results and ${MAX_CODE_RESULT_BYTES / 1024 / 1024} MiB of them. Save large outputs to files (savefig, to_csv) and read or list them instead.`,
+        `${omitted.count} more result(s) (${omitted.bytes} bytes) were left out: a call returns at most ` +
+          `${MAX_CODE_RESULTS} results and ${MAX_CODE_RESULT_BYTES / 1024 / 1024} MiB of them. Save large outputs ` +
+          `to files (savefig, to_csv) and read or list them instead.`,
       );
     }
     if (result.error !== null) lines.push(`${result.error.name}: ${result.error.value}`, result.error.traceback);
     const oom = result.outOfMemory;
     if (oom !== undefined && result.stateLost)
       lines.push(
-        `The interpreter was restarted because it ran out of memory (${describeMemoryLimit(oom)}): variables and imports from earlier calls are gone.`,
+        `The interpreter was restarted because it ran out of memory (${describeMemoryLimit(oom)}): variables and ` +
+          `imports from earlier calls are gone.`,
       );
     else if (oom !== undefined) lines.push(outOfMemoryNote(oom));
     if (result.stateLost && oom === undefined)

@@ -22,7 +22,8 @@ const Input = z.strictObject({
     .boolean()
     .default(false)
     .describe(
-      'Start it in the background (a dev server, a long job) and return its process_id at once; see manage_process. timeout_ms does not apply; it ends with the sandbox.',
+      'Start it in the background (a dev server, a long job) and return its process_id at once; see ' +
+        'manage_process. timeout_ms does not apply; it ends with the sandbox.',
     ),
 });
 
@@ -42,7 +43,8 @@ const Output = z.object({
     .object({ disk_limit_bytes: z.number().int().describe("The sandbox's disk limit.") })
     .optional()
     .describe(
-      "Present when the sandbox's disk was full (or nearly) after the command: writes fail with ENOSPC until files are deleted.",
+      "Present when the sandbox's disk was full (or nearly) after the command: writes fail with ENOSPC until " +
+        'files are deleted.',
     ),
   out_of_memory: OutOfMemorySchema,
 });
@@ -51,9 +53,11 @@ export const runCommandTool = defineTool({
   name: 'run_command',
   title: 'Run a shell command',
   description:
-    'Run a bash command in the sandbox and return its exit code, stdout and stderr. A non-zero exit code is a normal result. ' +
+    'Run a bash command in the sandbox and return its exit code, stdout and stderr. A non-zero exit code is a ' +
+    'normal result. ' +
     'Output is bounded (head and tail are kept). The command and everything it started are killed at the timeout. ' +
-    'With background: true it keeps running (until killed or the sandbox ends) and is managed with manage_process: use it for anything that may take ' +
+    'With background: true it keeps running (until killed or the sandbox ends) and is managed with ' +
+    'manage_process: use it for anything that may take ' +
     'longer than about 50 s (builds, test suites, servers), since most clients give up on a call after 60 s.',
   input: Input,
   output: Output,
@@ -64,7 +68,9 @@ export const runCommandTool = defineTool({
       const started = await sandbox.startBackground({ command: args.command, cwd: args.cwd, env: args.env });
       if (args.stdin !== undefined) await sandbox.writeBackgroundStdin(started.id, args.stdin);
       return {
-        text: `Started in the background as ${started.id}. Read its output with manage_process {"action": "logs", "process_id": "${started.id}"}; stop it with action "kill".`,
+        text:
+          `Started in the background as ${started.id}. Read its output with manage_process {"action": "logs", ` +
+          `"process_id": "${started.id}"}; stop it with action "kill".`,
         structured: {
           exit_code: null,
           stdout: '',
@@ -88,7 +94,8 @@ export const runCommandTool = defineTool({
       onOutput: ctx.onOutput,
     });
     const ended = result.timedOut
-      ? `Timed out after ${timeoutMs} ms; the command and its child processes were killed. Pass a larger timeout_ms, or run it with background: true and follow it with manage_process.`
+      ? `Timed out after ${timeoutMs} ms; the command and its child processes were killed. Pass a larger ` +
+        `timeout_ms, or run it with background: true and follow it with manage_process.`
       : result.cancelled
         ? 'Cancelled; the command and its child processes were killed.'
         : result.exitCode === null

@@ -54,8 +54,10 @@ export const sandboxStatusTool = defineTool({
     };
     const text =
       info === undefined
-        ? `No sandbox yet (backend ${backend.backend}, isolation ${backend.isolation}); the first command or file operation starts one.`
-        : `Sandbox ${info.id} (${info.backend}) is running. Working directory: ${info.workdir}. Isolation: ${info.isolation}. Network: ${info.network}. Expires if unused at ${structured.expires_at}.`;
+        ? `No sandbox yet (backend ${backend.backend}, isolation ${backend.isolation}); the first command or file ` +
+          `operation starts one.`
+        : `Sandbox ${info.id} (${info.backend}) is running. Working directory: ${info.workdir}. Isolation: ` +
+          `${info.isolation}. Network: ${info.network}. Expires if unused at ${structured.expires_at}.`;
     return {
       text: backend.limits === undefined ? text : `${text} Limits: ${describeLimits(backend.limits)}.`,
       structured,

@@ -15,7 +15,8 @@ export function argumentText(what: string) {
     .refine((text) => !text.includes('\0'), `${what} must not contain a NUL byte (\\0)`)
     .refine(
       (text) => Buffer.byteLength(text) <= MAX_ARG_BYTES,
-      `${what} is longer than ${MAX_ARG_BYTES} bytes, the most Linux passes to a process; write it to a file with write_file and run that`,
+      `${what} is longer than ${MAX_ARG_BYTES} bytes, the most Linux passes to a process; write it to a file ` +
+        `with write_file and run that`,
     );
 }
 
@@ -42,13 +43,15 @@ export const EnvSchema = z
   .refine((env) => Object.keys(env).length <= 100, 'at most 100 environment variables')
   .describe('Extra environment variables for this call (names: letters, digits and _, not starting with a digit).');
 
-/** A timeout argument in milliseconds; the server caps it at MCP_TOOL_TIMEOUT_MAX_S. At least 1 (not "positive", whose `exclusiveMinimum` is outside the portable subset). */
+/** A timeout argument in milliseconds; the server caps it at MCP_TOOL_TIMEOUT_MAX_S. At least 1 (not "positive", whose
+ * `exclusiveMinimum` is outside the portable subset). */
 export const TimeoutSchema = z
   .number()
   .int()
   .min(1)
   .describe(
-    'Wall-clock limit in milliseconds (default 50000; capped by the server maximum). Most clients give up on a call after 60 s, so run longer work with run_command background: true and follow it with manage_process.',
+    'Wall-clock limit in milliseconds (default 50000; capped by the server maximum). Most clients give up on a ' +
+      'call after 60 s, so run longer work with run_command background: true and follow it with manage_process.',
   );
 
 /** A path argument: relative to the working directory, or absolute under it. */
@@ -71,7 +74,10 @@ export function describeMemoryLimit(oom: OutOfMemory): string {
 
 /** What a call says when the kernel killed a process of it for want of memory. */
 export function outOfMemoryNote(oom: OutOfMemory): string {
-  return `Killed: out of memory (${describeMemoryLimit(oom)}): the kernel killed a process when the sandbox reached its limit. Use less memory at once (smaller inputs, streaming), or ask the operator to raise ${oom.setting}.`;
+  return (
+    `Killed: out of memory (${describeMemoryLimit(oom)}): the kernel killed a process when the sandbox reached its ` +
+    `limit. Use less memory at once (smaller inputs, streaming), or ask the operator to raise ${oom.setting}.`
+  );
 }
 
 /** Renders a captured stream with its label, or nothing when it is empty. */

@@ -17,7 +17,8 @@ export const writeFileTool = defineTool({
   name: 'write_file',
   title: 'Write a file',
   description:
-    'Write a file in the sandbox (replacing it if it exists), creating parent directories. Use encoding "base64" for binary data.',
+    'Write a file in the sandbox (replacing it if it exists), creating parent directories. Use encoding "base64" ' +
+    'for binary data.',
   input: Input,
   output: Output,
   annotations: { destructiveHint: true, idempotentHint: true },

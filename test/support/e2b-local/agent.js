@@ -1,7 +1,8 @@
 /**
  * The agent inside one local E2B sandbox (plain JS, run by Node as the first process under bwrap's init in
- * the sandbox's PID and mount namespace, see sandbox-runtime.ts; it calls itself `envd`). It does what needs the sandbox's own view on the service's
- * behalf: starts and signals processes (so their pids, /proc, /home/user and /tmp are the sandbox's), and does
+ * the sandbox's PID and mount namespace, see sandbox-runtime.ts; it calls itself `envd`). It does what needs the
+ * sandbox's own view on the service's behalf: starts and signals processes (so their pids, /proc, /home/user and /tmp
+ * are the sandbox's), and does
  * the file operations (so paths and symlinks resolve as the sandbox sees them, never on the host).
  *
  * Protocol (agent-protocol.ts): frames of [u32 header length][u32 payload length][JSON header][payload] on

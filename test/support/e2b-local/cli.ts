@@ -58,7 +58,8 @@ async function main(): Promise<void> {
   const service = await startLocalE2B(parseArgs(process.argv.slice(2)));
   const lines = Object.entries(service.env()).map(([name, value]) => `export ${name}=${value}`);
   process.stdout.write(
-    `Local E2B service on ${service.url}. For an SDK client:\n\n${lines.join('\n')}\n\nCtrl-C stops it and kills every sandbox.\n`,
+    `Local E2B service on ${service.url}. For an SDK client:\n\n${lines.join('\n')}\n\nCtrl-C stops it and kills ` +
+      `every sandbox.\n`,
   );
   let stopping = false;
   const stop = (): void => {

@@ -1,7 +1,7 @@
 /**
  * E2B's control plane, the part SDK 2.50.0 uses for sandboxes (its `paths` types in
- * node_modules/e2b/dist/index.d.ts): create (201 `Sandbox`), get (`SandboxDetail`), list (`GET /v2/sandboxes` with the metadata, state,
- * template, startedAfter, order, limit and nextToken queries, `X-Next-Token`; and the deprecated
+ * node_modules/e2b/dist/index.d.ts): create (201 `Sandbox`), get (`SandboxDetail`), list (`GET /v2/sandboxes` with the
+ * metadata, state, template, startedAfter, order, limit and nextToken queries, `X-Next-Token`; and the deprecated
  * `GET /sandboxes`), connect (TTL only extended), timeout (TTL set from now), kill. `X-API-Key` is required;
  * errors are `{code, message}` JSON (the SDK reads `code` to tell a 404). Scripted faults answer (or hold the
  * request unanswered) before anything else. The `alibaba` flavor does not serve `/v2/sandboxes` (404).

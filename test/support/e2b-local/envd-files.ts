@@ -186,7 +186,7 @@ export class FilesHandler {
       const boundary = boundaryOf(contentType);
       if (boundary === undefined)
         throw new HttpError(500, 'error parsing multipart form: no multipart boundary param in Content-Type');
-      let parts;
+      let parts: ReturnType<typeof parseMultipart>;
       try {
         parts = parseMultipart(body, boundary);
       } catch (err) {
@@ -196,7 +196,9 @@ export class FilesHandler {
         if (part.name !== 'file') continue;
         const path = expandAndResolve(queryPath ?? part.filename ?? '', user);
         if (files.some((f) => f.path === path)) {
-          const message = `you cannot upload multiple files to the same path '${path}' in one upload request, only the first specified file was uploaded`;
+          const message =
+            `you cannot upload multiple files to the same path '${path}' in one upload request, only the first ` +
+            `specified file was uploaded`;
           throw new HttpError(400, message);
         }
         files.push({ path, data: part.data });

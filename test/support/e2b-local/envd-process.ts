@@ -1,7 +1,8 @@
 /**
  * envd's `process.Process` service for one sandbox (described by the SDK's descriptor in
- * node_modules/e2b/dist/index.js), on processes the sandbox's agent runs. As envd does: a process belongs to the sandbox, not to the stream
- * that started it (a client that goes away leaves it running; Connect re-attaches and gets the output from
+ * node_modules/e2b/dist/index.js), on processes the sandbox's agent runs. As envd does: a process belongs to the
+ * sandbox, not to the stream that started it (a client that goes away leaves it running; Connect re-attaches and gets
+ * the output from
  * then on, output with nobody attached is dropped); `Connect-Timeout-Ms` of Start bounds the process's life
  * (SIGKILL at the deadline) and that of every stream (ended with `deadline_exceeded`); keepalive events
  * every `Keepalive-Ping-Interval` seconds of silence; the end event of a process that exited stays
@@ -175,8 +176,12 @@ export class ProcessService {
     this.processes.set(proc.pid, managed);
     // Subscribed before the output is wired, so that nothing the process wrote first is lost to it.
     this.attach(managed, stream, ctx);
-    proc.onStdout((chunk) => managed.subscribers.forEach((s) => s.data('stdout', chunk)));
-    proc.onStderr((chunk) => managed.subscribers.forEach((s) => s.data('stderr', chunk)));
+    proc.onStdout((chunk) => {
+      for (const s of managed.subscribers) s.data('stdout', chunk);
+    });
+    proc.onStderr((chunk) => {
+      for (const s of managed.subscribers) s.data('stderr', chunk);
+    });
     // The process's deadline (envd: exec.CommandContext with the request's timeout).
     const deadline =
       ctx.timeoutMs > 0 ? this.timer(ctx.timeoutMs, () => proc.signal('SIGKILL').catch(() => undefined)) : undefined;
@@ -207,7 +212,8 @@ export class ProcessService {
     this.attach(managed, stream, ctx);
   }
 
-  /** Streams `managed` to `stream`: start, output, keepalives, end; until the end, the client leaving, or the deadline. */
+  /** Streams `managed` to `stream`: start, output, keepalives, end; until the end, the client leaving, or the
+   * deadline. */
   private attach(managed: Managed, stream: ServerStream, ctx: CallContext): void {
     stream.send({ event: { start: { pid: managed.pid } } });
     const intervalS = Number(headerOf(ctx, 'keepalive-ping-interval'));

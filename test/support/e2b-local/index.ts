@@ -68,7 +68,8 @@ export interface LocalE2B {
   standingFault(route: ControlRoute, fault: Fault | undefined): void;
   /** Kills a sandbox as E2B would (lease end, OOM): gone everywhere. */
   killSandbox(sandboxId: string): Promise<void>;
-  /** Makes a sandbox's envd and interpreter unreachable (connections in flight dropped, new ones 502); it still runs. */
+  /** Makes a sandbox's envd and interpreter unreachable (connections in flight dropped, new ones 502); it still
+   * runs. */
   cutEnvd(sandboxId: string): void;
   /** Every request so far, in arrival order. */
   requests(): ReadonlyArray<RecordedRequest>;

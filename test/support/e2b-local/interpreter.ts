@@ -77,7 +77,9 @@ function noKernelMessage(language: string): string {
   const kernel = language === 'typescript' ? 'javascript' : language;
   const note = E2B_LANGUAGES.has(language) ? ' (this local model of E2B has only the python kernel)' : '';
   const jupyter = pythonJson({
-    message: `The '${kernel}' kernel is not available. Please pick another suitable kernel instead, or install that kernel.${note}`,
+    message:
+      `The '${kernel}' kernel is not available. Please pick another suitable kernel instead, or install that ` +
+      `kernel.${note}`,
     short_message: `${kernel} not found`,
   });
   return `Failed to create context: ${jupyter}`;
@@ -100,7 +102,8 @@ const RESULT_FIELDS: ReadonlyArray<readonly [string, string]> = [
 ];
 const ALIBABA_FIELDS = new Set(['text', 'html', 'json']);
 
-/** A `result` line from a MIME bundle, as E2B's Result model makes it (quotes around text stripped); null when nothing is left. */
+/** A `result` line from a MIME bundle, as E2B's Result model makes it (quotes around text stripped); null when nothing
+ * is left. */
 function resultLine(bundle: Json, isMain: boolean, flavor: 'e2b' | 'alibaba'): Json | null {
   const data = { ...bundle };
   const line: Json = { type: 'result' };

@@ -93,7 +93,7 @@ async function serveInterpreter(
   res: ServerResponse,
   url: URL,
 ): Promise<void> {
-  let interpreter;
+  let interpreter: Awaited<ReturnType<typeof sandbox.interpreterOf>>;
   try {
     interpreter = await sandbox.interpreterOf();
   } catch (err) {

@@ -72,7 +72,8 @@ export class CookieJar {
     }
   }
 
-  /** The Cookie header for a request to `url`, longest paths first (RFC 6265 section 5.4); undefined when none applies. */
+  /** The Cookie header for a request to `url`, longest paths first (RFC 6265 section 5.4); undefined when none
+   * applies. */
   headerFor(url: URL): string | undefined {
     const now = Date.now();
     const sent = [...this.cookies.values()]

@@ -60,7 +60,9 @@ async function startGuarded(limits: ConnectionLimits, { hold = false }: { hold?:
     port: (server.address() as AddressInfo).port,
     held,
     logged,
-    release: () => held.splice(0).forEach((res) => res.end('ok')),
+    release: () => {
+      for (const res of held.splice(0)) res.end('ok');
+    },
   };
 }
 
@@ -70,7 +72,9 @@ const openAll = (port: number, count: number, localAddress?: string): Promise<Ra
 
 /** A POST with a small body, as a client would send it. */
 const post = (forwardedFor?: string): string =>
-  `POST /mcp HTTP/1.1\r\nHost: localhost\r\n${forwardedFor === undefined ? '' : `X-Forwarded-For: ${forwardedFor}\r\n`}Content-Length: 5\r\n\r\nhello`;
+  `POST /mcp HTTP/1.1\r\nHost: ` +
+  `localhost\r\n${forwardedFor === undefined ? '' : `X-Forwarded-For: ${forwardedFor}\r\n`}Content-Length: ` +
+  `5\r\n\r\nhello`;
 
 /** Turns the event loop until `condition` holds (bounded: a hang fails the test rather than the suite). */
 async function until(condition: () => boolean): Promise<void> {
@@ -82,7 +86,8 @@ async function until(condition: () => boolean): Promise<void> {
 const statusOf = (text: string): number => Number(/^HTTP\/1\.1 (\d{3}) /.exec(text)?.[1]);
 const hasHead = (conn: RawConnection): boolean => conn.received().includes('\r\n\r\n');
 
-/** Every refused connection's answer: 503, Retry-After, Connection: close, a message naming the setting; then a clean close. */
+/** Every refused connection's answer: 503, Retry-After, Connection: close, a message naming the setting; then a clean
+ * close. */
 async function expectRefused(conn: RawConnection, names: string): Promise<void> {
   await conn.closed;
   const text = conn.received();
@@ -93,36 +98,43 @@ async function expectRefused(conn: RawConnection, names: string): Promise<void> 
   expect(conn.error()).toBeUndefined();
 }
 
-it('answers every connection from one address past MCP_MAX_CONNECTIONS_PER_PEER 503, none reset; another address is served', async () => {
-  const g = await startGuarded({ maxConnections: 100, maxPerPeer: 8 });
-  const conns = await openAll(g.port, 20);
-  const other = await openFrom(g.port, '127.0.0.3');
-  for (const conn of [...conns, other]) conn.socket.write(post());
-  await until(() => [...conns, other].every(hasHead));
-  const served = conns.filter((conn) => statusOf(conn.received()) === 200);
-  const refused = conns.filter((conn) => statusOf(conn.received()) === 503);
-  expect([served.length, refused.length]).toEqual([8, 12]);
-  for (const conn of refused) await expectRefused(conn, 'MCP_MAX_CONNECTIONS_PER_PEER');
-  expect(statusOf(other.received())).toBe(200);
-  expect(g.logged.filter((line) => line.msg === 'connection refused')).toHaveLength(12);
-  expect(g.logged.find((line) => line.msg === 'connection refused')).toMatchObject({
-    scope: 'peer',
-    max: 8,
-    peer: '127.0.0.1',
-  });
-  // The served ones stay open (keep-alive) and go on being served.
-  served[0]?.socket.write(post());
-  await until(() => (served[0]?.received().match(/HTTP\/1\.1 200/g) ?? []).length === 2);
-});
+it(
+  'answers every connection from one address past MCP_MAX_CONNECTIONS_PER_PEER 503, none reset; another address is ' +
+    'served',
+  async () => {
+    const g = await startGuarded({ maxConnections: 100, maxPerPeer: 8 });
+    const conns = await openAll(g.port, 20);
+    const other = await openFrom(g.port, '127.0.0.3');
+    for (const conn of [...conns, other]) conn.socket.write(post());
+    await until(() => [...conns, other].every(hasHead));
+    const served = conns.filter((conn) => statusOf(conn.received()) === 200);
+    const refused = conns.filter((conn) => statusOf(conn.received()) === 503);
+    expect([served.length, refused.length]).toEqual([8, 12]);
+    for (const conn of refused) await expectRefused(conn, 'MCP_MAX_CONNECTIONS_PER_PEER');
+    expect(statusOf(other.received())).toBe(200);
+    expect(g.logged.filter((line) => line.msg === 'connection refused')).toHaveLength(12);
+    expect(g.logged.find((line) => line.msg === 'connection refused')).toMatchObject({
+      scope: 'peer',
+      max: 8,
+      peer: '127.0.0.1',
+    });
+    // The served ones stay open (keep-alive) and go on being served.
+    served[0]?.socket.write(post());
+    await until(() => (served[0]?.received().match(/HTTP\/1\.1 200/g) ?? []).length === 2);
+  },
+);
 
-it("keeps an idle served connection open well past the clients' own idle windows, and says so in Keep-Alive", async () => {
-  const g = await startGuarded({ maxConnections: 8, maxPerPeer: 0 });
-  const [conn] = await openAll(g.port, 1);
-  conn?.socket.write(post());
-  await until(() => (conn === undefined ? false : hasHead(conn)));
-  expect(conn?.received().toLowerCase()).toContain(`\r\nkeep-alive: timeout=${DEFAULT_KEEP_ALIVE_MS / 1000}\r\n`);
-  expect(DEFAULT_KEEP_ALIVE_MS).toBeGreaterThanOrEqual(60_000);
-});
+it(
+  "keeps an idle served connection open well past the clients' " + 'own idle windows, and says so in Keep-Alive',
+  async () => {
+    const g = await startGuarded({ maxConnections: 8, maxPerPeer: 0 });
+    const [conn] = await openAll(g.port, 1);
+    conn?.socket.write(post());
+    await until(() => (conn === undefined ? false : hasHead(conn)));
+    expect(conn?.received().toLowerCase()).toContain(`\r\nkeep-alive: timeout=${DEFAULT_KEEP_ALIVE_MS / 1000}\r\n`);
+    expect(DEFAULT_KEEP_ALIVE_MS).toBeGreaterThanOrEqual(60_000);
+  },
+);
 
 it('sends no idle deadline with keepAliveMs 0 (on FC the platform owns the connections)', async () => {
   const g = await startGuarded({ maxConnections: 8, maxPerPeer: 0, keepAliveMs: 0 });
@@ -143,26 +155,30 @@ it('answers every connection past MCP_MAX_CONNECTIONS 503, whatever its address'
   for (const conn of refused) await expectRefused(conn, 'MCP_MAX_CONNECTIONS)');
 });
 
-it('closes connections at once past the hard ceiling (the caps plus those being refused), and serves again once they are gone', async () => {
-  const g = await startGuarded({ maxConnections: 2, maxPerPeer: 0, maxRefusing: 3 });
-  const conns = await openAll(g.port, 2);
-  const refusing = await openAll(g.port, 3);
-  const dropped = await openAll(g.port, 2);
-  for (const conn of dropped) await conn.closed;
-  expect(dropped.map((conn) => conn.received())).toEqual(['', '']);
-  expect(g.logged.filter((line) => line.msg === 'connections dropped')).toEqual([
-    expect.objectContaining({ count: 1, ceiling: 5 }),
-  ]);
-  // Those being refused are still answered.
-  refusing[0]?.socket.write(post());
-  await expectRefused(refusing[0] as RawConnection, 'MCP_MAX_CONNECTIONS)');
-  for (const conn of [...conns, ...refusing]) conn.socket.destroy();
-  await Promise.all([...conns, ...refusing].map((conn) => conn.closed));
-  const again = await openFrom(g.port);
-  again.socket.write(post());
-  await until(() => hasHead(again));
-  expect(statusOf(again.received())).toBe(200);
-});
+it(
+  'closes connections at once past the hard ceiling (the caps plus those being refused), and serves again once ' +
+    'they are gone',
+  async () => {
+    const g = await startGuarded({ maxConnections: 2, maxPerPeer: 0, maxRefusing: 3 });
+    const conns = await openAll(g.port, 2);
+    const refusing = await openAll(g.port, 3);
+    const dropped = await openAll(g.port, 2);
+    for (const conn of dropped) await conn.closed;
+    expect(dropped.map((conn) => conn.received())).toEqual(['', '']);
+    expect(g.logged.filter((line) => line.msg === 'connections dropped')).toEqual([
+      expect.objectContaining({ count: 1, ceiling: 5 }),
+    ]);
+    // Those being refused are still answered.
+    refusing[0]?.socket.write(post());
+    await expectRefused(refusing[0] as RawConnection, 'MCP_MAX_CONNECTIONS)');
+    for (const conn of [...conns, ...refusing]) conn.socket.destroy();
+    await Promise.all([...conns, ...refusing].map((conn) => conn.closed));
+    const again = await openFrom(g.port);
+    again.socket.write(post());
+    await until(() => hasHead(again));
+    expect(statusOf(again.received())).toBe(200);
+  },
+);
 
 it('closes a refused connection that sends no request after the hold, unanswered', async () => {
   const g = await startGuarded({ maxConnections: 1, maxPerPeer: 0, refusalHoldMs: 50 });
@@ -173,48 +189,58 @@ it('closes a refused connection that sends no request after the hold, unanswered
 });
 
 describe('behind a trusted proxy (MCP_TRUSTED_PROXIES)', () => {
-  it('does not cap the proxy by its connections: twenty clients forwarded over twenty connections are all served', async () => {
-    const g = await startGuarded({ maxConnections: 100, maxPerPeer: 8 }, { hold: true });
-    const conns = await openAll(g.port, 20, PROXY);
-    conns.forEach((conn, i) => conn.socket.write(post(`198.51.100.${i + 1}`)));
-    await until(() => g.held.length === 20);
-    g.release();
-    await until(() => conns.every(hasHead));
-    expect(conns.map((conn) => statusOf(conn.received()))).toEqual(Array.from({ length: 20 }, () => 200));
-  });
+  it(
+    'does not cap the proxy by its connections: ' + 'twenty clients forwarded over twenty connections are all served',
+    async () => {
+      const g = await startGuarded({ maxConnections: 100, maxPerPeer: 8 }, { hold: true });
+      const conns = await openAll(g.port, 20, PROXY);
+      for (const [i, conn] of conns.entries()) conn.socket.write(post(`198.51.100.${i + 1}`));
+      await until(() => g.held.length === 20);
+      g.release();
+      await until(() => conns.every(hasHead));
+      expect(conns.map((conn) => statusOf(conn.received()))).toEqual(Array.from({ length: 20 }, () => 200));
+    },
+  );
 
-  it('caps the requests in flight of one forwarded client, answering the next 503, and frees its share as they end', async () => {
-    const g = await startGuarded({ maxConnections: 100, maxPerPeer: 8 }, { hold: true });
-    const conns = await openAll(g.port, 20, PROXY);
-    // The client wrote an address of its own on the left; the proxy appended the one it saw.
-    for (const conn of conns) conn.socket.write(post('203.0.113.66, 198.51.100.7'));
-    await until(() => g.held.length === 8 && conns.filter(hasHead).length === 12);
-    const refused = conns.filter(hasHead);
-    for (const conn of refused) await expectRefused(conn, 'requests in flight through the proxy');
-    expect(g.logged.find((line) => line.msg === 'connection refused')).toMatchObject({
-      scope: 'client',
-      client: '198.51.100.7',
-      peer: PROXY,
-    });
-    // Another client through the same proxy is not held back by it.
-    const other = await openFrom(g.port, PROXY);
-    other.socket.write(post('198.51.100.8'));
-    await until(() => g.held.length === 9);
-    g.release();
-    const served = conns.filter((conn) => !refused.includes(conn));
-    await until(() => served.every(hasHead));
-    served[0]?.socket.write(post('198.51.100.7'));
-    await until(() => g.held.length === 1);
-    g.release();
-  });
+  it(
+    'caps the requests in flight of one forwarded client, ' + 'answering the next 503, and frees its share as they end',
+    async () => {
+      const g = await startGuarded({ maxConnections: 100, maxPerPeer: 8 }, { hold: true });
+      const conns = await openAll(g.port, 20, PROXY);
+      // The client wrote an address of its own on the left; the proxy appended the one it saw.
+      for (const conn of conns) conn.socket.write(post('203.0.113.66, 198.51.100.7'));
+      await until(() => g.held.length === 8 && conns.filter(hasHead).length === 12);
+      const refused = conns.filter(hasHead);
+      for (const conn of refused) await expectRefused(conn, 'requests in flight through the proxy');
+      expect(g.logged.find((line) => line.msg === 'connection refused')).toMatchObject({
+        scope: 'client',
+        client: '198.51.100.7',
+        peer: PROXY,
+      });
+      // Another client through the same proxy is not held back by it.
+      const other = await openFrom(g.port, PROXY);
+      other.socket.write(post('198.51.100.8'));
+      await until(() => g.held.length === 9);
+      g.release();
+      const served = conns.filter((conn) => !refused.includes(conn));
+      await until(() => served.every(hasHead));
+      served[0]?.socket.write(post('198.51.100.7'));
+      await until(() => g.held.length === 1);
+      g.release();
+    },
+  );
 
-  it('ignores X-Forwarded-For from a peer that is not a trusted proxy: a spoofed client per connection does not escape the cap', async () => {
-    const g = await startGuarded({ maxConnections: 100, maxPerPeer: 8 });
-    const conns = await openAll(g.port, 20);
-    conns.forEach((conn, i) => conn.socket.write(post(`198.51.100.${i + 1}`)));
-    await until(() => conns.every(hasHead));
-    const refused = conns.filter((conn) => statusOf(conn.received()) === 503);
-    expect(refused).toHaveLength(12);
-    for (const conn of refused) await expectRefused(conn, 'MCP_MAX_CONNECTIONS_PER_PEER');
-  });
+  it(
+    'ignores X-Forwarded-For from a peer that is not a trusted proxy: a spoofed client per connection does not ' +
+      'escape the cap',
+    async () => {
+      const g = await startGuarded({ maxConnections: 100, maxPerPeer: 8 });
+      const conns = await openAll(g.port, 20);
+      for (const [i, conn] of conns.entries()) conn.socket.write(post(`198.51.100.${i + 1}`));
+      await until(() => conns.every(hasHead));
+      const refused = conns.filter((conn) => statusOf(conn.received()) === 503);
+      expect(refused).toHaveLength(12);
+      for (const conn of refused) await expectRefused(conn, 'MCP_MAX_CONNECTIONS_PER_PEER');
+    },
+  );
 });

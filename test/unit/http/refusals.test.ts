@@ -32,7 +32,8 @@ describe('JSON-RPC refusals', () => {
       { kind: 'session_not_found' },
       404,
       -32001,
-      'Session not found: it expired, was deleted, or was never issued to this credential. Send initialize to start a new session.',
+      'Session not found: it expired, was deleted, or was never issued to this credential. Send initialize to ' +
+        'start a new session.',
     ],
     [
       { kind: 'session_id_required' },
@@ -50,19 +51,22 @@ describe('JSON-RPC refusals', () => {
       { kind: 'initialize_params' },
       400,
       -32602,
-      'Invalid params: initialize needs params.protocolVersion, params.capabilities and params.clientInfo {name, version}',
+      'Invalid params: initialize needs params.protocolVersion, params.capabilities and params.clientInfo {name, ' +
+        'version}',
     ],
     [
       { kind: 'batch_not_allowed', allowed: '2025-03-26', version: '2025-11-25' },
       400,
       -32600,
-      'Invalid Request: JSON-RPC batches are only allowed with protocol version 2025-03-26; this session uses 2025-11-25',
+      'Invalid Request: JSON-RPC batches are only allowed with protocol version 2025-03-26; this session uses ' +
+        '2025-11-25',
     ],
     [
       { kind: 'batch_not_allowed', allowed: '2025-03-26', version: undefined },
       400,
       -32600,
-      'Invalid Request: JSON-RPC batches are only allowed with protocol version 2025-03-26; this session uses an unknown version',
+      'Invalid Request: JSON-RPC batches are only allowed with protocol version 2025-03-26; this session uses an ' +
+        'unknown version',
     ],
     [{ kind: 'client_gone' }, 400, -32600, 'The client went away'],
     [{ kind: 'internal' }, 500, -32603, 'Internal server error'],
@@ -79,7 +83,8 @@ describe('JSON-RPC refusals', () => {
     expect(toErrorAnswer({ kind: 'already_initialized' }, 'req-7').body).toBe(
       rpcBody(
         -32600,
-        'Invalid Request: this session is already initialized; to start a new one, send initialize without Mcp-Session-Id',
+        'Invalid Request: this session is already initialized; to start a new one, send initialize without ' +
+          'Mcp-Session-Id',
         'req-7',
       ),
     );
@@ -122,7 +127,8 @@ describe('Retry-After', () => {
       error: {
         code: -32000,
         message:
-          'Too many tool calls at once: this credential has 2 running (MCP_MAX_CALLS_PER_CREDENTIAL=2). Retry in 1 s, once one has finished.',
+          'Too many tool calls at once: this credential has 2 running (MCP_MAX_CALLS_PER_CREDENTIAL=2). Retry in ' +
+          '1 s, once one has finished.',
       },
     });
   });

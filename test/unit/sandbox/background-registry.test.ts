@@ -93,34 +93,37 @@ it('numbers processes after the logs an earlier instance left, each start side b
   });
 });
 
-it("lists an earlier instance's processes beside its own, by id, with byte counts from the log's segments", async () => {
-  const { backend, segments, earlier, launched } = createFakeBackend(false);
-  segments.set('p1', [
-    { index: 1, size: 10 },
-    { index: 0, size: LOG_SEGMENT_BYTES },
-  ]);
-  segments.set('p2', []);
-  earlier.set('p1', { code: 3, signal: null });
-  const registry = new BackgroundRegistry(backend, clock());
-  const mine = await registry.start('serve', { exitOnSignal: false });
-  segments.set(mine.id, [{ index: 0, size: 6 }]);
-  launched[0]?.end({ code: 0, signal: null });
-  await Promise.resolve();
-  const earlierOne = { command: '(started by an earlier server instance)', startedAt: '' };
-  expect(await registry.list()).toEqual([
-    { id: 'p1', ...earlierOne, state: 'exited', exitCode: 3, signal: null, outputBytes: LOG_SEGMENT_BYTES + 10 },
-    { id: 'p2', ...earlierOne, state: 'running', exitCode: null, signal: null, outputBytes: 0 },
-    {
-      id: 'p3',
-      command: 'serve',
-      startedAt: mine.startedAt,
-      state: 'exited',
-      exitCode: 0,
-      signal: null,
-      outputBytes: 6,
-    },
-  ]);
-});
+it(
+  "lists an earlier instance's processes beside its own, by " + "id, with byte counts from the log's segments",
+  async () => {
+    const { backend, segments, earlier, launched } = createFakeBackend(false);
+    segments.set('p1', [
+      { index: 1, size: 10 },
+      { index: 0, size: LOG_SEGMENT_BYTES },
+    ]);
+    segments.set('p2', []);
+    earlier.set('p1', { code: 3, signal: null });
+    const registry = new BackgroundRegistry(backend, clock());
+    const mine = await registry.start('serve', { exitOnSignal: false });
+    segments.set(mine.id, [{ index: 0, size: 6 }]);
+    launched[0]?.end({ code: 0, signal: null });
+    await Promise.resolve();
+    const earlierOne = { command: '(started by an earlier server instance)', startedAt: '' };
+    expect(await registry.list()).toEqual([
+      { id: 'p1', ...earlierOne, state: 'exited', exitCode: 3, signal: null, outputBytes: LOG_SEGMENT_BYTES + 10 },
+      { id: 'p2', ...earlierOne, state: 'running', exitCode: null, signal: null, outputBytes: 0 },
+      {
+        id: 'p3',
+        command: 'serve',
+        startedAt: mine.startedAt,
+        state: 'exited',
+        exitCode: 0,
+        signal: null,
+        outputBytes: 6,
+      },
+    ]);
+  },
+);
 
 it('takes the byte count from a backend that counts its own output', async () => {
   const { backend, segments } = createFakeBackend(true);
@@ -201,7 +204,9 @@ it('says how much input waits when the process is slow to read it, and refuses m
   expect(fake.sleeps).toEqual([2_000]);
   await expect(registry.writeStdin(a.id, 'more')).rejects.toMatchObject({
     code: 'invalid_input',
-    message: `Process ${a.id} has not read the 1000 bytes of input written before yet, so nothing more was written; check its logs, and write again once it has read them.`,
+    message:
+      `Process ${a.id} has not read the 1000 bytes of input written before yet, so nothing more was written; check ` +
+      `its logs, and write again once it has read them.`,
   });
   expect(proc.input).toEqual(['x'.repeat(1_000)]);
   proc.slow = false;

@@ -11,15 +11,18 @@ function reader(limitBytes: number) {
   return { lines, seen };
 }
 
-it('splits lines across chunks, keeps a character split between chunks whole, and ends a last unterminated line', () => {
-  const { lines, seen } = reader(64);
-  const text = Buffer.from('one\ntw✓o\n\nlast', 'utf8');
-  // One byte at a time: the ✓ (3 bytes) arrives in three chunks.
-  for (const byte of text) lines.feed(Uint8Array.of(byte));
-  expect(seen).toEqual(['one', 'tw✓o', '']);
-  lines.end();
-  expect(seen).toEqual(['one', 'tw✓o', '', 'last']);
-});
+it(
+  'splits lines across chunks, keeps a character split between chunks whole, ' + 'and ends a last unterminated line',
+  () => {
+    const { lines, seen } = reader(64);
+    const text = Buffer.from('one\ntw✓o\n\nlast', 'utf8');
+    // One byte at a time: the ✓ (3 bytes) arrives in three chunks.
+    for (const byte of text) lines.feed(Uint8Array.of(byte));
+    expect(seen).toEqual(['one', 'tw✓o', '']);
+    lines.end();
+    expect(seen).toEqual(['one', 'tw✓o', '', 'last']);
+  },
+);
 
 it('skips a line over the limit to its end, reports its length, and reads the next one', () => {
   const { lines, seen } = reader(8);

@@ -1,8 +1,10 @@
-import { captureText, OutputCapture } from '../../../functions/mcp/sandbox/output-capture';
+import { OutputCapture } from '../../../functions/mcp/sandbox/output-capture';
 
 describe('OutputCapture', () => {
   it('keeps short output whole', () => {
-    expect(captureText('hello\n', 100)).toEqual({ text: 'hello\n', totalBytes: 6, truncated: false });
+    const capture = new OutputCapture(100);
+    capture.push(Buffer.from('hello\n', 'utf8'));
+    expect(capture.result()).toEqual({ text: 'hello\n', totalBytes: 6, truncated: false });
   });
 
   it('keeps head and tail of a flood, marks the omission and counts every byte', () => {

@@ -1,4 +1,5 @@
-/** Arguments that do not fit a tool's schema (tools/argument-errors.ts), as the model reads them in the isError result. */
+/** Arguments that do not fit a tool's schema (tools/argument-errors.ts), as the model reads them in the isError
+ * result. */
 import { SILENT_LOGGER } from '../../../functions/mcp/log';
 import { createToolCatalog } from '../../../functions/mcp/tools/registry';
 import { createStubCatalog } from '../../support/stub-catalog';
@@ -53,7 +54,8 @@ it.each([
 
 it('reports a missing argument and a wrong one together', async () => {
   expect(await refusal('edit_file', { path: 'a.txt', old_string: 1 })).toBe(
-    'Invalid arguments for edit_file: Missing required argument "new_string". Argument "old_string" must be a string, not the integer 1.',
+    'Invalid arguments for edit_file: Missing required argument "new_string". Argument "old_string" must be a ' +
+      'string, not the integer 1.',
   );
 });
 

@@ -1,6 +1,7 @@
 /**
- * What docs/protocol.md says of results (its Tools section, "Results"): every result without `isError` has `structuredContent`
- * matching the tool's output schema, and so does an `isError` result about work that ran (code that raised, a
+ * What docs/protocol.md says of results (its Tools section, "Results"): every result without `isError` has
+ * `structuredContent` matching the tool's output schema, and so does an `isError` result about work that ran (code that
+ * raised, a
  * command that timed out); an `isError` result about a call the tool could not carry out (arguments that do
  * not fit the schema, a bad path, an unknown process, a backend refusing) has text only. (The spec's tool
  * execution errors carry text; the SDK clients check `structuredContent` only on results without `isError`.)

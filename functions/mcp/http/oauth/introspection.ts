@@ -29,7 +29,8 @@ export type ClaimsCheck =
   | { ok: false; reason: 'busy'; detail: string; retryAfterS: number };
 
 export interface Introspector {
-  /** `peer`: the client's address, whose questions are capped; `undefined` when unknown (then only the global caps apply). */
+  /** `peer`: the client's address, whose questions are capped; `undefined` when unknown (then only the global caps
+   * apply). */
   claimsOf(token: string, endpoint: URL, peer: string | undefined): Promise<ClaimsCheck>;
 }
 
@@ -69,7 +70,8 @@ export function createIntrospector(options: IntrospectorOptions): Introspector {
   const asked = new Map<string, number>();
   const waiting = new Map<string, number>();
   const queue: Array<{ peer: string | undefined; grant: () => void }> = [];
-  const basic = `Basic ${Buffer.from(`${encodeURIComponent(options.clientId)}:${encodeURIComponent(options.clientSecret)}`).toString('base64')}`;
+  const userPass = `${encodeURIComponent(options.clientId)}:${encodeURIComponent(options.clientSecret)}`;
+  const basic = `Basic ${Buffer.from(userPass).toString('base64')}`;
   let inFlight = 0;
 
   const busy = (detail: string): ClaimsCheck => ({

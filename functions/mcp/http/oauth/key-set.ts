@@ -159,7 +159,9 @@ export function createKeySet(options: KeySetOptions): KeySet {
           return {
             ok: false,
             reason: 'busy',
-            detail: `the token's key id is unknown and the keys were fetched ${Math.round(now() - attemptedAtMs)} ms ago`,
+            detail:
+              `the token's key id is unknown and the keys were fetched ${Math.round(now() - attemptedAtMs)} ms ` +
+              `ago`,
             retryAfterS,
           };
         }

@@ -23,7 +23,8 @@ export function resourceMetadata(config: OAuthConfig): Record<string, unknown> {
   };
 }
 
-/** A `Bearer` challenge; `error` for a token that was sent (RFC 6750 §3.1). Scopes are checked scope-tokens (config-oauth.ts). */
+/** A `Bearer` challenge; `error` for a token that was sent (RFC 6750 §3.1). Scopes are checked scope-tokens
+ * (config-oauth.ts). */
 export function bearerChallenge(config: OAuthConfig, error?: 'invalid_token' | 'insufficient_scope'): string {
   const params = [`resource_metadata="${config.metadataUrl}"`];
   if (config.scopes.length > 0) params.push(`scope="${config.scopes.join(' ')}"`);

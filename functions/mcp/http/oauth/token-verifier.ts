@@ -19,11 +19,13 @@ import { createKeySet, type KeySet } from './key-set';
 
 export type OAuthCheck =
   | { ok: true; principal: string }
-  /** `invalid`: not a token of this issuer for this server (401); `insufficient_scope`: one lacking a required scope (403). */
+  /** `invalid`: not a token of this issuer for this server (401); `insufficient_scope`: one lacking a required scope
+   * (403). */
   | { ok: false; reason: 'invalid' | 'insufficient_scope'; detail: string }
   /** The issuer's metadata or keys could not be fetched: the token may be fine, so not a 401 (503). */
   | { ok: false; reason: 'unavailable'; detail: string }
-  /** The token could not be checked yet (its key is not fetched yet, or introspection is at its caps): 503 with `Retry-After`. */
+  /** The token could not be checked yet (its key is not fetched yet, or introspection is at its caps): 503 with
+   * `Retry-After`. */
   | { ok: false; reason: 'busy'; detail: string; retryAfterS: number; what: 'introspection' | 'keys' };
 
 export interface OAuthVerifier {
@@ -77,7 +79,8 @@ const ASYMMETRIC = [
 const CLOCK_TOLERANCE_S = 60;
 const FETCH_TIMEOUT_MS = 5_000;
 
-/** A stable, non-reversible principal for an OAuth subject, distinct from every static token's (auth.ts toPrincipal). */
+/** A stable, non-reversible principal for an OAuth subject, distinct from every static token's (auth.ts
+ * toPrincipal). */
 export function toSubjectPrincipal(issuer: string, subject: string): string {
   return `oauth-${hashTag(`mcp-principal-oauth:${issuer}\n${subject}`, 24)}`;
 }

@@ -4,7 +4,7 @@
  */
 import { constants } from 'node:fs';
 import { lstat, mkdir, open, realpath, rm } from 'node:fs/promises';
-import { dirname, isAbsolute, join, posix, relative, sep } from 'node:path';
+import { dirname, isAbsolute, join, posix, sep } from 'node:path';
 
 import { AppError, toErrnoCode } from '../../errors';
 import { hashTag } from '../../hash-tag';
@@ -163,12 +163,6 @@ export async function resolveInWorkspace(ws: Workspace, path: string): Promise<R
   const { hostPath, sandboxPath } = toWorkspacePath(ws, path);
   await assertNoEscape(ws, hostPath, path);
   return { hostPath, sandboxPath };
-}
-
-/** The sandbox's view of a host path inside the workspace. */
-export function toSandboxPath(ws: Workspace, hostPath: string): string {
-  const rel = relative(ws.home, hostPath);
-  return rel === '' ? ws.workdir : posix.join(ws.workdir, ...rel.split(sep));
 }
 
 async function assertNoEscape(ws: Workspace, hostPath: string, shown: string): Promise<void> {

@@ -53,7 +53,9 @@ function setUp() {
     questions,
     sleeps,
     active,
-    advance: (ms: number) => void (nowMs += ms),
+    advance: (ms: number) => {
+      nowMs += ms;
+    },
     /** Asks about `token` for `peer`; the outcome lands in the returned record when it comes. */
     check(token: string, peer: string | undefined): { outcome?: ClaimsCheck; done: Promise<ClaimsCheck> } {
       const entry: { outcome?: ClaimsCheck; done: Promise<ClaimsCheck> } = {
@@ -72,36 +74,41 @@ const settle = async (): Promise<void> => {
 
 const madeUp = (i: number): string => `made-up-${i}-${'x'.repeat(20)}`;
 
-it("keeps a client flooding made-up tokens to its own share: another client's real tokens all get through, in its own share", async () => {
-  const t = setUp();
-  // The report's attack: one client, 24 loops of made-up tokens, the issuer slow to answer.
-  const flood = Array.from({ length: 24 }, (_, i) => t.check(madeUp(i), '127.0.0.1'));
-  await settle();
-  expect(t.questions).toHaveLength(MAX_PER_PEER);
-  // Its next 16 wait their turn behind its own 4; the rest are told at once to retry.
-  const refusedAtOnce = flood.filter((entry) => entry.outcome !== undefined);
-  expect(refusedAtOnce).toHaveLength(24 - MAX_PER_PEER - MAX_QUEUED_PER_PEER);
-  for (const entry of refusedAtOnce) expect(entry.outcome).toMatchObject({ ok: false, reason: 'busy', retryAfterS: 2 });
-  // Ten real tokens of another client, while the flood's questions stay unanswered: its own share of 4 is asked at
-  // once, and each answer gives the next of its own a turn, ahead of the flood's waiting questions.
-  const real = Array.from({ length: 10 }, (_, i) => t.check(`real-${i}`, '127.0.0.2'));
-  await settle();
-  const realAsked = (): Question[] => t.questions.filter((q) => q.token.startsWith('real-'));
-  expect(realAsked()).toHaveLength(MAX_PER_PEER);
-  for (let answered = 0; answered < 10; answered += 1) {
-    realAsked()[answered]?.answer(t.active());
+it(
+  "keeps a client flooding made-up tokens to its own share: another client's real tokens all get through, in its " +
+    'own share',
+  async () => {
+    const t = setUp();
+    // The report's attack: one client, 24 loops of made-up tokens, the issuer slow to answer.
+    const flood = Array.from({ length: 24 }, (_, i) => t.check(madeUp(i), '127.0.0.1'));
     await settle();
-  }
-  expect(real.map((entry) => entry.outcome)).toEqual(
-    Array.from({ length: 10 }, () => expect.objectContaining({ ok: true })),
-  );
-  // The flood asked no more than its share meanwhile; one answer to it, and its next waiting question is asked.
-  expect(t.questions.filter((q) => !q.token.startsWith('real-'))).toHaveLength(MAX_PER_PEER);
-  t.questions[0]?.answer({ active: false });
-  expect(await flood[0]?.done).toMatchObject({ ok: false, reason: 'invalid' });
-  await settle();
-  expect(t.questions.filter((q) => !q.token.startsWith('real-'))).toHaveLength(MAX_PER_PEER + 1);
-});
+    expect(t.questions).toHaveLength(MAX_PER_PEER);
+    // Its next 16 wait their turn behind its own 4; the rest are told at once to retry.
+    const refusedAtOnce = flood.filter((entry) => entry.outcome !== undefined);
+    expect(refusedAtOnce).toHaveLength(24 - MAX_PER_PEER - MAX_QUEUED_PER_PEER);
+    for (const entry of refusedAtOnce)
+      expect(entry.outcome).toMatchObject({ ok: false, reason: 'busy', retryAfterS: 2 });
+    // Ten real tokens of another client, while the flood's questions stay unanswered: its own share of 4 is asked at
+    // once, and each answer gives the next of its own a turn, ahead of the flood's waiting questions.
+    const real = Array.from({ length: 10 }, (_, i) => t.check(`real-${i}`, '127.0.0.2'));
+    await settle();
+    const realAsked = (): Question[] => t.questions.filter((q) => q.token.startsWith('real-'));
+    expect(realAsked()).toHaveLength(MAX_PER_PEER);
+    for (let answered = 0; answered < 10; answered += 1) {
+      realAsked()[answered]?.answer(t.active());
+      await settle();
+    }
+    expect(real.map((entry) => entry.outcome)).toEqual(
+      Array.from({ length: 10 }, () => expect.objectContaining({ ok: true })),
+    );
+    // The flood asked no more than its share meanwhile; one answer to it, and its next waiting question is asked.
+    expect(t.questions.filter((q) => !q.token.startsWith('real-'))).toHaveLength(MAX_PER_PEER);
+    t.questions[0]?.answer({ active: false });
+    expect(await flood[0]?.done).toMatchObject({ ok: false, reason: 'invalid' });
+    await settle();
+    expect(t.questions.filter((q) => !q.token.startsWith('real-'))).toHaveLength(MAX_PER_PEER + 1);
+  },
+);
 
 it('asks at most 16 at once; more wait their turn in order, and one that waits 5 s is told to retry', async () => {
   const t = setUp();

@@ -43,15 +43,18 @@ describe('an E2B sandbox', () => {
     expect(api.setTimeouts).toEqual([1_830_000]);
   });
 
-  it('renews a short idle TTL’s lease every quarter of it, and the lease outlives the TTL after every use', async () => {
-    const { clock, api, sandbox } = setup(2_000);
-    for (let i = 0; i < 12; i += 1) {
-      await sandbox.readFile('/etc/hostname', 100).catch(() => undefined);
-      expect(api.endAtMs).toBeGreaterThanOrEqual(clock.now() + 2_000);
-      clock.advance(250);
-    }
-    expect(api.setTimeouts).toEqual([2_500, 2_500, 2_500, 2_500, 2_500]);
-  });
+  it(
+    'renews a short idle TTL’s lease every quarter of it, ' + 'and the lease outlives the TTL after every use',
+    async () => {
+      const { clock, api, sandbox } = setup(2_000);
+      for (let i = 0; i < 12; i += 1) {
+        await sandbox.readFile('/etc/hostname', 100).catch(() => undefined);
+        expect(api.endAtMs).toBeGreaterThanOrEqual(clock.now() + 2_000);
+        clock.advance(250);
+      }
+      expect(api.setTimeouts).toEqual([2_500, 2_500, 2_500, 2_500, 2_500]);
+    },
+  );
 
   it('makes the lease outlast a command that may run longer than the idle TTL', async () => {
     const { clock, api, sandbox } = setup(60_000);

@@ -48,69 +48,75 @@ it('says "exited" only once every byte the process wrote is in its log, for star
   }
 });
 
-it('reports a process exited only with every byte it wrote counted, when the exit comes right behind its output', async () => {
-  const processes = createLocalBackgroundProcesses(join(dir, 'fake-logs'));
-  const child = Object.assign(new EventEmitter(), {
-    stdout: new PassThrough(),
-    stderr: new PassThrough(),
-    stdin: null,
-    signal: () => undefined,
-    ended: false,
-  });
-  const started = processes.start('burst', () => {
-    setImmediate(() => child.emit('spawn'));
-    return child;
-  });
-  const { id } = await started;
-  // Many chunks and the exit in one go: the log is still being written when the exit is seen.
-  for (let i = 0; i < 64; i += 1) child.stdout.write(Buffer.alloc(64 * 1024, 'a'));
-  child.stdout.write('END');
-  // As a sandbox process does: its streams end, and it closes before they were read to the end.
-  child.stdout.end();
-  child.stderr.end();
-  await new Promise((resolve) => setImmediate(resolve));
-  child.emit('close', 0, null);
-  const seen: Array<{ state: string; outputBytes: number }> = [];
-  await pollUntil(
-    async () => (await processes.list()).find((p) => p.id === id),
-    (p) => {
-      if (p !== undefined) seen.push({ state: p.state, outputBytes: p.outputBytes });
-      return p?.state === 'exited';
-    },
-    SETTLE_MS,
-    0,
-  );
-  expect(seen.filter((p) => p.state === 'exited')).toEqual([{ state: 'exited', outputBytes: 4 * MIB + 3 }]);
-  expect((await processes.read(id, undefined, 3)).text).toBe('END');
-});
+it(
+  'reports a process exited only with every byte it wrote counted, ' + 'when the exit comes right behind its output',
+  async () => {
+    const processes = createLocalBackgroundProcesses(join(dir, 'fake-logs'));
+    const child = Object.assign(new EventEmitter(), {
+      stdout: new PassThrough(),
+      stderr: new PassThrough(),
+      stdin: null,
+      signal: () => undefined,
+      ended: false,
+    });
+    const started = processes.start('burst', () => {
+      setImmediate(() => child.emit('spawn'));
+      return child;
+    });
+    const { id } = await started;
+    // Many chunks and the exit in one go: the log is still being written when the exit is seen.
+    for (let i = 0; i < 64; i += 1) child.stdout.write(Buffer.alloc(64 * 1024, 'a'));
+    child.stdout.write('END');
+    // As a sandbox process does: its streams end, and it closes before they were read to the end.
+    child.stdout.end();
+    child.stderr.end();
+    await new Promise((resolve) => setImmediate(resolve));
+    child.emit('close', 0, null);
+    const seen: Array<{ state: string; outputBytes: number }> = [];
+    await pollUntil(
+      async () => (await processes.list()).find((p) => p.id === id),
+      (p) => {
+        if (p !== undefined) seen.push({ state: p.state, outputBytes: p.outputBytes });
+        return p?.state === 'exited';
+      },
+      SETTLE_MS,
+      0,
+    );
+    expect(seen.filter((p) => p.state === 'exited')).toEqual([{ state: 'exited', outputBytes: 4 * MIB + 3 }]);
+    expect((await processes.read(id, undefined, 3)).text).toBe('END');
+  },
+);
 
-it('takes a process’s output only as fast as its log is written: the stream says wait, and nothing is lost', async () => {
-  const processes = createLocalBackgroundProcesses(join(dir, 'slow-logs'));
-  const child = Object.assign(new EventEmitter(), {
-    stdout: new PassThrough(),
-    stderr: new PassThrough(),
-    stdin: null,
-    signal: () => undefined,
-    ended: false,
-  });
-  const { id } = await processes.start('flood', () => {
-    setImmediate(() => child.emit('spawn'));
-    return child;
-  });
-  // 32 MiB in one go, faster than any disk: the supervisor acknowledges only what the stream takes
-  // (supervisor.ts), so once the log's queue is full the stream must refuse more, not hold it all.
-  let refused = 0;
-  for (let i = 0; i < 512; i += 1) if (!child.stdout.write(Buffer.alloc(64 * 1024, 'b'))) refused += 1;
-  expect(refused).toBeGreaterThan(400);
-  child.stdout.end();
-  child.stderr.end();
-  await new Promise((resolve) => child.stdout.once('end', resolve));
-  child.emit('close', 0, null);
-  const done = await pollUntil(
-    async () => (await processes.list()).find((p) => p.id === id),
-    (p) => p?.state === 'exited',
-    SETTLE_MS,
-    5,
-  );
-  expect(done?.outputBytes).toBe(32 * MIB);
-});
+it(
+  'takes a process’s output only as fast as its log is written: ' + 'the stream says wait, and nothing is lost',
+  async () => {
+    const processes = createLocalBackgroundProcesses(join(dir, 'slow-logs'));
+    const child = Object.assign(new EventEmitter(), {
+      stdout: new PassThrough(),
+      stderr: new PassThrough(),
+      stdin: null,
+      signal: () => undefined,
+      ended: false,
+    });
+    const { id } = await processes.start('flood', () => {
+      setImmediate(() => child.emit('spawn'));
+      return child;
+    });
+    // 32 MiB in one go, faster than any disk: the supervisor acknowledges only what the stream takes
+    // (supervisor.ts), so once the log's queue is full the stream must refuse more, not hold it all.
+    let refused = 0;
+    for (let i = 0; i < 512; i += 1) if (!child.stdout.write(Buffer.alloc(64 * 1024, 'b'))) refused += 1;
+    expect(refused).toBeGreaterThan(400);
+    child.stdout.end();
+    child.stderr.end();
+    await new Promise((resolve) => child.stdout.once('end', resolve));
+    child.emit('close', 0, null);
+    const done = await pollUntil(
+      async () => (await processes.list()).find((p) => p.id === id),
+      (p) => p?.state === 'exited',
+      SETTLE_MS,
+      5,
+    );
+    expect(done?.outputBytes).toBe(32 * MIB);
+  },
+);

@@ -172,10 +172,14 @@ function mountLine(
   superOptions: string,
   options = 'rw,nosuid,nodev,noexec,relatime',
 ): string {
-  return `${id} 23 0:${id} / ${mountPoint.replace(/ /g, '\\040')} ${options} shared:${id} - ${fsType} ${fsType} ${superOptions}`;
+  return (
+    `${id} 23 0:${id} / ${mountPoint.replace(/ /g, '\\040')} ${options} shared:${id} - ${fsType} ${fsType} ` +
+    `${superOptions}`
+  );
 }
 
-/** This host's layout: cgroup v1 hierarchies, and a cgroup2 mount that offers only hugetlb; the server's memory group is /process_api/abc. */
+/** This host's layout: cgroup v1 hierarchies, and a cgroup2 mount that offers only hugetlb; the server's memory group
+ * is /process_api/abc. */
 function hybridHost(fs: FakeCgroupFs): {
   mountinfo: string;
   selfCgroup: string;
@@ -201,105 +205,121 @@ function hybridHost(fs: FakeCgroupFs): {
 }
 
 describe('probeCgroups', () => {
-  it('uses cgroup v1 when cgroup2 offers none of memory, pids, cpu; the parent goes beneath the server’s own group; nothing is left after the probe', async () => {
-    const fs = new FakeCgroupFs();
-    const host = hybridHost(fs);
-    const { cgroups, problems } = await probeCgroups({
-      root: ROOT,
-      limits: LIMITS,
-      mountinfo: host.mountinfo,
-      selfCgroup: host.selfCgroup,
-      fs,
-    });
-    expect(cgroups?.placements).toEqual([
-      { version: 1, parent: join(host.memory, 'process_api/abc', NAME), controllers: ['memory'] },
-      { version: 1, parent: join(host.pids, NAME), controllers: ['pids'] },
-      { version: 1, parent: join(host.cpu, NAME), controllers: ['cpu'] },
-    ]);
-    expect(['memory', 'pids', 'cpu'].map((c) => cgroups?.versionOf(c as 'memory'))).toEqual([1, 1, 1]);
-    expect(problems).toEqual([expect.stringContaining('offers none of memory, pids, cpu (it has: hugetlb)')]);
-    // The probe made a group under each and wrote its limit, then removed it and the parent.
-    expect(fs.written('pids.max')).toEqual(['32']);
-    for (const placement of cgroups?.placements ?? []) expect(existsSync(placement.parent)).toBe(false);
-  });
+  it(
+    'uses cgroup v1 when cgroup2 offers none of memory, pids, cpu; the parent goes beneath the server’s own group; ' +
+      'nothing is left after the probe',
+    async () => {
+      const fs = new FakeCgroupFs();
+      const host = hybridHost(fs);
+      const { cgroups, problems } = await probeCgroups({
+        root: ROOT,
+        limits: LIMITS,
+        mountinfo: host.mountinfo,
+        selfCgroup: host.selfCgroup,
+        fs,
+      });
+      expect(cgroups?.placements).toEqual([
+        { version: 1, parent: join(host.memory, 'process_api/abc', NAME), controllers: ['memory'] },
+        { version: 1, parent: join(host.pids, NAME), controllers: ['pids'] },
+        { version: 1, parent: join(host.cpu, NAME), controllers: ['cpu'] },
+      ]);
+      expect(['memory', 'pids', 'cpu'].map((c) => cgroups?.versionOf(c as 'memory'))).toEqual([1, 1, 1]);
+      expect(problems).toEqual([expect.stringContaining('offers none of memory, pids, cpu (it has: hugetlb)')]);
+      // The probe made a group under each and wrote its limit, then removed it and the parent.
+      expect(fs.written('pids.max')).toEqual(['32']);
+      for (const placement of cgroups?.placements ?? []) expect(existsSync(placement.parent)).toBe(false);
+    },
+  );
 
-  it('sets a sandbox’s v1 limits (memory and memory+swap, pids, CFS quota) and hands the launcher each group’s cgroup.procs', async () => {
-    const fs = new FakeCgroupFs();
-    const host = hybridHost(fs);
-    const { cgroups } = await probeCgroups({
-      root: ROOT,
-      limits: LIMITS,
-      mountinfo: host.mountinfo,
-      selfCgroup: host.selfCgroup,
-      fs,
-    });
-    const groups = cgroups?.forSandbox(SANDBOX);
-    const procs = await groups?.enter();
-    const dirs = [
-      join(host.memory, 'process_api/abc', NAME, SANDBOX),
-      join(host.pids, NAME, SANDBOX),
-      join(host.cpu, NAME, SANDBOX),
-    ];
-    expect(procs).toEqual(dirs.map((dir) => join(dir, 'cgroup.procs')));
-    const [memory, pids, cpu] = dirs as [string, string, string];
-    expect(readFileSync(join(memory, 'memory.limit_in_bytes'), 'utf8')).toBe(String(128 * 2 ** 20));
-    expect(readFileSync(join(memory, 'memory.memsw.limit_in_bytes'), 'utf8')).toBe(String(128 * 2 ** 20));
-    expect(readFileSync(join(pids, 'pids.max'), 'utf8')).toBe('32');
-    expect(readFileSync(join(cpu, 'cpu.cfs_period_us'), 'utf8')).toBe('100000');
-    expect(readFileSync(join(cpu, 'cpu.cfs_quota_us'), 'utf8')).toBe('50000');
-    // Entering again writes nothing more: the limits hold.
-    const before = fs.writes.length;
-    await groups?.enter();
-    expect(fs.writes.length).toBe(before);
-  });
+  it(
+    'sets a sandbox’s v1 limits (memory and memory+swap, pids, CFS quota) and hands the launcher each group’s ' +
+      'cgroup.procs',
+    async () => {
+      const fs = new FakeCgroupFs();
+      const host = hybridHost(fs);
+      const { cgroups } = await probeCgroups({
+        root: ROOT,
+        limits: LIMITS,
+        mountinfo: host.mountinfo,
+        selfCgroup: host.selfCgroup,
+        fs,
+      });
+      const groups = cgroups?.forSandbox(SANDBOX);
+      const procs = await groups?.enter();
+      const dirs = [
+        join(host.memory, 'process_api/abc', NAME, SANDBOX),
+        join(host.pids, NAME, SANDBOX),
+        join(host.cpu, NAME, SANDBOX),
+      ];
+      expect(procs).toEqual(dirs.map((dir) => join(dir, 'cgroup.procs')));
+      const [memory, pids, cpu] = dirs as [string, string, string];
+      expect(readFileSync(join(memory, 'memory.limit_in_bytes'), 'utf8')).toBe(String(128 * 2 ** 20));
+      expect(readFileSync(join(memory, 'memory.memsw.limit_in_bytes'), 'utf8')).toBe(String(128 * 2 ** 20));
+      expect(readFileSync(join(pids, 'pids.max'), 'utf8')).toBe('32');
+      expect(readFileSync(join(cpu, 'cpu.cfs_period_us'), 'utf8')).toBe('100000');
+      expect(readFileSync(join(cpu, 'cpu.cfs_quota_us'), 'utf8')).toBe('50000');
+      // Entering again writes nothing more: the limits hold.
+      const before = fs.writes.length;
+      await groups?.enter();
+      expect(fs.writes.length).toBe(before);
+    },
+  );
 
-  it('uses cgroup v2 where it offers the controllers: enables them down to the parent, sets memory.max, no swap, pids.max and cpu.max', async () => {
-    const fs = new FakeCgroupFs();
-    const unified = fs.mount('unified', { version: 2 });
-    const mountinfo = mountLine(30, unified, 'cgroup2', 'rw,nsdelegate');
-    const { cgroups, problems } = await probeCgroups({
-      root: ROOT,
-      limits: { ...LIMITS, cpus: 1.5 },
-      mountinfo,
-      selfCgroup: '0::/\n',
-      fs,
-    });
-    expect(problems).toEqual([]);
-    expect(cgroups?.placements).toEqual([
-      { version: 2, parent: join(unified, NAME), controllers: ['memory', 'pids', 'cpu'] },
-    ]);
-    expect(readFileSync(join(unified, 'cgroup.subtree_control'), 'utf8')).toBe('+memory +pids +cpu');
-    const groups = cgroups?.forSandbox(SANDBOX);
-    expect(await groups?.enter()).toEqual([join(unified, NAME, SANDBOX, 'cgroup.procs')]);
-    const dir = join(unified, NAME, SANDBOX);
-    expect(readFileSync(join(unified, NAME, 'cgroup.subtree_control'), 'utf8')).toBe('+memory +pids +cpu');
-    expect(readFileSync(join(dir, 'memory.max'), 'utf8')).toBe(String(128 * 2 ** 20));
-    expect(readFileSync(join(dir, 'memory.swap.max'), 'utf8')).toBe('0');
-    expect(readFileSync(join(dir, 'pids.max'), 'utf8')).toBe('32');
-    expect(readFileSync(join(dir, 'cpu.max'), 'utf8')).toBe('150000 100000');
-    expect(await groups?.oomKills()).toBe(0);
-    writeFileSync(join(dir, 'memory.events'), 'low 0\nhigh 0\nmax 7\noom 2\noom_kill 2\noom_group_kill 0\n');
-    expect(await groups?.oomKills()).toBe(2);
-  });
+  it(
+    'uses cgroup v2 where it offers the controllers: enables them down to the parent, sets memory.max, no swap, ' +
+      'pids.max and cpu.max',
+    async () => {
+      const fs = new FakeCgroupFs();
+      const unified = fs.mount('unified', { version: 2 });
+      const mountinfo = mountLine(30, unified, 'cgroup2', 'rw,nsdelegate');
+      const { cgroups, problems } = await probeCgroups({
+        root: ROOT,
+        limits: { ...LIMITS, cpus: 1.5 },
+        mountinfo,
+        selfCgroup: '0::/\n',
+        fs,
+      });
+      expect(problems).toEqual([]);
+      expect(cgroups?.placements).toEqual([
+        { version: 2, parent: join(unified, NAME), controllers: ['memory', 'pids', 'cpu'] },
+      ]);
+      expect(readFileSync(join(unified, 'cgroup.subtree_control'), 'utf8')).toBe('+memory +pids +cpu');
+      const groups = cgroups?.forSandbox(SANDBOX);
+      expect(await groups?.enter()).toEqual([join(unified, NAME, SANDBOX, 'cgroup.procs')]);
+      const dir = join(unified, NAME, SANDBOX);
+      expect(readFileSync(join(unified, NAME, 'cgroup.subtree_control'), 'utf8')).toBe('+memory +pids +cpu');
+      expect(readFileSync(join(dir, 'memory.max'), 'utf8')).toBe(String(128 * 2 ** 20));
+      expect(readFileSync(join(dir, 'memory.swap.max'), 'utf8')).toBe('0');
+      expect(readFileSync(join(dir, 'pids.max'), 'utf8')).toBe('32');
+      expect(readFileSync(join(dir, 'cpu.max'), 'utf8')).toBe('150000 100000');
+      expect(await groups?.oomKills()).toBe(0);
+      writeFileSync(join(dir, 'memory.events'), 'low 0\nhigh 0\nmax 7\noom 2\noom_kill 2\noom_group_kill 0\n');
+      expect(await groups?.oomKills()).toBe(2);
+    },
+  );
 
-  it('goes to the top of the cgroup2 mount when the server’s own group cannot hand controllers down (it has processes: EBUSY)', async () => {
-    const fs = new FakeCgroupFs();
-    const unified = fs.mount('unified', { version: 2 });
-    writeFileSync(join(unified, 'cgroup.subtree_control'), 'memory pids cpu');
-    fs.mount('unified', { version: 2 }, ['system.slice/mcp.service']);
-    fs.refuse.set(join(unified, 'system.slice/mcp.service/cgroup.subtree_control'), 'EBUSY');
-    const mountinfo = mountLine(30, unified, 'cgroup2', 'rw');
-    const { cgroups } = await probeCgroups({
-      root: ROOT,
-      limits: LIMITS,
-      mountinfo,
-      selfCgroup: '0::/system.slice/mcp.service\n',
-      fs,
-    });
-    expect(cgroups?.placements).toEqual([
-      { version: 2, parent: join(unified, NAME), controllers: ['memory', 'pids', 'cpu'] },
-    ]);
-  });
+  it(
+    'goes to the top of the cgroup2 mount when the server’s own group cannot hand controllers down (it has ' +
+      'processes: EBUSY)',
+    async () => {
+      const fs = new FakeCgroupFs();
+      const unified = fs.mount('unified', { version: 2 });
+      writeFileSync(join(unified, 'cgroup.subtree_control'), 'memory pids cpu');
+      fs.mount('unified', { version: 2 }, ['system.slice/mcp.service']);
+      fs.refuse.set(join(unified, 'system.slice/mcp.service/cgroup.subtree_control'), 'EBUSY');
+      const mountinfo = mountLine(30, unified, 'cgroup2', 'rw');
+      const { cgroups } = await probeCgroups({
+        root: ROOT,
+        limits: LIMITS,
+        mountinfo,
+        selfCgroup: '0::/system.slice/mcp.service\n',
+        fs,
+      });
+      expect(cgroups?.placements).toEqual([
+        { version: 2, parent: join(unified, NAME), controllers: ['memory', 'pids', 'cpu'] },
+      ]);
+    },
+  );
 
   it('offers nothing where no cgroup can be written: none mounted, mounted read-only, or no rights', async () => {
     const none = await probeCgroups({
@@ -343,26 +363,29 @@ describe('probeCgroups', () => {
     expect(refused.problems.join('\n')).toContain('EACCES');
   });
 
-  it('removes the empty children an earlier server left at start-up, and keeps one that still has processes', async () => {
-    const fs = new FakeCgroupFs();
-    const host = hybridHost(fs);
-    const parent = join(host.pids, NAME);
-    const stale = `mcp-sandbox-${'11'.repeat(16)}`;
-    const live = `mcp-sandbox-${'22'.repeat(16)}`;
-    fs.mount('pids', { version: 1, controllers: ['pids'] }, [
-      `${NAME}/${stale}`,
-      `${NAME}/${live}`,
-      `${NAME}/not-ours`,
-    ]);
-    writeFileSync(join(parent, live, 'cgroup.procs'), '4242\n');
-    await probeCgroups({ root: ROOT, limits: LIMITS, mountinfo: host.mountinfo, selfCgroup: host.selfCgroup, fs });
-    expect(
-      readdirSync(parent)
-        .filter((name) => statSync(join(parent, name)).isDirectory())
-        .sort(),
-    ).toEqual([live, 'not-ours']);
-    expect(fs.killed).toEqual([]);
-  });
+  it(
+    'removes the empty children an earlier server left at start-up, ' + 'and keeps one that still has processes',
+    async () => {
+      const fs = new FakeCgroupFs();
+      const host = hybridHost(fs);
+      const parent = join(host.pids, NAME);
+      const stale = `mcp-sandbox-${'11'.repeat(16)}`;
+      const live = `mcp-sandbox-${'22'.repeat(16)}`;
+      fs.mount('pids', { version: 1, controllers: ['pids'] }, [
+        `${NAME}/${stale}`,
+        `${NAME}/${live}`,
+        `${NAME}/not-ours`,
+      ]);
+      writeFileSync(join(parent, live, 'cgroup.procs'), '4242\n');
+      await probeCgroups({ root: ROOT, limits: LIMITS, mountinfo: host.mountinfo, selfCgroup: host.selfCgroup, fs });
+      expect(
+        readdirSync(parent)
+          .filter((name) => statSync(join(parent, name)).isDirectory())
+          .sort(),
+      ).toEqual([live, 'not-ours']);
+      expect(fs.killed).toEqual([]);
+    },
+  );
 
   it('names the parent after the sandbox root, so that servers with other roots never share one', () => {
     expect(parentGroupName('/tmp/a')).toMatch(/^mcp-sandboxes-[0-9a-f]{12}$/);
@@ -422,17 +445,21 @@ describe('a sandbox’s groups', () => {
     expect(await second.remove()).toBe(true);
   });
 
-  it('makes its groups again, with their limits, when they went meanwhile (a stale sweep, the last child of another sandbox)', async () => {
-    const { fs, host, cgroups } = await setUp();
-    const groups = cgroups.forSandbox(SANDBOX);
-    await groups.enter();
-    await groups.remove();
-    expect(existsSync(join(host.pids, NAME))).toBe(false);
-    const procs = await groups.enter();
-    for (const file of procs) expect(existsSync(file)).toBe(true);
-    expect(readFileSync(join(host.pids, NAME, SANDBOX, 'pids.max'), 'utf8')).toBe('32');
-    expect(fs.written('pids.max')).toEqual(['32', '32', '32']);
-  });
+  it(
+    'makes its groups again, with their limits, when they went meanwhile (a stale sweep, the last child of another ' +
+      'sandbox)',
+    async () => {
+      const { fs, host, cgroups } = await setUp();
+      const groups = cgroups.forSandbox(SANDBOX);
+      await groups.enter();
+      await groups.remove();
+      expect(existsSync(join(host.pids, NAME))).toBe(false);
+      const procs = await groups.enter();
+      for (const file of procs) expect(existsSync(file)).toBe(true);
+      expect(readFileSync(join(host.pids, NAME, SANDBOX, 'pids.max'), 'utf8')).toBe('32');
+      expect(fs.written('pids.max')).toEqual(['32', '32', '32']);
+    },
+  );
 
   it('refuses a name that is not a sandbox workspace’s', async () => {
     const { cgroups } = await setUp();

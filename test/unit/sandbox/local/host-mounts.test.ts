@@ -19,17 +19,20 @@ const MOUNTINFO = [
 ].join('\n');
 
 describe('mountinfo', () => {
-  it('reads mount points, types and sources, with the kernel’s octal escapes undone and optional fields skipped', () => {
-    const mounts = parseMountinfo(MOUNTINFO);
-    expect(mounts).toEqual([
-      { mountPoint: '/', fsType: 'ext4', source: '/dev/vda' },
-      { mountPoint: '/dev/shm', fsType: 'tmpfs', source: 'tmpfs' },
-      { mountPoint: '/srv/sandbox root/mcp-sandbox-ab\tc\\d', fsType: 'ext4', source: '/dev/loop3' },
-      { mountPoint: '/srv/root/mcp-sandbox-x', fsType: 'ext4', source: '/dev/loop4' },
-      { mountPoint: '/srv/root/mcp-sandbox-x', fsType: 'ext4', source: '/dev/loop5' },
-    ]);
-    expect(unescapeMountField('a\\012b')).toBe('a\nb');
-  });
+  it(
+    'reads mount points, types and sources, ' + 'with the kernel’s octal escapes undone and optional fields skipped',
+    () => {
+      const mounts = parseMountinfo(MOUNTINFO);
+      expect(mounts).toEqual([
+        { mountPoint: '/', fsType: 'ext4', source: '/dev/vda' },
+        { mountPoint: '/dev/shm', fsType: 'tmpfs', source: 'tmpfs' },
+        { mountPoint: '/srv/sandbox root/mcp-sandbox-ab\tc\\d', fsType: 'ext4', source: '/dev/loop3' },
+        { mountPoint: '/srv/root/mcp-sandbox-x', fsType: 'ext4', source: '/dev/loop4' },
+        { mountPoint: '/srv/root/mcp-sandbox-x', fsType: 'ext4', source: '/dev/loop5' },
+      ]);
+      expect(unescapeMountField('a\\012b')).toBe('a\nb');
+    },
+  );
 
   it('counts the mounts at a path exactly (stacked ones each), not at its prefixes or its children', () => {
     const mounts = parseMountinfo(MOUNTINFO);

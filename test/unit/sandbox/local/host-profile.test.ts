@@ -54,13 +54,16 @@ describe('the host profile', () => {
     expect(profile.detail).toBe(profile.refusal);
   });
 
-  it('refuses when LOCAL_SANDBOX_ISOLATION=bwrap and bubblewrap does not work, keeping the probe’s detail', async () => {
-    const profile = await probe({ isolation: 'bwrap', exposed: true });
-    expect(profile.refusal).toBe(
-      'LOCAL_SANDBOX_ISOLATION=bwrap but bubblewrap does not work here (bwrap is not installed).',
-    );
-    expect(profile.detail).toBe('bwrap is not installed');
-  });
+  it(
+    'refuses when LOCAL_SANDBOX_ISOLATION=bwrap and bubblewrap does not work, ' + 'keeping the probe’s detail',
+    async () => {
+      const profile = await probe({ isolation: 'bwrap', exposed: true });
+      expect(profile.refusal).toBe(
+        'LOCAL_SANDBOX_ISOLATION=bwrap but bubblewrap does not work here (bwrap is not installed).',
+      );
+      expect(profile.detail).toBe('bwrap is not installed');
+    },
+  );
 
   it('runs plain processes when isolation is off on purpose, on a server others reach too', async () => {
     const profile = await probe({ isolation: 'none', exposed: true });

@@ -74,7 +74,8 @@ describe('the redirect', () => {
 describe('what is carried in', () => {
   it('the request with its preview cookies out, every other byte as sent', () => {
     const head =
-      'GET / HTTP/1.1\r\nHost: h\r\ncookie:a=1;mcp_preview_9=c00kie ;  mcp_preview_77=x\r\nCookie: mcp_preview_9=c00kie\r\nX: y\r\n\r\n';
+      'GET / HTTP/1.1\r\nHost: h\r\ncookie:a=1;mcp_preview_9=c00kie ;  mcp_preview_77=x\r\nCookie: ' +
+      'mcp_preview_9=c00kie\r\nX: y\r\n\r\n';
     expect(judged(head).carried).toBe('GET / HTTP/1.1\r\nHost: h\r\ncookie: a=1\r\nX: y\r\n\r\n');
   });
 

@@ -82,7 +82,8 @@ const carried = (): string => Buffer.concat(app.carried).toString('latin1');
 
 let server: Server;
 let url: string;
-/** The server's side of each connection: what a lingering answer (its timer never fired) leaves open is closed after each test. */
+/** The server's side of each connection: what a lingering answer (its timer never fired) leaves open is closed after
+ * each test. */
 const accepted = new Set<Socket>();
 beforeAll(async () => {
   server = createServer({ allowHalfOpen: true, pauseOnConnect: true }, (socket: Socket) => {
@@ -153,61 +154,71 @@ describe('the first request', () => {
     }
   });
 
-  it('408 once its deadline passes; 400 when the client ends in the middle of it; nothing when it sent nothing', async () => {
-    const slow = await client();
-    slow.socket.write('GET / HTTP/1.1\r\n');
-    (
-      await until(
-        () => running(HEAD_TIMEOUT_MS),
-        (t) => t !== undefined,
-      )
-    )?.fire();
-    expect(statusLines(await slow.closed)).toEqual(['HTTP/1.1 408 ']);
-    const cut = await client();
-    cut.socket.end('GET / HTTP/1.1\r\nHost:');
-    expect(statusLines(await cut.closed)).toEqual(['HTTP/1.1 400 ']);
-    const silent = await client();
-    silent.socket.end();
-    expect(await silent.closed).toBe('');
-    expect(app.asked).toBe(0);
-  });
+  it(
+    '408 once its deadline passes; ' + '400 when the client ends in the middle of it; nothing when it sent nothing',
+    async () => {
+      const slow = await client();
+      slow.socket.write('GET / HTTP/1.1\r\n');
+      (
+        await until(
+          () => running(HEAD_TIMEOUT_MS),
+          (t) => t !== undefined,
+        )
+      )?.fire();
+      expect(statusLines(await slow.closed)).toEqual(['HTTP/1.1 408 ']);
+      const cut = await client();
+      cut.socket.end('GET / HTTP/1.1\r\nHost:');
+      expect(statusLines(await cut.closed)).toEqual(['HTTP/1.1 400 ']);
+      const silent = await client();
+      silent.socket.end();
+      expect(await silent.closed).toBe('');
+      expect(app.asked).toBe(0);
+    },
+  );
 });
 
 describe('the requests after it, on the same connection', () => {
-  it('each is judged: a kept-alive second request from a foreign page is never carried, and its 403 follows the app’s answers', async () => {
-    const c = await client();
-    c.socket.write(request('/one'));
-    await until(carried, (text) => text.length > 0);
-    appSends('HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\none');
-    await until(c.received, (text) => text.endsWith('one'));
-    c.socket.write(request('/two', [COOKIE, 'Origin: http://evil:1']));
-    // The app is told its client ended; the refusal waits for the app to end its side.
-    await until(
-      () => app.sawEof,
-      (saw) => saw,
-    );
-    expect(statusLines(c.received())).toEqual(['HTTP/1.1 200 ']);
-    appSends('[late bytes of the app]');
-    appEnds();
-    const all = await c.closed;
-    expect(all).toMatch(
-      /^HTTP\/1\.1 200 OK\r\nContent-Length: 3\r\n\r\none\[late bytes of the app\]HTTP\/1\.1 403 Forbidden\r\n/,
-    );
-    expect(carried()).toBe(request('/one', []));
-  });
+  it(
+    'each is judged: a kept-alive second request from a foreign page is never carried, and its 403 follows the ' +
+      'app’s answers',
+    async () => {
+      const c = await client();
+      c.socket.write(request('/one'));
+      await until(carried, (text) => text.length > 0);
+      appSends('HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\none');
+      await until(c.received, (text) => text.endsWith('one'));
+      c.socket.write(request('/two', [COOKIE, 'Origin: http://evil:1']));
+      // The app is told its client ended; the refusal waits for the app to end its side.
+      await until(
+        () => app.sawEof,
+        (saw) => saw,
+      );
+      expect(statusLines(c.received())).toEqual(['HTTP/1.1 200 ']);
+      appSends('[late bytes of the app]');
+      appEnds();
+      const all = await c.closed;
+      expect(all).toMatch(
+        /^HTTP\/1\.1 200 OK\r\nContent-Length: 3\r\n\r\none\[late bytes of the app\]HTTP\/1\.1 403 Forbidden\r\n/,
+      );
+      expect(carried()).toBe(request('/one', []));
+    },
+  );
 
-  it('a pipelined second request without the cookie likewise: the first goes in, not one byte of the second', async () => {
-    const c = await client();
-    c.socket.write(request('/one') + request('/two', ['X: pipelined']));
-    await until(
-      () => app.sawEof,
-      (saw) => saw,
-    );
-    expect(carried()).toBe(request('/one', []));
-    appSends('HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n');
-    appEnds();
-    expect(statusLines(await c.closed)).toEqual(['HTTP/1.1 200 ', 'HTTP/1.1 401 ']);
-  });
+  it(
+    'a pipelined second request without the cookie likewise: ' + 'the first goes in, not one byte of the second',
+    async () => {
+      const c = await client();
+      c.socket.write(request('/one') + request('/two', ['X: pipelined']));
+      await until(
+        () => app.sawEof,
+        (saw) => saw,
+      );
+      expect(carried()).toBe(request('/one', []));
+      appSends('HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n');
+      appEnds();
+      expect(statusLines(await c.closed)).toEqual(['HTTP/1.1 200 ', 'HTTP/1.1 401 ']);
+    },
+  );
 
   it('bodies pass byte for byte, Content-Length and chunked, and a request inside a body is body', async () => {
     const smuggled = request('/admin', []);
@@ -239,43 +250,51 @@ describe('the requests after it, on the same connection', () => {
     c.socket.destroy();
   });
 
-  it('a later head has its deadline from its first byte (an idle kept-alive connection has none); the 408 follows the app’s answers', async () => {
-    const c = await client();
-    c.socket.write(request('/one'));
-    await until(carried, (text) => text.length > 0);
-    expect(running(HEAD_TIMEOUT_MS)).toBeUndefined();
-    c.socket.write('GET /two HTTP/1.1\r\nHost');
-    (
+  it(
+    'a later head has its deadline from its first byte (an idle kept-alive connection has none); the 408 follows ' +
+      'the app’s answers',
+    async () => {
+      const c = await client();
+      c.socket.write(request('/one'));
+      await until(carried, (text) => text.length > 0);
+      expect(running(HEAD_TIMEOUT_MS)).toBeUndefined();
+      c.socket.write('GET /two HTTP/1.1\r\nHost');
+      (
+        await until(
+          () => running(HEAD_TIMEOUT_MS),
+          (t) => t !== undefined,
+        )
+      )?.fire();
       await until(
-        () => running(HEAD_TIMEOUT_MS),
-        (t) => t !== undefined,
-      )
-    )?.fire();
-    await until(
-      () => app.sawEof,
-      (saw) => saw,
-    );
-    appSends('HTTP/1.1 204 No Content\r\n\r\n');
-    appEnds();
-    expect(statusLines(await c.closed)).toEqual(['HTTP/1.1 204 ', 'HTTP/1.1 408 ']);
-    expect(carried()).toBe(request('/one', []));
-  });
+        () => app.sawEof,
+        (saw) => saw,
+      );
+      appSends('HTTP/1.1 204 No Content\r\n\r\n');
+      appEnds();
+      expect(statusLines(await c.closed)).toEqual(['HTTP/1.1 204 ', 'HTTP/1.1 408 ']);
+      expect(carried()).toBe(request('/one', []));
+    },
+  );
 
-  it('an app that does not end its side after a refusal: the connection closes at PREVIEW_DRAIN_MS, with no answer cut into the app’s', async () => {
-    const c = await client();
-    c.socket.write(request('/stream') + request('/two', []));
-    await until(
-      () => app.sawEof,
-      (saw) => saw,
-    );
-    appSends('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nstill');
-    await until(c.received, (text) => text.endsWith('still'));
-    (
+  it(
+    'an app that does not end its side after a refusal: the connection closes at PREVIEW_DRAIN_MS, with no answer ' +
+      'cut into the app’s',
+    async () => {
+      const c = await client();
+      c.socket.write(request('/stream') + request('/two', []));
       await until(
-        () => running(PREVIEW_DRAIN_MS),
-        (t) => t !== undefined,
-      )
-    )?.fire();
-    expect(await c.closed).toBe('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nstill');
-  });
+        () => app.sawEof,
+        (saw) => saw,
+      );
+      appSends('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nstill');
+      await until(c.received, (text) => text.endsWith('still'));
+      (
+        await until(
+          () => running(PREVIEW_DRAIN_MS),
+          (t) => t !== undefined,
+        )
+      )?.fire();
+      expect(await c.closed).toBe('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nstill');
+    },
+  );
 });

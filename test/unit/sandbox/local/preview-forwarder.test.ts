@@ -181,45 +181,49 @@ it('closes connections beyond the cap at once, and carries the next one after on
   for (const socket of [held[1], fourth]) socket?.destroy();
 });
 
-it('holds a sender in the sandbox back while the client does not read (the window), then delivers every byte, and measures a 10 MB answer', async () => {
-  const total = 64 * 2 ** 20;
-  let appSocket: Socket | undefined;
-  const port = await app((socket) => {
-    appSocket = socket;
-    socket.on('error', () => undefined);
-    socket.once('data', () => {
-      const chunk = Buffer.alloc(2 ** 20, 'x');
-      for (let i = 0; i < total / chunk.length; i += 1) socket.write(chunk);
-      socket.end();
+it(
+  'holds a sender in the sandbox back while the client does not read (the window), then delivers every byte, and ' +
+    'measures a 10 MB answer',
+  async () => {
+    const total = 64 * 2 ** 20;
+    let appSocket: Socket | undefined;
+    const port = await app((socket) => {
+      appSocket = socket;
+      socket.on('error', () => undefined);
+      socket.once('data', () => {
+        const chunk = Buffer.alloc(2 ** 20, 'x');
+        for (let i = 0; i < total / chunk.length; i += 1) socket.write(chunk);
+        socket.end();
+      });
     });
-  });
-  const { origin, cookie } = await openPreview(await forwarder().open(port));
-  const client = await openConnection(origin);
-  client.pause();
-  client.write(httpGet('/', [cookie]));
-  // Far more than the kernels' socket buffers hold stays with the sender: the supervisor stopped reading.
-  const queued = await pollUntil(
-    () => appSocket?.writableLength ?? 0,
-    (n) => n >= total / 2,
-    SETTLE_MS,
-  );
-  expect(queued).toBeGreaterThanOrEqual(total / 2);
-  expect(supervisor.alive).toBe(true);
-  let received = 0;
-  client.on('data', (chunk: Buffer) => (received += chunk.length));
-  await new Promise((resolve) => client.once('end', resolve).resume());
-  expect(received).toBe(total);
-  client.destroy();
+    const { origin, cookie } = await openPreview(await forwarder().open(port));
+    const client = await openConnection(origin);
+    client.pause();
+    client.write(httpGet('/', [cookie]));
+    // Far more than the kernels' socket buffers hold stays with the sender: the supervisor stopped reading.
+    const queued = await pollUntil(
+      () => appSocket?.writableLength ?? 0,
+      (n) => n >= total / 2,
+      SETTLE_MS,
+    );
+    expect(queued).toBeGreaterThanOrEqual(total / 2);
+    expect(supervisor.alive).toBe(true);
+    let received = 0;
+    client.on('data', (chunk: Buffer) => (received += chunk.length));
+    await new Promise((resolve) => client.once('end', resolve).resume());
+    expect(received).toBe(total);
+    client.destroy();
 
-  const tenMb = Buffer.alloc(10 * 2 ** 20, 'y');
-  const bigPort = await httpApp(tenMb);
-  const big = await openPreview(await forwarder().open(bigPort));
-  const started = process.hrtime.bigint();
-  const body = Buffer.from(await (await fetchPreview(big, '/')).arrayBuffer());
-  const ms = Number(process.hrtime.bigint() - started) / 1e6;
-  expect(body.equals(tenMb)).toBe(true);
-  console.log(`10 MiB through the forwarder: ${ms.toFixed(0)} ms (${((10 / ms) * 1000).toFixed(0)} MiB/s)`);
-});
+    const tenMb = Buffer.alloc(10 * 2 ** 20, 'y');
+    const bigPort = await httpApp(tenMb);
+    const big = await openPreview(await forwarder().open(bigPort));
+    const started = process.hrtime.bigint();
+    const body = Buffer.from(await (await fetchPreview(big, '/')).arrayBuffer());
+    const ms = Number(process.hrtime.bigint() - started) / 1e6;
+    expect(body.equals(tenMb)).toBe(true);
+    console.log(`10 MiB through the forwarder: ${ms.toFixed(0)} ms (${((10 / ms) * 1000).toFixed(0)} MiB/s)`);
+  },
+);
 
 it('closes an idle listener, opens it again on the same host port, and closes everything on close()', async () => {
   const port = await app((socket) => {
@@ -328,118 +332,134 @@ describe('behind a capability URL, on loopback as on a public address', () => {
     return { port, url, origin, received, cookie, cookieName };
   }
 
-  it('gives a URL with a token, which a first request exchanges for a cookie on a 302 to the same path without it; the sandbox sees neither', async () => {
-    const { port, received } = await recordingApp();
-    const url = await forwarder().open(port);
-    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/\?mcp_preview=[0-9a-z]+\.[A-Za-z0-9_-]{22}$/);
-    const { origin, search } = new URL(url);
-    const answer = (await exchange(origin, get(`/app/page?x=1&${search.slice(1)}&y=2`), true)).received;
-    expect(statusOf(answer)).toBe(302);
-    expect(headerOf(answer, 'Location')).toBe('/app/page?x=1&y=2');
-    const hostPort = new URL(url).port;
-    expect(headerOf(answer, 'Set-Cookie')).toMatch(
-      new RegExp(
-        `^mcp_preview_${hostPort}=[0-9a-z]+\\.[A-Za-z0-9_-]{22}; Max-Age=3600; Path=/; HttpOnly; SameSite=Lax$`,
-      ),
-    );
-    expect(headerOf(answer, 'Set-Cookie')).not.toContain(search.slice('?mcp_preview='.length));
-    expect(received).toEqual([]);
-  });
+  it(
+    'gives a URL with a token, which a first request exchanges for a cookie on a 302 to the same path without it; ' +
+      'the sandbox sees neither',
+    async () => {
+      const { port, received } = await recordingApp();
+      const url = await forwarder().open(port);
+      expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/\?mcp_preview=[0-9a-z]+\.[A-Za-z0-9_-]{22}$/);
+      const { origin, search } = new URL(url);
+      const answer = (await exchange(origin, get(`/app/page?x=1&${search.slice(1)}&y=2`), true)).received;
+      expect(statusOf(answer)).toBe(302);
+      expect(headerOf(answer, 'Location')).toBe('/app/page?x=1&y=2');
+      const hostPort = new URL(url).port;
+      expect(headerOf(answer, 'Set-Cookie')).toMatch(
+        new RegExp(
+          `^mcp_preview_${hostPort}=[0-9a-z]+\\.[A-Za-z0-9_-]{22}; Max-Age=3600; Path=/; HttpOnly; SameSite=Lax$`,
+        ),
+      );
+      expect(headerOf(answer, 'Set-Cookie')).not.toContain(search.slice('?mcp_preview='.length));
+      expect(received).toEqual([]);
+    },
+  );
 
-  it('carries a request with the cookie in byte for byte (preview cookies of every port taken out), and its body, Content-Length or chunked', async () => {
-    const { origin, received, cookie, cookieName } = await opened();
-    expect(cookie).not.toBe('');
-    const body = 'hello';
-    const request = (cookies: string): string =>
-      [
-        `POST /submit?x=1 HTTP/1.1`,
-        'Host: preview',
-        'X-Odd:  spaced\tvalue ',
-        `Cookie: ${cookies}`,
-        `Content-Length: ${body.length}`,
-        '',
-        body,
-      ].join('\r\n');
-    const chunked = (cookies: string): string =>
-      [
-        `POST /chunks HTTP/1.1`,
-        'Host: preview',
-        `Cookie: ${cookies}`,
-        'Transfer-Encoding: chunked',
-        '',
-        '5;ext="1"',
-        'hello',
-        '7',
-        ', world',
-        '0',
-        'X-Trailer: t',
-        '',
-        '',
-      ].join('\r\n');
-    const own = `${cookieName}=${cookie}`;
-    const answer = await exchange(
-      origin,
-      request(`theme=dark; ${own}; mcp_preview_1234=another; lang=en`) + chunked(`${own}; b=2`),
-      true,
-    );
-    expect(answer.received.toString()).toBe('HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok');
-    expect(received.map(String)).toEqual([request('theme=dark; lang=en') + chunked('b=2')]);
+  it(
+    'carries a request with the cookie in byte for byte (preview cookies of every port taken out), and its body, ' +
+      'Content-Length or chunked',
+    async () => {
+      const { origin, received, cookie, cookieName } = await opened();
+      expect(cookie).not.toBe('');
+      const body = 'hello';
+      const request = (cookies: string): string =>
+        [
+          `POST /submit?x=1 HTTP/1.1`,
+          'Host: preview',
+          'X-Odd:  spaced\tvalue ',
+          `Cookie: ${cookies}`,
+          `Content-Length: ${body.length}`,
+          '',
+          body,
+        ].join('\r\n');
+      const chunked = (cookies: string): string =>
+        [
+          `POST /chunks HTTP/1.1`,
+          'Host: preview',
+          `Cookie: ${cookies}`,
+          'Transfer-Encoding: chunked',
+          '',
+          '5;ext="1"',
+          'hello',
+          '7',
+          ', world',
+          '0',
+          'X-Trailer: t',
+          '',
+          '',
+        ].join('\r\n');
+      const own = `${cookieName}=${cookie}`;
+      const answer = await exchange(
+        origin,
+        request(`theme=dark; ${own}; mcp_preview_1234=another; lang=en`) + chunked(`${own}; b=2`),
+        true,
+      );
+      expect(answer.received.toString()).toBe('HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok');
+      expect(received.map(String)).toEqual([request('theme=dark; lang=en') + chunked('b=2')]);
 
-    // With no other cookie, the Cookie line goes.
-    await exchange(origin, get('/', [`Cookie: ${own}`]), true);
-    expect(received[1]?.toString()).toBe(get('/'));
-  });
+      // With no other cookie, the Cookie line goes.
+      await exchange(origin, get('/', [`Cookie: ${own}`]), true);
+      expect(received[1]?.toString()).toBe(get('/'));
+    },
+  );
 
-  it('judges every request of a kept-alive connection: a second one from a foreign page gets 403 and never reaches the app (a real client and app)', async () => {
-    const seen: { url: string; origin?: string; cookie?: string }[] = [];
-    const web = createHttpServer((req, res) => {
-      seen.push({
-        url: req.url ?? '',
-        ...(req.headers.origin === undefined ? {} : { origin: req.headers.origin }),
-        ...(req.headers.cookie === undefined ? {} : { cookie: req.headers.cookie }),
+  it(
+    'judges every request of a kept-alive connection: a second one from a foreign page gets 403 and never reaches ' +
+      'the app (a real client and app)',
+    async () => {
+      const seen: { url: string; origin?: string; cookie?: string }[] = [];
+      const web = createHttpServer((req, res) => {
+        seen.push({
+          url: req.url ?? '',
+          ...(req.headers.origin === undefined ? {} : { origin: req.headers.origin }),
+          ...(req.headers.cookie === undefined ? {} : { cookie: req.headers.cookie }),
+        });
+        res.end('page');
       });
-      res.end('page');
-    });
-    servers.push(web as unknown as Server);
-    await new Promise<void>((resolve) => web.listen(0, '127.0.0.1', resolve));
-    const preview = await openPreview(await forwarder().open((web.address() as { port: number }).port));
-    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-    const sockets = new Set<unknown>();
-    const get = (path: string, headers: Record<string, string>): Promise<{ status: number; body: string }> =>
-      new Promise((resolve, reject) => {
-        const req = httpRequest(
-          new URL(path, preview.origin),
-          { agent, headers: { cookie: `${preview.cookie.slice('Cookie: '.length)}; app_session=a`, ...headers } },
-          (res: IncomingMessage) => {
-            const chunks: Buffer[] = [];
-            res.on('data', (chunk: Buffer) => chunks.push(chunk));
-            res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }));
-          },
-        );
-        req.on('socket', (socket) => sockets.add(socket));
-        req.on('error', reject);
-        req.end();
+      servers.push(web as unknown as Server);
+      await new Promise<void>((resolve) => web.listen(0, '127.0.0.1', resolve));
+      const preview = await openPreview(await forwarder().open((web.address() as { port: number }).port));
+      const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+      const sockets = new Set<unknown>();
+      const get = (path: string, headers: Record<string, string>): Promise<{ status: number; body: string }> =>
+        new Promise((resolve, reject) => {
+          const req = httpRequest(
+            new URL(path, preview.origin),
+            { agent, headers: { cookie: `${preview.cookie.slice('Cookie: '.length)}; app_session=a`, ...headers } },
+            (res: IncomingMessage) => {
+              const chunks: Buffer[] = [];
+              res.on('data', (chunk: Buffer) => chunks.push(chunk));
+              res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }));
+            },
+          );
+          req.on('socket', (socket) => sockets.add(socket));
+          req.on('error', reject);
+          req.end();
+        });
+      expect(await get('/one', { origin: preview.origin })).toEqual({ status: 200, body: 'page' });
+      const second = await get('/two', { origin: 'http://127.0.0.1:1' });
+      expect({ status: second.status, body: second.body }).toEqual({
+        status: 403,
+        body: expect.stringContaining('another origin'),
       });
-    expect(await get('/one', { origin: preview.origin })).toEqual({ status: 200, body: 'page' });
-    const second = await get('/two', { origin: 'http://127.0.0.1:1' });
-    expect({ status: second.status, body: second.body }).toEqual({
-      status: 403,
-      body: expect.stringContaining('another origin'),
-    });
-    // One connection carried both.
-    expect(sockets.size).toBe(1);
-    expect(seen).toEqual([{ url: '/one', origin: preview.origin, cookie: 'app_session=a' }]);
-    agent.destroy();
-  });
+      // One connection carried both.
+      expect(sockets.size).toBe(1);
+      expect(seen).toEqual([{ url: '/one', origin: preview.origin, cookie: 'app_session=a' }]);
+      agent.destroy();
+    },
+  );
 
-  it('judges a pipelined request behind an admitted one: the first is answered, the second gets 401, not one byte of it reaches the app', async () => {
-    const { origin, received, cookie, cookieName } = await opened();
-    const answer = (
-      await exchange(origin, get('/one', [`Cookie: ${cookieName}=${cookie}`]) + get('/two', ['X-Pipelined: yes']))
-    ).received.toString();
-    expect(answer.match(/HTTP\/1\.[01] \d{3}/g)).toEqual(['HTTP/1.0 200', 'HTTP/1.1 401']);
-    expect(received.map(String)).toEqual([get('/one')]);
-  });
+  it(
+    'judges a pipelined request behind an admitted one: the first is answered, the second gets 401, not one byte ' +
+      'of it reaches the app',
+    async () => {
+      const { origin, received, cookie, cookieName } = await opened();
+      const answer = (
+        await exchange(origin, get('/one', [`Cookie: ${cookieName}=${cookie}`]) + get('/two', ['X-Pipelined: yes']))
+      ).received.toString();
+      expect(answer.match(/HTTP\/1\.[01] \d{3}/g)).toEqual(['HTTP/1.0 200', 'HTTP/1.1 401']);
+      expect(received.map(String)).toEqual([get('/one')]);
+    },
+  );
 
   it('carries a WebSocket-style upgrade, then the connection both ways as the app speaks it', async () => {
     const web = createHttpServer((_req, res) => res.end('not upgraded'));
@@ -447,7 +467,8 @@ describe('behind a capability URL, on loopback as on a public address', () => {
       // The app's now: closed after the test like the other apps' sockets.
       appSockets.add(socket);
       socket.write(
-        `HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo\r\nConnection: Upgrade\r\nX-Origin: ${req.headers.origin}\r\n\r\n`,
+        `HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo\r\nConnection: Upgrade\r\nX-Origin: ` +
+          `${req.headers.origin}\r\n\r\n`,
       );
       socket.on('data', (chunk: Buffer) => socket.write(Buffer.from(chunk.toString('latin1').toUpperCase(), 'latin1')));
     });
@@ -482,122 +503,139 @@ describe('behind a capability URL, on loopback as on a public address', () => {
     upgraded.socket.destroy();
   });
 
-  it('on a host name of its own (name): its URLs name it, a request must name it in Host (421), and its own origin is its pages', async () => {
-    const { port, received } = await recordingApp();
-    const name = 'local-0123456789abcdef.localhost';
-    const url = new URL(await forwarder({ name }).open(port));
-    expect(url.hostname).toBe(name);
-    const address = `http://127.0.0.1:${url.port}`;
-    const host = `Host: ${name}:${url.port}`;
-    const opening = (await exchange(address, [`GET /${url.search} HTTP/1.1`, host, '', ''].join('\r\n'), true))
-      .received;
-    expect(statusOf(opening)).toBe(302);
-    const cookie = `Cookie: ${/^([^;]+)/.exec(headerOf(opening, 'Set-Cookie') ?? '')?.[1]}`;
-    for (const headers of [
-      ['Host: 127.0.0.1:' + url.port, cookie],
-      [`Host: other.localhost:${url.port}`, cookie],
-      [cookie],
-    ]) {
-      const answer = (await exchange(address, [`GET / HTTP/1.1`, ...headers, '', ''].join('\r\n'), true)).received;
-      expect({ headers, status: statusOf(answer) }).toEqual({ headers, status: 421 });
-    }
-    expect(
-      statusOf(
-        (
-          await exchange(
-            address,
-            [`GET /${url.search} HTTP/1.1`, 'Host: 127.0.0.1:' + url.port, '', ''].join('\r\n'),
-            true,
-          )
-        ).received,
-      ),
-    ).toBe(421);
-    expect(received).toEqual([]);
-    const own = [
-      `POST / HTTP/1.1`,
-      host.toUpperCase(),
-      cookie,
-      `Origin: http://${name}:${url.port}`,
-      'Content-Length: 0',
-      '',
-      '',
-    ];
-    await exchange(address, own.join('\r\n'), true);
-    expect(received.length).toBe(1);
-    const foreign = (
-      await exchange(
-        address,
-        [...own.slice(0, 3), `Origin: http://127.0.0.1:${url.port}`, ...own.slice(4)].join('\r\n'),
-        true,
-      )
-    ).received;
-    expect(statusOf(foreign)).toBe(403);
-  });
+  it(
+    'on a host name of its own (name): its URLs name it, a request must name it in Host (421), and its own origin ' +
+      'is its pages',
+    async () => {
+      const { port, received } = await recordingApp();
+      const name = 'local-0123456789abcdef.localhost';
+      const url = new URL(await forwarder({ name }).open(port));
+      expect(url.hostname).toBe(name);
+      const address = `http://127.0.0.1:${url.port}`;
+      const host = `Host: ${name}:${url.port}`;
+      const opening = (await exchange(address, [`GET /${url.search} HTTP/1.1`, host, '', ''].join('\r\n'), true))
+        .received;
+      expect(statusOf(opening)).toBe(302);
+      const cookie = `Cookie: ${/^([^;]+)/.exec(headerOf(opening, 'Set-Cookie') ?? '')?.[1]}`;
+      for (const headers of [
+        ['Host: 127.0.0.1:' + url.port, cookie],
+        [`Host: other.localhost:${url.port}`, cookie],
+        [cookie],
+      ]) {
+        const answer = (await exchange(address, [`GET / HTTP/1.1`, ...headers, '', ''].join('\r\n'), true)).received;
+        expect({ headers, status: statusOf(answer) }).toEqual({ headers, status: 421 });
+      }
+      expect(
+        statusOf(
+          (
+            await exchange(
+              address,
+              [`GET /${url.search} HTTP/1.1`, 'Host: 127.0.0.1:' + url.port, '', ''].join('\r\n'),
+              true,
+            )
+          ).received,
+        ),
+      ).toBe(421);
+      expect(received).toEqual([]);
+      const own = [
+        `POST / HTTP/1.1`,
+        host.toUpperCase(),
+        cookie,
+        `Origin: http://${name}:${url.port}`,
+        'Content-Length: 0',
+        '',
+        '',
+      ];
+      await exchange(address, own.join('\r\n'), true);
+      expect(received.length).toBe(1);
+      const foreign = (
+        await exchange(
+          address,
+          [...own.slice(0, 3), `Origin: http://127.0.0.1:${url.port}`, ...own.slice(4)].join('\r\n'),
+          true,
+        )
+      ).received;
+      expect(statusOf(foreign)).toBe(403);
+    },
+  );
 
-  it('refuses with 401, before anything reaches the sandbox: no token, a token for another port or sandbox, expired, tampered, or used as a cookie', async () => {
-    const { port, url, origin, received, cookie, cookieName } = await opened();
-    const token = new URL(url).searchParams.get('mcp_preview') ?? '';
-    const foreign = {
-      'another port': signer.mint('url', { sandbox: SANDBOX, port: port + 1 }, now),
-      'another sandbox': signer.mint('url', { sandbox: 'sandbox-b', port }, now),
-      'another secret': createPreviewSigner(`${SECRET}-other`, TTL_MS).mint('url', { sandbox: SANDBOX, port }, now),
-      'issued too far ahead': signer.mint('url', { sandbox: SANDBOX, port }, now + 120_000),
-      tampered: `${token.slice(0, -1)}${token.endsWith('A') ? 'B' : 'A'}`,
-      'the cookie as a token': cookie,
-      garbage: 'x'.repeat(40),
-    };
-    for (const [why, bad] of Object.entries(foreign)) {
-      const answer = (await exchange(origin, get(`/?mcp_preview=${bad}`), true)).received;
-      expect({ why, status: statusOf(answer) }).toEqual({ why, status: 401 });
-    }
-    for (const headers of [
-      [],
-      [`Cookie: ${cookieName}=${token}`],
-      [`Cookie: mcp_preview_1=${cookie}`],
-      [`Cookie: ${cookieName}=${cookie}x`],
-    ]) {
-      const answer = (await exchange(origin, get('/', headers), true)).received;
-      expect({ headers, status: statusOf(answer) }).toEqual({ headers, status: 401 });
-      expect(answer.toString()).toContain('get_preview_url');
-    }
-    // Expired: the token, and the cookie it gave, one hour on.
-    now += TTL_MS;
-    expect(statusOf((await exchange(url, get(`/?mcp_preview=${token}`), true)).received)).toBe(401);
-    expect(statusOf((await exchange(origin, get('/', [`Cookie: ${cookieName}=${cookie}`]), true)).received)).toBe(401);
-    expect(received).toEqual([]);
-  });
+  it(
+    'refuses with 401, before anything reaches the sandbox: no token, a token for another port or sandbox, ' +
+      'expired, tampered, or used as a cookie',
+    async () => {
+      const { port, url, origin, received, cookie, cookieName } = await opened();
+      const token = new URL(url).searchParams.get('mcp_preview') ?? '';
+      const foreign = {
+        'another port': signer.mint('url', { sandbox: SANDBOX, port: port + 1 }, now),
+        'another sandbox': signer.mint('url', { sandbox: 'sandbox-b', port }, now),
+        'another secret': createPreviewSigner(`${SECRET}-other`, TTL_MS).mint('url', { sandbox: SANDBOX, port }, now),
+        'issued too far ahead': signer.mint('url', { sandbox: SANDBOX, port }, now + 120_000),
+        tampered: `${token.slice(0, -1)}${token.endsWith('A') ? 'B' : 'A'}`,
+        'the cookie as a token': cookie,
+        garbage: 'x'.repeat(40),
+      };
+      for (const [why, bad] of Object.entries(foreign)) {
+        const answer = (await exchange(origin, get(`/?mcp_preview=${bad}`), true)).received;
+        expect({ why, status: statusOf(answer) }).toEqual({ why, status: 401 });
+      }
+      for (const headers of [
+        [],
+        [`Cookie: ${cookieName}=${token}`],
+        [`Cookie: mcp_preview_1=${cookie}`],
+        [`Cookie: ${cookieName}=${cookie}x`],
+      ]) {
+        const answer = (await exchange(origin, get('/', headers), true)).received;
+        expect({ headers, status: statusOf(answer) }).toEqual({ headers, status: 401 });
+        expect(answer.toString()).toContain('get_preview_url');
+      }
+      // Expired: the token, and the cookie it gave, one hour on.
+      now += TTL_MS;
+      expect(statusOf((await exchange(url, get(`/?mcp_preview=${token}`), true)).received)).toBe(401);
+      expect(statusOf((await exchange(origin, get('/', [`Cookie: ${cookieName}=${cookie}`]), true)).received)).toBe(
+        401,
+      );
+      expect(received).toEqual([]);
+    },
+  );
 
-  it('refuses the cookie from a page of another origin on the host (403), and takes it from the preview itself', async () => {
-    const { origin, received, cookie, cookieName } = await opened();
-    const foreignPage = (
-      await exchange(origin, get('/', [`Cookie: ${cookieName}=${cookie}`, 'Origin: http://127.0.0.1:1']), true)
-    ).received;
-    expect(statusOf(foreignPage)).toBe(403);
-    expect(received).toEqual([]);
-    await exchange(origin, get('/', [`Cookie: ${cookieName}=${cookie}`, `Origin: ${origin}`]), true);
-    expect(received.length).toBe(1);
-  });
+  it(
+    'refuses the cookie from a page of another origin on the host (403), ' + 'and takes it from the preview itself',
+    async () => {
+      const { origin, received, cookie, cookieName } = await opened();
+      const foreignPage = (
+        await exchange(origin, get('/', [`Cookie: ${cookieName}=${cookie}`, 'Origin: http://127.0.0.1:1']), true)
+      ).received;
+      expect(statusOf(foreignPage)).toBe(403);
+      expect(received).toEqual([]);
+      await exchange(origin, get('/', [`Cookie: ${cookieName}=${cookie}`, `Origin: ${origin}`]), true);
+      expect(received.length).toBe(1);
+    },
+  );
 
-  it('answers 431 to headers beyond the cap, 400 to bytes that are not HTTP, 408 to a client that sends nothing in time', async () => {
-    const { origin, received, cookie, cookieName } = await opened();
-    const big = (
-      await exchange(origin, get('/', [`Cookie: ${cookieName}=${cookie}`, `X-Big: ${'a'.repeat(16 * 1024)}`]), true)
-    ).received;
-    expect(statusOf(big)).toBe(431);
-    // A TLS ClientHello's first bytes, the connection left open: refused at once, without waiting for a blank line.
-    const tls = (
-      await exchange(origin, Buffer.from([0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03]))
-    ).received;
-    expect(statusOf(tls)).toBe(400);
-    const silent = await openConnection(origin);
-    const outcome = exchangeOn(silent, '');
-    const deadline = await pollUntil(
-      () => timers.find((t) => t.ms === 5_000 && !t.cancelled),
-      (t) => t !== undefined,
-      SETTLE_MS,
-    );
-    deadline?.fire();
-    expect(statusOf((await outcome).received)).toBe(408);
-    expect(received).toEqual([]);
-  });
+  it(
+    'answers 431 to headers beyond the cap, 400 to bytes that are not HTTP, 408 to a client that sends nothing in ' +
+      'time',
+    async () => {
+      const { origin, received, cookie, cookieName } = await opened();
+      const big = (
+        await exchange(origin, get('/', [`Cookie: ${cookieName}=${cookie}`, `X-Big: ${'a'.repeat(16 * 1024)}`]), true)
+      ).received;
+      expect(statusOf(big)).toBe(431);
+      // A TLS ClientHello's first bytes, the connection left open: refused at once, without waiting for a blank line.
+      const tls = (
+        await exchange(origin, Buffer.from([0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03]))
+      ).received;
+      expect(statusOf(tls)).toBe(400);
+      const silent = await openConnection(origin);
+      const outcome = exchangeOn(silent, '');
+      const deadline = await pollUntil(
+        () => timers.find((t) => t.ms === 5_000 && !t.cancelled),
+        (t) => t !== undefined,
+        SETTLE_MS,
+      );
+      deadline?.fire();
+      expect(statusOf((await outcome).received)).toBe(408);
+      expect(received).toEqual([]);
+    },
+  );
 });

@@ -37,13 +37,18 @@ const get = (path: string, headers: string[] = []): string =>
   [`GET ${path} HTTP/1.1`, 'Host: h', ...headers, '', ''].join('\r\n');
 
 describe('one connection, many requests', () => {
-  it('finds every head of a kept-alive stream: no body, a Content-Length body, a chunked one with extensions and trailers', () => {
-    const chunked = '5;name="v"\r\nhello\r\nB ; x\r\n, world\r\nok\r\n0\r\nX-Trailer: t\r\n\r\n';
-    expectFramed(
-      `${get('/a')}POST /b HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nabcPOST /c HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: Chunked\r\n\r\n${chunked}${get('/d')}`,
-      ['HEAD GET /a', 'HEAD POST /b', 'BYTES abc', 'HEAD POST /c', `BYTES ${chunked}`, 'HEAD GET /d'],
-    );
-  });
+  it(
+    'finds every head of a kept-alive stream: no body, a Content-Length body, a chunked one with extensions and ' +
+      'trailers',
+    () => {
+      const chunked = '5;name="v"\r\nhello\r\nB ; x\r\n, world\r\nok\r\n0\r\nX-Trailer: t\r\n\r\n';
+      expectFramed(
+        `${get('/a')}POST /b HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nabcPOST /c HTTP/1.1\r\nHost: ` +
+          `h\r\nTransfer-Encoding: Chunked\r\n\r\n${chunked}${get('/d')}`,
+        ['HEAD GET /a', 'HEAD POST /b', 'BYTES abc', 'HEAD POST /c', `BYTES ${chunked}`, 'HEAD GET /d'],
+      );
+    },
+  );
 
   it('never takes a body for a head: a request inside a Content-Length body or a chunk is bytes', () => {
     const smuggled = get('/admin');
@@ -65,14 +70,18 @@ describe('one connection, many requests', () => {
     expectFramed(`\r\n${get('/a')}\r\n\r\n${get('/b')}`, ['HEAD GET /a', 'HEAD GET /b']);
   });
 
-  it('passes everything after an upgrade unread, and only after one that asks for it (Upgrade and Connection: upgrade)', () => {
-    const frames = '\x81\x05hello GET /not-a-head HTTP/1.1\r\n\r\n';
-    expectFramed(`${get('/ws', ['Upgrade: websocket', 'Connection: keep-alive, Upgrade'])}${frames}`, [
-      'HEAD GET /ws',
-      `BYTES ${frames}`,
-    ]);
-    expectFramed(`${get('/no', ['Upgrade: websocket'])}${get('/next')}`, ['HEAD GET /no', 'HEAD GET /next']);
-  });
+  it(
+    'passes everything after an upgrade unread, and only after one that asks for it (Upgrade and Connection: ' +
+      'upgrade)',
+    () => {
+      const frames = '\x81\x05hello GET /not-a-head HTTP/1.1\r\n\r\n';
+      expectFramed(`${get('/ws', ['Upgrade: websocket', 'Connection: keep-alive, Upgrade'])}${frames}`, [
+        'HEAD GET /ws',
+        `BYTES ${frames}`,
+      ]);
+      expectFramed(`${get('/no', ['Upgrade: websocket'])}${get('/next')}`, ['HEAD GET /no', 'HEAD GET /next']);
+    },
+  );
 
   it('says when a head is under way', () => {
     const framer = new RequestFramer();

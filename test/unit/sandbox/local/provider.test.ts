@@ -27,23 +27,27 @@ const config = (over: Partial<LocalSandboxConfig>): LocalSandboxConfig => ({
   ...over,
 });
 
-it('refuses to run sandbox code without bubblewrap when other hosts can reach the server, and says how to choose otherwise', async () => {
-  const provider = createLocalSandboxProvider({
-    config: config({ exposed: true }),
-    logger: SILENT_LOGGER,
-    tools: withoutBwrap,
-  });
-  await provider.ready();
-  expect(provider.status()).toMatchObject({
-    backend: 'local',
-    ready: false,
-    detail: expect.stringContaining('LOCAL_SANDBOX_ISOLATION=none'),
-  });
-  await expect(provider.create(OWNER)).rejects.toMatchObject({
-    code: 'sandbox_error',
-    message: expect.stringContaining('sandbox code is not run without isolation'),
-  });
-});
+it(
+  'refuses to run sandbox code without bubblewrap when other hosts can reach the server, and says how to choose ' +
+    'otherwise',
+  async () => {
+    const provider = createLocalSandboxProvider({
+      config: config({ exposed: true }),
+      logger: SILENT_LOGGER,
+      tools: withoutBwrap,
+    });
+    await provider.ready();
+    expect(provider.status()).toMatchObject({
+      backend: 'local',
+      ready: false,
+      detail: expect.stringContaining('LOCAL_SANDBOX_ISOLATION=none'),
+    });
+    await expect(provider.create(OWNER)).rejects.toMatchObject({
+      code: 'sandbox_error',
+      message: expect.stringContaining('sandbox code is not run without isolation'),
+    });
+  },
+);
 
 it('runs unisolated when chosen on purpose, or on a loopback-only server (with a warning)', async () => {
   for (const over of [{ exposed: true, isolation: 'none' as const }, { exposed: false }]) {

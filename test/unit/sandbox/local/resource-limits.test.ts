@@ -170,7 +170,8 @@ describe('the memory rlimit where no cgroup holds memory (RLIMIT_DATA at the def
     () => {
       writeFileSync(
         join(dir, 'Main.java'),
-        'public class Main { public static void main(String[] a) { byte[] b = new byte[64 << 20]; System.out.println("java " + b.length); } }',
+        'public class Main { public static void main(String[] a) { byte[] b = new byte[64 << 20]; ' +
+          'System.out.println("java " + b.length); } }',
       );
       expect(underLimit(javac ?? 'javac', '-d', '.', 'Main.java')).toMatchObject({ status: 0 });
       expect(existsSync(join(dir, 'Main.class'))).toBe(true);

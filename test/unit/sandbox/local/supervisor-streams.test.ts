@@ -111,19 +111,22 @@ it('reports a refusal with its errno name, and an odd one as EIO', () => {
   expect(table.size).toBe(0);
 });
 
-it('ignores frames for keys that are no open stream, and passes DATA, EOF and ACK of other keys on to processes', () => {
-  const link = recordingLink();
-  const table = new StreamTable(link);
-  const seen = events(table.open(3, 80));
-  for (const kind of [Kind.Connected, Kind.Close]) expect(table.receive(kind, 99, Buffer.from('1'))).toBe(true);
-  expect(table.receive(Kind.Data, 99, Buffer.from('x'))).toBe(false);
-  expect(table.receive(Kind.Eof, 99, Buffer.alloc(0))).toBe(false);
-  expect(table.receive(Kind.Ack, 99, Buffer.from('1'))).toBe(false);
-  // DATA before the stream is connected is not the supervisor's to send: dropped.
-  table.receive(Kind.Data, 3, Buffer.from('early'));
-  expect(seen).toEqual([]);
-  expect(link.misbehaviours).toBe(0);
-});
+it(
+  'ignores frames for keys that are no open stream, ' + 'and passes DATA, EOF and ACK of other keys on to processes',
+  () => {
+    const link = recordingLink();
+    const table = new StreamTable(link);
+    const seen = events(table.open(3, 80));
+    for (const kind of [Kind.Connected, Kind.Close]) expect(table.receive(kind, 99, Buffer.from('1'))).toBe(true);
+    expect(table.receive(Kind.Data, 99, Buffer.from('x'))).toBe(false);
+    expect(table.receive(Kind.Eof, 99, Buffer.alloc(0))).toBe(false);
+    expect(table.receive(Kind.Ack, 99, Buffer.from('1'))).toBe(false);
+    // DATA before the stream is connected is not the supervisor's to send: dropped.
+    table.receive(Kind.Data, 3, Buffer.from('early'));
+    expect(seen).toEqual([]);
+    expect(link.misbehaviours).toBe(0);
+  },
+);
 
 it('reports a supervisor that sends more than the window without acknowledgement', () => {
   const link = recordingLink();

@@ -157,7 +157,8 @@ it('gives a process a socket on fd 3 when asked, both ways', async () => {
     argv: [
       'python3',
       '-c',
-      'import socket; s = socket.socket(fileno=3); f = s.makefile("rwb"); line = f.readline(); f.write(line.upper()); f.flush(); s.shutdown(socket.SHUT_WR)',
+      'import socket; s = socket.socket(fileno=3); f = s.makefile("rwb"); line = f.readline(); ' +
+        'f.write(line.upper()); f.flush(); s.shutdown(socket.SHUT_WR)',
     ],
     cwd: dir,
     env,
@@ -184,7 +185,8 @@ describe("windows on a process's descriptors", () => {
       argv: [
         'python3',
         '-c',
-        'import sys\nfor i in range(80):\n    sys.stdout.buffer.write(b"x" * 65536); sys.stdout.flush(); sys.stderr.write("%d\\n" % i); sys.stderr.flush()',
+        'import sys\nfor i in range(80):\n    sys.stdout.buffer.write(b"x" * 65536); sys.stdout.flush(); ' +
+          'sys.stderr.write("%d\\n" % i); sys.stderr.flush()',
       ],
       cwd: dir,
       env,
@@ -331,25 +333,29 @@ describe('a supervisor that goes', () => {
     killLeft(sleep);
   });
 
-  it('is killed, with what it started, when it is stopped (a process of the sandbox can) and a stopped process is not reported gone', async () => {
-    const own = await startHostSupervisor(dir, { unresponsiveMs: 100 });
-    // Its pid is the parent pid of what it starts; the test stops it as the sandbox's user could.
-    const first = own.spawn({ argv: ['sh', '-c', `echo $PPID; exec ${markedSleep(1105)}`], cwd: dir, env });
-    const firstEnded = ended(first);
-    const ppid = Number(
-      await new Promise<string>((resolve) => first.stdout.once('data', (chunk: Buffer) => resolve(chunk.toString()))),
-    );
-    process.kill(ppid, 'SIGSTOP');
-    const waiting = own.spawn({ argv: ['true'], cwd: dir, env });
-    const outcome = ended(waiting);
-    waiting.stop(50);
-    await expect(outcome).rejects.toMatchObject({ code: 'ESRCH' });
-    expect(own.alive).toBe(false);
-    expect(await firstEnded).toMatchObject({ code: null, signal: 'SIGKILL' });
-    expect(await waitUntilGone(() => listProcesses().filter((p) => p.pid === ppid), SETTLE_MS)).toEqual([]);
-    // On the host nothing takes its processes along (in a sandbox its pid namespace does): the test does.
-    killLeft(markedSleep(1105));
-  });
+  it(
+    'is killed, with what it started, when it is stopped (a process of the sandbox can) and a stopped process is ' +
+      'not reported gone',
+    async () => {
+      const own = await startHostSupervisor(dir, { unresponsiveMs: 100 });
+      // Its pid is the parent pid of what it starts; the test stops it as the sandbox's user could.
+      const first = own.spawn({ argv: ['sh', '-c', `echo $PPID; exec ${markedSleep(1105)}`], cwd: dir, env });
+      const firstEnded = ended(first);
+      const ppid = Number(
+        await new Promise<string>((resolve) => first.stdout.once('data', (chunk: Buffer) => resolve(chunk.toString()))),
+      );
+      process.kill(ppid, 'SIGSTOP');
+      const waiting = own.spawn({ argv: ['true'], cwd: dir, env });
+      const outcome = ended(waiting);
+      waiting.stop(50);
+      await expect(outcome).rejects.toMatchObject({ code: 'ESRCH' });
+      expect(own.alive).toBe(false);
+      expect(await firstEnded).toMatchObject({ code: null, signal: 'SIGKILL' });
+      expect(await waitUntilGone(() => listProcesses().filter((p) => p.pid === ppid), SETTLE_MS)).toEqual([]);
+      // On the host nothing takes its processes along (in a sandbox its pid namespace does): the test does.
+      killLeft(markedSleep(1105));
+    },
+  );
 
   it('goes once nothing of its own has run for idleMs, and not while something runs', async () => {
     const own = await startHostSupervisor(dir, { idleMs: 50 });
@@ -372,7 +378,8 @@ describe('a supervisor that goes', () => {
       file: 'python3',
       args: [
         '-c',
-        'import os, struct, time; os.write(1, struct.pack(">IBIB", 14, 6, 0, 0) + b\'{"ready":true}\'); os.write(1, struct.pack(">IBIB", 2 << 20, 2, 1, 1)); time.sleep(60)',
+        'import os, struct, time; os.write(1, struct.pack(">IBIB", 14, 6, 0, 0) + b\'{"ready":true}\'); ' +
+          'os.write(1, struct.pack(">IBIB", 2 << 20, 2, 1, 1)); time.sleep(60)',
       ],
       env,
       cwd: dir,
