@@ -40,7 +40,10 @@ export interface CoreDeps extends EntryDeps {
   sandboxes?: SelectedProvider;
   /** Time for session expiry, id signing and the E2B backend. @default SYSTEM_CLOCK */
   clock?: Clock;
-  /** How OAuth access tokens are checked, with MCP_OAUTH_ISSUER (http/oauth/token-verifier.ts). @default its defaults */
+  /**
+   * How OAuth access tokens are checked, with MCP_OAUTH_ISSUER (http/oauth/token-verifier.ts).
+   * @default its defaults
+   */
   oauth?: OAuthVerifierOptions;
 }
 

@@ -1,8 +1,8 @@
 /**
  * A cold instance answers its first `initialize` before the core (SDK, tools, sandboxes) is loaded
- * (functions/mcp/early-initialize.ts), keeps nothing for it, and loads the core right after; the core opens the session on its
- * next request as a new one. Every test starts a fresh server, so its first request meets that path: the answer
- * must be the core's, and the session a normal, new one.
+ * (functions/mcp/early-initialize.ts), keeps nothing for it, and loads the core right after; the core opens the
+ * session on its next request as a new one. Every test starts a fresh server, so its first request meets that path:
+ * the answer must be the core's, and the session a normal, new one.
  */
 import { connectClient, textOf } from '../support/clients';
 import { initializeBody, postMcp, type RawResponse } from '../support/http';

@@ -126,37 +126,41 @@ it('takes the initialize requests real clients send', () => {
   for (const message of CLIENT_SHAPES) expect(readEarlyInitialize(message)).toBeDefined();
 });
 
-it('takes what the SDK accepts, and where it takes what the SDK would refuse, answers as for the same request made valid', async () => {
-  // The early answer reads only the id and the version, and keeps nothing (the core never sees this message), so a
-  // malformed optional member it does not check (a capability, a title) cannot change an answer or a later one.
-  const cases = [...CLIENT_SHAPES, ...mutations()];
-  let taken = 0;
-  let takenThoughRefused = 0;
-  for (const message of cases) {
-    const request = readEarlyInitialize(message);
-    if (request === undefined) {
-      // Left to the core: only what lacks a member the answer needs or that the SDK requires.
-      expect({ message, sdkAccepts: isInitializeRequest(message) && isAnswerable(message) }).toEqual({
-        message,
-        sdkAccepts: false,
-      });
-      continue;
+it(
+  'takes what the SDK accepts, and where it takes what the SDK would' +
+    ' refuse, answers as for the same request made valid',
+  async () => {
+    // The early answer reads only the id and the version, and keeps nothing (the core never sees this message), so a
+    // malformed optional member it does not check (a capability, a title) cannot change an answer or a later one.
+    const cases = [...CLIENT_SHAPES, ...mutations()];
+    let taken = 0;
+    let takenThoughRefused = 0;
+    for (const message of cases) {
+      const request = readEarlyInitialize(message);
+      if (request === undefined) {
+        // Left to the core: only what lacks a member the answer needs or that the SDK requires.
+        expect({ message, sdkAccepts: isInitializeRequest(message) && isAnswerable(message) }).toEqual({
+          message,
+          sdkAccepts: false,
+        });
+        continue;
+      }
+      taken += 1;
+      if (isInitializeRequest(message)) continue;
+      takenThoughRefused += 1;
+      const valid = structuredClone(message) as Json;
+      const params = valid.params as Json;
+      params.capabilities = {};
+      params.clientInfo = { name: 'client', version: '1.0.0' };
+      expect(isInitializeRequest(valid)).toBe(true);
+      expect(earlyInitializeResponse(request)).toBe(await sdkAnswer(valid));
     }
-    taken += 1;
-    if (isInitializeRequest(message)) continue;
-    takenThoughRefused += 1;
-    const valid = structuredClone(message) as Json;
-    const params = valid.params as Json;
-    params.capabilities = {};
-    params.clientInfo = { name: 'client', version: '1.0.0' };
-    expect(isInitializeRequest(valid)).toBe(true);
-    expect(earlyInitializeResponse(request)).toBe(await sdkAnswer(valid));
-  }
-  // The mutations leave many valid requests and many refused ones: the check is exercised on every side.
-  expect(taken).toBeGreaterThan(60);
-  expect(takenThoughRefused).toBeGreaterThan(5);
-  expect(cases.length - taken).toBeGreaterThan(40);
-});
+    // The mutations leave many valid requests and many refused ones: the check is exercised on every side.
+    expect(taken).toBeGreaterThan(60);
+    expect(takenThoughRefused).toBeGreaterThan(5);
+    expect(cases.length - taken).toBeGreaterThan(40);
+  },
+);
 
 /**
  * A JSON-RPC 2.0 envelope with only its standard members and a string or safe-integer id (the SDK's transport checks

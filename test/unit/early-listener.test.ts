@@ -1,6 +1,6 @@
 /**
- * A cold instance's early `initialize` (functions/mcp/early-initialize.ts) takes from the credential's rate of new sessions,
- * the core's own: past it the request is handed on (the core refuses it, 429), never answered with a new id.
+ * A cold instance's early `initialize` (functions/mcp/early-initialize.ts) takes from the credential's rate of new
+ * sessions, the core's own: past it the request is handed on (the core refuses it, 429), never answered with a new id.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -26,7 +26,15 @@ async function start(env: Record<string, string>) {
     ...deps,
     maxBodyBytes: config.maxBodyBytes,
     onMinted: (id) => minted.push(id),
-    logger: createLogger({ write: (_chunk, callback) => (callback?.(), true) }, 'error'),
+    logger: createLogger(
+      {
+        write: (_chunk, callback) => {
+          callback?.();
+          return true;
+        },
+      },
+      'error',
+    ),
   });
   server = createServer((req, res) => {
     void early(req, res).then((outcome) => {
@@ -38,15 +46,18 @@ async function start(env: Record<string, string>) {
   return { url, minted, rate: deps.initializeRate };
 }
 
-it('answers while the credential has sessions left to open, then hands the initialize on without minting an id', async () => {
-  const { url, minted } = await start({ MCP_INITIALIZE_BURST: '2', MCP_INITIALIZE_PER_MIN: '1' });
-  const auth = { authorization: `Bearer ${TOKEN}` };
-  const answers = [];
-  for (let i = 0; i < 3; i += 1) answers.push(await postMcp(url, initializeBody(), auth));
-  expect(answers.map((a) => a.status)).toEqual([200, 200, 299]);
-  expect(minted).toHaveLength(2);
-  expect((await postMcp(url, initializeBody(), { authorization: `Bearer ${OTHER}` })).status).toBe(200);
-});
+it(
+  'answers while the credential has sessions left to open, then' + ' hands the initialize on without minting an id',
+  async () => {
+    const { url, minted } = await start({ MCP_INITIALIZE_BURST: '2', MCP_INITIALIZE_PER_MIN: '1' });
+    const auth = { authorization: `Bearer ${TOKEN}` };
+    const answers = [];
+    for (let i = 0; i < 3; i += 1) answers.push(await postMcp(url, initializeBody(), auth));
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 299]);
+    expect(minted).toHaveLength(2);
+    expect((await postMcp(url, initializeBody(), { authorization: `Bearer ${OTHER}` })).status).toBe(200);
+  },
+);
 
 it('shares the rate with the core: what the core took counts here', async () => {
   const { url, rate, minted } = await start({ MCP_INITIALIZE_BURST: '1', MCP_INITIALIZE_PER_MIN: '1' });

@@ -43,7 +43,7 @@ export interface RequestContext {
    * writes it knows when (node-listener.ts; in the tests, the in-process harness).
    */
   readonly onSent: (done: () => void) => void;
-  /** A stable, non-secret id of the credential that authenticated this request; set by the gates (http/mcp-gates.ts). */
+  /** A stable, non-secret id of the credential that authenticated this request; set by http/mcp-gates.ts. */
   principal?: string;
   readonly log: RequestLogFields;
 }

@@ -34,7 +34,7 @@ export function isJsonRpcEnvelope(body: unknown): boolean {
   return Array.isArray(body) ? body.length > 0 && body.every(isMessage) : isMessage(body);
 }
 
-/** The id of a single message, for the error that answers it; `null` for a batch, a notification or an id of another type. */
+/** The id of a single message, for the error that answers it; `null` for a batch, a notification, another type. */
 export function jsonRpcIdOf(body: unknown): string | number | null {
   const id = isObject(body) ? body.id : undefined;
   return typeof id === 'string' || typeof id === 'number' ? id : null;

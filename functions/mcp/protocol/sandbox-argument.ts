@@ -17,7 +17,8 @@ const INPUT_PROPERTY = {
   type: 'string',
   'x-mcp-header': 'Sandbox',
   description:
-    'The sandbox handle from the previous result ("sandbox: <handle>", first line). Pass it on every call to keep working in the same sandbox (files, processes, Python state); omit it only to start a new, empty sandbox.',
+    'The sandbox handle from the previous result ("sandbox: <handle>", first line). Pass it on every call to keep ' +
+    'working in the same sandbox (files, processes, Python state); omit it only to start a new, empty sandbox.',
 } as const;
 const OUTPUT_PROPERTY = {
   type: 'string',
@@ -25,7 +26,8 @@ const OUTPUT_PROPERTY = {
 } as const;
 /** Added to every tool's description in this era: the rule a model must follow to keep its work. */
 const DESCRIPTION_NOTE =
-  ' Pass "sandbox" (the handle from the previous result) to keep working in the same sandbox; without it the call runs in a new, empty one.';
+  ' Pass "sandbox" (the handle from the previous result) to keep working in the same sandbox; without it the call ' +
+  'runs in a new, empty one.';
 
 type Schema = Tool['inputSchema'];
 
@@ -65,7 +67,8 @@ export function takeSandboxArgument(args: unknown): { handle: unknown; rest: unk
  * earlier call left is not there, and the error that follows (a missing file, above all) would mislead alone.
  */
 export const NEW_SANDBOX_NOTE =
-  'this call ran in a new, empty sandbox: it carried no `sandbox` handle. Pass the handle above as "sandbox" on every later call to keep working in this one.';
+  'this call ran in a new, empty sandbox: it carried no `sandbox` handle. Pass the handle above as "sandbox" on ' +
+  'every later call to keep working in this one.';
 
 /**
  * Puts the handle into a result: its structured content and, for people and models reading text, the first line

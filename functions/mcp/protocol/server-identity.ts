@@ -9,7 +9,8 @@ export const SERVER_CAPABILITIES = Object.freeze({ tools: Object.freeze({}) });
 
 /** The `instructions` of the 2025-era lanes (a session, or a stdio connection, owns one sandbox). */
 export const SERVER_INSTRUCTIONS =
-  'Tools act in a sandbox that belongs to this session: run code (Python keeps state between calls) and shell commands, ' +
+  'Tools act in a sandbox that belongs to this session: ' +
+  'run code (Python keeps state between calls) and shell commands, ' +
   'and read, write, edit and list files. Relative paths resolve against the sandbox working directory. ' +
   'Call sandbox_status for your bearings.';
 

@@ -21,7 +21,7 @@ export const PROTOCOL_VERSIONS_BY_TRANSPORT: Readonly<Record<'http' | 'stdio', r
 /** The revision batches are allowed in (JSON-RPC batching was removed in 2025-06-18). */
 export const BATCH_PROTOCOL_VERSION = '2025-03-26';
 
-/** The version the server answers `initialize` with: the client's when served, else the preferred one (as the SDK does). */
+/** The version `initialize` is answered with: the client's when served, else the preferred one (as the SDK does). */
 export function negotiateVersion(requested: string): string {
   return HTTP_PROTOCOL_VERSIONS.includes(requested) ? requested : (HTTP_PROTOCOL_VERSIONS[0] as string);
 }

@@ -32,7 +32,10 @@ export type RoomDecision<H> =
   | { readonly ok: true; readonly evict?: H }
   | { readonly ok: false; readonly refusal: Refusal };
 
-/** A refusal for the wire (the `no_room` row of http/refusals.ts): 429 for a credential at its own cap, 503 for a full instance. */
+/**
+ * A refusal for the wire (the `no_room` row of http/refusals.ts): 429 for a credential at its own cap, 503 for a full
+ * instance.
+ */
 export interface Refusal {
   readonly status: 429 | 503;
   /** The log's `error_code`: a credential at its own share, or a full instance. */

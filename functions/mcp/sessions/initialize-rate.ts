@@ -19,7 +19,7 @@ export interface InitializeRateOptions {
 export interface InitializeRate {
   readonly burst: number;
   readonly perMinute: number;
-  /** Takes one session's worth for `principal`: 0 when taken, else the whole seconds until one is there (nothing taken). */
+  /** Takes one session's worth for `principal`: 0 when taken; else, taking nothing, the seconds until one is. */
   take(principal: string, nowMs: number): number;
 }
 
