@@ -69,7 +69,7 @@ function readExpectedFailures(file: string): Map<string, string[]> {
       const line = raw.replace(/#.*$/, '').trimEnd();
       if (line.trim() === '') return;
       const scenario = /^([a-z0-9-]+):$/.exec(line);
-      const item = /^\s+- ([a-z0-9-]+)$/.exec(line);
+      const item = /^\s+- ([a-z0-9-]+(?:\/[A-Za-z0-9_]+)?)$/.exec(line);
       if (scenario?.[1] !== undefined) {
         if (expected.has(scenario[1])) throw new Error(`${file}:${index + 1}: scenario ${scenario[1]} listed twice`);
         current = [];
@@ -84,7 +84,10 @@ function readExpectedFailures(file: string): Map<string, string[]> {
 }
 
 const describeCheck = (c: ConformanceCheck): string =>
-  `${c.id} ${c.status}${c.errorMessage ? ` ${c.errorMessage}` : ''}`;
+  `${c.id}/${c.name ?? ''} ${c.status}${c.errorMessage ? ` ${c.errorMessage}` : ''}`;
+
+/** Whether a list entry (`check-id`, or `check-id/CheckName` for one of an id's checks) names `c`. */
+const names = (entry: string, c: ConformanceCheck): boolean => entry === c.id || entry === `${c.id}/${c.name}`;
 
 /**
  * Waits until the server has written nothing for 200 ms (at most 20 s), so that its log has every request of
@@ -133,10 +136,12 @@ describeIfInstalled('the MCP conformance suite, 2026-07-28 (0.2.0-alpha.12)', ()
       );
       await settle(server);
       const listed = expectedFailures.get(scenario) ?? [];
-      const unexpected = run.checks.filter((c) => !PASSING.has(c.status) && !listed.includes(c.id)).map(describeCheck);
+      const unexpected = run.checks
+        .filter((c) => !PASSING.has(c.status) && !listed.some((entry) => names(entry, c)))
+        .map(describeCheck);
       // A listed check that no longer fails every time (or is gone) makes the list stale.
-      const stale = listed.filter((id) => {
-        const results = run.checks.filter((c) => c.id === id);
+      const stale = listed.filter((entry) => {
+        const results = run.checks.filter((c) => names(entry, c));
         return results.length === 0 || results.some((c) => c.status !== 'FAILURE');
       });
       const eras = erasSince(server, offset);

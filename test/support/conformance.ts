@@ -19,6 +19,8 @@ export function conformanceEntry(packageName: string): string {
 
 export interface ConformanceCheck {
   id: string;
+  /** Which of the id's checks: one id may have several, each with its own name. */
+  name?: string;
   status: string;
   errorMessage?: string;
 }

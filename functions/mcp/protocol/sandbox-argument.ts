@@ -95,13 +95,14 @@ const ENCODED = /^=\?base64\?(.*)\?=$/s;
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 
 /**
- * How the `Mcp-Param-Sandbox` header fails to mirror a call's `handle`, or `undefined` when it does (or the call
- * carries no string handle: a header without its argument is not refused, and a handle of another type is the
- * call's own error). A value without both the `=?base64?` prefix and the `?=` suffix is taken literally.
+ * How the `Mcp-Param-Sandbox` header fails to mirror a call's `handle`, or `undefined` when it does. Not judged: a
+ * call without a string handle (a header without its argument is not refused; a handle of another type is the call's
+ * own error), and a call without the header, which clients that do not mirror parameters send (mcp-remote bridging
+ * to 2026-07-28): what matters is that nothing in front of the server read a different value than the server acts
+ * on. A value without both the `=?base64?` prefix and the `?=` suffix is taken literally.
  */
 export function sandboxHeaderMismatch(header: string | null, handle: unknown): string | undefined {
-  if (typeof handle !== 'string') return undefined;
-  if (header === null) return 'is missing';
+  if (typeof handle !== 'string' || header === null) return undefined;
   const encoded = ENCODED.exec(header)?.[1];
   let value = header;
   if (encoded !== undefined) {
