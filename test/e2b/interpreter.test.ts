@@ -78,7 +78,7 @@ async function startService(flavor: 'e2b' | 'alibaba'): Promise<Service> {
   const interpreter = createInterpreter(hostSpawn(children), { flavor });
   const server: Server = createServer((req, res) => {
     const path = new URL(req.url ?? '/', 'http://local').pathname;
-    const sandbox = /^\/sandboxes\/([^/]+)(\/connect)?$/.exec(path);
+    const sandbox = /^(?:\/v2)?\/sandboxes\/([^/]+)(\/connect)?$/.exec(path);
     if (sandbox !== null) {
       req.resume();
       res.writeHead(200, { 'content-type': 'application/json' });

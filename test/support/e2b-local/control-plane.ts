@@ -1,10 +1,12 @@
 /**
- * E2B's control plane, the part SDK 2.50.0 uses for sandboxes (its `paths` types in
- * node_modules/e2b/dist/index.d.ts): create (201 `Sandbox`), get (`SandboxDetail`), list (`GET /v2/sandboxes` with the metadata, state,
+ * E2B's control plane, the part SDK 2.51.0 uses for sandboxes (its `paths` types in
+ * node_modules/e2b/dist/index.d.ts): create (`POST /v2/sandboxes`, 201 `Sandbox`, always secured; and the
+ * deprecated `POST /sandboxes`), get (`SandboxDetail`), list (`GET /v2/sandboxes` with the metadata, state,
  * template, startedAfter, order, limit and nextToken queries, `X-Next-Token`; and the deprecated
- * `GET /sandboxes`), connect (TTL only extended), timeout (TTL set from now), kill. `X-API-Key` is required;
- * errors are `{code, message}` JSON (the SDK reads `code` to tell a 404). Scripted faults answer (or hold the
- * request unanswered) before anything else. The `alibaba` flavor does not serve `/v2/sandboxes` (404).
+ * `GET /sandboxes`), connect (`POST /v2/sandboxes/{id}/connect`, and the deprecated `/sandboxes/{id}/connect`:
+ * TTL only extended), timeout (TTL set from now), kill. `X-API-Key` is required; errors are `{code, message}`
+ * JSON (the SDK reads `code` to tell a 404). Scripted faults answer (or hold the request unanswered) before
+ * anything else. The `alibaba` flavor does not serve the listing `GET /v2/sandboxes` (404).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 
@@ -36,8 +38,10 @@ const CLIENT_ID = '6532622b';
 
 /** Which route a control-plane request is, and the sandbox it names. */
 export function controlRouteOf(method: string, pathname: string): { route: ControlRoute | 'api'; sandboxId?: string } {
-  if (pathname === '/sandboxes' && method === 'POST') return { route: 'create' };
+  if ((pathname === '/v2/sandboxes' || pathname === '/sandboxes') && method === 'POST') return { route: 'create' };
   if ((pathname === '/v2/sandboxes' || pathname === '/sandboxes') && method === 'GET') return { route: 'list' };
+  const connect = /^\/v2\/sandboxes\/([^/]+)\/connect$/.exec(pathname);
+  if (connect !== null && method === 'POST') return { route: 'connect', sandboxId: decodeURIComponent(connect[1]!) };
   const match = /^\/sandboxes\/([^/]+)(\/[a-z]+)?$/.exec(pathname);
   if (match !== null) {
     const sandboxId = decodeURIComponent(match[1]!);
@@ -219,7 +223,8 @@ export class ControlPlane {
           timeoutS: seconds(body.timeout, 15),
           metadata: stringMap(body.metadata, 'metadata'),
           envVars: stringMap(body.envVars, 'envVars'),
-          secure: body.secure !== false,
+          // A v2 create is always secured; the deprecated one reads `secure`.
+          secure: url.pathname === '/v2/sandboxes' || body.secure !== false,
         });
         send(res, 201, sandboxJson(sandbox));
         return;
