@@ -83,7 +83,7 @@ const MAP_HOME = join(ROOT, 'dist');
 
 /**
  * Resolves each deferred module to its stand-in, except as an entry point (its own file), and leaves the
- * stand-ins' `require('./<file>')` to run time.
+ * stand-ins' requires of those files to run time.
  * @type {import('esbuild').Plugin}
  */
 const DEFERRED = {

@@ -1,7 +1,8 @@
 /**
  * The deployable artifact in --output-dir: code/index.js (the entry) with the files it loads on first use, their
- * source maps and the core's code cache beside it, code.zip (the same files at its root), config.yaml (the provider-neutral manifest) and s.yaml (Serverless Devs). Rendering is
- * pure; writing is separate so that --dry-run can show the files without writing them.
+ * source maps and the core's code cache beside it, code.zip (the same files at its root), config.yaml (the
+ * provider-neutral manifest) and s.yaml (Serverless Devs). Rendering is pure; writing is separate so that
+ * --dry-run can show the files without writing them.
  */
 'use strict';
 

@@ -55,13 +55,12 @@ function post(port: number, sessionId: string | undefined, message: Record<strin
 }
 
 async function main(outdir: string, chunkHash: string): Promise<void> {
-  const corePath = join(outdir, CORE_FILE);
   let core: vm.Script | undefined;
   const Script = vm.Script;
   vm.Script = class extends Script {
     constructor(source: string, options?: vm.ScriptOptions) {
       super(source, options);
-      if (options?.filename === corePath) core = this;
+      if (options?.filename === CORE_FILE) core = this;
     }
   };
   const port = await freePort();

@@ -23,7 +23,7 @@ const Script = vm.Script;
 vm.Script = class extends Script {
   constructor(source, options) {
     super(source, options);
-    if (options && typeof options.filename === 'string' && options.filename.endsWith('/mcp-core.js')) {
+    if (options && options.filename === 'mcp-core.js') {
       process.stderr.write('code-cache-probe ' + (options.cachedData === undefined ? 'none' : this.cachedDataRejected ? 'rejected' : 'used') + '\\n');
     }
   }

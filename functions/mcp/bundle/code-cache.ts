@@ -13,7 +13,7 @@
  */
 import { readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { Script } from 'node:vm';
 
 /** How a file was compiled: from its code cache, with one V8 refused, or without one for this runtime. */
@@ -55,20 +55,23 @@ export interface Loaded {
 
 /**
  * Runs the CommonJS file at `path` as `require` would, compiled with its code cache for this runtime when one lies
- * beside it. Read as latin1: esbuild writes ASCII (test/build/bundle.test.ts checks), and latin1 decodes it in a
- * third of the time utf8 takes, into the same string. `vm.Script` rather than `vm.compileFunction`: only a script
+ * beside it. Read as latin1: the build writes ASCII (`charset` in build.mjs), which latin1 decodes in a third of
+ * the time utf8 takes, into the same string. Compiled under its file name alone (`mcp-core.js`), as the cache was
+ * made: a script compiled from a cache keeps the name the cache was made under, and functions/mcp/stack-maps.ts
+ * finds a frame's map by that name beside the entry. `vm.Script` rather than `vm.compileFunction`: only a script
  * can make its cache after it has run (scripts/build/make-code-cache.ts), so that the cache holds the functions a
  * first tool call compiles, not the top level alone.
  */
 export function loadWithCodeCache(path: string, chunkHash: string): Loaded {
+  const name = basename(path);
   let cachedData: Buffer | undefined;
   try {
-    cachedData = readFileSync(join(dirname(path), codeCacheName(path.slice(dirname(path).length + 1), chunkHash)));
+    cachedData = readFileSync(join(dirname(path), codeCacheName(name, chunkHash)));
   } catch {
     // None for this runtime: compiled as without a cache.
   }
   const script = new Script(WRAPPER_HEAD + readFileSync(path, 'latin1') + WRAPPER_TAIL, {
-    filename: path,
+    filename: name,
     lineOffset: -1,
     cachedData,
   });
