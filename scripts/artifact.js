@@ -1,8 +1,8 @@
 /**
- * The deployable artifact in --output-dir: code/index.js (the bundle) with its source maps and the core's code cache
- * beside it, code.zip (the
- * same files at its root), config.yaml (the provider-neutral manifest) and s.yaml (Serverless Devs). Rendering is
- * pure; writing is separate so that --dry-run can show the files without writing them.
+ * The deployable artifact in --output-dir: code/index.js (the entry) with the files it loads on first use, their
+ * source maps and the core's code cache beside it, code.zip (the same files at its root), config.yaml (the
+ * provider-neutral manifest) and s.yaml (Serverless Devs). Rendering is pure; writing is separate so that
+ * --dry-run can show the files without writing them.
  */
 'use strict';
 
@@ -14,6 +14,8 @@ const { createCodeZip } = require('./code-zip');
 const { toManifest } = require('./deployment-manifest');
 const { toServerlessDevsYaml } = require('./s-yaml');
 
+const ENTRY = 'index.js';
+
 /** Files of the artifact, relative to the output directory. */
 const ARTIFACT_FILES = Object.freeze({
   code: 'code/index.js',
@@ -23,8 +25,14 @@ const ARTIFACT_FILES = Object.freeze({
 });
 
 /**
- * The bundle's source maps (build.mjs writes them beside dist/index.js): the entry's, and those of the chunks it
- * compiles on first use. Shipped beside index.js so that a logged stack names functions/…/*.ts
+ * The files index.js requires from its own directory on first use (build.mjs `DEFERRED_MODULES`): the core, the
+ * E2B SDK, jose. Each must ship: without one, the feature that needs it fails at run time.
+ */
+const DEFERRED_FILES = Object.freeze(['mcp-core.js', 'e2b-sdk.js', 'jose.js']);
+
+/**
+ * The bundle's source maps (build.mjs writes them beside dist/index.js): the entry's, and those of the files it
+ * loads on first use. Shipped beside index.js so that a logged stack names functions/…/*.ts
  * (functions/mcp/stack-maps.ts reads them only when a stack is formatted).
  */
 const SOURCE_MAP_FILES = Object.freeze(['index.js.map', 'mcp-core.js.map', 'e2b-sdk.js.map', 'jose.js.map']);
@@ -45,14 +53,19 @@ const CODE_CACHE_FILE = /^mcp-core\.js\.[0-9a-f]{12}-[0-9a-f]{8}\.cache$/;
  */
 
 /**
- * The files beside the bundle at `bundlePath` that ship with it: its source maps and the core's code caches. A map
- * that is missing is left out (the stacks of its file then name the bundle's positions), and so is a cache.
+ * The files beside the bundle at `bundlePath` that ship with it: the deferred files, their source maps and the
+ * core's code caches. A missing deferred file stops the deploy; a map that is missing is left out (the stacks of
+ * its file then name the bundle's positions), and so is a cache.
  * @param {string} bundlePath
  * @returns {Array<{ name: string, contents: Buffer }>}
  */
 function readFilesBeside(bundlePath) {
   const dir = dirname(bundlePath);
+  const missing = DEFERRED_FILES.filter((name) => !existsSync(join(dir, name)));
+  if (missing.length > 0)
+    throw new Error(`${dir} has no ${missing.join(', ')} beside ${ENTRY}: rebuild it with \`node build.mjs\``);
   const names = [
+    ...DEFERRED_FILES,
     ...SOURCE_MAP_FILES,
     ...readdirSync(dir)
       .filter((name) => CODE_CACHE_FILE.test(name))
@@ -114,4 +127,4 @@ function writeArtifact(artifact, outputDir) {
   });
 }
 
-module.exports = { readFilesBeside, renderArtifact, writeArtifact, ARTIFACT_FILES, SOURCE_MAP_FILES };
+module.exports = { readFilesBeside, renderArtifact, writeArtifact, ARTIFACT_FILES, DEFERRED_FILES, SOURCE_MAP_FILES };

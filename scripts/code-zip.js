@@ -1,6 +1,6 @@
 /**
- * code.zip: the bundle as `index.js` at the zip root (its source maps beside it), deflated, with a fixed timestamp so
- * that the same bundle always gives the same bytes (and the same checksum FC reports).
+ * code.zip: the bundle as `index.js` at the zip root (the files it requires and the maps beside it), deflated,
+ * with a fixed timestamp so that the same bundle always gives the same bytes (and the same checksum FC reports).
  */
 'use strict';
 

@@ -1,7 +1,7 @@
 /**
- * The core (core.ts), loaded on first need. The bundle carries this module as a compressed string that is
- * compiled only when called (build.mjs), so start-up neither reads nor compiles the SDK, zod and the tools;
- * from source it is a plain import.
+ * The core (core.ts), loaded on first need. The build makes this module a file of its own (mcp-core.js) and gives
+ * the entry bundle/deferred-core.ts in its place, which loads that file on the first call, so start-up neither
+ * reads nor compiles the SDK, zod and the tools; from source it is a plain import.
  */
 import * as core from './core';
 

@@ -1,14 +1,14 @@
 /**
- * Stacks that name our TypeScript. Each file of the bundle (index.js, stdio.js, and the chunks compiled on first
- * use, mcp-core.js, e2b-sdk.js and jose.js: build.mjs) has a source map beside it; once installed, every formatted stack
- * gives a frame in one of those files the position its map names: `/code/../functions/mcp/core.ts`, which reads
+ * Stacks that name our TypeScript. Each file of the bundle (index.js, stdio.js, and the files loaded on first
+ * use, mcp-core.js, e2b-sdk.js and jose.js: build.mjs) has a source map beside it; once installed, every formatted
+ * stack gives a frame in one of those files the position its map names: `/code/../functions/mcp/core.ts`, which reads
  * `/functions/mcp/core.ts:133:9`, rather than mcp-core.js:1:NNNNN. Lazy: a map is read and decoded the first time
  * a stack has a frame in its file (the core's 1.1 MB map: ~80 ms and ~4 MB, once); start-up reads nothing.
  *
  * Not Node's own support (`--enable-source-maps`, `process.setSourceMapsEnabled`), which on Node 20 reads a file's
  * map and counts the lines of the whole file when it compiles the file: ~20 ms at every start for index.js (and
  * the in-process switch comes too late for the file that turns it on); it ignores code compiled by `vm` (the
- * chunks); and the first stack through the core's map would take ~300 ms and keep ~18 MB to decode it.
+ * core, bundle/code-cache.ts); and the first stack through the core's map would take ~300 ms and keep ~18 MB to decode it.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';

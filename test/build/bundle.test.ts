@@ -1,18 +1,19 @@
 /**
- * The artifact that deploys: one self-contained file per entry, that runs alone in an empty directory; beside it, the
- * source maps that stacks are read through (functions/mcp/stack-maps.ts).
+ * The build's output: plain CommonJS files, one per entry and one per module loaded on first use (build.mjs
+ * `DEFERRED_MODULES`), that run from any directory once copied together; beside them, the source maps that stacks
+ * are read through (functions/mcp/stack-maps.ts). No ajv in any of them.
  */
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { inflateRawSync } from 'node:zlib';
 
 import { describeTools, TOOLS } from '../../functions/mcp/tools/registry';
 import { connectClient } from '../support/clients';
 import { createHarness } from '../support/harness';
 import { startServer, stopAllServers } from '../support/server';
+import { DEFERRED_FILES } from '../support/shipped-files';
 
 interface Metafile {
   outputs: Record<
@@ -31,45 +32,59 @@ const MAX_BUNDLE_BYTES = 1_500_000;
 
 afterAll(stopAllServers);
 
-it('builds dist/index.js and dist/stdio.js, each one file importing only Node built-ins, with their maps', async () => {
+it('builds plain CommonJS files: the entries, the deferred files they require, each with its map', async () => {
   const outdir = mkdtempSync(join(tmpdir(), 'bundle-'));
   try {
     // build.mjs is an ES module: run its exported build() in a child Node, as npm run build does.
-    const script = `import('${pathToFileURL(resolve(ROOT, 'build.mjs')).href}').then((m) => m.build({ outdir: process.argv[1], metafile: true, logLevel: 'silent' })).then((r) => process.stdout.write(JSON.stringify(r.metafile)))`;
-    const metafile = JSON.parse(
+    const script = `import('${pathToFileURL(resolve(ROOT, 'build.mjs')).href}').then((m) => m.build({ outdir: process.argv[1], metafile: true, logLevel: 'silent' })).then((r) => process.stdout.write(JSON.stringify({ entries: r.entries.metafile, rest: r.rest.metafile })))`;
+    const built = JSON.parse(
       execFileSync(process.execPath, ['-e', script, outdir], { cwd: ROOT, encoding: 'utf8' }),
-    ) as Metafile;
-    const outputs = Object.keys(metafile.outputs).map((p) => p.slice(p.lastIndexOf('/') + 1));
-    expect(outputs.sort()).toEqual(['index.js', 'index.js.map', 'stdio.js', 'stdio.js.map']);
-    // The chunks compiled on first use have their maps too, and the core its code cache for this Node (code-cache.test.ts).
+    ) as { entries: Metafile; rest: Metafile };
+    const metafile: Metafile = { outputs: { ...built.entries.outputs, ...built.rest.outputs } };
     const files = readdirSync(outdir).sort();
     expect(files.filter((file) => !file.endsWith('.cache'))).toEqual([
+      'e2b-sdk.js',
       'e2b-sdk.js.map',
       'index.js',
       'index.js.map',
+      'jose.js',
       'jose.js.map',
+      'mcp-core.js',
       'mcp-core.js.map',
       'stdio.js',
       'stdio.js.map',
     ]);
+    // Every file index.js requires at run time ships with it (scripts/artifact.js).
+    expect(files.filter((file) => file.endsWith('.js') && !['index.js', 'stdio.js'].includes(file))).toEqual(
+      [...DEFERRED_FILES].sort(),
+    );
     expect(files.filter((file) => file.endsWith('.cache'))).toEqual([
       expect.stringMatching(/^mcp-core\.js\.[0-9a-f]{12}-[0-9a-f]{8}\.cache$/),
     ]);
-    // The HTTP entry starts without compiling the SDK, zod or the tools: they travel in the deferred core.
-    const index = Object.entries(metafile.outputs).find(([path]) => path.endsWith('index.js'))?.[1];
+    // The HTTP entry starts without compiling the SDK, zod or the tools: they are in mcp-core.js.
+    const index = Object.entries(metafile.outputs).find(([path]) => path.endsWith('/index.js'))?.[1];
     const startUpInputs = Object.keys(index?.inputs ?? {});
-    expect(startUpInputs).toContain('functions/mcp/core-modules.ts');
+    expect(startUpInputs).toContain('functions/mcp/bundle/deferred-core.ts');
+    expect(startUpInputs).not.toContain('functions/mcp/core.ts');
     expect(
       startUpInputs.filter((input) => input.includes('node_modules') || input.startsWith('functions/mcp/tools/')),
     ).toEqual([]);
-    // The SDK's ajv (JSON Schema validation of what a client supplies, never asked of this server) is left out
-    // (build.mjs NO_AJV): the core's map names the SDK's stand-in module, and no file of ajv.
-    const coreSources = (JSON.parse(readFileSync(join(outdir, 'mcp-core.js.map'), 'utf8')) as { sources: string[] })
-      .sources;
-    expect(coreSources.filter((source) => /ajv/.test(source))).toEqual([
-      expect.stringMatching(/@modelcontextprotocol\/server\/dist\/ajvProvider-[\w-]+\.mjs$/),
-    ]);
-    // stdio.js carries the core's modules itself, so its inputs show what the core is made of.
+    // The deferred files are required lazily, by their name beside the requiring file.
+    expect(readFileSync(join(outdir, 'mcp-core.js'), 'latin1')).toContain('require("./e2b-sdk.js")');
+    expect(readFileSync(join(outdir, 'mcp-core.js'), 'latin1')).toContain('require("./jose.js")');
+    for (const file of files.filter((name) => name.endsWith('.js'))) {
+      const text = readFileSync(join(outdir, file), 'latin1');
+      // ASCII: the core's loader reads its file as latin1 (functions/mcp/bundle/code-cache.ts).
+      expect(`${file}: ${Buffer.from(text, 'latin1').every((byte) => byte < 0x80)}`).toBe(`${file}: true`);
+      // No ajv (the SDK's `_shims` resolve to functions/mcp/bundle/sdk-shims.ts).
+      expect(`${file}: ${/ajv/i.test(text.replace('JSON Schema validation (ajv) is not in this build', ''))}`).toBe(
+        `${file}: false`,
+      );
+    }
+    for (const [path, output] of Object.entries(metafile.outputs)) {
+      if (path.endsWith('.map')) continue;
+      expect(Object.keys(output.inputs).filter((input) => /ajv/.test(input))).toEqual([]);
+    }
     const stdioInputs = Object.entries(metafile.outputs).find(([path]) => path.endsWith('stdio.js'))?.[1].inputs ?? {};
     const bytesOf = (pattern: RegExp): number =>
       Object.entries(stdioInputs).reduce(
@@ -80,8 +95,8 @@ it('builds dist/index.js and dist/stdio.js, each one file importing only Node bu
     // bring all of it (~450 KB, ~45 ms more to start the core).
     expect(bytesOf(/node_modules\/zod\//)).toBeGreaterThan(10_000);
     expect(bytesOf(/node_modules\/zod\//)).toBeLessThan(150_000);
-    // Of the SDK's public zod schemas only those the server runs are built (build.mjs SPEC_SCHEMAS_ON_USE): a few of
-    // @modelcontextprotocol/core's spec schemas (~3 KB of ~12 KB), none of its OAuth schemas (~5 KB).
+    // Of the SDK's public zod schemas only those the server runs are built (scripts/build/spec-schemas-on-use.mjs):
+    // a few of @modelcontextprotocol/core's spec schemas (~3 KB of ~12 KB), none of its OAuth schemas (~5 KB).
     expect(bytesOf(/@modelcontextprotocol\/core\/dist\/schemas-/)).toBeGreaterThan(0);
     expect(bytesOf(/@modelcontextprotocol\/core\/dist\/schemas-/)).toBeLessThan(6_000);
     expect(bytesOf(/@modelcontextprotocol\/core\/dist\/auth-/)).toBe(0);
@@ -89,17 +104,18 @@ it('builds dist/index.js and dist/stdio.js, each one file importing only Node bu
       if (path.endsWith('.map')) continue;
       expect(output.bytes).toBeLessThan(MAX_BUNDLE_BYTES);
       const externals = output.imports.filter((i) => i.external).map((i) => i.path);
-      for (const external of externals) expect(`${path}: ${external}`).toMatch(/: (node:)?[a-z_]+(\/[a-z_]+)?$/);
+      for (const external of externals)
+        expect(`${path}: ${external}`).toMatch(/: (?:(node:)?[a-z_]+(\/[a-z_]+)?|\.\/(?:mcp-core|e2b-sdk|jose)\.js)$/);
     }
   } finally {
     rmSync(outdir, { recursive: true, force: true });
   }
 });
 
-it('serves MCP from index.js copied alone into an empty directory', async () => {
+it('serves MCP from index.js copied with the files it requires into an empty directory, run from elsewhere', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'lonely-'));
-  copyFileSync(resolve(ROOT, 'dist/index.js'), join(dir, 'index.js'));
-  const server = await startServer({ bundle: join(dir, 'index.js'), cwd: dir });
+  for (const file of ['index.js', ...DEFERRED_FILES]) copyFileSync(resolve(ROOT, 'dist', file), join(dir, file));
+  const server = await startServer({ bundle: join(dir, 'index.js'), cwd: tmpdir() });
   const res = await fetch(server.url, {
     method: 'POST',
     headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
@@ -114,7 +130,7 @@ it('serves MCP from index.js copied alone into an empty directory', async () => 
   const sessionId = res.headers.get('mcp-session-id');
   expect(sessionId).toBeTruthy();
   expect(await res.text()).toContain('"protocolVersion":"2025-06-18"');
-  // The first initialize is answered before the core is loaded: a tool call proves the embedded core runs too.
+  // The first initialize is answered before the core is loaded: a tool call proves mcp-core.js runs too.
   const call = await fetch(server.url, {
     method: 'POST',
     headers: {
@@ -137,12 +153,8 @@ it('serves MCP from index.js copied alone into an empty directory', async () => 
 });
 
 it('lists the tools as the build computed them, the same list the code computes from source', async () => {
-  // The core's text, as index.js carries it (build.mjs deferredModulePlugin: base64 raw deflate).
-  const stored = /inflateRawSync\(Buffer\.from\("([A-Za-z0-9+/=]+)"/.exec(
-    readFileSync(resolve(ROOT, 'dist/index.js'), 'latin1'),
-  );
-  const core = inflateRawSync(Buffer.from(stored?.[1] ?? '', 'base64')).toString('latin1');
-  // build.mjs toolListDefine: the list travels as JSON text, so the bundle does not make it from the tools' zod schemas.
+  const core = readFileSync(resolve(ROOT, 'dist/mcp-core.js'), 'latin1');
+  // build.mjs toolListJson: the list travels as JSON text, so the bundle does not make it from the tools' zod schemas.
   const computed = describeTools(TOOLS);
   expect(computed.map((tool) => tool.name)).toHaveLength(10);
   // Its start, up to the first character a JS string literal might escape, is in the core's text as it is.

@@ -1,5 +1,5 @@
 /**
- * The core's V8 code cache (build.mjs, CODE_CACHE): made at build time for each Node asked, beside the bundle; read
+ * The core's V8 code cache (functions/mcp/bundle/code-cache.ts): made at build time for each Node asked, beside the bundle; read
  * by that Node only (a cache of another Node build can crash the process rather than be refused), refused by V8
  * under other flags, and never needed: without one the core compiles as before.
  */

@@ -12,7 +12,7 @@ import { makeTempDir, removeTempDirs, runDeployCli } from '../support/deploy-cli
 import { isDeployToolInstalled, NODE_20_10 } from '../support/deploy-tools';
 import { pollUntil, SETTLE_MS } from '../support/processes';
 import { startServer, stopAllServers } from '../support/server';
-import { DIST, SHIPPED_MAPS, shippedFiles } from '../support/shipped-files';
+import { DEFERRED_FILES, DIST, SHIPPED_MAPS, shippedFiles } from '../support/shipped-files';
 import { readZip } from '../support/zip-reader';
 
 const ROOT = resolve(__dirname, '../..');
@@ -128,8 +128,8 @@ describe('the deploy artifact', () => {
     expect(stack).toContain(`(${join(functions, 'mcp/index.ts')}:${CALL_LINE}:`);
   });
 
-  it('still runs, with the bundle’s positions in its stacks, when index.js is copied without its maps', async () => {
-    const code = unpack(['index.js']);
+  it('still runs, with the bundle’s positions in its stacks, when its files are copied without their maps', async () => {
+    const code = unpack(['index.js', ...DEFERRED_FILES]);
     const stack = await faultStack({ bundle: join(code, 'index.js'), cwd: code });
     expect(stack).toMatch(/\(mcp-core\.js:\d+:\d+\)/);
     expect(stack).toContain(`(${join(code, 'index.js')}:`);

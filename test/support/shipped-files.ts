@@ -1,12 +1,14 @@
 /**
- * The files the deploy artifact carries (scripts/artifact.js), in its order, as dist/ has them: index.js, the source
- * maps of the bundle and of the chunks it compiles on first use, then the core's V8 code caches (build.mjs).
+ * The files the deploy artifact carries (scripts/artifact.js), in its order, as dist/ has them: index.js, the files
+ * it loads on first use, the source maps of all of them, then the core's V8 code caches (build.mjs).
  */
 import { readdirSync } from 'node:fs';
 import { resolve } from 'node:path';
 
 export const DIST = resolve(__dirname, '../../dist');
-/** The maps index.js is shipped with: its own and those of the chunks it compiles on first use. */
+/** The files index.js requires from its own directory on first use. */
+export const DEFERRED_FILES = ['mcp-core.js', 'e2b-sdk.js', 'jose.js'];
+/** The maps index.js is shipped with: its own and those of the files it loads on first use. */
 export const SHIPPED_MAPS = ['index.js.map', 'mcp-core.js.map', 'e2b-sdk.js.map', 'jose.js.map'];
 const CODE_CACHE = /^mcp-core\.js\.[0-9a-f]{12}-[0-9a-f]{8}\.cache$/;
 
@@ -19,5 +21,5 @@ export function codeCachesIn(dir = DIST): string[] {
 
 /** Every file of code/ and of code.zip, in the artifact's order. */
 export function shippedFiles(dir = DIST): string[] {
-  return ['index.js', ...SHIPPED_MAPS, ...codeCachesIn(dir)];
+  return ['index.js', ...DEFERRED_FILES, ...SHIPPED_MAPS, ...codeCachesIn(dir)];
 }
