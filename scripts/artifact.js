@@ -100,7 +100,8 @@ async function renderArtifact(plan, bundle, beside = []) {
         path: ARTIFACT_FILES.sYaml,
         contents:
           header('Serverless Devs project (component fc3)') +
-          '# Secrets and E2B settings are ${env(...)} references: export them in the shell that runs `s deploy`, which\n' +
+          '# Secrets and E2B settings are ${env(...)} references: ' +
+          'export them in the shell that runs `s deploy`, which\n' +
           "# refuses to run while a required one (${env(NAME)}) is unset; ${env('NAME', '')} may stay empty.\n" +
           stringify(sYaml, { lineWidth: 0 }),
       },

@@ -25,8 +25,10 @@ async function ensureBundle({ root, log }) {
   mkdirSync(join(root, 'dist'), { recursive: true });
   const outdir = mkdtempSync(join(root, 'dist', '.build-'));
   try {
-    // build.mjs resolves its entry points against the working directory: run it in the repository, as npm run build does.
-    const script = `import(${JSON.stringify(pathToFileURL(join(root, 'build.mjs')).href)}).then((m) => m.build({ outdir: process.argv[1], logLevel: 'warning' }))`;
+    // build.mjs resolves its entry points against the working directory: run it in the repository, as npm run build
+    // does.
+    const buildUrl = JSON.stringify(pathToFileURL(join(root, 'build.mjs')).href);
+    const script = `import(${buildUrl}).then((m) => m.build({ outdir: process.argv[1], logLevel: 'warning' }))`;
     await promisify(execFile)(process.execPath, ['-e', script, outdir], { cwd: root });
     for (const file of readdirSync(outdir)) renameSync(join(outdir, file), join(root, 'dist', file));
   } finally {

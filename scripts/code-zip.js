@@ -5,11 +5,12 @@
 'use strict';
 
 const { createHash } = require('node:crypto');
+/** @typedef {{ mtime?: Date, mode?: number, compress?: boolean }} EntryOptions */
 /**
  * The part of yazl used here. yazl ships no type declarations, and none are installed for it, so its export is
  * cast to this.
  * @typedef {object} YazlZipFile
- * @property {(buffer: Buffer, metadataPath: string, options?: { mtime?: Date, mode?: number, compress?: boolean }) => void} addBuffer
+ * @property {(buffer: Buffer, metadataPath: string, options?: EntryOptions) => void} addBuffer
  * @property {() => void} end
  * @property {import('node:stream').Readable} outputStream
  */
@@ -25,7 +26,8 @@ const FIXED_MTIME = new Date('2024-01-01T00:00:00Z');
 
 /**
  * @param {Buffer} bundle the contents of dist/index.js
- * @param {ReadonlyArray<{ name: string, contents: Buffer }>} [besides] files put beside it at the zip root, in this order
+ * @param {ReadonlyArray<{ name: string, contents: Buffer }>} [besides] files put beside it at the zip root, in
+ *   this order
  * @returns {Promise<{ zip: Buffer, sha256: string }>}
  */
 function createCodeZip(bundle, besides = []) {

@@ -121,7 +121,8 @@ function main(): void {
   // CONNECT never reaches the request handler: answer it rather than drop the connection.
   server.on('connect', (_req, socket: Socket) => {
     socket.end(
-      'HTTP/1.1 405 Method Not Allowed\r\nAllow: GET, POST, DELETE, OPTIONS\r\nContent-Length: 0\r\nConnection: close\r\n\r\n',
+      'HTTP/1.1 405 Method Not Allowed\r\nAllow: GET, POST, DELETE, OPTIONS\r\n' +
+        'Content-Length: 0\r\nConnection: close\r\n\r\n',
     );
   });
   if (config.onFc) server.timeout = 0;
@@ -187,7 +188,8 @@ function main(): void {
 function warnAboutAuth(config: Config, logger: Logger): void {
   if (config.sessionSecretSource === 'generated') {
     logger.warn(
-      'MCP_SESSION_SECRET is not set: session ids are signed with a key made for this process, so sessions cannot move to another instance or survive a restart',
+      'MCP_SESSION_SECRET is not set: session ids are signed with a key made for this process, ' +
+        'so sessions cannot move to another instance or survive a restart',
     );
   }
   if (config.auth.mode === 'none') {
@@ -228,11 +230,16 @@ function toBanner(config: Config, port: number): string {
       },
     },
   };
+  const domain = config.e2b.domain === undefined ? '' : `, ${config.e2b.domain}`;
+  const sandboxes =
+    config.sandboxBackend === 'e2b'
+      ? `E2B (template ${config.e2b.template}${domain})`
+      : `local (workspaces under ${config.local.root})`;
   return [
     '',
     `  ${SERVER_INFO.name} ${SERVER_INFO.version} — MCP endpoint: ${url}`,
     `  auth: ${authLine}`,
-    `  sandboxes: ${config.sandboxBackend === 'e2b' ? `E2B (template ${config.e2b.template}${config.e2b.domain === undefined ? '' : `, ${config.e2b.domain}`})` : `local (workspaces under ${config.local.root})`}`,
+    `  sandboxes: ${sandboxes}`,
     withHeader
       ? '  client configuration (replace ${MCP_TOKEN} with your token):'
       : oauth !== undefined

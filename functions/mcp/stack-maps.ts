@@ -8,17 +8,18 @@
  * Not Node's own support (`--enable-source-maps`, `process.setSourceMapsEnabled`), which on Node 20 reads a file's
  * map and counts the lines of the whole file when it compiles the file: ~20 ms at every start for index.js (and
  * the in-process switch comes too late for the file that turns it on); it ignores code compiled by `vm` (the
- * core, bundle/code-cache.ts); and the first stack through the core's map would take ~300 ms and keep ~18 MB to decode it.
+ * core, bundle/code-cache.ts); and the first stack through the core's map would take ~300 ms and keep ~18 MB to
+ * decode it.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 
-/** A source map's mappings, decoded: the segments of generated line `l` are `lineStarts[l]` ≤ i < `lineStarts[l + 1]`. */
+/** A source map's mappings, decoded: generated line `l`'s segments are `lineStarts[l]` ≤ i < `lineStarts[l + 1]`. */
 export interface DecodedMap {
   /** Each source's path, resolved against the map's directory (esbuild's own, `<define:…>`, kept as they are). */
   sources: string[];
   lineStarts: Uint32Array;
-  /** Per segment: its generated column, and the source index (-1: no source), line and column it comes from (0-based). */
+  /** Per segment: its generated column, and the source index (-1: none), line and column it comes from (0-based). */
   columns: Int32Array;
   sourceIndexes: Int32Array;
   originalLines: Int32Array;
@@ -184,7 +185,8 @@ function mappedFrame(frame: NodeJS.CallSite, mapOf: (file: string) => DecodedMap
     const position = `${file}:${line}:${column}`;
     const at = text.lastIndexOf(position);
     if (original === undefined || at < 0) return text;
-    return `${text.slice(0, at)}${original.source}:${original.line}:${original.column}${text.slice(at + position.length)}`;
+    const where = `${original.source}:${original.line}:${original.column}`;
+    return `${text.slice(0, at)}${where}${text.slice(at + position.length)}`;
   } catch {
     return text;
   }

@@ -36,7 +36,10 @@ it('builds plain CommonJS files: the entries, the deferred files they require, e
   const outdir = mkdtempSync(join(tmpdir(), 'bundle-'));
   try {
     // build.mjs is an ES module: run its exported build() in a child Node, as npm run build does.
-    const script = `import('${pathToFileURL(resolve(ROOT, 'build.mjs')).href}').then((m) => m.build({ outdir: process.argv[1], metafile: true, logLevel: 'silent' })).then((r) => process.stdout.write(JSON.stringify({ entries: r.entries.metafile, rest: r.rest.metafile })))`;
+    const script =
+      `import('${pathToFileURL(resolve(ROOT, 'build.mjs')).href}')` +
+      `.then((m) => m.build({ outdir: process.argv[1], metafile: true, logLevel: 'silent' }))` +
+      `.then((r) => process.stdout.write(JSON.stringify({ entries: r.entries.metafile, rest: r.rest.metafile })))`;
     const built = JSON.parse(
       execFileSync(process.execPath, ['-e', script, outdir], { cwd: ROOT, encoding: 'utf8' }),
     ) as { entries: Metafile; rest: Metafile };
@@ -112,7 +115,7 @@ it('builds plain CommonJS files: the entries, the deferred files they require, e
   }
 });
 
-it('serves MCP from index.js copied with the files it requires into an empty directory, run from elsewhere', async () => {
+it('serves MCP from index.js copied with the files it requires into an empty directory, run elsewhere', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'lonely-'));
   for (const file of ['index.js', ...DEFERRED_FILES]) copyFileSync(resolve(ROOT, 'dist', file), join(dir, file));
   const server = await startServer({ bundle: join(dir, 'index.js'), cwd: tmpdir() });

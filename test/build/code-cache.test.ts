@@ -1,5 +1,6 @@
 /**
- * The core's V8 code cache (functions/mcp/bundle/code-cache.ts): made at build time for each Node asked, beside the bundle; read
+ * The core's V8 code cache (functions/mcp/bundle/code-cache.ts): made at build time for each Node asked, beside the
+ * bundle; read
  * by that Node only (a cache of another Node build can crash the process rather than be refused), refused by V8
  * under other flags, and never needed: without one the core compiles as before.
  */
@@ -24,7 +25,8 @@ vm.Script = class extends Script {
   constructor(source, options) {
     super(source, options);
     if (options && options.filename === 'mcp-core.js') {
-      process.stderr.write('code-cache-probe ' + (options.cachedData === undefined ? 'none' : this.cachedDataRejected ? 'rejected' : 'used') + '\\n');
+      const state = options.cachedData === undefined ? 'none' : this.cachedDataRejected ? 'rejected' : 'used';
+      process.stderr.write('code-cache-probe ' + state + '\\n');
     }
   }
 };

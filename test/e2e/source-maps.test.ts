@@ -128,7 +128,7 @@ describe('the deploy artifact', () => {
     expect(stack).toContain(`(${join(functions, 'mcp/index.ts')}:${CALL_LINE}:`);
   });
 
-  it('still runs, with the bundle’s positions in its stacks, when its files are copied without their maps', async () => {
+  it('still runs, with the bundle’s positions in its stacks, when copied without their maps', async () => {
     const code = unpack(['index.js', ...DEFERRED_FILES]);
     const stack = await faultStack({ bundle: join(code, 'index.js'), cwd: code });
     expect(stack).toMatch(/\(mcp-core\.js:\d+:\d+\)/);
