@@ -1,9 +1,8 @@
 /**
  * @module
- * The one idle cache behind every table of this instance (sessions/store.ts for 2025 sessions,
- * protocol/modern-lane.ts for sandboxes by handle): keyed entries in least-recently-used order, each
- * with its last-used time, handed out once when idle past its TTL. Nothing here runs on a timer: FC
- * freezes timers between requests, so the tables sweep lazily on requests.
+ * The idle cache behind the sandbox table (sessions/sandbox-table.ts): keyed entries in least-recently-used
+ * order, each with its last-used time, handed out once when idle past its TTL. Nothing here runs on a timer: FC
+ * freezes timers between requests, so the table sweeps lazily on requests.
  */
 
 /** What the cache needs of an entry. */
