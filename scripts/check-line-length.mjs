@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// Fails when a source line is longer than the formatter's width. The formatter (biome.json) wraps code but
-// leaves comments and string literals as they are, so this catches what it cannot.
+// Fails when a source line (TypeScript, JavaScript, Python) is longer than the formatter's width. The formatter
+// (biome.json) wraps code but leaves comments and string literals as they are, so this catches what it cannot;
+// the Python files (the supervisor, the kernels) have no formatter at all.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 
@@ -9,7 +10,7 @@ const ROOT = new URL('..', import.meta.url).pathname;
 const CHECKED = ['functions', 'scripts', 'build.mjs', 'test', 'bench', 'tools'];
 // The installs biome skips too (biome.json): their sources are not ours.
 const SKIPPED = new Set(['node_modules', 'dist', 'test/deploy-tools', 'test/conformance']);
-const SOURCE = /\.(ts|js|mjs|cjs)$/;
+const SOURCE = /\.(ts|js|mjs|cjs|py)$/;
 
 /** @param {string} path @returns {string[]} */
 function sourcesUnder(path) {

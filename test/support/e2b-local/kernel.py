@@ -550,7 +550,8 @@ def main():
                 os.write(diagnostics, traceback.format_exc().encode("utf-8", "replace"))
                 exec_id = str(request.get("id"))
                 STATE["exec_id"] = None
-                channel.send({"t": "error", "id": exec_id, "ename": "KernelError", "evalue": "the kernel failed", "traceback": ""})
+                failure = {"ename": "KernelError", "evalue": "the kernel failed", "traceback": ""}
+                channel.send({"t": "error", "id": exec_id, **failure})
                 channel.send({"t": "done", "id": exec_id})
 
 

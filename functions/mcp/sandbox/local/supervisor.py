@@ -171,8 +171,9 @@ def spawn(key, spec):
             os.dup2(theirs[-1], 3)
         try:
             # Errors starting the program (not found, a bad cwd) come back here as OSError.
-            child = subprocess.Popen(spec["argv"], stdin=stdin, stdout=outs[0], stderr=outs[1], cwd=spec["cwd"], env=spec["env"],
-                                     start_new_session=True, pass_fds=(3,) if spec.get("channel") else (), close_fds=True)
+            child = subprocess.Popen(spec["argv"], stdin=stdin, stdout=outs[0], stderr=outs[1], cwd=spec["cwd"],
+                                     env=spec["env"], start_new_session=True,
+                                     pass_fds=(3,) if spec.get("channel") else (), close_fds=True)
         finally:
             if spec.get("channel"):
                 os.dup2(HOLD, 3, inheritable=False)
@@ -181,7 +182,8 @@ def spawn(key, spec):
     except OSError as e:
         for stream in set(proc.readers.values()) | set(proc.writers.values()):
             os.close(stream)
-        send(SPAWNED, key, 0, json.dumps({"error": errno.errorcode.get(e.errno, "EIO"), "message": e.strerror or str(e)}).encode())
+        failure = {"error": errno.errorcode.get(e.errno, "EIO"), "message": e.strerror or str(e)}
+        send(SPAWNED, key, 0, json.dumps(failure).encode())
         return
     # Reaped below with waitpid, not by the Popen object.
     child.returncode = 0
