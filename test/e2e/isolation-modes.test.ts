@@ -153,14 +153,18 @@ const asUser = (uid: number): string =>
     `as-${uid}`,
     `exec /usr/bin/setpriv --reuid=${uid} --regid=${uid} --clear-groups -- ${process.execPath} "$@"`,
   );
-/** Runs the bundle (as root) in a mount namespace of its own where bwrap is /bin/false: bubblewrap does not work
- * there. */
+/**
+ * Runs the bundle (as root) in a mount namespace of its own where bwrap is /bin/false: bubblewrap does not work
+ * there. On a host without bubblewrap there is nothing to mask: the bundle runs as it is.
+ */
 const withoutBwrap = (): string =>
-  wrapper(
-    'without-bwrap',
-    `exec /usr/bin/unshare --mount --propagation private -- /bin/sh -c 'mount --bind /bin/false /usr/bin/bwrap ` +
-      `&& exec "$@"' sh ${process.execPath} "$@"`,
-  );
+  existsSync('/usr/bin/bwrap')
+    ? wrapper(
+        'without-bwrap',
+        `exec /usr/bin/unshare --mount --propagation private -- /bin/sh -c 'mount --bind /bin/false /usr/bin/bwrap ` +
+          `&& exec "$@"' sh ${process.execPath} "$@"`,
+      )
+    : process.execPath;
 
 /** A LOCAL_SANDBOX_ROOT that `uid` owns (a server running as it must write there). */
 function rootOwnedBy(uid: number): string {
