@@ -6,10 +6,14 @@
  *   --api-key KEY    the API key clients must send (default: a random one)
  *   --flavor F       e2b (default) or alibaba
  *   --root DIR       where sandbox directories go (default: a temporary directory, removed at exit)
+ *   --pause P        memory (default), files (no memory snapshots) or none (no pause, resume or snapshots)
+ *   --no-snapshots   the snapshot routes answer 404
  */
 import { type LocalE2BOptions, startLocalE2B } from './index';
 
-const USAGE = 'usage: npm run e2b:local -- [--port N] [--api-key KEY] [--flavor e2b|alibaba] [--root DIR]';
+const USAGE =
+  'usage: npm run e2b:local -- [--port N] [--api-key KEY] [--flavor e2b|alibaba] [--root DIR] ' +
+  '[--pause memory|files|none] [--no-snapshots]';
 
 function parseArgs(argv: string[]): LocalE2BOptions {
   const options: LocalE2BOptions = {};
@@ -41,6 +45,16 @@ function parseArgs(argv: string[]): LocalE2BOptions {
       }
       case '--root':
         options.root = value();
+        break;
+      case '--pause': {
+        const pause = value();
+        if (pause !== 'memory' && pause !== 'files' && pause !== 'none')
+          throw new Error(`--pause: memory, files or none\n${USAGE}`);
+        options.pause = pause;
+        break;
+      }
+      case '--no-snapshots':
+        options.snapshots = false;
         break;
       case '--help':
       case '-h':

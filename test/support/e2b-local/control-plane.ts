@@ -1,18 +1,47 @@
 /**
  * E2B's control plane, the part SDK 2.50.0 uses for sandboxes (its `paths` types in
- * node_modules/e2b/dist/index.d.ts): create (201 `Sandbox`), get (`SandboxDetail`), list (`GET /v2/sandboxes` with the
- * metadata, state, template, startedAfter, order, limit and nextToken queries, `X-Next-Token`; and the deprecated
- * `GET /sandboxes`), connect (TTL only extended), timeout (TTL set from now), kill. `X-API-Key` is required;
- * errors are `{code, message}` JSON (the SDK reads `code` to tell a 404). Scripted faults answer (or hold the
- * request unanswered) before anything else. The `alibaba` flavor does not serve `/v2/sandboxes` (404).
+ * node_modules/e2b/dist/index.d.ts): create (201 `Sandbox`; `autoPause`, `autoPauseMemory`, `autoResume` recorded),
+ * get (`SandboxDetail` with `state` and `lifecycle`), list (`GET /v2/sandboxes` with the metadata, state, template,
+ * startedAfter, order, limit and nextToken queries, `X-Next-Token`, running and paused sandboxes; and the
+ * deprecated `GET /sandboxes`, running ones only, as E2B's), connect (a running sandbox's TTL only extended, 200;
+ * a paused one resumed, 201), timeout (TTL set from now), kill (running or paused), pause (204; 409 when paused
+ * already, which the SDK turns into `false`), the deprecated resume (201; 409 when running), and snapshots
+ * (`POST /sandboxes/{id}/snapshots`, `GET /snapshots`, and `DELETE /templates/{id}` as the SDK's
+ * `deleteSnapshot` sends it). `X-API-Key` is required; errors are `{code, message}` JSON (the SDK reads `code`
+ * to tell a 404). Scripted faults answer (or hold the request unanswered) before anything else.
+ *
+ * What the service offers: the `alibaba` flavor does not serve `/v2/sandboxes` (404). `pause: 'files'` models a
+ * team without memory snapshots: a pause or an autoPause that would keep memory is refused 400 with E2B's shape
+ * for a feature not enabled for the team (`error_code` and a message). `pause: 'none'` models a service without
+ * persistence: the pause and resume routes are not served (404 `Not Found`, which the SDK's `pause` turns into
+ * SandboxNotFoundError) and `autoPause` is refused 400; nor are snapshots. `snapshots: false`: the snapshot routes
+ * are not served (404).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 
 import { readBody } from './connect';
 import type { Flavor } from './interpreter-loader';
-import { ENVD_VERSION, type LocalSandbox, type SandboxRegistry } from './sandboxes';
+import { ENVD_VERSION, type Lifecycle, type LocalSandbox, SandboxGoneError, type SandboxRegistry } from './sandboxes';
+import { namesOf, type SnapshotRecord, SnapshotNameError, type SnapshotStore, snapshotIdOf } from './snapshots';
 
-export type ControlRoute = 'create' | 'connect' | 'list' | 'get' | 'timeout' | 'kill';
+export type ControlRoute =
+  | 'create'
+  | 'connect'
+  | 'list'
+  | 'get'
+  | 'timeout'
+  | 'kill'
+  | 'pause'
+  | 'resume'
+  | 'snapshot'
+  | 'snapshots'
+  | 'deleteSnapshot';
+
+/**
+ * What the service offers for pausing: `memory` (E2B with memory snapshots), `files` (filesystem-only pauses), or
+ * `none` (no persistence).
+ */
+export type PauseSupport = 'memory' | 'files' | 'none';
 
 /** A scripted answer. */
 export interface Reply {
@@ -38,6 +67,8 @@ const CLIENT_ID = '6532622b';
 export function controlRouteOf(method: string, pathname: string): { route: ControlRoute | 'api'; sandboxId?: string } {
   if (pathname === '/sandboxes' && method === 'POST') return { route: 'create' };
   if ((pathname === '/v2/sandboxes' || pathname === '/sandboxes') && method === 'GET') return { route: 'list' };
+  if (pathname === '/snapshots' && method === 'GET') return { route: 'snapshots' };
+  if (/^\/templates\/[^/]+$/.test(pathname) && method === 'DELETE') return { route: 'deleteSnapshot' };
   const match = /^\/sandboxes\/([^/]+)(\/[a-z]+)?$/.exec(pathname);
   if (match !== null) {
     const sandboxId = decodeURIComponent(match[1]!);
@@ -46,6 +77,9 @@ export function controlRouteOf(method: string, pathname: string): { route: Contr
     if (tail === undefined && method === 'DELETE') return { route: 'kill', sandboxId };
     if (tail === '/connect' && method === 'POST') return { route: 'connect', sandboxId };
     if (tail === '/timeout' && method === 'POST') return { route: 'timeout', sandboxId };
+    if (tail === '/pause' && method === 'POST') return { route: 'pause', sandboxId };
+    if (tail === '/resume' && method === 'POST') return { route: 'resume', sandboxId };
+    if (tail === '/snapshots' && method === 'POST') return { route: 'snapshot', sandboxId };
     return { route: 'api', sandboxId };
   }
   return { route: 'api' };
@@ -55,6 +89,10 @@ export interface ControlPlaneOptions {
   readonly apiKey: string;
   readonly flavor: Flavor;
   readonly registry: SandboxRegistry;
+  readonly store: SnapshotStore;
+  readonly pause: PauseSupport;
+  /** Whether the snapshot routes are served. */
+  readonly snapshots: boolean;
   /** The next scripted fault for `route`, if any. */
   readonly nextFault: (route: ControlRoute) => Fault | undefined;
 }
@@ -63,9 +101,28 @@ class ApiError extends Error {
   constructor(
     readonly status: number,
     message: string,
+    /** E2B's machine-readable `error_code`, on some refusals. */
+    readonly errorCode?: string,
   ) {
     super(message);
   }
+}
+
+/** A route this service does not serve (E2B's router: 404). */
+function notServed(): ApiError {
+  return new ApiError(404, 'Not Found');
+}
+
+/**
+ * What E2B answers for a capability not enabled for the team (its shape for `memory: false` on resume when that is
+ * not enabled: 400, an `error_code`, and a message saying what still works).
+ */
+function memorySnapshotsDisabled(instead: string): ApiError {
+  return new ApiError(
+    400,
+    `Memory snapshots are not enabled for this team; ${instead}`,
+    'sandbox_memory_snapshots_disabled',
+  );
 }
 
 function send(res: ServerResponse, status: number, body?: unknown, headers: Record<string, string> = {}): void {
@@ -101,6 +158,48 @@ function stringMap(value: unknown, name: string): Record<string, string> {
   return { ...(value as Record<string, string>) };
 }
 
+function optionalBool(value: unknown, name: string): boolean | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'boolean') throw new ApiError(400, `Error when parsing request: ${name} must be a boolean`);
+  return value;
+}
+
+/**
+ * NewSandbox's lifecycle fields, checked as E2B checks them, then against what the service offers (`pause`).
+ */
+function lifecycleOf(body: Record<string, unknown>, pause: PauseSupport): Lifecycle {
+  const autoPause = optionalBool(body.autoPause, 'autoPause') ?? false;
+  const autoPauseMemory = optionalBool(body.autoPauseMemory, 'autoPauseMemory');
+  let autoResume = false;
+  if (body.autoResume !== undefined && body.autoResume !== null) {
+    if (typeof body.autoResume !== 'object' || Array.isArray(body.autoResume))
+      throw new ApiError(400, 'Error when parsing request: autoResume must be an object');
+    autoResume = optionalBool((body.autoResume as Record<string, unknown>).enabled, 'autoResume.enabled') ?? false;
+  }
+  const keepMemory = autoPauseMemory ?? true;
+  if (!keepMemory && !autoPause) throw new ApiError(400, 'autoPauseMemory=false only applies when autoPause is true.');
+  if (autoResume && !autoPause) throw new ApiError(400, 'autoResume can only be enabled when autoPause is true.');
+  if (autoResume && !keepMemory)
+    throw new ApiError(
+      400,
+      'autoPauseMemory=false takes a filesystem-only snapshot, which cannot be auto-resumed by traffic and must be ' +
+        'resumed explicitly: autoResume cannot be enabled with it.',
+    );
+  if (autoPause && pause === 'none')
+    throw new ApiError(400, 'autoPause is not supported by this service: a sandbox is killed when its timeout ends.');
+  if (autoPause && keepMemory && pause === 'files')
+    throw memorySnapshotsDisabled('autoPause needs autoPauseMemory: false (a filesystem-only snapshot)');
+  return { onTimeout: autoPause ? 'pause' : 'kill', keepMemory, autoResume };
+}
+
+/** A `limit` and `nextToken` page of `items` (the token: the next offset, base64url). */
+function page<T>(items: T[], query: URLSearchParams): { items: T[]; next: string | undefined } {
+  const limit = Math.min(100, Math.max(1, Number(query.get('limit') ?? 100) || 100));
+  const offset = Number(Buffer.from(query.get('nextToken') ?? '', 'base64url').toString() || 0) || 0;
+  const next = offset + limit < items.length ? Buffer.from(String(offset + limit)).toString('base64url') : undefined;
+  return { items: items.slice(offset, offset + limit), next };
+}
+
 function seconds(value: unknown, fallback: number): number {
   if (value === undefined || value === null) return fallback;
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 0)
@@ -113,7 +212,7 @@ function sandboxJson(sandbox: LocalSandbox): Record<string, unknown> {
   return {
     templateID: sandbox.templateId,
     sandboxID: sandbox.id,
-    alias: sandbox.templateId,
+    alias: sandbox.alias,
     clientID: CLIENT_ID,
     envdVersion: ENVD_VERSION,
     ...(sandbox.accessToken === undefined ? {} : { envdAccessToken: sandbox.accessToken }),
@@ -126,7 +225,7 @@ function sandboxJson(sandbox: LocalSandbox): Record<string, unknown> {
 function listedJson(sandbox: LocalSandbox): Record<string, unknown> {
   return {
     templateID: sandbox.templateId,
-    alias: sandbox.templateId,
+    alias: sandbox.alias,
     sandboxID: sandbox.id,
     clientID: CLIENT_ID,
     startedAt: sandbox.startedAt.toISOString(),
@@ -135,10 +234,16 @@ function listedJson(sandbox: LocalSandbox): Record<string, unknown> {
     memoryMB: 512,
     diskSizeMB: 1024,
     metadata: sandbox.metadata,
-    state: 'running',
+    state: sandbox.state,
     envdVersion: ENVD_VERSION,
     volumeMounts: [],
+    lifecycle: { onTimeout: sandbox.lifecycle.onTimeout, autoResume: sandbox.lifecycle.autoResume },
   };
+}
+
+/** The `SnapshotInfo` schema. */
+function snapshotJson(record: SnapshotRecord): Record<string, unknown> {
+  return { snapshotID: snapshotIdOf(record), names: namesOf(record) };
 }
 
 /** The `SandboxDetail` schema. */
@@ -187,15 +292,34 @@ export class ControlPlane {
       }
       await this.serve(route, sandboxId, req, res, url);
     } catch (err) {
-      const error = err instanceof ApiError ? err : new ApiError(500, err instanceof Error ? err.message : String(err));
-      if (!res.headersSent) send(res, error.status, { code: error.status, message: error.message });
+      const error =
+        err instanceof ApiError
+          ? err
+          : err instanceof SandboxGoneError
+            ? new ApiError(404, `sandbox "${sandboxId}" doesn't exist or you don't have access to it`)
+            : new ApiError(500, err instanceof Error ? err.message : String(err));
+      const body = {
+        code: error.status,
+        message: error.message,
+        ...(error.errorCode === undefined ? {} : { error_code: error.errorCode }),
+      };
+      if (!res.headersSent) send(res, error.status, body);
     }
   }
 
+  /** The sandbox, running or paused; 404 when there is none. */
   private known(sandboxId: string | undefined): LocalSandbox {
     const sandbox = sandboxId === undefined ? undefined : this.options.registry.get(sandboxId);
     if (sandbox === undefined)
       throw new ApiError(404, `sandbox "${sandboxId}" doesn't exist or you don't have access to it`);
+    return sandbox;
+  }
+
+  /** The sandbox if it is running; 404 otherwise (E2B's routes that need a running one do not see a paused one). */
+  private running(sandboxId: string | undefined, message?: string): LocalSandbox {
+    const sandbox = this.known(sandboxId);
+    if (sandbox.state !== 'running')
+      throw new ApiError(404, message ?? `sandbox "${sandboxId}" doesn't exist or you don't have access to it`);
     return sandbox;
   }
 
@@ -206,7 +330,7 @@ export class ControlPlane {
     res: ServerResponse,
     url: URL,
   ): Promise<void> {
-    const { registry } = this.options;
+    const { registry, pause } = this.options;
     switch (route) {
       case 'create': {
         const body = await jsonBody(req);
@@ -214,12 +338,21 @@ export class ControlPlane {
         if (typeof templateId !== 'string' || templateId === '')
           throw new ApiError(400, 'Error when parsing request: templateID is required');
         if (templateId === MISSING_TEMPLATE) throw new ApiError(404, `template '${templateId}' not found`);
+        const lifecycle = lifecycleOf(body, pause);
+        const snapshot = this.options.snapshots ? this.options.store.resolve(templateId) : undefined;
+        if (snapshot === undefined && this.options.snapshots && this.options.store.isSnapshotRef(templateId))
+          throw new ApiError(404, `template '${templateId}' not found`);
         const sandbox = await registry.create({
-          templateId,
+          templateId: snapshot?.templateId ?? templateId,
+          ...(snapshot === undefined ? {} : { alias: namesOf(snapshot)[0] ?? snapshot.templateId }),
           timeoutS: seconds(body.timeout, 15),
           metadata: stringMap(body.metadata, 'metadata'),
           envVars: stringMap(body.envVars, 'envVars'),
           secure: body.secure !== false,
+          lifecycle,
+          ...(snapshot === undefined
+            ? {}
+            : { snapshot: { dir: snapshot.dir, baseTemplateId: snapshot.baseTemplateId } }),
         });
         send(res, 201, sandboxJson(sandbox));
         return;
@@ -234,14 +367,39 @@ export class ControlPlane {
         return;
       case 'connect': {
         const body = await jsonBody(req);
+        const memory = optionalBool(body.memory, 'memory') ?? true;
         const sandbox = this.known(sandboxId);
-        registry.setTimeout(sandbox, seconds(body.timeout, 15), true);
-        send(res, 200, sandboxJson(sandbox));
+        const resumed = await registry.resume(sandbox, seconds(body.timeout, 15), memory);
+        send(res, resumed ? 201 : 200, sandboxJson(sandbox));
+        return;
+      }
+      case 'resume': {
+        // Deprecated (SDK 2.50 calls connect); its deprecated `autoPause` is not honoured here.
+        if (pause === 'none') throw notServed();
+        const body = await jsonBody(req);
+        const memory = optionalBool(body.memory, 'memory') ?? true;
+        const sandbox = this.known(sandboxId);
+        if (sandbox.state === 'running') throw new ApiError(409, `Sandbox '${sandbox.id}' is already running`);
+        await registry.resume(sandbox, seconds(body.timeout, 15), memory);
+        send(res, 201, sandboxJson(sandbox));
+        return;
+      }
+      case 'pause': {
+        if (pause === 'none') throw notServed();
+        const body = await jsonBody(req);
+        const memory = optionalBool(body.memory, 'memory') ?? true;
+        const sandbox = this.known(sandboxId);
+        const alreadyPaused = new ApiError(409, `Error pausing sandbox - sandbox '${sandbox.id}' is already paused`);
+        if (sandbox.state === 'paused') throw alreadyPaused;
+        if (memory && pause === 'files')
+          throw memorySnapshotsDisabled('pause with memory: false to keep the filesystem only');
+        if (!(await registry.pause(sandbox, memory))) throw alreadyPaused;
+        send(res, 204);
         return;
       }
       case 'timeout': {
         const body = await jsonBody(req);
-        registry.setTimeout(this.known(sandboxId), seconds(body.timeout, 15));
+        registry.setTimeout(this.running(sandboxId), seconds(body.timeout, 15));
         send(res, 204);
         return;
       }
@@ -251,6 +409,45 @@ export class ControlPlane {
         await registry.kill(sandboxId!);
         send(res, 204);
         return;
+      case 'snapshot': {
+        if (!this.options.snapshots) throw notServed();
+        const body = await jsonBody(req);
+        const name = body.name;
+        if (name !== undefined && name !== null && typeof name !== 'string')
+          throw new ApiError(400, 'Error when parsing request: name must be a string');
+        // E2B snapshots running sandboxes only.
+        const sandbox = this.running(sandboxId, `Sandbox '${sandboxId}' not found or not running`);
+        let record: SnapshotRecord;
+        try {
+          record = await this.options.store.create(
+            { sandboxId: sandbox.id, baseTemplateId: sandbox.baseTemplateId },
+            name ?? undefined,
+            (dir) => registry.copyFiles(sandbox, dir),
+          );
+        } catch (err) {
+          if (err instanceof SnapshotNameError) throw new ApiError(400, err.message);
+          throw err;
+        }
+        send(res, 201, snapshotJson(record));
+        return;
+      }
+      case 'snapshots': {
+        req.resume();
+        if (!this.options.snapshots) throw notServed();
+        const query = url.searchParams;
+        const found = this.options.store.list({ sandboxId: query.get('sandboxID'), name: query.get('name') });
+        const { items, next } = page(found, query);
+        send(res, 200, items.map(snapshotJson), next === undefined ? {} : { 'X-Next-Token': next });
+        return;
+      }
+      case 'deleteSnapshot': {
+        req.resume();
+        if (!this.options.snapshots) throw notServed();
+        const ref = decodeURIComponent(url.pathname.slice('/templates/'.length));
+        if (!(await this.options.store.delete(ref))) throw new ApiError(404, `template '${ref}' not found`);
+        send(res, 204);
+        return;
+      }
       case 'api':
         req.resume();
         throw new ApiError(404, `${req.method} ${url.pathname} is not served by the local E2B service`);
@@ -266,10 +463,12 @@ export class ControlPlane {
     const template = query.get('template');
     const startedAfter = query.get('startedAfter');
     const order = query.get('order') === 'asc' ? 1 : -1;
-    let sandboxes = this.options.registry
+    // The deprecated list has no state query: it lists running sandboxes only.
+    const wanted = v2 ? states : ['running'];
+    const sandboxes = this.options.registry
       .all()
       .filter((s) => metadata.every(([key, value]) => s.metadata[key] === value))
-      .filter(() => states.length === 0 || states.includes('running'))
+      .filter((s) => wanted.length === 0 || wanted.includes(s.state))
       .filter((s) => template === null || s.templateId === template)
       .filter((s) => startedAfter === null || s.startedAt.getTime() >= new Date(startedAfter).getTime())
       .sort((a, b) => order * (a.startedAt.getTime() - b.startedAt.getTime()) || a.id.localeCompare(b.id));
@@ -277,12 +476,12 @@ export class ControlPlane {
       send(res, 200, sandboxes.map(listedJson));
       return;
     }
-    const total = sandboxes.length;
-    const limit = Math.min(100, Math.max(1, Number(query.get('limit') ?? 100) || 100));
-    const offset = Number(Buffer.from(query.get('nextToken') ?? '', 'base64url').toString() || 0) || 0;
-    sandboxes = sandboxes.slice(offset, offset + limit);
-    const headers: Record<string, string> = { 'X-Total-Running': String(total) };
-    if (offset + limit < total) headers['X-Next-Token'] = Buffer.from(String(offset + limit)).toString('base64url');
-    send(res, 200, sandboxes.map(listedJson), headers);
+    const { items, next } = page(sandboxes, query);
+    const headers: Record<string, string> = {};
+    // E2B writes it only when running sandboxes were asked for.
+    if (wanted.length === 0 || wanted.includes('running'))
+      headers['X-Total-Running'] = String(sandboxes.filter((s) => s.state === 'running').length);
+    if (next !== undefined) headers['X-Next-Token'] = next;
+    send(res, 200, items.map(listedJson), headers);
   }
 }

@@ -3,6 +3,7 @@
  * to it over HTTP on 127.0.0.1 (`E2B_API_URL` and `E2B_SANDBOX_URL` both pointing here), and it runs real
  * processes, one namespace and directory per sandbox. One port serves the control plane (control-plane.ts)
  * and, told apart by the `E2b-Sandbox-Id` header, each sandbox's envd and interpreter (sandbox-traffic.ts).
+ * Sandboxes pause and resume (sandboxes.ts) and snapshots hold their files (snapshots.ts).
  */
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -11,14 +12,16 @@ import type { AddressInfo, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, posix, resolve } from 'node:path';
 
-import { ControlPlane, type ControlRoute, controlRouteOf, type Fault } from './control-plane';
+import { ControlPlane, type ControlRoute, controlRouteOf, type Fault, type PauseSupport } from './control-plane';
 import type { Flavor } from './interpreter-loader';
-import { SandboxRegistry } from './sandboxes';
+import { type Lifecycle, SandboxRegistry } from './sandboxes';
 import { INTERPRETER_PORT, isSandboxPath, portOf, serveSandboxTraffic, signerOf } from './sandbox-traffic';
+import { namesOf, SnapshotStore, snapshotIdOf } from './snapshots';
 
-export { type ControlRoute, type Fault, NO_ANSWER, type Reply } from './control-plane';
+export { type ControlRoute, type Fault, NO_ANSWER, type PauseSupport, type Reply } from './control-plane';
 export type { Flavor } from './interpreter-loader';
 export type { SandboxProcess } from './sandbox-runtime';
+export type { Lifecycle } from './sandboxes';
 
 export interface LocalE2BOptions {
   /** The API key clients must send (random by default). */
@@ -29,6 +32,35 @@ export interface LocalE2BOptions {
   root?: string;
   /** The port on 127.0.0.1 (0: any free one). */
   port?: number;
+  /**
+   * Pausing: `memory` (the default; E2B, and Alibaba Cloud per account), `files` (a team without memory
+   * snapshots: a pause or an autoPause that would keep memory is refused 400), `none` (no persistence: the pause
+   * and resume routes answer 404, autoPause is refused 400, and there are no snapshots).
+   */
+  pause?: PauseSupport;
+  /** Whether the snapshot routes are served (true by default; false, or `pause: 'none'`: 404). */
+  snapshots?: boolean;
+}
+
+/** A sandbox as the service holds it. */
+export interface LocalSandboxInfo {
+  sandboxId: string;
+  templateId: string;
+  metadata: Record<string, string>;
+  /** The end of the lease; for a paused sandbox, the moment it paused. */
+  endAt: Date;
+  state: 'running' | 'paused';
+  /** For a paused sandbox: whether its memory was kept (its processes frozen) or only its files. */
+  memory?: boolean;
+  lifecycle: Lifecycle;
+}
+
+/** A snapshot as the service holds it. */
+export interface LocalSnapshotInfo {
+  snapshotId: string;
+  names: string[];
+  /** The sandbox it was taken from. */
+  sandboxId: string;
 }
 
 /** One request the service received. */
@@ -55,9 +87,11 @@ export interface LocalE2B {
   readonly apiKey: string;
   /** E2B_API_KEY, E2B_API_URL, E2B_SANDBOX_URL for an SDK client. */
   env(): Record<string, string>;
-  /** The live sandboxes. */
-  sandboxes(): Array<{ sandboxId: string; templateId: string; metadata: Record<string, string>; endAt: Date }>;
-  /** Where a sandbox's `/home/user/...` or `/tmp/...` is on the host. */
+  /** The live sandboxes, running or paused. */
+  sandboxes(): LocalSandboxInfo[];
+  /** The snapshots, newest first. */
+  snapshots(): LocalSnapshotInfo[];
+  /** Where a sandbox's `/home/user/...` or `/tmp/...` is on the host (a paused sandbox's too). */
   hostPath(sandboxId: string, sandboxPath: string): string;
   /** Queues one-shot faults for a control-plane route (an answer, or `NO_ANSWER`), used before anything else. */
   fault(route: ControlRoute, ...faults: Fault[]): void;
@@ -66,14 +100,23 @@ export interface LocalE2B {
    * used up), until called again with `undefined`: E2B that keeps answering 429, or keeps hanging.
    */
   standingFault(route: ControlRoute, fault: Fault | undefined): void;
-  /** Kills a sandbox as E2B would (lease end, OOM): gone everywhere. */
+  /** Kills a sandbox as E2B would (lease end, OOM), running or paused: gone everywhere. */
   killSandbox(sandboxId: string): Promise<void>;
+  /**
+   * Pauses a running sandbox as the end of its lease would, without waiting for it: with its memory or only its
+   * files (by default as its lifecycle says, `autoPauseMemory`; files only with `pause: 'files'`). Rejects when
+   * the service's `pause` option does not offer it; resolves false when the sandbox was paused already.
+   */
+  pauseSandbox(sandboxId: string, options?: { memory?: boolean }): Promise<boolean>;
   /** Makes a sandbox's envd and interpreter unreachable (connections in flight dropped, new ones 502); it still
-   * runs. */
+   * runs (or stays paused, and unreachable once resumed). */
   cutEnvd(sandboxId: string): void;
   /** Every request so far, in arrival order. */
   requests(): ReadonlyArray<RecordedRequest>;
-  /** Kills every sandbox (no process left) and stops serving, dropping held requests; removes the root it made. */
+  /**
+   * Kills every sandbox, running or paused (no process left), and stops serving, dropping held requests; removes
+   * the snapshots and the root it made.
+   */
   stop(): Promise<void>;
 }
 
@@ -103,7 +146,10 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
   const root = ownRoot ? mkdtempSync(join(tmpdir(), 'e2b-local-')) : resolve(options.root!);
   if (!ownRoot) mkdirSync(root, { recursive: true });
 
+  const pause = options.pause ?? 'memory';
+  if (!['memory', 'files', 'none'].includes(pause)) throw new Error(`pause: memory, files or none, not ${pause}`);
   const registry = new SandboxRegistry(root, flavor);
+  const store = new SnapshotStore(root);
   const faults = new Map<ControlRoute, Fault[]>();
   const standing = new Map<ControlRoute, Fault>();
   const recorded: RecordedRequest[] = [];
@@ -111,6 +157,9 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
     apiKey,
     flavor,
     registry,
+    store,
+    pause,
+    snapshots: (options.snapshots ?? true) && pause !== 'none',
     nextFault: (route) => faults.get(route)?.shift() ?? standing.get(route),
   });
   const sockets = new Set<Socket>();
@@ -165,7 +214,12 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
         templateId: s.templateId,
         metadata: { ...s.metadata },
         endAt: new Date(s.endAt),
+        state: s.state,
+        ...(s.state === 'paused' ? { memory: s.pausedWithMemory === true } : {}),
+        lifecycle: { ...s.lifecycle },
       })),
+    snapshots: () =>
+      store.list().map((r) => ({ snapshotId: snapshotIdOf(r), names: namesOf(r), sandboxId: r.sandboxId })),
     hostPath(sandboxId, sandboxPath) {
       const normalized = posix.normalize(sandboxPath);
       for (const [inside, outside] of [
@@ -187,9 +241,17 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
     async killSandbox(sandboxId) {
       await registry.kill(sandboxId);
     },
+    pauseSandbox(sandboxId, pauseOptions = {}) {
+      const sandbox = registry.get(sandboxId);
+      if (sandbox === undefined) return Promise.reject(new Error(`pauseSandbox: no live sandbox ${sandboxId}`));
+      const memory = pauseOptions.memory ?? (pause === 'files' ? false : sandbox.lifecycle.keepMemory);
+      if (pause === 'none' || (memory && pause === 'files'))
+        return Promise.reject(new Error(`pauseSandbox: the service was started with pause: '${pause}'`));
+      return registry.pause(sandbox, memory);
+    },
     cutEnvd(sandboxId) {
       const sandbox = registry.get(sandboxId);
-      if (sandbox === undefined) throw new Error(`cutEnvd: no live sandbox ${sandboxId}`);
+      if (sandbox === undefined) throw new Error(`cutEnvd: no sandbox ${sandboxId}`);
       sandbox.envdCut = true;
       sandbox.dropConnections();
     },
@@ -199,6 +261,7 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
         const closed = new Promise<void>((resolveClose) => server.close(() => resolveClose()));
         for (const socket of sockets) socket.destroy();
         await registry.killAll();
+        await store.clear();
         await closed;
         if (ownRoot) rmSync(root, { recursive: true, force: true, maxRetries: 3 });
       })();

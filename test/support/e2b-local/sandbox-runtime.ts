@@ -5,12 +5,14 @@
  * root of sandbox directories hidden. Inside, under bwrap's init (pid 1), runs agent.js (pid 2): it starts
  * processes and does file operations on request, over the framing of agent-protocol.ts. Killing the
  * namespace's init (bwrap's pid 1) makes the kernel kill and reap everything in it; `--die-with-parent` does
- * the same when this Node process dies.
+ * the same when this Node process dies. `freeze` stops everything in it (SIGSTOP, for a pause that keeps the
+ * sandbox's memory, or while a snapshot copies its files) and `thaw` lets it run on (SIGCONT).
  *
  * Processes run as the user running the service (root in CI) without capabilities; HOME, USER and the
  * paths are E2B's.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, sep } from 'node:path';
 
 import { encodeFrame, type Frame, FrameDecoder } from './agent-protocol';
@@ -72,6 +74,40 @@ const AGENT_PATH = join(CODE_DIR, 'agent.js');
 
 function isUnder(path: string, dir: string): boolean {
   return path === dir || path.startsWith(dir + sep);
+}
+
+/** How long `freeze` waits for the processes it stopped to show as stopped (one in the kernel a while longer). */
+const FREEZE_SETTLE_MS = 5_000;
+
+/** Every process on the host by its parent (from /proc/<pid>/stat), with its state letter. */
+function hostProcesses(): Map<number, { parent: number; state: string }> {
+  const found = new Map<number, { parent: number; state: string }>();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'latin1');
+      const [state, parent] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      found.set(Number(name), { parent: Number(parent), state: state ?? '?' });
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return found;
+}
+
+/** `root` and its descendants among `processes`. */
+function treeOf(root: number, processes: Map<number, { parent: number }>): Set<number> {
+  const tree = new Set([root]);
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const [pid, { parent }] of processes) {
+      if (tree.has(parent) && !tree.has(pid)) {
+        tree.add(pid);
+        grew = true;
+      }
+    }
+  }
+  return tree;
 }
 
 /** bwrap's arguments for a sandbox in `dir`. */
@@ -198,6 +234,10 @@ export class SandboxRuntime {
   private readonly processes = new Map<number, AgentProcess>();
   private readonly deathListeners: Array<() => void> = [];
   private nextId = 1;
+  /** Whether `freeze` stopped the namespace (until `thaw`). */
+  private frozen = false;
+  /** Signals sent while frozen, by `pid:signal`, until the agent answers them (see `request`). */
+  private readonly pendingSignals = new Map<string, Promise<Frame>>();
   private initPid: number | undefined;
   private isDead = false;
   private killing = false;
@@ -327,9 +367,28 @@ export class SandboxRuntime {
     for (const listener of this.deathListeners.splice(0)) listener();
   }
 
-  /** Sends a request to the agent; resolves with its reply, rejects with an AgentError. */
+  /**
+   * Sends a request to the agent; resolves with its reply, rejects with an AgentError. Frozen, the agent reads
+   * nothing until thawed: a signal for a process that is already waiting to be sent is that one (as the kernel
+   * keeps one pending signal of a kind), so that one sent again and again (the interpreter's interrupts) does not
+   * pile up.
+   */
   request(header: Record<string, unknown>, payload?: Buffer): Promise<Frame> {
     if (this.isDead) return Promise.reject(new AgentError('unavailable', 502, 'the sandbox is not running'));
+    if (this.frozen && header.t === 'signal') {
+      const key = `${String(header.pid)}:${String(header.signal)}`;
+      const pending = this.pendingSignals.get(key);
+      if (pending !== undefined) return pending;
+      const sent = this.send(header, payload);
+      this.pendingSignals.set(key, sent);
+      const forget = () => this.pendingSignals.get(key) === sent && this.pendingSignals.delete(key);
+      sent.then(forget, forget);
+      return sent;
+    }
+    return this.send(header, payload);
+  }
+
+  private send(header: Record<string, unknown>, payload?: Buffer): Promise<Frame> {
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
@@ -370,6 +429,59 @@ export class SandboxRuntime {
     if (cmd === undefined) return Promise.reject(new Error('empty argv'));
     return this.startProcess({ cmd, args, cwd: opts.cwd, env: this.environment(opts.env), stdin: true });
   };
+
+  /**
+   * The host pids of every process in the sandbox: the namespace's init and its descendants (inside a PID
+   * namespace an orphan is adopted by that init, so nothing in it leaves the tree; bwrap itself, outside, is not in
+   * it). Empty before the init's pid is known or once the namespace is gone.
+   */
+  private members(processes = hostProcesses()): Set<number> {
+    if (this.initPid === undefined || this.isDead || !processes.has(this.initPid)) return new Set();
+    return treeOf(this.initPid, processes);
+  }
+
+  /**
+   * Freezes the sandbox: SIGSTOP to every process in its namespace, the agent and the interpreter's kernels
+   * included, in rounds until a round finds no process it has not stopped yet (one may fork between the listing
+   * and its stop; a process with a SIGSTOP pending forks no more), then waits (bounded) until each shows as
+   * stopped in /proc. Its pipes to this service stay open: requests written meanwhile wait in them.
+   */
+  async freeze(): Promise<void> {
+    this.frozen = true;
+    const stopped = new Set<number>();
+    for (;;) {
+      const fresh = [...this.members()].filter((pid) => !stopped.has(pid));
+      if (fresh.length === 0) break;
+      for (const pid of fresh) {
+        stopped.add(pid);
+        try {
+          process.kill(pid, 'SIGSTOP');
+        } catch {
+          // exited meanwhile
+        }
+      }
+    }
+    const deadline = Date.now() + FREEZE_SETTLE_MS;
+    for (;;) {
+      const processes = hostProcesses();
+      // T: stopped, t: traced; Z and X have nothing left to stop; a pid missing from /proc has exited.
+      const running = [...stopped].filter((pid) => !'TtZX'.includes(processes.get(pid)?.state ?? 'X'));
+      if (running.length === 0 || Date.now() > deadline) return;
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+  }
+
+  /** Thaws what `freeze` stopped: SIGCONT to every process in the namespace. */
+  thaw(): void {
+    this.frozen = false;
+    for (const pid of this.members()) {
+      try {
+        process.kill(pid, 'SIGCONT');
+      } catch {
+        // exited meanwhile
+      }
+    }
+  }
 
   /** Kills everything in the namespace; resolves once it is gone. */
   async kill(): Promise<void> {

@@ -4,7 +4,10 @@
  * answers are modelled on that proxy's: 502 JSON `{sandboxId, message, code}` for a
  * sandbox that is not running ("The sandbox was not found") and for a port nothing listens on ("The sandbox
  * is running but port is not open"); the SDK reads 502 as a sandbox gone (TimeoutError, SandboxNotFoundError
- * for a command start, `isRunning()` false).
+ * for a command start, `isRunning()` false). A paused sandbox is not running: that proxy, which routes only to
+ * running sandboxes, answers it as not found (E2B's newer proxy answers 409 "The sandbox is paused"; this
+ * model keeps the answer the SDK reads as a sandbox that is not running). Traffic does not resume it
+ * (`autoResume` is not modelled).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 
@@ -71,7 +74,7 @@ export async function serveSandboxTraffic(
   }
   const sandbox = registry.get(sandboxId);
   const port = portOf(req, url.pathname);
-  if (sandbox === undefined) {
+  if (sandbox === undefined || sandbox.state === 'paused') {
     req.resume();
     writeProxyError(res, { sandboxId, message: 'The sandbox was not found' });
     return;
