@@ -1,10 +1,11 @@
 /**
  * The local E2B service itself (test/support/e2b-local/), driven by the real `e2b` and `@e2b/code-interpreter`
  * SDKs: the control plane and its lease, commands run for real in each sandbox's own namespace, files as the
- * sandbox sees them (no way out to the host), envd becoming unreachable, and stop leaving no process behind.
- * One service for the file, few sandboxes.
+ * sandbox sees them (no way out to the host), pause and resume (with memory: frozen processes; or files only),
+ * snapshots, the service's options, envd becoming unreachable, and stop leaving no process behind.
+ * One service for the file (and a few small ones for its options), few sandboxes.
  */
-import { readFileSync, existsSync, writeFileSync, rmSync } from 'node:fs';
+import { readFileSync, existsSync, mkdtempSync, writeFileSync, rmSync } from 'node:fs';
 import { createHash, randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,19 +23,26 @@ import {
 } from 'e2b';
 
 import { type LocalE2B, NO_ANSWER, startLocalE2B } from '../support/e2b-local';
-import { listProcesses, markedSleep, pollUntil, RUN_MARK, SETTLE_MS } from '../support/processes';
+import { listProcesses, markedSleep, pollUntil, RUN_MARK, SETTLE_MS, waitUntilGone } from '../support/processes';
 import { needs } from '../support/needs';
+
+/** A process's state letter and parent pid from /proc/<pid>/stat (`gone` when it has exited). */
+function statOf(pid: number): { state: string; parent: number } {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    const [state, parent] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return { state: state!, parent: Number(parent) };
+  } catch {
+    return { state: 'gone', parent: 0 };
+  }
+}
 
 /** `pids` and all their descendants, from the parent pids in /proc. */
 function descendants(pids: number[]): Set<number> {
   const parentOf = new Map<number, number>();
   for (const p of listProcesses()) {
-    try {
-      const stat = readFileSync(`/proc/${p.pid}/stat`, 'latin1');
-      parentOf.set(p.pid, Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
-    } catch {
-      // gone meanwhile
-    }
+    const { state, parent } = statOf(p.pid);
+    if (state !== 'gone') parentOf.set(p.pid, parent);
   }
   const found = new Set(pids);
   for (let grew = true; grew; ) {
@@ -47,6 +55,32 @@ function descendants(pids: number[]): Set<number> {
     }
   }
   return found;
+}
+
+/**
+ * The host pids of everything in a sandbox's namespace (its init, the agent, the kernels, the commands): the
+ * descendants of the bwrap this test process started for it, that bwrap (outside the namespace) left out.
+ */
+function insideSandbox(sandboxId: string): number[] {
+  const bwrap = listProcesses()
+    .filter((p) => p.cmdline.includes(sandboxId) && statOf(p.pid).parent === process.pid)
+    .map((p) => p.pid);
+  const tree = descendants(bwrap);
+  for (const pid of bwrap) tree.delete(pid);
+  return [...tree];
+}
+
+/**
+ * The host processes whose command line is `cmdline`, once there are `count` of them (a background command's
+ * shell execs it a moment after its start is answered).
+ */
+function started(cmdline: string, count = 1) {
+  return pollUntil(
+    () => listProcesses().filter((p) => p.cmdline === cmdline),
+    (found) => found.length >= count,
+    SETTLE_MS,
+    20,
+  );
 }
 
 needs('bubblewrap').describe('the local E2B service, through the real SDK', () => {
@@ -196,8 +230,13 @@ needs('bubblewrap').describe('the local E2B service, through the real SDK', () =
           ).toBe(2);
           expect(settled).toBe(false);
           expect(hanging.sandboxes()).toEqual([]);
+          // Its end observed from now on: it fails while stop runs, before stop resolves.
+          const outcome = held.then(
+            () => 'answered',
+            (err: unknown) => err,
+          );
           await hanging.stop();
-          await expect(held).rejects.toThrow();
+          expect(await outcome).toMatchObject({ name: 'TypeError', message: 'fetch failed' });
         } finally {
           await hanging.stop();
         }
@@ -297,6 +336,8 @@ needs('bubblewrap').describe('the local E2B service, through the real SDK', () =
       expect(Number((await sbx.commands.run('echo $$')).stdout)).toBeLessThan(100);
       const mark = markedSleep(302);
       const sleeper = await other.commands.run(mark, { background: true });
+      // Once its login shell (whose profile may fork copies of it) has exec'd the sleep.
+      expect(await started(mark)).toHaveLength(1);
       expect(sleeper.pid).toBeLessThan(100);
       const pattern = `'${mark.slice(0, -1)}[${mark.slice(-1)}]'`;
       expect((await other.commands.run(`pgrep -f ${pattern}`)).stdout.trim()).toBe(String(sleeper.pid));
@@ -441,6 +482,490 @@ needs('bubblewrap').describe('the local E2B service, through the real SDK', () =
     });
   });
 
+  describe('persistence', () => {
+    /** A raw control-plane request with the service's key. */
+    const api = (method: string, path: string, body?: unknown) =>
+      fetch(`${e2b.url}${path}`, {
+        method,
+        headers: { 'X-API-Key': e2b.apiKey, 'Content-Type': 'application/json' },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+    const infoOf = (id: string) => e2b.sandboxes().find((s) => s.sandboxId === id);
+
+    it('records the lifecycle a sandbox is created with, reports it, and refuses what E2B refuses', async () => {
+      const pausing = await Sandbox.create('base', { ...opts, lifecycle: { onTimeout: 'pause', autoResume: true } });
+      expect((await Sandbox.getInfo(pausing.sandboxId, opts)).lifecycle).toEqual({
+        onTimeout: 'pause',
+        autoResume: true,
+      });
+      expect((await Sandbox.getInfo(sbx.sandboxId, opts)).lifecycle).toEqual({ onTimeout: 'kill', autoResume: false });
+      const listed = (await (await api('GET', '/v2/sandboxes')).json()) as Array<{ sandboxID: string }>;
+      expect(listed.find((s) => s.sandboxID === pausing.sandboxId)).toMatchObject({
+        state: 'running',
+        lifecycle: { onTimeout: 'pause', autoResume: true },
+      });
+      expect(infoOf(pausing.sandboxId)).toMatchObject({
+        state: 'running',
+        lifecycle: { onTimeout: 'pause', keepMemory: true, autoResume: true },
+      });
+      expect(
+        e2b
+          .requests()
+          .filter((r) => r.route === 'create')
+          .at(-1)?.body,
+      ).toMatchObject({
+        autoPause: true,
+        autoResume: { enabled: true },
+      });
+      // What the SDK would not send, sent raw.
+      const live = e2b.sandboxes().length;
+      const refused = async (body: Record<string, unknown>) => {
+        const res = await api('POST', '/sandboxes', { templateID: 'base', ...body });
+        return { status: res.status, message: ((await res.json()) as { message: string }).message };
+      };
+      expect(await refused({ autoResume: { enabled: true } })).toEqual({
+        status: 400,
+        message: expect.stringMatching(/autoResume can only be enabled when autoPause is true/),
+      });
+      expect(await refused({ autoPauseMemory: false })).toEqual({
+        status: 400,
+        message: expect.stringMatching(/autoPauseMemory=false only applies when autoPause is true/),
+      });
+      expect(await refused({ autoPause: true, autoPauseMemory: false, autoResume: { enabled: true } })).toEqual({
+        status: 400,
+        message: expect.stringMatching(/cannot be auto-resumed by traffic/),
+      });
+      expect(await refused({ autoPause: 'yes' })).toMatchObject({ status: 400 });
+      expect(e2b.sandboxes()).toHaveLength(live);
+      await Sandbox.kill(pausing.sandboxId, opts);
+    });
+
+    it('pauses at the end of its lease a sandbox made to pause on timeout, with memory or files only', async () => {
+      const marked = { ...metadata, suite: `persistence-${RUN_MARK}` };
+      const [withMemory, filesOnly] = await Promise.all([
+        Sandbox.create('base', { ...opts, timeoutMs: 1_000, metadata: marked, lifecycle: { onTimeout: 'pause' } }),
+        Sandbox.create('base', {
+          ...opts,
+          timeoutMs: 1_000,
+          metadata: marked,
+          lifecycle: { onTimeout: { action: 'pause', keepMemory: false } },
+        }),
+      ]);
+      // As the SDK sends them (the two creates in either order): autoPauseMemory only when keepMemory is given.
+      const sent = e2b
+        .requests()
+        .filter((r) => r.route === 'create')
+        .slice(-2)
+        .map((r) => r.body as { autoPause?: boolean; autoPauseMemory?: boolean })
+        .map((b) => `${b.autoPause}/${b.autoPauseMemory}`);
+      expect(sent.sort()).toEqual(['true/false', 'true/undefined']);
+      const ids = [withMemory.sandboxId, filesOnly.sandboxId];
+      const states = await pollUntil(
+        () => ids.map((id) => infoOf(id)?.state),
+        (s) => s.every((state) => state === 'paused'),
+        SETTLE_MS,
+      );
+      expect(states).toEqual(['paused', 'paused']);
+      expect(ids.map((id) => infoOf(id)?.memory)).toEqual([true, false]);
+      // Not killed: listed as paused with their metadata, their files kept; the lease no longer runs.
+      const listed = await Sandbox.list({ ...opts, query: { metadata: marked } }).nextItems();
+      expect(listed.map((s) => [s.sandboxId, s.state, s.metadata]).sort()).toEqual(
+        ids.map((id) => [id, 'paused', marked]).sort(),
+      );
+      const info = await Sandbox.getInfo(withMemory.sandboxId, opts);
+      expect(info).toMatchObject({ state: 'paused', lifecycle: { onTimeout: 'pause', autoResume: false } });
+      expect(info.endAt.getTime()).toBeLessThanOrEqual(Date.now());
+      expect(existsSync(e2b.hostPath(filesOnly.sandboxId, '/home/user'))).toBe(true);
+      // Only an explicit resume wakes them; then the lease runs again and ends in a pause again.
+      await Sandbox.connect(filesOnly.sandboxId, { ...opts, timeoutMs: 1_000 });
+      expect(infoOf(filesOnly.sandboxId)?.state).toBe('running');
+      expect((await filesOnly.commands.run('echo awake')).stdout).toBe('awake\n');
+      const again = await pollUntil(
+        () => infoOf(filesOnly.sandboxId)?.state,
+        (state) => state === 'paused',
+        SETTLE_MS,
+      );
+      expect(again).toBe('paused');
+      await Promise.all(ids.map((id) => Sandbox.kill(id, opts)));
+    });
+
+    it('pauses with memory: every process frozen, traffic refused at once; connect thaws the same ones', async () => {
+      const mark = markedSleep(310);
+      const box = await Sandbox.create({ ...opts, metadata: { suite: `memory-${RUN_MARK}` } });
+      expect((await box.runCode('x = 41')).error).toBeUndefined();
+      const sleeper = await box.commands.run(mark, { background: true });
+      const [hostSleep] = await started(mark);
+      expect(hostSleep).toBeDefined();
+      // A shell that keeps forking while the pause freezes the sandbox.
+      const spawned = markedSleep(315);
+      await box.commands.run(`for i in $(seq 300); do ${spawned} & sleep 0.002; done`, { background: true });
+      await started(spawned, 10);
+      const inFlight = box.commands.run('sleep 30; echo late').catch((e: unknown) => e);
+      let printed = '';
+      const codeInFlight = box
+        .runCode('print("sleeping", flush=True)\nimport time\ntime.sleep(600)', {
+          timeoutMs: 120_000,
+          onStdout: (m) => {
+            printed += m.line;
+          },
+        })
+        .catch((e: unknown) => e);
+      await pollUntil(
+        () => printed,
+        (p) => p.includes('sleeping'),
+        SETTLE_MS,
+        20,
+      );
+      await pollUntil(
+        () => e2b.requests().filter((r) => r.sandboxId === box.sandboxId && r.path.endsWith('/Start')).length,
+        (n) => n === 3,
+        SETTLE_MS,
+        20,
+      );
+
+      expect(await Sandbox.pause(box.sandboxId, opts)).toBe(true);
+      expect(
+        e2b
+          .requests()
+          .filter((r) => r.route === 'pause')
+          .at(-1)?.body,
+      ).toEqual({ memory: true });
+      // Every process in the namespace is stopped: the sleeps, the forking shell, the agent, the kernel, the init.
+      const inside = insideSandbox(box.sandboxId);
+      expect(inside.length).toBeGreaterThanOrEqual(15);
+      expect(inside).toContain(hostSleep!.pid);
+      expect(inside.map((pid) => statOf(pid).state)).toEqual(inside.map(() => 'T'));
+      expect(infoOf(box.sandboxId)).toMatchObject({ state: 'paused', memory: true });
+      // Its lease of 5 minutes stopped at the pause.
+      expect((await Sandbox.getInfo(box.sandboxId, opts)).endAt.getTime()).toBeLessThanOrEqual(Date.now());
+      // The calls in flight were dropped; new traffic is refused as for a sandbox that is not running.
+      expect(await inFlight).toBeInstanceOf(TimeoutError);
+      expect(await codeInFlight).toMatchObject({ name: 'TypeError', message: 'terminated' });
+      expect(await box.isRunning()).toBe(false);
+      await expect(box.commands.run('true')).rejects.toBeInstanceOf(SandboxNotFoundError);
+      await expect(box.files.read('/etc/hostname')).rejects.toBeInstanceOf(TimeoutError);
+      await expect(box.runCode('x', { requestTimeoutMs: 1_000 })).rejects.toBeInstanceOf(TimeoutError);
+      // Paused already: the SDK's pause says false (E2B's 409); its lease cannot be set until it is resumed.
+      expect(await Sandbox.pause(box.sandboxId, opts)).toBe(false);
+      await expect(Sandbox.setTimeout(box.sandboxId, 60_000, opts)).rejects.toBeInstanceOf(SandboxNotFoundError);
+      expect(statOf(hostSleep!.pid).state).toBe('T');
+
+      const before = Date.now();
+      const woken = await Sandbox.connect(box.sandboxId, { ...opts, timeoutMs: 120_000 });
+      expect(inside.map((pid) => statOf(pid).state)).not.toContain('T');
+      expect(infoOf(box.sandboxId)?.state).toBe('running');
+      expect(infoOf(box.sandboxId)!.endAt.getTime()).toBeGreaterThanOrEqual(before + 120_000);
+      expect((await woken.commands.list()).map((p) => p.pid)).toContain(sleeper.pid);
+      expect((await woken.commands.run(`pgrep -f '^sleep 310'`)).stdout.trim()).toBe(String(sleeper.pid));
+      expect((await woken.runCode('x + 1')).text).toBe('42');
+      await Sandbox.kill(box.sandboxId, opts);
+      const left = () => listProcesses().filter((p) => p.cmdline === mark || p.cmdline === spawned);
+      expect(await waitUntilGone(left, SETTLE_MS)).toEqual([]);
+    });
+
+    it('pauses without memory: the namespace ends, the files stay; connect boots it afresh on them', async () => {
+      const mark = markedSleep(311);
+      const box = await Sandbox.create(opts);
+      await box.files.write('kept.txt', 'kept');
+      await box.files.write('/tmp/kept.txt', 'kept in tmp');
+      expect((await box.runCode('y = 1')).error).toBeUndefined();
+      const sleeper = await box.commands.run(mark, { background: true });
+      expect(await started(mark)).toHaveLength(1);
+
+      expect(await box.pause({ keepMemory: false })).toBe(true);
+      expect(
+        e2b
+          .requests()
+          .filter((r) => r.route === 'pause')
+          .at(-1)?.body,
+      ).toEqual({ memory: false });
+      expect(infoOf(box.sandboxId)).toMatchObject({ state: 'paused', memory: false });
+      expect(await waitUntilGone(() => listProcesses().filter((p) => p.cmdline === mark), SETTLE_MS)).toEqual([]);
+      expect(insideSandbox(box.sandboxId)).toEqual([]);
+      expect(readFileSync(e2b.hostPath(box.sandboxId, '/home/user/kept.txt'), 'utf8')).toBe('kept');
+      await expect(box.commands.run('true')).rejects.toBeInstanceOf(SandboxNotFoundError);
+      expect(await box.pause({ keepMemory: false })).toBe(false);
+
+      const woken = await Sandbox.connect(box.sandboxId, opts);
+      expect(await woken.files.read('kept.txt')).toBe('kept');
+      expect(await woken.files.read('/tmp/kept.txt')).toBe('kept in tmp');
+      expect((await woken.commands.list()).map((p) => p.pid)).not.toContain(sleeper.pid);
+      expect(listProcesses().filter((p) => p.cmdline === mark)).toEqual([]);
+      expect((await woken.runCode('y')).error).toMatchObject({ name: 'NameError' });
+      await Sandbox.kill(box.sandboxId, opts);
+    });
+
+    it('answers connect 200 for a running sandbox, 201 for a paused one; serves the deprecated resume', async () => {
+      const box = await Sandbox.create('base', opts);
+      const connect = (body: unknown) => api('POST', `/sandboxes/${box.sandboxId}/connect`, body);
+      const resume = (body: unknown) => api('POST', `/sandboxes/${box.sandboxId}/resume`, body);
+      expect((await connect({ timeout: 60 })).status).toBe(200);
+      expect((await resume({ timeout: 60 })).status).toBe(409);
+      expect((await api('POST', `/sandboxes/${box.sandboxId}/pause`)).status).toBe(204);
+      const resumed = await connect({ timeout: 60 });
+      expect(resumed.status).toBe(201);
+      expect(await resumed.json()).toMatchObject({ sandboxID: box.sandboxId, envdAccessToken: expect.any(String) });
+      expect((await box.commands.run('echo back')).stdout).toBe('back\n');
+      await e2b.pauseSandbox(box.sandboxId, { memory: false });
+      expect((await resume({ timeout: 60 })).status).toBe(201);
+      expect((await box.commands.run('echo back again')).stdout).toBe('back again\n');
+      // `onResume: 'reboot'` (memory: false) cold-boots a sandbox paused with its memory.
+      const mark = markedSleep(312);
+      await box.commands.run(mark, { background: true });
+      expect(await started(mark)).toHaveLength(1);
+      expect(await e2b.pauseSandbox(box.sandboxId)).toBe(true);
+      expect(await e2b.pauseSandbox(box.sandboxId)).toBe(false);
+      await Sandbox.connect(box.sandboxId, { ...opts, onResume: 'reboot' });
+      expect(
+        e2b
+          .requests()
+          .filter((r) => r.route === 'connect')
+          .at(-1)?.body,
+      ).toMatchObject({ memory: false });
+      expect(await waitUntilGone(() => listProcesses().filter((p) => p.cmdline === mark), SETTLE_MS)).toEqual([]);
+      expect((await box.commands.run('echo rebooted')).stdout).toBe('rebooted\n');
+      await box.kill();
+    });
+
+    it('lists by state and kills a paused sandbox, frozen processes and all', async () => {
+      const marked = { suite: `states-${RUN_MARK}` };
+      const mark = markedSleep(313);
+      const [running, paused] = await Promise.all([
+        Sandbox.create('base', { ...opts, metadata: marked }),
+        Sandbox.create('base', { ...opts, metadata: marked }),
+      ]);
+      await paused.commands.run(mark, { background: true });
+      expect(await started(mark)).toHaveLength(1);
+      await paused.pause();
+      const ids = (state: Array<'running' | 'paused'> | undefined) =>
+        Sandbox.list({ ...opts, query: { metadata: marked, ...(state === undefined ? {} : { state }) } })
+          .nextItems()
+          .then((found) => found.map((s) => s.sandboxId).sort());
+      expect(await ids(['paused'])).toEqual([paused.sandboxId]);
+      expect(await ids(['running'])).toEqual([running.sandboxId]);
+      expect(await ids(['running', 'paused'])).toEqual([running.sandboxId, paused.sandboxId].sort());
+      expect(await ids(undefined)).toEqual([running.sandboxId, paused.sandboxId].sort());
+      expect(
+        e2b
+          .requests()
+          .filter((r) => r.route === 'list')
+          .at(-2)?.path,
+      ).toContain('state=running,paused');
+      // The deprecated list has no state query: running sandboxes only, as E2B's.
+      const deprecated = (await (await api('GET', '/sandboxes')).json()) as Array<{ sandboxID: string }>;
+      expect(deprecated.map((s) => s.sandboxID)).toContain(running.sandboxId);
+      expect(deprecated.map((s) => s.sandboxID)).not.toContain(paused.sandboxId);
+
+      const home = e2b.hostPath(paused.sandboxId, '/home/user');
+      expect(
+        listProcesses()
+          .filter((p) => p.cmdline === mark)
+          .map((p) => statOf(p.pid).state),
+      ).toEqual(['T']);
+      expect(await Sandbox.kill(paused.sandboxId, opts)).toBe(true);
+      expect(existsSync(home)).toBe(false);
+      expect(listProcesses().filter((p) => p.cmdline === mark)).toEqual([]);
+      expect(await ids(undefined)).toEqual([running.sandboxId]);
+      await expect(Sandbox.connect(paused.sandboxId, opts)).rejects.toBeInstanceOf(SandboxNotFoundError);
+      expect(await Sandbox.pause(running.sandboxId, { ...opts, keepMemory: false })).toBe(true);
+      await e2b.killSandbox(running.sandboxId);
+      expect(await ids(undefined)).toEqual([]);
+    });
+
+    it('snapshots the files: a sandbox made from one has them, and neither sees the other’s writes', async () => {
+      const source = await Sandbox.create('base', opts);
+      await source.files.write('project/notes.txt', 'v1');
+      await source.files.write('/tmp/scratch.txt', 'scratch');
+      const mark = markedSleep(314);
+      const sleeper = await source.commands.run(mark, { background: true });
+      const [hostSleep] = await started(mark);
+
+      const plain = await source.createSnapshot();
+      expect(plain).toEqual({ snapshotId: expect.stringMatching(/^[a-z0-9]{20}:default$/), names: [] });
+      // Briefly frozen for the copy, then running on.
+      expect(statOf(hostSleep!.pid).state).not.toBe('T');
+      expect((await source.commands.list()).map((p) => p.pid)).toContain(sleeper.pid);
+      expect(infoOf(source.sandboxId)?.state).toBe('running');
+      const named = await Sandbox.createSnapshot(source.sandboxId, { ...opts, name: 'notes' });
+      expect(named).toEqual({ snapshotId: 'local/notes:default', names: ['local/notes'] });
+      expect(
+        e2b
+          .requests()
+          .filter((r) => r.route === 'snapshot')
+          .map((r) => r.body),
+      ).toEqual([{}, { name: 'notes' }]);
+
+      const copy = await Sandbox.create(plain.snapshotId, opts);
+      const byName = await Sandbox.create('local/notes', opts);
+      expect(await copy.files.read('project/notes.txt')).toBe('v1');
+      expect(await byName.files.read('/tmp/scratch.txt')).toBe('scratch');
+      expect(await copy.commands.run(`pgrep -f '^sleep 314'`).catch((e: unknown) => e)).toMatchObject({ exitCode: 1 });
+      await copy.files.write('project/notes.txt', 'v2 in the copy');
+      await source.files.write('project/notes.txt', 'v2 in the source');
+      expect(await source.files.read('project/notes.txt')).toBe('v2 in the source');
+      expect(await copy.files.read('project/notes.txt')).toBe('v2 in the copy');
+      expect(await byName.files.read('project/notes.txt')).toBe('v1');
+
+      const listed = async (o: { sandboxId?: string; name?: string; limit?: number } = {}) => {
+        const pages = Sandbox.listSnapshots({ ...opts, ...o });
+        const found = await pages.nextItems();
+        return { ids: found.map((s) => s.snapshotId), more: pages.hasNext };
+      };
+      expect(await listed({ sandboxId: source.sandboxId })).toEqual({
+        ids: [named.snapshotId, plain.snapshotId],
+        more: false,
+      });
+      expect(await listed({ name: 'notes' })).toEqual({ ids: [named.snapshotId], more: false });
+      expect(await listed({ name: 'local/notes:default' })).toEqual({ ids: [named.snapshotId], more: false });
+      expect(await listed({ sandboxId: copy.sandboxId })).toEqual({ ids: [], more: false });
+      expect(await listed({ sandboxId: source.sandboxId, limit: 1 })).toEqual({ ids: [named.snapshotId], more: true });
+      expect(e2b.snapshots()).toEqual([
+        { snapshotId: named.snapshotId, names: ['local/notes'], sandboxId: source.sandboxId },
+        { snapshotId: plain.snapshotId, names: [], sandboxId: source.sandboxId },
+      ]);
+
+      // Deleted (as the SDK sends it, DELETE /templates/{id}): gone, and the sandboxes made from it keep their files.
+      expect(await Sandbox.deleteSnapshot(plain.snapshotId, opts)).toBe(true);
+      expect(
+        e2b
+          .requests()
+          .filter((r) => r.route === 'deleteSnapshot')
+          .at(-1)?.path,
+      ).toBe(`/templates/${encodeURIComponent(plain.snapshotId)}`);
+      expect(await Sandbox.deleteSnapshot(plain.snapshotId, opts)).toBe(false);
+      expect(await listed()).toEqual({ ids: [named.snapshotId], more: false });
+      expect(await copy.files.read('project/notes.txt')).toBe('v2 in the copy');
+      await expect(Sandbox.create(plain.snapshotId, opts)).rejects.toThrow(/^404: /);
+      // A name taken again gets the new build.
+      await Sandbox.createSnapshot(source.sandboxId, { ...opts, name: 'notes' });
+      const rebuilt = await Sandbox.create('local/notes:default', opts);
+      expect(await rebuilt.files.read('project/notes.txt')).toBe('v2 in the source');
+      expect(await Sandbox.deleteSnapshot(named.snapshotId, opts)).toBe(true);
+      expect(e2b.snapshots()).toEqual([]);
+      // E2B snapshots running sandboxes only.
+      await source.pause();
+      await expect(source.createSnapshot()).rejects.toBeInstanceOf(SandboxNotFoundError);
+      await Promise.all([source, copy, byName, rebuilt].map((s) => s.kill()));
+    });
+
+    it('answers scripted faults on the new routes first, and records them', async () => {
+      const box = await Sandbox.create('base', opts);
+      e2b.fault('pause', { status: 503, body: { code: 503, message: 'node is busy, please retry' } });
+      await expect(box.pause()).rejects.toBeInstanceOf(ServiceBusyError);
+      expect(infoOf(box.sandboxId)?.state).toBe('running');
+      e2b.fault('snapshot', { status: 500, body: { code: 500, message: 'Error creating snapshot template' } });
+      await expect(box.createSnapshot()).rejects.toThrow(/^500: Error creating snapshot template/);
+      e2b.standingFault('snapshots', { status: 429, body: { code: 429, message: 'slow down' } });
+      await expect(Sandbox.listSnapshots({ ...opts, retries: 0 }).nextItems()).rejects.toBeInstanceOf(RateLimitError);
+      await expect(Sandbox.listSnapshots({ ...opts, retries: 0 }).nextItems()).rejects.toBeInstanceOf(RateLimitError);
+      e2b.standingFault('snapshots', undefined);
+      expect(await Sandbox.listSnapshots(opts).nextItems()).toEqual([]);
+      e2b.fault('deleteSnapshot', { status: 401, body: { code: 401, message: 'Invalid API key' } });
+      await expect(Sandbox.deleteSnapshot('anything', opts)).rejects.toBeInstanceOf(AuthenticationError);
+      expect(await box.pause()).toBe(true);
+      // A connect held unanswered until the client gives up: the sandbox stays paused.
+      e2b.fault('connect', NO_ANSWER);
+      const connects = () => e2b.requests().filter((r) => r.route === 'connect').length;
+      const before = connects();
+      const gaveUp = new AbortController();
+      const held = fetch(`${e2b.url}/sandboxes/${box.sandboxId}/connect`, {
+        method: 'POST',
+        headers: { 'X-API-Key': e2b.apiKey, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ timeout: 60 }),
+        signal: gaveUp.signal,
+      }).then(
+        () => 'answered',
+        (err: unknown) => err,
+      );
+      expect(await pollUntil(connects, (n) => n > before, SETTLE_MS, 20)).toBe(before + 1);
+      gaveUp.abort();
+      expect(await held).toMatchObject({ name: 'AbortError' });
+      expect(infoOf(box.sandboxId)?.state).toBe('paused');
+      e2b.fault('resume', { status: 503, body: { code: 503, message: 'busy' } });
+      expect((await api('POST', `/sandboxes/${box.sandboxId}/resume`, {})).status).toBe(503);
+      expect(
+        e2b
+          .requests()
+          .filter((r) => r.sandboxId === box.sandboxId)
+          .map((r) => r.route),
+      ).toEqual(expect.arrayContaining(['pause', 'snapshot', 'connect', 'resume']));
+      expect(e2b.requests().some((r) => r.route === 'deleteSnapshot' && r.path === '/templates/anything')).toBe(true);
+      await box.kill();
+    });
+
+    it('refuses what a service without memory snapshots, or without persistence, does not offer', async () => {
+      const root = mkdtempSync(join(tmpdir(), `e2b-local-root-${RUN_MARK}-`));
+      const filesOnly = await startLocalE2B({ pause: 'files', root });
+      const none = await startLocalE2B({ pause: 'none' });
+      const noSnapshots = await startLocalE2B({ snapshots: false });
+      try {
+        const o = (s: LocalE2B) => ({ apiKey: s.apiKey, apiUrl: s.url, sandboxUrl: s.url });
+        // pause: 'files': a pause or an autoPause that keeps memory is refused 400, a filesystem-only one is not.
+        const box = await Sandbox.create('base', o(filesOnly));
+        const refusal = await Sandbox.pause(box.sandboxId, o(filesOnly)).catch((e: unknown) => e);
+        expect(refusal).toBeInstanceOf(SandboxError);
+        expect(refusal).toMatchObject({
+          statusCode: 400,
+          message: expect.stringMatching(/^400: Memory snapshots are not enabled for this team/),
+        });
+        await expect(
+          Sandbox.create('base', { ...o(filesOnly), lifecycle: { onTimeout: 'pause' } }),
+        ).rejects.toMatchObject({
+          statusCode: 400,
+          message: expect.stringMatching(/Memory snapshots are not enabled/),
+        });
+        await expect(filesOnly.pauseSandbox(box.sandboxId, { memory: true })).rejects.toThrow(/pause: 'files'/);
+        const filesPausing = await Sandbox.create('base', {
+          ...o(filesOnly),
+          lifecycle: { onTimeout: { action: 'pause', keepMemory: false } },
+        });
+        expect(filesOnly.sandboxes().find((s) => s.sandboxId === filesPausing.sandboxId)?.lifecycle).toEqual({
+          onTimeout: 'pause',
+          keepMemory: false,
+          autoResume: false,
+        });
+        expect(await Sandbox.pause(box.sandboxId, { ...o(filesOnly), keepMemory: false })).toBe(true);
+        expect(await filesOnly.pauseSandbox(filesPausing.sandboxId)).toBe(true);
+        expect(filesOnly.sandboxes().map((s) => s.memory)).toEqual([false, false]);
+        await Sandbox.connect(box.sandboxId, o(filesOnly));
+        expect((await Sandbox.createSnapshot(box.sandboxId, o(filesOnly))).names).toEqual([]);
+        // The raw answer: E2B's shape for a feature the team does not have.
+        const raw = await fetch(`${filesOnly.url}/sandboxes/${box.sandboxId}/pause`, {
+          method: 'POST',
+          headers: { 'X-API-Key': filesOnly.apiKey, 'Content-Type': 'application/json' },
+          body: JSON.stringify({ memory: true }),
+        });
+        expect(raw.status).toBe(400);
+        expect(await raw.json()).toMatchObject({ code: 400, error_code: 'sandbox_memory_snapshots_disabled' });
+
+        // pause: 'none': no pause route (404, which the SDK reads as a sandbox not found), no autoPause, no snapshots.
+        const plain = await Sandbox.create('base', o(none));
+        await expect(Sandbox.pause(plain.sandboxId, o(none))).rejects.toBeInstanceOf(SandboxNotFoundError);
+        await expect(Sandbox.create('base', { ...o(none), lifecycle: { onTimeout: 'pause' } })).rejects.toMatchObject({
+          statusCode: 400,
+          message: expect.stringMatching(/autoPause is not supported/),
+        });
+        await expect(none.pauseSandbox(plain.sandboxId)).rejects.toThrow(/pause: 'none'/);
+        await expect(plain.createSnapshot()).rejects.toBeInstanceOf(SandboxNotFoundError);
+        await expect(Sandbox.listSnapshots(o(none)).nextItems()).rejects.toThrow(/^404: Not Found/);
+        expect((await Sandbox.getInfo(plain.sandboxId, o(none))).state).toBe('running');
+        expect((await plain.commands.run('echo still here')).stdout).toBe('still here\n');
+
+        // snapshots: false: pause works, the snapshot routes are not served.
+        const other = await Sandbox.create('base', o(noSnapshots));
+        await expect(other.createSnapshot()).rejects.toBeInstanceOf(SandboxNotFoundError);
+        await expect(Sandbox.deleteSnapshot('x:default', o(noSnapshots))).resolves.toBe(false);
+        expect(await other.pause()).toBe(true);
+      } finally {
+        await Promise.all([filesOnly.stop(), none.stop(), noSnapshots.stop()]);
+        // The snapshots under a root the service was given go with it; the root stays.
+        const left = { root: existsSync(root), snapshots: existsSync(join(root, 'snapshots')) };
+        rmSync(root, { recursive: true, force: true });
+        expect(left).toEqual({ root: true, snapshots: false });
+      }
+    });
+  });
+
   describe('lifecycle', () => {
     it('ends a sandbox at the end of its lease', async () => {
       const short = await Sandbox.create('base', { ...opts, timeoutMs: 2_000 });
@@ -485,15 +1010,25 @@ needs('bubblewrap').describe('the local E2B service, through the real SDK', () =
       try {
         const alibabaOpts = { apiKey: alibaba.apiKey, apiUrl: alibaba.url, sandboxUrl: alibaba.url };
         await expect(Sandbox.list(alibabaOpts).nextItems()).rejects.toThrow(/^404: /);
+        // Pause (with memory) and snapshots, which Alibaba Cloud offers per account.
+        const box = await Sandbox.create('base', alibabaOpts);
+        await box.files.write('a.txt', 'alibaba');
+        expect(await box.pause()).toBe(true);
+        expect(alibaba.sandboxes()).toMatchObject([{ state: 'paused', memory: true }]);
+        await Sandbox.connect(box.sandboxId, alibabaOpts);
+        const { snapshotId } = await box.createSnapshot();
+        expect(await (await Sandbox.create(snapshotId, alibabaOpts)).files.read('a.txt')).toBe('alibaba');
       } finally {
         await alibaba.stop();
       }
     });
 
-    it('stops with no process left behind', async () => {
+    it('stops with no process left behind, a paused sandbox’s frozen ones included', async () => {
       const mark = markedSleep(304);
-      await sbx.commands.run(mark, { background: true });
-      await other.commands.run(mark, { background: true });
+      const frozen = await Sandbox.create('base', opts);
+      await Promise.all([sbx, other, frozen].map((s) => s.commands.run(mark, { background: true })));
+      expect(await started(mark, 3)).toHaveLength(3);
+      expect(await frozen.pause()).toBe(true);
       const root = e2b.hostPath(sbx.sandboxId, '/home/user').split(`/${sbx.sandboxId}/`)[0]!;
       // bwrap (its command line names the root) and everything under it: the agents, the sleeps.
       const tree = descendants(
@@ -501,8 +1036,8 @@ needs('bubblewrap').describe('the local E2B service, through the real SDK', () =
           .filter((p) => p.cmdline.includes(root))
           .map((p) => p.pid),
       );
-      expect(tree.size).toBeGreaterThanOrEqual(8);
-      expect(listProcesses().filter((p) => p.cmdline === mark)).toHaveLength(2);
+      expect(tree.size).toBeGreaterThanOrEqual(12);
+      expect(listProcesses().filter((p) => p.cmdline === mark)).toHaveLength(3);
       await e2b.stop();
       expect(listProcesses().filter((p) => tree.has(p.pid) || p.cmdline === mark)).toEqual([]);
       expect(existsSync(root)).toBe(false);
