@@ -1,7 +1,8 @@
 /**
- * The host programs the workspace disks need (mkfs.ext4, mount, umount, losetup, flock), each run by absolute
- * path with a clean environment and a deadline, and the two changes to the mount table that need care: an
- * unmount that waits out a busy file system before it detaches it lazily, and detaching loop devices safely.
+ * The host programs the workspace disks need (mkfs.ext4, mount, umount, losetup, flock; cp and fsfreeze to copy an
+ * image for a fork), each run by absolute path with a clean environment and a deadline, and the two changes to the
+ * mount table that need care: an unmount that waits out a busy file system before it detaches it lazily, and
+ * detaching loop devices safely.
  */
 import { spawn } from 'node:child_process';
 import { realpath } from 'node:fs/promises';
@@ -23,6 +24,10 @@ export interface DiskTools {
   readonly umount: string;
   readonly losetup: string;
   readonly flock: string;
+  /** Copies an image for a fork (workspace-copy.ts). */
+  readonly cp: string;
+  /** Freezes a mounted image while it is copied. */
+  readonly fsfreeze: string;
 }
 
 /** The programs, or which of them are missing. */
@@ -33,6 +38,8 @@ export function findDiskTools(): DiskTools | string {
     umount: findProgram('umount'),
     losetup: findProgram('losetup'),
     flock: findProgram('flock'),
+    cp: findProgram('cp'),
+    fsfreeze: findProgram('fsfreeze'),
   };
   const missing = Object.entries({
     'mkfs.ext4 (e2fsprogs)': found.mkfs,
@@ -40,6 +47,8 @@ export function findDiskTools(): DiskTools | string {
     'umount (util-linux)': found.umount,
     'losetup (util-linux)': found.losetup,
     'flock (util-linux)': found.flock,
+    'cp (coreutils)': found.cp,
+    'fsfreeze (util-linux)': found.fsfreeze,
   })
     .filter(([, path]) => path === undefined)
     .map(([name]) => name);

@@ -10,6 +10,7 @@ import { AppError, toErrnoCode } from '../../errors';
 import { hashTag } from '../../hash-tag';
 import type { Logger } from '../../log';
 import { releaseUid, workspaceUid } from './sandbox-users';
+import { chownTrees, removeInheritedState } from './workspace-copy';
 import { openWorkspaceDisk, removeWorkspaceDisk, type WorkspaceDisk } from './workspace-disk';
 
 /** Where a session's files live on the host. */
@@ -54,6 +55,12 @@ export interface CreateWorkspaceOptions {
   diskBytes?: number;
   /** Where a disk image that could not be let go is reported. @default SILENT_LOGGER */
   logger?: Logger;
+  /**
+   * The workspace's files were just copied from another sandbox's (`copyWorkspace`, workspace-copy.ts): what the
+   * server kept for that sandbox goes, and the new sandbox's user gets every file. Only on the first open after
+   * the copy. @default false
+   */
+  forked?: boolean;
 }
 
 /**
@@ -61,7 +68,7 @@ export interface CreateWorkspaceOptions {
  * that the sandbox user cannot replace `home` or `tmp` with a symlink; those two are the sandbox user's, 0700.
  * With `diskBytes`, a new workspace's directory is the root of a disk image of that size; an image made
  * earlier (and let go since, or before a host restart) is mounted again whatever `diskBytes` is
- * (workspace-disk.ts).
+ * (workspace-disk.ts). A fork (`forked`) gets a uid of its own, never its source's.
  */
 export async function createWorkspace({
   root,
@@ -70,6 +77,7 @@ export async function createWorkspace({
   sandboxUser,
   diskBytes,
   logger,
+  forked = false,
 }: CreateWorkspaceOptions): Promise<Workspace> {
   const dir = join(root, toWorkspaceName(sessionKey));
   const home = join(dir, 'home');
@@ -78,6 +86,8 @@ export async function createWorkspace({
   // Before anything is put in it: the uid record, home and tmp live on the image.
   const disk = await openWorkspaceDisk(dir, { limitBytes: diskBytes, logger });
   try {
+    // Before a uid is claimed: the source's uid record, id, last-used marker and logs are not this sandbox's.
+    if (forked) await removeInheritedState(dir);
     const uid = sandboxUser ? await workspaceUid(root, dir) : undefined;
     const owner = uid === undefined ? undefined : { uid, gid: uid };
     for (const path of [home, tmp]) {
@@ -91,6 +101,9 @@ export async function createWorkspace({
         await handle.close();
       }
     }
+    // The copied files are still the source's user's. Nothing runs in a fork before it is opened, so nothing can
+    // swap a name under this walk, and chown -P -h never follows a symlink anyway.
+    if (forked && owner !== undefined) await chownTrees([home, tmp], owner);
     return {
       dir,
       home,

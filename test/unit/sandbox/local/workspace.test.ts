@@ -1,4 +1,13 @@
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import {
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -8,6 +17,7 @@ import {
   toWorkspaceName,
   type Workspace,
 } from '../../../../functions/mcp/sandbox/local/workspace';
+import { needs } from '../../../support/needs';
 
 let root: string;
 let bwrapWs: Workspace;
@@ -74,5 +84,70 @@ describe('workspace naming', () => {
   it('names directories by a hash, never by the session id', () => {
     expect(toWorkspaceName('secret-session-id')).toMatch(/^mcp-sandbox-[0-9a-f]{32}$/);
     expect(toWorkspaceName('secret-session-id')).not.toContain('secret');
+  });
+});
+
+describe('a forked workspace, opened the first time (its files copied from another sandbox’s)', () => {
+  let forkRoot: string;
+  beforeEach(() => {
+    forkRoot = mkdtempSync(join(tmpdir(), 'ws-fork-'));
+  });
+  afterEach(() => rmSync(forkRoot, { recursive: true, force: true }));
+
+  /** A workspace directory as a copy left it: the source's files, and the server's state of the source. */
+  const copied = (sessionKey: string): string => {
+    const dir = join(forkRoot, toWorkspaceName(sessionKey));
+    mkdirSync(join(dir, 'home', 'src'), { recursive: true });
+    mkdirSync(join(dir, 'tmp'));
+    writeFileSync(join(dir, 'home', 'src', 'main.py'), 'print(1)');
+    const state: Record<string, string> = {
+      uid: '123456\n',
+      'sandbox-id': 'local-0123456789abcdef\n',
+      'sandbox-id.0a1b2c3d4e5f': 'local-0123456789abcdef\n',
+      'last-used': '',
+    };
+    for (const [name, text] of Object.entries(state)) writeFileSync(join(dir, name), text);
+    mkdirSync(join(dir, 'processes'));
+    writeFileSync(join(dir, 'processes', 'p1.0.log'), 'output');
+    return dir;
+  };
+
+  it('drops what the server kept for the source (uid record, id, last-used, logs) and keeps the files', async () => {
+    const dir = copied('fork');
+    const ws = await createWorkspace({
+      root: forkRoot,
+      sessionKey: 'fork',
+      virtualHome: true,
+      sandboxUser: false,
+      forked: true,
+    });
+    expect(readdirSync(dir).sort()).toEqual(['home', 'tmp']);
+    expect(readFileSync(join(ws.home, 'src', 'main.py'), 'utf8')).toBe('print(1)');
+    expect(ws.owner).toBeUndefined();
+  });
+
+  needs('root').it('gives every file to a user of its own, never following a symlink out', async () => {
+    const dir = copied('fork');
+    const outside = join(forkRoot, 'outside');
+    mkdirSync(outside);
+    writeFileSync(join(outside, 'host-file'), 'host');
+    symlinkSync(join(outside, 'host-file'), join(dir, 'home', 'to-file'));
+    symlinkSync(outside, join(dir, 'home', 'src', 'to-dir'));
+    symlinkSync(outside, join(dir, 'tmp', 'to-dir'));
+    const ws = await createWorkspace({
+      root: forkRoot,
+      sessionKey: 'fork',
+      virtualHome: true,
+      sandboxUser: true,
+      forked: true,
+    });
+    const uid = ws.owner?.uid;
+    expect(uid).toBeDefined();
+    expect(uid).not.toBe(123456);
+    expect(readFileSync(join(dir, 'uid'), 'utf8')).toBe(`${uid}\n`);
+    for (const path of ['home', 'home/src', 'home/src/main.py', 'home/to-file', 'home/src/to-dir', 'tmp', 'tmp/to-dir'])
+      expect([path, lstatSync(join(dir, path)).uid]).toEqual([path, uid]);
+    expect(lstatSync(outside).uid).toBe(0);
+    expect(lstatSync(join(outside, 'host-file')).uid).toBe(0);
   });
 });
