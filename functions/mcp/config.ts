@@ -102,6 +102,26 @@ export interface E2BConfig {
    * matplotlib figures itself. @default `files` when E2B_DOMAIN or E2B_API_URL is on aliyuncs.com, else `inline`
    */
   readonly charts: 'inline' | 'files';
+  /**
+   * E2B_SLEEP: how an idle sandbox sleeps. `memory`: paused with its memory (processes and Python state survive);
+   * `files`: paused with its files only; `off`: killed, as sandboxes were before they slept. A service that refuses
+   * a mode gets the next lower one (e2b/sleep-terms.ts); one that cannot find sandboxes again (no listing and no
+   * E2B_STATE_DIR) never sleeps them. @default 'memory'
+   */
+  readonly sleep: 'memory' | 'files' | 'off';
+}
+
+/** How long idle sandboxes are kept asleep, and how many (sandbox/retention.ts). */
+export interface SleepingConfig {
+  /** MCP_SANDBOX_RETENTION_S: a sandbox unused this long is deleted. @default 604800 (7 days) */
+  readonly retentionS: number;
+  /** MCP_MAX_SLEEPING_SANDBOXES_PER_CREDENTIAL: sandboxes one credential keeps asleep. @default 10 */
+  readonly maxPerCredential: number;
+  /**
+   * MCP_MAX_SLEEPING_DISK_MB_PER_CREDENTIAL: disk the sleeping sandboxes of one credential may take, in MiB (the local
+   * backend); 0: no cap. @default 10240
+   */
+  readonly maxDiskMbPerCredential: number;
 }
 
 /**
@@ -191,6 +211,7 @@ export interface Config {
   readonly sandboxBackend: 'local' | 'e2b';
   readonly local: LocalSandboxConfig;
   readonly e2b: E2BConfig;
+  readonly sleeping: SleepingConfig;
   /** LOG_LEVEL. @default 'info' */
   readonly logLevel: LogLevel;
 }
@@ -260,6 +281,9 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): Config {
     env.E2B_CHARTS?.trim() || (/aliyuncs\.com/i.test(`${env.E2B_DOMAIN ?? ''} ${apiUrl ?? ''}`) ? 'files' : 'inline');
   if (charts !== 'inline' && charts !== 'files')
     problems.push(`E2B_CHARTS must be "inline" or "files" (got "${charts}")`);
+  const sleep = env.E2B_SLEEP?.trim() || 'memory';
+  if (sleep !== 'memory' && sleep !== 'files' && sleep !== 'off')
+    problems.push(`E2B_SLEEP must be memory, files or off (got "${sleep}")`);
   const stateDir = env.E2B_STATE_DIR?.trim() || undefined;
   if (stateDir !== undefined && !isAbsolute(stateDir))
     problems.push(`E2B_STATE_DIR must be an absolute path (got "${stateDir}")`);
@@ -426,6 +450,12 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): Config {
       stateDir,
       maxCreatesPerS: Number.isFinite(maxCreatesPerS) && maxCreatesPerS > 0 ? maxCreatesPerS : 1,
       charts: charts === 'files' ? 'files' : 'inline',
+      sleep: sleep === 'files' || sleep === 'off' ? sleep : 'memory',
+    },
+    sleeping: {
+      retentionS: int('MCP_SANDBOX_RETENTION_S', 7 * 86_400, 60, 365 * 86_400),
+      maxPerCredential: int('MCP_MAX_SLEEPING_SANDBOXES_PER_CREDENTIAL', 10, 1, 100_000),
+      maxDiskMbPerCredential: int('MCP_MAX_SLEEPING_DISK_MB_PER_CREDENTIAL', 10_240, 0, 1_073_741_824),
     },
     logLevel: isLogLevel(logLevel) ? logLevel : 'info',
   };

@@ -104,23 +104,41 @@ export function createCoreApp({
     now,
   });
   const context = { backend: () => provider.status(), toolTimeoutMaxMs: config.toolTimeoutMaxS * 1000 };
+  const directory = {
+    table,
+    provider,
+    ids,
+    maxAgeMs: config.sessionMaxAgeS * 1000,
+    retentionMs: config.sleeping.retentionS * 1000,
+    now,
+    logger,
+  };
   const serve = createMcpServing(
     {
       legacy: {
         tools: catalog.list,
         versions: HTTP_PROTOCOL_VERSIONS,
-        call: createLegacyCall({ table, catalog, context, idleTtlMs }),
+        call: createLegacyCall({ table, catalog, context, idleTtlMs, directory }),
       },
       modern: {
         tools: withSandboxArgument(catalog.list),
         versions: HTTP_PROTOCOL_VERSIONS,
         instructions: MODERN_SERVER_INSTRUCTIONS,
-        call: createModernCall({ table, ids, catalog, context, idleTtlMs, now }),
+        call: createModernCall({ table, ids, catalog, context, idleTtlMs, now, directory, provider }),
       },
     },
     logger,
   );
-  const legacy = createLegacyLane({ table, ids, serve, initializeRate, mintedEarly, logger, now });
+  const legacy = createLegacyLane({
+    table,
+    ids,
+    catalog: provider.catalog,
+    serve,
+    initializeRate,
+    mintedEarly,
+    logger,
+    now,
+  });
   const modern = createModernLane({ table, ids, serve, now });
   const handle = createApp({
     mcp: createMcpEndpoint({

@@ -101,7 +101,7 @@ it(
     const { HARNESS_OTHER_TOKEN } = await import('../support/harness');
     const other = await h.connectModern({ token: HARNESS_OTHER_TOKEN });
     const fix =
-      'Call the tool again without "sandbox" to get a new, empty sandbox, ' +
+      'Call the tool again without "sandbox" to get a new, empty sandbox (or open_sandbox to open a named one), ' +
       'and from then on pass the handle that each result gives back.';
     const cases: Array<[Client, unknown, string]> = [
       [client, forged, 'it belongs to another credential or server, or was changed'],
@@ -126,7 +126,7 @@ it(
 
 it(
   'destroys a sandbox whose handle never came back after' +
-    ' MCP_SANDBOX_FIRST_LEASE_S; one whose handle came back lives on the idle TTL',
+    ' MCP_SANDBOX_FIRST_LEASE_S; one whose handle came back lives on the idle TTL, then sleeps',
   async () => {
     const h = createHarness({ env: { MCP_SANDBOX_FIRST_LEASE_S: '120', MCP_SESSION_IDLE_TTL_S: '1800' } });
     const client = await h.connectModern();
@@ -142,7 +142,8 @@ it(
     expect(h.sdk.sandboxes.map((s) => s.killed)).toEqual([true, false]);
     h.clock.advance(1_800_001);
     await call(await h.connectModern(), 'sandbox_status');
-    await settle(() => h.sdk.sandboxes[1]?.killed === true);
+    await settle(() => h.sdk.sandboxes[1]?.state === 'paused');
+    expect(h.sdk.sandboxes.map((s) => s.killed)).toEqual([true, false]);
   },
 );
 

@@ -71,7 +71,7 @@ it.each(['v2', 'v1'] as const)(
     // Found by its tags, re-attached, not re-created.
     expect(d.sdk.created).toHaveLength(1);
     expect(d.sdk.connects).toEqual(['sbx-1']);
-    expect(d.sdk.lookups[0]).toEqual({
+    expect(d.sdk.lookups.find((lookup) => 'mcp_session' in lookup)).toEqual({
       mcp_session: d.sdk.sandboxes[0]?.metadata.mcp_session,
       mcp_owner: d.sdk.sandboxes[0]?.metadata.mcp_owner,
     });
@@ -163,21 +163,25 @@ async function idleHereUsedElsewhere(
 }
 
 it(
-  'does not destroy, on idle expiry, ' + 'a sandbox that another instance still serves; destroys it once nobody has',
+  'does not pause, on idle expiry, a sandbox that another instance still serves; pauses it once nobody has, and ' +
+    'any instance wakes it for the session',
   async () => {
     const ttlMs = 60_000;
     const d = deployment({ env: { MCP_SESSION_IDLE_TTL_S: String(ttlMs / 1000) } });
     const { b, client } = await idleHereUsedElsewhere(d, ttlMs);
-    expect(d.sdk.sandboxes.map((s) => s.killed)).toEqual([false]);
+    expect(d.sdk.sandboxes.map((s) => s.state)).toEqual(['running']);
 
-    // Nobody uses it for longer than the TTL: the next sweep on B destroys it, and the id is gone.
+    // Nobody uses it for longer than the TTL: the next sweep on B puts it to sleep; the session is let go.
     d.clock.advance(ttlMs + 1);
     await b.openSession(); // any request sweeps
-    await settle(() => logsOf(b, 'session closed').length > 0);
-    expect(logsOf(b, 'session closed')).toEqual([expect.objectContaining({ reason: 'idle_expired' })]);
-    expect(d.sdk.sandboxes.map((s) => s.killed)).toEqual([true]);
+    await settle(() => logsOf(b, 'session asleep').length > 0);
+    expect(logsOf(b, 'session asleep')).toEqual([expect.objectContaining({ reason: 'idle_asleep' })]);
+    expect(d.sdk.sandboxes.map((s) => [s.state, s.killed])).toEqual([['paused', false]]);
     d.route(b);
-    await expect(client.callTool('list_files')).rejects.toThrow(/404|Session not found/);
+    expect((await client.callTool('read_file', { path: 'work.txt' })).structuredContent).toMatchObject({
+      content: 'precious',
+    });
+    expect(d.sdk.sandboxes.map((s) => s.state)).toEqual(['running']);
   },
 );
 

@@ -117,8 +117,30 @@ describe(`idle expiry (MCP_SESSION_IDLE_TTL_S=${TTL_S}), on the fake clock`, () 
     expect(logsOf(h, 'session closed')).toEqual([]);
   });
 
-  it('closes a session idle past the TTL and destroys its sandbox: 404 afterwards, no longer counted', async () => {
-    const h = createHarness({ env: { ...env, MCP_MAX_SESSIONS: '1' } });
+  it(
+    'puts the sandbox of a session idle past the TTL to sleep and lets the session go (no longer counted); its next ' +
+      'request wakes it, files kept',
+    async () => {
+      const h = createHarness({ env: { ...env, MCP_MAX_SESSIONS: '1' } });
+      const { headers } = await h.openSession();
+      expect((await callTool(h, headers, 'write_file', { path: 'a.txt', content: 'a' })).status).toBe(200);
+      const [sandbox] = h.sdk.sandboxes;
+      h.clock.advance(TTL_S * 1000 + 1);
+      // At the cap of one, a new session is admitted: the idle one no longer counts.
+      const replacement = await h.post(initializeBody(), { authorization: `Bearer ${HARNESS_TOKEN}` });
+      expect(replacement.status).toBe(200);
+      await settle(() => sandbox?.state === 'paused' && logsOf(h, 'session asleep').length > 0);
+      expect(logsOf(h, 'session asleep')).toEqual([expect.objectContaining({ reason: 'idle_asleep' })]);
+      expect(sandbox?.killed).toBe(false);
+      const read = await callTool(h, headers, 'read_file', { path: 'a.txt' });
+      expect(messagesOf(read)[0]).toMatchObject({ result: { structuredContent: { content: 'a' } } });
+      expect(sandbox?.state).toBe('running');
+      expect(h.sdk.created).toHaveLength(1);
+    },
+  );
+
+  it('with E2B_SLEEP=off closes a session idle past the TTL and destroys its sandbox: 404 afterwards', async () => {
+    const h = createHarness({ env: { ...env, MCP_MAX_SESSIONS: '1', E2B_SLEEP: 'off' } });
     const { headers } = await h.openSession();
     expect((await callTool(h, headers, 'write_file', { path: 'a.txt', content: 'a' })).status).toBe(200);
     expect(h.sdk.sandboxes.map((s) => s.killed)).toEqual([false]);

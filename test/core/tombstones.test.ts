@@ -1,8 +1,8 @@
 /**
- * Ended means ended everywhere (sandbox/tombstones.ts): a session DELETEd or expired on one instance with a
- * sandbox is refused by every instance that shares the directory (LOCAL_SANDBOX_ROOT, E2B_STATE_DIR) and after a
- * restart, for as long as its id could be valid; the records are small and few files hold them; a session that
- * never had a sandbox leaves none. In-process, instances on one fake clock: the real local backend, or the real E2B
+ * Ended means ended everywhere (sandbox/tombstones.ts): a session DELETEd on one instance with a sandbox (or whose
+ * sandbox a backend that cannot sleep destroyed when idle) is refused by every instance that shares the directory
+ * (LOCAL_SANDBOX_ROOT, E2B_STATE_DIR) and after a restart, for as long as its id could be valid; the records are small
+ * and few files hold them; a session that never had a sandbox leaves none, and one whose sandbox sleeps leaves none. In-process, instances on one fake clock: the real local backend, or the real E2B
  * provider over the SDK stub with a state directory.
  */
 import {
@@ -106,18 +106,24 @@ describe('the local backend (LOCAL_SANDBOX_ROOT)', () => {
     },
   );
 
-  it('refuses an id whose session expired and was destroyed, on another instance too', async () => {
-    const [a, b] = localInstances();
-    const { headers } = await a.openSession();
-    expect((await writeFile(a, headers)).status).toBe(200);
-    a.clock.advance(TTL_S * 1000 + 1);
-    await a.openSession(); // any request sweeps: the idle session is closed, its workspace deleted
-    const closed = () => a.logs().filter((line) => line.msg === 'session closed');
-    await turns(() => closed().length > 0 && workspacesIn(root).length === 0);
-    expect(workspacesIn(root)).toEqual([]);
-    expect(closed()).toEqual([expect.objectContaining({ reason: 'idle_expired' })]);
-    expect((await b.post(rpc('tools/list', 2), headers)).status).toBe(404);
-  });
+  it(
+    'writes no tombstone for a session that went idle: its workspace sleeps, and another instance serves the id ' +
+      'and wakes it',
+    async () => {
+      const [a, b] = localInstances();
+      const { headers } = await a.openSession();
+      expect((await writeFile(a, headers)).status).toBe(200);
+      a.clock.advance(TTL_S * 1000 + 1);
+      await a.openSession(); // any request sweeps: the idle session's sandbox falls asleep
+      const asleep = () => a.logs().filter((line) => line.msg === 'session asleep');
+      await turns(() => asleep().length > 0);
+      expect(workspacesIn(root)).toHaveLength(1);
+      expect(endedFiles()).toEqual([]);
+      const read = await b.post(rpc('tools/call', 2, { name: 'read_file', arguments: { path: 'a.txt' } }), headers);
+      expect(read.status).toBe(200);
+      expect(read.text).toContain('was asleep');
+    },
+  );
 });
 
 describe('the E2B backend (E2B_STATE_DIR)', () => {
@@ -133,11 +139,11 @@ describe('the E2B backend (E2B_STATE_DIR)', () => {
         expect((await del(h, headers)).status).toBe(200);
         ended.push(headers);
       }
-      // Nor does one that expired unused.
+      // Nor does one that went idle unused.
       await h.openSession();
       h.clock.advance(TTL_S * 1000 + 1);
       await h.openSession();
-      await turns(() => h.logs().some((line) => line.msg === 'session closed' && line.reason === 'idle_expired'));
+      await turns(() => h.logs().some((line) => line.msg === 'session asleep' && line.reason === 'idle_asleep'));
       expect(endedFiles()).toEqual([]);
       for (const headers of ended.slice(-3)) expect((await h.post(rpc('tools/list', 3), headers)).status).toBe(404);
       expect(h.sdk.created).toEqual([]);

@@ -1,7 +1,7 @@
 /**
- * Disk follows sessions (sandbox/local/workspace-sweep.ts): workspaces no session can come back for are
- * deleted, on the sweep and at start-up, and never one a live session uses. In-process on a fake clock, the
- * real local backend.
+ * Disk follows what can be reached (sandbox/local/workspace-sweep.ts, sandbox/record-catalog.ts): workspaces no
+ * session, handle or name can come back for are deleted, on the sweep and at start-up, and never one a live session
+ * uses. In-process on a fake clock, the real local backend.
  */
 import { mkdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -49,8 +49,8 @@ const turns = async (done: () => boolean): Promise<void> => {
 };
 
 it(
-  'deletes the workspaces of evicted sessions and handle-less sandboxes once nobody can come back for them, and ' +
-    'keeps the live one',
+  'keeps the workspaces of sessions let go or asleep until no id can reach them (MCP_SESSION_MAX_AGE_S), deletes ' +
+    'those of handle-less sandboxes whose handles never came back, and keeps the live one',
   async () => {
     const h = instance(undefined, { MCP_MAX_SESSIONS: '3', MCP_MAX_SESSIONS_PER_CREDENTIAL: '3' });
     const modern = await h.connectModern();
@@ -61,22 +61,25 @@ it(
       await modern.callTool({ name: 'write_file', arguments: { path: 'b.txt', content: 'b' } });
       h.clock.advance(1);
     }
-    // Evicted sessions keep their files for a while: they may come back. The handle-less sandboxes let go (their
-    // handles never came back) were destroyed: at three running sandboxes a credential lets its least recently
-    // used go, so of the handles only the last two still have theirs. 6 sessions' workspaces and 2 sandboxes.
+    // Evicted sessions keep their files: they may come back. The handle-less sandboxes let go (their handles never
+    // came back) were destroyed: at three running sandboxes a credential lets its least recently used go, so of the
+    // handles only the last two still have theirs. 6 sessions' workspaces and 2 sandboxes.
     expect(workspacesIn(root)).toHaveLength(8);
     h.clock.advance(STALE_MS + 1);
     await modern.callTool({ name: 'sandbox_status', arguments: {} }); // the 2026 lane sweeps its idle sandboxes
+    await turns(() => workspacesIn(root).length <= 6);
+    // Asleep, the sessions' workspaces stay for their ids.
+    expect(workspacesIn(root)).toHaveLength(6);
+    // Past the ids' max age nothing can reach them: the sweep a new sandbox starts deletes them.
+    h.clock.advance(6 * 3_600_000);
     const live = await h.openSession();
-    expect((await write(h, live.headers, 6)).status).toBe(200); // creating a sandbox starts a sweep
+    expect((await write(h, live.headers, 6)).status).toBe(200);
     await turns(() => workspacesIn(root).length <= 1 && uidClaimsIn(root).length <= 1);
     expect(workspacesIn(root)).toHaveLength(1);
     expect(uidClaimsIn(root)).toHaveLength(1);
-    // The three sessions let go earlier only the sweep could delete (the six still held were closed by idle
-    // expiry, which may race the sweep for them).
-    const swept = () => h.logs().filter((line) => line.msg === 'abandoned workspaces deleted');
+    const swept = () => h.logs().filter((line) => line.msg === 'sandboxes past their retention deleted');
     await turns(() => swept().length > 0);
-    expect(Number(swept()[0]?.count)).toBeGreaterThanOrEqual(3);
+    expect(Number(swept()[0]?.count)).toBe(6);
     await h.close();
   },
 );

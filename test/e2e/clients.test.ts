@@ -17,6 +17,10 @@ const EXPECTED_TOOLS = [
   'manage_process',
   'get_preview_url',
   'reset_sandbox',
+  'open_sandbox',
+  'list_sandboxes',
+  'name_sandbox',
+  'delete_sandbox',
 ];
 
 let server: StartedServer;
@@ -26,7 +30,7 @@ beforeAll(async () => {
 afterAll(stopAllServers);
 
 describe.each(['v2', 'v1'] as const)('the %s client', (kind) => {
-  it('lists the ten tools with input and output schemas that forbid extra arguments', async () => {
+  it('lists the fourteen tools with input and output schemas that forbid extra arguments', async () => {
     const client = await connectClient(kind, server.url, { token: TOKEN });
     const { tools } = await client.listTools();
     expect(tools.map((t) => t.name)).toEqual(EXPECTED_TOOLS);

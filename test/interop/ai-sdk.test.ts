@@ -64,7 +64,7 @@ async function modelText(name: string, output: Result): Promise<string> {
   return converted.value.map((part) => (part.type === 'text' ? part.text : '')).join('\n');
 }
 
-it('negotiates 2026-07-28 through server/discover and lists the ten tools, each taking a sandbox handle', async () => {
+it('negotiates 2026-07-28 through server/discover and lists the fourteen tools, each taking a sandbox handle', async () => {
   expect(client.initializeResult.protocolVersion).toBe('2026-07-28');
   expect(Object.keys(tools)).toEqual(SERVER_TOOLS);
   const { tools: definitions } = await client.listTools();

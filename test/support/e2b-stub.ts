@@ -48,8 +48,14 @@ export class StubSandbox implements E2BSandboxApi {
   /** Pids stopped by a `kill -TERM` command inside the sandbox (the whole group). */
   readonly terminatedPids: number[] = [];
   killed = false;
-  /** The metadata it was created with. */
+  /** `paused` after a pause, until a connect resumes it; `memory`: whether the pause kept memory. */
+  state: 'running' | 'paused' = 'running';
+  pausedWithMemory: boolean | undefined;
+  /** The metadata it was created with, its template and lifecycle. */
   metadata: Record<string, string> = {};
+  template = '';
+  lifecycle: E2BCreateOptions['lifecycle'];
+  startedAtMs = 0;
   /** Thrown by the next operation (then cleared). */
   failNext: Error | undefined;
   /** Thrown by every operation from now on. */
@@ -210,6 +216,14 @@ export class StubSdk implements E2BSdk {
   readonly sandboxes: StubSandbox[] = [];
   /** Errors thrown by the next creates, in order. */
   createFailures: Error[] = [];
+  /** Pauses asked for: the sandbox and whether with memory. */
+  readonly pauses: Array<{ sandboxId: string; keepMemory: boolean }> = [];
+  /** Snapshots made, by id: the sandbox copied. */
+  readonly snapshots = new Map<string, string>();
+  /** False: the listing answers 404, as Alibaba Cloud's service does. */
+  listing = true;
+  /** What the service refuses (400): memory snapshots, or sleeping at all. */
+  refuses: 'nothing' | 'memory' | 'sleep' = 'nothing';
   /** Called on each new sandbox, to script it. */
   onSandbox: (sandbox: StubSandbox) => void = () => undefined;
 
@@ -219,19 +233,66 @@ export class StubSdk implements E2BSdk {
   readonly lookups: Array<Record<string, string>> = [];
   readonly connects: string[] = [];
 
-  async findByMetadata(metadata: Record<string, string>): Promise<FoundSandbox[]> {
+  async findByMetadata(metadata: Record<string, string>, _opts?: unknown, max = 1000): Promise<FoundSandbox[]> {
     this.lookups.push(metadata);
+    if (!this.listing) throw Object.assign(new e2b.SandboxError('404: Not Found'), { statusCode: 404 });
     return this.sandboxes
       .filter((sandbox) => !sandbox.killed && Object.entries(metadata).every(([k, v]) => sandbox.metadata[k] === v))
-      .map((sandbox) => ({ sandboxId: sandbox.sandboxId, endAt: new Date(sandbox.endAtMs) }));
+      .slice(0, max)
+      .map((sandbox) => ({
+        sandboxId: sandbox.sandboxId,
+        endAt: new Date(sandbox.endAtMs),
+        startedAt: new Date(sandbox.startedAtMs),
+        state: sandbox.state,
+        metadata: { ...sandbox.metadata },
+      }));
   }
 
-  /** Like E2B's connect: the lease is only ever extended. */
+  /** Like E2B's connect: resumes a paused sandbox; the lease is only ever extended. */
   async connect(sandboxId: string, opts: SandboxConnectOpts): Promise<E2BSandboxApi> {
     this.connects.push(sandboxId);
+    const sandbox = this.live(sandboxId);
+    if (sandbox.state === 'paused') {
+      sandbox.state = 'running';
+      sandbox.endAtMs = this.clock.now() + (opts.timeoutMs ?? 300_000);
+    }
+    sandbox.endAtMs = Math.max(sandbox.endAtMs, this.clock.now() + (opts.timeoutMs ?? 300_000));
+    return sandbox;
+  }
+
+  async pause(sandboxId: string, opts: { keepMemory: boolean }): Promise<boolean> {
+    this.pauses.push({ sandboxId, keepMemory: opts.keepMemory });
+    if (this.refuses === 'sleep' || (this.refuses === 'memory' && opts.keepMemory))
+      throw Object.assign(new e2b.SandboxError('400: not enabled'), { statusCode: 400 });
+    const sandbox = this.live(sandboxId);
+    if (sandbox.state === 'paused') return false;
+    sandbox.state = 'paused';
+    sandbox.pausedWithMemory = opts.keepMemory;
+    sandbox.endAtMs = this.clock.now();
+    return true;
+  }
+
+  async kill(sandboxId: string): Promise<boolean> {
+    const sandbox = this.sandboxes.find((s) => s.sandboxId === sandboxId && !s.killed);
+    if (sandbox === undefined) return false;
+    sandbox.killed = true;
+    return true;
+  }
+
+  async createSnapshot(sandboxId: string): Promise<string> {
+    this.live(sandboxId);
+    const id = `snap-${this.snapshots.size + 1}`;
+    this.snapshots.set(id, sandboxId);
+    return id;
+  }
+
+  async deleteSnapshot(snapshotId: string): Promise<boolean> {
+    return this.snapshots.delete(snapshotId);
+  }
+
+  private live(sandboxId: string): StubSandbox {
     const sandbox = this.sandboxes.find((s) => s.sandboxId === sandboxId && !s.killed);
     if (sandbox === undefined) throw new e2b.SandboxNotFoundError(`sandbox ${sandboxId} not found`);
-    sandbox.endAtMs = Math.max(sandbox.endAtMs, this.clock.now() + (opts.timeoutMs ?? 300_000));
     return sandbox;
   }
 
@@ -239,10 +300,21 @@ export class StubSdk implements E2BSdk {
     this.created.push({ template, opts, at: this.clock.now() });
     const failure = this.createFailures.shift();
     if (failure !== undefined) throw failure;
+    const onTimeout = opts.lifecycle?.onTimeout;
+    const keepsMemory = typeof onTimeout === 'object' && onTimeout.action === 'pause' && onTimeout.keepMemory !== false;
+    const sleeps = onTimeout === 'pause' || (typeof onTimeout === 'object' && onTimeout.action === 'pause');
+    if ((this.refuses === 'sleep' && sleeps) || (this.refuses === 'memory' && keepsMemory))
+      throw Object.assign(new e2b.SandboxError('400: not enabled'), { statusCode: 400 });
     const sandbox = new StubSandbox(`sbx-${this.sandboxes.length + 1}`);
     sandbox.metadata = opts.metadata ?? {};
+    sandbox.template = template;
+    sandbox.lifecycle = opts.lifecycle;
     sandbox.nowMs = () => this.clock.now();
+    sandbox.startedAtMs = this.clock.now();
     sandbox.endAtMs = this.clock.now() + (opts.timeoutMs ?? 300_000);
+    // A fork starts with the files of the sandbox its snapshot copied.
+    const source = this.sandboxes.find((s) => s.sandboxId === this.snapshots.get(template));
+    if (source !== undefined) for (const [path, data] of source.files) sandbox.files.set(path, data.slice());
     this.onSandbox(sandbox);
     this.sandboxes.push(sandbox);
     return sandbox;
@@ -259,6 +331,7 @@ export function createStubProvider(sdk: StubSdk, clock: Clock, idleTtlMs = 1_800
       apiUrl: undefined,
       maxCreatesPerS: 100,
       charts: 'inline',
+      sleep: 'memory',
     },
     idleTtlMs,
     logger: SILENT_LOGGER,

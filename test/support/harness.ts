@@ -17,7 +17,7 @@ import { createEntryDeps } from '../../functions/mcp/entry-deps';
 import type { RequestBody } from '../../functions/mcp/http/context';
 import type { OAuthVerifierOptions } from '../../functions/mcp/http/oauth/token-verifier';
 import { createLogger, type Logger } from '../../functions/mcp/log';
-import type { SelectedProvider } from '../../functions/mcp/sandbox/create-provider';
+import { type SelectedProvider, toRetentionPolicy, toSecretTag } from '../../functions/mcp/sandbox/create-provider';
 import { createE2BSandboxProvider } from '../../functions/mcp/sandbox/e2b/provider';
 import { connectClient, type TestClient } from './clients';
 import { StubSdk } from './e2b-stub';
@@ -109,6 +109,8 @@ export function createHarness(options: HarnessOptions = {}): Harness {
       logger,
       clock,
       loadSdk: async () => sdk,
+      retention: toRetentionPolicy(config),
+      secretTag: toSecretTag(config.sessionSecret),
     }),
     ready: async () => undefined,
   };

@@ -8,7 +8,7 @@ import { startServer, type StartedServer } from './server';
 
 export const INTEROP_TOKEN = 'interop-token-0123456789abcdef';
 
-/** The ten tools, in the order the server lists them (test/e2e/clients.test.ts checks the same list). */
+/** The fourteen tools, in the order the server lists them (test/e2e/clients.test.ts checks the same list). */
 export const SERVER_TOOLS = [
   'run_code',
   'run_command',
@@ -20,6 +20,10 @@ export const SERVER_TOOLS = [
   'manage_process',
   'get_preview_url',
   'reset_sandbox',
+  'open_sandbox',
+  'list_sandboxes',
+  'name_sandbox',
+  'delete_sandbox',
 ];
 
 /** A sandbox handle as 2026-07-28 results carry it (test/e2e/modern-lane.test.ts). */

@@ -9,10 +9,12 @@
  */
 import { isInitializeRequest } from '@modelcontextprotocol/server';
 
+import { AppError, describeError, isAppError } from '../errors';
 import { ANONYMOUS_PRINCIPAL } from '../http/auth';
 import type { RequestContext } from '../http/context';
 import { toErrorResponse } from '../http/refusals';
 import { createSessionLookup, type SessionLookupOptions } from '../sessions/entry-lookup';
+import { type CallScope, createCallDirectory, type DirectoryDeps } from '../sessions/sandbox-directory';
 import type { Refusal } from '../sessions/fair-share';
 import type { InitializeRate } from '../sessions/initialize-rate';
 import type { SandboxTable, TableEntry } from '../sessions/sandbox-table';
@@ -44,31 +46,89 @@ export interface LegacyCallOptions {
   table: SandboxTable;
   catalog: ToolCatalog;
   /** The rest of a tool call's context. */
-  context: Omit<CallContextOptions, 'sandbox' | 'expiresAt' | 'signal'>;
-  /** MCP_SESSION_IDLE_TTL_S in milliseconds: when an untouched session ends. */
+  context: Omit<CallContextOptions, 'sandbox' | 'sandboxes' | 'expiresAt' | 'signal'>;
+  /** MCP_SESSION_IDLE_TTL_S in milliseconds: when an untouched sandbox falls asleep. */
   idleTtlMs: number;
+  /** What each call's directory of the owner's sandboxes is made of. */
+  directory: DirectoryDeps;
 }
 
 /**
- * Answers a tool call of a 2025 session, in its sandbox. The call stops on the client's `notifications/cancelled`
- * or when the session ends, never because its stream dropped: in the 2025 era a dropped connection is not a cancel.
+ * Answers a tool call of a 2025 session, in its sandbox: its own, or the named one it opened. The call stops on the
+ * client's `notifications/cancelled` or when the session ends, never because its stream dropped: in the 2025 era a
+ * dropped connection is not a cancel.
  */
-export function createLegacyCall({ table, catalog, context, idleTtlMs }: LegacyCallOptions): BoundCall {
-  return (name, args, ctx, { session }) => {
+export function createLegacyCall({ table, catalog, context, idleTtlMs, directory }: LegacyCallOptions): BoundCall {
+  const { now, maxAgeMs, logger } = directory;
+  const { catalog: sandboxes } = directory.provider;
+  return async (name, args, ctx, { session }) => {
     if (session === undefined) throw new Error('a 2025-era tool call outside a session');
-    return table.run(session, ctx.mcpReq.id, (signal) =>
-      catalog.call(
-        name,
-        args,
-        toToolContext(ctx, {
-          ...context,
-          sandbox: session.sandbox,
-          expiresAt: () => new Date(session.lastUsedMs + idleTtlMs),
-          signal,
-        }),
-      ),
+    let target: TableEntry;
+    try {
+      target = targetOf(table, session, now());
+    } catch (err: unknown) {
+      if (!isAppError(err)) throw err;
+      return { content: [{ type: 'text', text: err.message }], isError: true };
+    }
+    const scope: CallScope = {
+      principal: session.principal,
+      current: () => target,
+      async moveTo(entry) {
+        const previous = target;
+        target = entry;
+        const chosen = { key: entry.key, name: entry.name ?? '' };
+        session.attached = chosen;
+        const untilMs = session.issuedAtMs + maxAgeMs;
+        await sandboxes.bindSession(session.principal, session.key, { ...chosen, untilMs }).catch((err: unknown) =>
+          logger.warn('session binding not recorded', { session: session.tag, error: describeError(err) }),
+        );
+        // Its own sandbox is left to sleep, unless something of it still runs.
+        if (previous === session && session.sandbox.current()?.hasRunningBackground() !== true)
+          void session.sandbox.release().catch(() => undefined);
+      },
+      left: async () => undefined,
+    };
+    return table.run(
+      session,
+      ctx.mcpReq.id,
+      (signal) =>
+        catalog.call(
+          name,
+          args,
+          toToolContext(ctx, {
+            ...context,
+            sandbox: target.sandbox,
+            sandboxes: createCallDirectory(directory, scope),
+            expiresAt: () => new Date(target.lastUsedMs + idleTtlMs),
+            signal,
+          }),
+        ),
+      target,
     );
   };
+}
+
+/**
+ * The entry whose sandbox a session's calls work in: its own, or the named sandbox it opened (held here, or opened
+ * again: a named sandbox that is gone stays gone). Throws an AppError when there is no room for it.
+ */
+function targetOf(table: SandboxTable, session: TableEntry, nowMs: number): TableEntry {
+  if (session.attached === undefined) return session;
+  const { key, name } = session.attached;
+  const held = table.get('handle', key);
+  if (held !== undefined) return held;
+  const refusal = table.makeRoom('handle', session.principal);
+  if (refusal !== undefined) throw new AppError('capacity', refusal.message);
+  return table.hold({
+    kind: 'handle',
+    key,
+    tag: toSessionTag(key),
+    principal: session.principal,
+    issuedAtMs: nowMs,
+    resume: true,
+    mustExist: true,
+    ...(name !== '' && { name }),
+  });
 }
 
 /** Creates the 2025-era lane. */
@@ -164,6 +224,8 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
       if (session instanceof Response) return session;
       ctx.log.session = session.tag;
       await table.end(session, 'deleted');
+      if (session.attached !== undefined)
+        await options.catalog?.unbindSession(session.principal, session.key).catch(() => undefined);
       return new Response(null, { status: 200 });
     },
   };

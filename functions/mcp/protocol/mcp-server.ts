@@ -9,7 +9,7 @@ import { type CallToolResult, createMcpHandler, type ServerContext } from '@mode
 import type { RequestContext } from '../http/context';
 import type { Logger } from '../log';
 import type { TableEntry } from '../sessions/sandbox-table';
-import type { SignedIdCheck } from '../sessions/session-id';
+import type { HandleCheck } from '../sessions/entry-lookup';
 import { createProtocolServer, type ProtocolServerOptions } from './server-factory';
 
 /** What a lane knows of a request before the SDK serves it. */
@@ -18,7 +18,7 @@ export interface RequestBinding {
   /** The 2025 session the request belongs to (none for `initialize`). */
   readonly session?: TableEntry;
   /** A 2026-07-28 tool call's `sandbox` handle, as the lane checked it before the SDK saw the call. */
-  readonly handle?: { readonly value: unknown; readonly check: SignedIdCheck };
+  readonly handle?: { readonly value: unknown; readonly check: HandleCheck };
 }
 
 /** A lane: serves a POST whose body the endpoint read and parsed. */

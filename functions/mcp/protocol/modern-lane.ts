@@ -8,8 +8,10 @@
  */
 import { ANONYMOUS_PRINCIPAL } from '../http/auth';
 import { toErrorResponse } from '../http/refusals';
+import type { SandboxProvider } from '../sandbox/types';
 import { checkHandle, createHandleLookup } from '../sessions/entry-lookup';
-import type { SandboxTable } from '../sessions/sandbox-table';
+import { type CallScope, createCallDirectory, type DirectoryDeps } from '../sessions/sandbox-directory';
+import type { SandboxTable, TableEntry } from '../sessions/sandbox-table';
 import type { SignedIdCodec } from '../sessions/session-id';
 import type { ToolCatalog } from '../tools/registry';
 import { type CallContextOptions, toToolContext } from '../tools/tool';
@@ -28,30 +30,57 @@ export interface ModernLaneOptions {
 export interface ModernCallOptions extends Omit<ModernLaneOptions, 'serve'> {
   catalog: ToolCatalog;
   /** The rest of a tool call's context. */
-  context: Omit<CallContextOptions, 'sandbox' | 'expiresAt'>;
-  /** MCP_SESSION_IDLE_TTL_S in milliseconds: when an untouched sandbox is destroyed. */
+  context: Omit<CallContextOptions, 'sandbox' | 'sandboxes' | 'expiresAt'>;
+  /** MCP_SESSION_IDLE_TTL_S in milliseconds: when an untouched sandbox falls asleep. */
   idleTtlMs: number;
+  /** What each call's directory of the owner's sandboxes is made of. */
+  directory: DirectoryDeps;
+  /** Tombstones of deleted sandboxes. */
+  provider: Pick<SandboxProvider, 'hasEnded'>;
 }
 
-/** Answers a tool call of the modern lane: the sandbox its handle names (or a new one), the handle given back. */
+/**
+ * Answers a tool call of the modern lane: the sandbox its handle names (or a new one), the handle given back; a
+ * call that opened a named sandbox gives back that one's handle.
+ */
 export function createModernCall(options: ModernCallOptions): BoundCall {
   const lookup = createHandleLookup(options);
+  const { ids, now } = options;
   return async (name, args, ctx, binding) => {
     const { handle, rest } = takeSandboxArgument(args);
+    const { principal } = binding;
     // The lane checked the handle before the SDK saw the call: not again.
     const checked = binding.handle?.value === handle ? binding.handle?.check : undefined;
-    const found = lookup(handle, binding.principal, checked);
+    const found = await lookup(handle, principal, checked);
     if ('message' in found) return { content: [{ type: 'text', text: found.message }], isError: true };
+    let current: TableEntry = found.entry;
+    let given = { handle: found.handle, fresh: handle === undefined };
+    const scope: CallScope = {
+      principal,
+      current: () => current,
+      async moveTo(entry) {
+        current = entry;
+        given = { handle: ids.sign(entry.named ? 'named' : 'sandbox', entry.key, principal, now()), fresh: false };
+      },
+      async left() {
+        const next = await lookup(undefined, principal);
+        if ('entry' in next) {
+          current = next.entry;
+          given = { handle: next.handle, fresh: true };
+        }
+      },
+    };
     const { entry } = found;
     const context = {
       ...options.context,
       sandbox: entry.sandbox,
+      sandboxes: createCallDirectory(options.directory, scope),
       expiresAt: () => new Date(entry.lastUsedMs + options.idleTtlMs),
     };
     const result = await options.table.run(entry, undefined, () =>
       options.catalog.call(name, rest, toToolContext(ctx, context)),
     );
-    return withSandboxHandle(result, found.handle, handle === undefined);
+    return withSandboxHandle(result, given.handle, given.fresh);
   };
 }
 

@@ -1,9 +1,11 @@
 /** Backend selection: the one place that knows which SandboxProvider a Config asks for. */
 import type { Clock } from '../clock';
 import type { Config } from '../config';
+import { hashTag } from '../hash-tag';
 import type { Logger } from '../log';
 import { createE2BSandboxProvider } from './e2b/provider';
 import { createLocalSandboxProvider } from './local/provider';
+import type { RetentionPolicy } from './retention';
 import type { SandboxProvider } from './types';
 
 /**
@@ -23,6 +25,7 @@ export interface SelectedProvider {
  * workspaces' use.
  */
 export function createSandboxProvider(config: Config, logger: Logger, clock?: Clock): SelectedProvider {
+  const retention = toRetentionPolicy(config);
   if (config.sandboxBackend === 'e2b') {
     // Nothing to probe: the SDK loads, and E2B is called, when the first sandbox is needed.
     const provider = createE2BSandboxProvider({
@@ -30,6 +33,8 @@ export function createSandboxProvider(config: Config, logger: Logger, clock?: Cl
       idleTtlMs: config.sessionIdleTtlS * 1000,
       logger,
       clock,
+      retention,
+      secretTag: toSecretTag(config.sessionSecret),
     });
     return { provider, ready: async () => undefined };
   }
@@ -44,6 +49,24 @@ export function createSandboxProvider(config: Config, logger: Logger, clock?: Cl
     staleAfterMs,
     previewSecret: config.sessionSecret,
     previewTtlMs: config.sessionMaxAgeS * 1000,
+    retention,
+    secretTag: toSecretTag(config.sessionSecret),
   });
   return { provider, ready: provider.ready };
+}
+
+/** The retention of sleeping sandboxes a Config sets (MCP_SANDBOX_RETENTION_S and the per-credential caps). */
+export function toRetentionPolicy({ sleeping, sandboxBackend }: Pick<Config, 'sleeping' | 'sandboxBackend'>): RetentionPolicy {
+  const diskBytes = sleeping.maxDiskMbPerCredential * 2 ** 20;
+  return {
+    retentionMs: sleeping.retentionS * 1000,
+    maxSleeping: sleeping.maxPerCredential,
+    // Only the local backend knows the disk its sandboxes take.
+    ...(sandboxBackend === 'local' && diskBytes > 0 && { maxSleepingDiskBytes: diskBytes }),
+  };
+}
+
+/** A tag of MCP_SESSION_SECRET kept with unnamed sandboxes: an id signed with another secret never reaches them. */
+export function toSecretTag(secret: string): string {
+  return hashTag(`mcp-secret:${secret}`, 16);
 }

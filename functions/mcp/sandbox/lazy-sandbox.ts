@@ -1,6 +1,14 @@
-/** A session's sandbox, created (or re-attached) on first use; concurrent first uses share one attempt. */
+/**
+ * A session's or handle's sandbox, created (or re-attached, and woken) on first use; concurrent first uses share
+ * one attempt.
+ */
+import { AppError } from '../errors';
 import { SingleFlight } from '../single-flight';
-import type { Sandbox, SandboxOwner, SandboxProvider } from './types';
+import type { CreateOptions, Sandbox, SandboxOwner, SandboxProvider } from './types';
+import { NAMED_SANDBOX_GONE, toWakeNotice } from './wake-notice';
+
+/** What became of an idle sandbox: asleep, let go (another instance used it lately), or destroyed. */
+export type IdleOutcome = 'slept' | 'released' | 'destroyed';
 
 /** The handle tools get: the sandbox, created when a tool first needs it. */
 export interface LazySandbox {
@@ -22,10 +30,10 @@ export interface LazySandbox {
   /** Lets go of the sandbox without destroying it (eviction, shutdown). */
   release(): Promise<void>;
   /**
-   * Idle expiry here: destroys the sandbox unless another instance used it within `idleTtlMs` (or a call
-   * still runs), in which case it is only let go. Resolves true when the sandbox was destroyed (or there was none).
+   * Idle expiry here: puts the sandbox to sleep (`then`: or destroys it) unless another instance used it within
+   * `idleTtlMs` (or a call still runs), in which case it is only let go; a backend that cannot sleep destroys it.
    */
-  expire(idleTtlMs: number, nowMs: number): Promise<boolean>;
+  expire(idleTtlMs: number, nowMs: number, then?: 'sleep' | 'destroy'): Promise<IdleOutcome>;
   /** A note for the next tool result (e.g. that an earlier sandbox was not found), once. */
   takeNotice(): string | undefined;
   /** The caller came back for it: it (and any sandbox made for it later) lives on the idle TTL. */
@@ -44,6 +52,15 @@ export interface LazySandboxOptions {
    * credential's sandboxes go, or throw (an AppError naming the limit) to refuse.
    */
   admit?: () => void;
+  /**
+   * With `resume`: a named sandbox reached by its handle or a session's choice: when it is not found it is gone for
+   * good (deleted, or past its retention), and every use says so instead of making a fresh one.
+   */
+  mustExist?: boolean;
+  /** How the sandbox is made: its template on every creation, `from` (a fork) on the first only. */
+  create?: CreateOptions;
+  /** Resolves once nothing else is putting this sandbox to sleep here (it is woken only then). */
+  settled?: () => Promise<void>;
 }
 
 /** The note a recovered session gets when its earlier sandbox is gone. */
@@ -65,14 +82,31 @@ export function createLazySandbox(
   let obtained = false;
   let notice: string | undefined;
 
+  /** Set once a named sandbox was found gone: it stays gone. */
+  let gone = false;
+  let createOptions = options.create;
+
   const obtain = async (): Promise<Sandbox> => {
+    if (gone) throw new AppError('sandbox_gone', NAMED_SANDBOX_GONE);
+    await options.settled?.();
     if (resume) {
-      resume = false;
       const attached = await provider.attach(owner);
-      if (attached !== undefined) return attached;
+      resume = false;
+      if (attached !== undefined) {
+        if (attached.woke !== undefined) notice = toWakeNotice(attached.woke);
+        return attached;
+      }
+      if (options.mustExist === true) {
+        gone = true;
+        throw new AppError('sandbox_gone', NAMED_SANDBOX_GONE);
+      }
       if (options.quiet !== true) notice = FRESH_SANDBOX_NOTICE;
     }
-    return provider.create(confirmed ? { sessionKey: owner.sessionKey, principal: owner.principal } : owner);
+    const { firstLeaseMs: _firstLease, ...confirmedOwner } = owner;
+    const made = await provider.create(confirmed ? confirmedOwner : owner, createOptions);
+    // A fork copies its source once; a reset later starts empty (with the same template).
+    if (createOptions?.from !== undefined) createOptions = { ...createOptions, from: undefined };
+    return made;
   };
 
   /** Asks `admit` first: a refusal starts nothing. */
@@ -115,19 +149,26 @@ export function createLazySandbox(
         throw err;
       }
     },
-    async expire(idleTtlMs, nowMs) {
+    async expire(idleTtlMs, nowMs, then = 'sleep') {
       let existing = sandbox.value ?? (await sandbox.current()?.catch(() => undefined));
-      if (existing === undefined && resume) existing = await provider.attach(owner).catch(() => undefined);
+      const sleeps = then === 'sleep' && provider.sleepMode() !== 'off';
+      // Not touched here: asleep already, or in use elsewhere. Only a backend that cannot sleep looks for it, to
+      // destroy it.
+      if (existing === undefined && resume && !sleeps)
+        existing = await provider.attach(owner).catch(() => undefined);
       resume = true;
       sandbox.take();
-      if (existing === undefined) return true;
+      if (existing === undefined) return sleeps ? 'slept' : 'destroyed';
       const lastUsed = await existing.lastUseElsewhereMs().catch(() => undefined);
       if (lastUsed !== undefined && nowMs - lastUsed < idleTtlMs) {
         await existing.release();
-        return false;
+        return 'released';
       }
-      await existing.kill();
-      return true;
+      if (!sleeps) {
+        await existing.kill();
+        return 'destroyed';
+      }
+      return (await existing.sleep()) === undefined ? 'destroyed' : 'slept';
     },
     async release() {
       const existing = sandbox.value ?? (await sandbox.current()?.catch(() => undefined));

@@ -1,5 +1,7 @@
 /** The Sandbox interface every backend implements. Backends know nothing of MCP or HTTP. */
+import type { SandboxCatalog, SandboxSummary } from './catalog';
 import type { CapturedOutput } from './output-capture';
+import type { SleepState } from './records';
 
 export type BackendName = 'local' | 'e2b';
 export type OutputStream = 'stdout' | 'stderr';
@@ -191,9 +193,22 @@ export interface StartBackgroundRequest {
   env?: Record<string, string>;
 }
 
-/** A running sandbox owned by one session. */
+/**
+ * How a backend's sandboxes sleep once idle: with their memory (E2B's pause: processes and interpreter state
+ * survive), with their files (processes stopped), or not at all (destroyed, as before sandboxes slept).
+ */
+export type SleepMode = 'memory' | 'files' | 'off';
+
+/** A running sandbox of one owner. */
 export interface Sandbox {
   readonly id: string;
+  /** Set when it was woken from sleep to be attached: since when it slept and what survived. */
+  readonly woke?: SleepState;
+  /**
+   * Puts it to sleep (it went unused for the idle TTL): E2B pauses it, the local backend stops its processes and
+   * keeps its files. Resolves with what was kept, or `undefined` when the backend cannot keep it (it was destroyed).
+   */
+  sleep(): Promise<SleepState | undefined>;
   /** Its caller came back for it: from now on it lives on the idle TTL (E2B renews to it on the next use). */
   confirmLease?(): void;
   info(): SandboxInfo;
@@ -267,12 +282,19 @@ export interface SandboxLimits {
   readonly disk: ResourceLimit;
 }
 
-/** Whom a sandbox belongs to. */
+/** Whom a sandbox belongs to, and what names it. */
 export interface SandboxOwner {
-  /** The session's id: names the workspace (local) and, hashed, tags the sandbox (E2B). */
+  /**
+   * The sandbox's key (a session id's random part, a handle's, or a named sandbox's): names the workspace (local)
+   * and, hashed, tags the sandbox (E2B).
+   */
   readonly sessionKey: string;
-  /** The non-secret id of the credential that owns the session. */
+  /** The non-secret id of the credential that owns it. */
   readonly principal: string;
+  /** A named sandbox's name (open_sandbox): it is kept by its use, whatever ids expire. */
+  readonly name?: string;
+  /** An unnamed sandbox: until when a session id or handle can name it (then nothing can, and it is deleted). */
+  readonly reachableUntilMs?: number;
   /**
    * A sandbox whose caller may never come back for it (a 2026-07-28 call without a handle): the backend's own
    * lifetime for it is this, not the idle TTL, until `confirmLease()`. Undefined: the idle TTL from the start.
@@ -280,13 +302,32 @@ export interface SandboxOwner {
   readonly firstLeaseMs?: number;
 }
 
+/** How a new sandbox is made. */
+export interface CreateOptions {
+  /** E2B: the template. @default E2B_TEMPLATE */
+  readonly template?: string;
+  /** A fork: the owner's sandbox whose files (E2B: and memory) the new one starts from. */
+  readonly from?: ForkSource;
+}
+
+/** The sandbox a fork copies. */
+export type ForkSource = Pick<SandboxSummary, 'tag' | 'sandboxId'>;
+
 /** Creates sandboxes; one per process. */
 export interface SandboxProvider {
   status(): BackendStatus;
+  /** How idle sandboxes sleep here (sandbox_status tells). */
+  sleepMode(): SleepMode;
+  /** The owner's sandboxes, as every instance finds them. */
+  readonly catalog: SandboxCatalog;
   /** Creates the sandbox of `owner` (a new one, or the local workspace of a key seen before). */
-  create(owner: SandboxOwner): Promise<Sandbox>;
-  /** Finds the existing sandbox of `owner` by its tag and re-attaches it; `undefined` when there is none. */
+  create(owner: SandboxOwner, options?: CreateOptions): Promise<Sandbox>;
+  /**
+   * Finds the existing sandbox of `owner` by its tag and re-attaches it, waking it when it sleeps (`woke` says so);
+   * `undefined` when there is none.
+   */
   attach(owner: SandboxOwner): Promise<Sandbox | undefined>;
+
   /**
    * Records that `owner`'s session ended for good (DELETE, or expiry that destroyed its sandbox), so that no
    * instance revives its id before `untilMs`; kept where the backend's instances all look (the local root).

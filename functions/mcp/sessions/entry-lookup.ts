@@ -4,6 +4,8 @@
  * without one). The lanes only turn the answers into their era's responses.
  */
 import type { Logger } from '../log';
+import type { SandboxCatalog } from '../sandbox/catalog';
+import type { SandboxProvider } from '../sandbox/types';
 import type { Refusal } from './fair-share';
 import type { SandboxTable, TableEntry } from './sandbox-table';
 import { type SignedIdCheck, type SignedIdCodec, toSessionTag } from './session-id';
@@ -14,6 +16,8 @@ export type NoSession = `session_${string}`;
 export interface SessionLookupOptions {
   table: SandboxTable;
   ids: SignedIdCodec;
+  /** Where a session's choice of a named sandbox is kept (open_sandbox). @default none kept */
+  catalog?: Pick<SandboxCatalog, 'boundSession' | 'unbindSession'>;
   /** True, once, for an id whose `initialize` was answered before the core was loaded: a new session. */
   mintedEarly?: (id: string) => boolean;
   logger: Logger;
@@ -30,7 +34,14 @@ export interface SessionAsk {
 /** Finds the session `id` names for a credential: held, opened here, no room for it, or none. */
 export type SessionLookup = (id: string, ask: SessionAsk) => Promise<TableEntry | Refusal | NoSession>;
 
-export function createSessionLookup({ table, ids, mintedEarly, logger, now }: SessionLookupOptions): SessionLookup {
+export function createSessionLookup({
+  table,
+  ids,
+  catalog,
+  mintedEarly,
+  logger,
+  now,
+}: SessionLookupOptions): SessionLookup {
   /** Openings under way, so that concurrent first requests of a session open it once. */
   const opening = new Map<string, Promise<TableEntry | Refusal | NoSession>>();
 
@@ -44,6 +55,9 @@ export function createSessionLookup({ table, ids, mintedEarly, logger, now }: Se
     // An id minted early is new, but still looked up: its client may have used it on another instance since.
     const quiet = mintedEarly?.(id) === true;
     const entry = table.hold({ kind: 'session', key, tag, principal, issuedAtMs, resume: true, quiet });
+    // It may have opened a named sandbox on the instance that held it: it works there.
+    const bound = quiet ? undefined : await catalog?.boundSession(principal, key).catch(() => undefined);
+    if (bound !== undefined) entry.attached = bound;
     const line = { session: tag, protocol_version: ask.version, request_id: ask.requestId };
     logger.info(quiet ? 'session opened' : 'session recovered', line);
     return entry;
@@ -67,16 +81,22 @@ export function createSessionLookup({ table, ids, mintedEarly, logger, now }: Se
 export type HandleLookup = (
   handle: unknown,
   principal: string,
-  checked?: SignedIdCheck,
-) => { entry: TableEntry; handle: string } | { message: string };
+  checked?: HandleCheck,
+) => Promise<{ entry: TableEntry; handle: string } | { message: string }>;
+
+export interface HandleLookupOptions extends Omit<SessionLookupOptions, 'logger' | 'catalog'> {
+  /** Tombstones: a handle whose sandbox was deleted for good is refused. */
+  provider: Pick<SandboxProvider, 'hasEnded'>;
+}
 
 /**
  * Resolves handles. `checked`: the handle's check, when it was made earlier in the request. A held entry that
  * comes back with its handle lives on the idle TTL from then on; a valid handle this instance does not hold is
- * opened (another instance made it, or it was let go); a call without one gets a new entry.
+ * opened (another instance made it, or it was let go), unless its sandbox was deleted for good; a call without one
+ * gets a new entry. A named sandbox's handle opens an entry that never makes a fresh sandbox in place of a lost one.
  */
-export function createHandleLookup({ table, ids, now }: Omit<SessionLookupOptions, 'logger'>): HandleLookup {
-  return (handle, principal, checked) => {
+export function createHandleLookup({ table, ids, provider, now }: HandleLookupOptions): HandleLookup {
+  return async (handle, principal, checked) => {
     const check = handle === undefined ? undefined : (checked ?? checkHandle(ids, handle, principal, now()));
     if (check?.ok === false) return { message: badHandleMessage(check.reason) };
     if (check?.ok === true) {
@@ -85,6 +105,8 @@ export function createHandleLookup({ table, ids, now }: Omit<SessionLookupOption
         held.sandbox.confirm();
         return { entry: held, handle: String(handle) };
       }
+      if (await provider.hasEnded({ sessionKey: check.key, principal }, now()))
+        return { message: badHandleMessage('ended') };
     }
     const refusal = table.makeRoom('handle', principal);
     if (refusal !== undefined) return { message: refusal.message };
@@ -97,19 +119,35 @@ export function createHandleLookup({ table, ids, now }: Omit<SessionLookupOption
       principal,
       issuedAtMs,
       resume: named !== undefined,
+      ...(check?.ok === true && check.named && { mustExist: true }),
     });
     return { entry, handle: id };
   };
 }
 
-/** The check of a handle a call carries. */
-export function checkHandle(ids: SignedIdCodec, handle: unknown, principal: string, nowMs: number): SignedIdCheck {
+/** The check of a handle: a sandbox handle's, or a named sandbox's (`named`). */
+export type HandleCheck =
+  | { readonly ok: true; readonly key: string; readonly issuedAtMs: number; readonly named: boolean }
+  | Extract<SignedIdCheck, { ok: false }>;
+
+/** The check of a handle a call carries: an unnamed sandbox's handle, else a named one's. */
+export function checkHandle(ids: SignedIdCodec, handle: unknown, principal: string, nowMs: number): HandleCheck {
   if (typeof handle !== 'string') return { ok: false, reason: 'malformed' };
-  return ids.verify('sandbox', handle, principal, nowMs);
+  const plain = ids.verify('sandbox', handle, principal, nowMs);
+  if (plain.ok) return { ...plain, named: false };
+  if (plain.reason !== 'bad_signature') return plain;
+  const named = ids.verify('named', handle, principal, nowMs);
+  return named.ok ? { ...named, named: true } : plain;
 }
 
 /** What a call with a bad handle reads, by why the handle failed. */
 function badHandleMessage(reason: string): string {
+  if (reason === 'ended') {
+    return (
+      'The "sandbox" handle cannot be used: its sandbox was deleted. Call list_sandboxes to see your sandboxes and ' +
+      'open_sandbox to open one, or call the tool again without "sandbox" to get a new, empty sandbox.'
+    );
+  }
   const why =
     reason === 'expired'
       ? 'it has expired'
@@ -118,6 +156,6 @@ function badHandleMessage(reason: string): string {
         : 'it is not a handle this server gave out';
   return (
     `The "sandbox" handle cannot be used: ${why}. Call the tool again without "sandbox" to get a new, empty ` +
-    'sandbox, and from then on pass the handle that each result gives back.'
+    'sandbox (or open_sandbox to open a named one), and from then on pass the handle that each result gives back.'
   );
 }

@@ -10,7 +10,7 @@
 import { describeError } from '../errors';
 import type { Logger } from '../log';
 import { createLazySandbox, type LazySandbox } from '../sandbox/lazy-sandbox';
-import type { SandboxProvider } from '../sandbox/types';
+import type { CreateOptions, SandboxProvider } from '../sandbox/types';
 import {
   type Cap,
   createSandboxAdmission,
@@ -43,6 +43,15 @@ export interface TableEntry extends Holder {
   readonly sandbox: LazySandbox;
   lastUsedMs: number;
   readonly calls: Set<RunningCall>;
+  /** A named sandbox: kept whatever becomes of ids (its name is its way back). */
+  readonly named: boolean;
+  /** Its name, when it was opened by name. */
+  readonly name?: string;
+  /**
+   * A 2025 session that opened a named sandbox (open_sandbox): its calls run there from then on, through that
+   * sandbox's own entry.
+   */
+  attached?: { readonly key: string; readonly name: string };
 }
 
 /** What a new entry is. */
@@ -56,6 +65,12 @@ export interface EntryRequest {
   readonly resume: boolean;
   /** With `resume`: the id is new (minted before the core was loaded), so a sandbox not found is no news. */
   readonly quiet?: boolean;
+  /** A named sandbox: its name, when known. */
+  readonly name?: string;
+  /** With `resume`: a named sandbox, gone for good when it is not found (lazy-sandbox.ts). */
+  readonly mustExist?: boolean;
+  /** How its sandbox is made (template, fork). */
+  readonly create?: CreateOptions;
 }
 
 export interface SandboxTableOptions {
@@ -83,16 +98,26 @@ export interface SandboxTable {
   hasRoom(kind: EntryKind, principal: string): Refusal | undefined;
   /** Holds a new entry, as the most recently used (room must have been made). */
   hold(request: EntryRequest): TableEntry;
-  /** Runs `call` on `entry`: busy meanwhile, used when it ends. The signal aborts on `cancel` or when it ends. */
+  /**
+   * Runs `call` on `entry`: busy meanwhile, used when it ends. The signal aborts on `cancel` or when it ends.
+   * `target`: the entry whose sandbox the call works in, when another's (a session's named sandbox): busy and used
+   * too, and ending it stops the call as well.
+   */
   run<T>(
     entry: TableEntry,
     requestId: string | number | undefined,
     call: (signal: AbortSignal) => Promise<T>,
+    target?: TableEntry,
   ): Promise<T>;
   /** Aborts the calls of `entry` with this JSON-RPC id. */
   cancel(entry: TableEntry, requestId: string | number): void;
-  /** Ends a session for good: its sandbox destroyed, its id refused on every instance until it could expire. */
-  end(entry: TableEntry, reason: string): Promise<void>;
+  /**
+   * Ends an entry for good: its sandbox destroyed (a named sandbox's only when it is the named entry itself), its id
+   * refused on every instance until it could expire (`untilMs`: until then instead).
+   */
+  end(entry: TableEntry, reason: string, untilMs?: number): Promise<void>;
+  /** Lets an entry go without ending it (its sandbox kept, its id valid): a named sandbox deleted elsewhere. */
+  drop(entry: TableEntry): void;
   /**
    * Whether the session ended, once any expiry of it has settled: `'here'` (this instance ended it),
    * `'elsewhere'` (the backend's tombstone says so), or `undefined`.
@@ -104,6 +129,13 @@ export interface SandboxTable {
   /** Ends every entry at shutdown: sandboxes kept (`keepSandboxes`) or destroyed, then `flushMs` for answers. */
   shutdown(options: { keepSandboxes: boolean; flushMs: number }): Promise<void>;
 }
+
+/** The log's reason for each outcome of idle expiry. */
+const IDLE_REASONS = {
+  destroyed: 'idle_expired',
+  slept: 'idle_asleep',
+  released: 'idle_here_used_elsewhere',
+} as const;
 
 /** Ended session tags this instance remembers, to answer them 404 without asking the backend. */
 const ENDED_REMEMBERED = 10_000;
@@ -123,8 +155,8 @@ export function createSandboxTable(options: SandboxTableOptions): SandboxTable {
   const slot = (kind: EntryKind, key: string): string => `${kind}:${key}`;
 
   /** The backend's tombstone: no instance revives the id for as long as it could be valid. */
-  const recordEnded = async (entry: TableEntry): Promise<void> => {
-    const untilMs = entry.issuedAtMs + options.maxAgeMs + ISSUE_TIME_RESOLUTION_MS;
+  const recordEnded = async (entry: TableEntry, until?: number): Promise<void> => {
+    const untilMs = until ?? entry.issuedAtMs + options.maxAgeMs + ISSUE_TIME_RESOLUTION_MS;
     await provider.recordEnded(entry.sandbox.owner, untilMs).catch((err: unknown) => {
       logger.error('session tombstone not recorded: another instance could revive the id', {
         session: entry.tag,
@@ -133,24 +165,28 @@ export function createSandboxTable(options: SandboxTableOptions): SandboxTable {
     });
   };
 
-  /** Idle past its lease here: the sandbox is destroyed unless another instance used it lately (then let go). */
+  /**
+   * Idle past its lease here: the sandbox sleeps, for its session, handle or name to wake it, unless another
+   * instance used it lately (then it is let go). A handle that never came back, and every sandbox of a backend that
+   * cannot sleep, is destroyed; a session whose sandbox was destroyed is over.
+   */
   const expire = async (entry: TableEntry): Promise<void> => {
     if (entry.kind === 'handle') {
-      await entry.sandbox.expire(leaseOf(entry), now()).catch(() => undefined);
+      const then = entry.sandbox.isConfirmed() ? 'sleep' : 'destroy';
+      const outcome = await entry.sandbox.expire(leaseOf(entry), now(), then).catch(() => undefined);
+      if (outcome === 'slept') logger.info('sandbox asleep', { sandbox: entry.tag, reason: IDLE_REASONS.slept });
       return;
     }
     try {
       // A session that never had a sandbox leaves nothing to revive: no tombstone is written for it.
       const hadSandbox = entry.sandbox.mayExist();
-      const destroyed = await entry.sandbox.expire(options.idleTtlMs, now());
-      if (destroyed) {
+      const outcome = await entry.sandbox.expire(options.idleTtlMs, now());
+      if (outcome === 'destroyed') {
         ended.add(entry.tag);
         if (hadSandbox) await recordEnded(entry);
       }
-      logger.info(destroyed ? 'session closed' : 'session released', {
-        session: entry.tag,
-        reason: destroyed ? 'idle_expired' : 'idle_here_used_elsewhere',
-      });
+      const line = { session: entry.tag, reason: IDLE_REASONS[outcome] };
+      logger.info(outcome === 'destroyed' ? 'session closed' : outcome === 'slept' ? 'session asleep' : 'session released', line);
     } catch (err: unknown) {
       logger.error('session expiry failed', { session: entry.tag, error: describeError(err) });
     }
@@ -216,16 +252,26 @@ export function createSandboxTable(options: SandboxTableOptions): SandboxTable {
       return decision.ok ? undefined : decision.refusal;
     },
     hold(request) {
-      const firstLease = request.kind === 'handle' && !request.resume;
+      const { name } = request;
+      // Named sandboxes were opened by name: they never live on a first lease.
+      const firstLease = request.kind === 'handle' && !request.resume && name === undefined;
       const owner = {
         sessionKey: request.key,
         principal: request.principal,
         ...(firstLease && { firstLeaseMs }),
+        ...(name !== undefined
+          ? { name }
+          : { reachableUntilMs: request.issuedAtMs + options.maxAgeMs + ISSUE_TIME_RESOLUTION_MS }),
       };
+      const at = slot(request.kind, request.key);
       const sandbox = createLazySandbox(provider, owner, {
         resume: request.resume,
         quiet: request.quiet,
         admit: admit(request.principal),
+        mustExist: request.mustExist,
+        create: request.create,
+        // The same sandbox may still be falling asleep here: it wakes once that is done.
+        settled: () => expiring.get(at) ?? Promise.resolve(),
       });
       const calls = new Set<RunningCall>();
       const entry: TableEntry = {
@@ -238,28 +284,37 @@ export function createSandboxTable(options: SandboxTableOptions): SandboxTable {
         lastUsedMs: now(),
         calls,
         busy: () => calls.size > 0 || sandbox.current()?.hasRunningBackground() === true,
+        named: name !== undefined || request.mustExist === true,
+        ...(name !== undefined && { name }),
       };
       entries.add(slot(entry.kind, entry.key), entry);
       return entry;
     },
-    async run(entry, requestId, call) {
+    async run(entry, requestId, call, target) {
       const running: RunningCall = { requestId, controller: new AbortController() };
-      entry.calls.add(running);
+      const on = target === undefined || target === entry ? [entry] : [entry, target];
+      for (const held of on) held.calls.add(running);
       try {
         return await call(running.controller.signal);
       } finally {
-        entry.calls.delete(running);
-        entries.touch(slot(entry.kind, entry.key), now());
+        for (const held of on) {
+          held.calls.delete(running);
+          entries.touch(slot(held.kind, held.key), now());
+        }
       }
+    },
+    drop(entry) {
+      if (entries.peek(slot(entry.kind, entry.key)) === entry) entries.remove(slot(entry.kind, entry.key));
+      void entry.sandbox.release().catch(() => undefined);
     },
     cancel(entry, requestId) {
       for (const running of entry.calls) if (running.requestId === requestId) running.controller.abort();
     },
-    async end(entry, reason) {
+    async end(entry, reason, untilMs) {
       entries.remove(slot(entry.kind, entry.key));
       ended.add(entry.tag);
       try {
-        if (entry.sandbox.mayExist()) await recordEnded(entry);
+        if (entry.sandbox.mayExist() || untilMs !== undefined) await recordEnded(entry, untilMs);
         // The sandbox stops first: a call still running then ends with a result.
         await entry.sandbox.kill();
         for (const running of entry.calls) running.controller.abort();
@@ -292,8 +347,10 @@ export function createSandboxTable(options: SandboxTableOptions): SandboxTable {
         await Promise.all(expiring.values());
       }
       const all = entries.takeAll();
+      // A named sandbox is reached by its name whatever the secret: it is always kept.
+      const keeps = (entry: TableEntry): boolean => keepSandboxes || entry.named;
       await Promise.all(
-        all.map((entry) => (keepSandboxes ? entry.sandbox.release() : entry.sandbox.kill()).catch(() => undefined)),
+        all.map((entry) => (keeps(entry) ? entry.sandbox.release() : entry.sandbox.kill()).catch(() => undefined)),
       );
       await new Promise((resolve) => setTimeout(resolve, flushMs));
       logger.info('sessions ended for shutdown', {

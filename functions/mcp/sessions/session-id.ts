@@ -9,8 +9,11 @@ import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 
 import { hashTag } from '../hash-tag';
 
-/** What a signed id is for; ids of one purpose are never valid as the other. */
-export type SignedIdPurpose = 'session' | 'sandbox';
+/**
+ * What a signed id is for; ids of one purpose are never valid as another. `named`: a handle of a named sandbox
+ * (open_sandbox), shaped as a sandbox handle, which says that its sandbox, once gone, is gone for good.
+ */
+export type SignedIdPurpose = 'session' | 'sandbox' | 'named';
 
 export type SignedIdCheck =
   | { ok: true; key: string; issuedAtMs: number }
@@ -20,6 +23,8 @@ export type SignedIdCheck =
 export interface SignedIdCodec {
   /** A new id for `principal`, and its key (the random part, which names the sandbox). */
   mint(purpose: SignedIdPurpose, principal: string, nowMs: number): { id: string; key: string };
+  /** An id for `principal` whose key is `key` (a named sandbox's, minted before): its handle, signed anew. */
+  sign(purpose: SignedIdPurpose, key: string, principal: string, nowMs: number): string;
   /** Checks an id presented with `principal`; `key` is its random part (names the sandbox). */
   verify(purpose: SignedIdPurpose, id: string, principal: string, nowMs: number): SignedIdCheck;
 }
@@ -28,6 +33,7 @@ export interface SignedIdCodec {
 const SHAPES: Record<SignedIdPurpose, { randomBytes: number; macChars: number; pattern: RegExp }> = {
   session: { randomBytes: 16, macChars: 22, pattern: /^([A-Za-z0-9_-]{22})\.([0-9a-z]{1,10})\.([A-Za-z0-9_-]{22})$/ },
   sandbox: { randomBytes: 12, macChars: 16, pattern: /^([A-Za-z0-9_-]{16})\.([0-9a-z]{1,10})\.([A-Za-z0-9_-]{16})$/ },
+  named: { randomBytes: 12, macChars: 16, pattern: /^([A-Za-z0-9_-]{16})\.([0-9a-z]{1,10})\.([A-Za-z0-9_-]{16})$/ },
 };
 
 /**
@@ -39,11 +45,19 @@ export function createSignedIdCodec(secret: string, maxAgeMs: number): SignedIdC
       .update(`mcp-${purpose}-v1\n${random}\n${issued}\n${principal}`)
       .digest('base64url')
       .slice(0, SHAPES[purpose].macChars);
+  const signed = (purpose: SignedIdPurpose, key: string, principal: string, nowMs: number): string => {
+    const issued = Math.floor(nowMs / 1000).toString(36);
+    return `${key}.${issued}.${sign(purpose, key, issued, principal)}`;
+  };
   return {
     mint(purpose, principal, nowMs) {
       const random = randomBytes(SHAPES[purpose].randomBytes).toString('base64url');
-      const issued = Math.floor(nowMs / 1000).toString(36);
-      return { id: `${random}.${issued}.${sign(purpose, random, issued, principal)}`, key: random };
+      return { id: signed(purpose, random, principal, nowMs), key: random };
+    },
+    sign(purpose, key, principal, nowMs) {
+      if (!SHAPES[purpose].pattern.test(`${key}.0.${'A'.repeat(SHAPES[purpose].macChars)}`))
+        throw new Error(`a key of another shape than a ${purpose} id's`);
+      return signed(purpose, key, principal, nowMs);
     },
     verify(purpose, id, principal, nowMs) {
       const match = SHAPES[purpose].pattern.exec(id);

@@ -7,9 +7,13 @@ import type { Logger } from '../log';
 import { describeArgumentIssues } from './argument-errors';
 import { portableSchema } from './portable-schema';
 import { editFileTool } from './edit-file';
+import { deleteSandboxTool } from './delete-sandbox';
 import { getPreviewUrlTool } from './get-preview-url';
 import { listFilesTool } from './list-files';
+import { listSandboxesTool } from './list-sandboxes';
 import { manageProcessTool } from './manage-process';
+import { nameSandboxTool } from './name-sandbox';
+import { openSandboxTool } from './open-sandbox';
 import { readFileTool } from './read-file';
 import { resetSandboxTool } from './reset-sandbox';
 import { runCodeTool } from './run-code';
@@ -30,6 +34,10 @@ export const TOOLS: readonly ToolDefinition[] = [
   manageProcessTool,
   getPreviewUrlTool,
   resetSandboxTool,
+  openSandboxTool,
+  listSandboxesTool,
+  nameSandboxTool,
+  deleteSandboxTool,
 ] as readonly ToolDefinition[];
 
 /** The tools as `tools/list` describes them, and the dispatcher for `tools/call`. */
@@ -64,13 +72,32 @@ export function describeTools(tools: readonly ToolDefinition[]): Tool[] {
  */
 declare const __TOOL_LIST_JSON__: string | undefined;
 
+/** The tools that reach the owner's other sandboxes: served where a call has an owner (HTTP), not over stdio. */
+export const SANDBOX_DIRECTORY_TOOLS: readonly string[] = [
+  openSandboxTool.name,
+  listSandboxesTool.name,
+  nameSandboxTool.name,
+  deleteSandboxTool.name,
+];
+
+export interface ToolCatalogOptions {
+  /** Tools left out of the list and refused as unknown. @default none */
+  omit?: readonly string[];
+}
+
 /** Builds the catalog (JSON schemas computed here, once, or by the build for TOOLS). */
-export function createToolCatalog(logger: Logger, tools: readonly ToolDefinition[] = TOOLS): ToolCatalog {
-  const byName = new Map(tools.map((tool) => [tool.name, tool]));
-  const list =
+export function createToolCatalog(
+  logger: Logger,
+  tools: readonly ToolDefinition[] = TOOLS,
+  { omit = [] }: ToolCatalogOptions = {},
+): ToolCatalog {
+  const kept = (name: string): boolean => !omit.includes(name);
+  const byName = new Map(tools.filter((tool) => kept(tool.name)).map((tool) => [tool.name, tool]));
+  const list = (
     tools === TOOLS && typeof __TOOL_LIST_JSON__ === 'string'
       ? (JSON.parse(__TOOL_LIST_JSON__) as Tool[])
-      : describeTools(tools);
+      : describeTools(tools)
+  ).filter((tool) => kept(tool.name));
   return {
     list,
     async call(name, args, ctx) {

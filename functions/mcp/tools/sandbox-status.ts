@@ -17,7 +17,22 @@ const Output = z.object({
   isolation: z.string(),
   network: z.string().nullable(),
   created_at: z.string().nullable(),
-  expires_at: z.string().describe('When the sandbox is reclaimed if nothing uses it; each call moves it on.'),
+  expires_at: z
+    .string()
+    .describe('When the sandbox falls asleep (or, where it cannot sleep, is deleted) if nothing uses it.'),
+  name: z.string().nullable().describe('Its name (open_sandbox, name_sandbox); null: unnamed.'),
+  sleep: z
+    .object({
+      mode: z
+        .enum(['memory', 'files', 'off'])
+        .describe('memory: paused with its memory; files: processes stopped, files kept; off: deleted when idle.'),
+      keeps: z.string().describe('What survives its sleep, in words.'),
+    })
+    .describe('What happens when it goes unused.'),
+  delete_at: z
+    .string()
+    .nullable()
+    .describe('When it is deleted if nothing uses it (asleep or not); null where it cannot sleep.'),
   limits: z
     .object({
       memory_bytes: Limit,
@@ -41,6 +56,9 @@ export const sandboxStatusTool = defineTool({
     const sandbox = ctx.sandbox.current();
     const backend = ctx.backend();
     const info = sandbox?.info();
+    const directory = ctx.sandboxes;
+    const mode = directory?.sleepMode() ?? 'off';
+    const deleteAtMs = directory?.deleteAtMs();
     const structured = {
       backend: backend.backend,
       state: info === undefined ? ('not_started' as const) : ('running' as const),
@@ -50,20 +68,34 @@ export const sandboxStatusTool = defineTool({
       network: info?.network ?? null,
       created_at: info?.createdAt ?? null,
       expires_at: ctx.expiresAt().toISOString(),
+      name: directory?.currentName() ?? null,
+      sleep: { mode, keeps: SLEEP_KEEPS[mode] },
+      delete_at: deleteAtMs === undefined ? null : new Date(deleteAtMs).toISOString(),
       ...(backend.limits === undefined ? {} : { limits: toLimitsOutput(backend.limits) }),
     };
     const text =
       info === undefined
         ? `No sandbox yet (backend ${backend.backend}, isolation ${backend.isolation}); the first command or file ` +
           `operation starts one.`
-        : `Sandbox ${info.id} (${info.backend}) is running. Working directory: ${info.workdir}. Isolation: ` +
-          `${info.isolation}. Network: ${info.network}. Expires if unused at ${structured.expires_at}.`;
+        : `Sandbox ${structured.name === null ? '' : `"${structured.name}" `}${info.id} (${info.backend}) is ` +
+          `running. Working directory: ${info.workdir}. Isolation: ${info.isolation}. Network: ${info.network}. ` +
+          (mode === 'off'
+            ? `Deleted if unused at ${structured.expires_at}.`
+            : `Falls asleep if unused at ${structured.expires_at} (${SLEEP_KEEPS[mode]})` +
+              `${structured.delete_at === null ? '' : `; deleted if unused at ${structured.delete_at}`}.`);
     return {
       text: backend.limits === undefined ? text : `${text} Limits: ${describeLimits(backend.limits)}.`,
       structured,
     };
   },
 });
+
+/** What survives a sleep, by mode. */
+const SLEEP_KEEPS = {
+  memory: 'asleep it keeps its files, running processes and Python state',
+  files: 'asleep it keeps its files; its processes are stopped and Python state is lost',
+  off: 'this backend cannot keep a sandbox asleep: unused, it is deleted',
+} as const;
 
 function toLimitsOutput(limits: SandboxLimits) {
   const out = (limit: ResourceLimit) => ({ value: limit.value, enforced_by: limit.enforcedBy });
@@ -87,8 +119,9 @@ export function describeLimits(limits: SandboxLimits): string {
   ].join(', ');
 }
 
-/** 1 GiB, 128 MiB. */
+/** 1 GiB, 128 MiB, 12 KiB. */
 export function formatBytes(bytes: number): string {
   const gib = bytes / 2 ** 30;
-  return gib >= 1 ? `${Number(gib.toFixed(1))} GiB` : `${Math.round(bytes / 2 ** 20)} MiB`;
+  if (gib >= 1) return `${Number(gib.toFixed(1))} GiB`;
+  return bytes >= 2 ** 20 ? `${Math.round(bytes / 2 ** 20)} MiB` : `${Math.round(bytes / 1024)} KiB`;
 }

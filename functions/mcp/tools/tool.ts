@@ -5,6 +5,7 @@
 import type { ServerContext } from '@modelcontextprotocol/server';
 import type * as z from 'zod';
 
+import type { SandboxDirectory } from '../sandbox/directory';
 import type { LazySandbox } from '../sandbox/lazy-sandbox';
 import type { BackendStatus, OutputStream } from '../sandbox/types';
 import { createProgressForwarder } from './progress';
@@ -12,6 +13,8 @@ import { createProgressForwarder } from './progress';
 /** Everything a tool call may use besides its arguments. */
 export interface ToolContext {
   sandbox: LazySandbox;
+  /** The owner's other sandboxes (open, list, name, delete); absent where there is no owner to speak of (stdio). */
+  sandboxes?: SandboxDirectory;
   backend: () => BackendStatus;
   /** When the sandbox will be reclaimed if nothing uses it. */
   expiresAt: () => Date;
@@ -67,6 +70,8 @@ export const DEFAULT_TOOL_TIMEOUT_MS = 50_000;
 
 export interface CallContextOptions {
   sandbox: LazySandbox;
+  /** The owner's other sandboxes. @default none */
+  sandboxes?: SandboxDirectory;
   backend: () => BackendStatus;
   expiresAt: () => Date;
   /** MCP_TOOL_TIMEOUT_MAX_S in milliseconds. */
@@ -89,6 +94,7 @@ export function toToolContext(ctx: ServerContext, options: CallContextOptions): 
         );
   return {
     sandbox: options.sandbox,
+    ...(options.sandboxes !== undefined && { sandboxes: options.sandboxes }),
     backend: options.backend,
     expiresAt: options.expiresAt,
     signal: options.signal ?? ctx.mcpReq.signal,

@@ -4,6 +4,7 @@ import { posix } from 'node:path';
 import type { Clock } from '../../clock';
 import { AppError, isAppError } from '../../errors';
 import { CodeResults } from '../code-results';
+import type { SleepState } from '../records';
 import { RunToCompletion } from '../run-to-completion';
 import type {
   BackgroundProcess,
@@ -19,6 +20,7 @@ import type {
   RunCommandResult,
   Sandbox,
   SandboxInfo,
+  SleepMode,
   StartBackgroundRequest,
   StdinWrite,
 } from '../types';
@@ -56,11 +58,33 @@ export interface E2BSandboxOptions {
   /** How the service returns charts (E2B_CHARTS). */
   charts: 'inline' | 'files';
   clock: Clock;
+  /** The sandbox tag of its key (the record catalog's name for it). */
+  tag: string;
+  /** Set when it was paused and this connection woke it. */
+  woke?: SleepState;
+  /** How it sleeps, and what keeps its record. */
+  sleep: E2BSleepHooks;
+}
+
+/** How one E2B sandbox sleeps, and what is told of its life. */
+export interface E2BSleepHooks {
+  /** How it was created to sleep (`off`: it is killed when idle). */
+  readonly mode: SleepMode;
+  /** Pauses it, with its memory or its files only; false when it was paused already. */
+  pause(keepMemory: boolean): Promise<boolean>;
+  /** It went to sleep. */
+  onSleep?(state: SleepState): Promise<void>;
+  /** Its lease was renewed (it is in use). */
+  onUsed?(): void;
+  /** It was killed. */
+  onKill?(): Promise<void>;
 }
 
 /** A sandbox on E2B. */
 export class E2BSandbox implements Sandbox {
   readonly id: string;
+  readonly tag: string;
+  readonly woke?: SleepState;
   private readonly createdAt = new Date().toISOString();
   private gone = false;
   private killed = false;
@@ -70,7 +94,13 @@ export class E2BSandbox implements Sandbox {
 
   constructor(private readonly options: E2BSandboxOptions) {
     this.id = options.api.sandboxId;
-    this.lease = new Lease(options.lease, options.clock, (ms) => options.api.setTimeout(ms), options.priorLeaseEnd);
+    this.tag = options.tag;
+    if (options.woke !== undefined) this.woke = options.woke;
+    const renew = async (ms: number): Promise<void> => {
+      await options.api.setTimeout(ms);
+      options.sleep.onUsed?.();
+    };
+    this.lease = new Lease(options.lease, options.clock, renew, options.priorLeaseEnd);
     this.background = createE2BBackgroundProcesses(options.api, options.errors, options.clock);
   }
 
@@ -234,9 +264,31 @@ export class E2BSandbox implements Sandbox {
     return { url, listening: probe.exitCode === 0, reachable: true };
   }
 
-  /** Lets go: the microVM keeps running until its lease ends, for this session to re-attach. */
+  /** Lets go: the microVM keeps running until its lease ends (then E2B pauses it), for its owner to re-attach. */
   async release(): Promise<void> {
     this.gone = true;
+  }
+
+  /**
+   * Puts it to sleep: paused with its memory or its files, as it was created to; killed when it does not sleep.
+   * A pause that fails (the service unreachable) leaves it to E2B, which pauses it when its lease ends.
+   */
+  async sleep(): Promise<SleepState | undefined> {
+    const { mode } = this.options.sleep;
+    if (this.killed || mode === 'off') {
+      await this.kill();
+      return undefined;
+    }
+    this.gone = true;
+    const state: SleepState = { sinceMs: this.options.clock.now(), memory: mode === 'memory', stopped: [] };
+    try {
+      await this.options.sleep.pause(mode === 'memory');
+    } catch (err: unknown) {
+      const { SandboxNotFoundError, NotFoundError } = this.options.errors;
+      if (err instanceof SandboxNotFoundError || err instanceof NotFoundError) return undefined;
+    }
+    await this.options.sleep.onSleep?.(state);
+    return state;
   }
 
   /** Kills the microVM; also after it was found gone, in case only the path to it failed. */
@@ -245,6 +297,7 @@ export class E2BSandbox implements Sandbox {
     this.killed = true;
     this.gone = true;
     await this.options.api.kill().catch(() => undefined);
+    await this.options.sleep.onKill?.();
   }
 
   /** Relative paths are under /home/user; the whole microVM is the sandbox, so absolute paths are allowed. */

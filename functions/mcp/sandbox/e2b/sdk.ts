@@ -37,11 +37,18 @@ export interface E2BSandboxApi {
 /** The port of the code interpreter's HTTP API inside the sandbox (the SDK's own constant, not exported). */
 const JUPYTER_PORT = 49999;
 
-/** A sandbox found by its metadata, with its lease end as the listing reports it (before anyone connects). */
+/** A sandbox found by its metadata, as the listing reports it (before anyone connects). */
 export interface FoundSandbox {
   readonly sandboxId: string;
+  /** The lease end of a running sandbox; for a paused one, when it paused. */
   readonly endAt: Date;
+  readonly startedAt: Date;
+  readonly state: 'running' | 'paused';
+  readonly metadata: Readonly<Record<string, string>>;
 }
+
+/** Connection options of the control-plane calls. */
+export type E2BApiOpts = ConnectionOpts;
 
 /** Options for creating a sandbox: the SDK's own. */
 export type E2BCreateOptions = SandboxOpts;
@@ -49,12 +56,23 @@ export type E2BCreateOptions = SandboxOpts;
 /** The SDK entry points the backend needs, plus the error classes it maps. */
 export interface E2BSdk {
   create(template: string, opts: E2BCreateOptions): Promise<E2BSandboxApi>;
-  /** Running or paused sandboxes whose metadata includes all of `metadata`. */
-  findByMetadata(metadata: Record<string, string>, opts: ConnectionOpts): Promise<FoundSandbox[]>;
+  /** Running or paused sandboxes whose metadata includes all of `metadata`, page after page up to `max`. */
+  findByMetadata(metadata: Record<string, string>, opts: ConnectionOpts, max?: number): Promise<FoundSandbox[]>;
   /** Re-attaches a sandbox by id (resuming a paused one). */
   connect(sandboxId: string, opts: SandboxConnectOpts): Promise<E2BSandboxApi>;
+  /** Pauses a sandbox, with its memory or its files only; false when it was paused already. */
+  pause(sandboxId: string, opts: ConnectionOpts & { keepMemory: boolean }): Promise<boolean>;
+  /** Kills a sandbox by id, running or paused (a paused one is not resumed); false when there was none. */
+  kill(sandboxId: string, opts: ConnectionOpts): Promise<boolean>;
+  /** Snapshots a sandbox (it runs on): the id a new sandbox is created from. */
+  createSnapshot(sandboxId: string, opts: ConnectionOpts): Promise<string>;
+  /** Deletes a snapshot; false when there was none. */
+  deleteSnapshot(snapshotId: string, opts: ConnectionOpts): Promise<boolean>;
   readonly errors: E2BErrorClasses;
 }
+
+/** The most sandboxes one listing reads (pages of 100). */
+const MAX_LISTED = 1000;
 
 /** The SDK's error classes, for `instanceof` at the adapter. */
 export type E2BErrorClasses = Pick<
@@ -133,14 +151,22 @@ export async function loadE2BSdk(): Promise<E2BSdk> {
   });
   return {
     create: async (template, opts) => adapt(await InterpreterSandbox.create(template, opts)),
-    async findByMetadata(metadata, opts) {
-      const page = await codeInterpreter.Sandbox.list({
-        ...opts,
-        query: { metadata, state: ['running', 'paused'] },
-      }).nextItems();
-      return page.map((info) => ({ sandboxId: info.sandboxId, endAt: info.endAt }));
+    async findByMetadata(metadata, opts, max = MAX_LISTED) {
+      const paginator = codeInterpreter.Sandbox.list({ ...opts, query: { metadata, state: ['running', 'paused'] } });
+      const found: FoundSandbox[] = [];
+      do {
+        for (const info of await paginator.nextItems()) {
+          const { sandboxId, endAt, startedAt, state } = info;
+          found.push({ sandboxId, endAt, startedAt, state, metadata: info.metadata });
+        }
+      } while (paginator.hasNext && found.length < max);
+      return found.slice(0, max);
     },
     connect: async (sandboxId, opts) => adapt(await InterpreterSandbox.connect(sandboxId, opts)),
+    pause: (sandboxId, opts) => e2b.Sandbox.pause(sandboxId, opts),
+    kill: (sandboxId, opts) => e2b.Sandbox.kill(sandboxId, opts),
+    createSnapshot: async (sandboxId, opts) => (await e2b.Sandbox.createSnapshot(sandboxId, opts)).snapshotId,
+    deleteSnapshot: (snapshotId, opts) => e2b.Sandbox.deleteSnapshot(snapshotId, opts),
     errors: e2b,
   };
 }

@@ -6,6 +6,7 @@
  */
 import type { Clock } from '../../clock';
 import { AppError } from '../../errors';
+import type { SleepState } from '../records';
 import type {
   BackgroundProcess,
   ListFilesRequest,
@@ -51,11 +52,18 @@ export interface LocalSandboxOptions {
   memoryLimitBytes: number;
   /** Where previews of a sandbox with its own network are served (preview-forwarder.ts). */
   preview: PreviewSettings;
+  /** Set when the workspace was asleep: since when, and which processes its sleep stopped. */
+  woke?: SleepState;
+  /** Records that it went to sleep (or was let go, which stops its processes all the same). */
+  onSleep?: (state: SleepState) => Promise<void>;
+  /** Records that it was destroyed. */
+  onKill?: () => Promise<void>;
 }
 
 /** A sandbox on this machine. Nothing it runs outlives `kill()`. */
 export class LocalSandbox implements Sandbox {
   readonly id: string;
+  readonly woke?: SleepState;
   private readonly createdAt = new Date().toISOString();
   private readonly lifetime = new AbortController();
   private readonly files: SandboxWorkspace;
@@ -69,6 +77,7 @@ export class LocalSandbox implements Sandbox {
   constructor(private readonly options: LocalSandboxOptions) {
     const { id, workspace, launch, cgroup, clock } = options;
     this.id = id;
+    if (options.woke !== undefined) this.woke = options.woke;
     this.stateLostOnResume = options.resumed;
     this.files = new SandboxWorkspace(workspace, clock);
     this.processes = new SandboxProcesses(workspace, launch, cgroup, this.lifetime.signal);
@@ -179,16 +188,31 @@ export class LocalSandbox implements Sandbox {
   async kill(): Promise<void> {
     await this.stopProcesses();
     await this.files.remove();
+    await this.options.onKill?.();
   }
 
   /**
-   * Stops every process and keeps the files: the workspace is re-attached by its session later. Its disk image
-   * is let go once nothing runs in it (the last holder unmounts it and frees its loop device) and mounted again
-   * then.
+   * Puts it to sleep: stops every process and keeps the files, for its session, handle or name to wake it later.
+   * Its disk image is let go once nothing runs in it (the last holder unmounts it and frees its loop device) and
+   * mounted again then. Resolves with the background processes it stopped.
    */
-  async release(): Promise<void> {
+  async sleep(): Promise<SleepState> {
+    const sinceMs = this.options.clock.now();
+    const running = this.lifetime.signal.aborted
+      ? []
+      : (await this.processes.background.list().catch(() => []))
+          .filter((process) => process.state === 'running')
+          .map(({ id, command }) => ({ id, command }));
     await this.stopProcesses();
     await this.files.release();
+    const state: SleepState = { sinceMs, memory: false, stopped: running };
+    await this.options.onSleep?.(state);
+    return state;
+  }
+
+  /** Lets go of it (eviction for room, shutdown): on this backend that is a sleep. */
+  async release(): Promise<void> {
+    await this.sleep();
   }
 
   private async runCommandOnly(req: RunCommandRequest): Promise<RunCommandResult> {

@@ -1,4 +1,8 @@
-/** The local backend: workspaces under LOCAL_SANDBOX_ROOT, isolated with bubblewrap where it works. */
+/**
+ * The local backend: workspaces under LOCAL_SANDBOX_ROOT, isolated with bubblewrap where it works. Each workspace
+ * has a sandbox record beside the others (sandbox/records.ts): idle, a sandbox sleeps (its processes stopped, its
+ * files kept) and wakes on its next use, here or on any instance sharing the root, until its retention ends.
+ */
 import { randomBytes } from 'node:crypto';
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -8,15 +12,21 @@ import { isLoopbackHost, type LocalSandboxConfig } from '../../config';
 import { AppError } from '../../errors';
 import type { Logger } from '../../log';
 import { SingleFlight } from '../../single-flight';
+import { createRecordCatalog, type RecordCatalog } from '../record-catalog';
+import { createRecordStore, type RecordStore, type SandboxRecord, type SleepState } from '../records';
+import type { RetentionPolicy } from '../retention';
+import { toOwnerTag, toSandboxTag } from '../sandbox-name';
 import { createTombstoneStore } from '../tombstones';
-import type { BackendStatus, Sandbox, SandboxOwner, SandboxProvider } from '../types';
+import type { BackendStatus, CreateOptions, Sandbox, SandboxOwner, SandboxProvider } from '../types';
 import { type HostProfile, hostProbeInput, probeHostProfile, probingLimits } from './host-profile';
 import { findHostTools } from './host-tools';
 import { DEFAULT_PROCESS_LIMITS, type HostTools, type ProcessLimits } from './launch';
 import { LocalSandbox, type PreviewSettings } from './local-sandbox';
 import { createPreviewSigner } from './preview-token';
 import { workspaceSandboxId } from './sandbox-id';
-import { createWorkspaceJanitor, type WorkspaceJanitor } from './workspace-sweep';
+import { copyWorkspace } from './workspace-copy';
+import { imageOf } from './workspace-disk';
+import { createWorkspaceJanitor, lastUsedMs, removeAbandonedWorkspace, type WorkspaceJanitor } from './workspace-sweep';
 import { createWorkspace, toWorkspaceName } from './workspace';
 
 export interface LocalProviderOptions {
@@ -41,7 +51,17 @@ export interface LocalProviderOptions {
   previewSecret?: string;
   /** How long such a preview URL (and the cookie it gives) stays valid (MCP_SESSION_MAX_AGE_S). @default 6 hours */
   previewTtlMs?: number;
+  /** How long sleeping sandboxes are kept, and how many per credential. @default DEFAULT_RETENTION */
+  retention?: RetentionPolicy;
+  /**
+   * A tag of MCP_SESSION_SECRET, kept in the records of unnamed sandboxes: one signed with another secret can never be
+   * reached. @default one of its own (no other process reaches this one's unnamed sandboxes)
+   */
+  secretTag?: string;
 }
+
+/** Retention when none is given (config.ts sets it from MCP_SANDBOX_RETENTION_S and the caps). */
+export const DEFAULT_RETENTION: RetentionPolicy = { retentionMs: 7 * 24 * 3_600_000, maxSleeping: 10 };
 
 export interface LocalSandboxProvider extends SandboxProvider {
   /** Resolves once the isolation probe finished; logs the outcome. */
@@ -59,12 +79,45 @@ export function createLocalSandboxProvider({
   staleAfterMs,
   previewSecret = randomBytes(32).toString('base64url'),
   previewTtlMs = 6 * 3_600_000,
+  retention = DEFAULT_RETENTION,
+  secretTag = randomBytes(8).toString('hex'),
 }: LocalProviderOptions): LocalSandboxProvider {
-  const janitor =
-    staleAfterMs === undefined
-      ? undefined
-      : createWorkspaceJanitor({ root: config.root, staleAfterMs, now: () => clock.now(), logger });
-  const tombstones = createTombstoneStore(config.root, { now: () => clock.now() });
+  const now = (): number => clock.now();
+  const store = createRecordStore(config.root);
+  const dirOf = (tag: string): string => join(config.root, `mcp-sandbox-${tag}`);
+  // The janitor knows which workspaces are open here; the catalog asks it (it is made next, with the catalog).
+  let janitor: WorkspaceJanitor | undefined;
+  const isOpenHere = (tag: string): boolean => janitor?.isOpen(`mcp-sandbox-${tag}`) === true;
+  const catalog = createRecordCatalog({
+    store,
+    policy: retention,
+    now,
+    secretTag,
+    logger,
+    isOpenHere,
+    stateOf: async (record, nowMs) => {
+      if (isOpenHere(record.tag)) return 'running';
+      if (record.sleep !== undefined) return 'sleeping';
+      // Running on another instance sharing the root, unless that one went away without putting it to sleep.
+      const used = await lastUsedMs(dirOf(record.tag)).catch(() => undefined);
+      return used !== undefined && nowMs - used <= (staleAfterMs ?? Infinity) ? 'running' : 'sleeping';
+    },
+    diskBytesOf: async (record) => {
+      const image = await stat(imageOf(dirOf(record.tag))).catch(() => undefined);
+      return image === undefined ? undefined : image.blocks * 512;
+    },
+    destroy: (record) => removeAbandonedWorkspace(dirOf(record.tag)),
+  });
+  const workspaces = createWorkspaceJanitor({
+    root: config.root,
+    staleAfterMs: staleAfterMs ?? Infinity,
+    now,
+    logger,
+    sweepRecords: () => catalog.sweep(),
+    recordedTags: () => store.tags(),
+  });
+  janitor = workspaces;
+  const tombstones = createTombstoneStore(config.root, { now });
   const host = hostProbeInput(config, tools, logger, limits);
   const beforeProbe = probingLimits(host);
   const shared: SharedSettings = {
@@ -81,14 +134,20 @@ export function createLocalSandboxProvider({
     profile.get(async () => {
       const found = await probeHostProfile(host);
       // Leftovers of earlier processes that no session can come back for.
-      janitor?.maybeSweep();
+      workspaces.maybeSweep();
       return found;
     });
-  const open = async (sessionKey: string, resumed: boolean): Promise<Sandbox> => {
+  /** Opens the sandbox of `owner` over its workspace (made when new, copied when `forked`). */
+  const open = async (owner: SandboxOwner, how: OpenHow): Promise<Sandbox> => {
     const found = await probe();
     if (found.refusal !== undefined) throw new AppError('sandbox_error', found.refusal);
-    const make = () => openSandbox(found, shared, sessionKey, resumed);
-    return janitor === undefined ? make() : janitor.track(toWorkspaceName(sessionKey), make);
+    const name = toWorkspaceName(owner.sessionKey);
+    const hooks = recordHooks(store, owner, now, dirOf, () => catalog.makeRoom(owner.principal, 0));
+    const make = () =>
+      openSandbox(found, shared, owner.sessionKey, { ...how, onSleep: hooks.onSleep, onKill: hooks.onKill });
+    const sandbox = await workspaces.track(name, make);
+    await (how.resumed ? hooks.reopened(sandbox.id) : hooks.created(sandbox.id));
+    return sandbox;
   };
 
   return {
@@ -103,14 +162,98 @@ export function createLocalSandboxProvider({
         limits: found?.limits ?? beforeProbe,
       };
     },
-    create: ({ sessionKey }: SandboxOwner) => {
-      janitor?.maybeSweep();
-      return open(sessionKey, false);
+    sleepMode: () => 'files',
+    catalog,
+    async create(owner: SandboxOwner, options: CreateOptions = {}) {
+      if (options.template !== undefined) {
+        throw new AppError(
+          'invalid_input',
+          `The local sandbox backend has no templates (template "${options.template}"): every sandbox runs the ` +
+            `host's programs. Leave template out.`,
+        );
+      }
+      workspaces.maybeSweep();
+      const from = options.from;
+      if (from !== undefined) await copyWorkspace(dirOf(from.tag), dirOf(toSandboxTag(owner.sessionKey)));
+      return open(owner, { resumed: false, forked: from !== undefined });
     },
-    attach: async ({ sessionKey }: SandboxOwner) =>
-      (await workspaceToAttach(config.root, sessionKey, janitor)) ? open(sessionKey, true) : undefined,
+    async attach(owner: SandboxOwner) {
+      const record = await store.get(toOwnerTag(owner.principal), toSandboxTag(owner.sessionKey));
+      const there = await workspaceToAttach(config.root, owner.sessionKey, workspaces, record === undefined);
+      if (!there) {
+        // Its workspace went (deleted by hand, or with the root): the record goes too, but a name stays claimed.
+        if (record !== undefined && record.name === undefined) await store.remove(record);
+        return undefined;
+      }
+      return open(owner, { resumed: true, ...(record?.sleep !== undefined && { woke: record.sleep }) });
+    },
     recordEnded: ({ sessionKey }, untilMs) => tombstones.record(toWorkspaceName(sessionKey), untilMs),
     hasEnded: ({ sessionKey }, nowMs) => tombstones.has(toWorkspaceName(sessionKey), nowMs),
+  };
+}
+
+/** How a workspace is opened: made or re-opened (`resumed`), and for a fork made from a copy. */
+interface OpenHow {
+  readonly resumed: boolean;
+  readonly forked?: boolean;
+  /** What its sleep kept, when it was asleep. */
+  readonly woke?: SleepState;
+}
+
+/** What keeps a sandbox's record: written when it is made, when it wakes and when it falls asleep; gone with it. */
+interface RecordHooks {
+  created(sandboxId: string): Promise<void>;
+  reopened(sandboxId: string): Promise<void>;
+  onSleep(state: SleepState): Promise<void>;
+  /** Destroyed (DELETE, reset): the record goes, but a named sandbox's stays for the sandbox made in its place. */
+  onKill(): Promise<void>;
+}
+
+function recordHooks(
+  store: RecordStore,
+  owner: SandboxOwner,
+  now: () => number,
+  dirOf: (tag: string) => string,
+  afterSleep: () => Promise<unknown>,
+): RecordHooks {
+  const ownerTag = toOwnerTag(owner.principal);
+  const tag = toSandboxTag(owner.sessionKey);
+  const write = (change: (record: SandboxRecord | undefined) => SandboxRecord): Promise<void> =>
+    store.get(ownerTag, tag).then((record) => store.put(change(record)));
+  const fresh = (sandboxId: string, record: SandboxRecord | undefined): SandboxRecord => {
+    const nowMs = now();
+    return {
+      tag,
+      owner: ownerTag,
+      ...(owner.name !== undefined && { name: owner.name, key: owner.sessionKey }),
+      sandboxId,
+      createdMs: record?.createdMs !== undefined && record.sandboxId === sandboxId ? record.createdMs : nowMs,
+      lastUsedMs: nowMs,
+      ...(owner.name === undefined &&
+        owner.reachableUntilMs !== undefined && { reachableUntilMs: owner.reachableUntilMs }),
+    };
+  };
+  return {
+    created: (sandboxId) => write((record) => fresh(sandboxId, record)),
+    // A workspace of an earlier version gets its record when it is first opened again.
+    reopened: (sandboxId) =>
+      write((record) => {
+        const { sleep: _slept, ...awake } = record ?? fresh(sandboxId, undefined);
+        return { ...awake, sandboxId, lastUsedMs: now() };
+      }),
+    async onSleep(state) {
+      // Its last use is its marker's time (every call touches it), which the record did not follow.
+      const used = (await lastUsedMs(dirOf(tag)).catch(() => undefined)) ?? 0;
+      await write((record) => {
+        const current = record ?? fresh('unknown', undefined);
+        return { ...current, lastUsedMs: Math.max(current.lastUsedMs, Math.min(used, state.sinceMs)), sleep: state };
+      });
+      // What sleeps counts against its owner's caps: past them, its least recently used sleeping sandboxes go.
+      await afterSleep().catch(() => undefined);
+    },
+    onKill: async () => {
+      if (owner.name === undefined) await store.remove({ owner: ownerTag, tag });
+    },
   };
 }
 
@@ -130,10 +273,11 @@ function previewSettings(config: LocalSandboxConfig, secret: string, ttlMs: numb
 }
 
 /** Whether the workspace of `sessionKey` is there to open again. */
-async function workspaceToAttach(root: string, sessionKey: string, janitor: WorkspaceJanitor | undefined) {
-  janitor?.maybeSweep();
-  // Unused past the idle TTL, its session has ended everywhere: a session that comes back starts afresh.
-  if ((await janitor?.removeIfStale(toWorkspaceName(sessionKey))) === true) return false;
+async function workspaceToAttach(root: string, sessionKey: string, janitor: WorkspaceJanitor, legacy: boolean) {
+  janitor.maybeSweep();
+  // A workspace of an earlier version (no record) unused past the idle TTL: its session has ended everywhere, and
+  // a session that comes back starts afresh. One with a record sleeps until its retention ends.
+  if (legacy && (await janitor.removeIfStale(toWorkspaceName(sessionKey)))) return false;
   return stat(join(root, toWorkspaceName(sessionKey))).then(
     (info) => info.isDirectory(),
     () => false,
@@ -156,7 +300,7 @@ async function openSandbox(
   found: HostProfile,
   shared: SharedSettings,
   sessionKey: string,
-  resumed: boolean,
+  { resumed, forked, woke, onSleep, onKill }: OpenHow & Pick<RecordHooks, 'onSleep' | 'onKill'>,
 ): Promise<Sandbox> {
   const { config, logger } = shared;
   const opened = async () => {
@@ -167,6 +311,7 @@ async function openSandbox(
       sandboxUser: found.sandboxUsers,
       diskBytes: found.disks.limitBytes,
       logger,
+      forked,
     });
     // A new workspace (a new session, or a reset) gets a new id; one opened again keeps its own.
     const id = await workspaceSandboxId(workspace.dir).catch(async (err: unknown) => {
@@ -189,5 +334,8 @@ async function openSandbox(
     maxOutputBytes: shared.maxOutputBytes,
     resumed,
     clock: shared.clock,
+    ...(woke !== undefined && { woke }),
+    onSleep,
+    onKill,
   });
 }

@@ -1,10 +1,11 @@
 /**
- * Disk follows sessions: a workspace no session can come back for is deleted. A session comes back to its
- * workspace only while it is live somewhere: used within the idle TTL (a call may run on for the longest tool
- * timeout after its last touch). So a workspace not open on this instance whose last-used marker (else its
- * directory) is older than that is deleted: on a sweep at start-up (leftovers of earlier processes), then at
- * most once a minute, on requests (FC freezes timers between them); and at once when a session tries to
- * re-attach it.
+ * Disk follows what can still be reached. A workspace with a sandbox record (sandbox/records.ts) sleeps and wakes
+ * by it, and the record catalog deletes it at the end of its retention (sandbox/record-catalog.ts); the sweep here
+ * runs that, and deletes what has no record: workspaces of earlier versions, which no session comes back to once
+ * unused for the idle TTL (a call may run on for the longest tool timeout after its last touch). So such a
+ * workspace not open on this instance whose last-used marker (else its directory) is older than that is deleted:
+ * on a sweep at start-up (leftovers of earlier processes), then at most once a minute, on requests (FC freezes
+ * timers between them); and at once when a session tries to re-attach it.
  */
 import { lstat, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -60,14 +61,26 @@ export interface SweepOptions {
   staleAfterMs: number;
   /** True for a workspace a sandbox of this instance has open (never deleted here). */
   isOpen: (name: string) => boolean;
+  /** The tags of the workspaces that have sandbox records (kept by their records' rules, not by staleness). */
+  recorded?: ReadonlySet<string>;
 }
 
-/** One sweep: deletes stale workspaces and tombstones past their time; returns the workspaces deleted. */
-export async function sweepWorkspaces({ root, nowMs, staleAfterMs, isOpen }: SweepOptions): Promise<string[]> {
+/**
+ * One sweep: deletes stale workspaces without a record and tombstones past their time; returns the workspaces
+ * deleted.
+ */
+export async function sweepWorkspaces({
+  root,
+  nowMs,
+  staleAfterMs,
+  isOpen,
+  recorded,
+}: SweepOptions): Promise<string[]> {
   const entries = await readdir(root, { withFileTypes: true }).catch(() => []);
   const removed: string[] = [];
   for (const entry of entries) {
     if (!entry.isDirectory() || !entry.name.startsWith(WORKSPACE_PREFIX) || isOpen(entry.name)) continue;
+    if (recorded?.has(entry.name.slice(WORKSPACE_PREFIX.length)) === true) continue;
     const dir = join(root, entry.name);
     if (!(await isStale(dir, nowMs, staleAfterMs))) continue;
     await removeAbandonedWorkspace(dir);
@@ -84,6 +97,8 @@ const SWEEP_EVERY_MS = 60_000;
 export interface WorkspaceJanitor {
   /** Makes the sandbox of workspace `name` with `make`; the workspace counts as open here while it lives. */
   track<S extends { isGone(): boolean }>(name: string, make: () => Promise<S>): Promise<S>;
+  /** True while a sandbox of this instance has the workspace `name` open. */
+  isOpen(name: string): boolean;
   /** Starts a sweep unless one ran within the last minute (callers do not wait for it). */
   maybeSweep(): void;
   /** Deletes the workspace `name` if it is stale and not open here; true when it was. */
@@ -97,10 +112,21 @@ export interface JanitorOptions {
   staleAfterMs: number;
   now: () => number;
   logger: Logger;
+  /** Runs first on every sweep: deletes recorded sandboxes past their retention (record-catalog.ts). */
+  sweepRecords?: () => Promise<unknown>;
+  /** The tags of the workspaces that have records. @default none */
+  recordedTags?: () => Promise<Set<string>>;
 }
 
 /** Creates the janitor of one provider. */
-export function createWorkspaceJanitor({ root, staleAfterMs, now, logger }: JanitorOptions): WorkspaceJanitor {
+export function createWorkspaceJanitor({
+  root,
+  staleAfterMs,
+  now,
+  logger,
+  sweepRecords,
+  recordedTags,
+}: JanitorOptions): WorkspaceJanitor {
   const open = new Map<string, { isGone(): boolean } | 'opening'>();
   let lastSweepMs = -Infinity;
   let running: Promise<void> = Promise.resolve();
@@ -114,6 +140,7 @@ export function createWorkspaceJanitor({ root, staleAfterMs, now, logger }: Jani
     return true;
   };
   return {
+    isOpen,
     async track(name, make) {
       open.set(name, 'opening');
       try {
@@ -129,7 +156,11 @@ export function createWorkspaceJanitor({ root, staleAfterMs, now, logger }: Jani
       const nowMs = now();
       if (nowMs - lastSweepMs < SWEEP_EVERY_MS) return;
       lastSweepMs = nowMs;
-      running = sweepWorkspaces({ root, nowMs, staleAfterMs, isOpen }).then(
+      const sweep = async (): Promise<string[]> => {
+        await sweepRecords?.();
+        return sweepWorkspaces({ root, nowMs, staleAfterMs, isOpen, recorded: await recordedTags?.() });
+      };
+      running = sweep().then(
         (removed) => {
           if (removed.length > 0) logger.info('abandoned workspaces deleted', { count: removed.length });
         },

@@ -24,6 +24,8 @@ function setup(idleTtlMs = 1_800_000) {
     maxOutputBytes: 1024,
     charts: 'inline',
     clock,
+    tag: 'tag',
+    sleep: { mode: 'off', pause: async () => true },
   });
   return { clock, api, sandbox };
 }
@@ -93,6 +95,8 @@ describe('an E2B sandbox', () => {
       priorLeaseEnd,
       maxOutputBytes: 1024,
       charts: 'inline',
+      tag: 'tag',
+      sleep: { mode: 'off', pause: async () => true },
       clock,
     });
     await expect(sandbox.lastUseElsewhereMs()).resolves.toBe(clock.now() - 5_000 + 15_000);

@@ -14,6 +14,7 @@ const CONFIG = {
   apiUrl: 'https://api.cn-hangzhou.e2b.fc.aliyuncs.com',
   maxCreatesPerS: 1,
   charts: 'files' as const,
+  sleep: 'memory' as 'memory' | 'files' | 'off',
 };
 const OWNER = { sessionKey: 'session-id-abc', principal: 'principal-123' };
 
@@ -46,7 +47,7 @@ describe('the E2B provider', () => {
     expect(sdk.created).toHaveLength(0);
   });
 
-  it('creates with the template, the lease, the endpoints, no SDK retries, and hashed owner tags', async () => {
+  it('creates with the template, the lease, the endpoints, no SDK retries, the sleep lifecycle and hashed owner tags', async () => {
     const { provider, sdk, loads } = setup();
     const sandbox = await provider.create(OWNER);
     expect(loads()).toBe(1);
@@ -59,6 +60,8 @@ describe('the E2B provider', () => {
       apiUrl: CONFIG.apiUrl,
       timeoutMs: 1_830_000,
       retries: 0,
+      // E2B pauses it itself, with its memory, when its lease runs out with no instance left to do it.
+      lifecycle: { onTimeout: { action: 'pause', keepMemory: true }, autoResume: false },
     });
     const metadata = call?.opts.metadata ?? {};
     expect(metadata).toEqual({
@@ -66,6 +69,9 @@ describe('the E2B provider', () => {
       mcp_owner: expect.stringMatching(/^[0-9a-f]{24}$/),
       mcp_server: SERVER_INFO.name,
       mcp_version: SERVER_INFO.version,
+      mcp_created: '1000000',
+      mcp_template: 'code-interpreter-v1',
+      mcp_sleep: 'memory',
     });
     expect(JSON.stringify(metadata)).not.toContain(OWNER.sessionKey);
     expect(JSON.stringify(metadata)).not.toContain(OWNER.principal);
@@ -129,7 +135,7 @@ describe('the E2B provider', () => {
     expect(b).toBe(c);
   });
 
-  it('on idle expiry kills the sandbox, unless its lease shows that another instance used it lately', async () => {
+  it('on idle expiry pauses the sandbox with its memory, unless its lease shows that another instance used it lately', async () => {
     const { provider, sdk, clock } = setup();
     const lazy = createLazySandbox(provider, OWNER);
     await lazy.get();
@@ -138,15 +144,24 @@ describe('the E2B provider', () => {
     clock.advance(1_800_001);
     // Someone else renewed the lease a minute ago: only let go here.
     stub.endAtMs = clock.now() - 60_000 + 1_800_000;
-    await expect(lazy.expire(1_800_000, clock.now())).resolves.toBe(false);
-    expect(stub.killed).toBe(false);
-    // Nobody renewed it: destroy.
+    await expect(lazy.expire(1_800_000, clock.now())).resolves.toBe('released');
+    expect({ killed: stub.killed, state: stub.state }).toEqual({ killed: false, state: 'running' });
+    // Nobody renewed it: it sleeps, paused with its memory.
     const again = createLazySandbox(provider, { sessionKey: 'other', principal: 'p' });
     await again.get();
     const idle = sdk.sandboxes[1];
     clock.advance(1_800_001);
-    await expect(again.expire(1_800_000, clock.now())).resolves.toBe(true);
-    expect(idle?.killed).toBe(true);
+    await expect(again.expire(1_800_000, clock.now())).resolves.toBe('slept');
+    expect({ killed: idle?.killed, state: idle?.state }).toEqual({ killed: false, state: 'paused' });
+    expect(sdk.pauses).toEqual([{ sandboxId: idle?.sandboxId, keepMemory: true }]);
+    // With E2B_SLEEP=off it is destroyed, as before sandboxes slept.
+    const off = setup({ sleep: 'off' });
+    const lazyOff = createLazySandbox(off.provider, OWNER);
+    await lazyOff.get();
+    off.clock.advance(1_800_001);
+    await expect(lazyOff.expire(1_800_000, off.clock.now())).resolves.toBe('destroyed');
+    expect(off.sdk.sandboxes[0]?.killed).toBe(true);
+    expect(off.sdk.created[0]?.opts.lifecycle).toBeUndefined();
   });
 
   it('replaces a sandbox found gone with a fresh one on the next use', async () => {
