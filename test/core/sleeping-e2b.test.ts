@@ -100,43 +100,54 @@ describe('on E2B with its listing (E2B’s cloud)', () => {
     expect(sdk.connects).toEqual([]);
   });
 
-  it('forks through a snapshot: the copy has the files, under its own metadata, and the snapshot is its own', async () => {
-    const { sdk, instance } = deployment();
-    const a = await instance().connect();
-    out(await a.callTool('open_sandbox', { name: 'base' }));
-    out(await a.callTool('write_file', { path: 'app.py', content: 'print(1)' }));
-    expect(out<{ state: string }>(await a.callTool('open_sandbox', { name: 'copy', from: 'base' })).state).toBe(
-      'forked',
-    );
-    expect(out<{ content: string }>(await a.callTool('read_file', { path: 'app.py' })).content).toBe('print(1)');
-    const fork = sdk.sandboxes[1];
-    expect(fork?.template).toBe('snap-1');
-    expect(fork?.metadata).toMatchObject({ mcp_name: 'copy', mcp_snapshot: 'snap-1' });
-    out(await a.callTool('delete_sandbox', { name: 'copy' }));
-    expect(fork?.killed).toBe(true);
-    expect([...sdk.snapshots.keys()]).toEqual([]);
-  });
+  it(
+    'forks through a snapshot: the copy has the files, under its ' + 'own metadata, and the snapshot is its own',
+    async () => {
+      const { sdk, instance } = deployment();
+      const a = await instance().connect();
+      out(await a.callTool('open_sandbox', { name: 'base' }));
+      out(await a.callTool('write_file', { path: 'app.py', content: 'print(1)' }));
+      expect(out<{ state: string }>(await a.callTool('open_sandbox', { name: 'copy', from: 'base' })).state).toBe(
+        'forked',
+      );
+      expect(out<{ content: string }>(await a.callTool('read_file', { path: 'app.py' })).content).toBe('print(1)');
+      const fork = sdk.sandboxes[1];
+      expect(fork?.template).toBe('snap-1');
+      expect(fork?.metadata).toMatchObject({ mcp_name: 'copy', mcp_snapshot: 'snap-1' });
+      out(await a.callTool('delete_sandbox', { name: 'copy' }));
+      expect(fork?.killed).toBe(true);
+      expect([...sdk.snapshots.keys()]).toEqual([]);
+    },
+  );
 
-  it('gives a 2026-07-28 client the named sandbox’s handle, which works after a restart and not after a delete', async () => {
-    const { sdk, instance } = deployment({ E2B_STATE_DIR: mkdtempSync(join(tmpdir(), 'mcp-state-')) });
-    const h = instance();
-    const client = await h.connectModern();
-    const opened = (await client.callTool({ name: 'open_sandbox', arguments: { name: 'proj' } })) as ToolResult;
-    const handle = (opened.structuredContent as { sandbox: string }).sandbox;
-    expect(textOf(opened).split('\n')[0]).toBe(`sandbox: ${handle}`);
-    await client.callTool({ name: 'write_file', arguments: { sandbox: handle, path: 'a.txt', content: 'a' } });
-    const again = await instance().connectModern();
-    const read = (await again.callTool({ name: 'read_file', arguments: { sandbox: handle, path: 'a.txt' } })) as ToolResult;
-    expect((read.structuredContent as { content: string }).content).toBe('a');
-    await again.callTool({ name: 'delete_sandbox', arguments: { sandbox: handle, name: 'proj' } });
-    const refused = (await (await instance().connectModern()).callTool({
-      name: 'read_file',
-      arguments: { sandbox: handle, path: 'a.txt' },
-    })) as ToolResult;
-    expect(refused.isError).toBe(true);
-    expect(textOf(refused)).toContain('was deleted');
-    expect(sdk.sandboxes[0]?.killed).toBe(true);
-  });
+  it(
+    'gives a 2026-07-28 client the named sandbox’s handle, which ' + 'works after a restart and not after a delete',
+    async () => {
+      const { sdk, instance } = deployment({ E2B_STATE_DIR: mkdtempSync(join(tmpdir(), 'mcp-state-')) });
+      const h = instance();
+      const client = await h.connectModern();
+      const opened = (await client.callTool({ name: 'open_sandbox', arguments: { name: 'proj' } })) as ToolResult;
+      const handle = (opened.structuredContent as { sandbox: string }).sandbox;
+      expect(textOf(opened).split('\n')[0]).toBe(`sandbox: ${handle}`);
+      await client.callTool({ name: 'write_file', arguments: { sandbox: handle, path: 'a.txt', content: 'a' } });
+      const again = await instance().connectModern();
+      const read = (await again.callTool({
+        name: 'read_file',
+        arguments: { sandbox: handle, path: 'a.txt' },
+      })) as ToolResult;
+      expect((read.structuredContent as { content: string }).content).toBe('a');
+      await again.callTool({ name: 'delete_sandbox', arguments: { sandbox: handle, name: 'proj' } });
+      const refused = (await (
+        await instance().connectModern()
+      ).callTool({
+        name: 'read_file',
+        arguments: { sandbox: handle, path: 'a.txt' },
+      })) as ToolResult;
+      expect(refused.isError).toBe(true);
+      expect(textOf(refused)).toContain('was deleted');
+      expect(sdk.sandboxes[0]?.killed).toBe(true);
+    },
+  );
 });
 
 describe('on an E2B service that refuses what sleeping needs', () => {
@@ -154,7 +165,9 @@ describe('on an E2B service that refuses what sleeping needs', () => {
     });
     await idle(h, clock, () => sandbox?.state === 'paused', 0);
     expect(sdk.pauses.at(-1)).toEqual({ sandboxId: sandbox?.sandboxId, keepMemory: false });
-    expect(h.logs()).toContainEqual(expect.objectContaining({ msg: expect.stringContaining('sleep lowered'), to: 'files' }));
+    expect(h.logs()).toContainEqual(
+      expect.objectContaining({ msg: expect.stringContaining('sleep lowered'), to: 'files' }),
+    );
   });
 
   it('destroys idle sandboxes, as before sandboxes slept, where the service cannot pause', async () => {
@@ -163,7 +176,12 @@ describe('on an E2B service that refuses what sleeping needs', () => {
     const h = instance();
     const session = await h.openSession();
     await h.post(
-      { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'write_file', arguments: { path: 'a', content: '' } } },
+      {
+        jsonrpc: '2.0',
+        id: 2,
+        method: 'tools/call',
+        params: { name: 'write_file', arguments: { path: 'a', content: '' } },
+      },
       session.headers,
     );
     const [sandbox] = sdk.sandboxes;

@@ -71,7 +71,11 @@ const idle = async (h: Harness, clock: FakeClock, sandboxes = 0): Promise<void> 
   const before = asleepIn(h);
   clock.advance(TTL_S * 1000 + 1);
   await h.openSession();
-  await pollUntil(() => asleepIn(h) - before, (slept) => slept >= sandboxes, SETTLE_MS);
+  await pollUntil(
+    () => asleepIn(h) - before,
+    (slept) => slept >= sandboxes,
+    SETTLE_MS,
+  );
 };
 
 needs('bubblewrap').describe('named sandboxes that sleep and wake, local backend', () => {
@@ -93,7 +97,11 @@ needs('bubblewrap').describe('named sandboxes that sleep and wake, local backend
       expect(status).toMatchObject({ name: 'proj', sleep: { mode: 'files' } });
 
       await idle(day1, clock, 1);
-      await pollUntil(() => processesWithCmdline(server), (left) => left.length === 0, SETTLE_MS);
+      await pollUntil(
+        () => processesWithCmdline(server),
+        (left) => left.length === 0,
+        SETTLE_MS,
+      );
       expect(processesWithCmdline(server)).toEqual([]);
       await day1.close();
 
@@ -136,27 +144,30 @@ needs('bubblewrap').describe('named sandboxes that sleep and wake, local backend
     expect(out<{ content: string }>(await mine.callTool('read_file', { path: 'secret.txt' })).content).toBe('mine');
   });
 
-  it('deletes a sleeping sandbox once MCP_SANDBOX_RETENTION_S passes without use, and keeps one used since', async () => {
-    const { clock, instance } = deployment({ MCP_SANDBOX_RETENTION_S: String(2 * 86_400) });
-    const h = instance();
-    const a = await h.connect();
-    out(await a.callTool('open_sandbox', { name: 'old' }));
-    out(await a.callTool('open_sandbox', { name: 'kept' }));
-    await idle(h, clock, 2);
-    clock.advance(DAY_MS);
-    // A day later "kept" is used again: its retention starts over.
-    const c = await h.connect();
-    out(await c.callTool('open_sandbox', { name: 'kept' }));
-    await idle(h, clock, 1);
-    expect(workspacesIn(root)).toHaveLength(2);
-    clock.advance(DAY_MS);
-    const d = await h.connect();
-    expect((await listOf(d)).map((s) => s.name)).toEqual(['kept']);
-    expect(workspacesIn(root)).toHaveLength(1);
-    clock.advance(DAY_MS);
-    expect(await listOf(await h.connect())).toEqual([]);
-    expect(workspacesIn(root)).toEqual([]);
-  });
+  it(
+    'deletes a sleeping sandbox once MCP_SANDBOX_RETENTION_S ' + 'passes without use, and keeps one used since',
+    async () => {
+      const { clock, instance } = deployment({ MCP_SANDBOX_RETENTION_S: String(2 * 86_400) });
+      const h = instance();
+      const a = await h.connect();
+      out(await a.callTool('open_sandbox', { name: 'old' }));
+      out(await a.callTool('open_sandbox', { name: 'kept' }));
+      await idle(h, clock, 2);
+      clock.advance(DAY_MS);
+      // A day later "kept" is used again: its retention starts over.
+      const c = await h.connect();
+      out(await c.callTool('open_sandbox', { name: 'kept' }));
+      await idle(h, clock, 1);
+      expect(workspacesIn(root)).toHaveLength(2);
+      clock.advance(DAY_MS);
+      const d = await h.connect();
+      expect((await listOf(d)).map((s) => s.name)).toEqual(['kept']);
+      expect(workspacesIn(root)).toHaveLength(1);
+      clock.advance(DAY_MS);
+      expect(await listOf(await h.connect())).toEqual([]);
+      expect(workspacesIn(root)).toEqual([]);
+    },
+  );
 
   it(
     'makes room at MCP_MAX_SLEEPING_SANDBOXES_PER_CREDENTIAL: the least recently used sleeping sandbox goes, and the ' +
@@ -178,7 +189,10 @@ needs('bubblewrap').describe('named sandboxes that sleep and wake, local backend
       expect((await listOf(b)).map((s) => s.name).sort()).toEqual(['second', 'third']);
       // Another credential's sandboxes are not counted, and not touched.
       const other = await h.connect({ token: HARNESS_OTHER_TOKEN });
-      expect(out<{ deleted_to_make_room: unknown[] }>(await other.callTool('open_sandbox', { name: 'x' })).deleted_to_make_room).toEqual([]);
+      expect(
+        out<{ deleted_to_make_room: unknown[] }>(await other.callTool('open_sandbox', { name: 'x' }))
+          .deleted_to_make_room,
+      ).toEqual([]);
     },
   );
 
@@ -212,7 +226,11 @@ needs('bubblewrap').describe('named sandboxes that sleep and wake, local backend
       const scratch = await h.connect();
       out(await scratch.callTool('write_file', { path: 'tmp.txt', content: 'scratch' }));
       await idle(h, clock);
-      await pollUntil(() => h.logs().filter((l) => l.msg === 'session asleep').length, (n) => n >= 2, SETTLE_MS);
+      await pollUntil(
+        () => h.logs().filter((l) => l.msg === 'session asleep').length,
+        (n) => n >= 2,
+        SETTLE_MS,
+      );
       // The same session goes on: its sandbox wakes with its files.
       const woke = await a.callTool('read_file', { path: 'draft.txt' });
       expect(out<{ content: string }>(woke).content).toBe('unnamed work');
@@ -250,9 +268,13 @@ needs('bubblewrap').describe('named sandboxes that sleep and wake, local backend
 
 needs('bubblewrap', 'disk images').describe('the disk cap of sleeping sandboxes (local disk images)', () => {
   it(
-    'deletes the least recently used sleeping sandbox once their disk passes MCP_MAX_SLEEPING_DISK_MB_PER_CREDENTIAL',
+    'deletes the least recently used sleeping sandbox once their disk ' +
+      'passes MCP_MAX_SLEEPING_DISK_MB_PER_CREDENTIAL',
     async () => {
-      const { clock, instance } = deployment({ MCP_MAX_SLEEPING_DISK_MB_PER_CREDENTIAL: '6', LOCAL_SANDBOX_DISK_MB: '64' });
+      const { clock, instance } = deployment({
+        MCP_MAX_SLEEPING_DISK_MB_PER_CREDENTIAL: '6',
+        LOCAL_SANDBOX_DISK_MB: '64',
+      });
       const h = instance();
       const a = await h.connect();
       for (const name of ['one', 'two']) {
@@ -264,7 +286,10 @@ needs('bubblewrap', 'disk images').describe('the disk cap of sleeping sandboxes 
       const b = await h.connect();
       expect((await listOf(b)).map((s) => s.name)).toEqual(['two']);
       expect(h.logs()).toContainEqual(
-        expect.objectContaining({ msg: 'sleeping sandboxes deleted for room', limit: 'MCP_MAX_SLEEPING_DISK_MB_PER_CREDENTIAL' }),
+        expect.objectContaining({
+          msg: 'sleeping sandboxes deleted for room',
+          limit: 'MCP_MAX_SLEEPING_DISK_MB_PER_CREDENTIAL',
+        }),
       );
       expect(readdirSync(join(root, '.disks')).filter((f) => f.endsWith('.img'))).toHaveLength(1);
       expect(existsSync(join(root, '.sandboxes'))).toBe(true);

@@ -2,8 +2,9 @@
  * Ended means ended everywhere (sandbox/tombstones.ts): a session DELETEd on one instance with a sandbox (or whose
  * sandbox a backend that cannot sleep destroyed when idle) is refused by every instance that shares the directory
  * (LOCAL_SANDBOX_ROOT, E2B_STATE_DIR) and after a restart, for as long as its id could be valid; the records are small
- * and few files hold them; a session that never had a sandbox leaves none, and one whose sandbox sleeps leaves none. In-process, instances on one fake clock: the real local backend, or the real E2B
- * provider over the SDK stub with a state directory.
+ * and few files hold them; a session that never had a sandbox leaves none, and one whose sandbox sleeps leaves none.
+ * In-process, instances on one fake clock: the real local backend, or the real E2B provider over the SDK stub with a
+ * state directory.
  */
 import {
   appendFileSync,

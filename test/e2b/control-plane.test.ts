@@ -145,9 +145,34 @@ serviceDescribe.each(NODES)('the E2B control plane as the server uses it, server
       expect(creates[0]?.headers['x-api-key']).toBe(KEY);
       const body = bodyOf(creates[0]);
       // The lease: the idle TTL (900 s) and the renewal interval (30 s) after it.
-      expect(body).toMatchObject({ templateID: 'code-interpreter-v1', timeout: 930 });
-      expect(Object.keys(body.metadata).sort()).toEqual(['mcp_owner', 'mcp_server', 'mcp_session', 'mcp_version']);
-      expect(body.metadata).toMatchObject({ mcp_server: health.name, mcp_version: health.version });
+      // It pauses itself, with its memory, when its lease runs out with no instance left to do it; only this server
+      // wakes it.
+      expect(body).toMatchObject({
+        templateID: 'code-interpreter-v1',
+        timeout: 930,
+        autoPause: true,
+        autoPauseMemory: true,
+        autoResume: { enabled: false },
+      });
+      expect(Object.keys(body.metadata).sort()).toEqual([
+        'mcp_created',
+        'mcp_owner',
+        'mcp_server',
+        'mcp_session',
+        'mcp_sleep',
+        'mcp_template',
+        'mcp_until',
+        'mcp_version',
+      ]);
+      expect(body.metadata).toMatchObject({
+        mcp_server: health.name,
+        mcp_version: health.version,
+        mcp_sleep: 'memory',
+        mcp_template: 'code-interpreter-v1',
+        mcp_created: expect.stringMatching(/^\d{13}$/),
+        // Until when its session id can name it: its issue time plus MCP_SESSION_MAX_AGE_S (and a second).
+        mcp_until: expect.stringMatching(/^\d{13}$/),
+      });
       for (const tag of [body.metadata.mcp_session, body.metadata.mcp_owner]) {
         expect(tag).toMatch(/^[0-9a-f]{16,64}$/);
         expect(tag).not.toBe(sessionId);

@@ -129,49 +129,55 @@ wireDescribe.each(NODES)('the life of an E2B sandbox, server on %s', (_name, nod
   });
 });
 
-wireDescribe.each(NODES)('idle expiry of an E2B sandbox (MCP_SESSION_IDLE_TTL_S=2), server on %s', (_name, node) => {
-  let wire: Wire;
-  beforeAll(async () => {
-    wire = await startWire(node, { env: { MCP_SESSION_IDLE_TTL_S: '2' } });
-  });
-  afterAll(() => wire?.stop());
+wireDescribe.each(NODES)(
+  'idle expiry of an E2B sandbox that does not sleep (E2B_SLEEP=off, MCP_SESSION_IDLE_TTL_S=2), server on %s',
+  (_name, node) => {
+    let wire: Wire;
+    beforeAll(async () => {
+      wire = await startWire(node, { env: { MCP_SESSION_IDLE_TTL_S: '2', E2B_SLEEP: 'off' } });
+    });
+    afterAll(() => wire?.stop());
 
-  serviceIt('closes a session idle past the TTL and kills its sandbox', async () => {
-    const idle = await wire.connect();
-    ok(await idle.callTool('write_file', { path: 'mark.txt', content: 'here' }));
-    // The deployment's only sandbox (asking the session could itself come after the TTL on a busy machine).
-    const [id] = wire.e2b.sandboxes().map((s) => s.sandboxId);
-    // Another session's requests sweep: once the first is idle past the TTL, it is closed, not let go. On a busy
-    // machine the sweeping session may itself idle past the 2 s TTL between polls: then a new one takes over.
-    let other = await wire.connect();
-    const sweep = async (): Promise<void> => {
-      const status = await other.callTool('sandbox_status').catch(async (err: unknown) => {
-        if (!/404|Session not found/.test(String(err))) throw err;
-        other = await wire.connect();
-        return other.callTool('sandbox_status');
-      });
-      ok(status);
-    };
-    const closed = (): Array<Record<string, unknown>> =>
-      wire.server.logs().filter((l) => l.msg === 'session closed' || l.msg === 'session released');
-    await pollUntil(
+    serviceIt(
+      'closes a session idle past the TTL and kills its sandbox (test/e2b/sleeping.test.ts: it sleeps)',
       async () => {
-        await sweep();
-        return closed();
+        const idle = await wire.connect();
+        ok(await idle.callTool('write_file', { path: 'mark.txt', content: 'here' }));
+        // The deployment's only sandbox (asking the session could itself come after the TTL on a busy machine).
+        const [id] = wire.e2b.sandboxes().map((s) => s.sandboxId);
+        // Another session's requests sweep: once the first is idle past the TTL, it is closed, not let go. On a busy
+        // machine the sweeping session may itself idle past the 2 s TTL between polls: then a new one takes over.
+        let other = await wire.connect();
+        const sweep = async (): Promise<void> => {
+          const status = await other.callTool('sandbox_status').catch(async (err: unknown) => {
+            if (!/404|Session not found/.test(String(err))) throw err;
+            other = await wire.connect();
+            return other.callTool('sandbox_status');
+          });
+          ok(status);
+        };
+        const closed = (): Array<Record<string, unknown>> =>
+          wire.server.logs().filter((l) => l.msg === 'session closed' || l.msg === 'session released');
+        await pollUntil(
+          async () => {
+            await sweep();
+            return closed();
+          },
+          (lines) => lines.length > 0,
+          SETTLE_MS,
+          300,
+        );
+        // Every session that went (the idle one, and any sweeper that idled out) was closed for idling, none let go.
+        expect(closed().map((l) => [l.msg, l.reason])).toEqual(closed().map(() => ['session closed', 'idle_expired']));
+        expect(id).toBeDefined();
+        // Killed by the server (a kill even when the lease ended first and E2B had already ended it).
+        expect(wire.e2b.requests().filter((r) => r.route === 'kill' && r.sandboxId === id)).toHaveLength(1);
+        expect(wire.e2b.sandboxes().map((s) => s.sandboxId)).not.toContain(id);
+        await expect(idle.callTool('sandbox_status')).rejects.toThrow(/404|Session not found/);
       },
-      (lines) => lines.length > 0,
-      SETTLE_MS,
-      300,
     );
-    // Every session that went (the idle one, and any sweeper that idled out) was closed for idling, none let go.
-    expect(closed().map((l) => [l.msg, l.reason])).toEqual(closed().map(() => ['session closed', 'idle_expired']));
-    expect(id).toBeDefined();
-    // Killed by the server (a kill even when the lease ended first and E2B had already ended it).
-    expect(wire.e2b.requests().filter((r) => r.route === 'kill' && r.sandboxId === id)).toHaveLength(1);
-    expect(wire.e2b.sandboxes().map((s) => s.sandboxId)).not.toContain(id);
-    await expect(idle.callTool('sandbox_status')).rejects.toThrow(/404|Session not found/);
-  });
-});
+  },
+);
 
 wireDescribe.each(NODES)('ended sessions with E2B_STATE_DIR, server on %s', (_name, node) => {
   let stateDir: string;

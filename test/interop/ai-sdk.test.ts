@@ -64,12 +64,15 @@ async function modelText(name: string, output: Result): Promise<string> {
   return converted.value.map((part) => (part.type === 'text' ? part.text : '')).join('\n');
 }
 
-it('negotiates 2026-07-28 through server/discover and lists the fourteen tools, each taking a sandbox handle', async () => {
-  expect(client.initializeResult.protocolVersion).toBe('2026-07-28');
-  expect(Object.keys(tools)).toEqual(SERVER_TOOLS);
-  const { tools: definitions } = await client.listTools();
-  for (const definition of definitions) expect(definition.inputSchema.properties).toHaveProperty('sandbox');
-});
+it(
+  'negotiates 2026-07-28 through server/discover and lists the ' + 'fourteen tools, each taking a sandbox handle',
+  async () => {
+    expect(client.initializeResult.protocolVersion).toBe('2026-07-28');
+    expect(Object.keys(tools)).toEqual(SERVER_TOOLS);
+    const { tools: definitions } = await client.listTools();
+    for (const definition of definitions) expect(definition.inputSchema.properties).toHaveProperty('sandbox');
+  },
+);
 
 it('runs run_command and returns the CallToolResult with structuredContent, in the 2026-07-28 era', async () => {
   const result = await execute('run_command', { command: 'echo hi' });

@@ -172,7 +172,8 @@ describe('with --protocol auto (bridged to 2026-07-28)', () => {
   });
 
   it(
-    'answers the stdio client’s 2025-11-25 handshake itself and lists the fourteen tools, ' + 'each taking a sandbox handle',
+    'answers the stdio client’s 2025-11-25 handshake itself and lists the fourteen tools, ' +
+      'each taking a sandbox handle',
     async () => {
       expect(proxied.client.getNegotiatedProtocolVersion()).toBe('2025-11-25');
       expect(proxied.stderr()).toContain('Remote server speaks MCP 2026-07-28');

@@ -65,11 +65,13 @@ export interface WireOptions {
   /** Extra server environment. */
   env?: Record<string, string>;
   flavor?: 'e2b' | 'alibaba';
+  /** What the local service offers of sandbox persistence (its `pause` option). @default 'memory' */
+  pause?: 'memory' | 'files' | 'none';
 }
 
 /** Starts the service and a server on `node` pointed at it. */
 export async function startWire(node: string, options: WireOptions = {}): Promise<Wire> {
-  const e2b = LIVE ? undefined : await startLocalE2B({ flavor: options.flavor });
+  const e2b = LIVE ? undefined : await startLocalE2B({ flavor: options.flavor, pause: options.pause });
   const env = {
     SANDBOX_BACKEND: 'e2b',
     ...(e2b === undefined ? liveEnv() : e2b.env()),

@@ -79,9 +79,11 @@ export function createLegacyCall({ table, catalog, context, idleTtlMs, directory
         const chosen = { key: entry.key, name: entry.name ?? '' };
         session.attached = chosen;
         const untilMs = session.issuedAtMs + maxAgeMs;
-        await sandboxes.bindSession(session.principal, session.key, { ...chosen, untilMs }).catch((err: unknown) =>
-          logger.warn('session binding not recorded', { session: session.tag, error: describeError(err) }),
-        );
+        await sandboxes
+          .bindSession(session.principal, session.key, { ...chosen, untilMs })
+          .catch((err: unknown) =>
+            logger.warn('session binding not recorded', { session: session.tag, error: describeError(err) }),
+          );
         // Its own sandbox is left to sleep, unless something of it still runs.
         if (previous === session && session.sandbox.current()?.hasRunningBackground() !== true)
           void session.sandbox.release().catch(() => undefined);
@@ -98,7 +100,7 @@ export function createLegacyCall({ table, catalog, context, idleTtlMs, directory
           toToolContext(ctx, {
             ...context,
             sandbox: target.sandbox,
-            sandboxes: createCallDirectory(directory, scope),
+            sandboxes: () => createCallDirectory(directory, scope),
             expiresAt: () => new Date(target.lastUsedMs + idleTtlMs),
             signal,
           }),

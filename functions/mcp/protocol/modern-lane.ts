@@ -74,7 +74,7 @@ export function createModernCall(options: ModernCallOptions): BoundCall {
     const context = {
       ...options.context,
       sandbox: entry.sandbox,
-      sandboxes: createCallDirectory(options.directory, scope),
+      sandboxes: () => createCallDirectory(options.directory, scope),
       expiresAt: () => new Date(entry.lastUsedMs + options.idleTtlMs),
     };
     const result = await options.table.run(entry, undefined, () =>

@@ -44,8 +44,13 @@ export interface BackgroundHandle {
 export interface BackgroundBackend<How, Handle extends BackgroundHandle> {
   /** The log segments there are, by process id (this instance's and an earlier one's). */
   logs(): Promise<Map<string, SegmentFile[]>>;
-  /** Starts `command` as process `id`, its output into log `id`. */
-  launch(id: string, command: string, how: How): Promise<Handle>;
+  /**
+   * Starts `command` as process `id`, its output into log `id`; keeps `started` (its command, at most
+   * STARTED_COMMAND_CHARS, and when) beside the log for a later instance to list.
+   */
+  launch(id: string, command: string, how: How, started: StartedRecord): Promise<Handle>;
+  /** What `launch` kept of process `id`, started by an earlier instance; `undefined` when nothing was kept. */
+  earlierStart(id: string): Promise<StartedRecord | undefined>;
   /** A page of log `id` (`handle`: this instance started it); `undefined` when there is no such log. */
   readLog(
     id: string,
@@ -55,6 +60,29 @@ export interface BackgroundBackend<How, Handle extends BackgroundHandle> {
   ): Promise<ProcessLogPage | undefined>;
   /** How a process an earlier instance started stands: how it ended, or `undefined` while it runs. */
   earlierStatus(id: string): Promise<ExitStatus | undefined>;
+}
+
+/** What is kept of a process beside its log: its command (the start of it) and when it started. */
+export interface StartedRecord {
+  readonly command: string;
+  /** ISO 8601. */
+  readonly startedAt: string;
+}
+
+/** The most of a command kept beside its log. */
+export const STARTED_COMMAND_CHARS = 1024;
+
+/** A started record as the file beside the log holds it: the time, a newline, the command. */
+export function toStartedText({ command, startedAt }: StartedRecord): string {
+  return `${startedAt}\n${command.slice(0, STARTED_COMMAND_CHARS)}`;
+}
+
+/** The started record in `text`, if it is one. */
+export function parseStartedText(text: string): StartedRecord | undefined {
+  const newline = text.indexOf('\n');
+  const startedAt = text.slice(0, newline);
+  if (newline < 0 || !/^\d{4}-\d\d-\d\dT[\d:.]+Z$/.test(startedAt)) return undefined;
+  return { startedAt, command: text.slice(newline + 1, newline + 1 + STARTED_COMMAND_CHARS) };
 }
 
 interface Entry<Handle> {
@@ -85,8 +113,8 @@ export class BackgroundRegistry<How, Handle extends BackgroundHandle> {
     const logged = [...(await this.backend.logs()).keys()];
     this.next = Math.max(this.next, ...logged.map((id) => idNumber(id) + 1));
     const id = `p${this.next++}`;
-    const handle = await this.backend.launch(id, command, how);
     const startedAt = new Date(this.clock.now()).toISOString();
+    const handle = await this.backend.launch(id, command, how, { command, startedAt });
     const entry: Entry<Handle> = {
       id,
       command,
@@ -112,11 +140,14 @@ export class BackgroundRegistry<How, Handle extends BackgroundHandle> {
     const earlier = [...logs.keys()].filter((id) => !this.entries.has(id));
     const left = await Promise.all(
       earlier.map(async (id): Promise<BackgroundProcess> => {
-        const status = await this.backend.earlierStatus(id);
+        const [status, started] = await Promise.all([
+          this.backend.earlierStatus(id),
+          this.backend.earlierStart(id).catch(() => undefined),
+        ]);
         return {
           id,
-          command: '(started by an earlier server instance)',
-          startedAt: '',
+          command: started?.command ?? '(started by an earlier server instance)',
+          startedAt: started?.startedAt ?? '',
           state: status === undefined ? 'running' : 'exited',
           exitCode: status?.code ?? null,
           signal: status?.signal ?? null,

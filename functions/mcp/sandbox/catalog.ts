@@ -56,7 +56,11 @@ export interface SandboxCatalog {
    */
   makeRoom(principal: string, adding: number): Promise<MadeRoom | undefined>;
   /** A 2025 session now works in the named sandbox of `key` (open_sandbox), until `untilMs`. */
-  bindSession(principal: string, sessionKey: string, binding: { key: string; name: string; untilMs: number }): Promise<void>;
+  bindSession(
+    principal: string,
+    sessionKey: string,
+    binding: { key: string; name: string; untilMs: number },
+  ): Promise<void>;
   /** The named sandbox a session works in, if it chose one. */
   boundSession(principal: string, sessionKey: string): Promise<{ key: string; name: string } | undefined>;
   unbindSession(principal: string, sessionKey: string): Promise<void>;

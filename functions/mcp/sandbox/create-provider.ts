@@ -56,7 +56,10 @@ export function createSandboxProvider(config: Config, logger: Logger, clock?: Cl
 }
 
 /** The retention of sleeping sandboxes a Config sets (MCP_SANDBOX_RETENTION_S and the per-credential caps). */
-export function toRetentionPolicy({ sleeping, sandboxBackend }: Pick<Config, 'sleeping' | 'sandboxBackend'>): RetentionPolicy {
+export function toRetentionPolicy({
+  sleeping,
+  sandboxBackend,
+}: Pick<Config, 'sleeping' | 'sandboxBackend'>): RetentionPolicy {
   const diskBytes = sleeping.maxDiskMbPerCredential * 2 ** 20;
   return {
     retentionMs: sleeping.retentionS * 1000,

@@ -154,8 +154,7 @@ export function createLazySandbox(
       const sleeps = then === 'sleep' && provider.sleepMode() !== 'off';
       // Not touched here: asleep already, or in use elsewhere. Only a backend that cannot sleep looks for it, to
       // destroy it.
-      if (existing === undefined && resume && !sleeps)
-        existing = await provider.attach(owner).catch(() => undefined);
+      if (existing === undefined && resume && !sleeps) existing = await provider.attach(owner).catch(() => undefined);
       resume = true;
       sandbox.take();
       if (existing === undefined) return sleeps ? 'slept' : 'destroyed';

@@ -28,9 +28,14 @@ export class ProcessLog {
     private total: number,
   ) {}
 
-  /** A new, empty log for process `id` in `dir`. */
-  static create(dir: string, id: string): ProcessLog {
-    return new ProcessLog(dir, id, 0);
+  /**
+   * A new, empty log for process `id` in `dir`, its first segment made at once: a process that never prints is
+   * still listed from its log (by a later instance, after a sleep).
+   */
+  static async create(dir: string, id: string): Promise<ProcessLog> {
+    const log = new ProcessLog(dir, id, 0);
+    await appendFile(log.segment(0), Buffer.alloc(0));
+    return log;
   }
 
   /** The log process `id` left in `dir` (another server instance wrote it); `undefined` when there is none. */

@@ -15,7 +15,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
-import { link, mkdir, open, readdir, readFile, rename, stat, unlink } from 'node:fs/promises';
+import { link, mkdir, open, readdir, rename, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 
 import { toErrnoCode } from '../errors';
@@ -78,7 +78,11 @@ export interface RecordStore {
   /** Writes a record whole. */
   put(record: SandboxRecord): Promise<void>;
   /** Changes a record (read, changed, written); `undefined` when there is none. */
-  update(owner: string, tag: string, change: (record: SandboxRecord) => SandboxRecord): Promise<SandboxRecord | undefined>;
+  update(
+    owner: string,
+    tag: string,
+    change: (record: SandboxRecord) => SandboxRecord,
+  ): Promise<SandboxRecord | undefined>;
   /** Deletes a record and lets go of its name. */
   remove(record: Pick<SandboxRecord, 'owner' | 'tag' | 'name'>): Promise<void>;
   /** The records of one owner (at most MAX_RECORDS_PER_OWNER, the most recently written first). */

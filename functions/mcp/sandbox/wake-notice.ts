@@ -15,7 +15,10 @@ export function toWakeNotice(woke: SleepState): string {
   }
   const quoted = woke.stopped
     .slice(0, NAMED_PROCESSES)
-    .map(({ id, command }) => `${id} (\`${command.length > COMMAND_CHARS ? `${command.slice(0, COMMAND_CHARS)}…` : command}\`)`);
+    .map(
+      ({ id, command }) =>
+        `${id} (\`${command.length > COMMAND_CHARS ? `${command.slice(0, COMMAND_CHARS)}…` : command}\`)`,
+    );
   const more = woke.stopped.length > NAMED_PROCESSES ? ` and ${woke.stopped.length - NAMED_PROCESSES} more` : '';
   const stopped =
     woke.stopped.length === 0

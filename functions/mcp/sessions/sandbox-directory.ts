@@ -68,7 +68,9 @@ export function createCallDirectory(deps: DirectoryDeps, scope: CallScope): Sand
   };
   const findNamed = async (name: string) => {
     const found = await catalog.findNamed(principal, name);
-    return found?.key !== undefined && found.name !== undefined ? { ...found, key: found.key, name: found.name } : undefined;
+    return found?.key !== undefined && found.name !== undefined
+      ? { ...found, key: found.key, name: found.name }
+      : undefined;
   };
 
   /** Opens the owner's sandbox `summary`: woken or attached, or made again when it was lost. */
@@ -79,7 +81,8 @@ export function createCallDirectory(deps: DirectoryDeps, scope: CallScope): Sand
     const sandbox = await entry.sandbox.get();
     const notice = entry.sandbox.takeNotice();
     await scope.moveTo(entry);
-    const how = notice === FRESH_SANDBOX_NOTICE ? 'replaced' : notice !== undefined && !runningHere ? 'woken' : 'running';
+    const how =
+      notice === FRESH_SANDBOX_NOTICE ? 'replaced' : notice !== undefined && !runningHere ? 'woken' : 'running';
     return {
       name: summary.name,
       sandboxId: sandbox.id,
@@ -102,7 +105,16 @@ export function createCallDirectory(deps: DirectoryDeps, scope: CallScope): Sand
     let entry: TableEntry | undefined;
     try {
       makeRoom();
-      entry = table.hold({ kind: 'handle', key, tag: toSessionTag(key), principal, issuedAtMs: now(), resume: false, name, create });
+      entry = table.hold({
+        kind: 'handle',
+        key,
+        tag: toSessionTag(key),
+        principal,
+        issuedAtMs: now(),
+        resume: false,
+        name,
+        create,
+      });
       const sandbox = await entry.sandbox.get();
       await scope.moveTo(entry);
       logger.info('named sandbox created', { sandbox: sandbox.id, fork: create.from !== undefined });
@@ -126,7 +138,10 @@ export function createCallDirectory(deps: DirectoryDeps, scope: CallScope): Sand
       throw new AppError('not_found', `You have no sandbox named "${from}" to copy; list_sandboxes shows yours.`);
     // One open here is copied as it is now.
     const here = table.get('handle', source.key)?.sandbox.current()?.id;
-    return { tag: source.tag, ...((here ?? source.sandboxId) !== undefined && { sandboxId: here ?? source.sandboxId }) };
+    return {
+      tag: source.tag,
+      ...((here ?? source.sandboxId) !== undefined && { sandboxId: here ?? source.sandboxId }),
+    };
   };
 
   const current = (): TableEntry => scope.current();
@@ -170,7 +185,10 @@ export function createCallDirectory(deps: DirectoryDeps, scope: CallScope): Sand
         return openExisting(existing);
       }
       const source = from === undefined ? undefined : await sourceNamed(from);
-      return createNamed(name, { ...(template !== undefined && { template }), ...(source !== undefined && { from: source }) });
+      return createNamed(name, {
+        ...(template !== undefined && { template }),
+        ...(source !== undefined && { from: source }),
+      });
     },
     async name(name) {
       const entry = current();

@@ -186,7 +186,10 @@ export function createSandboxTable(options: SandboxTableOptions): SandboxTable {
         if (hadSandbox) await recordEnded(entry);
       }
       const line = { session: entry.tag, reason: IDLE_REASONS[outcome] };
-      logger.info(outcome === 'destroyed' ? 'session closed' : outcome === 'slept' ? 'session asleep' : 'session released', line);
+      logger.info(
+        outcome === 'destroyed' ? 'session closed' : outcome === 'slept' ? 'session asleep' : 'session released',
+        line,
+      );
     } catch (err: unknown) {
       logger.error('session expiry failed', { session: entry.tag, error: describeError(err) });
     }

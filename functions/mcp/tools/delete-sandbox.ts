@@ -19,9 +19,7 @@ export const deleteSandboxTool = defineTool({
   annotations: { destructiveHint: true, idempotentHint: true },
   async run({ name }, ctx) {
     const deleted = await directoryOf(ctx).delete(name);
-    const next = deleted.wasCurrent
-      ? ' You were working in it: call open_sandbox to continue in another sandbox.'
-      : '';
+    const next = deleted.wasCurrent ? ' You were working in it: call open_sandbox to continue in another sandbox.' : '';
     return {
       text: `Deleted the sandbox "${name}"${deleted.sandboxId === undefined ? '' : ` (${deleted.sandboxId})`}.${next}`,
       structured: { name, sandbox_id: deleted.sandboxId ?? null, was_current: deleted.wasCurrent },

@@ -7,7 +7,7 @@ import { formatBytes } from './sandbox-status';
 import { defineTool } from './tool';
 
 const Listed = z.object({
-  name: z.string().nullable().describe('null: unnamed (a session\'s own sandbox, reached only by its session).'),
+  name: z.string().nullable().describe("null: unnamed (a session's own sandbox, reached only by its session)."),
   sandbox_id: z.string().nullable(),
   state: z.enum(['running', 'sleeping']),
   created_at: z.string(),

@@ -19,7 +19,7 @@ export const openSandboxTool = defineTool({
       .min(1)
       .max(256)
       .optional()
-      .describe('E2B only: the template of a sandbox this call creates (default: the server\'s template).'),
+      .describe("E2B only: the template of a sandbox this call creates (default: the server's template)."),
     from: sandboxNameSchema('The name of another of your sandboxes to copy into the new one').optional(),
   }),
   output: OpenedOutput,

@@ -1,4 +1,4 @@
-/** What the tools that reach the owner's sandboxes by name share: the name argument, the opened result, the directory. */
+/** What the tools that reach the owner's sandboxes by name share: the name argument, the result, the directory. */
 import * as z from 'zod';
 
 import { AppError } from '../errors';
@@ -22,7 +22,7 @@ export function directoryOf(ctx: ToolContext): SandboxDirectory {
       'Named sandboxes are served over HTTP only: this connection (stdio) has one sandbox, for as long as it lasts.',
     );
   }
-  return ctx.sandboxes;
+  return ctx.sandboxes();
 }
 
 /** A sandbox deleted to make room, as a result shows it. */
@@ -54,7 +54,12 @@ export const OpenedOutput = z.object({
 /** The result of an open (or a naming) in words and structure. */
 export function describeOpened(opened: Opened, lead: string) {
   const woke = opened.woke;
-  const kept = opened.how !== 'woken' || woke === undefined ? [] : woke.memory ? ['files', 'processes', 'Python state'] : ['files'];
+  const kept =
+    opened.how !== 'woken' || woke === undefined
+      ? []
+      : woke.memory
+        ? ['files', 'processes', 'Python state']
+        : ['files'];
   const stopped = woke?.memory === false ? woke.stopped.map(({ id, command }) => ({ process_id: id, command })) : [];
   const deleted = (opened.madeRoom?.deleted ?? []).map((s) => ({
     name: s.name ?? null,

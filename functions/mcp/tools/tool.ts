@@ -13,8 +13,11 @@ import { createProgressForwarder } from './progress';
 /** Everything a tool call may use besides its arguments. */
 export interface ToolContext {
   sandbox: LazySandbox;
-  /** The owner's other sandboxes (open, list, name, delete); absent where there is no owner to speak of (stdio). */
-  sandboxes?: SandboxDirectory;
+  /**
+   * The owner's other sandboxes (open, list, name, delete), made on first use; absent where there is no owner to
+   * speak of (stdio).
+   */
+  sandboxes?: () => SandboxDirectory;
   backend: () => BackendStatus;
   /** When the sandbox will be reclaimed if nothing uses it. */
   expiresAt: () => Date;
@@ -70,8 +73,8 @@ export const DEFAULT_TOOL_TIMEOUT_MS = 50_000;
 
 export interface CallContextOptions {
   sandbox: LazySandbox;
-  /** The owner's other sandboxes. @default none */
-  sandboxes?: SandboxDirectory;
+  /** Makes the owner's other sandboxes' directory for the call (on first use). @default none */
+  sandboxes?: () => SandboxDirectory;
   backend: () => BackendStatus;
   expiresAt: () => Date;
   /** MCP_TOOL_TIMEOUT_MAX_S in milliseconds. */
@@ -94,7 +97,7 @@ export function toToolContext(ctx: ServerContext, options: CallContextOptions): 
         );
   return {
     sandbox: options.sandbox,
-    ...(options.sandboxes !== undefined && { sandboxes: options.sandboxes }),
+    ...(options.sandboxes !== undefined && { sandboxes: once(options.sandboxes) }),
     backend: options.backend,
     expiresAt: options.expiresAt,
     signal: options.signal ?? ctx.mcpReq.signal,
@@ -103,5 +106,14 @@ export function toToolContext(ctx: ServerContext, options: CallContextOptions): 
       onOutput: (_stream, text) => forwarder.push(text),
       settle: () => forwarder.close(),
     }),
+  };
+}
+
+/** `make`, called at most once. */
+function once<T>(make: () => T): () => T {
+  let made: { value: T } | undefined;
+  return () => {
+    made ??= { value: make() };
+    return made.value;
   };
 }

@@ -4,6 +4,9 @@ import {
   type BackgroundHandle,
   BackgroundRegistry,
   type ExitStatus,
+  parseStartedText,
+  type StartedRecord,
+  toStartedText,
 } from '../../../functions/mcp/sandbox/background-registry';
 import { LOG_SEGMENT_BYTES, type SegmentFile } from '../../../functions/mcp/sandbox/log-segments';
 import type { ProcessLogPage } from '../../../functions/mcp/sandbox/types';
@@ -24,6 +27,7 @@ interface FakeProcess extends BackgroundHandle {
 function createFakeBackend(counting: boolean) {
   const segments = new Map<string, SegmentFile[]>();
   const earlier = new Map<string, ExitStatus | undefined>();
+  const started = new Map<string, StartedRecord>();
   const launched: FakeProcess[] = [];
   const backend: BackgroundBackend<{ exitOnSignal: boolean }, FakeProcess> = {
     logs: async () => new Map([...segments].map(([id, files]) => [id, [...files]])),
@@ -69,8 +73,9 @@ function createFakeBackend(counting: boolean) {
       };
     },
     earlierStatus: async (id) => earlier.get(id),
+    earlierStart: async (id) => started.get(id),
   };
-  return { backend, segments, earlier, launched };
+  return { backend, segments, earlier, started, launched };
 }
 
 const clock = () => createFakeClock(Date.parse('2030-01-01T00:00:00Z'));
@@ -232,4 +237,27 @@ it("reads its own logs and an earlier instance's, and names no other", async () 
     });
   }
   await expect(registry.signal('p1', 'SIGTERM')).rejects.toMatchObject({ code: 'not_found' });
+});
+
+it(
+  'lists what an earlier instance started by the command and ' + 'start time it kept, or says it does not know',
+  async () => {
+    const { backend, segments, started } = createFakeBackend(false);
+    segments.set('p1', [{ index: 0, size: 3 }]);
+    segments.set('p2', [{ index: 0, size: 0 }]);
+    started.set('p1', { command: 'npm run dev', startedAt: '2029-12-31T23:00:00.000Z' });
+    const listed = await new BackgroundRegistry(backend, clock()).list();
+    expect(listed.map((p) => [p.id, p.command, p.startedAt])).toEqual([
+      ['p1', 'npm run dev', '2029-12-31T23:00:00.000Z'],
+      ['p2', '(started by an earlier server instance)', ''],
+    ]);
+  },
+);
+
+it('keeps a command beside its log as its start time and its first 1024 characters, and reads back only that', () => {
+  const long = `echo ${'x'.repeat(2000)}`;
+  const text = toStartedText({ command: long, startedAt: '2030-01-01T00:00:00.000Z' });
+  expect(parseStartedText(text)).toEqual({ command: long.slice(0, 1024), startedAt: '2030-01-01T00:00:00.000Z' });
+  expect(parseStartedText('not a record')).toBeUndefined();
+  expect(parseStartedText('2030-01-01T00:00:00.000Z\nline one\nline two')?.command).toBe('line one\nline two');
 });

@@ -64,7 +64,7 @@ describe('the local process log', () => {
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
   it('keeps the tail in two segments with absolute offsets, and another instance reads what it left', async () => {
-    const log = ProcessLog.create(dir, 'p1');
+    const log = await ProcessLog.create(dir, 'p1');
     const line = Buffer.from('0123456789abcdef'.repeat(64 * 1024)); // 1 MiB
     for (let i = 0; i < 9; i += 1) await log.append(line);
     await log.append(Buffer.from('the end\n'));

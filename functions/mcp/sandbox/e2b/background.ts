@@ -13,6 +13,10 @@ import {
   type BackgroundHandle,
   BackgroundRegistry,
   type ExitStatus,
+  parseStartedText,
+  STARTED_COMMAND_CHARS,
+  type StartedRecord,
+  toStartedText,
 } from '../background-registry';
 import {
   extentOfSegments,
@@ -42,15 +46,17 @@ const STATUS_FILE_BYTES = 64;
  * through `head -c` per segment, made unbuffered by `stdbuf` (GNU head would hold a quiet process's output
  * in its buffer until it exits), and a full segment deletes the one before it.
  */
-export function launchScript(id: string, command: string): string {
+export function launchScript(id: string, command: string, started?: StartedRecord): string {
   const base = `${LOG_DIR}/${id}`;
+  // What a later instance lists of it (background-registry.ts): when it started, and its command's start.
+  const record = started === undefined ? '' : `printf '%s' ${shellQuote(toStartedText(started))} > ${base}.cmd && `;
   const writer =
     `{ w=head; command -v stdbuf >/dev/null && w='stdbuf -o0 head'; k=0; ` +
     `while :; do $w -c ${LOG_SEGMENT_BYTES} > ${base}.log.$k; ` +
     `[ "$(stat -c %s ${base}.log.$k)" -lt ${LOG_SEGMENT_BYTES} ] && break; k=$((k+1)); rm -f ` +
     `${base}.log.$((k-2)); done; cat > /dev/null; }`;
   return (
-    `mkdir -p ${LOG_DIR} && exec 3<&0 && ` +
+    `mkdir -p ${LOG_DIR} && ${record}exec 3<&0 && ` +
     `{ setsid bash -c ${shellQuote(command)} <&3 3<&- 2>&1 & p=$!; echo $p > ${base}.pid; exec 3<&-; ` +
     `wait $p; echo $? > ${base}.exit; kill -KILL -- -$p 2>/dev/null; } | ${writer}`
   );
@@ -85,8 +91,13 @@ class E2BBackground implements BackgroundBackend<E2BBackgroundPlace, BackgroundH
     return groupSegments(await this.api.listFiles(LOG_DIR, 1).catch(() => []));
   }
 
-  async launch(id: string, command: string, { cwd, env }: E2BBackgroundPlace): Promise<BackgroundHandle> {
-    const handle = await this.api.startCommand(launchScript(id, command), {
+  async launch(
+    id: string,
+    command: string,
+    { cwd, env }: E2BBackgroundPlace,
+    started: StartedRecord,
+  ): Promise<BackgroundHandle> {
+    const handle = await this.api.startCommand(launchScript(id, command, started), {
       cwd,
       envs: env,
       stdin: true,
@@ -148,6 +159,12 @@ class E2BBackground implements BackgroundBackend<E2BBackgroundPlace, BackgroundH
 
   earlierStatus(id: string): Promise<ExitStatus | undefined> {
     return this.statusOf(id);
+  }
+
+  async earlierStart(id: string): Promise<StartedRecord | undefined> {
+    // A UTF-8 character takes at most 4 bytes: a kept command and its date fit in this.
+    const bytes = await this.api.readFile(`${LOG_DIR}/${id}.cmd`, 4 * STARTED_COMMAND_CHARS + 64);
+    return parseStartedText(Buffer.from(bytes).toString('utf8'));
   }
 
   /**

@@ -27,6 +27,8 @@ export interface CreateContext {
   retry?: RetryOptions;
   clock: Clock;
   logger: Logger;
+  /** How long a sandbox woken to be copied runs before E2B pauses it again. */
+  wakeLeaseMs: number;
 }
 
 /** A sandbox just made, with how it sleeps and the snapshot a fork was made from. */
@@ -83,10 +85,10 @@ export async function createE2BSandbox(
   } catch (err: unknown) {
     if (snapshotId !== undefined) await sdk.deleteSnapshot(snapshotId, ctx.connection).catch(() => undefined);
     if (err instanceof sdk.errors.SandboxError && err.statusCode === 404) {
+      const setting = options.template === undefined ? 'E2B_TEMPLATE' : 'the template';
       throw new AppError(
         'sandbox_error',
-        `E2B has no template "${template}" for this account; check ${options.template === undefined ? 'E2B_TEMPLATE' : 'the template'} ` +
-          '(and E2B_DOMAIN for Alibaba Cloud).',
+        `E2B has no template "${template}" for this account; check ${setting} (and E2B_DOMAIN for Alibaba Cloud).`,
         { cause: err },
       );
     }
@@ -94,14 +96,27 @@ export async function createE2BSandbox(
   }
 }
 
-/** A snapshot of the sandbox a fork copies (its files and memory), made where the service offers snapshots. */
+/**
+ * A snapshot of the sandbox a fork copies (its files and memory), made where the service offers snapshots. E2B
+ * snapshots running sandboxes only: a paused one (404) is woken first, and runs on until its lease ends.
+ */
 async function snapshotOf(ctx: CreateContext, sandboxId: string | undefined): Promise<string> {
   if (sandboxId === undefined) throw new AppError('sandbox_error', 'The sandbox to copy has no E2B sandbox.');
+  const { errors } = ctx.sdk;
+  // The SDK throws SandboxNotFoundError (no status) for a snapshot's 404.
+  const refused = (err: unknown, ...statuses: number[]): boolean =>
+    (err instanceof errors.SandboxNotFoundError && statuses.includes(404)) ||
+    (err instanceof errors.SandboxError && statuses.includes(err.statusCode ?? 0));
   try {
-    return await ctx.sdk.createSnapshot(sandboxId, ctx.connection);
+    try {
+      return await ctx.sdk.createSnapshot(sandboxId, ctx.connection);
+    } catch (err: unknown) {
+      if (!refused(err, 404)) throw err;
+      await ctx.sdk.connect(sandboxId, { ...ctx.connection, timeoutMs: ctx.wakeLeaseMs });
+      return await ctx.sdk.createSnapshot(sandboxId, ctx.connection);
+    }
   } catch (err: unknown) {
-    const { errors } = ctx.sdk;
-    if (err instanceof errors.SandboxError && (err.statusCode === 400 || err.statusCode === 404)) {
+    if (refused(err, 400, 404)) {
       throw new AppError(
         'sandbox_error',
         'This E2B service does not offer sandbox snapshots (for this account), so a sandbox cannot be copied ' +

@@ -284,8 +284,12 @@ export class E2BSandbox implements Sandbox {
     try {
       await this.options.sleep.pause(mode === 'memory');
     } catch (err: unknown) {
+      // Gone, or a service without pause that answers 404 (then it is killed rather than left to run its lease out).
       const { SandboxNotFoundError, NotFoundError } = this.options.errors;
-      if (err instanceof SandboxNotFoundError || err instanceof NotFoundError) return undefined;
+      if (err instanceof SandboxNotFoundError || err instanceof NotFoundError) {
+        await this.kill();
+        return undefined;
+      }
     }
     await this.options.sleep.onSleep?.(state);
     return state;

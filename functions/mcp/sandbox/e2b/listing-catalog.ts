@@ -82,7 +82,9 @@ export function createListingCatalog(options: ListingCatalogOptions): ListingCat
   const findNamed = async (principal: string, name: string): Promise<SandboxSummary | undefined> => {
     const found = await find({ [E2B_METADATA.owner]: toOwnerTag(principal), [E2B_METADATA.name]: name });
     // Two made at one moment: every instance takes the oldest.
-    const [oldest] = found.sort((a, b) => a.startedAt.getTime() - b.startedAt.getTime() || (a.sandboxId < b.sandboxId ? -1 : 1));
+    const [oldest] = found.sort(
+      (a, b) => a.startedAt.getTime() - b.startedAt.getTime() || (a.sandboxId < b.sandboxId ? -1 : 1),
+    );
     return oldest === undefined ? undefined : summarize(oldest);
   };
 

@@ -148,7 +148,11 @@ export function createE2BSandboxProvider(options: E2BProviderOptions): SandboxPr
     store !== undefined ? 'records' : (await canList()) ? 'listing' : 'none';
   const activeCatalog = async (): Promise<SandboxCatalog> => {
     const found = await source();
-    return found === 'records' && recordCatalog !== undefined ? recordCatalog : found === 'listing' ? listingCatalog : noCatalog;
+    return found === 'records' && recordCatalog !== undefined
+      ? recordCatalog
+      : found === 'listing'
+        ? listingCatalog
+        : noCatalog;
   };
 
   let lastSweepMs = -Infinity;
@@ -188,7 +192,11 @@ export function createE2BSandboxProvider(options: E2BProviderOptions): SandboxPr
     owner: SandboxOwner,
     api: E2BSandboxApi,
     loaded: E2BSdk,
-    made: { mode: SleepMode; woke?: SandboxRecord['sleep']; terms: { lease: typeof lease; confirmedLease?: typeof lease; priorLeaseEnd?: Date } },
+    made: {
+      mode: SleepMode;
+      woke?: SandboxRecord['sleep'];
+      terms: { lease: typeof lease; confirmedLease?: typeof lease; priorLeaseEnd?: Date };
+    },
   ): Sandbox => {
     const sandbox = new E2BSandbox({
       api,
@@ -205,10 +213,18 @@ export function createE2BSandboxProvider(options: E2BProviderOptions): SandboxPr
         mode: made.mode,
         pause: (keepMemory) => loaded.pause(api.sandboxId, { ...connection, keepMemory }),
         onSleep: async (state) => {
-          await writeRecord(owner, (record) => ({ ...recordFor(owner, api.sandboxId, record), lastUsedMs: state.sinceMs, sleep: state }));
+          await writeRecord(owner, (record) => ({
+            ...recordFor(owner, api.sandboxId, record),
+            lastUsedMs: state.sinceMs,
+            sleep: state,
+          }));
           await catalog.makeRoom(owner.principal, 0).catch(() => undefined);
         },
-        onUsed: () => void writeRecord(owner, (record) => ({ ...recordFor(owner, api.sandboxId, record), lastUsedMs: now() })).catch(() => undefined),
+        onUsed: () =>
+          void writeRecord(owner, (record) => ({
+            ...recordFor(owner, api.sandboxId, record),
+            lastUsedMs: now(),
+          })).catch(() => undefined),
         onKill: async () => {
           if (store !== undefined && owner.name === undefined)
             await store.remove({ owner: toOwnerTag(owner.principal), tag: toSandboxTag(owner.sessionKey) });
@@ -225,7 +241,8 @@ export function createE2BSandboxProvider(options: E2BProviderOptions): SandboxPr
       createdMs: now(),
       lastUsedMs: now(),
       ...(owner.name !== undefined && { name: owner.name, key: owner.sessionKey }),
-      ...(owner.name === undefined && owner.reachableUntilMs !== undefined && { reachableUntilMs: owner.reachableUntilMs }),
+      ...(owner.name === undefined &&
+        owner.reachableUntilMs !== undefined && { reachableUntilMs: owner.reachableUntilMs }),
       ...(owner.name === undefined && options.secretTag !== undefined && { secretTag: options.secretTag }),
     };
     return { ...rest, sandboxId };
@@ -244,16 +261,24 @@ export function createE2BSandboxProvider(options: E2BProviderOptions): SandboxPr
       retry: options.retry,
       clock,
       logger,
+      wakeLeaseMs: lease.lengthMs,
     };
   };
 
   /** The sandbox of `owner` the backend knows of, running or paused, before anyone connects. */
-  const findExisting = async (owner: SandboxOwner, loaded: E2BSdk): Promise<{ sandboxId: string; found?: FoundSandbox; record?: SandboxRecord } | undefined> => {
+  const findExisting = async (
+    owner: SandboxOwner,
+    loaded: E2BSdk,
+  ): Promise<{ sandboxId: string; found?: FoundSandbox; record?: SandboxRecord } | undefined> => {
     const record = await recordOf(owner);
     if (record?.sandboxId !== undefined) return { sandboxId: record.sandboxId, record };
     if (store !== undefined || !(await canList())) return undefined;
     const [found] = await retryWithBackoff(
-      () => loaded.findByMetadata({ [E2B_METADATA.session]: toTag(owner.sessionKey), [E2B_METADATA.owner]: toOwnerTag(owner.principal) }, { ...connection, retries: 0 }),
+      () =>
+        loaded.findByMetadata(
+          { [E2B_METADATA.session]: toTag(owner.sessionKey), [E2B_METADATA.owner]: toOwnerTag(owner.principal) },
+          { ...connection, retries: 0 },
+        ),
       (err) => err instanceof loaded.errors.RateLimitError,
       { clock, ...options.retry },
     );
@@ -305,15 +330,30 @@ export function createE2BSandboxProvider(options: E2BProviderOptions): SandboxPr
         const existing = await findExisting(owner, loaded);
         if (existing === undefined) return undefined;
         const { record, found } = existing;
-        const asleep = found?.state === 'paused' || record?.sleep !== undefined || (record !== undefined && now() - record.lastUsedMs > lease.lengthMs);
-        const mode: SleepMode = found?.metadata[E2B_METADATA.sleep] === 'files' ? 'files' : found !== undefined && found.metadata[E2B_METADATA.sleep] === undefined ? 'off' : sleep.mode();
+        const asleep =
+          found?.state === 'paused' ||
+          record?.sleep !== undefined ||
+          (record !== undefined && now() - record.lastUsedMs > lease.lengthMs);
+        const mode: SleepMode =
+          found?.metadata[E2B_METADATA.sleep] === 'files'
+            ? 'files'
+            : found !== undefined && found.metadata[E2B_METADATA.sleep] === undefined
+              ? 'off'
+              : sleep.mode();
         // Connecting renews the lease and resumes a paused sandbox.
         const api = await loaded.connect(existing.sandboxId, { ...connection, timeoutMs: lease.lengthMs });
         logger.info(asleep ? 'sandbox woken' : 'sandbox re-attached', { backend: 'e2b', sandbox: existing.sandboxId });
         const woke = asleep
-          ? { sinceMs: record?.sleep?.sinceMs ?? found?.endAt.getTime() ?? record?.lastUsedMs ?? now(), memory: (record?.sleep?.memory ?? mode === 'memory'), stopped: [] }
+          ? {
+              sinceMs: record?.sleep?.sinceMs ?? found?.endAt.getTime() ?? record?.lastUsedMs ?? now(),
+              memory: record?.sleep?.memory ?? mode === 'memory',
+              stopped: [],
+            }
           : undefined;
-        await writeRecord(owner, (current) => ({ ...recordFor(owner, existing.sandboxId, current), lastUsedMs: now() }));
+        await writeRecord(owner, (current) => ({
+          ...recordFor(owner, existing.sandboxId, current),
+          lastUsedMs: now(),
+        }));
         return wrap(owner, api, loaded, {
           mode,
           ...(woke !== undefined && { woke }),

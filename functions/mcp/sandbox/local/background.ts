@@ -4,7 +4,8 @@
  * (which the sandbox user cannot touch), stdin kept open for `write_stdin`, and all of them killed with the
  * sandbox.
  */
-import { mkdir } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { type Readable, Writable } from 'node:stream';
 
 import { SYSTEM_CLOCK } from '../../clock';
@@ -13,6 +14,9 @@ import {
   type BackgroundHandle,
   BackgroundRegistry,
   type ExitStatus,
+  parseStartedText,
+  type StartedRecord,
+  toStartedText,
 } from '../background-registry';
 import type { SegmentFile } from '../log-segments';
 import { ProcessLog, segmentsIn } from '../process-log';
@@ -61,9 +65,11 @@ class LocalBackground implements BackgroundBackend<SpawnBackground, LocalProcess
     return segmentsIn(this.logDir);
   }
 
-  async launch(id: string, _command: string, spawn: SpawnBackground): Promise<LocalProcess> {
+  async launch(id: string, _command: string, spawn: SpawnBackground, started: StartedRecord): Promise<LocalProcess> {
     await mkdir(this.logDir, { recursive: true, mode: 0o700 });
-    const log = ProcessLog.create(this.logDir, id);
+    // What a later instance lists of it, once this one is gone (its sandbox woken after a sleep, say).
+    await writeFile(join(this.logDir, `${id}.cmd`), toStartedText(started), { mode: 0o600 });
+    const log = await ProcessLog.create(this.logDir, id);
     const child = spawn();
     // Into the log with back-pressure: while LOG_QUEUE_BYTES wait for the disk the process's streams are not
     // read, its supervisor stops acknowledging, and the process itself waits (supervisor.ts has the window).
@@ -125,5 +131,10 @@ class LocalBackground implements BackgroundBackend<SpawnBackground, LocalProcess
   /** Processes an earlier instance started ended with it; how is not known. */
   async earlierStatus(): Promise<ExitStatus | undefined> {
     return { code: null, signal: null };
+  }
+
+  async earlierStart(id: string): Promise<StartedRecord | undefined> {
+    const text = await readFile(join(this.logDir, `${id}.cmd`), 'utf8').catch(() => undefined);
+    return text === undefined ? undefined : parseStartedText(text);
   }
 }

@@ -12,7 +12,7 @@ import { isLoopbackHost, type LocalSandboxConfig } from '../../config';
 import { AppError } from '../../errors';
 import type { Logger } from '../../log';
 import { SingleFlight } from '../../single-flight';
-import { createRecordCatalog, type RecordCatalog } from '../record-catalog';
+import { createRecordCatalog } from '../record-catalog';
 import { createRecordStore, type RecordStore, type SandboxRecord, type SleepState } from '../records';
 import type { RetentionPolicy } from '../retention';
 import { toOwnerTag, toSandboxTag } from '../sandbox-name';

@@ -4,9 +4,9 @@
  * one, on any instance that shares the root), and recorded in the workspace's server-owned directory (so a
  * recovered session finds its own). A sandbox's uid tells nothing about its session.
  */
-import { randomInt } from 'node:crypto';
+import { randomBytes, randomInt } from 'node:crypto';
 import { constants } from 'node:fs';
-import { mkdir, open, readFile, unlink } from 'node:fs/promises';
+import { link, mkdir, open, readFile, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 
 import { toErrnoCode } from '../../errors';
@@ -60,17 +60,18 @@ export function recordedUid(dir: string): Promise<number | undefined> {
 
 /**
  * The uid of the workspace in `dir` (server-owned): the one recorded there, or a fresh one, claimed and
- * recorded. When two instances make the same workspace at once, the first record wins and the other claim
- * is given back.
+ * recorded. The record appears whole (written aside, then linked into place): when two instances make the same
+ * workspace at once, the first link wins, the other reads it, and its claim is given back.
  */
 export async function workspaceUid(root: string, dir: string): Promise<number> {
   const record = join(dir, 'uid');
   const known = await readRecord(record);
   if (known !== undefined) return known;
   const uid = await claimUid(root);
+  const aside = `${record}.${randomBytes(6).toString('hex')}`;
   try {
     const handle = await open(
-      record,
+      aside,
       constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
       0o600,
     );
@@ -79,6 +80,7 @@ export async function workspaceUid(root: string, dir: string): Promise<number> {
     } finally {
       await handle.close();
     }
+    await link(aside, record);
     return uid;
   } catch (err: unknown) {
     await releaseUid(root, uid);
@@ -86,5 +88,7 @@ export async function workspaceUid(root: string, dir: string): Promise<number> {
     const winner = await readRecord(record);
     if (winner === undefined) throw new Error(`the workspace's uid record ${record} is unreadable`);
     return winner;
+  } finally {
+    await unlink(aside).catch(() => undefined);
   }
 }

@@ -47,36 +47,40 @@ describe('the E2B provider', () => {
     expect(sdk.created).toHaveLength(0);
   });
 
-  it('creates with the template, the lease, the endpoints, no SDK retries, the sleep lifecycle and hashed owner tags', async () => {
-    const { provider, sdk, loads } = setup();
-    const sandbox = await provider.create(OWNER);
-    expect(loads()).toBe(1);
-    expect(sandbox.info()).toMatchObject({ backend: 'e2b', workdir: '/home/user', id: 'sbx-1' });
-    const [call] = sdk.created;
-    expect(call?.template).toBe('code-interpreter-v1');
-    expect(call?.opts).toMatchObject({
-      apiKey: CONFIG.apiKey,
-      domain: CONFIG.domain,
-      apiUrl: CONFIG.apiUrl,
-      timeoutMs: 1_830_000,
-      retries: 0,
-      // E2B pauses it itself, with its memory, when its lease runs out with no instance left to do it.
-      lifecycle: { onTimeout: { action: 'pause', keepMemory: true }, autoResume: false },
-    });
-    const metadata = call?.opts.metadata ?? {};
-    expect(metadata).toEqual({
-      mcp_session: expect.stringMatching(/^[0-9a-f]{24}$/),
-      mcp_owner: expect.stringMatching(/^[0-9a-f]{24}$/),
-      mcp_server: SERVER_INFO.name,
-      mcp_version: SERVER_INFO.version,
-      mcp_created: '1000000',
-      mcp_template: 'code-interpreter-v1',
-      mcp_sleep: 'memory',
-    });
-    expect(JSON.stringify(metadata)).not.toContain(OWNER.sessionKey);
-    expect(JSON.stringify(metadata)).not.toContain(OWNER.principal);
-    expect(JSON.stringify(call?.opts.envs ?? {})).not.toContain(CONFIG.apiKey);
-  });
+  it(
+    'creates with the template, the lease, the endpoints, no SDK ' +
+      'retries, the sleep lifecycle and hashed owner tags',
+    async () => {
+      const { provider, sdk, loads } = setup();
+      const sandbox = await provider.create(OWNER);
+      expect(loads()).toBe(1);
+      expect(sandbox.info()).toMatchObject({ backend: 'e2b', workdir: '/home/user', id: 'sbx-1' });
+      const [call] = sdk.created;
+      expect(call?.template).toBe('code-interpreter-v1');
+      expect(call?.opts).toMatchObject({
+        apiKey: CONFIG.apiKey,
+        domain: CONFIG.domain,
+        apiUrl: CONFIG.apiUrl,
+        timeoutMs: 1_830_000,
+        retries: 0,
+        // E2B pauses it itself, with its memory, when its lease runs out with no instance left to do it.
+        lifecycle: { onTimeout: { action: 'pause', keepMemory: true }, autoResume: false },
+      });
+      const metadata = call?.opts.metadata ?? {};
+      expect(metadata).toEqual({
+        mcp_session: expect.stringMatching(/^[0-9a-f]{24}$/),
+        mcp_owner: expect.stringMatching(/^[0-9a-f]{24}$/),
+        mcp_server: SERVER_INFO.name,
+        mcp_version: SERVER_INFO.version,
+        mcp_created: '1000000',
+        mcp_template: 'code-interpreter-v1',
+        mcp_sleep: 'memory',
+      });
+      expect(JSON.stringify(metadata)).not.toContain(OWNER.sessionKey);
+      expect(JSON.stringify(metadata)).not.toContain(OWNER.principal);
+      expect(JSON.stringify(call?.opts.envs ?? {})).not.toContain(CONFIG.apiKey);
+    },
+  );
 
   it('retries a 429 with growing, jittered backoff and then succeeds', async () => {
     const { provider, sdk, clock } = setup();
@@ -135,34 +139,38 @@ describe('the E2B provider', () => {
     expect(b).toBe(c);
   });
 
-  it('on idle expiry pauses the sandbox with its memory, unless its lease shows that another instance used it lately', async () => {
-    const { provider, sdk, clock } = setup();
-    const lazy = createLazySandbox(provider, OWNER);
-    await lazy.get();
-    const stub = sdk.sandboxes[0];
-    if (stub === undefined) throw new Error('no sandbox');
-    clock.advance(1_800_001);
-    // Someone else renewed the lease a minute ago: only let go here.
-    stub.endAtMs = clock.now() - 60_000 + 1_800_000;
-    await expect(lazy.expire(1_800_000, clock.now())).resolves.toBe('released');
-    expect({ killed: stub.killed, state: stub.state }).toEqual({ killed: false, state: 'running' });
-    // Nobody renewed it: it sleeps, paused with its memory.
-    const again = createLazySandbox(provider, { sessionKey: 'other', principal: 'p' });
-    await again.get();
-    const idle = sdk.sandboxes[1];
-    clock.advance(1_800_001);
-    await expect(again.expire(1_800_000, clock.now())).resolves.toBe('slept');
-    expect({ killed: idle?.killed, state: idle?.state }).toEqual({ killed: false, state: 'paused' });
-    expect(sdk.pauses).toEqual([{ sandboxId: idle?.sandboxId, keepMemory: true }]);
-    // With E2B_SLEEP=off it is destroyed, as before sandboxes slept.
-    const off = setup({ sleep: 'off' });
-    const lazyOff = createLazySandbox(off.provider, OWNER);
-    await lazyOff.get();
-    off.clock.advance(1_800_001);
-    await expect(lazyOff.expire(1_800_000, off.clock.now())).resolves.toBe('destroyed');
-    expect(off.sdk.sandboxes[0]?.killed).toBe(true);
-    expect(off.sdk.created[0]?.opts.lifecycle).toBeUndefined();
-  });
+  it(
+    'on idle expiry pauses the sandbox with its memory, unless its ' +
+      'lease shows that another instance used it lately',
+    async () => {
+      const { provider, sdk, clock } = setup();
+      const lazy = createLazySandbox(provider, OWNER);
+      await lazy.get();
+      const stub = sdk.sandboxes[0];
+      if (stub === undefined) throw new Error('no sandbox');
+      clock.advance(1_800_001);
+      // Someone else renewed the lease a minute ago: only let go here.
+      stub.endAtMs = clock.now() - 60_000 + 1_800_000;
+      await expect(lazy.expire(1_800_000, clock.now())).resolves.toBe('released');
+      expect({ killed: stub.killed, state: stub.state }).toEqual({ killed: false, state: 'running' });
+      // Nobody renewed it: it sleeps, paused with its memory.
+      const again = createLazySandbox(provider, { sessionKey: 'other', principal: 'p' });
+      await again.get();
+      const idle = sdk.sandboxes[1];
+      clock.advance(1_800_001);
+      await expect(again.expire(1_800_000, clock.now())).resolves.toBe('slept');
+      expect({ killed: idle?.killed, state: idle?.state }).toEqual({ killed: false, state: 'paused' });
+      expect(sdk.pauses).toEqual([{ sandboxId: idle?.sandboxId, keepMemory: true }]);
+      // With E2B_SLEEP=off it is destroyed, as before sandboxes slept.
+      const off = setup({ sleep: 'off' });
+      const lazyOff = createLazySandbox(off.provider, OWNER);
+      await lazyOff.get();
+      off.clock.advance(1_800_001);
+      await expect(lazyOff.expire(1_800_000, off.clock.now())).resolves.toBe('destroyed');
+      expect(off.sdk.sandboxes[0]?.killed).toBe(true);
+      expect(off.sdk.created[0]?.opts.lifecycle).toBeUndefined();
+    },
+  );
 
   it('replaces a sandbox found gone with a fresh one on the next use', async () => {
     const { provider, sdk } = setup();
