@@ -4,7 +4,7 @@
  * on a loop device (a host has a few hundred), and an image deleted while attached keeps its space on the host.
  * A start-up releases them before it opens any workspace: the image of a workspace mounted under the root that no
  * live process holds (disk-locks.ts: a live sibling sharing the root holds every image it has open, so its
- * workspaces are left as they are), and the loop devices behind files under `<root>/.disks` that no mount uses.
+ * workspaces are left as they are), thawed first should a fork's copy have left it frozen, and the loop devices behind files under `<root>/.disks` that no mount uses.
  * The images stay: a session that comes back mounts its image again.
  */
 import { realpath } from 'node:fs/promises';
@@ -13,7 +13,7 @@ import { basename, dirname, join } from 'node:path';
 import { describeError } from '../../errors';
 import type { Logger } from '../../log';
 import { lockIfUnheld, takeTurn } from './disk-locks';
-import { detachLoopDevices } from './disk-tools';
+import { detachLoopDevices, diskTools, runToolExit } from './disk-tools';
 import { type LoopDevice, readLoopDevices, readMounts } from './host-mounts';
 import { DISKS_DIR, imageOf, realPaths, unmountImage } from './workspace-disk';
 
@@ -74,7 +74,11 @@ async function release(root: string): Promise<ReleasedDisks> {
       const lock = await lockIfUnheld(image);
       if (lock.held) continue;
       try {
-        await unmountImage(await realPaths(point));
+        const real = await realPaths(point);
+        // A server killed while it copied the image for a fork (workspace-copy.ts) left it frozen: thawed first, or
+        // the unmount would wait on it. One that is not frozen refuses, which is as good.
+        await runToolExit(diskTools().fsfreeze, ['-u', real.dir]);
+        await unmountImage(real);
         unmounted += 1;
       } finally {
         await lock.release();

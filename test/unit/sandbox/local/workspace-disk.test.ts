@@ -388,6 +388,18 @@ withDisks('a workspace on its own disk image (root, loop devices)', () => {
     },
   );
 
+  it('at start-up, thaws and unmounts the workspace a server killed in the middle of a fork left frozen', async () => {
+    const frozen = await open('m', 32 * MIB);
+    writeFileSync(join(frozen.home, 'kept.txt'), 'kept');
+    await frozen.disk?.drop();
+    execFileSync('fsfreeze', ['-f', frozen.dir]);
+    await expect(releaseOrphanedDisks(root, SILENT_LOGGER)).resolves.toMatchObject({ unmounted: 1 });
+    expect(mountsUnder(root)).toEqual([]);
+    const back = await open('m', undefined);
+    expect(readFileSync(join(back.home, 'kept.txt'), 'utf8')).toBe('kept');
+    await remove(back);
+  });
+
   it(
     'at start-up, after an rm -rf of its root while mounted (the images deleted under their mounts), unmounts them ' +
       'and frees their loop devices',
