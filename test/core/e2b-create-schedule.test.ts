@@ -10,22 +10,16 @@
 import { createSandboxProvider } from '../../functions/mcp/sandbox/create-provider';
 import { createE2BSandboxProvider } from '../../functions/mcp/sandbox/e2b/provider';
 import { textOf } from '../support/clients';
-import { type LocalE2B, NO_ANSWER, type RecordedRequest, startLocalE2B } from '../support/e2b-local';
+import { type LocalE2B, NO_ANSWER, type RecordedRequest } from '../support/e2b-local';
+import { useLocalE2B } from '../support/e2b-in-process';
 import { createHarness, type Harness } from '../support/harness';
 import { pollUntil, SETTLE_MS } from '../support/processes';
 import { needs } from '../support/needs';
 
+const service = useLocalE2B();
 let e2b: LocalE2B;
-const previousSandboxUrl = process.env.E2B_SANDBOX_URL;
-beforeAll(async () => {
-  e2b = await startLocalE2B();
-  // The SDK reads this itself: envd calls go to the local service, never to the internet.
-  process.env.E2B_SANDBOX_URL = e2b.url;
-});
-afterAll(async () => {
-  if (previousSandboxUrl === undefined) delete process.env.E2B_SANDBOX_URL;
-  else process.env.E2B_SANDBOX_URL = previousSandboxUrl;
-  await e2b?.stop();
+beforeAll(() => {
+  e2b = service();
 });
 
 /** What the service had seen and run before the test: the test looks at what came after. */

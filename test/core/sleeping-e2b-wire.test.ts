@@ -7,7 +7,8 @@
  */
 import { createSandboxProvider } from '../../functions/mcp/sandbox/create-provider';
 import type { ToolResult } from '../support/clients';
-import { type LocalE2B, startLocalE2B } from '../support/e2b-local';
+import type { LocalE2B } from '../support/e2b-local';
+import { useLocalE2B } from '../support/e2b-in-process';
 import { createFakeClock, type FakeClock } from '../support/fake-clock';
 import { createHarness, type Harness } from '../support/harness';
 import { needs } from '../support/needs';
@@ -16,17 +17,10 @@ import { pollUntil, SETTLE_MS } from '../support/processes';
 const TTL_S = 60;
 const DAY_MS = 86_400_000;
 
+const service = useLocalE2B();
 let e2b: LocalE2B;
-const previousSandboxUrl = process.env.E2B_SANDBOX_URL;
-beforeAll(async () => {
-  e2b = await startLocalE2B();
-  // The SDK reads this itself: envd calls go to the local service, never to the internet.
-  process.env.E2B_SANDBOX_URL = e2b.url;
-});
-afterAll(async () => {
-  if (previousSandboxUrl === undefined) delete process.env.E2B_SANDBOX_URL;
-  else process.env.E2B_SANDBOX_URL = previousSandboxUrl;
-  await e2b?.stop();
+beforeAll(() => {
+  e2b = service();
 });
 afterEach(async () => {
   for (const { sandboxId } of e2b.sandboxes()) await e2b.killSandbox(sandboxId);

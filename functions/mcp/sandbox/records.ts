@@ -13,12 +13,10 @@
  *
  * Every file is read with a size limit and checked field by field: a damaged one reads as absent.
  */
-import { randomBytes } from 'node:crypto';
-import { constants } from 'node:fs';
-import { link, mkdir, open, readdir, rename, stat, unlink } from 'node:fs/promises';
+import { mkdir, readdir, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 
-import { toErrnoCode } from '../errors';
+import { ignoreMissing, linkNew, readSmall, writeWhole } from './record-files';
 import { hashTag } from '../hash-tag';
 
 /** A process a sandbox ran when it went to sleep (stopped then, on the local backend). */
@@ -126,12 +124,12 @@ export function createRecordStore(root: string): RecordStore {
     join(ownerDir(owner), 'bound', `${checkedTag(sessionTag)}.json`);
 
   const get = async (owner: string, tag: string): Promise<SandboxRecord | undefined> =>
-    toRecord(await readSmall(recordPath(owner, tag)), owner, tag);
+    toRecord(await readSmall(recordPath(owner, tag), MAX_FILE_BYTES), owner, tag);
   const put = async (record: SandboxRecord): Promise<void> => {
     await writeWhole(recordPath(record.owner, record.tag), JSON.stringify(bounded(record)));
   };
   const nameHolder = async (owner: string, name: string): Promise<string | undefined> => {
-    const text = (await readSmall(namePath(owner, name)))?.trim();
+    const text = (await readSmall(namePath(owner, name), MAX_FILE_BYTES))?.trim();
     return text !== undefined && TAG.test(text) ? text : undefined;
   };
 
@@ -193,7 +191,7 @@ export function createRecordStore(root: string): RecordStore {
       await writeWhole(boundPath(owner, sessionTag), JSON.stringify(binding));
     },
     async bound(owner, sessionTag, nowMs) {
-      const binding = toBinding(await readSmall(boundPath(owner, sessionTag)));
+      const binding = toBinding(await readSmall(boundPath(owner, sessionTag), MAX_FILE_BYTES));
       return binding !== undefined && binding.untilMs > nowMs ? binding : undefined;
     },
     async unbind(owner, sessionTag) {
@@ -202,7 +200,7 @@ export function createRecordStore(root: string): RecordStore {
     async sweepBindings(owner, nowMs, deletedKey) {
       const dir = join(ownerDir(owner), 'bound');
       for (const file of await readdir(dir).catch(() => [] as string[])) {
-        const binding = toBinding(await readSmall(join(dir, file)));
+        const binding = toBinding(await readSmall(join(dir, file), MAX_FILE_BYTES));
         if (binding === undefined || binding.untilMs <= nowMs || binding.key === deletedKey)
           await unlink(join(dir, file)).catch(ignoreMissing);
       }
@@ -227,66 +225,6 @@ function bounded(record: SandboxRecord): SandboxRecord {
 function checkedTag(tag: string): string {
   if (!TAG.test(tag)) throw new Error(`not a sandbox or owner tag: ${JSON.stringify(tag.slice(0, 40))}`);
   return tag;
-}
-
-function ignoreMissing(err: unknown): void {
-  if (toErrnoCode(err) !== 'ENOENT') throw err;
-}
-
-/** A file's text, read up to MAX_FILE_BYTES (a larger one reads as absent), or `undefined` when there is none. */
-async function readSmall(path: string): Promise<string | undefined> {
-  let handle: Awaited<ReturnType<typeof open>>;
-  try {
-    handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW);
-  } catch (err: unknown) {
-    if (toErrnoCode(err) === 'ENOENT' || toErrnoCode(err) === 'ENOTDIR') return undefined;
-    throw err;
-  }
-  try {
-    const buffer = Buffer.alloc(MAX_FILE_BYTES + 1);
-    const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0);
-    return bytesRead > MAX_FILE_BYTES ? undefined : buffer.subarray(0, bytesRead).toString('utf8');
-  } finally {
-    await handle.close();
-  }
-}
-
-/** Writes `text` to `path` whole: aside first, then renamed over it (readers see the old or the new file). */
-async function writeWhole(path: string, text: string): Promise<void> {
-  await mkdir(join(path, '..'), { recursive: true, mode: 0o700 });
-  const aside = `${path}.${randomBytes(6).toString('hex')}.tmp`;
-  await writeNew(aside, text);
-  try {
-    await rename(aside, path);
-  } catch (err: unknown) {
-    await unlink(aside).catch(() => undefined);
-    throw err;
-  }
-}
-
-async function writeNew(path: string, text: string): Promise<void> {
-  const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
-  const handle = await open(path, flags, 0o600);
-  try {
-    await handle.writeFile(text);
-  } finally {
-    await handle.close();
-  }
-}
-
-/** Puts a file with `text` at `path` unless one is there: false when one was. */
-async function linkNew(path: string, text: string): Promise<boolean> {
-  const aside = `${path}.${randomBytes(6).toString('hex')}.tmp`;
-  await writeNew(aside, text);
-  try {
-    await link(aside, path);
-    return true;
-  } catch (err: unknown) {
-    if (toErrnoCode(err) === 'EEXIST') return false;
-    throw err;
-  } finally {
-    await unlink(aside).catch(() => undefined);
-  }
 }
 
 function parseObject(text: string | undefined): Record<string, unknown> | undefined {

@@ -6,7 +6,8 @@
  * - An unnamed one goes at that time too, or sooner: once no session id or handle can name it any more.
  * - An owner keeps at most MCP_MAX_SLEEPING_SANDBOXES_PER_CREDENTIAL asleep and, on the local backend, at most
  *   MCP_MAX_SLEEPING_DISK_MB_PER_CREDENTIAL of their files: past a cap its least recently used sleeping sandbox goes,
- *   then the next. A running sandbox is never deleted to make room.
+ *   then the next (past the disk cap alone, the next whose disk is known). A running sandbox is never deleted to make
+ *   room.
  */
 
 /** The limits on what an owner keeps. */
@@ -61,6 +62,8 @@ export function toMakeRoom<S extends Kept>(
     const overCount = sleeping.length - deleted.length + reserve > policy.maxSleeping;
     const overDisk = maxDisk !== undefined && disk > maxDisk;
     if (!overCount && !overDisk) break;
+    // Past the disk cap only, a sandbox whose disk is not known frees nothing known: the next one goes.
+    if (!overCount && (candidate.diskBytes ?? 0) === 0) continue;
     setting ??= overCount ? 'MCP_MAX_SLEEPING_SANDBOXES_PER_CREDENTIAL' : 'MCP_MAX_SLEEPING_DISK_MB_PER_CREDENTIAL';
     deleted.push(candidate);
     disk -= candidate.diskBytes ?? 0;

@@ -54,8 +54,11 @@ export interface LocalSandboxOptions {
   preview: PreviewSettings;
   /** Set when the workspace was asleep: since when, and which processes its sleep stopped. */
   woke?: SleepState;
-  /** Records that it went to sleep (or was let go, which stops its processes all the same). */
-  onSleep?: (state: SleepState) => Promise<void>;
+  /**
+   * Records that it went to sleep (or was let go, which stops its processes all the same), and when this instance
+   * last used it.
+   */
+  onSleep?: (state: SleepState, lastUsedMs: number | undefined) => Promise<void>;
   /** Records that it was destroyed. */
   onKill?: () => Promise<void>;
 }
@@ -206,7 +209,7 @@ export class LocalSandbox implements Sandbox {
     await this.stopProcesses();
     await this.files.release();
     const state: SleepState = { sinceMs, memory: false, stopped: running };
-    await this.options.onSleep?.(state);
+    await this.options.onSleep?.(state, this.files.lastTouchMs);
     return state;
   }
 

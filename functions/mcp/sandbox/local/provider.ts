@@ -13,7 +13,7 @@ import { AppError } from '../../errors';
 import type { Logger } from '../../log';
 import { SingleFlight } from '../../single-flight';
 import { createRecordCatalog } from '../record-catalog';
-import { createRecordStore, type RecordStore, type SandboxRecord, type SleepState } from '../records';
+import { createRecordStore, type SleepState } from '../records';
 import type { RetentionPolicy } from '../retention';
 import { toOwnerTag, toSandboxTag } from '../sandbox-name';
 import { createTombstoneStore } from '../tombstones';
@@ -26,6 +26,7 @@ import { createPreviewSigner } from './preview-token';
 import { workspaceSandboxId } from './sandbox-id';
 import { copyWorkspace } from './workspace-copy';
 import { imageOf } from './workspace-disk';
+import { createWorkspaceRecords, type WorkspaceRecords } from './workspace-records';
 import { createWorkspaceJanitor, lastUsedMs, removeAbandonedWorkspace, type WorkspaceJanitor } from './workspace-sweep';
 import { createWorkspace, toWorkspaceName } from './workspace';
 
@@ -142,7 +143,14 @@ export function createLocalSandboxProvider({
     const found = await probe();
     if (found.refusal !== undefined) throw new AppError('sandbox_error', found.refusal);
     const name = toWorkspaceName(owner.sessionKey);
-    const hooks = recordHooks(store, owner, now, dirOf, () => catalog.makeRoom(owner.principal, 0));
+    const hooks = createWorkspaceRecords({
+      store,
+      owner,
+      now,
+      secretTag,
+      dir: dirOf(toSandboxTag(owner.sessionKey)),
+      afterSleep: () => catalog.makeRoom(owner.principal, 0),
+    });
     const make = () =>
       openSandbox(found, shared, owner.sessionKey, { ...how, onSleep: hooks.onSleep, onKill: hooks.onKill });
     const sandbox = await workspaces.track(name, make);
@@ -200,63 +208,6 @@ interface OpenHow {
   readonly woke?: SleepState;
 }
 
-/** What keeps a sandbox's record: written when it is made, when it wakes and when it falls asleep; gone with it. */
-interface RecordHooks {
-  created(sandboxId: string): Promise<void>;
-  reopened(sandboxId: string): Promise<void>;
-  onSleep(state: SleepState): Promise<void>;
-  /** Destroyed (DELETE, reset): the record goes, but a named sandbox's stays for the sandbox made in its place. */
-  onKill(): Promise<void>;
-}
-
-function recordHooks(
-  store: RecordStore,
-  owner: SandboxOwner,
-  now: () => number,
-  dirOf: (tag: string) => string,
-  afterSleep: () => Promise<unknown>,
-): RecordHooks {
-  const ownerTag = toOwnerTag(owner.principal);
-  const tag = toSandboxTag(owner.sessionKey);
-  const write = (change: (record: SandboxRecord | undefined) => SandboxRecord): Promise<void> =>
-    store.get(ownerTag, tag).then((record) => store.put(change(record)));
-  const fresh = (sandboxId: string, record: SandboxRecord | undefined): SandboxRecord => {
-    const nowMs = now();
-    return {
-      tag,
-      owner: ownerTag,
-      ...(owner.name !== undefined && { name: owner.name, key: owner.sessionKey }),
-      sandboxId,
-      createdMs: record?.createdMs !== undefined && record.sandboxId === sandboxId ? record.createdMs : nowMs,
-      lastUsedMs: nowMs,
-      ...(owner.name === undefined &&
-        owner.reachableUntilMs !== undefined && { reachableUntilMs: owner.reachableUntilMs }),
-    };
-  };
-  return {
-    created: (sandboxId) => write((record) => fresh(sandboxId, record)),
-    // A workspace of an earlier version gets its record when it is first opened again.
-    reopened: (sandboxId) =>
-      write((record) => {
-        const { sleep: _slept, ...awake } = record ?? fresh(sandboxId, undefined);
-        return { ...awake, sandboxId, lastUsedMs: now() };
-      }),
-    async onSleep(state) {
-      // Its last use is its marker's time (every call touches it), which the record did not follow.
-      const used = (await lastUsedMs(dirOf(tag)).catch(() => undefined)) ?? 0;
-      await write((record) => {
-        const current = record ?? fresh('unknown', undefined);
-        return { ...current, lastUsedMs: Math.max(current.lastUsedMs, Math.min(used, state.sinceMs)), sleep: state };
-      });
-      // What sleeps counts against its owner's caps: past them, its least recently used sleeping sandboxes go.
-      await afterSleep().catch(() => undefined);
-    },
-    onKill: async () => {
-      if (owner.name === undefined) await store.remove({ owner: ownerTag, tag });
-    },
-  };
-}
-
 /**
  * Where previews are served and how their URLs are signed. Previews on loopback reach clients only when the
  * server's own clients are on this host too. Elsewhere (LOCAL_SANDBOX_PREVIEW_PUBLIC=on) anyone who reaches the
@@ -300,7 +251,7 @@ async function openSandbox(
   found: HostProfile,
   shared: SharedSettings,
   sessionKey: string,
-  { resumed, forked, woke, onSleep, onKill }: OpenHow & Pick<RecordHooks, 'onSleep' | 'onKill'>,
+  { resumed, forked, woke, onSleep, onKill }: OpenHow & Pick<WorkspaceRecords, 'onSleep' | 'onKill'>,
 ): Promise<Sandbox> {
   const { config, logger } = shared;
   const opened = async () => {

@@ -14,6 +14,11 @@ export class SandboxWorkspace {
   /** When this instance last marked the sandbox used (undefined: not yet, e.g. just re-attached). */
   private touchedMs: number | undefined;
 
+  /** When this instance last marked the sandbox used, if it did. */
+  get lastTouchMs(): number | undefined {
+    return this.touchedMs;
+  }
+
   constructor(
     readonly workspace: Workspace,
     private readonly clock: Clock,
