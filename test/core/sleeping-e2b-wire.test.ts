@@ -57,23 +57,27 @@ async function idle(h: Harness, clock: FakeClock, count: number): Promise<void> 
 }
 
 needs('bubblewrap').describe('sandboxes that sleep on E2B, on a clock (real SDK, local E2B service)', () => {
-  it('deletes a paused sandbox when MCP_SANDBOX_RETENTION_S passes, without waking it; a restart finds it until then', async () => {
-    const { clock, instance } = deployment({ MCP_SANDBOX_RETENTION_S: String(DAY_MS / 1000) });
-    const h = instance();
-    const made = out<{ sandbox_id: string }>(await (await h.connect()).callTool('open_sandbox', { name: 'proj' }));
-    await idle(h, clock, 1);
-    clock.advance(DAY_MS / 2);
-    const restarted = instance();
-    const listed = out<{ sandboxes: Array<{ name: string; state: string }> }>(
-      await (await restarted.connect()).callTool('list_sandboxes'),
-    );
-    expect(listed.sandboxes).toEqual([expect.objectContaining({ name: 'proj', state: 'sleeping' })]);
-    clock.advance(DAY_MS / 2);
-    const later = out<{ sandboxes: unknown[] }>(await (await restarted.connect()).callTool('list_sandboxes'));
-    expect(later.sandboxes).toEqual([]);
-    expect(e2b.sandboxes().map((s) => s.sandboxId)).not.toContain(made.sandbox_id);
-    expect(e2b.requests().filter((r) => r.route === 'connect' && r.sandboxId === made.sandbox_id)).toEqual([]);
-  });
+  it(
+    'deletes a paused sandbox when MCP_SANDBOX_RETENTION_S passes, without waking it; ' +
+      'a restart finds it until then',
+    async () => {
+      const { clock, instance } = deployment({ MCP_SANDBOX_RETENTION_S: String(DAY_MS / 1000) });
+      const h = instance();
+      const made = out<{ sandbox_id: string }>(await (await h.connect()).callTool('open_sandbox', { name: 'proj' }));
+      await idle(h, clock, 1);
+      clock.advance(DAY_MS / 2);
+      const restarted = instance();
+      const listed = out<{ sandboxes: Array<{ name: string; state: string }> }>(
+        await (await restarted.connect()).callTool('list_sandboxes'),
+      );
+      expect(listed.sandboxes).toEqual([expect.objectContaining({ name: 'proj', state: 'sleeping' })]);
+      clock.advance(DAY_MS / 2);
+      const later = out<{ sandboxes: unknown[] }>(await (await restarted.connect()).callTool('list_sandboxes'));
+      expect(later.sandboxes).toEqual([]);
+      expect(e2b.sandboxes().map((s) => s.sandboxId)).not.toContain(made.sandbox_id);
+      expect(e2b.requests().filter((r) => r.route === 'connect' && r.sandboxId === made.sandbox_id)).toEqual([]);
+    },
+  );
 
   it(
     'at MCP_MAX_SLEEPING_SANDBOXES_PER_CREDENTIAL deletes the least recently used paused sandbox for a new one, and ' +

@@ -4,8 +4,9 @@
  * on a loop device (a host has a few hundred), and an image deleted while attached keeps its space on the host.
  * A start-up releases them before it opens any workspace: the image of a workspace mounted under the root that no
  * live process holds (disk-locks.ts: a live sibling sharing the root holds every image it has open, so its
- * workspaces are left as they are), thawed first should a fork's copy have left it frozen, and the loop devices behind files under `<root>/.disks` that no mount uses.
- * The images stay: a session that comes back mounts its image again.
+ * workspaces are left as they are), thawed first should a fork's copy have left it frozen, and the loop devices
+ * behind files under `<root>/.disks` that no mount uses. The images stay: a session that comes back mounts its image
+ * again.
  */
 import { realpath } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
