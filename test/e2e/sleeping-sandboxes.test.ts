@@ -8,6 +8,8 @@
 import { rmSync } from 'node:fs';
 
 import { connectClient, type TestClient, type ToolResult } from '../support/clients';
+import { SANDBOX_HANDLE } from '../support/interop';
+import { connectModelLike } from '../support/model-loop';
 import { needs } from '../support/needs';
 import { markedSleep, pollUntil, processesWithCmdline, SETTLE_MS } from '../support/processes';
 import { makeSandboxRoot, startServer, stopAllServers } from '../support/server';
@@ -73,5 +75,37 @@ needs('bubblewrap').it(
     ).processes;
     expect(processes).toEqual([expect.objectContaining({ process_id: 'p1', command: server, state: 'exited' })]);
     for (const client of clients) await client.close();
+  },
+);
+
+needs('bubblewrap').it(
+  'keeps a named sandbox for a model-like 2026-07-28 client: day 2, without the old handle, it lists the sandbox, ' +
+    'opens it by name and goes on with the handle the result gives',
+  async () => {
+    const env = { MCP_AUTH_TOKENS: TOKEN, MCP_SESSION_IDLE_TTL_S: '1' };
+    const day1 = await startServer({ sandboxRoot: root, env });
+    const a = await connectModelLike(day1.url, TOKEN);
+    out(await a.call('open_sandbox', { name: 'proj' }));
+    const named = a.handle;
+    out(await a.call('write_file', { path: 'notes.txt', content: 'day one' }));
+    expect(a.handle).toBe(named);
+    await a.close();
+    await new Promise((resolve) => setTimeout(resolve, 1_300));
+    await (await connectModelLike(day1.url, TOKEN)).call('list_sandboxes');
+    await pollUntil(
+      () => day1.logs().filter((l) => l.msg === 'sandbox asleep'),
+      (lines) => lines.length > 0,
+      SETTLE_MS,
+    );
+    await day1.stop();
+
+    const day2 = await startServer({ sandboxRoot: root, env });
+    const b = await connectModelLike(day2.url, TOKEN);
+    const listed = out<{ sandboxes: Array<Record<string, unknown>> }>(await b.call('list_sandboxes'));
+    expect(listed.sandboxes).toEqual([expect.objectContaining({ name: 'proj', state: 'sleeping' })]);
+    expect(out<{ state: string }>(await b.call('open_sandbox', { name: 'proj' })).state).toBe('woken');
+    expect(b.handle).toMatch(SANDBOX_HANDLE);
+    expect(out<{ content: string }>(await b.call('read_file', { path: 'notes.txt' })).content).toBe('day one');
+    await b.close();
   },
 );

@@ -88,3 +88,38 @@ export async function runModelLoop(
 export function expectedNotes(appends: number): string {
   return Array.from({ length: appends }, (_, i) => `line-${2 * (i + 1)}\n`).join('');
 }
+
+/** A 2026-07-28 client that carries state as a model does: the handle each result's first line names. */
+export interface ModelLikeClient {
+  /** Calls a tool with the handle the last result named (none at first), and keeps the one this result names. */
+  call(name: string, args?: Record<string, unknown>): Promise<Result>;
+  /** The handle the last result named. */
+  readonly handle: string | undefined;
+  close(): Promise<void>;
+}
+
+/** Connects a model-like 2026-07-28 client to `url`. */
+export async function connectModelLike(url: string, token: string): Promise<ModelLikeClient> {
+  const client = new Client(
+    { name: 'model-like', version: '1.0.0' },
+    { capabilities: {}, versionNegotiation: { mode: { pin: '2026-07-28' } } },
+  );
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }),
+  );
+  let handle: string | undefined;
+  return {
+    get handle() {
+      return handle;
+    },
+    async call(name, args = {}) {
+      const result = (await client.callTool({
+        name,
+        arguments: handle === undefined ? args : { ...args, sandbox: handle },
+      })) as Result;
+      handle = /^sandbox: (\S+)$/.exec(result.content[0]?.text?.split('\n')[0] ?? '')?.[1] ?? handle;
+      return result;
+    },
+    close: () => client.close(),
+  };
+}
