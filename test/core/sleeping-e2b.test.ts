@@ -150,6 +150,25 @@ describe('on E2B with its listing (E2B’s cloud)', () => {
   );
 });
 
+describe('one name, opened at once', () => {
+  it('by two sessions of one instance, or of two instances sharing E2B_STATE_DIR: one sandbox is made', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'mcp-state-'));
+    try {
+      const { sdk, instance } = deployment({ E2B_STATE_DIR: root });
+      const a = instance();
+      const b = instance();
+      const clients = await Promise.all([a.connect(), a.connect(), b.connect(), b.connect()]);
+      const opened = await Promise.all(clients.map((c) => c.callTool('open_sandbox', { name: 'proj' })));
+      const ids = opened.map((r) => out<{ sandbox_id: string }>(r).sandbox_id);
+      expect(new Set(ids).size).toBe(1);
+      expect(sdk.created).toHaveLength(1);
+      expect(opened.map((r) => out<{ state: string }>(r).state).filter((s) => s === 'created')).toHaveLength(1);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('on an E2B service that refuses what sleeping needs', () => {
   it('sleeps with files only where memory snapshots are refused, and says so', async () => {
     const { clock, sdk, instance } = deployment();

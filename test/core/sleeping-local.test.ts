@@ -247,6 +247,19 @@ needs('bubblewrap').describe('named sandboxes that sleep and wake, local backend
     },
   );
 
+  it('opens one sandbox for a name opened at once by sessions of two instances sharing the root', async () => {
+    const { instance } = deployment();
+    const [a, b] = [instance(), instance()];
+    const clients = await Promise.all([a.connect(), a.connect(), b.connect(), b.connect()]);
+    const opened = await Promise.all(clients.map((c) => c.callTool('open_sandbox', { name: 'proj' })));
+    expect(new Set(opened.map((r) => out<{ sandbox_id: string }>(r).sandbox_id)).size).toBe(1);
+    expect(workspacesIn(root)).toHaveLength(1);
+    out(await clients[0]!.callTool('write_file', { path: 'shared.txt', content: 'one' }));
+    expect(out<{ content: string }>(await clients[3]!.callTool('read_file', { path: 'shared.txt' })).content).toBe(
+      'one',
+    );
+  });
+
   it('deletes a named sandbox for good: the session that worked in it is told, the name is free again', async () => {
     const { instance } = deployment();
     const h = instance();

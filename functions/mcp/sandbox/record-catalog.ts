@@ -85,10 +85,22 @@ export function createRecordCatalog(options: RecordCatalogOptions): RecordCatalo
       return record?.name === name ? summarize(record) : undefined;
     },
     async claimName(principal, name, key) {
+      const owner = toOwnerTag(principal);
       const tag = toSandboxTag(key);
-      return (await store.claimName(toOwnerTag(principal), name, tag)) === tag;
+      if ((await store.claimName(owner, name, tag)) !== tag) return false;
+      // Found by name at once, while its sandbox is being made: a second opener waits for that one, not a new one.
+      if ((await store.get(owner, tag)) === undefined)
+        await store.put({ tag, owner, name, key, createdMs: now(), lastUsedMs: now() });
+      return true;
     },
-    releaseName: (principal, name, key) => store.releaseName(toOwnerTag(principal), name, toSandboxTag(key)),
+    async releaseName(principal, name, key) {
+      const owner = toOwnerTag(principal);
+      const tag = toSandboxTag(key);
+      const record = await store.get(owner, tag);
+      // A claim whose sandbox was never made leaves nothing: its record was only the claim's.
+      if (record !== undefined && record.sandboxId === undefined) await store.remove(record);
+      else await store.releaseName(owner, name, tag);
+    },
     async delete(principal, sandbox) {
       const owner = toOwnerTag(principal);
       const record = await store.get(owner, sandbox.tag);

@@ -7,6 +7,7 @@
  */
 import { type Clock, SYSTEM_CLOCK } from '../../clock';
 import type { E2BConfig } from '../../config';
+import { AppError } from '../../errors';
 import type { Logger } from '../../log';
 import { SingleFlight } from '../../single-flight';
 import { createRecordStore, type SandboxRecord, type SleepState } from '../records';
@@ -49,6 +50,10 @@ export interface E2BProviderOptions {
    */
   secretTag?: string;
 }
+
+/** How long an instance waits for a sandbox another one is creating under a claimed name, and how often it looks. */
+const CLAIM_WAIT_MS = 30_000;
+const CLAIM_POLL_MS = 500;
 
 /** An ended session's record name under E2B_STATE_DIR: its key hashed, as its metadata tag is. */
 function endedName(sessionKey: string): string {
@@ -126,9 +131,27 @@ export function createE2BSandboxProvider(options: E2BProviderOptions): SandboxPr
     return sandbox;
   };
 
+  /**
+   * The record of `owner`'s sandbox, once it names one: a named sandbox's record appears with its name claim, and
+   * names its sandbox once the instance that claimed it made it (meanwhile this one waits, rather than make a second).
+   */
+  const recordOf = async (owner: SandboxOwner): Promise<SandboxRecord | undefined> => {
+    for (let waitedMs = 0; ; waitedMs += CLAIM_POLL_MS) {
+      const record = await records.get(owner);
+      if (record === undefined || record.sandboxId !== undefined) return record;
+      if (waitedMs >= CLAIM_WAIT_MS) {
+        throw new AppError(
+          'backend_busy',
+          'This sandbox is still being created by another call; try again in a few seconds.',
+        );
+      }
+      await clock.sleep(CLAIM_POLL_MS);
+    }
+  };
+
   /** The sandbox of `owner` the backend knows of, running or paused, before anyone connects. */
   const findExisting = async (owner: SandboxOwner, loaded: E2BSdk): Promise<Existing | undefined> => {
-    const record = await records.get(owner);
+    const record = await recordOf(owner);
     if (record?.sandboxId !== undefined) return { sandboxId: record.sandboxId, record };
     if ((await catalogs.source()) !== 'listing') return undefined;
     const tags = { [E2B_METADATA.session]: toTag(owner.sessionKey), [E2B_METADATA.owner]: toOwnerTag(owner.principal) };
