@@ -16,6 +16,7 @@ import { toErrorAnswer } from './http/refusals';
 import { createLogger, createStreamSink } from './log';
 import { jsonRpcIdOf } from './protocol/plain-message';
 import { createProtocolServer } from './protocol/server-factory';
+import { STDIO_INSTRUCTIONS } from './protocol/server-identity';
 import { STDIO_PROTOCOL_VERSIONS } from './protocol/versions';
 import { createSandboxProvider } from './sandbox/create-provider';
 import { createLazySandbox } from './sandbox/lazy-sandbox';
@@ -73,6 +74,7 @@ async function main(): Promise<void> {
   const server = createProtocolServer({
     tools: catalog.list,
     versions: STDIO_PROTOCOL_VERSIONS,
+    instructions: STDIO_INSTRUCTIONS,
     call: (name, args, ctx) =>
       catalog.call(
         name,

@@ -7,12 +7,20 @@ export { SERVER_INFO } from '../version';
 /** The server's capabilities: tools only. */
 export const SERVER_CAPABILITIES = Object.freeze({ tools: Object.freeze({}) });
 
-/** The `instructions` of the 2025-era lanes (a session, or a stdio connection, owns one sandbox). */
-export const SERVER_INSTRUCTIONS =
+/** The `instructions` of a stdio connection, which owns one sandbox for as long as it lasts. */
+export const STDIO_INSTRUCTIONS =
   'Tools act in a sandbox that belongs to this session: ' +
   'run code (Python keeps state between calls) and shell commands, ' +
   'and read, write, edit and list files. Relative paths resolve against the sandbox working directory. ' +
   'Call sandbox_status for your bearings.';
+
+/** What every HTTP lane says of sandboxes that last: they sleep, and a name brings one back any day. */
+const LASTING =
+  ' Unused, a sandbox sleeps and wakes with its next call. For work that should outlast this conversation, open a ' +
+  'named sandbox (open_sandbox, e.g. with the project name): any later session of yours continues it by that name.';
+
+/** The `instructions` of the 2025-era lane (a session owns a sandbox, or works in a named one it opened). */
+export const SERVER_INSTRUCTIONS = `${STDIO_INSTRUCTIONS}${LASTING}`;
 
 /**
  * The `instructions` of the 2026-07-28 lane, where no session holds the sandbox: the `sandbox` handle does, and a
@@ -23,4 +31,5 @@ export const MODERN_SERVER_INSTRUCTIONS =
   'and read, write, edit and list files. Every result starts with a line "sandbox: <handle>" and carries the same ' +
   'handle in structuredContent.sandbox. Pass that handle as the "sandbox" argument of every later call to keep ' +
   'working in the same sandbox, with its files, processes and Python state; a call without "sandbox" gets a new, ' +
-  'empty sandbox. Relative paths resolve against the sandbox working directory. Call sandbox_status for your bearings.';
+  'empty sandbox. Relative paths resolve against the sandbox working directory. Call sandbox_status for your bearings.' +
+  LASTING;
