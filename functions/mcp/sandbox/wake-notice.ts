@@ -9,7 +9,7 @@ const COMMAND_CHARS = 80;
 /** The note for the first result after `woke`. */
 export function toWakeNotice(woke: SleepState): string {
   const since = new Date(woke.sinceMs).toISOString();
-  const head = `Note: this sandbox was asleep (idle since ${since}) and woke for this call.`;
+  const head = `Note: this sandbox was asleep (since ${since}) and woke for this call.`;
   if (woke.memory) {
     return `${head} It was paused with its memory: its files, running processes and Python variables are as they were.`;
   }

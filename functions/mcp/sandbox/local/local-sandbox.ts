@@ -74,6 +74,8 @@ export class LocalSandbox implements Sandbox {
   private readonly limits: LimitReports;
   private readonly previews: SandboxPreview;
   private readonly code: CodeRunner;
+  /** What its sleep kept, once it went to sleep (a second sleep, or a release after it, changes nothing). */
+  private slept: SleepState | undefined;
   /** Set until the first Python run after a re-attach, which then reports the earlier state as lost. */
   private stateLostOnResume: boolean;
 
@@ -200,15 +202,17 @@ export class LocalSandbox implements Sandbox {
    * mounted again then. Resolves with the background processes it stopped.
    */
   async sleep(): Promise<SleepState> {
+    if (this.slept !== undefined) return this.slept;
     const sinceMs = this.options.clock.now();
-    const running = this.lifetime.signal.aborted
-      ? []
-      : (await this.processes.background.list().catch(() => []))
-          .filter((process) => process.state === 'running')
-          .map(({ id, command }) => ({ id, command }));
+    // Killed already: nothing is left to record.
+    if (this.lifetime.signal.aborted) return { sinceMs, memory: false, stopped: [] };
+    const running = (await this.processes.background.list().catch(() => []))
+      .filter((process) => process.state === 'running')
+      .map(({ id, command }) => ({ id, command }));
     await this.stopProcesses();
     await this.files.release();
     const state: SleepState = { sinceMs, memory: false, stopped: running };
+    this.slept = state;
     await this.options.onSleep?.(state, this.files.lastTouchMs);
     return state;
   }
