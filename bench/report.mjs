@@ -2,6 +2,8 @@
 // the ratio, the target and whether it is met.
 import { cpus, release, totalmem, type } from 'node:os';
 
+import { sleepingMemoryRows, wakeRows } from './report-sleep.mjs';
+
 /** The machine the run is on. */
 export function describeMachine() {
   const list = cpus();
@@ -17,8 +19,21 @@ export function describeMachine() {
 const f = (n, digits = 0) => (Number.isFinite(n) ? n.toFixed(digits) : 'n/a');
 const verdict = (met, actual, target) => (met ? 'met' : `MISSED: ${actual} vs ${target}`);
 
-/** One row per figure (two for each mode of figure 2, one per tool of figure 7), for the figures measured. */
-export function toRows({ coldStart, throughput, sessionMemory, overhead, liveOutput, sandboxMemory, toolLatency }) {
+/**
+ * One row per figure (two for each mode of figure 2, one per tool of figure 7, one per backend of figure 8, two for
+ * figure 9), for the figures measured.
+ */
+export function toRows({
+  coldStart,
+  throughput,
+  sessionMemory,
+  overhead,
+  liveOutput,
+  sandboxMemory,
+  toolLatency,
+  wake,
+  sleepingMemory,
+}) {
   const rows = [];
   if (coldStart !== undefined) rows.push(...coldStartRows(coldStart));
   if (throughput !== undefined) rows.push(...throughputRows(throughput));
@@ -27,6 +42,8 @@ export function toRows({ coldStart, throughput, sessionMemory, overhead, liveOut
   if (liveOutput !== undefined) rows.push(liveOutputRow(liveOutput));
   if (sandboxMemory !== undefined) rows.push(sandboxMemoryRow(sandboxMemory));
   if (toolLatency !== undefined) rows.push(...toolLatencyRows(toolLatency));
+  if (wake !== undefined) rows.push(...wakeRows(wake));
+  if (sleepingMemory !== undefined) rows.push(...sleepingMemoryRows(sleepingMemory));
   return rows;
 }
 

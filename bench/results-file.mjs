@@ -2,6 +2,7 @@
 import { renderMarkdownTable, TOOL_LATENCY_TARGETS } from './report.mjs';
 import { LIVE_OUTPUT_COMMAND } from './figures/live-output.mjs';
 import { BARE_BWRAP_ARGS, TOOL_CALLS } from './figures/tool-latency.mjs';
+import { describeSleepFigures, sleepRuns } from './results-sleep.mjs';
 
 /** The whole RESULTS.md text. */
 export function renderResults({ date, machine, isolation, settings, rows, results, durationS }) {
@@ -48,7 +49,8 @@ the same run on the same machine, so read the ratios, not the absolute numbers.
 - \`npm run bench\` = \`npm ci --prefix bench --no-audit --no-fund && node build.mjs && node bench/run.mjs\`
   (\`node bench/run.mjs\` bundles the references with \`bench/build.mjs\` first).
 - One figure or a few alone: \`node bench/run.mjs --only tool-latency\` (names: cold-start, throughput, overhead,
-  live-output, session-memory, sandbox-memory, tool-latency; comma-separated); prints their rows, writes no file.
+  live-output, session-memory, sandbox-memory, tool-latency, wake, sleeping-memory; comma-separated); prints their
+  rows, writes no file.
 - Ours: \`node dist/index.js\` with \`HOST=127.0.0.1 PORT=<free> MCP_AUTH=none LOCAL_SANDBOX_ROOT=<fresh dir, 0711>
   LOCAL_SANDBOX_DISK_MB=0 MCP_MAX_SESSIONS=${settings.maxSessions}\` and no \`LOG_LEVEL\`, i.e. its default \`info\` \
 (one JSON line
@@ -107,6 +109,21 @@ not the main cost
   it (~3 ms: the core's text would be 470 KB, not 670 KB), a startup snapshot (needs a command-line flag and a blob
   made by FC's exact Node). The rest is the SDK v2's own cost over v1 at first use; this figure sits at R1's, within
   the ±4 % this machine's runs vary by.
+- **Memory after many sandboxes fall asleep at once (figure 9; written on 2026-12-06 from strace, gdb's
+  \`malloc_stats()\` and \`malloc_trim(0)\`, and heap snapshot diffs).** A sleeping sandbox leaves nothing measurable
+  in the server's JS heap (its slope is slightly negative because V8 lets go of ~120 KB of start-up constants,
+  undici's WASM as base64 and the tool catalog's JSON, between K = 10 and K = 100), yet the RSS rises by more per
+  sandbox put to sleep than per sandbox kept running. That memory is freed, and kept by glibc's allocator, not held:
+  falling asleep, each local sandbox's processes are stopped by \`killUserProcesses\`
+  (functions/mcp/sandbox/local/host-processes.ts), which reads every \`/proc/<pid>/status\` of the host at once with
+  \`fs/promises\` \`readFile\`, and Node reads a file whose size it cannot know (procfs says 0) into a 64 KiB buffer:
+  2,873 such reads for 20 sandboxes falling asleep in one sweep (~144 each on this host), ~150 MB in \`external\`
+  right after. At K = 100, glibc's main arena held 94 MB with 3.2 MB in use, and \`malloc_trim(0)\` took the RSS
+  from 169 to 106 MB. The peak grows with the sandboxes that fall asleep in one sweep and with the host's processes.
+  Not changed here (the bench measures): a small buffer per read, or the uid from \`stat('/proc/<pid>')\`, and one
+  scan per sweep for all the sandboxes falling asleep, would remove it. Each sandbox falling asleep also reads all
+  of its owner's sandbox records (the caps check, \`afterSleep\` in functions/mcp/sandbox/local/workspace-records.ts),
+  about twice: a sweep of K sandboxes of one owner with N reads ~2·K·N records (100 of 105 here: ~0.5 s).
 
 ## How each figure is measured
 
@@ -134,7 +151,8 @@ session
    warm-up included, divided by the calls answered in it (those of the warm-up estimated at the measured rate). The
    load client shares the ${machine.cores} cores with the server under test.
 3. **Memory per idle session**: a fresh server (started with \`--expose-gc\` and a SIGUSR2 hook that runs a full
-   GC and reports \`process.memoryUsage()\`, \`bench/harness/gc-on-signal.cjs\`) opens 10 warm-up sessions (one of
+   GC and reports \`process.memoryUsage()\`, \`bench/harness/gc-on-signal.cjs\`; ours with
+   \`MCP_INITIALIZE_PER_MIN=0\`, so that one credential may open them all) opens 10 warm-up sessions (one of
    them lists the tools, as clients do; ours loads its core then, a one-time cost that belongs to no session), then
    1,000 sessions, then 1,000 more (\`initialize\` + \`notifications/initialized\`, no tool called, 16 at a time);
    after each step a full GC and the RSS (\`ps -o rss\`). The figure is (RSS at 2,010 − RSS at 1,010) / 1,000, in
@@ -151,7 +169,8 @@ session
    token on \`${LIVE_OUTPUT_COMMAND}\`; each line's printed time (\`date +%s%N\`) is
    subtracted from the client's wall-clock time when the notification carrying it arrives. p95 per run of 50
    lines, ${settings.liveRuns} runs; median. The sandbox is created beforehand.
-6. **Memory with sandboxes**: a fresh server, 200 sessions each running \`run_command echo hi\` (8 at a time),
+6. **Memory with sandboxes**: a fresh server (\`MCP_INITIALIZE_PER_MIN=0\`, as in 3), 200 sessions each running
+   \`run_command echo hi\` (8 at a time),
    1 s later the server process's RSS (\`ps -o rss\`; sandbox processes are not counted). ${settings.sandboxRuns} \
 run(s); median.
 7. **Tool latency on the local backend** (bench/figures/tool-latency.mjs): a fresh server of ours (as above), one
@@ -170,6 +189,7 @@ rlimits and user switch,
    the seccomp filter, the MCP call, output capture); each file tool's p50 within ${TOOL_LATENCY_TARGETS.fileToolMs} \
 ms of \`sandbox_status\`'s
    (which does no sandbox work: what a file tool adds over the MCP call itself).
+${describeSleepFigures(settings)}
 
 ## Every run
 
@@ -204,5 +224,6 @@ ${liveOutput.linesReceived}/${liveOutput.linesExpected}
     .map((r) => `${r.setupMs} ms`)
     .join(', ')})
 ${toolRuns}
+${sleepRuns(results)}
 `;
 }

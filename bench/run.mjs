@@ -12,8 +12,10 @@ import { measureLiveOutput } from './figures/live-output.mjs';
 import { measureOverhead } from './figures/overhead.mjs';
 import { measureSandboxMemory } from './figures/sandbox-memory.mjs';
 import { measureSessionMemory } from './figures/session-memory.mjs';
+import { measureSleepingMemory } from './figures/sleeping-memory.mjs';
 import { measureThroughput } from './figures/throughput.mjs';
 import { measureToolLatency } from './figures/tool-latency.mjs';
+import { measureWake } from './figures/wake.mjs';
 import { PROTOCOL_VERSION, SETUP_AGENT } from './harness/mcp-wire.mjs';
 import { BUNDLES } from './harness/servers.mjs';
 import { startSteadyServers } from './harness/targets.mjs';
@@ -32,6 +34,8 @@ const FIGURES = {
   'session-memory': { references: true },
   'sandbox-memory': {},
   'tool-latency': {},
+  wake: {},
+  'sleeping-memory': {},
 };
 
 const settings = quick
@@ -49,6 +53,9 @@ const settings = quick
       toolReps: 10,
       toolWarmup: 3,
       toolWarmupS: 0.5,
+      wakeRuns: 3,
+      sleepCounts: [0, 3, 10],
+      sleepRuns: 1,
     }
   : {
       coldRuns: 15,
@@ -64,6 +71,9 @@ const settings = quick
       toolReps: 60,
       toolWarmup: 10,
       toolWarmupS: 3,
+      wakeRuns: 20,
+      sleepCounts: [0, 10, 100],
+      sleepRuns: 3,
     };
 settings.maxSessions = 2000;
 settings.autocannonVersion = JSON.parse(
@@ -144,6 +154,20 @@ async function main() {
     if (results.toolLatency.skipped !== undefined)
       progress(`7 tool latency not measured: ${results.toolLatency.skipped}`);
     else isolation ??= results.toolLatency.isolation;
+  }
+
+  if (selected('wake')) {
+    progress(`8 wake: ${settings.wakeRuns} sleeps and wakes per backend (local, E2B on the local E2B service)`);
+    results.wake = await measureWake({ runs: settings.wakeRuns });
+    for (const [backend, r] of Object.entries(results.wake))
+      if (r.skipped !== undefined) progress(`8 wake, ${backend}: not measured: ${r.skipped}`);
+  }
+  if (selected('sleeping-memory')) {
+    progress(
+      `9 memory per sleeping sandbox: K = ${settings.sleepCounts.join(', ')}, ${settings.sleepRuns} run(s) of four ` +
+        'fresh servers (sleeping and running, each with and without heap snapshots)',
+    );
+    results.sleepingMemory = await measureSleepingMemory({ counts: settings.sleepCounts, runs: settings.sleepRuns });
   }
 
   const rows = toRows(results);

@@ -2,13 +2,13 @@
 // the RSS of the server process (`ps -o rss`), one fresh server per run, median of runs.
 import { median } from '../harness/load.mjs';
 import { callTool, openSession, runPool } from '../harness/mcp-wire.mjs';
-import { readRssKiB, startServer } from '../harness/servers.mjs';
+import { MANY_SESSIONS_ENV, readRssKiB, startServer } from '../harness/servers.mjs';
 
 /** Resolves with `{ rssMiB, runs: [...] }`. */
 export async function measureSandboxMemory({ sessions = 200, runs = 1, concurrency = 8 } = {}) {
   const list = [];
   for (let run = 0; run < runs; run += 1) {
-    const server = await startServer('ours', { maxSessions: sessions * 10 });
+    const server = await startServer('ours', { maxSessions: sessions * 10, env: MANY_SESSIONS_ENV });
     try {
       const startedMs = Date.now();
       await runPool(sessions, concurrency, async () => {

@@ -6,7 +6,7 @@
 // included) and the JS heap + external memory the second 1,000 retain.
 import { median } from '../harness/load.mjs';
 import { openSession, postRpc, runPool } from '../harness/mcp-wire.mjs';
-import { collectGarbage, readRssKiB, startServer } from '../harness/servers.mjs';
+import { collectGarbage, MANY_SESSIONS_ENV, readRssKiB, startServer } from '../harness/servers.mjs';
 
 const WARMUP_SESSIONS = 10;
 const SETTLE_MS = 500;
@@ -19,7 +19,7 @@ export async function measureSessionMemory({ servers = ['ours', 'r1'], sessions 
   const perServer = Object.fromEntries(servers.map((name) => [name, []]));
   for (let run = 0; run < runs; run += 1) {
     for (const name of servers) {
-      const server = await startServer(name, { maxSessions: sessions * 4, gcHook: true });
+      const server = await startServer(name, { maxSessions: sessions * 4, gcHook: true, env: MANY_SESSIONS_ENV });
       try {
         const open = (count) => runPool(count, 16, () => openSession(server.url));
         const read = async () => {

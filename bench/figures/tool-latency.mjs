@@ -144,8 +144,8 @@ function stats(values) {
   return { p50Ms: median(sorted), p95Ms: percentile(sorted, 95), minMs: sorted[0], maxMs: sorted.at(-1) };
 }
 
-/** bwrap where the server looks for it (the sandbox's PATH directories). */
-function findBwrap() {
+/** bwrap where the server looks for it (the sandbox's PATH directories); `undefined` where it is not installed. */
+export function findBwrap() {
   for (const dir of ['/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin']) {
     try {
       accessSync(join(dir, 'bwrap'), constants.X_OK);

@@ -79,6 +79,14 @@ export async function openSession(url, dispatcher = SETUP_AGENT) {
   return typeof sessionId === 'string' ? sessionId : undefined;
 }
 
+/** Ends a session as a client does (`DELETE` with its id); throws unless the server answers 2xx. */
+export async function closeSession(url, sessionId, dispatcher = SETUP_AGENT) {
+  const res = await request(url, { method: 'DELETE', headers: mcpHeaders(sessionId), dispatcher });
+  const text = await res.body.text();
+  if (res.statusCode < 200 || res.statusCode > 299)
+    throw new Error(`DELETE of a session answered ${res.statusCode}: ${text.slice(0, 300)}`);
+}
+
 /** Calls a tool and resolves with its result; throws on an HTTP or JSON-RPC error or an `isError` result. */
 export async function callTool(url, sessionId, name, args = {}, dispatcher = SETUP_AGENT) {
   const res = await postRpc(url, toolCallBody(1, name, args), sessionId, dispatcher);

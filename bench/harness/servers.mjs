@@ -1,11 +1,13 @@
 // Starting and stopping the servers under test as child processes on free loopback ports, and reading
 // their memory. Every server is a bundle run with the same `node` as the benchmark.
 import { spawn, execFileSync } from 'node:child_process';
-import { chmodSync, closeSync, mkdtempSync, openSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, closeSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+
+import { removeRootWithDisks } from './sandbox-host.mjs';
 
 const BENCH_DIR = join(dirname(fileURLToPath(import.meta.url)), '..');
 const ROOT_DIR = join(BENCH_DIR, '..');
@@ -48,6 +50,13 @@ export function createSandboxRoot() {
  */
 export const OUR_LOG_LEVELS = { ours: undefined, 'ours-warn': 'warn' };
 
+/**
+ * The `env` of ours for figures that open more sessions than one credential may open at once (MCP_INITIALIZE_BURST,
+ * 120 by default, then MCP_INITIALIZE_PER_MIN a minute): the initialize rate limit off (0: no limit), since they
+ * measure sessions and sandboxes, not the limit.
+ */
+export const MANY_SESSIONS_ENV = Object.freeze({ MCP_INITIALIZE_PER_MIN: '0' });
+
 /** Whether `name` is a build of ours (at some log level). */
 export function isOurs(name) {
   return Object.hasOwn(OUR_LOG_LEVELS, name);
@@ -58,8 +67,11 @@ export function bundleOf(name) {
   return isOurs(name) ? BUNDLES.ours : BUNDLES[name];
 }
 
-/** The environment each server gets: a clean base, loopback, and for ours auth off and its log level. */
-export function serverEnv(name, port, { sandboxRoot, maxSessions = 2000 } = {}) {
+/**
+ * The environment each server gets: a clean base, loopback, and for ours auth off and its log level; `env` (ours only)
+ * is laid over the rest.
+ */
+export function serverEnv(name, port, { sandboxRoot, maxSessions = 2000, env = {} } = {}) {
   const base = {
     PATH: process.env.PATH ?? '/usr/bin:/bin',
     HOME: process.env.HOME ?? '/tmp',
@@ -77,35 +89,47 @@ export function serverEnv(name, port, { sandboxRoot, maxSessions = 2000 } = {}) 
     LOCAL_SANDBOX_ROOT: sandboxRoot,
     LOCAL_SANDBOX_DISK_MB: '0',
     MCP_MAX_SESSIONS: String(maxSessions),
+    ...env,
   };
 }
 
 const GC_HOOK = join(BENCH_DIR, 'harness/gc-on-signal.cjs');
+/** The file in BENCH_HEAP_SNAPSHOT_DIR that asks GC_HOOK for a heap snapshot with its next reading. */
+const SNAPSHOT_REQUEST = 'snapshot-requested';
 const GC_DONE = /^bench-gc-done (.*)$/gm;
 
 /**
  * Spawns server `name` on `port`. Its stdout (ours: the log) goes to a fresh file, as with
  * `node dist/index.js > server.log`: each line costs its real write, as on FC, and the bench's own event loop, busy
  * with load, cannot slow a reader down (a pipe drained by it could fill and block the server's writes);
- * `child.stdoutBytes()` is that file's size so far. The tail of stderr is kept for error messages. With `gcHook`, the
- * server also runs a full GC on SIGUSR2 (see `collectGarbage`).
+ * `child.stdoutBytes()` is that file's size so far, `child.readLog()` its text. The tail of stderr is kept for error
+ * messages. With `gcHook`, the server also runs a full GC on SIGUSR2 (see `collectGarbage`).
  */
 export function spawnServer(name, port, options = {}) {
   const args = options.gcHook === true ? ['--expose-gc', '--require', GC_HOOK, bundleOf(name)] : [bundleOf(name)];
   const logDir = mkdtempSync(join(tmpdir(), 'mcp-bench-log-'));
   const logFile = join(logDir, 'stdout.log');
   const logFd = openSync(logFile, 'w');
+  const env = serverEnv(name, port, options);
   const child = spawn(process.execPath, args, {
-    env: serverEnv(name, port, options),
+    env,
     stdio: ['ignore', logFd, 'pipe'],
   });
   closeSync(logFd);
+  child.snapshotDir = env.BENCH_HEAP_SNAPSHOT_DIR;
   child.once('exit', () => rmSync(logDir, { recursive: true, force: true }));
   child.stdoutBytes = () => {
     try {
       return statSync(logFile).size;
     } catch {
       return Number.NaN;
+    }
+  };
+  child.readLog = () => {
+    try {
+      return readFileSync(logFile, 'utf8');
+    } catch {
+      return '';
     }
   };
   let stderr = '';
@@ -121,13 +145,19 @@ export function spawnServer(name, port, options = {}) {
 
 /**
  * Makes a server started with `gcHook` run a full GC; resolves with its `process.memoryUsage()` right
- * after (bytes).
+ * after (bytes), with `codeBytes`. With `snapshot` (a server started with BENCH_HEAP_SNAPSHOT_DIR in its `env`), it
+ * also writes a heap snapshot, whose path is then `snapshot` (bench/harness/gc-on-signal.cjs).
  */
-export function collectGarbage(server) {
+export function collectGarbage(server, { snapshot = false } = {}) {
   const { child } = server;
   const target = child.gcReports.length + 1;
+  if (snapshot) {
+    if (child.snapshotDir === undefined) throw new Error(`${server.name} was started without BENCH_HEAP_SNAPSHOT_DIR`);
+    writeFileSync(join(child.snapshotDir, SNAPSHOT_REQUEST), '');
+  }
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${server.name} did not run GC within 5 s`)), 5000);
+    // A bound on a hang: a heap snapshot takes a second or two.
+    const timer = setTimeout(() => reject(new Error(`${server.name} did not run GC within 30 s`)), 30_000);
     const check = () => {
       if (child.gcReports.length < target) return;
       clearTimeout(timer);
@@ -159,7 +189,7 @@ export async function startServer(name, options = {}) {
     sandboxRoot,
     stop: async () => {
       await stopChild(child, 30_000);
-      if (ownsRoot) rmSync(sandboxRoot, { recursive: true, force: true });
+      if (ownsRoot) await removeRootWithDisks(sandboxRoot);
     },
   };
 }
@@ -201,6 +231,15 @@ export function readMainThreadCpuMs(pid) {
 
 /** `getconf CLK_TCK`: 100 on every Linux this runs on. */
 const CLOCK_TICKS_PER_S = 100;
+
+/** The peak resident set size of a process so far (`VmHWM` of /proc/<pid>/status), in KiB; `NaN` where none. */
+export function readPeakRssKiB(pid) {
+  try {
+    return Number(/^VmHWM:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? Number.NaN);
+  } catch {
+    return Number.NaN;
+  }
+}
 
 /** Resident set size of a process, in KiB (`ps -o rss=`). */
 export function readRssKiB(pid) {
