@@ -31,5 +31,5 @@ export const MODERN_SERVER_INSTRUCTIONS =
   'and read, write, edit and list files. Every result starts with a line "sandbox: <handle>" and carries the same ' +
   'handle in structuredContent.sandbox. Pass that handle as the "sandbox" argument of every later call to keep ' +
   'working in the same sandbox, with its files, processes and Python state; a call without "sandbox" gets a new, ' +
-  'empty sandbox. Relative paths resolve against the sandbox working directory. Call sandbox_status for your bearings.' +
-  LASTING;
+  'empty sandbox. Relative paths resolve against the sandbox working directory. Call sandbox_status for your ' +
+  `bearings.${LASTING}`;
