@@ -24,9 +24,11 @@ needs('root').it(
     const mine = spawn('sh', ['-c', markedSleep(602)], { stdio: 'ignore', detached: true });
     try {
       // sh and its two sleeps, and the non-dumpable python.
-      expect(await pollUntil(() => processesOfUid(UID), (found) => found.length >= 4, SETTLE_MS)).toHaveLength(4);
+      const before = await pollUntil(() => processesOfUid(UID), (found) => found.length >= 4, SETTLE_MS);
+      expect(before).toHaveLength(4);
       await killUserProcesses(UID);
-      expect(await pollUntil(() => processesOfUid(UID), (left) => left.length === 0, SETTLE_MS)).toEqual([]);
+      const after = await pollUntil(() => processesOfUid(UID), (left) => left.length === 0, SETTLE_MS);
+      expect(after).toEqual([]);
       expect(mine.exitCode).toBeNull();
     } finally {
       for (const child of [plain, hidden, mine]) {
