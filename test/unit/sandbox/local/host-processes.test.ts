@@ -24,11 +24,19 @@ needs('root').it(
     const mine = spawn('sh', ['-c', markedSleep(602)], { stdio: 'ignore', detached: true });
     try {
       // sh and its two sleeps, and the non-dumpable python.
-      const before = await pollUntil(() => processesOfUid(UID), (found) => found.length >= 4, SETTLE_MS);
-      expect(before).toHaveLength(4);
+      const seen = await pollUntil(
+        () => processesOfUid(UID),
+        (all) => all.length >= 4,
+        SETTLE_MS,
+      );
+      expect(seen).toHaveLength(4);
       await killUserProcesses(UID);
-      const after = await pollUntil(() => processesOfUid(UID), (left) => left.length === 0, SETTLE_MS);
-      expect(after).toEqual([]);
+      const left = await pollUntil(
+        () => processesOfUid(UID),
+        (all) => all.length === 0,
+        SETTLE_MS,
+      );
+      expect(left).toEqual([]);
       expect(mine.exitCode).toBeNull();
     } finally {
       for (const child of [plain, hidden, mine]) {
