@@ -57,6 +57,7 @@ interface Listed {
   name: string | null;
   sandbox_id: string | null;
   state: string;
+  last_used_at: string;
   delete_at: string;
   current: boolean;
 }
@@ -142,6 +143,21 @@ needs('bubblewrap').describe('named sandboxes that sleep and wake, local backend
     expect(theirs.sandbox_id).not.toBe(made.sandbox_id);
     expect((await other.callTool('read_file', { path: 'secret.txt' })).isError).toBe(true);
     expect(out<{ content: string }>(await mine.callTool('read_file', { path: 'secret.txt' })).content).toBe('mine');
+  });
+
+  it('lists a running sandbox as last used at its last call, and its deletion date from then', async () => {
+    const { clock, instance } = deployment({ MCP_SANDBOX_RETENTION_S: String(2 * 86_400) });
+    const a = await instance().connect();
+    out(await a.callTool('open_sandbox', { name: 'proj' }));
+    clock.advance(TTL_S * 500);
+    out(await a.callTool('run_command', { command: 'true' }));
+    const [listed] = await listOf(a);
+    const lastCall = clock.now();
+    expect(listed).toMatchObject({
+      state: 'running',
+      last_used_at: new Date(lastCall).toISOString(),
+      delete_at: new Date(lastCall + 2 * DAY_MS).toISOString(),
+    });
   });
 
   it(

@@ -21,6 +21,8 @@ export interface RecordCatalogOptions {
   stateOf(record: SandboxRecord, nowMs: number): Promise<'running' | 'sleeping'>;
   /** Bytes its files take, where known. */
   diskBytesOf?(record: SandboxRecord): Promise<number | undefined>;
+  /** When a running sandbox was last used, where its record is not kept up to date while it runs. */
+  lastUsedOf?(record: SandboxRecord): Promise<number | undefined>;
   /** Destroys the record's sandbox (asleep, or running on another instance); the catalog then forgets it. */
   destroy(record: SandboxRecord): Promise<void>;
   /** True while this instance has the sandbox of `tag` open: never deleted from here. */
@@ -51,6 +53,8 @@ export function createRecordCatalog(options: RecordCatalogOptions): RecordCatalo
       options.diskBytesOf?.(record).catch(() => undefined),
     ]);
     const until = reachableUntil(record);
+    const usedWhileRunning = state === 'running' ? await options.lastUsedOf?.(record).catch(() => undefined) : undefined;
+    const lastUsedMs = Math.max(record.lastUsedMs, usedWhileRunning ?? -Infinity);
     return {
       tag: record.tag,
       ...(record.name !== undefined && record.key !== undefined && { name: record.name, key: record.key }),
@@ -59,10 +63,10 @@ export function createRecordCatalog(options: RecordCatalogOptions): RecordCatalo
       ...(record.snapshotId !== undefined && { snapshotId: record.snapshotId }),
       state,
       createdMs: record.createdMs,
-      lastUsedMs: record.lastUsedMs,
+      lastUsedMs,
       ...(diskBytes !== undefined && { diskBytes }),
       deleteAtMs: deleteAtMs(
-        { lastUsedMs: record.lastUsedMs, ...(until !== undefined && { reachableUntilMs: until }) },
+        { lastUsedMs, ...(until !== undefined && { reachableUntilMs: until }) },
         policy.retentionMs,
       ),
     };

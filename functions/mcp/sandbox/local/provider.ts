@@ -107,6 +107,8 @@ export function createLocalSandboxProvider({
       const image = await stat(imageOf(dirOf(record.tag))).catch(() => undefined);
       return image === undefined ? undefined : image.blocks * 512;
     },
+    // A running workspace's record is written when it opens and when it sleeps; its calls date its marker.
+    lastUsedOf: (record) => lastUsedMs(dirOf(record.tag)),
     destroy: (record) => removeAbandonedWorkspace(dirOf(record.tag)),
   });
   const workspaces = createWorkspaceJanitor({
