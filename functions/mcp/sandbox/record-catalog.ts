@@ -53,7 +53,8 @@ export function createRecordCatalog(options: RecordCatalogOptions): RecordCatalo
       options.diskBytesOf?.(record).catch(() => undefined),
     ]);
     const until = reachableUntil(record);
-    const usedWhileRunning = state === 'running' ? await options.lastUsedOf?.(record).catch(() => undefined) : undefined;
+    const usedWhileRunning =
+      state === 'running' ? await options.lastUsedOf?.(record).catch(() => undefined) : undefined;
     const lastUsedMs = Math.max(record.lastUsedMs, usedWhileRunning ?? -Infinity);
     return {
       tag: record.tag,
