@@ -112,18 +112,16 @@ not the main cost
 - **Memory after many sandboxes fall asleep at once (figure 9; written on 2026-12-06 from strace, gdb's
   \`malloc_stats()\` and \`malloc_trim(0)\`, and heap snapshot diffs).** A sleeping sandbox leaves nothing measurable
   in the server's JS heap (its slope is slightly negative because V8 lets go of ~120 KB of start-up constants,
-  undici's WASM as base64 and the tool catalog's JSON, between K = 10 and K = 100), yet the RSS rises by more per
-  sandbox put to sleep than per sandbox kept running. That memory is freed, and kept by glibc's allocator, not held:
-  falling asleep, each local sandbox's processes are stopped by \`killUserProcesses\`
-  (functions/mcp/sandbox/local/host-processes.ts), which reads every \`/proc/<pid>/status\` of the host at once with
-  \`fs/promises\` \`readFile\`, and Node reads a file whose size it cannot know (procfs says 0) into a 64 KiB buffer:
-  2,873 such reads for 20 sandboxes falling asleep in one sweep (~144 each on this host), ~150 MB in \`external\`
-  right after. At K = 100, glibc's main arena held 94 MB with 3.2 MB in use, and \`malloc_trim(0)\` took the RSS
-  from 169 to 106 MB. The peak grows with the sandboxes that fall asleep in one sweep and with the host's processes.
-  Not changed here (the bench measures): a small buffer per read, or the uid from \`stat('/proc/<pid>')\`, and one
-  scan per sweep for all the sandboxes falling asleep, would remove it. Each sandbox falling asleep also reads all
+  undici's WASM as base64 and the tool catalog's JSON, between K = 10 and K = 100). The RSS per sandbox is what the
+  allocator keeps after the work of creating and stopping it, not what is held: it was 862 KiB per sandbox put to
+  sleep (336 KiB per running one) while \`killUserProcesses\` (functions/mcp/sandbox/local/host-processes.ts) read
+  every \`/proc/<pid>/status\` of the host at once with \`readFile\`, which reads a file of unknown size (procfs says
+  0) into a 64 KiB buffer: 2,873 such reads for 20 sandboxes falling asleep in one sweep, ~150 MB in \`external\`
+  right after, and at K = 100 glibc's main arena held 94 MB with 3.2 MB in use (\`malloc_trim(0)\`: RSS 169 → 106
+  MB). It now reads the first 1 KiB of each status, 64 files at a time: 326 KiB per sleeping sandbox against 320
+  KiB per running one, peak RSS at K = 100 from 177 to 119 MB. Left as it is: each sandbox falling asleep reads all
   of its owner's sandbox records (the caps check, \`afterSleep\` in functions/mcp/sandbox/local/workspace-records.ts),
-  about twice: a sweep of K sandboxes of one owner with N reads ~2·K·N records (100 of 105 here: ~0.5 s).
+  about twice, so a sweep of K sandboxes of one owner with N reads ~2·K·N records (100 of 105 here: ~0.5 s).
 
 ## How each figure is measured
 
