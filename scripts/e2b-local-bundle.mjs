@@ -14,6 +14,9 @@ const SOURCE_DIR = join(ROOT_DIR, 'test/support/e2b-local');
 /**
  * Bundles `entry` (a file name in test/support/e2b-local, `index.ts` or `cli.ts`) into a fresh directory whose name
  * starts with `prefix`. Resolves with the directory, which the caller removes, and the bundle's path in it.
+ * @param {string} entry
+ * @param {string} prefix
+ * @returns {Promise<{ dir: string, file: string }>}
  */
 export async function bundleLocalE2B(entry, prefix) {
   const cache = join(ROOT_DIR, 'node_modules/.cache/e2b-local');
