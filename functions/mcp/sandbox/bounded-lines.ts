@@ -67,7 +67,10 @@ export class BoundedLineReader {
   }
 }
 
-/** A line read as a JSON object, or `undefined` for anything else (sandbox code writes these lines too). */
+/**
+ * A line (or a small file) read as a JSON object, or `undefined` for anything else: sandbox code writes these lines
+ * too, and a record file may be damaged.
+ */
 export function jsonObjectOf(line: string): Record<string, unknown> | undefined {
   try {
     const value: unknown = JSON.parse(line);

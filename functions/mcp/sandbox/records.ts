@@ -16,6 +16,7 @@
 import { mkdir, readdir, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 
+import { jsonObjectOf } from './bounded-lines';
 import { ignoreMissing, linkNew, readSmall, writeWhole } from './record-files';
 import { hashTag } from '../hash-tag';
 
@@ -227,25 +228,13 @@ function checkedTag(tag: string): string {
   return tag;
 }
 
-function parseObject(text: string | undefined): Record<string, unknown> | undefined {
-  if (text === undefined) return undefined;
-  try {
-    const value: unknown = JSON.parse(text);
-    return typeof value === 'object' && value !== null && !Array.isArray(value)
-      ? (value as Record<string, unknown>)
-      : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 const isTime = (value: unknown): value is number => typeof value === 'number' && Number.isFinite(value) && value >= 0;
 const optionalString = (value: unknown, max: number): string | undefined =>
   typeof value === 'string' && value.length > 0 && value.length <= max ? value : undefined;
 
 /** A record read from its file, checked field by field (the file must be the owner's and the tag's). */
 function toRecord(text: string | undefined, owner: string, tag: string): SandboxRecord | undefined {
-  const value = parseObject(text);
+  const value = text === undefined ? undefined : jsonObjectOf(text);
   if (value === undefined || value.tag !== tag || value.owner !== owner) return undefined;
   if (!isTime(value.createdMs) || !isTime(value.lastUsedMs)) return undefined;
   const name = optionalString(value.name, 63);
@@ -287,7 +276,7 @@ function toSleep(value: unknown): SleepState | undefined {
 }
 
 function toBinding(text: string | undefined): SessionBinding | undefined {
-  const value = parseObject(text);
+  const value = text === undefined ? undefined : jsonObjectOf(text);
   if (value === undefined) return undefined;
   const key = optionalString(value.key, 64);
   const name = optionalString(value.name, 63);
