@@ -15,11 +15,6 @@ export const SANDBOX_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
 export const SANDBOX_NAME_RULE =
   '1 to 63 letters, digits, ".", "_" and "-", starting with a letter or a digit (case matters)';
 
-/** True when `name` is a valid sandbox name. */
-export function isSandboxName(name: string): boolean {
-  return SANDBOX_NAME_PATTERN.test(name);
-}
-
 /** The tag of a sandbox key: names its record and its local workspace (`mcp-sandbox-<tag>`). */
 export function toSandboxTag(key: string): string {
   return hashTag(key, 32);
