@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { isAbsolute } from 'node:path';
 
 import { loadOAuthConfig, type OAuthConfig } from './config-oauth';
+import { type EgressConfig, loadEgressConfig } from './egress/egress-config';
 import { ConfigError, toErrnoCode } from './errors';
 import { isLogLevel, type LogLevel } from './log';
 
@@ -212,6 +213,8 @@ export interface Config {
   readonly local: LocalSandboxConfig;
   readonly e2b: E2BConfig;
   readonly sleeping: SleepingConfig;
+  /** What sandboxes may reach (egress/egress-config.ts). */
+  readonly egress: EgressConfig;
   /** LOG_LEVEL. @default 'info' */
   readonly logLevel: LogLevel;
 }
@@ -371,6 +374,20 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): Config {
     );
   }
 
+  const egress = loadEgressConfig(env, problems, auth.oauth === undefined ? {} : { issuer: auth.oauth.issuer });
+  if (egress.operator.mode !== 'none' || egress.byPrincipal.size > 0) {
+    if (backend === 'local' && network === 'on')
+      problems.push(
+        "LOCAL_SANDBOX_NETWORK=on gives sandboxes the host's whole network, which MCP_SANDBOX_EGRESS cannot police: " +
+          'leave LOCAL_SANDBOX_NETWORK off and set the policy with MCP_SANDBOX_EGRESS',
+      );
+    if (backend === 'local' && isolation === 'none')
+      problems.push(
+        'MCP_SANDBOX_EGRESS needs a sandbox network of its own (LOCAL_SANDBOX_ISOLATION=auto or bwrap): without ' +
+          "isolation, sandbox code shares the host's network",
+      );
+  }
+
   const functionTimeoutS =
     env.MCP_FUNCTION_TIMEOUT_S === undefined || env.MCP_FUNCTION_TIMEOUT_S === ''
       ? undefined
@@ -434,7 +451,7 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): Config {
       isolation: isolation === 'bwrap' || isolation === 'none' ? isolation : 'auto',
       allowNetwork: network === 'on',
       python: env.LOCAL_SANDBOX_PYTHON?.trim() || 'python3',
-      hiddenPaths: env.MCP_AUTH_TOKEN_FILE ? [env.MCP_AUTH_TOKEN_FILE] : [],
+      hiddenPaths: [...(env.MCP_AUTH_TOKEN_FILE ? [env.MCP_AUTH_TOKEN_FILE] : []), ...egress.hiddenPaths],
       exposed,
       memoryMb: int('LOCAL_SANDBOX_MEMORY_MB', LOCAL_LIMIT_DEFAULTS.memoryMb, 16, 4_194_304),
       maxProcesses: int('LOCAL_SANDBOX_MAX_PROCESSES', LOCAL_LIMIT_DEFAULTS.maxProcesses, 8, 4_194_304),
@@ -457,6 +474,7 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): Config {
       maxPerCredential: int('MCP_MAX_SLEEPING_SANDBOXES_PER_CREDENTIAL', 10, 1, 100_000),
       maxDiskMbPerCredential: int('MCP_MAX_SLEEPING_DISK_MB_PER_CREDENTIAL', 10_240, 0, 1_073_741_824),
     },
+    egress,
     logLevel: isLogLevel(logLevel) ? logLevel : 'info',
   };
   if (problems.length > 0) throw new ConfigError(problems);

@@ -4,7 +4,7 @@
  * DELETE and shutdown. Time moves only when the test moves it.
  */
 import { createSignedIdCodec } from '../../functions/mcp/sessions/session-id';
-import { toPrincipal } from '../../functions/mcp/http/auth';
+import { toPrincipal } from '../../functions/mcp/principals';
 import { type Harness, createHarness, HARNESS_OTHER_TOKEN, HARNESS_SECRET, HARNESS_TOKEN } from '../support/harness';
 import { initializeBody } from '../support/http';
 import { errorOf, messagesOf, rpc } from '../support/raw-session';

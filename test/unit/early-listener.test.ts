@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 
 import { loadConfig } from '../../functions/mcp/config';
 import { createEntryDeps } from '../../functions/mcp/entry-deps';
-import { toPrincipal } from '../../functions/mcp/http/auth';
+import { toPrincipal } from '../../functions/mcp/principals';
 import { createLogger } from '../../functions/mcp/log';
 import { createEarlyListener } from '../../functions/mcp/early-initialize';
 import { initializeBody, postMcp } from '../support/http';

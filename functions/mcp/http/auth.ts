@@ -4,7 +4,7 @@
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 
-import { hashTag } from '../hash-tag';
+import { toPrincipal } from '../principals';
 import type { OAuthCheck } from './oauth/token-verifier';
 
 export type BearerCheck = { ok: true; principal: string } | { ok: false; reason: 'missing' | 'invalid' };
@@ -43,11 +43,6 @@ export function createBearerVerifier(tokens: readonly string[]): BearerVerifier 
 /** The token of an `Authorization: Bearer <token>` header. */
 export function bearerTokenOf(authorization: string | null): string | undefined {
   return authorization === null ? undefined : /^Bearer[ \t]+([^\s]+)[ \t]*$/i.exec(authorization)?.[1];
-}
-
-/** A stable, non-reversible id for a credential: the same on every instance, never the token. */
-export function toPrincipal(token: string): string {
-  return hashTag(`mcp-principal:${token}`, 24);
 }
 
 /** OAuth beside the static tokens (MCP_OAUTH_ISSUER): the verifier and the challenges that point at its metadata. */

@@ -1,4 +1,5 @@
-import { createBearerVerifier, toPrincipal } from '../../../functions/mcp/http/auth';
+import { createBearerVerifier } from '../../../functions/mcp/http/auth';
+import { toPrincipal } from '../../../functions/mcp/principals';
 
 describe('createBearerVerifier', () => {
   const verifier = createBearerVerifier(['token-one-0123456789', 'token-two-abcdefghij']);

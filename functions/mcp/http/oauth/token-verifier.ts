@@ -11,7 +11,7 @@
  */
 import type { OAuthConfig } from '../../config-oauth';
 import { describeError } from '../../errors';
-import { hashTag } from '../../hash-tag';
+import { toSubjectPrincipal } from '../../principals';
 import { type ClaimsCheck, createIntrospector } from './introspection';
 import { fetchIssuerMetadata, type IssuerMetadata } from './issuer-metadata';
 import { loadJose } from './jose-modules';
@@ -78,12 +78,6 @@ const ASYMMETRIC = [
 /** Leeway on `exp` and `nbf` for clocks a little apart. */
 const CLOCK_TOLERANCE_S = 60;
 const FETCH_TIMEOUT_MS = 5_000;
-
-/** A stable, non-reversible principal for an OAuth subject, distinct from every static token's (auth.ts
- * toPrincipal). */
-export function toSubjectPrincipal(issuer: string, subject: string): string {
-  return `oauth-${hashTag(`mcp-principal-oauth:${issuer}\n${subject}`, 24)}`;
-}
 
 export function createOAuthVerifier(config: OAuthConfig, options: OAuthVerifierOptions = {}): OAuthVerifier {
   const fetchImpl = options.fetch ?? fetch;
