@@ -218,5 +218,8 @@ function isDomain(name: string): boolean {
 }
 
 function badEntry(text: string): string {
-  return `"${text}": an entry is a domain (pypi.org), a wildcard (*.github.com), an IP or a CIDR range, with an optional :port`;
+  return (
+    `"${text}": an entry is a domain (pypi.org), a wildcard (*.github.com), an IP or a CIDR range, with an ` +
+    'optional :port'
+  );
 }
