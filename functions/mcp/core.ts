@@ -1,3 +1,9 @@
+/** What enforces a sandbox's egress policy, by backend. */
+const ENFORCED_BY = {
+  local: 'the server (an HTTP proxy outside the sandbox)',
+  e2b: "E2B's egress rules, set when the sandbox is created",
+} as const;
+
 /**
  * Everything but a cold instance's first `initialize`: the sandbox backend, the tools, both MCP lanes and the
  * web-standard app, behind one Node listener. index.ts loads it on first need (core-modules.ts), so that
@@ -6,6 +12,8 @@
 import { type Clock, SYSTEM_CLOCK } from './clock';
 import type { Config } from './config';
 import type { EntryDeps } from './entry-deps';
+import { policyFor } from './egress/egress-config';
+import { summarize } from './egress/policy';
 import { describeError } from './errors';
 import { createApp } from './http/app';
 import { createOAuthGate } from './http/oauth/oauth-gate';
@@ -103,7 +111,12 @@ export function createCoreApp({
     logger,
     now,
   });
-  const context = { backend: () => provider.status(), toolTimeoutMaxMs: config.toolTimeoutMaxS * 1000 };
+  const enforcedBy = ENFORCED_BY[config.sandboxBackend];
+  const context = {
+    backend: () => provider.status(),
+    toolTimeoutMaxMs: config.toolTimeoutMaxS * 1000,
+    egressOf: (principal: string) => ({ ...summarize(policyFor(config.egress, principal)), enforcedBy }),
+  };
   const directory = {
     table,
     provider,

@@ -2,6 +2,7 @@
 export type RequirementName =
   | 'bubblewrap'
   | 'python3'
+  | 'network clients'
   | 'root'
   | 'disk images'
   | 'cgroups'

@@ -9,7 +9,7 @@ const { spawnSync } = require('node:child_process');
 const { accessSync, constants, existsSync } = require('node:fs');
 const { join, resolve } = require('node:path');
 
-const SYSTEM_PACKAGES = 'apt-get install bubblewrap util-linux python3';
+const SYSTEM_PACKAGES = 'apt-get install bubblewrap util-linux python3 python3-pip curl git openssl';
 const TEST_DIR = resolve(__dirname, '..');
 
 /** The first line of a program's complaint, for the reason. */
@@ -71,6 +71,18 @@ const REQUIREMENTS = {
       return runs('python3', ['-c', 'import sys; sys.exit(0 if sys.version_info >= (3, 7) else 1)']) === undefined
         ? undefined
         : 'python3 (3.7 or later) not found';
+    },
+  },
+  'network clients': {
+    install: SYSTEM_PACKAGES,
+    probe() {
+      // What the egress tests run inside a sandbox (where only the system's directories are seen) and beside it.
+      for (const program of ['curl', 'git', 'openssl', 'python3']) {
+        if (findProgram(program) === undefined) return `${program} is not installed`;
+      }
+      return runs(findProgram('python3'), ['-m', 'pip', '--version']) === undefined
+        ? undefined
+        : 'pip is not installed';
     },
   },
   root: {

@@ -104,6 +104,15 @@ export function judgeAddress(
   const shown = formatCidr({ bytes: address, prefix: address.length * 8 });
   const denied = policy.deny.find((entry) => faces.some((face) => matchesAddress(entry, face, port)));
   if (denied !== undefined) return { ok: false, rule: `${shown} is denied (deny entry ${formatEntry(denied)})` };
+  if (policy.mode === 'allowlist') {
+    const allowed = policy.allow.some(
+      (entry) =>
+        (name !== undefined && matchesName(entry, name, port)) ||
+        faces.some((face) => matchesAddress(entry, face, port)),
+    );
+    const what = name === undefined ? `${shown}:${port}` : `${name}:${port}`;
+    if (!allowed) return { ok: false, rule: `${what} is not in the allow list` };
+  }
   if (isSpecial(address) && !policy.named.some((entry) => faces.some((face) => matchesAddress(entry, face, port)))) {
     return {
       ok: false,
@@ -112,14 +121,7 @@ export function judgeAddress(
         `MCP_SANDBOX_ALLOW opens`,
     };
   }
-  if (policy.mode === 'all') return OK;
-  const allowed = policy.allow.some(
-    (entry) =>
-      (name !== undefined && matchesName(entry, name, port)) || faces.some((face) => matchesAddress(entry, face, port)),
-  );
-  if (allowed) return OK;
-  const what = name === undefined ? `${shown}:${port}` : `${name}:${port}`;
-  return { ok: false, rule: `${what} is not in the allow list` };
+  return OK;
 }
 
 /**
@@ -147,6 +149,17 @@ export function narrow(
   else if (outer.mode === 'allowlist') allow = outer.allow;
   else allow = innerAllow ?? [];
   return Object.freeze({ mode, allow, deny, named });
+}
+
+/** What a policy says, as sandbox_status shows it. */
+export interface EgressSummary {
+  readonly mode: EgressMode;
+  readonly allow: readonly string[];
+  readonly deny: readonly string[];
+}
+
+export function summarize(policy: EgressPolicy): EgressSummary {
+  return { mode: policy.mode, allow: policy.allow.map(formatEntry), deny: policy.deny.map(formatEntry) };
 }
 
 /** True when `entry` allows or denies `name` at `port` by its name. */

@@ -46,7 +46,7 @@ export interface LegacyCallOptions {
   table: SandboxTable;
   catalog: ToolCatalog;
   /** The rest of a tool call's context. */
-  context: Omit<CallContextOptions, 'sandbox' | 'sandboxes' | 'expiresAt' | 'signal'>;
+  context: Omit<CallContextOptions, 'sandbox' | 'sandboxes' | 'expiresAt' | 'signal' | 'principal'>;
   /** MCP_SESSION_IDLE_TTL_S in milliseconds: when an untouched sandbox falls asleep. */
   idleTtlMs: number;
   /** What each call's directory of the owner's sandboxes is made of. */
@@ -99,6 +99,7 @@ export function createLegacyCall({ table, catalog, context, idleTtlMs, directory
           args,
           toToolContext(ctx, {
             ...context,
+            principal: session.principal,
             sandbox: target.sandbox,
             sandboxes: () => createCallDirectory(directory, scope),
             expiresAt: () => new Date(target.lastUsedMs + idleTtlMs),

@@ -30,7 +30,7 @@ export interface ModernLaneOptions {
 export interface ModernCallOptions extends Omit<ModernLaneOptions, 'serve'> {
   catalog: ToolCatalog;
   /** The rest of a tool call's context. */
-  context: Omit<CallContextOptions, 'sandbox' | 'sandboxes' | 'expiresAt'>;
+  context: Omit<CallContextOptions, 'sandbox' | 'sandboxes' | 'expiresAt' | 'principal'>;
   /** MCP_SESSION_IDLE_TTL_S in milliseconds: when an untouched sandbox falls asleep. */
   idleTtlMs: number;
   /** What each call's directory of the owner's sandboxes is made of. */
@@ -73,6 +73,7 @@ export function createModernCall(options: ModernCallOptions): BoundCall {
     const { entry } = found;
     const context = {
       ...options.context,
+      principal,
       sandbox: entry.sandbox,
       sandboxes: () => createCallDirectory(options.directory, scope),
       expiresAt: () => new Date(entry.lastUsedMs + options.idleTtlMs),

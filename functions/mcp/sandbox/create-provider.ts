@@ -51,6 +51,7 @@ export function createSandboxProvider(config: Config, logger: Logger, clock?: Cl
     previewTtlMs: config.sessionMaxAgeS * 1000,
     retention,
     secretTag: toSecretTag(config.sessionSecret),
+    egress: config.egress,
   });
   return { provider, ready: provider.ready };
 }

@@ -2,7 +2,7 @@
 import * as z from 'zod';
 
 import type { ResourceLimit, SandboxLimits } from '../sandbox/types';
-import { defineTool } from './tool';
+import { defineTool, type EgressStatus } from './tool';
 
 const Limit = z.object({
   value: z.number().nullable().describe('null: no limit holds.'),
@@ -33,6 +33,20 @@ const Output = z.object({
     .string()
     .nullable()
     .describe('When it is deleted if nothing uses it (asleep or not); null where it cannot sleep.'),
+  egress: z
+    .object({
+      mode: z
+        .enum(['none', 'allowlist', 'all'])
+        .describe('none: no network; allowlist: only what `allow` names; all: everything but `deny`.'),
+      allow: z.array(z.string()),
+      deny: z.array(z.string()),
+      enforced_by: z.string(),
+    })
+    .optional()
+    .describe(
+      'What the sandbox may reach over the network. Private, loopback, link-local and metadata addresses stay ' +
+        'closed unless an IP or CIDR entry of allow names them.',
+    ),
   limits: z
     .object({
       memory_bytes: Limit,
@@ -59,6 +73,7 @@ export const sandboxStatusTool = defineTool({
     const directory = ctx.sandboxes?.();
     const mode = directory?.sleepMode() ?? 'off';
     const deleteAtMs = directory?.deleteAtMs();
+    const egress = ctx.egress?.();
     const structured = {
       backend: backend.backend,
       state: info === undefined ? ('not_started' as const) : ('running' as const),
@@ -71,6 +86,9 @@ export const sandboxStatusTool = defineTool({
       name: directory?.currentName() ?? null,
       sleep: { mode, keeps: SLEEP_KEEPS[mode] },
       delete_at: deleteAtMs === undefined ? null : new Date(deleteAtMs).toISOString(),
+      ...(egress !== undefined && {
+        egress: { mode: egress.mode, allow: [...egress.allow], deny: [...egress.deny], enforced_by: egress.enforcedBy },
+      }),
       ...(backend.limits === undefined ? {} : { limits: toLimitsOutput(backend.limits) }),
     };
     const text =
@@ -83,12 +101,18 @@ export const sandboxStatusTool = defineTool({
             ? `Deleted if unused at ${structured.expires_at}.`
             : `Falls asleep if unused at ${structured.expires_at} (${SLEEP_KEEPS[mode]})` +
               `${structured.delete_at === null ? '' : `; deleted if unused at ${structured.delete_at}`}.`);
-    return {
-      text: backend.limits === undefined ? text : `${text} Limits: ${describeLimits(backend.limits)}.`,
-      structured,
-    };
+    const limits = backend.limits === undefined ? '' : ` Limits: ${describeLimits(backend.limits)}.`;
+    return { text: `${text}${limits}${egress === undefined ? '' : ` ${describeEgress(egress)}`}`, structured };
   },
 });
+
+/** The egress policy in a sentence. */
+function describeEgress(egress: EgressStatus): string {
+  if (egress.mode === 'none') return 'Network: none (no route out).';
+  const deny = egress.deny.length === 0 ? '' : `; denied: ${egress.deny.join(', ')}`;
+  const reach = egress.mode === 'all' ? 'any public address' : `only ${egress.allow.join(', ')}`;
+  return `Network: ${reach}${deny} (through ${egress.enforcedBy}).`;
+}
 
 /** What survives a sleep, by mode. */
 const SLEEP_KEEPS = {

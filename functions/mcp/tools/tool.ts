@@ -5,6 +5,7 @@
 import type { ServerContext } from '@modelcontextprotocol/server';
 import type * as z from 'zod';
 
+import type { EgressSummary } from '../egress/policy';
 import type { SandboxDirectory } from '../sandbox/directory';
 import type { LazySandbox } from '../sandbox/lazy-sandbox';
 import type { BackendStatus, OutputStream } from '../sandbox/types';
@@ -19,6 +20,8 @@ export interface ToolContext {
    */
   sandboxes?: () => SandboxDirectory;
   backend: () => BackendStatus;
+  /** The egress policy the caller's sandboxes run under, and what enforces it. @default none shown */
+  egress?: () => EgressStatus;
   /** When the sandbox will be reclaimed if nothing uses it. */
   expiresAt: () => Date;
   /** Aborted when the client cancels the call. */
@@ -71,8 +74,18 @@ export function defineTool<I extends z.ZodType, O extends z.ZodType>(tool: ToolD
  */
 export const DEFAULT_TOOL_TIMEOUT_MS = 50_000;
 
+/** The egress policy of a credential's sandboxes, as sandbox_status shows it. */
+export interface EgressStatus extends EgressSummary {
+  /** What enforces it, in words. */
+  readonly enforcedBy: string;
+}
+
 export interface CallContextOptions {
   sandbox: LazySandbox;
+  /** The caller's principal. @default none (stdio) */
+  principal?: string;
+  /** The egress status of a principal's sandboxes. @default none shown */
+  egressOf?: (principal: string) => EgressStatus;
   /** Makes the owner's other sandboxes' directory for the call (on first use). @default none */
   sandboxes?: () => SandboxDirectory;
   backend: () => BackendStatus;
@@ -99,6 +112,10 @@ export function toToolContext(ctx: ServerContext, options: CallContextOptions): 
     sandbox: options.sandbox,
     ...(options.sandboxes !== undefined && { sandboxes: once(options.sandboxes) }),
     backend: options.backend,
+    ...(options.egressOf !== undefined &&
+      options.principal !== undefined && {
+        egress: () => options.egressOf?.(options.principal ?? '') as EgressStatus,
+      }),
     expiresAt: options.expiresAt,
     signal: options.signal ?? ctx.mcpReq.signal,
     timeoutMs: (requested) => Math.min(requested ?? DEFAULT_TOOL_TIMEOUT_MS, options.toolTimeoutMaxMs),

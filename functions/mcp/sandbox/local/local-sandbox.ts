@@ -29,6 +29,7 @@ import type { SandboxLaunch } from './launch';
 import { LimitReports } from './limit-reports';
 import { runProcess } from './run-process';
 import { SANDBOX_ENDED, SandboxPreview, type PreviewSettings } from './sandbox-preview';
+import type { SandboxEgress } from './sandbox-egress';
 import { SandboxProcesses } from './sandbox-processes';
 import { SandboxWorkspace } from './sandbox-workspace';
 import type { Workspace } from './workspace';
@@ -54,6 +55,8 @@ export interface LocalSandboxOptions {
   preview: PreviewSettings;
   /** Set when the workspace was asleep: since when, and which processes its sleep stopped. */
   woke?: SleepState;
+  /** Its way out, given its id, when its policy lets anything out. @default no route out */
+  egress?: (id: string) => SandboxEgress;
   /**
    * Records that it went to sleep (or was let go, which stops its processes all the same), and when this instance
    * last used it.
@@ -71,6 +74,7 @@ export class LocalSandbox implements Sandbox {
   private readonly lifetime = new AbortController();
   private readonly files: SandboxWorkspace;
   private readonly processes: SandboxProcesses;
+  private readonly egress: SandboxEgress | undefined;
   private readonly limits: LimitReports;
   private readonly previews: SandboxPreview;
   private readonly code: CodeRunner;
@@ -85,7 +89,8 @@ export class LocalSandbox implements Sandbox {
     if (options.woke !== undefined) this.woke = options.woke;
     this.stateLostOnResume = options.resumed;
     this.files = new SandboxWorkspace(workspace, clock);
-    this.processes = new SandboxProcesses(workspace, launch, cgroup, this.lifetime.signal);
+    this.egress = options.egress?.(id);
+    this.processes = new SandboxProcesses(workspace, launch, cgroup, this.lifetime.signal, this.egress);
     this.limits = new LimitReports(cgroup, options.memoryLimitBytes, workspace);
     this.previews = new SandboxPreview({
       id,
@@ -107,7 +112,7 @@ export class LocalSandbox implements Sandbox {
       backend: 'local',
       workdir: workspace.workdir,
       isolation,
-      network: isolation === 'none' ? 'host' : allowNetwork ? 'enabled' : 'disabled',
+      network: isolation === 'none' ? 'host' : allowNetwork ? 'enabled' : this.egress ? 'proxied' : 'disabled',
       createdAt: this.createdAt,
     };
   }

@@ -9,6 +9,10 @@ import { join } from 'node:path';
 
 import { type Clock, SYSTEM_CLOCK } from '../../clock';
 import { isLoopbackHost, type LocalSandboxConfig } from '../../config';
+import { type EgressConfig, policyFor } from '../../egress/egress-config';
+import { type EgressPolicy, NO_EGRESS } from '../../egress/policy';
+import { createEgressProxy, type EgressProxy } from '../../egress/proxy';
+import { createNameResolver } from '../../egress/resolver';
 import { AppError } from '../../errors';
 import type { Logger } from '../../log';
 import { SingleFlight } from '../../single-flight';
@@ -24,6 +28,8 @@ import { DEFAULT_PROCESS_LIMITS, type HostTools, type ProcessLimits } from './la
 import { LocalSandbox, type PreviewSettings } from './local-sandbox';
 import { createPreviewSigner } from './preview-token';
 import { workspaceSandboxId } from './sandbox-id';
+import { toDuplex } from './stream-duplex';
+import type { SandboxStream } from './supervisor-streams';
 import { copyWorkspace } from './workspace-copy';
 import { imageOf } from './workspace-disk';
 import { createWorkspaceRecords, type WorkspaceRecords } from './workspace-records';
@@ -59,6 +65,8 @@ export interface LocalProviderOptions {
    * reached. @default one of its own (no other process reaches this one's unnamed sandboxes)
    */
   secretTag?: string;
+  /** What sandboxes may reach, by owner (MCP_SANDBOX_EGRESS and the rest). @default nothing */
+  egress?: EgressConfig;
 }
 
 /** Retention when none is given (config.ts sets it from MCP_SANDBOX_RETENTION_S and the caps). */
@@ -82,6 +90,7 @@ export function createLocalSandboxProvider({
   previewTtlMs = 6 * 3_600_000,
   retention = DEFAULT_RETENTION,
   secretTag = randomBytes(8).toString('hex'),
+  egress,
 }: LocalProviderOptions): LocalSandboxProvider {
   const now = (): number => clock.now();
   const store = createRecordStore(config.root);
@@ -130,6 +139,14 @@ export function createLocalSandboxProvider({
     memoryLimitBytes: host.settings.memoryBytes,
     maxOutputBytes,
     clock,
+    ...(egress === undefined
+      ? {}
+      : {
+          egress: {
+            config: egress,
+            proxy: createEgressProxy({ resolver: createNameResolver(egress.resolvers), logger }),
+          },
+        }),
   };
   /** The host profile: probed once, on the first `ready()` (again on the next, if that probe failed). */
   const profile = new SingleFlight<HostProfile>();
@@ -153,8 +170,7 @@ export function createLocalSandboxProvider({
       dir: dirOf(toSandboxTag(owner.sessionKey)),
       afterSleep: () => catalog.makeRoom(owner.principal, 0),
     });
-    const make = () =>
-      openSandbox(found, shared, owner.sessionKey, { ...how, onSleep: hooks.onSleep, onKill: hooks.onKill });
+    const make = () => openSandbox(found, shared, owner, { ...how, onSleep: hooks.onSleep, onKill: hooks.onKill });
     const sandbox = await workspaces.track(name, make);
     await (how.resumed ? hooks.reopened(sandbox.id) : hooks.created(sandbox.id));
     return sandbox;
@@ -246,16 +262,27 @@ interface SharedSettings {
   readonly memoryLimitBytes: number;
   readonly maxOutputBytes: number;
   readonly clock: Clock;
+  /** The egress settings and the proxy every sandbox's outbound connections go through. */
+  readonly egress?: { readonly config: EgressConfig; readonly proxy: EgressProxy };
 }
 
 /** Opens the workspace of `sessionKey` (made when new) and the sandbox over it. */
 async function openSandbox(
   found: HostProfile,
   shared: SharedSettings,
-  sessionKey: string,
+  owner: SandboxOwner,
   { resumed, forked, woke, onSleep, onKill }: OpenHow & Pick<WorkspaceRecords, 'onSleep' | 'onKill'>,
 ): Promise<Sandbox> {
   const { config, logger } = shared;
+  const { sessionKey } = owner;
+  const policy = shared.egress === undefined ? NO_EGRESS : policyFor(shared.egress.config, owner.principal);
+  if (policy.mode !== 'none' && (found.launch.isolation !== 'bwrap' || found.launch.allowNetwork)) {
+    throw new AppError(
+      'sandbox_error',
+      'MCP_SANDBOX_EGRESS needs sandboxes with a network of their own (bubblewrap, LOCAL_SANDBOX_NETWORK off), and ' +
+        `this host runs them with isolation ${found.launch.isolation}: nothing was started.`,
+    );
+  }
   const opened = async () => {
     const workspace = await createWorkspace({
       root: config.root,
@@ -288,7 +315,17 @@ async function openSandbox(
     resumed,
     clock: shared.clock,
     ...(woke !== undefined && { woke }),
+    ...(policy.mode !== 'none' &&
+      shared.egress !== undefined && { egress: toEgress(shared.egress.proxy, policy, owner) }),
     onSleep,
     onKill,
+  });
+}
+
+/** A sandbox's egress: its policy, and its connections to the proxy with who they come from. */
+function toEgress(proxy: EgressProxy, policy: EgressPolicy, owner: SandboxOwner) {
+  return (sandboxId: string) => ({
+    policy,
+    serve: (stream: SandboxStream) => proxy.serve(toDuplex(stream), { policy, principal: owner.principal, sandboxId }),
   });
 }

@@ -13,6 +13,7 @@ import { killUserProcesses } from './host-processes';
 import { KERNEL_SOURCE } from './kernel-source';
 import { buildLaunch, type SandboxLaunch, toBaseEnv } from './launch';
 import { PythonKernel } from './python-kernel';
+import { EGRESS_PROXY_PORT, proxyEnv, type SandboxEgress } from './sandbox-egress';
 import type { SandboxProcess } from './supervised-process';
 import { Supervisor } from './supervisor';
 import { SUPERVISOR_SOURCE } from './supervisor-source';
@@ -42,6 +43,8 @@ export class SandboxProcesses {
     private readonly cgroup: SandboxCgroup | undefined,
     /** Aborted when the sandbox ends: a supervisor that starts after that is killed at once. */
     private readonly ended: AbortSignal,
+    /** Its way out, when its policy lets anything out. @default none: no route out at all */
+    private readonly egress?: SandboxEgress,
   ) {
     // Logs live beside the workspace, where the sandbox user cannot rewrite them.
     this.background = createLocalBackgroundProcesses(join(workspace.dir, 'processes'));
@@ -68,7 +71,7 @@ export class SandboxProcesses {
 
   /** Starts a process through `supervisor` with the sandbox's base environment and `env` on top. */
   spawn(supervisor: Supervisor, { argv, cwd, env, stdin, channel }: ProcessRequest): SandboxProcess {
-    const base = toBaseEnv(this.workspace, this.launch.isolation);
+    const base = { ...toBaseEnv(this.workspace, this.launch.isolation), ...(this.egress && proxyEnv()) };
     return supervisor.spawn({ argv, cwd, env: { ...base, ...env }, stdin, channel });
   }
 
@@ -128,6 +131,7 @@ export class SandboxProcesses {
       const message = `Could not set up the sandbox's resource limits (cgroup: ${code}); nothing was run.`;
       throw new AppError('sandbox_error', message, { cause: err });
     });
+    const { egress } = this;
     const supervisor = await Supervisor.start(
       buildLaunch({
         ...launch,
@@ -135,9 +139,10 @@ export class SandboxProcesses {
         extraReadOnlyDirs: [],
         argv: [launch.python, '-I', '-S', '-c', SUPERVISOR_SOURCE],
         cwd: launch.isolation === 'bwrap' ? workspace.workdir : workspace.home,
-        env: {},
+        env: egress === undefined ? {} : { SANDBOX_EGRESS_PORT: String(EGRESS_PROXY_PORT) },
         cgroupProcs,
       }),
+      egress === undefined ? {} : { outbound: (stream) => egress.serve(stream) },
     );
     if (this.ended.aborted) supervisor.kill();
     return supervisor;

@@ -2,10 +2,11 @@
  * The frames between the server and a sandbox's supervisor (supervisor-source.ts has the Python side): a
  * 10-byte header (payload length u32, kind u8, key u32, fd u8; big endian), then the payload. A key names a
  * process, a port probe or a forwarded connection (a stream); the server draws all three from one counter, so
- * a key never means two things.
+ * a key never means two things. Connections made from inside to the egress listener are keyed by the supervisor,
+ * with ACCEPTED_KEY set.
  */
 
-/** Frame kinds. 1–5 and 9 go to the supervisor, 6–8 and 10 come from it; 2, 3, 11 and 12 go both ways. */
+/** Frame kinds. 1–5 and 9 go to the supervisor, 6–8, 10 and 13 come from it; 2, 3, 11 and 12 go both ways. */
 export const Kind = {
   /** JSON {argv, cwd, env, stdin, channel}: start a process. */
   Spawn: 1,
@@ -31,7 +32,14 @@ export const Kind = {
   Ack: 11,
   /** The stream is over at once, both ways (a reset, an error, or the other side gone). */
   Close: 12,
+  /** Empty: a process of the sandbox connected to the egress listener; the key (ACCEPTED_KEY set) is its stream's. */
+  Accepted: 13,
 } as const;
+
+/** The bit every key the supervisor draws (an accepted stream's) has, and no key the server draws. */
+export const ACCEPTED_KEY = 0x8000_0000;
+/** Accepted streams a supervisor may hold open at once; the Python side has the same number. */
+export const MAX_ACCEPTED_STREAMS = 64;
 
 export const HEADER_BYTES = 10;
 /** The supervisor reads 64 KiB at a time; anything far larger is not a frame it wrote. */

@@ -8,7 +8,7 @@
  */
 import { EventEmitter } from 'node:events';
 
-import { Kind, STREAM_CHUNK_BYTES, STREAM_WINDOW_BYTES } from './supervisor-frames';
+import { ACCEPTED_KEY, Kind, MAX_ACCEPTED_STREAMS, STREAM_CHUNK_BYTES, STREAM_WINDOW_BYTES } from './supervisor-frames';
 
 /** What a stream needs of its supervisor. */
 export interface StreamLink {
@@ -19,6 +19,8 @@ export interface StreamLink {
   misbehaved(): void;
   /** The last open stream ended (the supervisor may go idle). */
   settled(): void;
+  /** A process of the sandbox connected to the egress listener: the stream is open. */
+  accepted?(stream: SandboxStream): void;
 }
 
 /**
@@ -41,8 +43,11 @@ export class SandboxStream extends EventEmitter {
     private readonly link: StreamLink,
     readonly key: number,
     private readonly forget: (stream: SandboxStream) => void,
+    /** Accepted from inside: open from the start. */
+    open = false,
   ) {
     super();
+    if (open) this.state = 'open';
   }
 
   /** True once over (closed, refused, or ended both ways). */
@@ -179,6 +184,10 @@ export class StreamTable {
    * false for DATA, EOF and ACK of a key that is not a stream (a process's).
    */
   receive(kind: number, key: number, payload: Buffer): boolean {
+    if (kind === Kind.Accepted) {
+      this.accept(key);
+      return true;
+    }
     const stream = this.streams.get(key);
     if (kind === Kind.Connected || kind === Kind.Close) {
       stream?.receive(kind, payload);
@@ -187,6 +196,23 @@ export class StreamTable {
     if ((kind !== Kind.Data && kind !== Kind.Eof && kind !== Kind.Ack) || stream === undefined) return false;
     stream.receive(kind, payload);
     return true;
+  }
+
+  /**
+   * A connection from inside to the egress listener. A key the supervisor may not draw, one in use, or one past
+   * MAX_ACCEPTED_STREAMS is closed at once; so is every one when nothing takes them.
+   */
+  private accept(key: number): void {
+    if ((key & ACCEPTED_KEY) === 0 || this.streams.has(key)) return;
+    let accepted = 0;
+    for (const open of this.streams.keys()) if ((open & ACCEPTED_KEY) !== 0) accepted++;
+    if (this.link.accepted === undefined || accepted >= MAX_ACCEPTED_STREAMS) {
+      this.link.send(Kind.Close, key, 0);
+      return;
+    }
+    const stream = new SandboxStream(this.link, key, (s) => this.forget(s), true);
+    this.streams.set(key, stream);
+    this.link.accepted(stream);
   }
 
   /** The supervisor's stdin drained: streams held back by it may write again. */

@@ -40,6 +40,11 @@ export interface SupervisorOptions {
   unresponsiveMs?: number;
   /** @default IDLE_MS */
   idleMs?: number;
+  /**
+   * Takes each connection a process of the sandbox makes to its egress listener (launched with SANDBOX_EGRESS_PORT).
+   * @default none: such connections are closed
+   */
+  outbound?: (stream: SandboxStream) => void;
 }
 
 /** A running supervisor. */
@@ -60,12 +65,21 @@ export class Supervisor implements ProcessCarrier {
     /** @internal How long a stopped process may take to be reported gone (UNRESPONSIVE_MS). */
     readonly unresponsiveMs: number,
     private readonly idleMs: number,
+    outbound: ((stream: SandboxStream) => void) | undefined,
   ) {
     this.streams = new StreamTable({
       send: (kind, key, fd, payload) => this.send(kind, key, fd, payload),
       backlogged: () => this.backlogged(),
       misbehaved: () => this.kill(),
       settled: () => this.touch(),
+      ...(outbound === undefined
+        ? {}
+        : {
+            accepted: (stream: SandboxStream) => {
+              clearTimeout(this.idleTimer);
+              outbound(stream);
+            },
+          }),
     });
     child.stdout?.on('data', (chunk: Buffer) => this.read(chunk));
     child.stdin?.on('error', () => undefined);
@@ -90,7 +104,12 @@ export class Supervisor implements ProcessCarrier {
       if (stderr.length < 20) stderr.push(chunk);
     };
     child.stderr?.on('data', collect);
-    const supervisor = new Supervisor(child, options.unresponsiveMs ?? UNRESPONSIVE_MS, options.idleMs ?? IDLE_MS);
+    const supervisor = new Supervisor(
+      child,
+      options.unresponsiveMs ?? UNRESPONSIVE_MS,
+      options.idleMs ?? IDLE_MS,
+      options.outbound,
+    );
     try {
       await new Promise<void>((resolve, reject) => {
         const timer = setTimeout(() => reject(new Error('timeout')), START_TIMEOUT_MS);

@@ -1,0 +1,85 @@
+/**
+ * Destinations for the egress tests, on loopback addresses of their own (127.0.0.0/8 is all this host's): an HTTP
+ * host that answers with the request it got, a raw TCP echo host, and canaries that must never be reached. Each
+ * records what reached it, so a test can tell a refusal by the policy from a connection that failed.
+ */
+import { createServer as createHttpServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import { createServer as createTcpServer, type Server as TcpServer } from 'node:net';
+
+export interface SeenRequest {
+  readonly method: string;
+  readonly url: string;
+  readonly headers: IncomingHttpHeaders;
+}
+
+export interface HttpHost {
+  readonly address: string;
+  readonly port: number;
+  /** Requests that reached it. */
+  readonly seen: SeenRequest[];
+  /** TCP connections that reached it (a refused request makes none). */
+  connections: number;
+  close(): Promise<void>;
+}
+
+/**
+ * An HTTP host on `address` (`port` 0: any free one) that answers every request with JSON of what it got, and
+ * serves `files` by path.
+ */
+export async function startHttpHost(
+  address: string,
+  port = 0,
+  files: Record<string, Buffer | string> = {},
+  wrap: (server: Server) => Server = (s) => s,
+): Promise<HttpHost> {
+  const seen: SeenRequest[] = [];
+  const server = wrap(
+    createHttpServer((req, res) => {
+      seen.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers });
+      const file = files[(req.url ?? '').split('?')[0] ?? ''];
+      if (file !== undefined) {
+        const type = typeof file === 'string' ? 'text/html' : 'application/octet-stream';
+        res.writeHead(200, { 'content-length': Buffer.byteLength(file), 'content-type': type });
+        res.end(file);
+        return;
+      }
+      if (Object.keys(files).length > 0 && req.url !== '/echo') {
+        res.writeHead(404).end();
+        return;
+      }
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({ host: address, method: req.method, url: req.url, headers: req.headers }));
+    }),
+  );
+  const host: HttpHost = {
+    address,
+    port: 0,
+    seen,
+    connections: 0,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+  server.on('connection', () => {
+    host.connections++;
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, address, () => resolve());
+  });
+  const bound = server.address();
+  (host as { port: number }).port = typeof bound === 'object' && bound !== null ? bound.port : 0;
+  return host;
+}
+
+/** A raw TCP host that echoes each line back upper-cased (a protocol that is not HTTP). */
+export async function startEchoHost(address: string): Promise<{ port: number; close(): Promise<void> }> {
+  const server: TcpServer = createTcpServer((socket) => {
+    socket.on('data', (chunk) => socket.write(chunk.toString('latin1').toUpperCase()));
+    socket.on('error', () => undefined);
+  });
+  await new Promise<void>((resolve) => server.listen(0, address, () => resolve()));
+  const bound = server.address();
+  return {
+    port: typeof bound === 'object' && bound !== null ? bound.port : 0,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
