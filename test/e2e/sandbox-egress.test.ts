@@ -231,6 +231,87 @@ EOF`);
   });
 });
 
+needs('bubblewrap', 'network clients').describe('sandbox egress with all, and a narrower policy per credential', () => {
+  const NARROW_TOKEN = 'e2e-egress-narrow-token-0123456789ab';
+  let server: StartedServer;
+  let wide: TestClient;
+  let narrow: TestClient;
+  let dns: DnsServer;
+  let host: HttpHost;
+  let denied: HttpHost;
+  let policyDir: string;
+
+  const codeOf = async (client: TestClient, url: string): Promise<string> => {
+    const out = (await client.callTool('run_command', { command: `curl -sS -w '\\n%{http_code}' '${url}'` }))
+      .structuredContent as unknown as CommandOutput;
+    return `${out.stdout.slice(-3)} ${out.stdout.slice(0, -4).trim()}`;
+  };
+
+  beforeAll(async () => {
+    host = await startHttpHost('127.0.0.2');
+    denied = await startHttpHost('127.0.0.3', host.port);
+    dns = await startDnsServer({
+      'allowed.test': { a: ['127.0.0.2'] },
+      'other.test': { a: ['127.0.0.2'] },
+      'denied.test': { a: ['127.0.0.3'] },
+    });
+    policyDir = mkdtempSync(join(tmpdir(), 'egress-policy-'));
+    const policyFile = join(policyDir, 'policy.json');
+    // The narrower credential may reach allowed.test only, and asks in vain for the metadata address.
+    writeFileSync(
+      policyFile,
+      JSON.stringify([{ tokens: [NARROW_TOKEN], allow: ['allowed.test', '127.0.0.2', '169.254.169.254'] }]),
+      { mode: 0o600 },
+    );
+    server = await startServer({
+      env: {
+        MCP_AUTH_TOKENS: `${TOKEN},${NARROW_TOKEN}`,
+        SANDBOX_BACKEND: 'local',
+        MCP_SANDBOX_EGRESS: 'all',
+        MCP_SANDBOX_ALLOW: '127.0.0.2',
+        MCP_SANDBOX_DENY: 'denied.test',
+        MCP_SANDBOX_POLICY_FILE: policyFile,
+        MCP_SANDBOX_RESOLVER: dns.address,
+      },
+    });
+    wide = await connectClient('v2', server.url, { token: TOKEN });
+    narrow = await connectClient('v2', server.url, { token: NARROW_TOKEN });
+  });
+  afterAll(async () => {
+    await wide?.close();
+    await narrow?.close();
+    await stopAllServers();
+    await Promise.all([dns.close(), host.close(), denied.close()]);
+    rmSync(policyDir, { recursive: true, force: true });
+  });
+
+  it('reaches any public or named address, and keeps special addresses and denied names closed', async () => {
+    const port = host.port;
+    expect(await codeOf(wide, `http://other.test:${port}/`)).toMatch(/^200 /);
+    expect(await codeOf(wide, `http://127.0.0.2:${port}/`)).toMatch(/^200 /);
+    expect(await codeOf(wide, `http://denied.test:${port}/`)).toMatch(/^403 .*deny entry denied\.test/);
+    expect(await codeOf(wide, `http://127.0.0.3:${port}/`)).toMatch(/^403 .*127\.0\.0\.3 is a private/);
+    expect(await codeOf(wide, `http://[::ffff:127.0.0.3]:${port}/`)).toMatch(/^403 .*is a private/);
+    expect(await codeOf(wide, 'http://169.254.169.254/')).toMatch(/^403 .*169\.254\.169\.254 is a private/);
+    expect(await codeOf(wide, 'http://100.100.100.200/')).toMatch(/^403 .*100\.100\.100\.200 is a private/);
+    expect(denied.connections).toBe(0);
+  });
+
+  it("holds a credential to its narrower policy, which cannot open what the operator's keeps closed", async () => {
+    const port = host.port;
+    expect(await codeOf(narrow, `http://allowed.test:${port}/`)).toMatch(/^200 /);
+    expect(await codeOf(narrow, `http://127.0.0.2:${port}/`)).toMatch(/^200 /);
+    expect(await codeOf(narrow, `http://other.test:${port}/`)).toMatch(
+      /^403 .*other\.test:\d+ is not in the allow list/,
+    );
+    expect(await codeOf(narrow, 'http://169.254.169.254/')).toMatch(/^403 /);
+    const status = (await narrow.callTool('sandbox_status')).structuredContent as { egress: unknown };
+    expect(status.egress).toMatchObject({ mode: 'allowlist', allow: ['allowed.test', '127.0.0.2'] });
+    const wideStatus = (await wide.callTool('sandbox_status')).structuredContent as { egress: unknown };
+    expect(wideStatus.egress).toMatchObject({ mode: 'all', allow: ['127.0.0.2'], deny: ['denied.test'] });
+  });
+});
+
 /** A test CA and a certificate for secure.test signed by it (openssl), in a fresh directory. */
 function makeCertificates(): string {
   const dir = mkdtempSync(join(tmpdir(), 'egress-certs-'));

@@ -158,6 +158,11 @@ export function isSpecial(address: Uint8Array): boolean {
   return facesOf(address).some((face) => SPECIAL_RANGES.some((range) => inCidr(face, range)));
 }
 
+/** True when every address of `range` is special. */
+export function isSpecialRange(range: Cidr): boolean {
+  return SPECIAL_RANGES.some((special) => special.prefix <= range.prefix && inCidr(range.bytes, special));
+}
+
 function masked(bytes: Uint8Array, prefix: number): Uint8Array {
   const out = Uint8Array.from(bytes);
   for (let i = 0; i < out.length; i++) {

@@ -5,7 +5,16 @@
  * IP or CIDR entry of the allow list names them. A per-credential policy only narrows the operator's (`narrow`).
  * Pure: judging a destination here needs its resolved address; the proxy (proxy.ts) resolves it.
  */
-import { type Cidr, facesOf, formatCidr, inCidr, intersectCidr, isSpecial, parseCidr } from './addresses';
+import {
+  type Cidr,
+  facesOf,
+  formatCidr,
+  inCidr,
+  intersectCidr,
+  isSpecial,
+  isSpecialRange,
+  parseCidr,
+} from './addresses';
 
 export type EgressMode = 'none' | 'allowlist' | 'all';
 
@@ -79,16 +88,24 @@ export function formatEntry(entry: EgressEntry): string {
   return port !== '' && range.includes(':') ? `[${range}]${port}` : `${range}${port}`;
 }
 
-/** A request by name, before its name is resolved: refused at once when the mode or a deny entry says so. */
+/**
+ * A request by name, before its name is resolved: refused at once when the mode or a deny entry says so, and with
+ * `allowlist` when no entry allows the name (it is then never looked up: lookups of names of the sandbox's choice
+ * would be a way out for its data).
+ */
 export function judgeName(policy: EgressPolicy, name: string, port: number): Verdict {
   if (policy.mode === 'none') return { ok: false, rule: 'egress is off for this sandbox (MCP_SANDBOX_EGRESS=none)' };
   const denied = policy.deny.find((entry) => matchesName(entry, name, port));
-  return denied === undefined ? OK : { ok: false, rule: `${name} is denied (deny entry ${formatEntry(denied)})` };
+  if (denied !== undefined) return { ok: false, rule: `${name} is denied (deny entry ${formatEntry(denied)})` };
+  if (policy.mode === 'allowlist' && !policy.allow.some((entry) => matchesName(entry, name, port)))
+    return { ok: false, rule: `${name}:${port} is not in the allow list` };
+  return OK;
 }
 
 /**
  * The address a connection would go to, reached by `name` (undefined for an IP literal): a deny entry refuses it,
- * a special address needs an entry that names it, and in `allowlist` mode the name or the address must be allowed.
+ * in `allowlist` mode the name (judgeName) or the IP literal must be allowed, and a special address needs an IP or
+ * CIDR entry that names it.
  */
 export function judgeAddress(
   policy: EgressPolicy,
@@ -104,14 +121,10 @@ export function judgeAddress(
   const shown = formatCidr({ bytes: address, prefix: address.length * 8 });
   const denied = policy.deny.find((entry) => faces.some((face) => matchesAddress(entry, face, port)));
   if (denied !== undefined) return { ok: false, rule: `${shown} is denied (deny entry ${formatEntry(denied)})` };
-  if (policy.mode === 'allowlist') {
-    const allowed = policy.allow.some(
-      (entry) =>
-        (name !== undefined && matchesName(entry, name, port)) ||
-        faces.some((face) => matchesAddress(entry, face, port)),
-    );
-    const what = name === undefined ? `${shown}:${port}` : `${name}:${port}`;
-    if (!allowed) return { ok: false, rule: `${what} is not in the allow list` };
+  // A name was allowed by name above; an IP literal needs an entry that covers it.
+  if (policy.mode === 'allowlist' && name === undefined) {
+    const allowed = policy.allow.some((entry) => faces.some((face) => matchesAddress(entry, face, port)));
+    if (!allowed) return { ok: false, rule: `${shown}:${port} is not in the allow list` };
   }
   if (isSpecial(address) && !policy.named.some((entry) => faces.some((face) => matchesAddress(entry, face, port)))) {
     return {
@@ -147,7 +160,9 @@ export function narrow(
   if (mode === 'all') allow = named;
   else if (outer.mode === 'allowlist' && innerAllow !== undefined) allow = intersectAll(outer.allow, innerAllow);
   else if (outer.mode === 'allowlist') allow = outer.allow;
-  else allow = innerAllow ?? [];
+  // The operator allowed everything but the special addresses: of the credential's entries for special ranges,
+  // only what the operator names stays.
+  else allow = (innerAllow ?? []).flatMap((entry) => (isSpecialEntry(entry) ? intersectAll([entry], named) : [entry]));
   return Object.freeze({ mode, allow, deny, named });
 }
 
@@ -173,6 +188,10 @@ export function matchesName(entry: EgressEntry, name: string, port: number): boo
 function matchesAddress(entry: EgressEntry, address: Uint8Array, port: number): boolean {
   if (entry.kind !== 'cidr' || (entry.port !== undefined && entry.port !== port)) return false;
   return inCidr(address, entry.range);
+}
+
+function isSpecialEntry(entry: EgressEntry): boolean {
+  return entry.kind === 'cidr' && isSpecialRange(entry.range);
 }
 
 function isCidr(entry: EgressEntry): entry is CidrEntry {

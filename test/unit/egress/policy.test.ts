@@ -106,7 +106,12 @@ describe('judging a destination', () => {
     expect(reach(allowlist, 'api.github.com', '140.82.112.6', 22)).toBe(false);
     expect(reach(allowlist, 'github.com', '140.82.112.4', 443)).toBe(false);
     expect(reach(allowlist, undefined, '1.1.1.1', 53)).toBe(true);
-    expect(reach(allowlist, 'anything.test', '1.1.1.9', 80)).toBe(true);
+    // A name is allowed by name only: one the list does not name is never looked up.
+    expect(reach(allowlist, 'anything.test', '1.1.1.9', 80)).toBe(false);
+    expect(judgeName(allowlist, 'exfiltrate.attacker.test', 443)).toEqual({
+      ok: false,
+      rule: 'exfiltrate.attacker.test:443 is not in the allow list',
+    });
     expect(reach(allowlist, 'example.com', '93.184.216.34')).toBe(false);
     expect(reach(allowlist, undefined, '151.101.0.223')).toBe(false);
   });
@@ -164,7 +169,8 @@ describe('narrowing the operator policy for a credential', () => {
     expect(narrowed.mode).toBe('all');
     expect(reach(narrowed, undefined, '127.0.0.1')).toBe(false);
     expect(narrow(toPolicy('none', [], []), { mode: 'all' }).mode).toBe('none');
-    const list = narrow(operator, { mode: 'allowlist', allow: entries('pypi.org') });
+    const list = narrow(operator, { mode: 'allowlist', allow: entries('pypi.org', '169.254.169.254', '1.1.1.1') });
+    expect(list.allow.map(formatEntry)).toEqual(['pypi.org', '1.1.1.1']);
     expect(reach(list, 'pypi.org', '151.101.0.223')).toBe(true);
     expect(reach(list, 'example.com', '93.184.216.34')).toBe(false);
     expect(narrow(operator, { mode: 'none' }).mode).toBe('none');
