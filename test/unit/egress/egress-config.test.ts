@@ -8,7 +8,7 @@ import { formatEntry } from '../../../functions/mcp/egress/policy';
 import { toPrincipal } from '../../../functions/mcp/principals';
 import { ConfigError } from '../../../functions/mcp/errors';
 
-const problemsOf = (env: Record<string, string>): string[] => {
+const problemsOf = (env: Record<string, string>): readonly string[] => {
   try {
     loadConfig({ SANDBOX_BACKEND: 'local', ...env }, { asRoot: true });
     return [];
