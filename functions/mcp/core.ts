@@ -1,9 +1,3 @@
-/** What enforces a sandbox's egress policy, by backend. */
-const ENFORCED_BY = {
-  local: 'the server (an HTTP proxy outside the sandbox)',
-  e2b: "E2B's egress rules, set when the sandbox is created",
-} as const;
-
 /**
  * Everything but a cold instance's first `initialize`: the sandbox backend, the tools, both MCP lanes and the
  * web-standard app, behind one Node listener. index.ts loads it on first need (core-modules.ts), so that
@@ -34,6 +28,12 @@ import { HTTP_PROTOCOL_VERSIONS, PROTOCOL_VERSIONS_BY_TRANSPORT } from './protoc
 import { createSandboxProvider, type SelectedProvider } from './sandbox/create-provider';
 import { createSandboxTable } from './sessions/sandbox-table';
 import { createToolCatalog } from './tools/registry';
+
+/** What enforces a sandbox's egress policy, by backend. */
+const ENFORCED_BY = {
+  local: 'the server (an HTTP proxy outside the sandbox)',
+  e2b: "E2B's egress rules, set when the sandbox is created",
+} as const;
 
 /** What the entry made before the core was needed; the core shares it rather than making its own. */
 export interface CoreDeps extends EntryDeps {

@@ -5,6 +5,8 @@
  */
 import { createSocket, type Socket } from 'node:dgram';
 
+import { parseIp } from '../../functions/mcp/egress/addresses';
+
 /** The addresses a name answers with, per query type; a function answers the n-th query (from 0). */
 export type Answers = { readonly a?: readonly string[]; readonly aaaa?: readonly string[] };
 export type Entry = Answers | ((query: number) => Answers);
@@ -72,7 +74,7 @@ function toResponse(id: number, question: Buffer, type: number, addresses: reado
   header.writeUInt16BE(1, 4);
   header.writeUInt16BE(addresses?.length ?? 0, 6);
   const records = (addresses ?? []).map((address) => {
-    const data = type === 1 ? Buffer.from(address.split('.').map(Number)) : ipv6Bytes(address);
+    const data = Buffer.from(parseIp(address) ?? []);
     const record = Buffer.alloc(12);
     record.writeUInt16BE(0xc00c, 0);
     record.writeUInt16BE(type, 2);
@@ -82,15 +84,4 @@ function toResponse(id: number, question: Buffer, type: number, addresses: reado
     return Buffer.concat([record, data]);
   });
   return Buffer.concat([header, question, ...records]);
-}
-
-function ipv6Bytes(address: string): Buffer {
-  const [left = '', right = ''] = address.split('::');
-  const words = (part: string) => (part === '' ? [] : part.split(':').map((w) => Number.parseInt(w, 16)));
-  const head = words(left);
-  const tail = address.includes('::') ? words(right) : [];
-  const all = [...head, ...new Array<number>(8 - head.length - tail.length).fill(0), ...tail];
-  const out = Buffer.alloc(16);
-  for (const [i, word] of all.entries()) out.writeUInt16BE(word, i * 2);
-  return out;
 }

@@ -68,11 +68,6 @@ export function intersectCidr(a: Cidr, b: Cidr): Cidr | undefined {
   return inCidr(b.bytes, a) ? b : undefined;
 }
 
-/** True when the two ranges share any address. */
-export function overlaps(a: Cidr, b: Cidr): boolean {
-  return intersectCidr(a, b) !== undefined;
-}
-
 /** The address and, for an IPv6 address that carries one, the IPv4 address inside it: each must pass. */
 export function facesOf(address: Uint8Array): Uint8Array[] {
   const v4 = embeddedIpv4(address);
@@ -161,6 +156,28 @@ export function isSpecial(address: Uint8Array): boolean {
 /** True when every address of `range` is special. */
 export function isSpecialRange(range: Cidr): boolean {
   return SPECIAL_RANGES.some((special) => special.prefix <= range.prefix && inCidr(range.bytes, special));
+}
+
+/**
+ * `host[:port]` split, with an IPv6 host in brackets (`[2001:db8::1]:443`); a bare IPv6 address has no port. The
+ * port is as written (parsePort checks it); undefined for an unclosed bracket.
+ */
+export function splitHostPort(text: string): { host: string; port?: string; bracketed: boolean } | undefined {
+  const bracketed = /^\[([^\]]+)\](?::([^:]*))?$/.exec(text);
+  if (bracketed !== null) {
+    const port = bracketed[2];
+    return { host: bracketed[1] ?? '', ...(port === undefined ? {} : { port }), bracketed: true };
+  }
+  if (text.startsWith('[')) return undefined;
+  if ((text.match(/:/g) ?? []).length !== 1) return { host: text, bracketed: false };
+  const [host = '', port = ''] = text.split(':');
+  return { host, port, bracketed: false };
+}
+
+/** A port as written: up to five digits, 1 to 65535; undefined for anything else. */
+export function parsePort(text: string): number | undefined {
+  const port = /^\d{1,5}$/.test(text) ? Number(text) : 0;
+  return port >= 1 && port <= 65_535 ? port : undefined;
 }
 
 function masked(bytes: Uint8Array, prefix: number): Uint8Array {

@@ -9,6 +9,7 @@ import { isIP } from 'node:net';
 
 import { toErrnoCode } from '../errors';
 import { toPrincipal, toSubjectPrincipal } from '../principals';
+import { parsePort, splitHostPort } from './addresses';
 import { type EgressEntry, type EgressMode, type EgressPolicy, narrow, parseEntry, toPolicy } from './policy';
 
 export interface EgressConfig {
@@ -60,7 +61,7 @@ export function loadEgressConfig(env: Env, problems: string[], context: EgressCo
 }
 
 /** The text of a file that names credentials or holds secrets; refused when group or others may read it. */
-export function readPrivateFile(variable: string, file: string, problems: string[]): string | undefined {
+function readPrivateFile(variable: string, file: string, problems: string[]): string | undefined {
   try {
     const mode = statSync(file).mode;
     if ((mode & 0o044) !== 0) {
@@ -75,7 +76,7 @@ export function readPrivateFile(variable: string, file: string, problems: string
 }
 
 /** The principals a file entry's `tokens` and `subjects` name; problems for anything else. */
-export function principalsOf(
+function principalsOf(
   where: string,
   item: Record<string, unknown>,
   problems: string[],
@@ -186,11 +187,9 @@ function parseResolvers(value: string | undefined, problems: string[]): string[]
   if (value === undefined || value.trim() === '') return undefined;
   const servers: string[] = [];
   for (const item of value.split(',').map((s) => s.trim())) {
-    const bracketed = /^\[([^\]]+)\](?::(\d{1,5}))?$/.exec(item);
-    const plain = /^([^:]+)(?::(\d{1,5}))?$/.exec(item);
-    const address = bracketed?.[1] ?? plain?.[1] ?? (isIP(item) === 6 ? item : '');
-    const port = Number(bracketed?.[2] ?? plain?.[2] ?? 53);
-    if (isIP(address) === 0 || !(port >= 1 && port <= 65_535)) {
+    const split = splitHostPort(item);
+    const port = split?.port === undefined ? 53 : parsePort(split.port);
+    if (split === undefined || isIP(split.host) === 0 || port === undefined) {
       problems.push(`MCP_SANDBOX_RESOLVER must list DNS servers as ip or ip:port, comma-separated (got "${item}")`);
       continue;
     }

@@ -14,6 +14,8 @@ import {
   isSpecial,
   isSpecialRange,
   parseCidr,
+  parsePort,
+  splitHostPort,
 } from './addresses';
 
 export type EgressMode = 'none' | 'allowlist' | 'all';
@@ -52,25 +54,15 @@ export function toPolicy(mode: EgressMode, allow: readonly EgressEntry[], deny: 
 
 /** One entry (`pypi.org`, `*.github.com:443`, `10.0.0.0/8`, `[2001:db8::1]:22`); a message when it is none. */
 export function parseEntry(text: string): EgressEntry | string {
-  const raw = text.trim().toLowerCase();
-  let host = raw;
-  let portText: string | undefined;
-  const bracketed = /^\[([^\]]+)\](?::(\d+))?$/.exec(raw);
-  if (bracketed !== null) {
-    host = bracketed[1] ?? '';
-    portText = bracketed[2];
-  } else if ((raw.match(/:/g) ?? []).length === 1) {
-    [host = '', portText] = raw.split(':');
-  }
-  let port: number | undefined;
-  if (portText !== undefined) {
-    port = /^\d{1,5}$/.test(portText) ? Number(portText) : 0;
-    if (!(port >= 1 && port <= 65_535)) return `"${text}": a port is a number from 1 to 65535`;
-  }
+  const split = splitHostPort(text.trim().toLowerCase());
+  if (split === undefined) return badEntry(text);
+  const { host, bracketed } = split;
+  const port = split.port === undefined ? undefined : parsePort(split.port);
+  if (split.port !== undefined && port === undefined) return `"${text}": a port is a number from 1 to 65535`;
   const range = parseCidr(host);
   const withPort = port === undefined ? {} : { port };
   if (range !== undefined) return { kind: 'cidr', range, ...withPort };
-  if (bracketed !== null) return `"${text}": brackets hold an IPv6 address or range`;
+  if (bracketed) return `"${text}": brackets hold an IPv6 address or range`;
   if (host.startsWith('*.')) {
     const suffix = host.slice(2).replace(/\.$/, '');
     return isDomain(suffix) ? { kind: 'wildcard', suffix, ...withPort } : badEntry(text);

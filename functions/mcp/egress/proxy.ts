@@ -12,7 +12,7 @@ import { connect as dialTcp, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 
 import type { Logger } from '../log';
-import { formatIp, parseIp } from './addresses';
+import { formatIp, parseIp, parsePort, splitHostPort } from './addresses';
 import { type EgressPolicy, judgeAddress, judgeName, type Verdict } from './policy';
 import type { NameResolver } from './resolver';
 
@@ -214,12 +214,12 @@ function parseRequest(head: string): ProxyRequest | Refusal {
 
 /** `host:port` (`[v6]:port` for IPv6), a host a name of DNS characters or an IP literal. */
 function toDestination(authority: string): Destination | undefined {
-  const parts = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(authority);
-  if (parts === null) return undefined;
-  const host = (parts[1] ?? parts[2] ?? '').toLowerCase().replace(/\.$/, '');
-  const port = Number(parts[3]);
-  if (!(port >= 1 && port <= 65_535)) return undefined;
-  if (parseIp(host) === undefined && !HOST_NAME.test(host)) return undefined;
+  const split = splitHostPort(authority);
+  const port = split?.port === undefined ? undefined : parsePort(split.port);
+  if (split === undefined || port === undefined) return undefined;
+  const host = split.host.toLowerCase().replace(/\.$/, '');
+  const literal = parseIp(host) !== undefined;
+  if (split.bracketed ? !literal : !literal && !HOST_NAME.test(host)) return undefined;
   return { host, port };
 }
 

@@ -102,6 +102,7 @@ export interface CallContextOptions {
  */
 export function toToolContext(ctx: ServerContext, options: CallContextOptions): ToolContext {
   const token = ctx.mcpReq._meta?.progressToken;
+  const { egressOf, principal } = options;
   const forwarder =
     token === undefined
       ? undefined
@@ -112,10 +113,7 @@ export function toToolContext(ctx: ServerContext, options: CallContextOptions): 
     sandbox: options.sandbox,
     ...(options.sandboxes !== undefined && { sandboxes: once(options.sandboxes) }),
     backend: options.backend,
-    ...(options.egressOf !== undefined &&
-      options.principal !== undefined && {
-        egress: () => options.egressOf?.(options.principal ?? '') as EgressStatus,
-      }),
+    ...(egressOf !== undefined && principal !== undefined && { egress: () => egressOf(principal) }),
     expiresAt: options.expiresAt,
     signal: options.signal ?? ctx.mcpReq.signal,
     timeoutMs: (requested) => Math.min(requested ?? DEFAULT_TOOL_TIMEOUT_MS, options.toolTimeoutMaxMs),
