@@ -202,14 +202,22 @@ needs('bubblewrap').describe('the local E2B service, through the real SDK', () =
     it(
       'holds a request scripted NO_ANSWER unanswered until the client gives up, ' + 'or until the service stops',
       async () => {
-        const hanging = await startLocalE2B();
+        // Each step is bounded on its own, so a hang names the step that hung rather than the test's timeout.
+        const step = <T>(label: string, work: Promise<T>): Promise<T> => {
+          let timer: NodeJS.Timeout | undefined;
+          const bound = new Promise<never>((_, reject) => {
+            timer = setTimeout(() => reject(new Error(`${label}: not settled within ${SETTLE_MS} ms`)), SETTLE_MS);
+          });
+          return Promise.race([work, bound]).finally(() => clearTimeout(timer));
+        };
+        const hanging = await step('start', startLocalE2B());
         try {
           const hangingOpts = { apiKey: hanging.apiKey, apiUrl: hanging.url, sandboxUrl: hanging.url };
           hanging.fault('create', NO_ANSWER);
           // The SDK's own request timer gives up on it (a fetch aborted by its timeout).
-          await expect(Sandbox.create('base', { ...hangingOpts, requestTimeoutMs: 300 })).rejects.toMatchObject({
-            name: 'TimeoutError',
-          });
+          await expect(
+            step('the SDK timing out', Sandbox.create('base', { ...hangingOpts, requestTimeoutMs: 300 })),
+          ).rejects.toMatchObject({ name: 'TimeoutError' });
           // A standing one holds every create; stop drops them.
           hanging.standingFault('create', NO_ANSWER);
           let settled = false;
@@ -235,10 +243,13 @@ needs('bubblewrap').describe('the local E2B service, through the real SDK', () =
             () => 'answered',
             (err: unknown) => err,
           );
-          await hanging.stop();
-          expect(await outcome).toMatchObject({ name: 'TypeError', message: 'fetch failed' });
+          await step('stop', hanging.stop());
+          expect(await step('the held request failing', outcome)).toMatchObject({
+            name: 'TypeError',
+            message: 'fetch failed',
+          });
         } finally {
-          await hanging.stop();
+          await step('stop', hanging.stop());
         }
       },
     );
