@@ -21,7 +21,7 @@ const verdict = (met, actual, target) => (met ? 'met' : `MISSED: ${actual} vs ${
 
 /**
  * One row per figure (two for each mode of figure 2, one per tool of figure 7, one per backend of figure 8, two for
- * figure 9), for the figures measured.
+ * figures 9 and 10), for the figures measured.
  */
 export function toRows({
   coldStart,
@@ -33,6 +33,7 @@ export function toRows({
   toolLatency,
   wake,
   sleepingMemory,
+  egress,
 }) {
   const rows = [];
   if (coldStart !== undefined) rows.push(...coldStartRows(coldStart));
@@ -44,6 +45,7 @@ export function toRows({
   if (toolLatency !== undefined) rows.push(...toolLatencyRows(toolLatency));
   if (wake !== undefined) rows.push(...wakeRows(wake));
   if (sleepingMemory !== undefined) rows.push(...sleepingMemoryRows(sleepingMemory));
+  if (egress !== undefined) rows.push(...egressRows(egress));
   return rows;
 }
 
@@ -258,6 +260,54 @@ function toolLatencyRows(latency) {
     }),
   );
   return rows;
+}
+
+/** Figure 10's targets (issue 31): the proxied download at least this share of the direct one's throughput, and
+ * what the proxy adds to a connection's set-up at p50 at most this (ms). */
+export const EGRESS_TARGETS = { throughputRatio: 0.8, setupOverheadMs: 2 };
+
+/** Figure 10's rows: the proxied download's throughput beside the direct one's, and what a connection's set-up adds. */
+function egressRows(egress) {
+  const figure = (what) => `10 egress through the local proxy (allowlist): ${what}`;
+  if (egress.skipped !== undefined) {
+    return [
+      {
+        figure: figure('all'),
+        ours: 'n/a',
+        r1: '—',
+        r2: '—',
+        ratio: `not measured: ${egress.skipped}`,
+        target: '—',
+        verdict: 'not measured',
+      },
+    ];
+  }
+  const { proxied, direct, ratio, overheadMs } = egress;
+  const { throughputRatio, setupOverheadMs } = EGRESS_TARGETS;
+  const plus = (ms) => `${ms >= 0 ? '+' : ''}${f(ms, 2)}`;
+  const times = (c) => `${f(c.p50Ms, 2)} (p90 ${f(c.p90Ms, 2)}, p99 ${f(c.p99Ms, 2)})`;
+  return [
+    {
+      figure: figure('50 MB download from loopback, MB/s'),
+      ours: f(proxied.mbPerS),
+      r1: '—',
+      r2: '—',
+      ratio: `${f(ratio, 2)}× the same download with the network on (${f(direct.mbPerS)} MB/s)`,
+      target: `≥ ${throughputRatio}× network on`,
+      verdict: verdict(ratio >= throughputRatio, `${f(ratio, 2)}×`, `${throughputRatio}×`),
+    },
+    {
+      figure: figure('connection set-up over network on, p50 (p90) ms'),
+      ours: `${plus(overheadMs.p50Ms)} (${plus(overheadMs.p90Ms)})`,
+      r1: '—',
+      r2: '—',
+      ratio:
+        `fresh connection + tiny GET: proxied ${times(proxied.connect)} ms, network on ${times(direct.connect)} ms; ` +
+        `p99 ${plus(overheadMs.p99Ms)} ms`,
+      target: `≤ ${setupOverheadMs} ms at p50`,
+      verdict: verdict(overheadMs.p50Ms <= setupOverheadMs, `${plus(overheadMs.p50Ms)} ms`, `${setupOverheadMs} ms`),
+    },
+  ];
 }
 
 const COLUMNS = [

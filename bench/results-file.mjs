@@ -1,5 +1,6 @@
 // bench/RESULTS.md: the machine, the commands, the table, how each figure is measured, and every run's figures.
-import { renderMarkdownTable, TOOL_LATENCY_TARGETS } from './report.mjs';
+import { EGRESS_TARGETS, renderMarkdownTable, TOOL_LATENCY_TARGETS } from './report.mjs';
+import { BIG_BYTES, EGRESS_HOST, WARM_CONNECTIONS } from './figures/egress.mjs';
 import { LIVE_OUTPUT_COMMAND } from './figures/live-output.mjs';
 import { BARE_BWRAP_ARGS, TOOL_CALLS } from './figures/tool-latency.mjs';
 import { describeSleepFigures, sleepRuns } from './results-sleep.mjs';
@@ -49,8 +50,8 @@ the same run on the same machine, so read the ratios, not the absolute numbers.
 - \`npm run bench\` = \`npm ci --prefix bench --no-audit --no-fund && node build.mjs && node bench/run.mjs\`
   (\`node bench/run.mjs\` bundles the references with \`bench/build.mjs\` first).
 - One figure or a few alone: \`node bench/run.mjs --only tool-latency\` (names: cold-start, throughput, overhead,
-  live-output, session-memory, sandbox-memory, tool-latency, wake, sleeping-memory; comma-separated); prints their
-  rows, writes no file.
+  live-output, session-memory, sandbox-memory, tool-latency, wake, sleeping-memory, egress; comma-separated); prints
+  their rows, writes no file.
 - Ours: \`node dist/index.js\` with \`HOST=127.0.0.1 PORT=<free> MCP_AUTH=none LOCAL_SANDBOX_ROOT=<fresh dir, 0711>
   LOCAL_SANDBOX_DISK_MB=0 MCP_MAX_SESSIONS=${settings.maxSessions}\` and no \`LOG_LEVEL\`, i.e. its default \`info\` \
 (one JSON line
@@ -188,6 +189,7 @@ rlimits and user switch,
 ms of \`sandbox_status\`'s
    (which does no sandbox work: what a file tool adds over the MCP call itself).
 ${describeSleepFigures(settings)}
+${describeEgressFigure(settings)}
 
 ## Every run
 
@@ -223,5 +225,43 @@ ${liveOutput.linesReceived}/${liveOutput.linesExpected}
     .join(', ')})
 ${toolRuns}
 ${sleepRuns(results)}
+${egressRuns(results.egress)}
 `;
+}
+
+/** Item 10 of "How each figure is measured". */
+function describeEgressFigure(settings) {
+  const { throughputRatio: ratio, setupOverheadMs: overMs } = EGRESS_TARGETS;
+  const host = EGRESS_HOST;
+  const mb = BIG_BYTES / 1e6;
+  return `10. **Egress through the local proxy** (bench/figures/egress.mjs, issue 31): two fresh servers of ours (as
+   above, \`SANDBOX_BACKEND=local\`), the same but for the network. "Proxied": \`MCP_SANDBOX_EGRESS=allowlist
+   MCP_SANDBOX_ALLOW=${host}:<port>\`; the sandbox keeps a network of its own, curl and Python find its
+   supervisor's listener in \`http_proxy\`, the supervisor carries each connection as frames over its pipe to the
+   server, and the server's proxy judges, dials and pumps it (docs/egress.md). "Network on":
+   \`LOCAL_SANDBOX_NETWORK=on\`; the sandbox shares the host's network and has no proxy variables. The figure
+   checks both: the proxy variables, and the \`network\` that \`sandbox_status\` reports. The destination is a
+   \`node:http\` host in the bench process on ${host}: \`/big\` answers a generated body of ${mb} MB (10^6 bytes
+   each), anything else 3 bytes, and every answer closes its connection. Everything is timed inside the sandbox, by
+   the client there, so the \`run_command\` call around it does not count. Each run, on each server in turn (the
+   order swapped every run): \`curl -sS -o /dev/null -w '%{time_total} %{size_download} %{http_code}'
+   http://${host}:<port>/big\` (MB/s: size_download / time_total), then one \`python3\` process that makes
+   ${WARM_CONNECTIONS} uncounted and then ${settings.egressConnections} fresh connections one after another
+   (\`http.client\`: connect, \`GET\`, read the body, close; to the proxy with the absolute URL when proxied, to the
+   host when not), each timed from before its connect to its body read. One uncounted run first, then the
+   ${settings.egressRuns} counted. Throughput: the median of the runs per server, and their ratio; set-up: p50, p90
+   and p99 over all connections per server, and proxied − network on. Targets: the proxied download ≥ ${ratio}× the
+   network-on one's throughput, and the proxy adding ≤ ${overMs} ms to a connection's set-up at p50. The network-on
+   side is the host's loopback, memory to memory: the throughput ratio is the proxy path's cost at its most
+   visible, not what a download from the internet loses.`;
+}
+
+/** Figure 10's lines of "Every run". */
+function egressRuns(egress) {
+  if (egress.skipped !== undefined) return `- Egress: not measured (${egress.skipped})`;
+  const side = (label, s) =>
+    `- Egress, ${label}: MB/s per run [${s.downloads.map((d) => d.mbPerS.toFixed(0)).join(', ')}]; connection set-up ` +
+    `ms p50 ${s.connect.p50Ms.toFixed(3)}, p90 ${s.connect.p90Ms.toFixed(3)}, p99 ${s.connect.p99Ms.toFixed(3)} ` +
+    `(${s.connect.samples} connections)`;
+  return `${side('proxied', egress.proxied)}\n${side('network on', egress.direct)}`;
 }

@@ -1,13 +1,14 @@
-// `npm run bench`: every figure of issue 7 in one go, ours against the reference servers in the same run.
-// Prints the table on stdout (progress on stderr) and writes bench/RESULTS.md. `--quick` runs each figure
-// briefly to check the harness and writes nothing. `--only <figure>[,<figure>...]` (names in FIGURES below,
-// e.g. `--only tool-latency`) runs just those figures, prints their rows and writes nothing either.
+// `npm run bench`: every figure of issue 7, and issue 31's egress figure, in one go, ours against the reference
+// servers in the same run. Prints the table on stdout (progress on stderr) and writes bench/RESULTS.md. `--quick`
+// runs each figure briefly to check the harness and writes nothing. `--only <figure>[,<figure>...]` (names in
+// FIGURES below, e.g. `--only tool-latency`) runs just those figures, prints their rows and writes nothing either.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { buildReferences } from './build.mjs';
 import { measureColdStart, summarizeColdStart } from './figures/cold-start.mjs';
+import { measureEgress } from './figures/egress.mjs';
 import { measureLiveOutput } from './figures/live-output.mjs';
 import { measureOverhead } from './figures/overhead.mjs';
 import { measureSandboxMemory } from './figures/sandbox-memory.mjs';
@@ -36,6 +37,7 @@ const FIGURES = {
   'tool-latency': {},
   wake: {},
   'sleeping-memory': {},
+  egress: {},
 };
 
 const settings = quick
@@ -56,6 +58,8 @@ const settings = quick
       wakeRuns: 3,
       sleepCounts: [0, 3, 10],
       sleepRuns: 1,
+      egressRuns: 2,
+      egressConnections: 50,
     }
   : {
       coldRuns: 15,
@@ -74,6 +78,8 @@ const settings = quick
       wakeRuns: 20,
       sleepCounts: [0, 10, 100],
       sleepRuns: 3,
+      egressRuns: 10,
+      egressConnections: 200,
     };
 settings.maxSessions = 2000;
 settings.autocannonVersion = JSON.parse(
@@ -168,6 +174,14 @@ async function main() {
         'fresh servers (sleeping and running, each with and without heap snapshots)',
     );
     results.sleepingMemory = await measureSleepingMemory({ counts: settings.sleepCounts, runs: settings.sleepRuns });
+  }
+  if (selected('egress')) {
+    progress(
+      `10 egress: ${settings.egressRuns} run(s) per server (proxied by the allowlist, network on) of a 50 MB ` +
+        `download and ${settings.egressConnections} fresh connections, inside the sandbox`,
+    );
+    results.egress = await measureEgress({ runs: settings.egressRuns, connections: settings.egressConnections });
+    if (results.egress.skipped !== undefined) progress(`10 egress not measured: ${results.egress.skipped}`);
   }
 
   const rows = toRows(results);

@@ -6,8 +6,9 @@
 import { type Clock, SYSTEM_CLOCK } from './clock';
 import type { Config } from './config';
 import type { EntryDeps } from './entry-deps';
-import { policyFor } from './egress/egress-config';
+import { policyFor, secretsFor } from './egress/egress-config';
 import { summarize } from './egress/policy';
+import { summarizeSecrets } from './egress/secrets';
 import { describeError } from './errors';
 import { createApp } from './http/app';
 import { createOAuthGate } from './http/oauth/oauth-gate';
@@ -115,7 +116,11 @@ export function createCoreApp({
   const context = {
     backend: () => provider.status(),
     toolTimeoutMaxMs: config.toolTimeoutMaxS * 1000,
-    egressOf: (principal: string) => ({ ...summarize(policyFor(config.egress, principal)), enforcedBy }),
+    egressOf: (principal: string) => ({
+      ...summarize(policyFor(config.egress, principal)),
+      enforcedBy,
+      secrets: summarizeSecrets(secretsFor(config.egress, principal)),
+    }),
   };
   const directory = {
     table,

@@ -16,7 +16,7 @@ import { join } from 'node:path';
 
 import { connectClient, type TestClient } from '../support/clients';
 import { type DnsServer, startDnsServer } from '../support/dns-server';
-import { type HttpHost, startEchoHost, startHttpHost } from '../support/egress-hosts';
+import { type HttpHost, makeCertificates, startEchoHost, startHttpHost } from '../support/egress-hosts';
 import { needs } from '../support/needs';
 import { type StartedServer, startServer, stopAllServers } from '../support/server';
 
@@ -53,7 +53,7 @@ needs('bubblewrap', 'network clients').describe('sandbox egress through the prox
     denied = await startHttpHost('127.0.0.3', allowed.port);
     canary = await startHttpHost('127.0.0.1', allowed.port);
     echo = await startEchoHost('127.0.0.4');
-    certDir = makeCertificates();
+    certDir = makeCertificates(['secure.test']);
     secure = await startHttpHost('127.0.0.5', 0, {}, (s) => {
       const tls = createHttpsServer({
         key: readFileSync(join(certDir, 'host.key')),
@@ -127,6 +127,7 @@ needs('bubblewrap', 'network clients').describe('sandbox egress through the prox
       allow: expect.arrayContaining([`allowed.test:${allowed.port}`, 'rebind.test']),
       deny: ['denied.test'],
       enforced_by: 'the server (an HTTP proxy outside the sandbox)',
+      secrets: [],
     });
   });
 
@@ -311,34 +312,6 @@ needs('bubblewrap', 'network clients').describe('sandbox egress with all, and a 
     expect(wideStatus.egress).toMatchObject({ mode: 'all', allow: ['127.0.0.2'], deny: ['denied.test'] });
   });
 });
-
-/** A test CA and a certificate for secure.test signed by it (openssl), in a fresh directory. */
-function makeCertificates(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'egress-certs-'));
-  const openssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
-  const key = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes'];
-  openssl('req', '-x509', ...key, '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '2', '-subj', '/CN=egress test CA');
-  openssl('req', ...key, '-keyout', 'host.key', '-out', 'host.csr', '-subj', '/CN=secure.test');
-  writeFileSync(join(dir, 'host.ext'), 'subjectAltName=DNS:secure.test\nextendedKeyUsage=serverAuth\n');
-  openssl(
-    'x509',
-    '-req',
-    '-in',
-    'host.csr',
-    '-CA',
-    'ca.crt',
-    '-CAkey',
-    'ca.key',
-    '-CAcreateserial',
-    '-out',
-    'host.crt',
-    '-days',
-    '2',
-    '-extfile',
-    'host.ext',
-  );
-  return dir;
-}
 
 /** A PEP 503 index with one pure-Python wheel (built by Python's zipfile). */
 function pypiIndex(): Record<string, Buffer | string> {

@@ -3,8 +3,12 @@
  * host that answers with the request it got, a raw TCP echo host, and canaries that must never be reached. Each
  * records what reached it, so a test can tell a refusal by the policy from a connection that failed.
  */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { createServer as createTcpServer, type Server as TcpServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 export interface SeenRequest {
   readonly method: string;
@@ -82,4 +86,36 @@ export async function startEchoHost(address: string): Promise<{ port: number; cl
     port: typeof bound === 'object' && bound !== null ? bound.port : 0,
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
+}
+
+/**
+ * A test CA (`ca.crt`) and a certificate for `names` signed by it (`host.key`, `host.crt`), made by openssl in a
+ * fresh directory.
+ */
+export function makeCertificates(names: readonly string[]): string {
+  const dir = mkdtempSync(join(tmpdir(), 'egress-certs-'));
+  const openssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
+  const key = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes'];
+  openssl('req', '-x509', ...key, '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '2', '-subj', '/CN=egress test CA');
+  openssl('req', ...key, '-keyout', 'host.key', '-out', 'host.csr', '-subj', `/CN=${names[0]}`);
+  const alt = names.map((n) => `DNS:${n}`).join(',');
+  writeFileSync(join(dir, 'host.ext'), `subjectAltName=${alt}\nextendedKeyUsage=serverAuth\n`);
+  openssl(
+    'x509',
+    '-req',
+    '-in',
+    'host.csr',
+    '-CA',
+    'ca.crt',
+    '-CAkey',
+    'ca.key',
+    '-CAcreateserial',
+    '-out',
+    'host.crt',
+    '-days',
+    '2',
+    '-extfile',
+    'host.ext',
+  );
+  return dir;
 }

@@ -4,13 +4,13 @@
  * (MCP_SANDBOX_POLICY_FILE), and the DNS servers the local proxy asks (MCP_SANDBOX_RESOLVER). Files that name
  * credentials are refused when other users may read them. Problems are collected, not thrown.
  */
-import { readFileSync, statSync } from 'node:fs';
 import { isIP } from 'node:net';
 
-import { toErrnoCode } from '../errors';
-import { toPrincipal, toSubjectPrincipal } from '../principals';
 import { parsePort, splitHostPort } from './addresses';
+import { type CredentialFileContext, principalsOf, readPrivateFile } from './credential-files';
 import { type EgressEntry, type EgressMode, type EgressPolicy, narrow, parseEntry, toPolicy } from './policy';
+import type { SandboxSecret } from './secrets';
+import { loadSecretsFile, type ScopedSecret } from './secrets-file';
 
 export interface EgressConfig {
   /** The operator's policy: every sandbox's, unless its owner's is narrower. @default none */
@@ -19,7 +19,9 @@ export interface EgressConfig {
   readonly byPrincipal: ReadonlyMap<string, EgressPolicy>;
   /** MCP_SANDBOX_RESOLVER: `ip[:port]` of the DNS servers the local proxy resolves names with. @default the host's */
   readonly resolvers?: readonly string[];
-  /** Files that must not be seen inside a sandbox (the policy file). */
+  /** MCP_SANDBOX_SECRETS_FILE's secrets, each with the credentials it is for. */
+  readonly secrets: readonly ScopedSecret[];
+  /** Files that must not be seen inside a sandbox (the policy and secrets files). */
   readonly hiddenPaths: readonly string[];
 }
 
@@ -28,12 +30,14 @@ export function policyFor(config: EgressConfig, principal: string): EgressPolicy
   return config.byPrincipal.get(principal) ?? config.operator;
 }
 
+/** The secrets the egress point adds to the requests of a sandbox of `principal`. */
+export function secretsFor(config: EgressConfig, principal: string): SandboxSecret[] {
+  return config.secrets.filter((s) => s.principals === undefined || s.principals.has(principal)).map((s) => s.secret);
+}
+
 type Env = Readonly<Record<string, string | undefined>>;
 
-export interface EgressConfigContext {
-  /** MCP_OAUTH_ISSUER, for `subjects` in the policy file. */
-  readonly issuer?: string;
-}
+export type EgressConfigContext = CredentialFileContext;
 
 /** Reads the egress settings; what is wrong goes to `problems`. */
 export function loadEgressConfig(env: Env, problems: string[], context: EgressConfigContext = {}): EgressConfig {
@@ -52,51 +56,15 @@ export function loadEgressConfig(env: Env, problems: string[], context: EgressCo
   const file = env.MCP_SANDBOX_POLICY_FILE?.trim() || undefined;
   const byPrincipal = file === undefined ? new Map() : loadPolicyFile(file, operator, problems, context);
   const resolvers = parseResolvers(env.MCP_SANDBOX_RESOLVER, problems);
+  const secretsFile = env.MCP_SANDBOX_SECRETS_FILE?.trim() || undefined;
+  const secrets = secretsFile === undefined ? [] : loadSecretsFile(secretsFile, operator, problems, context);
   return {
     operator,
     byPrincipal,
     ...(resolvers === undefined ? {} : { resolvers }),
-    hiddenPaths: file === undefined ? [] : [file],
+    secrets,
+    hiddenPaths: [file, secretsFile].filter((f): f is string => f !== undefined),
   };
-}
-
-/** The text of a file that names credentials or holds secrets; refused when group or others may read it. */
-function readPrivateFile(variable: string, file: string, problems: string[]): string | undefined {
-  try {
-    const mode = statSync(file).mode;
-    if ((mode & 0o044) !== 0) {
-      problems.push(`${variable} may be read by other users of this host: chmod 600 ${file}`);
-      return undefined;
-    }
-    return readFileSync(file, 'utf8');
-  } catch (err: unknown) {
-    problems.push(`${variable} cannot be read (${toErrnoCode(err) ?? 'unreadable'}): ${file}`);
-    return undefined;
-  }
-}
-
-/** The principals a file entry's `tokens` and `subjects` name; problems for anything else. */
-function principalsOf(
-  where: string,
-  item: Record<string, unknown>,
-  problems: string[],
-  context: EgressConfigContext,
-): string[] | undefined {
-  const list = (key: string): string[] | undefined => {
-    const value = item[key];
-    if (value === undefined) return [];
-    if (Array.isArray(value) && value.every((v) => typeof v === 'string' && v !== '')) return value as string[];
-    problems.push(`${where}: "${key}" must be a list of non-empty strings`);
-    return undefined;
-  };
-  const tokens = list('tokens');
-  const subjects = list('subjects');
-  if (tokens === undefined || subjects === undefined) return undefined;
-  if (subjects.length > 0 && context.issuer === undefined) {
-    problems.push(`${where}: "subjects" are OAuth subjects and need MCP_OAUTH_ISSUER`);
-    return undefined;
-  }
-  return [...tokens.map(toPrincipal), ...subjects.map((subject) => toSubjectPrincipal(context.issuer ?? '', subject))];
 }
 
 function loadPolicyFile(

@@ -10,11 +10,15 @@
  */
 import { connect as dialTcp, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
+import { connect as connectTls, TLSSocket } from 'node:tls';
 
 import type { Logger } from '../log';
 import { formatIp, parseIp, parsePort, splitHostPort } from './addresses';
+import type { SandboxAuthority } from './authority';
 import { type EgressPolicy, judgeAddress, judgeName, type Verdict } from './policy';
+import { type HeaderSet, relayRequests } from './request-relay';
 import type { NameResolver } from './resolver';
+import { type SandboxSecret, secretHeadersFor } from './secrets';
 
 /** The most bytes of a request line and headers read before the request is refused (431). */
 export const MAX_HEAD_BYTES = 16 * 1024;
@@ -29,6 +33,10 @@ export interface EgressContext {
   /** The owner's principal (non-reversible), for the log. */
   readonly principal: string;
   readonly sandboxId: string;
+  /** The secrets this sandbox's requests get, on the hosts they are for. */
+  readonly secrets?: readonly SandboxSecret[];
+  /** The sandbox's own certificate authority, which lets the proxy read HTTPS to a secret's host. */
+  readonly authority?: SandboxAuthority;
 }
 
 export interface EgressProxyOptions {
@@ -115,7 +123,18 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
       }
       return answer(client, chosen);
     }
-    const upstream = dial(chosen, request.destination.port);
+    const { host, port } = request.destination;
+    const tls = request.method === 'CONNECT';
+    const headers = secretHeadersFor(context.secrets ?? [], host, port, tls);
+    if (headers.size > 0) {
+      logger.info('sandbox egress with secrets', {
+        sandbox: context.sandboxId,
+        principal: context.principal,
+        destination: shown,
+        secrets: secretNames(context.secrets ?? [], headers).join(','),
+      });
+    }
+    const upstream = dial(chosen, port);
     const timer = setTimeout(
       () => upstream.destroy(Object.assign(new Error('timeout'), { code: 'ETIMEDOUT' })),
       options.connectTimeoutMs ?? CONNECT_TIMEOUT_MS,
@@ -125,9 +144,23 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
       connected = true;
       clearTimeout(timer);
       logger.debug('sandbox egress', { sandbox: context.sandboxId, destination: shown, address: chosen });
-      if (request.method === 'CONNECT') client.write('HTTP/1.1 200 Connection established\r\n\r\n');
-      else upstream.write(toOriginHead(request));
-      if (read.rest.length > 0) upstream.write(read.rest);
+      if (!tls) {
+        const preface = Buffer.concat([Buffer.from(`${read.head}\r\n\r\n`, 'latin1'), read.rest]);
+        relayRequests(client, upstream, {
+          headers,
+          preface,
+          firstHead: toOriginHead(request),
+          once: true,
+          refuse: (status) => refuse(client, upstream, status),
+        });
+        pumpResponses(client, upstream);
+        return;
+      }
+      client.write('HTTP/1.1 200 Connection established\r\n\r\n');
+      if (read.rest.length > 0) client.unshift(read.rest);
+      if (headers.size > 0 && context.authority !== undefined)
+        return endTls(client, upstream, host, headers, context.authority);
+      client.resume();
       pump(client, upstream);
     });
     upstream.once('error', (err: Error & { code?: string }) => {
@@ -139,11 +172,58 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
     });
   };
 
+  /**
+   * The sandbox's TLS ended here with a certificate from its own authority, a TLS connection of the proxy's own to
+   * the host (its certificate checked against the server's trust store and the name), and the requests between
+   * them relayed with the secrets' headers set.
+   */
+  const endTls = (client: Duplex, tcp: Socket, host: string, headers: HeaderSet, authority: SandboxAuthority): void => {
+    const inside = new TLSSocket(client, {
+      isServer: true,
+      secureContext: authority.contextFor(host),
+      ALPNProtocols: ['http/1.1'],
+    });
+    const outside = connectTls({ socket: tcp, servername: host, ALPNProtocols: ['http/1.1'] });
+    let relaying = false;
+    let secure = false;
+    let failure: string | undefined;
+    // Said inside the sandbox's TLS, once it is up: the only place its client can read it.
+    const tell = (): void => {
+      if (failure !== undefined && secure) answer(inside, { status: 502, message: failure });
+    };
+    inside.pause();
+    inside.once('secure', () => {
+      secure = true;
+      tell();
+    });
+    inside.on('error', () => {
+      inside.destroy();
+      outside.destroy();
+      client.destroy();
+    });
+    outside.once('secureConnect', () => {
+      relaying = true;
+      relayRequests(inside, outside, { headers, once: false, refuse: (status) => refuse(inside, outside, status) });
+      pumpResponses(inside, outside);
+    });
+    outside.on('error', (err: Error & { code?: string }) => {
+      if (relaying) return;
+      failure = `${host}: ${err.code ?? 'TLS error'} (its certificate or TLS was not accepted)`;
+      outside.destroy();
+      tell();
+    });
+  };
+
   return {
     serve(client, context) {
       serve(client, context).catch(() => client.destroy());
     },
   };
+}
+
+/** The names of the secrets whose headers are in `headers` (for the log: never a value). */
+function secretNames(secrets: readonly SandboxSecret[], headers: HeaderSet): string[] {
+  return secrets.filter((s) => headers.get(s.header.toLowerCase())?.value === s.value).map((s) => s.name);
 }
 
 function refusedBy(verdict: Verdict): Refusal {
@@ -255,6 +335,29 @@ function pump(client: Duplex, upstream: Socket): void {
   client.once('close', () => upstream.destroy());
   client.pipe(upstream);
   upstream.pipe(client);
+}
+
+/** The origin's bytes back to the client, and the ends of both tied together; the requests go by relayRequests. */
+function pumpResponses(client: Duplex, upstream: Duplex): void {
+  const destroyBoth = (): void => {
+    client.destroy();
+    upstream.destroy();
+  };
+  client.on('error', destroyBoth);
+  upstream.on('error', destroyBoth);
+  upstream.once('close', () => {
+    if (!client.writableEnded) client.end();
+  });
+  client.once('close', () => upstream.destroy());
+  upstream.pipe(client);
+}
+
+/** A request stream that cannot be framed: a 400 or 431 to the client, and the origin let go. */
+function refuse(client: Duplex, upstream: Duplex, status: 400 | 431): void {
+  upstream.unpipe(client);
+  upstream.destroy();
+  const message = status === 431 ? 'a request head is too large' : "a request's framing is malformed or ambiguous";
+  answer(client, { status, message });
 }
 
 const REASONS: Record<Refusal['status'], string> = {

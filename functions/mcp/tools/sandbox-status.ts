@@ -41,6 +41,12 @@ const Output = z.object({
       allow: z.array(z.string()),
       deny: z.array(z.string()),
       enforced_by: z.string(),
+      secrets: z
+        .array(z.object({ name: z.string(), hosts: z.array(z.string()), header: z.string() }))
+        .describe(
+          'Credentials the egress point adds, as `header`, to requests to `hosts`; their values are never in the ' +
+            'sandbox: send the request without the header.',
+        ),
     })
     .optional()
     .describe(
@@ -87,7 +93,13 @@ export const sandboxStatusTool = defineTool({
       sleep: { mode, keeps: SLEEP_KEEPS[mode] },
       delete_at: deleteAtMs === undefined ? null : new Date(deleteAtMs).toISOString(),
       ...(egress !== undefined && {
-        egress: { mode: egress.mode, allow: [...egress.allow], deny: [...egress.deny], enforced_by: egress.enforcedBy },
+        egress: {
+          mode: egress.mode,
+          allow: [...egress.allow],
+          deny: [...egress.deny],
+          enforced_by: egress.enforcedBy,
+          secrets: egress.secrets.map((s) => ({ name: s.name, hosts: [...s.hosts], header: s.header })),
+        },
       }),
       ...(backend.limits === undefined ? {} : { limits: toLimitsOutput(backend.limits) }),
     };
@@ -111,7 +123,9 @@ function describeEgress(egress: EgressStatus): string {
   if (egress.mode === 'none') return 'Network: none (no route out).';
   const deny = egress.deny.length === 0 ? '' : `; denied: ${egress.deny.join(', ')}`;
   const reach = egress.mode === 'all' ? 'any public address' : `only ${egress.allow.join(', ')}`;
-  return `Network: ${reach}${deny} (through ${egress.enforcedBy}).`;
+  const secrets = egress.secrets.map((s) => `${s.name} (${s.header}, for ${s.hosts.join(', ')})`);
+  const added = secrets.length === 0 ? '' : ` Secrets added to requests outside the sandbox: ${secrets.join('; ')}.`;
+  return `Network: ${reach}${deny} (through ${egress.enforcedBy}).${added}`;
 }
 
 /** What survives a sleep, by mode. */

@@ -6,6 +6,7 @@ import type { ServerContext } from '@modelcontextprotocol/server';
 import type * as z from 'zod';
 
 import type { EgressSummary } from '../egress/policy';
+import type { SecretSummary } from '../egress/secrets';
 import type { SandboxDirectory } from '../sandbox/directory';
 import type { LazySandbox } from '../sandbox/lazy-sandbox';
 import type { BackendStatus, OutputStream } from '../sandbox/types';
@@ -78,6 +79,8 @@ export const DEFAULT_TOOL_TIMEOUT_MS = 50_000;
 export interface EgressStatus extends EgressSummary {
   /** What enforces it, in words. */
   readonly enforcedBy: string;
+  /** The secrets the egress point adds to its requests (never their values). */
+  readonly secrets: readonly SecretSummary[];
 }
 
 export interface CallContextOptions {

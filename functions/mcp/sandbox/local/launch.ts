@@ -102,6 +102,8 @@ export interface LaunchOptions {
   hardening?: BwrapHardening;
   /** Extra read-only host directories (an interpreter's install prefix). */
   extraReadOnlyDirs: readonly string[];
+  /** Host files bound read-only at a path inside, over what is there (the egress trust bundle). @default none */
+  readOnlyFiles?: readonly (readonly [string, string])[];
   /** The program and its arguments, as the sandbox sees them. */
   argv: readonly string[];
   /** Working directory as the sandbox sees it. */
@@ -186,6 +188,7 @@ export function buildLaunch(options: LaunchOptions): LaunchSpec {
       else argv.push('--symlink', target, dir);
     }
     for (const hidden of options.hiddenPaths) argv.push('--ro-bind-try', '/dev/null', hidden);
+    for (const [file, inside] of options.readOnlyFiles ?? []) argv.push('--ro-bind', file, inside);
     argv.push('--proc', '/proc', '--dev', '/dev', '--bind', ws.home, BWRAP_WORKDIR, '--bind', ws.tmp, '/tmp');
     argv.push('--chdir', options.cwd, '--');
     argv.push(...options.argv);

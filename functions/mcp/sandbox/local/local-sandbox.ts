@@ -90,7 +90,7 @@ export class LocalSandbox implements Sandbox {
     this.stateLostOnResume = options.resumed;
     this.files = new SandboxWorkspace(workspace, clock);
     this.egress = options.egress?.(id);
-    this.processes = new SandboxProcesses(workspace, launch, cgroup, this.lifetime.signal, this.egress);
+    this.processes = new SandboxProcesses(id, workspace, launch, cgroup, this.lifetime.signal, this.egress);
     this.limits = new LimitReports(cgroup, options.memoryLimitBytes, workspace);
     this.previews = new SandboxPreview({
       id,

@@ -1,5 +1,5 @@
 /**
- * What the HTTP front of a preview admits (preview-connection.ts reads the connection; preview-framing.ts finds
+ * What the HTTP front of a preview admits (preview-connection.ts reads the connection; request-framing.ts finds
  * each request head in it): every request head of every connection is judged here before any of its bytes go
  * into the sandbox, and only a request that proves it holds the preview's capability goes on.
  *
@@ -18,7 +18,7 @@
  *
  * Tokens and cookies are compared in constant time (preview-token.ts) and never logged.
  */
-import type { RequestHead } from './preview-framing';
+import type { RequestHead } from '../../request-framing';
 
 /** The query parameter of a preview URL that carries its token. */
 export const PREVIEW_PARAM = 'mcp_preview';

@@ -1,6 +1,6 @@
 /**
  * One connection of a preview, from accept to close: the HTTP front. What the client sends is framed
- * (preview-framing.ts) and every request head judged (preview-auth.ts) before any byte of it goes into the
+ * (request-framing.ts) and every request head judged (preview-auth.ts) before any byte of it goes into the
  * sandbox; the first one admitted asks for the sandbox's side (a stream through its supervisor), and the two are
  * pumped into each other with the stream's window (supervisor-streams.ts) holding each way. After a request that
  * upgraded the connection (a WebSocket) the client's bytes pass unread. What the sandbox sends is never read.
@@ -15,7 +15,7 @@
 import type { Socket } from 'node:net';
 
 import { judgeHead, type PreviewGate, type PreviewStatus, toAnswer } from './preview-auth';
-import { PREVIEW_MAX_HEAD_BYTES, RequestFramer } from './preview-framing';
+import { PREVIEW_MAX_HEAD_BYTES, RequestFramer } from '../../request-framing';
 import type { SandboxStream } from './supervisor-streams';
 
 /** How long a new connection may take to send its first request's head, and any later head once begun (then 408). */

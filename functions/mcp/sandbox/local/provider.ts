@@ -9,10 +9,11 @@ import { join } from 'node:path';
 
 import { type Clock, SYSTEM_CLOCK } from '../../clock';
 import { isLoopbackHost, type LocalSandboxConfig } from '../../config';
-import { type EgressConfig, policyFor } from '../../egress/egress-config';
+import { type EgressConfig, policyFor, secretsFor } from '../../egress/egress-config';
 import { type EgressPolicy, NO_EGRESS } from '../../egress/policy';
 import { createEgressProxy, type EgressProxy } from '../../egress/proxy';
 import { createNameResolver } from '../../egress/resolver';
+import type { SandboxSecret } from '../../egress/secrets';
 import { AppError } from '../../errors';
 import type { Logger } from '../../log';
 import { SingleFlight } from '../../single-flight';
@@ -29,7 +30,7 @@ import { LocalSandbox, type PreviewSettings } from './local-sandbox';
 import { createPreviewSigner } from './preview-token';
 import { workspaceSandboxId } from './sandbox-id';
 import { toDuplex } from './stream-duplex';
-import type { SandboxStream } from './supervisor-streams';
+import type { SandboxEgress } from './sandbox-egress';
 import { copyWorkspace } from './workspace-copy';
 import { imageOf } from './workspace-disk';
 import { createWorkspaceRecords, type WorkspaceRecords } from './workspace-records';
@@ -316,16 +317,26 @@ async function openSandbox(
     clock: shared.clock,
     ...(woke !== undefined && { woke }),
     ...(policy.mode !== 'none' &&
-      shared.egress !== undefined && { egress: toEgress(shared.egress.proxy, policy, owner) }),
+      shared.egress !== undefined && {
+        egress: toEgress(shared.egress.proxy, policy, secretsFor(shared.egress.config, owner.principal), owner),
+      }),
     onSleep,
     onKill,
   });
 }
 
-/** A sandbox's egress: its policy, and its connections to the proxy with who they come from. */
-function toEgress(proxy: EgressProxy, policy: EgressPolicy, owner: SandboxOwner) {
-  return (sandboxId: string) => ({
+/** A sandbox's egress: its policy and secrets, and its connections to the proxy with who they come from. */
+function toEgress(proxy: EgressProxy, policy: EgressPolicy, secrets: readonly SandboxSecret[], owner: SandboxOwner) {
+  return (sandboxId: string): SandboxEgress => ({
     policy,
-    serve: (stream: SandboxStream) => proxy.serve(toDuplex(stream), { policy, principal: owner.principal, sandboxId }),
+    secrets,
+    serve: (stream, authority) =>
+      proxy.serve(toDuplex(stream), {
+        policy,
+        principal: owner.principal,
+        sandboxId,
+        secrets,
+        ...(authority === undefined ? {} : { authority }),
+      }),
   });
 }

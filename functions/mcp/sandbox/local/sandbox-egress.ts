@@ -3,18 +3,80 @@
  * route out, its supervisor listens on 127.0.0.1:EGRESS_PROXY_PORT inside it, and every process of it finds that
  * listener in the proxy variables that curl, pip, npm, git, Python and Node read. Connections to it are carried
  * to the server's egress proxy (egress/proxy.ts), which judges and makes them.
+ *
+ * A sandbox with secrets (egress/secrets.ts) also trusts its own certificate authority (egress/authority.ts),
+ * made anew at each start of its supervisor: a trust bundle of the host's authorities and that one is written
+ * beside the workspace, where the sandbox cannot change it, and bound read-only over the system bundles and at
+ * TRUST_BUNDLE, which the usual variables name. Only the authority's certificate enters the sandbox.
  */
+import { readFile, rename, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+
+import { createAuthority, type SandboxAuthority } from '../../egress/authority';
 import type { EgressPolicy } from '../../egress/policy';
+import { type SandboxSecret, secretDomains } from '../../egress/secrets';
 import type { SandboxStream } from './supervisor-streams';
 
 /** The port of the supervisor's egress listener, inside the sandbox's own network. */
 export const EGRESS_PROXY_PORT = 3128;
 
+/** Where the trust bundle is inside the sandbox (the root is bubblewrap's own, so the path can always be made). */
+export const TRUST_BUNDLE = '/etc-sandbox-trust.pem';
+/** The system trust bundles of the usual distributions: each one present on the host is covered by the bundle. */
+const SYSTEM_BUNDLES = ['/etc/ssl/certs/ca-certificates.crt', '/etc/pki/tls/certs/ca-bundle.crt', '/etc/ssl/cert.pem'];
+
 /** What a sandbox with egress needs: its policy (shown by sandbox_status) and where its connections go. */
 export interface SandboxEgress {
   readonly policy: EgressPolicy;
-  /** Takes one connection from inside, carried by the supervisor. */
-  serve(stream: SandboxStream): void;
+  /** The secrets its requests get at the egress point (never inside it). */
+  readonly secrets: readonly SandboxSecret[];
+  /** Takes one connection from inside, carried by the supervisor that trusts `authority`. */
+  serve(stream: SandboxStream, authority: SandboxAuthority | undefined): void;
+}
+
+/** What one start of a supervisor needs for egress: its authority, and the files bound for it. */
+export interface EgressLaunch {
+  readonly authority?: SandboxAuthority;
+  /** Host file, and where it is bound read-only inside. */
+  readonly files: readonly (readonly [string, string])[];
+}
+
+/**
+ * A new authority and its trust bundle in `dir` (the workspace's server-side directory) when the sandbox has
+ * secrets; nothing otherwise.
+ */
+export async function prepareEgressLaunch(
+  egress: SandboxEgress,
+  sandboxId: string,
+  dir: string,
+): Promise<EgressLaunch> {
+  if (egress.secrets.length === 0) return { files: [] };
+  const authority = createAuthority(sandboxId, secretDomains(egress.secrets));
+  const present: string[] = [];
+  let hostBundle = '';
+  for (const path of SYSTEM_BUNDLES) {
+    const text = await readFile(path, 'utf8').catch(() => undefined);
+    if (text === undefined) continue;
+    present.push(path);
+    hostBundle ||= text;
+  }
+  const bundle = join(dir, 'egress-trust.pem');
+  const next = `${bundle}.${process.pid}.tmp`;
+  await writeFile(next, `${hostBundle.trimEnd()}\n${authority.certificatePem}`, { mode: 0o644 });
+  await rename(next, bundle);
+  return { authority, files: [[bundle, TRUST_BUNDLE], ...present.map((path) => [bundle, path] as const)] };
+}
+
+/** The variables that name the trust bundle for the clients that do not read the system one (or not only it). */
+export function trustEnv(): Record<string, string> {
+  return {
+    SSL_CERT_FILE: TRUST_BUNDLE,
+    CURL_CA_BUNDLE: TRUST_BUNDLE,
+    REQUESTS_CA_BUNDLE: TRUST_BUNDLE,
+    PIP_CERT: TRUST_BUNDLE,
+    GIT_SSL_CAINFO: TRUST_BUNDLE,
+    NODE_EXTRA_CA_CERTS: TRUST_BUNDLE,
+  };
 }
 
 /** The variables that point every usual client at the listener; the sandbox's own addresses stay direct. */

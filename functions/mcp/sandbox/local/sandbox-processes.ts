@@ -13,7 +13,7 @@ import { killUserProcesses } from './host-processes';
 import { KERNEL_SOURCE } from './kernel-source';
 import { buildLaunch, type SandboxLaunch, toBaseEnv } from './launch';
 import { PythonKernel } from './python-kernel';
-import { EGRESS_PROXY_PORT, proxyEnv, type SandboxEgress } from './sandbox-egress';
+import { EGRESS_PROXY_PORT, prepareEgressLaunch, proxyEnv, type SandboxEgress, trustEnv } from './sandbox-egress';
 import type { SandboxProcess } from './supervised-process';
 import { Supervisor } from './supervisor';
 import { SUPERVISOR_SOURCE } from './supervisor-source';
@@ -38,6 +38,7 @@ export class SandboxProcesses {
   readonly background: LocalBackgroundProcesses;
 
   constructor(
+    private readonly sandboxId: string,
     private readonly workspace: Workspace,
     private readonly launch: SandboxLaunch,
     private readonly cgroup: SandboxCgroup | undefined,
@@ -71,7 +72,12 @@ export class SandboxProcesses {
 
   /** Starts a process through `supervisor` with the sandbox's base environment and `env` on top. */
   spawn(supervisor: Supervisor, { argv, cwd, env, stdin, channel }: ProcessRequest): SandboxProcess {
-    const base = { ...toBaseEnv(this.workspace, this.launch.isolation), ...(this.egress && proxyEnv()) };
+    const { egress } = this;
+    const base = {
+      ...toBaseEnv(this.workspace, this.launch.isolation),
+      ...(egress && proxyEnv()),
+      ...(egress !== undefined && egress.secrets.length > 0 && trustEnv()),
+    };
     return supervisor.spawn({ argv, cwd, env: { ...base, ...env }, stdin, channel });
   }
 
@@ -132,17 +138,19 @@ export class SandboxProcesses {
       throw new AppError('sandbox_error', message, { cause: err });
     });
     const { egress } = this;
+    const outbound = egress && (await prepareEgressLaunch(egress, this.sandboxId, workspace.dir));
     const supervisor = await Supervisor.start(
       buildLaunch({
         ...launch,
         workspace,
         extraReadOnlyDirs: [],
+        readOnlyFiles: outbound?.files ?? [],
         argv: [launch.python, '-I', '-S', '-c', SUPERVISOR_SOURCE],
         cwd: launch.isolation === 'bwrap' ? workspace.workdir : workspace.home,
         env: egress === undefined ? {} : { SANDBOX_EGRESS_PORT: String(EGRESS_PROXY_PORT) },
         cgroupProcs,
       }),
-      egress === undefined ? {} : { outbound: (stream) => egress.serve(stream) },
+      egress === undefined ? {} : { outbound: (stream) => egress.serve(stream, outbound?.authority) },
     );
     if (this.ended.aborted) supervisor.kill();
     return supervisor;

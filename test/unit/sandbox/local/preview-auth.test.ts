@@ -10,7 +10,7 @@ import {
   toAnswer,
   type Verdict,
 } from '../../../../functions/mcp/sandbox/local/preview-auth';
-import { RequestFramer } from '../../../../functions/mcp/sandbox/local/preview-framing';
+import { RequestFramer } from '../../../../functions/mcp/request-framing';
 import { createPreviewSigner } from '../../../../functions/mcp/sandbox/local/preview-token';
 
 const GATE: PreviewGate = {

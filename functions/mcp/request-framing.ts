@@ -1,8 +1,10 @@
 /**
- * The framing of a preview connection's request stream (RFC 9112), read so that the HTTP front (preview-auth.ts)
- * sees every request head of a connection before any of its bytes go into the sandbox, and never mistakes a
- * body for a head or a head for a body: a head, then its body by Content-Length or chunked, then the next head;
- * after a request that asks to upgrade (a WebSocket), whatever follows is no longer HTTP and passes unread.
+ * The framing of an HTTP/1.1 request stream (RFC 9112), read so that whoever relays it sees every request head of
+ * a connection before any of its bytes go on, and never mistakes a body for a head or a head for a body: the
+ * preview front (sandbox/local/preview-auth.ts) judges each head going into a sandbox, and the egress proxy
+ * (egress/secret-injection.ts) adds a secret's header to each head coming out of one. The stream is read as a
+ * head, then its body by Content-Length or chunked, then the next head; after a request that asks to upgrade (a
+ * WebSocket), whatever follows is no longer HTTP and passes unread.
  *
  * Strict where parsers disagree (the ground of request smuggling): Transfer-Encoding other than exactly
  * `chunked`, with Content-Length, or on HTTP/1.0; more than one Content-Length or Host; a Content-Length that is

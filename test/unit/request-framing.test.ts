@@ -1,14 +1,10 @@
 /**
- * The request framing of preview connections (preview-framing.ts), pure: where each head starts on a kept-alive
+ * The request framing of preview connections (request-framing.ts), pure: where each head starts on a kept-alive
  * or pipelined connection, bodies by Content-Length and chunked passed byte for byte (never taken for a head),
  * the stream raw after an upgrade, and every ambiguous or unsupported framing refused. Each stream is read whole
  * and one byte at a time: the answer must not depend on how TCP cut it.
  */
-import {
-  type Framed,
-  PREVIEW_MAX_CHUNK_LINE_BYTES,
-  RequestFramer,
-} from '../../../../functions/mcp/sandbox/local/preview-framing';
+import { type Framed, PREVIEW_MAX_CHUNK_LINE_BYTES, RequestFramer } from '../../functions/mcp/request-framing';
 
 /** What the framer makes of `stream`: heads as their request lines, runs of bytes joined, and a refusal. */
 function frame(stream: string, oneByteAtATime = false, maxHeadBytes?: number): string[] {
