@@ -10,7 +10,7 @@
  */
 import { connect as dialTcp, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { connect as connectTls, TLSSocket } from 'node:tls';
+import { connect as connectTls, rootCertificates, TLSSocket } from 'node:tls';
 
 import type { Logger } from '../log';
 import { formatIp, parseIp, parsePort, splitHostPort } from './addresses';
@@ -44,6 +44,11 @@ export interface EgressProxyOptions {
   readonly logger: Logger;
   /** Dials a judged address. @default a TCP connection */
   readonly dial?: (address: string, port: number) => Socket;
+  /**
+   * Authorities trusted for the hosts' certificates where the proxy ends a sandbox's TLS, besides Node's own (a
+   * test CA for a service run in-process). @default Node's trust store (with NODE_EXTRA_CA_CERTS)
+   */
+  readonly upstreamCa?: readonly string[];
   /** @default HEAD_TIMEOUT_MS */
   readonly headTimeoutMs?: number;
   /** @default CONNECT_TIMEOUT_MS */
@@ -183,7 +188,12 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
       secureContext: authority.contextFor(host),
       ALPNProtocols: ['http/1.1'],
     });
-    const outside = connectTls({ socket: tcp, servername: host, ALPNProtocols: ['http/1.1'] });
+    const outside = connectTls({
+      socket: tcp,
+      servername: host,
+      ALPNProtocols: ['http/1.1'],
+      ...(options.upstreamCa !== undefined && { ca: [...rootCertificates, ...options.upstreamCa] }),
+    });
     let relaying = false;
     let secure = false;
     let failure: string | undefined;
