@@ -6,7 +6,7 @@
 // the bench process: a generated 50 MB body and a tiny one, every answer closing its connection. Everything is
 // timed inside the sandbox, by the client there, so that the MCP call around it does not count. Each run, on each
 // server in turn (the order swapped every run): one `curl` download of the 50 MB body (curl's own time_total and
-// size_download; through http_proxy when proxied), then one Python process that makes CONNECTIONS sequential fresh
+// size_download; through http_proxy when proxied), then one Python process that makes `connections` sequential fresh
 // connections fetching the tiny body (http.client: an absolute-form GET to the proxy when proxied, a plain GET to
 // the host when direct), each timed from before its connect to its body read. One uncounted run first.
 import { createServer } from 'node:http';
@@ -29,7 +29,7 @@ export const WARM_CONNECTIONS = 10;
 /** The proxy's port inside the sandbox (functions/mcp/sandbox/local/sandbox-egress.ts). */
 const PROXY = { host: '127.0.0.1', port: 3128 };
 
-/** The two servers, by name: what each adds to ours's environment. */
+/** The two servers, by name: what each adds to our server's environment (given the destination's port). */
 export const EGRESS_SERVERS = {
   proxied: (port) => ({ MCP_SANDBOX_EGRESS: 'allowlist', MCP_SANDBOX_ALLOW: `${EGRESS_HOST}:${port}` }),
   direct: () => ({ LOCAL_SANDBOX_NETWORK: 'on' }),
