@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { isAbsolute } from 'node:path';
 
 import { loadOAuthConfig, type OAuthConfig } from './config-oauth';
+import { e2bPolicyProblems, e2bSecretProblems } from './egress/e2b-network';
 import { type EgressConfig, loadEgressConfig } from './egress/egress-config';
 import { ConfigError, toErrnoCode } from './errors';
 import { isLogLevel, type LogLevel } from './log';
@@ -386,6 +387,15 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): Config {
         'MCP_SANDBOX_EGRESS needs a sandbox network of its own (LOCAL_SANDBOX_ISOLATION=auto or bwrap): without ' +
           "isolation, sandbox code shares the host's network",
       );
+  }
+  if (backend === 'e2b') {
+    // What E2B's egress rules cannot say is refused now, rather than left unenforced.
+    const e2b = new Set([
+      ...e2bPolicyProblems('MCP_SANDBOX_ALLOW/DENY', egress.operator),
+      ...[...egress.byPrincipal.values()].flatMap((policy) => e2bPolicyProblems('MCP_SANDBOX_POLICY_FILE', policy)),
+      ...e2bSecretProblems(egress.secrets.map((s) => s.secret)),
+    ]);
+    problems.push(...e2b);
   }
 
   const functionTimeoutS =

@@ -3,6 +3,7 @@
  * `E2BSandboxApi`): when the SDK changes shape, this file stops compiling. Errors are the SDK's real
  * classes, so the adapter's `instanceof` mapping is exercised as in production.
  */
+import type { E2BEgressOptions } from '../../functions/mcp/egress/e2b-network';
 import * as e2b from 'e2b';
 import type { SandboxConnectOpts } from 'e2b';
 
@@ -288,6 +289,14 @@ export class StubSdk implements E2BSdk {
 
   async deleteSnapshot(snapshotId: string): Promise<boolean> {
     return this.snapshots.delete(snapshotId);
+  }
+
+  /** Network updates asked for: the sandbox and the settings. */
+  readonly networkUpdates: Array<{ sandboxId: string; egress: E2BEgressOptions }> = [];
+
+  async updateNetwork(sandboxId: string, egress: E2BEgressOptions): Promise<void> {
+    this.live(sandboxId);
+    this.networkUpdates.push({ sandboxId, egress });
   }
 
   private live(sandboxId: string): StubSandbox {

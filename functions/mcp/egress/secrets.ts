@@ -110,6 +110,13 @@ export function secretDomains(secrets: readonly SandboxSecret[]): string[] {
   return [...domains];
 }
 
+/** Why E2B cannot add a secret for `host` (its transform rules are per name), or undefined. */
+export function secretHostProblem(host: SecretHost): string | undefined {
+  return host.port === undefined
+    ? undefined
+    : `"${formatSecretHost(host)}" has a port, and E2B's transform rules are per name (for HTTPS on 443)`;
+}
+
 export function formatSecretHost({ host, port }: SecretHost): string {
   return port === undefined ? host : `${host}:${port}`;
 }

@@ -1,6 +1,8 @@
 /** Backend selection: the one place that knows which SandboxProvider a Config asks for. */
 import type { Clock } from '../clock';
 import type { Config } from '../config';
+import { toE2BEgress } from '../egress/e2b-network';
+import { policyFor, secretsFor } from '../egress/egress-config';
 import { hashTag } from '../hash-tag';
 import type { Logger } from '../log';
 import { createE2BSandboxProvider } from './e2b/provider';
@@ -35,6 +37,7 @@ export function createSandboxProvider(config: Config, logger: Logger, clock?: Cl
       clock,
       retention,
       secretTag: toSecretTag(config.sessionSecret),
+      egressOf: (principal) => toE2BEgress(policyFor(config.egress, principal), secretsFor(config.egress, principal)),
     });
     return { provider, ready: async () => undefined };
   }

@@ -72,6 +72,33 @@ describe('egress settings', () => {
     ]);
   });
 
+  it("refuses at start-up what E2B's egress rules cannot say, and takes what they can", () => {
+    const e2b = { SANDBOX_BACKEND: 'e2b', E2B_API_KEY: 'e2b_0123456789abcdef' };
+    expect(
+      problemsOf({
+        ...e2b,
+        MCP_SANDBOX_EGRESS: 'allowlist',
+        MCP_SANDBOX_ALLOW: 'pypi.org:443,*.github.com,10.1.0.0/16',
+        MCP_SANDBOX_DENY: 'gist.github.com,10.1.2.0/24',
+      }),
+    ).toEqual([
+      expect.stringContaining('"pypi.org:443" has a port'),
+      expect.stringContaining('"gist.github.com" denies a name an allow entry allows'),
+      expect.stringContaining('"10.1.2.0/24" overlaps the allow entry "10.1.0.0/16"'),
+    ]);
+    expect(problemsOf({ ...e2b, MCP_SANDBOX_EGRESS: 'all', MCP_SANDBOX_DENY: 'example.com' })).toEqual([
+      expect.stringContaining('"example.com" denies a name, and E2B denies only IPs and ranges'),
+    ]);
+    expect(
+      problemsOf({
+        ...e2b,
+        MCP_SANDBOX_EGRESS: 'allowlist',
+        MCP_SANDBOX_ALLOW: 'pypi.org,*.github.com',
+        MCP_SANDBOX_DENY: '203.0.113.0/24',
+      }),
+    ).toEqual([]);
+  });
+
   it('narrows the policy of the credentials a private policy file names, and refuses one others may read', () => {
     const file = join(dir, 'policy.json');
     writeFileSync(file, JSON.stringify([{ tokens: ['ci-token-0123456789'], allow: ['pypi.org'] }]), { mode: 0o600 });

@@ -3,6 +3,7 @@
  * (sleep-terms.ts), the metadata that finds it again (tags.ts), and for a fork the snapshot it starts from.
  */
 import type { Clock } from '../../clock';
+import type { E2BEgressOptions } from '../../egress/e2b-network';
 import { AppError } from '../../errors';
 import type { Logger } from '../../log';
 import { SERVER_INFO } from '../../version';
@@ -29,6 +30,8 @@ export interface CreateContext {
   logger: Logger;
   /** How long a sandbox woken to be copied runs before E2B pauses it again. */
   wakeLeaseMs: number;
+  /** The egress settings of the owner's sandboxes (e2b-network.ts). */
+  egress: E2BEgressOptions;
 }
 
 /** A sandbox just made, with how it sleeps and the snapshot a fork was made from. */
@@ -60,6 +63,7 @@ export async function createE2BSandbox(
           // One retry policy, ours: backoff with jitter within a bounded time.
           retries: 0,
           ...E2BSleep.lifecycleOf(mode),
+          ...ctx.egress,
           metadata: metadataOf(owner, { mode, template, snapshotId, createdMs: clock.now() }),
         });
       },

@@ -7,6 +7,7 @@
  */
 import { type Clock, SYSTEM_CLOCK } from '../../clock';
 import type { E2BConfig } from '../../config';
+import { type E2BEgressOptions, NO_E2B_EGRESS } from '../../egress/e2b-network';
 import { AppError } from '../../errors';
 import type { Logger } from '../../log';
 import { SingleFlight } from '../../single-flight';
@@ -49,6 +50,8 @@ export interface E2BProviderOptions {
    * @default '' (no records are kept without E2B_STATE_DIR anyway)
    */
   secretTag?: string;
+  /** The egress settings a principal's sandboxes get (egress/e2b-network.ts). @default no egress */
+  egressOf?: (principal: string) => E2BEgressOptions;
 }
 
 /** How long an instance waits for a sandbox another one is creating under a claimed name, and how often it looks. */
@@ -83,6 +86,24 @@ export function createE2BSandboxProvider(options: E2BProviderOptions): SandboxPr
   const tombstones = config.stateDir === undefined ? undefined : createTombstoneStore(config.stateDir, { now });
   const store = config.stateDir === undefined ? undefined : createRecordStore(config.stateDir);
   const records = createE2BRecords(store, now, secretTag);
+  const egressOf = options.egressOf ?? (() => NO_E2B_EGRESS);
+  /**
+   * A sandbox found again gets the settings in force now (a policy or a secret changed since it was made). A
+   * service without the update (404, 400, 501: Alibaba Cloud's may not have it) keeps those it was created with,
+   * which is logged.
+   */
+  const updateEgress = async (loaded: E2BSdk, owner: SandboxOwner, sandboxId: string): Promise<void> => {
+    try {
+      await loaded.updateNetwork(sandboxId, egressOf(owner.principal), connection);
+    } catch (err: unknown) {
+      logger.warn('sandbox egress settings not updated: it keeps those it was created with', {
+        backend: 'e2b',
+        sandbox: sandboxId,
+        error: err instanceof Error ? err.name : 'error',
+        status: (err as { statusCode?: number }).statusCode,
+      });
+    }
+  };
   /** Sandboxes open here, by E2B id: never deleted by a sweep from here. */
   const openHere = new Map<string, E2BSandbox>();
   const live = (): E2BSandbox[] => {
@@ -195,6 +216,7 @@ export function createE2BSandboxProvider(options: E2BProviderOptions): SandboxPr
         clock,
         logger,
         wakeLeaseMs: lease.lengthMs,
+        egress: egressOf(owner.principal),
       };
       const made = await createE2BSandbox(context, owner, createOptions, terms.lease.lengthMs);
       await records.created(owner, made.api.sandboxId, {
@@ -227,6 +249,7 @@ export function createE2BSandboxProvider(options: E2BProviderOptions): SandboxPr
           sandbox: existing.sandboxId,
         });
         await records.used(owner, existing.sandboxId);
+        await updateEgress(loaded, owner, existing.sandboxId);
         const { found } = existing;
         return wrap(owner, api, loaded, {
           mode: sleepModeOf(existing, sleep.mode()),

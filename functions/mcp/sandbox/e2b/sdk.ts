@@ -3,6 +3,7 @@
  * breaks the build (and the tests' stub), not production. The SDK itself is loaded on first use only:
  * it costs ~80 ms of start-up, off the path to the first `initialize` answer.
  */
+import type { E2BEgressOptions } from '../../egress/e2b-network';
 import type { CommandHandle, CommandStartOpts, ConnectionOpts, EntryInfo, SandboxConnectOpts, SandboxOpts } from 'e2b';
 
 import { readStreamAtMost } from '../read-limit';
@@ -68,6 +69,8 @@ export interface E2BSdk {
   createSnapshot(sandboxId: string, opts: ConnectionOpts): Promise<string>;
   /** Deletes a snapshot; false when there was none. */
   deleteSnapshot(snapshotId: string, opts: ConnectionOpts): Promise<boolean>;
+  /** Replaces a running sandbox's egress settings (every field left out is cleared). */
+  updateNetwork(sandboxId: string, egress: E2BEgressOptions, opts: ConnectionOpts): Promise<void>;
   readonly errors: E2BErrorClasses;
 }
 
@@ -167,6 +170,8 @@ export async function loadE2BSdk(): Promise<E2BSdk> {
     kill: (sandboxId, opts) => e2b.Sandbox.kill(sandboxId, opts),
     createSnapshot: async (sandboxId, opts) => (await e2b.Sandbox.createSnapshot(sandboxId, opts)).snapshotId,
     deleteSnapshot: (snapshotId, opts) => e2b.Sandbox.deleteSnapshot(snapshotId, opts),
+    updateNetwork: (sandboxId, { allowInternetAccess, network }, opts) =>
+      e2b.Sandbox.updateNetwork(sandboxId, { allowInternetAccess, ...network }, opts),
     errors: e2b,
   };
 }
