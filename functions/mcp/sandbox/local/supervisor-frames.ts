@@ -52,12 +52,12 @@ export const STREAM_CHUNK_BYTES = 65_536;
  */
 export const STREAM_WINDOW_BYTES = 256 * 1024;
 
-/** One frame, header and payload. */
-export function encodeFrame(kind: number, key: number, fd: number, payload: Buffer = Buffer.alloc(0)): Buffer {
-  const header = Buffer.alloc(HEADER_BYTES);
-  header.writeUInt32BE(payload.length, 0);
+/** The header of a frame whose payload is `payloadBytes` long (the payload follows it on the wire). */
+export function encodeFrameHeader(kind: number, key: number, fd: number, payloadBytes: number): Buffer {
+  const header = Buffer.allocUnsafe(HEADER_BYTES);
+  header.writeUInt32BE(payloadBytes, 0);
   header.writeUInt8(kind, 4);
   header.writeUInt32BE(key, 5);
   header.writeUInt8(fd, 9);
-  return payload.length === 0 ? header : Buffer.concat([header, payload]);
+  return header;
 }

@@ -13,7 +13,7 @@ import { AppError } from '../../errors';
 import type { LaunchSpec } from './launch';
 import { signalGroup, spawnGroup, startFailureDetail, toSpawnError } from './process-group';
 import { type ProcessCarrier, SandboxProcess, type SpawnRequest } from './supervised-process';
-import { encodeFrame, HEADER_BYTES, Kind, MAX_FRAME_BYTES } from './supervisor-frames';
+import { encodeFrameHeader, HEADER_BYTES, Kind, MAX_FRAME_BYTES } from './supervisor-frames';
 import { type SandboxStream, StreamTable } from './supervisor-streams';
 
 /**
@@ -214,8 +214,17 @@ export class Supervisor implements ProcessCarrier {
 
   /** @internal A frame to the supervisor. */
   send(kind: number, key: number, fd: number, payload?: Buffer): void {
-    if (this.gone) return;
-    this.child.stdin?.write(encodeFrame(kind, key, fd, payload));
+    const stdin = this.child.stdin;
+    if (this.gone || stdin === null) return;
+    const header = encodeFrameHeader(kind, key, fd, payload?.length ?? 0);
+    if (payload === undefined || payload.length === 0) stdin.write(header);
+    else {
+      // Header and payload in one write of the socket, without copying the payload behind the header.
+      stdin.cork();
+      stdin.write(header);
+      stdin.write(payload);
+      process.nextTick(() => stdin.uncork());
+    }
     if (this.backlogged()) this.watchBacklog();
   }
 
