@@ -132,9 +132,8 @@ needs('bubblewrap', 'network clients').describe('secrets added at the egress poi
   const authorizationSeenBy = (host: HttpHost) => host.seen.map((r) => r.headers.authorization);
 
   it('adds the secret to plain HTTP requests for its host and port, replacing what the sandbox sent', async () => {
-    const out = await run(
-      `curl -sS http://api.test:${api.port}/ && curl -sS -H 'Authorization: Bearer guessed' http://api.test:${api.port}/`,
-    );
+    const url = `http://api.test:${api.port}/`;
+    const out = await run(`curl -sS ${url} && curl -sS -H 'Authorization: Bearer guessed' ${url}`);
     expect(out).toMatchObject({ exit_code: 0, stdout: 'ok\nok\n' });
     expect(authorizationSeenBy(api)).toEqual([`Bearer ${API_KEY}`, `Bearer ${API_KEY}`]);
   });

@@ -54,7 +54,7 @@ export function objectId(dotted: string): Buffer {
 
 /** A certificate time: UTCTime through 2049, GeneralizedTime after (RFC 5280, 4.1.2.5). */
 export function time(date: Date): Buffer {
-  const iso = date.toISOString();
-  const digits = `${iso.slice(0, 4)}${iso.slice(5, 7)}${iso.slice(8, 10)}${iso.slice(11, 13)}${iso.slice(14, 16)}${iso.slice(17, 19)}Z`;
+  // 2026-12-06T05:08:51.123Z → 20261206050851Z
+  const digits = `${date.toISOString().slice(0, 19).replace(/[-T:]/g, '')}Z`;
   return date.getUTCFullYear() < 2050 ? tlv(0x17, Buffer.from(digits.slice(2))) : tlv(0x18, Buffer.from(digits));
 }
