@@ -48,6 +48,8 @@ export interface SandboxAuthority {
  * the authority may certify).
  */
 export function createAuthority(sandboxId: string, domains: readonly string[], now = new Date()): SandboxAuthority {
+  // An empty list of permitted names is no constraint at all to OpenSSL: such an authority could certify any name.
+  if (domains.length === 0) throw new Error('a sandbox authority needs at least one domain to be constrained to');
   const caKeys = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
   const leafKeys = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
   const notBefore = new Date(now.getTime() - SKEW_MS);

@@ -84,20 +84,32 @@ export function e2bSecretProblems(secrets: readonly SandboxSecret[]): string[] {
   );
 }
 
-/** Transform rules: per host, one rule with every header its secrets add (the last named wins, as locally). */
+/**
+ * Transform rules: per host of a secret, one rule with the headers of every secret that applies to all the names
+ * the key matches, in file order (the last named for a header wins, as locally). E2B takes the exact key, else the
+ * longest wildcard, and never merges two keys' rules: so a key carries its wildcards' headers itself.
+ */
 function toRules(secrets: readonly SandboxSecret[]): E2BRules | undefined {
   if (secrets.length === 0) return undefined;
-  const byHost = new Map<string, Record<string, string>>();
-  for (const secret of secrets) {
-    for (const { host } of secret.hosts) {
-      const headers = byHost.get(host) ?? {};
+  const keys = unique(secrets.flatMap((secret) => secret.hosts.map(({ host }) => host)));
+  const ruleOf = (key: string): E2BRules[string] => {
+    const headers: Record<string, string> = {};
+    for (const secret of secrets) {
+      if (!secret.hosts.some(({ host }) => appliesTo(host, key))) continue;
       for (const name of Object.keys(headers))
         if (name.toLowerCase() === secret.header.toLowerCase()) delete headers[name];
       headers[secret.header] = secret.value;
-      byHost.set(host, headers);
     }
-  }
-  return Object.fromEntries([...byHost].map(([host, headers]) => [host, [{ transform: { headers } }]]));
+    return [{ transform: { headers } }];
+  };
+  return Object.fromEntries(keys.map((key) => [key, ruleOf(key)]));
+}
+
+/** Whether a secret for `host` applies to every name the rule key `key` matches. */
+function appliesTo(host: string, key: string): boolean {
+  if (host === key) return true;
+  if (!host.startsWith('*.')) return false;
+  return (key.startsWith('*.') ? key.slice(1) : key).endsWith(host.slice(1));
 }
 
 function withoutPort(entry: EgressEntry): string {

@@ -66,7 +66,9 @@ export function loadSecretsFile(
     for (const host of secret.hosts) {
       // A secret for a host the operator's policy never lets out is a mistake, told now rather than never.
       const probe = host.host.startsWith('*.') ? `x${host.host.slice(1)}` : host.host;
-      const verdict = judgeName(operator, probe, host.port ?? 443);
+      // Without a port a secret is for 443 (HTTPS) and 80 (plain HTTP): one of them reached is enough.
+      const verdicts = (host.port === undefined ? [443, 80] : [host.port]).map((p) => judgeName(operator, probe, p));
+      const verdict = verdicts.find((v) => v.ok) ?? verdicts[0] ?? { ok: true };
       if (!verdict.ok)
         problems.push(
           `${where} ("${secret.name}"): ${formatSecretHost(host)} is refused by the policy: ${verdict.rule}`,

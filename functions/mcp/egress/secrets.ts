@@ -58,14 +58,16 @@ export function parseSecretHost(text: string): SecretHost | string {
   if (split.port !== undefined && port === undefined) return `"${text}" has a port that is not 1-65535`;
   const host = split.host.replace(/\.$/, '');
   const name = host.startsWith('*.') ? host.slice(2) : host;
-  if (!DNS_NAME.test(name) || !name.includes('.') || /^[0-9.]+$/.test(name))
+  // A last label of digits (or 0x…) is read as IPv4 by URL parsers, as policy entries are refused for it.
+  if (!DNS_NAME.test(name) || !name.includes('.') || /(^|\.)(\d+|0x[0-9a-f]*)$/.test(name))
     return `"${text}": a secret is for a DNS name with a dot in it (or *. and one), not an IP address`;
   return port === undefined ? { host } : { host, port };
 }
 
 /** Why `header` cannot carry a secret, or undefined. */
 export function checkSecretHeader(header: string): string | undefined {
-  if (!HEADER_NAME.test(header)) return `"${header}" is not an HTTP header name`;
+  // Not quoted back: an operator who put the whole "Authorization: Bearer …" line here would see it in the error.
+  if (!HEADER_NAME.test(header)) return '"header" is not an HTTP header name (the name only, without ":" or a value)';
   if (FRAMING_HEADERS.has(header.toLowerCase())) return `"${header}" frames or routes the request`;
   return undefined;
 }

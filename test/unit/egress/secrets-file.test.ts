@@ -300,4 +300,16 @@ describe('MCP_SANDBOX_SECRETS_FILE', () => {
     expect(secrets).toHaveLength(1);
     expect([...(secrets[0]?.principals ?? [])]).toEqual([toSubjectPrincipal(ISSUER, 'alice')]);
   });
+
+  it('takes a secret without a port when the policy reaches its host on either default port', () => {
+    expect(problemsOf({ hosts: ['api.github.com'] }, policy('allowlist', ['api.github.com:80']))).toEqual([]);
+    expect(problemsOf({ hosts: ['api.github.com'] }, policy('allowlist', ['api.github.com:8080']))).toEqual([
+      expect.stringContaining('api.github.com is refused by the policy'),
+    ]);
+  });
+
+  it('does not quote a header back that holds more than a name (a whole header line, value and all)', () => {
+    const problems = problemsOf({ header: `Authorization: Bearer ${VALUE}` });
+    expect(problems).toEqual([expect.stringContaining('"header" is not an HTTP header name')]);
+  });
 });
