@@ -282,7 +282,7 @@ function egressRows(egress) {
       },
     ];
   }
-  const { proxied, direct, ratio, overheadMs } = egress;
+  const { proxied, direct, relayed, ratio, floorRatio, overheadMs } = egress;
   const { throughputRatio, setupOverheadMs } = EGRESS_TARGETS;
   const plus = (ms) => `${ms >= 0 ? '+' : ''}${f(ms, 2)}`;
   const times = (c) => `${f(c.p50Ms, 2)} (p90 ${f(c.p90Ms, 2)}, p99 ${f(c.p99Ms, 2)})`;
@@ -295,6 +295,15 @@ function egressRows(egress) {
       ratio: `${f(ratio, 2)}× the same download with the network on (${f(direct.mbPerS)} MB/s)`,
       target: `≥ ${throughputRatio}× network on`,
       verdict: verdict(ratio >= throughputRatio, `${f(ratio, 2)}×`, `${throughputRatio}×`),
+    },
+    {
+      figure: figure('the same download beside a bare TCP relay on the host, MB/s'),
+      ours: f(proxied.mbPerS),
+      r1: '—',
+      r2: '—',
+      ratio: `${f(floorRatio, 2)}× the download through one bare user-space relay (${f(relayed.mbPerS)} MB/s)`,
+      target: '—',
+      verdict: '—',
     },
     {
       figure: figure('connection set-up over network on, p50 (p90) ms'),

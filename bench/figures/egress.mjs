@@ -10,6 +10,7 @@
 // connections fetching the tiny body (http.client: an absolute-form GET to the proxy when proxied, a plain GET to
 // the host when direct), each timed from before its connect to its body read. One uncounted run first.
 import { createServer } from 'node:http';
+import { connect, createServer as createTcpServer } from 'node:net';
 
 import { Agent } from 'undici';
 
@@ -20,6 +21,11 @@ import { findBwrap } from './tool-latency.mjs';
 
 /** The destination's address: a loopback address of its own, which only an IP entry of the allow list opens. */
 export const EGRESS_HOST = '127.0.0.2';
+/**
+ * The floor of any proxy: a bare TCP relay on the host (node:net, pipe both ways) on an address of its own, which
+ * the network-on sandbox downloads through too. One user-space hop and nothing else: no policy, no sandbox wall.
+ */
+export const RELAY_HOST = '127.0.0.3';
 /** The large body: 50 MB (10^6 bytes), written from one generated megabyte. */
 export const BIG_BYTES = 50 * 1_000_000;
 const MEGABYTE = Buffer.alloc(1_000_000, 'egress bench payload ');
@@ -46,9 +52,12 @@ const EXPECTED_NETWORK = { proxied: 'proxied', direct: 'enabled' };
 export async function measureEgress({ runs = 5, connections = 200, warmConnections = WARM_CONNECTIONS } = {}) {
   if (findBwrap() === undefined) return { skipped: 'bwrap is not installed' };
   let host;
+  let relay;
   try {
     host = await startPayloadHost(EGRESS_HOST);
+    relay = await startRelay(RELAY_HOST, EGRESS_HOST, host.port);
   } catch (err) {
+    await host?.close();
     return { skipped: `no HTTP host on ${EGRESS_HOST}: ${err instanceof Error ? err.message : String(err)}` };
   }
   const opened = [];
@@ -60,17 +69,19 @@ export async function measureEgress({ runs = 5, connections = 200, warmConnectio
       if (side.skipped !== undefined) return { skipped: side.skipped };
       sides[name] = side;
     }
-    const samples = { proxied: { downloads: [], connect: [] }, direct: { downloads: [], connect: [] } };
+    const samples = { proxied: { downloads: [], connect: [] }, direct: { downloads: [], connect: [] }, relayed: [] };
     for (let run = 0; run <= runs; run += 1) {
       const order = run % 2 === 0 ? ['proxied', 'direct'] : ['direct', 'proxied'];
       for (const name of order) {
         const side = sides[name];
-        const download = await side.download(host.port);
+        const download = await side.download(EGRESS_HOST, host.port);
         const connect = await side.connections(host.port, connections, warmConnections);
+        const relayed = name === 'direct' ? await side.download(RELAY_HOST, relay.port) : undefined;
         // Run 0 is the uncounted one: each sandbox's first connections also load curl and Python from disk.
         if (run === 0) continue;
         samples[name].downloads.push(download);
         samples[name].connect.push(...connect);
+        if (relayed !== undefined) samples.relayed.push(relayed);
       }
     }
     const summary = (name) => {
@@ -85,16 +96,20 @@ export async function measureEgress({ runs = 5, connections = 200, warmConnectio
     const proxied = summary('proxied');
     const direct = summary('direct');
     const over = (key) => proxied.connect[key] - direct.connect[key];
+    const relayed = { downloads: samples.relayed, mbPerS: median(samples.relayed.map((d) => d.mbPerS)) };
     return {
       runs,
       connections,
       proxied,
       direct,
+      relayed,
       ratio: proxied.mbPerS / direct.mbPerS,
+      floorRatio: proxied.mbPerS / relayed.mbPerS,
       overheadMs: { p50Ms: over('p50Ms'), p90Ms: over('p90Ms'), p99Ms: over('p99Ms') },
     };
   } finally {
     for (const side of opened) await side.stop();
+    await relay.close();
     await host.close();
   }
 }
@@ -139,13 +154,13 @@ async function checkSide(name, server, agent, stop) {
   const proxyVars = await run('env | grep -ci "^http_proxy=" || true');
   if ((name === 'proxied') !== Number(proxyVars) > 0)
     throw new Error(`${name}: ${proxyVars.trim()} http_proxy variables in the sandbox`);
-  const url = (port, path) => `http://${EGRESS_HOST}:${port}${path}`;
+  const url = (address, port, path) => `http://${address}:${port}${path}`;
   return {
     network: status.network,
     stop,
-    download: async (port) => {
+    download: async (address, port) => {
       const out = await run(
-        `curl -sS -o /dev/null -w '%{time_total} %{size_download} %{http_code}' ${url(port, '/big')}`,
+        `curl -sS -o /dev/null -w '%{time_total} %{size_download} %{http_code}' ${url(address, port, '/big')}`,
       );
       const [seconds, bytes, code] = out.trim().split(' ').map(Number);
       if (code !== 200 || bytes !== BIG_BYTES) throw new Error(`${name}: the download got ${code}, ${bytes} bytes`);
@@ -219,6 +234,28 @@ function startPayloadHost(address) {
           return new Promise((done) => server.close(() => done()));
         },
       });
+    });
+  });
+}
+
+/** A bare TCP relay on `address` to `to:port`: each connection piped both ways, nothing read. */
+function startRelay(address, to, port) {
+  const server = createTcpServer((client) => {
+    const upstream = connect(port, to);
+    const end = () => {
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on('error', end);
+    upstream.on('error', end);
+    client.pipe(upstream);
+    upstream.pipe(client);
+  });
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, address, () => {
+      server.off('error', reject);
+      resolve({ port: server.address().port, close: () => new Promise((done) => server.close(() => done())) });
     });
   });
 }
