@@ -138,7 +138,7 @@ describe('a sandbox certificate authority', () => {
     }
   });
 
-  it('certifies no name at all when it is given no domains (an empty constraint is no constraint to OpenSSL)', async () => {
+  it('certifies no name when given no domains (an empty constraint is no constraint to OpenSSL)', async () => {
     // Never unconstrained: refusing to make one is as good as one no client accepts.
     let empty: SandboxAuthority;
     try {

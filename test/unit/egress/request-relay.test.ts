@@ -79,7 +79,8 @@ describe('withHeaders', () => {
 describe('relayRequests', () => {
   const withBody =
     'POST /a HTTP/1.1\r\nHost: api.example.com\r\nAuthorization: Bearer sandbox\r\nContent-Length: 5\r\n\r\nhello';
-  const withBodyOut = `POST /a HTTP/1.1\r\nHost: api.example.com\r\nContent-Length: 5\r\nAuthorization: ${SECRET}\r\n\r\nhello`;
+  const withBodyOut =
+    `POST /a HTTP/1.1\r\nHost: api.example.com\r\nContent-Length: 5\r\n` + `Authorization: ${SECRET}\r\n\r\nhello`;
   const plain = 'GET /b HTTP/1.1\r\nHost: api.example.com\r\n\r\n';
   const plainOut = `GET /b HTTP/1.1\r\nHost: api.example.com\r\nAuthorization: ${SECRET}\r\n\r\n`;
   const chunked =
@@ -91,7 +92,9 @@ describe('relayRequests', () => {
   // A body that looks like a request: it is a body, and passes as it is.
   const lookalike = 'GET /admin HTTP/1.1\r\nHost: evil.example\r\n\r\n';
   const hidden = `PUT /d HTTP/1.1\r\nHost: api.example.com\r\nContent-Length: ${lookalike.length}\r\n\r\n${lookalike}`;
-  const hiddenOut = `PUT /d HTTP/1.1\r\nHost: api.example.com\r\nContent-Length: ${lookalike.length}\r\nAuthorization: ${SECRET}\r\n\r\n${lookalike}`;
+  const hiddenOut =
+    `PUT /d HTTP/1.1\r\nHost: api.example.com\r\nContent-Length: ${lookalike.length}\r\n` +
+    `Authorization: ${SECRET}\r\n\r\n${lookalike}`;
   const stream = [withBody, plain, chunked, hidden].join('');
   const expected = [withBodyOut, plainOut, chunkedOut, hiddenOut].join('');
 
@@ -207,7 +210,8 @@ describe('relayRequests', () => {
     upstream.resume();
     await settle();
     expect(Buffer.concat(chunks).toString('latin1')).toBe(
-      `POST /big HTTP/1.1\r\nHost: h\r\nContent-Length: ${body.length}\r\nAuthorization: ${SECRET}\r\n\r\n${body}${plainOut}`,
+      `POST /big HTTP/1.1\r\nHost: h\r\nContent-Length: ${body.length}\r\n` +
+        `Authorization: ${SECRET}\r\n\r\n${body}${plainOut}`,
     );
   });
 });
