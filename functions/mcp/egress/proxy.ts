@@ -333,18 +333,8 @@ function toOriginHead(request: ProxyRequest): string {
 
 /** Bytes both ways until both ends are done; an error on either side ends both. */
 function pump(client: Duplex, upstream: Socket): void {
-  const destroyBoth = (): void => {
-    client.destroy();
-    upstream.destroy();
-  };
-  client.on('error', destroyBoth);
-  upstream.on('error', destroyBoth);
-  upstream.once('close', () => {
-    if (!client.writableEnded) client.end();
-  });
-  client.once('close', () => upstream.destroy());
+  pumpResponses(client, upstream);
   client.pipe(upstream);
-  upstream.pipe(client);
 }
 
 /** The origin's bytes back to the client, and the ends of both tied together; the requests go by relayRequests. */
