@@ -11,11 +11,17 @@
  * transfers). Events: `{t:'out', pid, fd}` + bytes, `{t:'exit', pid, code, signal}` once the process exited
  * and its output pipes closed. When stdin ends (the service went away) the agent exits, and the kernel
  * kills everything left in the namespace with it.
+ *
+ * Egress: the sandbox has a network namespace of its own with only loopback in it. The agent listens on
+ * 127.0.0.1:3128 there (the proxy variables of every process name it) and carries each connection to the
+ * service as `conn`, `cdata`, `cack`, `ceof` and `cclose` frames (agent-protocol.ts), which serves it with the
+ * server's egress proxy. At most 64 at once; at most 256 KiB unacknowledged each way per connection.
  */
 'use strict';
 
 const { spawn } = require('node:child_process');
 const fs = require('node:fs');
+const net = require('node:net');
 const path = require('node:path');
 
 process.title = 'envd';
@@ -443,9 +449,87 @@ function writeFile(msg, payload) {
   return { path: msg.path };
 }
 
+// ---- egress connections ----
+
+const EGRESS_PORT = 3128;
+const MAX_CONNECTIONS = 64;
+const CONNECTION_CHUNK_BYTES = 64 * 1024;
+const CONNECTION_WINDOW_BYTES = 256 * 1024;
+
+/** Open connections by key: the socket and the bytes sent to the service that it has not acknowledged. */
+const connections = new Map();
+let nextConnection = 1;
+
+function acceptConnection(socket) {
+  socket.on('error', () => undefined);
+  if (connections.size >= MAX_CONNECTIONS) {
+    socket.destroy();
+    return;
+  }
+  const key = nextConnection++;
+  const connection = { socket, unacked: 0 };
+  connections.set(key, connection);
+  send({ t: 'conn', key });
+  socket.on('data', (data) => {
+    for (let offset = 0; offset < data.length; offset += CONNECTION_CHUNK_BYTES)
+      send({ t: 'cdata', key }, data.subarray(offset, offset + CONNECTION_CHUNK_BYTES));
+    connection.unacked += data.length;
+    if (connection.unacked >= CONNECTION_WINDOW_BYTES) socket.pause();
+  });
+  socket.on('end', () => {
+    if (connections.get(key) === connection) send({ t: 'ceof', key });
+  });
+  socket.on('close', () => {
+    if (connections.get(key) !== connection) return;
+    connections.delete(key);
+    send({ t: 'cclose', key });
+  });
+}
+
+/** A connection frame from the service; false when `msg` is not one. */
+function connectionFrame(msg, payload) {
+  if (!['cdata', 'cack', 'ceof', 'cclose'].includes(msg.t)) return false;
+  const connection = connections.get(msg.key);
+  if (!connection) return true;
+  const { socket } = connection;
+  switch (msg.t) {
+    case 'cdata': {
+      const length = payload.length;
+      socket.write(payload, (err) => {
+        if (!err) send({ t: 'cack', key: msg.key, n: length });
+      });
+      break;
+    }
+    case 'cack':
+      connection.unacked = Math.max(0, connection.unacked - (Number(msg.n) || 0));
+      if (connection.unacked < CONNECTION_WINDOW_BYTES) socket.resume();
+      break;
+    case 'ceof':
+      socket.end();
+      break;
+    case 'cclose':
+      connections.delete(msg.key);
+      socket.destroy();
+      break;
+  }
+  return true;
+}
+
+function listenForEgress(then) {
+  const server = net.createServer({ allowHalfOpen: true }, acceptConnection);
+  server.maxConnections = MAX_CONNECTIONS;
+  server.once('error', (err) => {
+    // Without the listener the sandbox has no way out; it runs on (the service sees no `conn`).
+    process.stderr.write(`envd: egress listener on 127.0.0.1:${EGRESS_PORT}: ${err.message}\n`);
+    then();
+  });
+  server.listen(EGRESS_PORT, '127.0.0.1', then);
+}
+
 // ---- dispatch ----
 
 function handle(msg, payload) {
+  if (connectionFrame(msg, payload)) return;
   const id = msg.id;
   try {
     switch (msg.t) {
@@ -497,4 +581,4 @@ process.stdout.on('error', shutdown);
 process.stdin.on('data', onInput);
 process.stdin.on('end', shutdown);
 process.stdin.on('error', shutdown);
-send({ t: 'ready' });
+listenForEgress(() => send({ t: 'ready' }));

@@ -8,12 +8,13 @@
  *   --root DIR       where sandbox directories go (default: a temporary directory, removed at exit)
  *   --pause P        memory (default), files (no memory snapshots) or none (no pause, resume or snapshots)
  *   --no-snapshots   the snapshot routes answer 404
+ *   --resolver LIST  DNS servers (host:port, comma-separated) for the sandboxes' egress (default: the host's)
  */
 import { type LocalE2BOptions, startLocalE2B } from './index';
 
 const USAGE =
   'usage: npm run e2b:local -- [--port N] [--api-key KEY] [--flavor e2b|alibaba] [--root DIR] ' +
-  '[--pause memory|files|none] [--no-snapshots]';
+  '[--pause memory|files|none] [--no-snapshots] [--resolver host:port,...]';
 
 function parseArgs(argv: string[]): LocalE2BOptions {
   const options: LocalE2BOptions = {};
@@ -55,6 +56,12 @@ function parseArgs(argv: string[]): LocalE2BOptions {
       }
       case '--no-snapshots':
         options.snapshots = false;
+        break;
+      case '--resolver':
+        options.resolver = value()
+          .split(',')
+          .map((server) => server.trim())
+          .filter((server) => server !== '');
         break;
       case '--help':
       case '-h':

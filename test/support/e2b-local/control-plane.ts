@@ -5,7 +5,9 @@
  * startedAfter, order, limit and nextToken queries, `X-Next-Token`, running and paused sandboxes; and the
  * deprecated `GET /sandboxes`, running ones only, as E2B's), connect (a running sandbox's TTL only extended, 200;
  * a paused one resumed, 201), timeout (TTL set from now), kill (running or paused), pause (204; 409 when paused
- * already, which the SDK turns into `false`), the deprecated resume (201; 409 when running), and snapshots
+ * already, which the SDK turns into `false`), the deprecated resume (201; 409 when running), the network settings
+ * (create's `allow_internet_access` and `network`, reported by get; `PUT /sandboxes/{id}/network` replaces the
+ * egress ones of a running sandbox, 204, 409 when paused; checked as network-config.ts says), and snapshots
  * (`POST /sandboxes/{id}/snapshots`, `GET /snapshots`, and `DELETE /templates/{id}` as the SDK's
  * `deleteSnapshot` sends it). `X-API-Key` is required; errors are `{code, message}` JSON (the SDK reads `code`
  * to tell a 404). Scripted faults answer (or hold the request unanswered) before anything else.
@@ -21,6 +23,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 
 import { readBody } from './connect';
 import type { Flavor } from './interpreter-loader';
+import { createNetworkSettings, NetworkConfigError, networkDetail, updatedNetworkSettings } from './network-config';
 import { ENVD_VERSION, type Lifecycle, type LocalSandbox, SandboxGoneError, type SandboxRegistry } from './sandboxes';
 import { namesOf, type SnapshotRecord, SnapshotNameError, type SnapshotStore, snapshotIdOf } from './snapshots';
 
@@ -33,6 +36,7 @@ export type ControlRoute =
   | 'kill'
   | 'pause'
   | 'resume'
+  | 'network'
   | 'snapshot'
   | 'snapshots'
   | 'deleteSnapshot';
@@ -79,6 +83,7 @@ export function controlRouteOf(method: string, pathname: string): { route: Contr
     if (tail === '/timeout' && method === 'POST') return { route: 'timeout', sandboxId };
     if (tail === '/pause' && method === 'POST') return { route: 'pause', sandboxId };
     if (tail === '/resume' && method === 'POST') return { route: 'resume', sandboxId };
+    if (tail === '/network' && method === 'PUT') return { route: 'network', sandboxId };
     if (tail === '/snapshots' && method === 'POST') return { route: 'snapshot', sandboxId };
     return { route: 'api', sandboxId };
   }
@@ -251,7 +256,7 @@ function detailJson(sandbox: LocalSandbox): Record<string, unknown> {
   return {
     ...listedJson(sandbox),
     ...(sandbox.accessToken === undefined ? {} : { envdAccessToken: sandbox.accessToken }),
-    allowInternetAccess: null,
+    ...networkDetail(sandbox.network.settings),
     domain: null,
   };
 }
@@ -295,9 +300,11 @@ export class ControlPlane {
       const error =
         err instanceof ApiError
           ? err
-          : err instanceof SandboxGoneError
-            ? new ApiError(404, `sandbox "${sandboxId}" doesn't exist or you don't have access to it`)
-            : new ApiError(500, err instanceof Error ? err.message : String(err));
+          : err instanceof NetworkConfigError
+            ? new ApiError(400, err.message)
+            : err instanceof SandboxGoneError
+              ? new ApiError(404, `sandbox "${sandboxId}" doesn't exist or you don't have access to it`)
+              : new ApiError(500, err instanceof Error ? err.message : String(err));
       const body = {
         code: error.status,
         message: error.message,
@@ -339,6 +346,8 @@ export class ControlPlane {
           throw new ApiError(400, 'Error when parsing request: templateID is required');
         if (templateId === MISSING_TEMPLATE) throw new ApiError(404, `template '${templateId}' not found`);
         const lifecycle = lifecycleOf(body, pause);
+        const secure = body.secure !== false;
+        const network = createNetworkSettings(body, secure);
         const snapshot = this.options.snapshots ? this.options.store.resolve(templateId) : undefined;
         if (snapshot === undefined && this.options.snapshots && this.options.store.isSnapshotRef(templateId))
           throw new ApiError(404, `template '${templateId}' not found`);
@@ -348,8 +357,9 @@ export class ControlPlane {
           timeoutS: seconds(body.timeout, 15),
           metadata: stringMap(body.metadata, 'metadata'),
           envVars: stringMap(body.envVars, 'envVars'),
-          secure: body.secure !== false,
+          secure,
           lifecycle,
+          network,
           ...(snapshot === undefined
             ? {}
             : { snapshot: { dir: snapshot.dir, baseTemplateId: snapshot.baseTemplateId } }),
@@ -394,6 +404,15 @@ export class ControlPlane {
         if (memory && pause === 'files')
           throw memorySnapshotsDisabled('pause with memory: false to keep the filesystem only');
         if (!(await registry.pause(sandbox, memory))) throw alreadyPaused;
+        send(res, 204);
+        return;
+      }
+      case 'network': {
+        const body = await jsonBody(req);
+        const sandbox = this.known(sandboxId);
+        const settings = updatedNetworkSettings(sandbox.network.settings, body);
+        if (!(await registry.updateNetwork(sandbox, settings)))
+          throw new ApiError(409, `Sandbox '${sandbox.id}' is not running`);
         send(res, 204);
         return;
       }

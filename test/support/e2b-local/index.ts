@@ -4,6 +4,12 @@
  * processes, one namespace and directory per sandbox. One port serves the control plane (control-plane.ts)
  * and, told apart by the `E2b-Sandbox-Id` header, each sandbox's envd and interpreter (sandbox-traffic.ts).
  * Sandboxes pause and resume (sandboxes.ts) and snapshots hold their files (snapshots.ts).
+ *
+ * Each sandbox has a network of its own with only loopback in it: it reaches what its network settings
+ * (`allow_internet_access`, `network`, `PUT /sandboxes/{id}/network`; network-config.ts) allow, through the
+ * agent's egress listener and the server's own egress proxy in this process, with E2B's semantics
+ * (sandbox-network.ts says how, and what differs). Names are resolved by the proxy (`resolver`); the hosts'
+ * certificates are checked against Node's trust store and `upstreamCa`.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -12,6 +18,9 @@ import type { AddressInfo, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, posix, resolve } from 'node:path';
 
+import { createEgressProxy } from '../../../functions/mcp/egress/proxy';
+import { createNameResolver } from '../../../functions/mcp/egress/resolver';
+import { type Logger, SILENT_LOGGER } from '../../../functions/mcp/log';
 import { ControlPlane, type ControlRoute, controlRouteOf, type Fault, type PauseSupport } from './control-plane';
 import type { Flavor } from './interpreter-loader';
 import { type Lifecycle, SandboxRegistry } from './sandboxes';
@@ -40,6 +49,12 @@ export interface LocalE2BOptions {
   pause?: PauseSupport;
   /** Whether the snapshot routes are served (true by default; false, or `pause: 'none'`: 404). */
   snapshots?: boolean;
+  /** The DNS servers (`host:port`) the egress proxy asks for sandboxes' destinations (the host's by default). */
+  resolver?: readonly string[];
+  /** Certificates (PEM) trusted for the hosts' TLS where the proxy ends a sandbox's TLS, besides Node's own. */
+  upstreamCa?: readonly string[];
+  /** Where the egress proxy's lines go (refusals are `warn`). @default nowhere */
+  logger?: Logger;
 }
 
 /** A sandbox as the service holds it. */
@@ -148,7 +163,12 @@ export async function startLocalE2B(options: LocalE2BOptions = {}): Promise<Loca
 
   const pause = options.pause ?? 'memory';
   if (!['memory', 'files', 'none'].includes(pause)) throw new Error(`pause: memory, files or none, not ${pause}`);
-  const registry = new SandboxRegistry(root, flavor);
+  const proxy = createEgressProxy({
+    resolver: createNameResolver(options.resolver),
+    logger: options.logger ?? SILENT_LOGGER,
+    ...(options.upstreamCa === undefined ? {} : { upstreamCa: options.upstreamCa }),
+  });
+  const registry = new SandboxRegistry(root, flavor, { proxy, principal: 'local-e2b' });
   const store = new SnapshotStore(root);
   const faults = new Map<ControlRoute, Fault[]>();
   const standing = new Map<ControlRoute, Fault>();

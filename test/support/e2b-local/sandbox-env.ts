@@ -1,11 +1,15 @@
 /**
  * The environment of a sandbox process, in the order envd builds it: PATH, HOME, USER and LOGNAME of the
  * user, the sandbox's envVars (from create), then the request's own envs; later entries win. LANG=C.UTF-8
- * stands for what E2B's templates set in their image.
+ * stands for what E2B's templates set in their image; the proxy and trust variables (sandbox-network.ts
+ * `egressEnvironment`) for E2B's transparent egress and the CA in its templates.
  */
 import { dirname } from 'node:path';
 
 import type { SandboxUser } from './envd-users';
+import { egressEnvironment } from './sandbox-network';
+
+const EGRESS_ENV = egressEnvironment();
 
 const SYSTEM_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
@@ -25,6 +29,7 @@ export function processEnvironment(
     USER: user.name,
     LOGNAME: user.name,
     LANG: 'C.UTF-8',
+    ...EGRESS_ENV,
     ...sandboxEnvVars,
     ...requestEnvs,
   };

@@ -1,8 +1,10 @@
 /**
- * One sandbox's namespace and its agent. `bwrap` gives the sandbox its own PID, mount, UTS and IPC namespace:
- * the host's / read-only, its own /home/user and /tmp (bound from `<dir>/home/user` and `<dir>/tmp`), its own
- * /proc and /dev, no capabilities (so root in the sandbox cannot remount anything writable), the service's
- * root of sandbox directories hidden. Inside, under bwrap's init (pid 1), runs agent.js (pid 2): it starts
+ * One sandbox's namespace and its agent. `bwrap` gives the sandbox its own PID, mount, UTS, IPC and network
+ * namespace: the host's / read-only, its own /home/user and /tmp (bound from `<dir>/home/user` and `<dir>/tmp`),
+ * its own /proc and /dev, only loopback for a network (the way out is the agent's egress listener, whose
+ * connections come here as Duplexes: `onConnection`), no capabilities (so root in the sandbox cannot remount
+ * anything writable), the service's root of sandbox directories hidden, and the files in `binds` (the trust
+ * bundle) bound read-only. Inside, under bwrap's init (pid 1), runs agent.js (pid 2): it starts
  * processes and does file operations on request, over the framing of agent-protocol.ts. Killing the
  * namespace's init (bwrap's pid 1) makes the kernel kill and reap everything in it; `--die-with-parent` does
  * the same when this Node process dies. `freeze` stops everything in it (SIGSTOP, for a pause that keeps the
@@ -14,7 +16,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, sep } from 'node:path';
+import type { Duplex } from 'node:stream';
 
+import { ConnectionTable } from './agent-connections';
 import { encodeFrame, type Frame, FrameDecoder } from './agent-protocol';
 
 /** A process running in a sandbox (pids are the sandbox's own). */
@@ -66,6 +70,10 @@ export interface RuntimeOptions {
   readonly baseEnv: Readonly<Record<string, string>>;
   /** Bounds the agent's start-up. */
   readonly startTimeoutMs?: number;
+  /** Host files bound read-only inside, each over a path that exists on the host. */
+  readonly binds?: readonly (readonly [string, string])[];
+  /** A connection a process made to the agent's egress listener. @default destroyed: no way out */
+  readonly onConnection?: (connection: Duplex) => void;
 }
 
 /** The agent and what else the sandbox runs from this directory (the interpreter's kernel). */
@@ -117,6 +125,7 @@ function bwrapArgs(options: RuntimeOptions): string[] {
     '--unshare-pid',
     '--unshare-uts',
     '--unshare-ipc',
+    '--unshare-net',
     '--hostname',
     options.sandboxId,
   ];
@@ -129,6 +138,7 @@ function bwrapArgs(options: RuntimeOptions): string[] {
   for (const dir of [dirname(dirname(process.execPath)), CODE_DIR]) {
     if (isUnder(dir, '/home') || isUnder(dir, '/tmp')) args.push('--ro-bind', dir, dir);
   }
+  for (const [source, target] of options.binds ?? []) args.push('--ro-bind', source, target);
   args.push(
     '--cap-drop',
     'ALL',
@@ -243,6 +253,7 @@ export class SandboxRuntime {
   private killing = false;
   private stderrTail = '';
   private readonly gone: Promise<void>;
+  private readonly connections: ConnectionTable;
 
   /** Starts the namespace and waits for the agent. */
   static async start(options: RuntimeOptions): Promise<SandboxRuntime> {
@@ -264,6 +275,10 @@ export class SandboxRuntime {
     readonly options: RuntimeOptions,
   ) {
     const decoder = new FrameDecoder();
+    this.connections = new ConnectionTable(
+      (header, payload) => this.notify(header, payload),
+      options.onConnection ?? ((connection) => connection.destroy()),
+    );
     child.stdout!.on('data', (chunk: Buffer) => {
       for (const frame of decoder.push(chunk)) this.onFrame(frame);
     });
@@ -353,7 +368,15 @@ export class SandboxRuntime {
         });
         return;
       }
+      default:
+        this.connections.receive(header, payload);
     }
+  }
+
+  /** A frame that needs no reply (the egress connections'); dropped once the namespace is gone. */
+  private notify(header: Record<string, unknown>, payload?: Buffer): void {
+    if (this.isDead) return;
+    for (const chunk of encodeFrame(header, payload)) this.child.stdin!.write(chunk);
   }
 
   private onGone(): void {
@@ -364,6 +387,7 @@ export class SandboxRuntime {
     this.pending.clear();
     for (const proc of this.processes.values()) proc.finish({ exitCode: null, signal: 'SIGKILL' });
     this.processes.clear();
+    this.connections.closeAll();
     for (const listener of this.deathListeners.splice(0)) listener();
   }
 

@@ -14,6 +14,10 @@
  *   it is resumed or killed; this model reports the end of the lease it had, which is the pause), and a resume
  *   sets a new lease from the request's timeout.
  *
+ * Each sandbox's network (sandbox-network.ts): its settings as created or last PUT, and its way out through the
+ * agent's egress listener to the service's egress proxy; its trust bundle is written beside its directory before
+ * each start of its namespace.
+ *
  * Pause, resume, snapshot and kill of one sandbox run one at a time, in order.
  */
 import { randomBytes } from 'node:crypto';
@@ -26,7 +30,9 @@ import { FilesystemService } from './envd-filesystem';
 import { ProcessService } from './envd-process';
 import { DEFAULT_USER } from './envd-users';
 import { type Flavor, type Interpreter, loadCreateInterpreter } from './interpreter-loader';
+import type { NetworkSettings } from './network-config';
 import { processEnvironment } from './sandbox-env';
+import { type EgressService, SandboxNetwork } from './sandbox-network';
 import { SandboxRuntime } from './sandbox-runtime';
 import { copySandboxFiles } from './snapshots';
 
@@ -59,6 +65,8 @@ export interface CreateRequest {
   readonly lifecycle: Lifecycle;
   /** A snapshot to start from: its files are copied in; it ran `baseTemplateId`. */
   readonly snapshot?: { readonly dir: string; readonly baseTemplateId: string };
+  /** `allow_internet_access` and `network`. @default no settings given (everything but internal addresses) */
+  readonly network?: NetworkSettings;
 }
 
 /** The sandbox was killed while the operation waited for its turn. */
@@ -96,6 +104,7 @@ export class LocalSandbox {
     runtime: SandboxRuntime,
     readonly accessToken: string | undefined,
     private readonly flavor: Flavor,
+    readonly network: SandboxNetwork,
   ) {
     this.endAt = new Date(this.startedAt.getTime() + request.timeoutS * 1000);
     this.boot(runtime);
@@ -226,14 +235,24 @@ export class SandboxRegistry {
   constructor(
     private readonly root: string,
     private readonly flavor: Flavor,
+    private readonly egress: EgressService,
   ) {}
 
-  private startRuntime(id: string, dir: string, envVars: Record<string, string>): Promise<SandboxRuntime> {
+  /** A namespace for the sandbox: its trust bundle written (a new authority for its rules), then bwrap. */
+  private async startRuntime(
+    id: string,
+    dir: string,
+    envVars: Record<string, string>,
+    network: SandboxNetwork,
+  ): Promise<SandboxRuntime> {
+    const binds = await network.launch();
     return SandboxRuntime.start({
       sandboxId: id,
       dir,
       root: this.root,
       baseEnv: processEnvironment(DEFAULT_USER, envVars),
+      binds,
+      onConnection: (connection) => network.serve(connection),
     });
   }
 
@@ -248,13 +267,19 @@ export class SandboxRegistry {
   async create(request: CreateRequest): Promise<LocalSandbox> {
     const id = newSandboxId();
     const dir = join(this.root, id);
+    const network = new SandboxNetwork(
+      id,
+      join(dir, 'egress-trust.pem'),
+      request.network ?? { allowInternetAccess: null },
+      this.egress,
+    );
     let runtime: SandboxRuntime;
     try {
       await mkdir(join(dir, 'home', 'user'), { recursive: true });
       await mkdir(join(dir, 'tmp'), { recursive: true });
       await chmod(join(dir, 'tmp'), 0o1777);
       if (request.snapshot !== undefined) await copySandboxFiles(request.snapshot.dir, dir);
-      runtime = await this.startRuntime(id, dir, request.envVars);
+      runtime = await this.startRuntime(id, dir, request.envVars, network);
     } catch (err) {
       await rm(dir, { recursive: true, force: true });
       throw err;
@@ -266,6 +291,7 @@ export class SandboxRegistry {
       runtime,
       request.secure ? randomBytes(24).toString('hex') : undefined,
       this.flavor,
+      network,
     );
     this.live.set(id, sandbox);
     sandbox.armLease(() => this.expire(sandbox));
@@ -340,12 +366,24 @@ export class SandboxRegistry {
       if (sandbox.pausedWithMemory === true && memory && !sandbox.runtime.dead) sandbox.runtime.thaw();
       else {
         if (sandbox.pausedWithMemory === true) await this.shutDown(sandbox);
-        sandbox.boot(await this.startRuntime(sandbox.id, sandbox.dir, sandbox.request.envVars));
+        sandbox.boot(await this.startRuntime(sandbox.id, sandbox.dir, sandbox.request.envVars, sandbox.network));
         this.watch(sandbox);
       }
       sandbox.state = 'running';
       sandbox.pausedWithMemory = undefined;
       this.setTimeout(sandbox, timeoutS);
+      return true;
+    });
+  }
+
+  /**
+   * Replaces a running sandbox's network settings (a PUT): the next connections go by them. False when it is
+   * paused (E2B updates running sandboxes only).
+   */
+  updateNetwork(sandbox: LocalSandbox, settings: NetworkSettings): Promise<boolean> {
+    return sandbox.exclusive(async () => {
+      if (sandbox.state !== 'running') return false;
+      await sandbox.network.update(settings);
       return true;
     });
   }
