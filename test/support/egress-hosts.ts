@@ -4,6 +4,7 @@
  * records what reached it, so a test can tell a refusal by the policy from a connection that failed.
  */
 import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { createServer as createTcpServer, type Server as TcpServer } from 'node:net';
@@ -118,4 +119,26 @@ export function makeCertificates(names: readonly string[]): string {
     'host.ext',
   );
   return dir;
+}
+
+/** A PEP 503 index with one pure-Python wheel (built by Python's zipfile). */
+export function pypiIndex(): Record<string, Buffer | string> {
+  const name = 'demo_pkg-1.0-py3-none-any.whl';
+  const wheel = execFileSync('python3', [
+    '-c',
+    `import io, sys, zipfile
+buf = io.BytesIO()
+with zipfile.ZipFile(buf, "w") as z:
+    z.writestr("demo_pkg/__init__.py", "VALUE = 1\\n")
+    z.writestr("demo_pkg-1.0.dist-info/METADATA", "Metadata-Version: 2.1\\nName: demo-pkg\\nVersion: 1.0\\n")
+    z.writestr("demo_pkg-1.0.dist-info/WHEEL",
+               "Wheel-Version: 1.0\\nGenerator: test\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n")
+    z.writestr("demo_pkg-1.0.dist-info/RECORD", "")
+sys.stdout.buffer.write(buf.getvalue())`,
+  ]);
+  const sha = createHash('sha256').update(wheel).digest('hex');
+  return {
+    '/simple/demo-pkg/': `<html><body><a href="/files/${name}#sha256=${sha}">${name}</a></body></html>`,
+    [`/files/${name}`]: wheel,
+  };
 }
