@@ -189,7 +189,7 @@ export function describeEgressPolicy(backend: EgressBackend): void {
     });
   });
 
-  it('reaches an allowed host over HTTP, HTTPS and raw TCP, and downloads a package from an allowed index', async () => {
+  it('reaches an allowed host over HTTP, HTTPS and raw TCP, and downloads from an allowed index', async () => {
     const http = await run(`curl -sS http://allowed.test:${allowed.port}/hello?x=1`);
     expect(JSON.parse(http.stdout)).toMatchObject({ host: '127.0.0.2', url: '/hello?x=1' });
     const secured = await run(`curl -sS --cacert ca.crt https://secure.test:${secure.port}/tls`);
