@@ -38,6 +38,9 @@ needs('bubblewrap', 'network clients').describe('secrets added at the egress poi
   let secureApi: HttpHost;
   let other: HttpHost;
   let secureOther: HttpHost;
+  /** HTTPS with a certificate from a CA nobody here trusts: the proxy must not send it the secret. */
+  let untrusted: HttpHost;
+  let untrustedCertDir: string;
   let git: HttpHost;
   let workDir: string;
   let certDir: string;
@@ -72,15 +75,28 @@ needs('bubblewrap', 'network clients').describe('secrets added at the egress poi
     other = await startHttpHost('127.0.0.3', 0, page);
     secureApi = await startHttpHost('127.0.0.4', 0, page, https);
     secureOther = await startHttpHost('127.0.0.5', 0, page, https);
+    untrustedCertDir = makeCertificates(['untrusted.test']);
+    untrusted = await startHttpHost('127.0.0.7', 0, page, (plain) => {
+      const tls = createHttpsServer({
+        key: readFileSync(join(untrustedCertDir, 'host.key')),
+        cert: readFileSync(join(untrustedCertDir, 'host.crt')),
+      });
+      for (const listener of plain.listeners('request')) tls.on('request', listener as () => void);
+      return tls as unknown as Server;
+    });
     git = await startHttpHost('127.0.0.6', 0, gitRepository(workDir), https);
     dns = await startDnsServer({
       'api.test': { a: ['127.0.0.2'] },
       'other.test': { a: ['127.0.0.3'] },
       'secure-api.test': { a: ['127.0.0.4'] },
       'secure-other.test': { a: ['127.0.0.5'] },
+      'untrusted.test': { a: ['127.0.0.7'] },
       'git.test': { a: ['127.0.0.6'] },
     });
-    closers.push(() => dns.close(), ...[api, apiOtherPort, other, secureApi, secureOther, git].map((h) => h.close));
+    closers.push(
+      () => dns.close(),
+      ...[api, apiOtherPort, other, secureApi, secureOther, git, untrusted].map((h) => h.close),
+    );
     const secretsFile = join(workDir, 'secrets.json');
     writeFileSync(
       secretsFile,
@@ -92,6 +108,12 @@ needs('bubblewrap', 'network clients').describe('secrets added at the egress poi
           value: `Bearer ${API_KEY}`,
         },
         { name: 'git-token', hosts: [`git.test:${git.port}`], header: 'Authorization', value: `Bearer ${GIT_TOKEN}` },
+        {
+          name: 'untrusted-key',
+          hosts: [`untrusted.test:${untrusted.port}`],
+          header: 'X-Api-Key',
+          value: API_KEY,
+        },
       ]),
     );
     chmodSync(secretsFile, 0o600);
@@ -106,6 +128,8 @@ needs('bubblewrap', 'network clients').describe('secrets added at the egress poi
           'other.test',
           'secure-api.test',
           'secure-other.test',
+          'untrusted.test',
+          '127.0.0.7',
           'git.test',
           '127.0.0.2',
           '127.0.0.3',
@@ -127,6 +151,7 @@ needs('bubblewrap', 'network clients').describe('secrets added at the egress poi
     for (const close of closers) await close();
     rmSync(workDir, { recursive: true, force: true });
     rmSync(certDir, { recursive: true, force: true });
+    rmSync(untrustedCertDir, { recursive: true, force: true });
   });
 
   const authorizationSeenBy = (host: HttpHost) => host.seen.map((r) => r.headers.authorization);
@@ -174,6 +199,14 @@ needs('bubblewrap', 'network clients').describe('secrets added at the egress poi
     expect(secureOther.seen).toEqual([]);
   });
 
+  it("sends a secret only to a host whose certificate the server trusts, and says why inside the sandbox's TLS", async () => {
+    const out = await run(`curl -sS -w '\\n%{http_code}' https://untrusted.test:${untrusted.port}/`);
+    expect(out.stdout.slice(-3)).toBe('502');
+    expect(out.stdout).toContain('untrusted.test: ');
+    expect(out.stdout).toContain('its certificate or TLS was not accepted');
+    expect(untrusted.seen).toEqual([]);
+  });
+
   it('shows the secrets in sandbox_status by name, host and header, never the value', async () => {
     const status = (await call('sandbox_status')).structuredContent as { egress: { secrets: unknown } };
     expect(status.egress.secrets).toEqual([
@@ -183,6 +216,7 @@ needs('bubblewrap', 'network clients').describe('secrets added at the egress poi
         header: 'Authorization',
       },
       { name: 'git-token', hosts: [`git.test:${git.port}`], header: 'Authorization' },
+      { name: 'untrusted-key', hosts: [`untrusted.test:${untrusted.port}`], header: 'X-Api-Key' },
     ]);
   });
 
