@@ -199,7 +199,7 @@ needs('bubblewrap', 'network clients').describe('secrets added at the egress poi
     expect(secureOther.seen).toEqual([]);
   });
 
-  it("sends a secret only to a host whose certificate the server trusts, and says why inside the sandbox's TLS", async () => {
+  it("sends a secret only to a host whose certificate the server trusts, and says why in the TLS", async () => {
     const out = await run(`curl -sS -w '\\n%{http_code}' https://untrusted.test:${untrusted.port}/`);
     expect(out.stdout.slice(-3)).toBe('502');
     expect(out.stdout).toContain('untrusted.test: ');
