@@ -199,7 +199,7 @@ needs('bubblewrap', 'network clients').describe('secrets added at the egress poi
     expect(secureOther.seen).toEqual([]);
   });
 
-  it("sends a secret only to a host whose certificate the server trusts, and says why in the TLS", async () => {
+  it('sends a secret only to a host whose certificate the server trusts, and says why in the TLS', async () => {
     const out = await run(`curl -sS -w '\\n%{http_code}' https://untrusted.test:${untrusted.port}/`);
     expect(out.stdout.slice(-3)).toBe('502');
     expect(out.stdout).toContain('untrusted.test: ');
@@ -273,3 +273,77 @@ function gitRepository(dir: string): Record<string, Buffer | string> {
   for (const file of list) files[`/repo.git/${file.slice(2)}`] = readFileSync(join(dir, 'repo.git', file));
   return files;
 }
+
+needs('bubblewrap', 'network clients', 'disk images').describe(
+  'secrets on a sandbox whose disk it filled (LOCAL_SANDBOX_DISK_MB=64)',
+  () => {
+    let server: StartedServer;
+    let client: TestClient;
+    let dns: DnsServer;
+    let api: HttpHost;
+    let certDir: string;
+    let workDir: string;
+
+    const run = async (command: string): Promise<CommandOutput> =>
+      (await client.callTool('run_command', { command, timeout_ms: 60_000 }))
+        .structuredContent as unknown as CommandOutput;
+
+    beforeAll(async () => {
+      workDir = mkdtempSync(join(tmpdir(), 'egress-secrets-disk-'));
+      certDir = makeCertificates(['secure-api.test']);
+      api = await startHttpHost('127.0.0.4', 0, { '/': 'ok\n' }, (plain) => {
+        const tls = createHttpsServer({
+          key: readFileSync(join(certDir, 'host.key')),
+          cert: readFileSync(join(certDir, 'host.crt')),
+        });
+        for (const listener of plain.listeners('request')) tls.on('request', listener as () => void);
+        return tls as unknown as Server;
+      });
+      dns = await startDnsServer({ 'secure-api.test': { a: ['127.0.0.4'] } });
+      const secretsFile = join(workDir, 'secrets.json');
+      writeFileSync(
+        secretsFile,
+        JSON.stringify([
+          { name: 'k', hosts: [`secure-api.test:${api.port}`], header: 'Authorization', value: `Bearer ${API_KEY}` },
+        ]),
+        { mode: 0o600 },
+      );
+      server = await startServer({
+        env: {
+          MCP_AUTH_TOKENS: TOKEN,
+          SANDBOX_BACKEND: 'local',
+          LOCAL_SANDBOX_DISK_MB: '64',
+          MCP_SANDBOX_EGRESS: 'allowlist',
+          MCP_SANDBOX_ALLOW: 'secure-api.test,127.0.0.4',
+          MCP_SANDBOX_RESOLVER: dns.address,
+          MCP_SANDBOX_SECRETS_FILE: secretsFile,
+          NODE_EXTRA_CA_CERTS: join(certDir, 'ca.crt'),
+        },
+      });
+      client = await connectClient('v2', server.url, { token: TOKEN });
+    });
+    afterAll(async () => {
+      await client?.close();
+      await stopAllServers();
+      await Promise.all([dns.close(), api.close()]);
+      rmSync(workDir, { recursive: true, force: true });
+      rmSync(certDir, { recursive: true, force: true });
+    });
+
+    it('starts its supervisor again, with a new authority, after the sandbox filled its disk and killed it', async () => {
+      const url = `https://secure-api.test:${api.port}/`;
+      expect(await run(`curl -sS ${url}`)).toMatchObject({ exit_code: 0, stdout: 'ok\n' });
+      const before = (await run('cat /etc-sandbox-trust.pem | tail -c 400')).stdout;
+      const fill = await run('head -c 100M /dev/zero > fill; df -k . | tail -1');
+      expect(fill.stderr).toMatch(/No space left on device/);
+      // Everything of the sandbox's user, its supervisor included: the next call starts a new one.
+      await client.callTool('run_command', { command: 'kill -9 -1' });
+      const after = await run(`tail -c 400 /etc-sandbox-trust.pem; curl -sS ${url}`);
+      expect(after).toMatchObject({ exit_code: 0 });
+      expect(after.stdout.endsWith('ok\n')).toBe(true);
+      // A new authority: the bundle's last certificate changed.
+      expect(after.stdout.slice(0, -3)).not.toBe(before);
+      expect(api.seen.map((r) => r.headers.authorization)).toEqual([`Bearer ${API_KEY}`, `Bearer ${API_KEY}`]);
+    });
+  },
+);

@@ -9,12 +9,13 @@
  * beside the workspace, where the sandbox cannot change it, and bound read-only over the system bundles and at
  * TRUST_BUNDLE, which the usual variables name. Only the authority's certificate enters the sandbox.
  */
-import { readFile, rename, writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 import { createAuthority, type SandboxAuthority } from '../../egress/authority';
 import type { EgressPolicy } from '../../egress/policy';
 import { type SandboxSecret, secretDomains } from '../../egress/secrets';
+import { AppError, toErrnoCode } from '../../errors';
 import type { SandboxStream } from './supervisor-streams';
 
 /** The port of the supervisor's egress listener, inside the sandbox's own network. */
@@ -61,9 +62,13 @@ export async function prepareEgressLaunch(
     hostBundle ||= text;
   }
   const bundle = join(dir, 'egress-trust.pem');
-  const next = `${bundle}.${process.pid}.tmp`;
-  await writeFile(next, `${hostBundle.trimEnd()}\n${authority.certificatePem}`, { mode: 0o644 });
-  await rename(next, bundle);
+  // Rewritten in place: no process of the sandbox runs while its supervisor starts, and on a workspace whose disk
+  // the sandbox filled, the old bundle's blocks are what the new one (the same size, to a few bytes) is written to.
+  await writeFile(bundle, `${hostBundle.trimEnd()}\n${authority.certificatePem}`, { mode: 0o644 }).catch((err) => {
+    const code = toErrnoCode(err) ?? 'error';
+    const message = `Could not write the sandbox's trust bundle (${code}); nothing was run.`;
+    throw new AppError('sandbox_error', message, { cause: err });
+  });
   return { authority, files: [[bundle, TRUST_BUNDLE], ...present.map((path) => [bundle, path] as const)] };
 }
 
