@@ -330,7 +330,7 @@ needs('bubblewrap', 'network clients', 'disk images').describe(
       rmSync(certDir, { recursive: true, force: true });
     });
 
-    it('starts its supervisor again, with a new authority, after the sandbox filled its disk and killed it', async () => {
+    it('starts a supervisor again, with a new authority, after the sandbox filled its disk, killed it', async () => {
       const url = `https://secure-api.test:${api.port}/`;
       expect(await run(`curl -sS ${url}`)).toMatchObject({ exit_code: 0, stdout: 'ok\n' });
       const before = (await run('cat /etc-sandbox-trust.pem | tail -c 400')).stdout;
