@@ -34,7 +34,9 @@ export const NO_E2B_EGRESS: E2BEgressOptions = Object.freeze({ allowInternetAcce
 export function toE2BEgress(policy: EgressPolicy, secrets: readonly SandboxSecret[]): E2BEgressOptions {
   if (policy.mode === 'none') return NO_E2B_EGRESS;
   const named = policy.named.map((entry) => entry.range);
-  const specials = SPECIAL_RANGES.filter((range) => range.bytes.length === 4)
+  // 0.0.0.0/8 is left out: E2B refuses a range whose address is unspecified, and inside a sandbox 0.0.0.0 is the
+  // sandbox itself, not a way out.
+  const specials = SPECIAL_RANGES.filter((range) => range.bytes.length === 4 && range.bytes[0] !== 0)
     .filter((range) => !named.some((n) => covers(n, range)))
     .map(formatCidr);
   const denyCidrs = policy.deny.flatMap((e) => (e.kind === 'cidr' ? [formatCidr(e.range)] : []));

@@ -21,8 +21,8 @@ const secret = (name: string, hosts: string[], header: string, value: string): S
   value,
 });
 
+/** The IPv4 special ranges E2B is sent: 0.0.0.0/8 is not (E2B refuses an unspecified address). */
 const IPV4_SPECIALS = [
-  '0.0.0.0/8',
   '10.0.0.0/8',
   '100.64.0.0/10',
   '127.0.0.0/8',
