@@ -55,7 +55,7 @@ needs('bubblewrap', 'network clients').describe('MCP_SANDBOX_EGRESS=all on the E
         SANDBOX_BACKEND: 'e2b',
         MCP_AUTH_TOKENS: TOKEN,
         MCP_SANDBOX_EGRESS: 'all',
-        // 127.0.0.0/8 is special: only the range named here opens, and the deny range within it stays closed.
+        // 127.0.0.0/8 is special: only the address named here opens in it; a deny range outside is sent too.
         MCP_SANDBOX_ALLOW: '127.0.0.2/32',
         MCP_SANDBOX_DENY: '8.8.8.0/24',
       },
