@@ -159,6 +159,18 @@ export function isSpecialRange(range: Cidr): boolean {
 }
 
 /**
+ * A DNS name as entries, secrets and proxy requests take it: lower-case labels of letters, digits, hyphens (not at
+ * either end) and underscores, at most 253 characters, and a last label that is not a number (`0x7f.1` and
+ * `example.123` are what URL parsers read as IPv4 addresses).
+ */
+export function isDnsName(name: string): boolean {
+  if (name.length === 0 || name.length > 253) return false;
+  const labels = name.split('.');
+  const last = labels[labels.length - 1] ?? '';
+  return labels.every((label) => /^(?!-)[a-z0-9_-]{1,63}(?<!-)$/.test(label)) && !/^(\d+|0x[0-9a-f]*)$/.test(last);
+}
+
+/**
  * `host[:port]` split, with an IPv6 host in brackets (`[2001:db8::1]:443`); a bare IPv6 address has no port. The
  * port is as written (parsePort checks it); undefined for an unclosed bracket.
  */

@@ -12,6 +12,7 @@ import {
   inCidr,
   intersectCidr,
   isSpecial,
+  isDnsName,
   isSpecialRange,
   parseCidr,
   parsePort,
@@ -65,10 +66,10 @@ export function parseEntry(text: string): EgressEntry | string {
   if (bracketed) return `"${text}": brackets hold an IPv6 address or range`;
   if (host.startsWith('*.')) {
     const suffix = host.slice(2).replace(/\.$/, '');
-    return isDomain(suffix) ? { kind: 'wildcard', suffix, ...withPort } : badEntry(text);
+    return isDnsName(suffix) ? { kind: 'wildcard', suffix, ...withPort } : badEntry(text);
   }
   const name = host.replace(/\.$/, '');
-  return isDomain(name) ? { kind: 'domain', name, ...withPort } : badEntry(text);
+  return isDnsName(name) ? { kind: 'domain', name, ...withPort } : badEntry(text);
 }
 
 /** An entry as it is written. */
@@ -231,14 +232,6 @@ function dedupe(entries: readonly EgressEntry[]): EgressEntry[] {
   const seen = new Map<string, EgressEntry>();
   for (const entry of entries) seen.set(formatEntry(entry), entry);
   return [...seen.values()];
-}
-
-/** A DNS name of letters, digits, hyphens and underscores, whose last label is not a number. */
-function isDomain(name: string): boolean {
-  if (name.length === 0 || name.length > 253) return false;
-  const labels = name.split('.');
-  const last = labels[labels.length - 1] ?? '';
-  return labels.every((label) => /^(?!-)[a-z0-9_-]{1,63}(?<!-)$/.test(label)) && !/^\d+$/.test(last);
 }
 
 function badEntry(text: string): string {

@@ -13,7 +13,7 @@ import type { Duplex } from 'node:stream';
 import { connect as connectTls, rootCertificates, TLSSocket } from 'node:tls';
 
 import type { Logger } from '../log';
-import { formatIp, parseIp, parsePort, splitHostPort } from './addresses';
+import { formatIp, isDnsName, parseIp, parsePort, splitHostPort } from './addresses';
 import type { SandboxAuthority } from './authority';
 import { type EgressPolicy, judgeAddress, judgeName, type Verdict } from './policy';
 import { type HeaderSet, relayRequests } from './request-relay';
@@ -269,7 +269,6 @@ function readHead(client: Duplex, timeoutMs: number): Promise<{ head: string; re
 
 const REQUEST_LINE = /^([!#$%&'*+.^_`|~0-9A-Za-z-]{1,32}) ([\x21-\x7e]+) (HTTP\/1\.[01])$/;
 const FIELD_LINE = /^([!#$%&'*+.^_`|~0-9A-Za-z-]+):[\t ]*([\t\x20-\x7e\x80-\xff]*?)[\t ]*$/;
-const HOST_NAME = /^(?=.{1,253}$)[a-z0-9_-]+(\.[a-z0-9_-]+)*$/;
 
 /** The request line and headers, checked; the destination from CONNECT's authority or an absolute http URL. */
 function parseRequest(head: string): ProxyRequest | Refusal {
@@ -309,7 +308,7 @@ function toDestination(authority: string): Destination | undefined {
   if (split === undefined || port === undefined) return undefined;
   const host = split.host.toLowerCase().replace(/\.$/, '');
   const literal = parseIp(host) !== undefined;
-  if (split.bracketed ? !literal : !literal && !HOST_NAME.test(host)) return undefined;
+  if (split.bracketed ? !literal : !literal && !isDnsName(host)) return undefined;
   return { host, port };
 }
 

@@ -8,7 +8,7 @@
  * are), with an optional port. Without a port a secret is for the default ports: 443 through `CONNECT` (TLS,
  * which the proxy ends to read the request) and 80 for plain HTTP.
  */
-import { parsePort, splitHostPort } from './addresses';
+import { isDnsName, parsePort, splitHostPort } from './addresses';
 
 export interface SecretHost {
   /** A lower-case DNS name, or `*.` and one. */
@@ -48,7 +48,6 @@ const FRAMING_HEADERS = new Set([
   'proxy-authorization',
   'expect',
 ]);
-const DNS_NAME = /^(?=.{1,253}$)([a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*$/;
 
 /** A secret's `host[:port]`, or why it is not one. */
 export function parseSecretHost(text: string): SecretHost | string {
@@ -58,8 +57,7 @@ export function parseSecretHost(text: string): SecretHost | string {
   if (split.port !== undefined && port === undefined) return `"${text}" has a port that is not 1-65535`;
   const host = split.host.replace(/\.$/, '');
   const name = host.startsWith('*.') ? host.slice(2) : host;
-  // A last label of digits (or 0x…) is read as IPv4 by URL parsers, as policy entries are refused for it.
-  if (!DNS_NAME.test(name) || !name.includes('.') || /(^|\.)(\d+|0x[0-9a-f]*)$/.test(name))
+  if (!isDnsName(name) || !name.includes('.'))
     return `"${text}": a secret is for a DNS name with a dot in it (or *. and one), not an IP address`;
   return port === undefined ? { host } : { host, port };
 }
