@@ -97,8 +97,8 @@ export function secretHeadersFor(
   return headers;
 }
 
-/** Whether `host` has any secret on any port (its TLS is then ended by the proxy when on a secret's port). */
-export function hostMatches(entry: SecretHost, host: string): boolean {
+/** Whether a secret for `entry` is for the name `host`: the name itself, or one below a `*.` wildcard. */
+function hostMatches(entry: SecretHost, host: string): boolean {
   return entry.host.startsWith('*.') ? host.endsWith(entry.host.slice(1)) : host === entry.host;
 }
 
