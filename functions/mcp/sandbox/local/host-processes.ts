@@ -39,14 +39,21 @@ async function statusHead(pid: string): Promise<string> {
   }
 }
 
+/** How long killUserProcesses waits, at most, for killed processes to be gone, and how often it looks. */
+const KILL_WAIT_MS = 3_000;
+const KILL_WAIT_STEP_MS = 50;
+
 /**
  * Kills every process running as `uid` (a sandbox's own user), wherever it is in the process tree. The uid is
  * read from each process's status, never from its /proc directory's owner, which a process can make root's
  * (PR_SET_DUMPABLE 0).
  */
 export async function killUserProcesses(uid: number): Promise<void> {
-  // A fork bomb keeps making new processes: sweep until a pass finds none (bounded).
-  for (let pass = 0; pass < 10; pass += 1) {
+  // A fork bomb keeps making new processes, and a killed process writing to a busy disk takes a while to exit (it
+  // holds its files, and so the workspace's mount, until then): sweep until a pass finds none, at once ten times,
+  // then every KILL_WAIT_STEP_MS for up to KILL_WAIT_MS.
+  for (let pass = 0; pass < 10 + KILL_WAIT_MS / KILL_WAIT_STEP_MS; pass += 1) {
+    if (pass >= 10) await new Promise((resolve) => setTimeout(resolve, KILL_WAIT_STEP_MS));
     const pids = (await readdir('/proc').catch(() => [] as string[])).filter((pid) => /^\d+$/.test(pid));
     let found = false;
     for (let at = 0; at < pids.length; at += STATUS_READS_AT_ONCE) {
