@@ -64,11 +64,11 @@ import {
 } from '../../../functions/mcp/egress/policy';
 import type { EgressContext, EgressProxy } from '../../../functions/mcp/egress/proxy';
 import type { SandboxSecret } from '../../../functions/mcp/egress/secrets';
+import { proxyEnv, SYSTEM_BUNDLES, trustEnv } from '../../../functions/mcp/sandbox/local/sandbox-egress';
 import { EGRESS_PORT } from './agent-protocol';
 import { ALL_TRAFFIC, type NetworkSettings } from './network-config';
 
-/** The system trust bundles of the usual distributions; those present on the host are replaced inside. */
-const SYSTEM_BUNDLES = ['/etc/ssl/certs/ca-certificates.crt', '/etc/pki/tls/certs/ca-bundle.crt', '/etc/ssl/cert.pem'];
+/** The system trust bundles present on the host: each is replaced inside (the local backend's list). */
 const PRESENT_BUNDLES = SYSTEM_BUNDLES.filter((path) => existsSync(path));
 /** The bundle the trust variables name inside (undefined on a host with none of the usual ones). */
 const TRUST_BUNDLE = PRESENT_BUNDLES[0];
@@ -83,29 +83,7 @@ const MAX_REQUEST_LINE_BYTES = 16 * 1024;
 
 /** What every sandbox process starts with: the egress listener as its proxy, and the trust bundle. */
 export function egressEnvironment(): Record<string, string> {
-  const url = `http://127.0.0.1:${EGRESS_PORT}`;
-  const direct = 'localhost,127.0.0.1,::1';
-  return {
-    HTTP_PROXY: url,
-    HTTPS_PROXY: url,
-    ALL_PROXY: url,
-    http_proxy: url,
-    https_proxy: url,
-    all_proxy: url,
-    NO_PROXY: direct,
-    no_proxy: direct,
-    NODE_USE_ENV_PROXY: '1',
-    ...(TRUST_BUNDLE === undefined
-      ? {}
-      : {
-          SSL_CERT_FILE: TRUST_BUNDLE,
-          CURL_CA_BUNDLE: TRUST_BUNDLE,
-          REQUESTS_CA_BUNDLE: TRUST_BUNDLE,
-          PIP_CERT: TRUST_BUNDLE,
-          GIT_SSL_CAINFO: TRUST_BUNDLE,
-          NODE_EXTRA_CA_CERTS: TRUST_BUNDLE,
-        }),
-  };
+  return { ...proxyEnv(EGRESS_PORT), ...(TRUST_BUNDLE === undefined ? {} : trustEnv(TRUST_BUNDLE)) };
 }
 
 /** The service's egress point: the proxy every sandbox's connections go to. */

@@ -9,7 +9,7 @@
  * beside the workspace, where the sandbox cannot change it, and bound read-only over the system bundles and at
  * TRUST_BUNDLE, which the usual variables name. Only the authority's certificate enters the sandbox.
  */
-import { readFile, writeFile } from 'node:fs/promises';
+import { access, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 import { createAuthority, type SandboxAuthority } from '../../egress/authority';
@@ -24,7 +24,11 @@ export const EGRESS_PROXY_PORT = 3128;
 /** Where the trust bundle is inside the sandbox (the root is bubblewrap's own, so the path can always be made). */
 export const TRUST_BUNDLE = '/etc-sandbox-trust.pem';
 /** The system trust bundles of the usual distributions: each one present on the host is covered by the bundle. */
-const SYSTEM_BUNDLES = ['/etc/ssl/certs/ca-certificates.crt', '/etc/pki/tls/certs/ca-bundle.crt', '/etc/ssl/cert.pem'];
+export const SYSTEM_BUNDLES = [
+  '/etc/ssl/certs/ca-certificates.crt',
+  '/etc/pki/tls/certs/ca-bundle.crt',
+  '/etc/ssl/cert.pem',
+];
 
 /** What a sandbox with egress needs: its policy (shown by sandbox_status) and where its connections go. */
 export interface SandboxEgress {
@@ -53,14 +57,17 @@ export async function prepareEgressLaunch(
 ): Promise<EgressLaunch> {
   if (egress.secrets.length === 0) return { files: [] };
   const authority = createAuthority(sandboxId, secretDomains(egress.secrets));
-  const present: string[] = [];
-  let hostBundle = '';
-  for (const path of SYSTEM_BUNDLES) {
-    const text = await readFile(path, 'utf8').catch(() => undefined);
-    if (text === undefined) continue;
-    present.push(path);
-    hostBundle ||= text;
-  }
+  const found = await Promise.all(
+    SYSTEM_BUNDLES.map((path) =>
+      access(path).then(
+        () => path,
+        () => undefined,
+      ),
+    ),
+  );
+  const present = found.filter((path): path is string => path !== undefined);
+  // One bundle holds the host's authorities; the others present are the same list under other names.
+  const hostBundle = present[0] === undefined ? '' : await readFile(present[0], 'utf8').catch(() => '');
   const bundle = join(dir, 'egress-trust.pem');
   // Rewritten in place: no process of the sandbox runs while its supervisor starts, and on a workspace whose disk
   // the sandbox filled, the old bundle's blocks are what the new one (the same size, to a few bytes) is written to.
@@ -72,21 +79,27 @@ export async function prepareEgressLaunch(
   return { authority, files: [[bundle, TRUST_BUNDLE], ...present.map((path) => [bundle, path] as const)] };
 }
 
-/** The variables that name the trust bundle for the clients that do not read the system one (or not only it). */
-export function trustEnv(): Record<string, string> {
+/**
+ * The variables that name the trust bundle at `path` (inside the sandbox) for the clients that do not read the
+ * system one (or not only it).
+ */
+export function trustEnv(path = TRUST_BUNDLE): Record<string, string> {
   return {
-    SSL_CERT_FILE: TRUST_BUNDLE,
-    CURL_CA_BUNDLE: TRUST_BUNDLE,
-    REQUESTS_CA_BUNDLE: TRUST_BUNDLE,
-    PIP_CERT: TRUST_BUNDLE,
-    GIT_SSL_CAINFO: TRUST_BUNDLE,
-    NODE_EXTRA_CA_CERTS: TRUST_BUNDLE,
+    SSL_CERT_FILE: path,
+    CURL_CA_BUNDLE: path,
+    REQUESTS_CA_BUNDLE: path,
+    PIP_CERT: path,
+    GIT_SSL_CAINFO: path,
+    NODE_EXTRA_CA_CERTS: path,
   };
 }
 
-/** The variables that point every usual client at the listener; the sandbox's own addresses stay direct. */
-export function proxyEnv(): Record<string, string> {
-  const url = `http://127.0.0.1:${EGRESS_PROXY_PORT}`;
+/**
+ * The variables that point every usual client at the listener on 127.0.0.1:`port`; the sandbox's own addresses
+ * stay direct.
+ */
+export function proxyEnv(port = EGRESS_PROXY_PORT): Record<string, string> {
+  const url = `http://127.0.0.1:${port}`;
   const direct = 'localhost,127.0.0.1,::1';
   return {
     HTTP_PROXY: url,
