@@ -13,15 +13,13 @@
  */
 import { createHash } from 'node:crypto';
 import { readFileSync, rmSync } from 'node:fs';
-import type { Server } from 'node:http';
-import { createServer as createHttpsServer } from 'node:https';
 import { join } from 'node:path';
 
 import { ALL_TRAFFIC, CommandExitError, Sandbox, type SandboxOpts } from 'e2b';
 
 import { type DnsServer, startDnsServer } from '../support/dns-server';
 import { type LocalE2B, startLocalE2B } from '../support/e2b-local';
-import { type HttpHost, makeCertificates, startEchoHost, startHttpHost } from '../support/egress-hosts';
+import { type HttpHost, httpsWith, makeCertificates, startEchoHost, startHttpHost } from '../support/egress-hosts';
 import { needs } from '../support/needs';
 
 const API_KEY = 'sk-model-Jc7uW2nQ5vX8zA1b';
@@ -80,14 +78,7 @@ needs('bubblewrap', 'network clients').describe('the local E2B service models E2
 
   beforeAll(async () => {
     certDir = makeCertificates(['secure.test', 'api.wild.test', 'unruled.test']);
-    const https = (plain: Server): Server => {
-      const tls = createHttpsServer({
-        key: readFileSync(join(certDir, 'host.key')),
-        cert: readFileSync(join(certDir, 'host.crt')),
-      });
-      for (const listener of plain.listeners('request')) tls.on('request', listener as () => void);
-      return tls as unknown as Server;
-    };
+    const https = httpsWith(certDir);
     allowed = await startHttpHost('127.0.0.2');
     other = await startHttpHost('127.0.0.3', allowed.port);
     secure = await startHttpHost('127.0.0.4', 0, {}, https);

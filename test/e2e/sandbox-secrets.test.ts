@@ -8,14 +8,12 @@
  */
 import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import type { Server } from 'node:http';
-import { createServer as createHttpsServer } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { connectClient, type TestClient } from '../support/clients';
 import { type DnsServer, startDnsServer } from '../support/dns-server';
-import { type HttpHost, makeCertificates, startHttpHost } from '../support/egress-hosts';
+import { type HttpHost, httpsWith, makeCertificates, startHttpHost } from '../support/egress-hosts';
 import { needs } from '../support/needs';
 import { type StartedServer, startServer, stopAllServers } from '../support/server';
 
@@ -55,19 +53,11 @@ needs('bubblewrap', 'network clients').describe('secrets added at the egress poi
   };
   const run = async (command: string): Promise<CommandOutput> =>
     (await call('run_command', { command, timeout_ms: 60_000 })).structuredContent as unknown as CommandOutput;
-  /** The host's request handler on an HTTPS server with the test CA's certificate. */
-  const https = (plain: Server): Server => {
-    const tls = createHttpsServer({
-      key: readFileSync(join(certDir, 'host.key')),
-      cert: readFileSync(join(certDir, 'host.crt')),
-    });
-    for (const listener of plain.listeners('request')) tls.on('request', listener as () => void);
-    return tls as unknown as Server;
-  };
 
   beforeAll(async () => {
     workDir = mkdtempSync(join(tmpdir(), 'egress-secrets-'));
     certDir = makeCertificates(['secure-api.test', 'secure-other.test', 'git.test']);
+    const https = httpsWith(certDir);
     // Hosts that never echo a request's headers back: what they got is read from `seen`, on this side.
     const page = { '/': 'ok\n' };
     api = await startHttpHost('127.0.0.2', 0, page);
@@ -76,14 +66,7 @@ needs('bubblewrap', 'network clients').describe('secrets added at the egress poi
     secureApi = await startHttpHost('127.0.0.4', 0, page, https);
     secureOther = await startHttpHost('127.0.0.5', 0, page, https);
     untrustedCertDir = makeCertificates(['untrusted.test']);
-    untrusted = await startHttpHost('127.0.0.7', 0, page, (plain) => {
-      const tls = createHttpsServer({
-        key: readFileSync(join(untrustedCertDir, 'host.key')),
-        cert: readFileSync(join(untrustedCertDir, 'host.crt')),
-      });
-      for (const listener of plain.listeners('request')) tls.on('request', listener as () => void);
-      return tls as unknown as Server;
-    });
+    untrusted = await startHttpHost('127.0.0.7', 0, page, httpsWith(untrustedCertDir));
     git = await startHttpHost('127.0.0.6', 0, gitRepository(workDir), https);
     dns = await startDnsServer({
       'api.test': { a: ['127.0.0.2'] },
@@ -291,14 +274,7 @@ needs('bubblewrap', 'network clients', 'disk images').describe(
     beforeAll(async () => {
       workDir = mkdtempSync(join(tmpdir(), 'egress-secrets-disk-'));
       certDir = makeCertificates(['secure-api.test']);
-      api = await startHttpHost('127.0.0.4', 0, { '/': 'ok\n' }, (plain) => {
-        const tls = createHttpsServer({
-          key: readFileSync(join(certDir, 'host.key')),
-          cert: readFileSync(join(certDir, 'host.crt')),
-        });
-        for (const listener of plain.listeners('request')) tls.on('request', listener as () => void);
-        return tls as unknown as Server;
-      });
+      api = await startHttpHost('127.0.0.4', 0, { '/': 'ok\n' }, httpsWith(certDir));
       dns = await startDnsServer({ 'secure-api.test': { a: ['127.0.0.4'] } });
       const secretsFile = join(workDir, 'secrets.json');
       writeFileSync(

@@ -5,8 +5,9 @@
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import { createServer as createTcpServer, type Server as TcpServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -86,6 +87,21 @@ export async function startEchoHost(address: string): Promise<{ port: number; cl
   return {
     port: typeof bound === 'object' && bound !== null ? bound.port : 0,
     close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
+
+/**
+ * A `wrap` for startHttpHost: the host's request handler on an HTTPS server with the certificate makeCertificates
+ * wrote in `certDir`.
+ */
+export function httpsWith(certDir: string): (plain: Server) => Server {
+  return (plain) => {
+    const tls = createHttpsServer({
+      key: readFileSync(join(certDir, 'host.key')),
+      cert: readFileSync(join(certDir, 'host.crt')),
+    });
+    for (const listener of plain.listeners('request')) tls.on('request', listener as () => void);
+    return tls as unknown as Server;
   };
 }
 

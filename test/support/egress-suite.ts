@@ -14,14 +14,12 @@
  * Destinations live on loopback addresses of their own, with a real DNS server the egress point resolves with.
  */
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import type { Server } from 'node:http';
-import { createServer as createHttpsServer } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { connectClient, type TestClient } from './clients';
 import { type DnsServer, startDnsServer } from './dns-server';
-import { type HttpHost, makeCertificates, pypiIndex, startEchoHost, startHttpHost } from './egress-hosts';
+import { type HttpHost, httpsWith, makeCertificates, pypiIndex, startEchoHost, startHttpHost } from './egress-hosts';
 import { type StartedServer, startServer, stopAllServers } from './server';
 
 /** How one backend is started for the suite. */
@@ -74,19 +72,11 @@ export function describeEgressPolicy(backend: EgressBackend): void {
     return result.structuredContent as unknown as CommandOutput;
   };
   const run = (command: string) => runAs(client, command);
-  /** The host's request handler on HTTPS with the test CA's certificate. */
-  const https = (plain: Server): Server => {
-    const tls = createHttpsServer({
-      key: readFileSync(join(certDir, 'host.key')),
-      cert: readFileSync(join(certDir, 'host.crt')),
-    });
-    for (const listener of plain.listeners('request')) tls.on('request', listener as () => void);
-    return tls as unknown as Server;
-  };
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), `egress-suite-${backend.name}-`));
     certDir = makeCertificates(['secure.test', 'secure-api.test']);
+    const https = httpsWith(certDir);
     allowed = await startHttpHost('127.0.0.2');
     // The same port on other addresses: a refused request must reach none of them.
     denied = await startHttpHost('127.0.0.3', allowed.port);
