@@ -61,6 +61,11 @@ export function inCidr(address: Uint8Array, range: Cidr): boolean {
   return true;
 }
 
+/** Whether `outer` holds every address of `inner`. */
+export function cidrCovers(outer: Cidr, inner: Cidr): boolean {
+  return outer.prefix <= inner.prefix && inCidr(inner.bytes, outer);
+}
+
 /** The narrower of two ranges when one holds the other; undefined when they do not meet. */
 export function intersectCidr(a: Cidr, b: Cidr): Cidr | undefined {
   if (a.bytes.length !== b.bytes.length) return undefined;
@@ -155,7 +160,7 @@ export function isSpecial(address: Uint8Array): boolean {
 
 /** True when every address of `range` is special. */
 export function isSpecialRange(range: Cidr): boolean {
-  return SPECIAL_RANGES.some((special) => special.prefix <= range.prefix && inCidr(range.bytes, special));
+  return SPECIAL_RANGES.some((special) => cidrCovers(special, range));
 }
 
 /**

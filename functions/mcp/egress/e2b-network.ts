@@ -12,8 +12,8 @@
  * Special ranges are sent in denyOut in every mode (IPv4: E2B's sandboxes reach out over IPv4), unless an IP or
  * range entry of the allow list names them. What is refused is said by e2bPolicyProblems and e2bSecretProblems.
  */
-import { type Cidr, formatCidr, intersectCidr, SPECIAL_RANGES } from './addresses';
-import { type EgressEntry, type EgressPolicy, formatEntry } from './policy';
+import { cidrCovers, formatCidr, SPECIAL_RANGES } from './addresses';
+import { type EgressEntry, type EgressPolicy, entriesMeet, formatEntry } from './policy';
 import { type SandboxSecret, secretHostProblem } from './secrets';
 
 /** Per host, the headers its requests get. */
@@ -37,7 +37,7 @@ export function toE2BEgress(policy: EgressPolicy, secrets: readonly SandboxSecre
   // 0.0.0.0/8 is left out: E2B refuses a range whose address is unspecified, and inside a sandbox 0.0.0.0 is the
   // sandbox itself, not a way out.
   const specials = SPECIAL_RANGES.filter((range) => range.bytes.length === 4 && range.bytes[0] !== 0)
-    .filter((range) => !named.some((n) => covers(n, range)))
+    .filter((range) => !named.some((n) => cidrCovers(n, range)))
     .map(formatCidr);
   const denyCidrs = policy.deny.flatMap((e) => (e.kind === 'cidr' ? [formatCidr(e.range)] : []));
   const allowOut =
@@ -62,16 +62,15 @@ export function e2bPolicyProblems(whose: string, policy: EgressPolicy): string[]
     if (entry.port !== undefined) refuse(entry, "has a port, and E2B's egress rules have none");
   }
   for (const entry of policy.deny) {
-    if (entry.kind !== 'cidr') {
-      if (policy.mode === 'all') refuse(entry, 'denies a name, and E2B denies only IPs and ranges');
-      else if (policy.allow.some((allowed) => allowed.kind !== 'cidr' && overlapsByName(allowed, entry)))
-        refuse(entry, 'denies a name an allow entry allows, and on E2B an allow entry wins');
+    if (entry.kind !== 'cidr' && policy.mode === 'all') {
+      refuse(entry, 'denies a name, and E2B denies only IPs and ranges');
       continue;
     }
-    const range = entry.range;
-    const allowed = policy.allow.find((a) => a.kind === 'cidr' && intersectCidr(a.range, range) !== undefined);
-    if (allowed !== undefined)
+    const allowed = policy.allow.find((a) => entriesMeet(a, entry));
+    if (allowed === undefined) continue;
+    if (entry.kind === 'cidr')
       refuse(entry, `overlaps the allow entry "${formatEntry(allowed)}", and on E2B an allow entry wins`);
+    else refuse(entry, 'denies a name an allow entry allows, and on E2B an allow entry wins');
   }
   return problems;
 }
@@ -117,21 +116,6 @@ function appliesTo(host: string, key: string): boolean {
 function withoutPort(entry: EgressEntry): string {
   const { port: _port, ...rest } = entry;
   return formatEntry(rest as EgressEntry);
-}
-
-/** Whether `outer` holds every address of `inner`. */
-function covers(outer: Cidr, inner: Cidr): boolean {
-  return outer.bytes.length === inner.bytes.length && intersectCidr(outer, inner)?.prefix === inner.prefix;
-}
-
-/** Whether a name entry allows some name a deny entry names. */
-function overlapsByName(allowed: EgressEntry, denied: EgressEntry): boolean {
-  const name = (e: EgressEntry): string => (e.kind === 'domain' ? e.name : e.kind === 'wildcard' ? e.suffix : '');
-  const a = name(allowed);
-  const d = name(denied);
-  if (allowed.kind === 'domain') return denied.kind === 'domain' ? a === d : a.endsWith(`.${d}`);
-  // A wildcard allows every name below its suffix.
-  return d.endsWith(`.${a}`) || (denied.kind === 'wildcard' && (a === d || a.endsWith(`.${d}`)));
 }
 
 function unique(items: readonly string[]): string[] {

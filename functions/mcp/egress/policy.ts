@@ -204,6 +204,11 @@ function intersectAll(a: readonly EgressEntry[], b: readonly EgressEntry[]): Egr
   return dedupe(out);
 }
 
+/** Whether some destination is matched by both `a` and `b` (a name by names, an address by ranges). */
+export function entriesMeet(a: EgressEntry, b: EgressEntry): boolean {
+  return intersect(a, b).length > 0;
+}
+
 function intersect(a: EgressEntry, b: EgressEntry): EgressEntry[] {
   if (a.port !== undefined && b.port !== undefined && a.port !== b.port) return [];
   const port = a.port ?? b.port;
