@@ -57,25 +57,11 @@ export function loadOAuthConfig(env: Env, problems: string[]): OAuthConfig | und
       `MCP_OAUTH_ISSUER must use https (http only for an issuer on 127.0.0.1, localhost or [::1]; got "${issuer}")`,
     );
   }
-  const publicUrl = env.MCP_PUBLIC_URL?.trim() || undefined;
-  const origin = publicUrl === undefined ? undefined : parseUrl(publicUrl);
-  if (publicUrl === undefined) {
+  const origin = readPublicUrl(env, problems);
+  if (!env.MCP_PUBLIC_URL?.trim()) {
     problems.push(
       'MCP_OAUTH_ISSUER needs MCP_PUBLIC_URL: the https origin clients reach this server at (e.g. ' +
         'https://mcp.example.com), which names the resource its tokens are for',
-    );
-  } else if (
-    origin === undefined ||
-    (origin.protocol !== 'https:' && origin.protocol !== 'http:') ||
-    origin.pathname !== '/' ||
-    origin.search !== '' ||
-    origin.hash !== '' ||
-    origin.username !== '' ||
-    origin.password !== ''
-  ) {
-    problems.push(
-      `MCP_PUBLIC_URL must be an origin such as https://mcp.example.com, without a path, query or credentials ` +
-        `(got "${publicUrl}")`,
     );
   }
   const scopes = (env.MCP_OAUTH_SCOPES ?? '').split(/\s+/).filter((scope) => scope !== '');
@@ -89,7 +75,7 @@ export function loadOAuthConfig(env: Env, problems: string[]): OAuthConfig | und
         'introspect opaque access tokens, or neither',
     );
   }
-  const base = origin?.origin ?? 'http://invalid';
+  const base = origin ?? 'http://invalid';
   const resource = `${base}/mcp`;
   return {
     issuer,
@@ -99,6 +85,32 @@ export function loadOAuthConfig(env: Env, problems: string[]): OAuthConfig | und
     scopes,
     introspection: clientId !== undefined && clientSecret !== undefined ? { clientId, clientSecret } : undefined,
   };
+}
+
+/**
+ * MCP_PUBLIC_URL: the origin clients reach this server at, when set and well formed (a problem is noted otherwise);
+ * OAuth needs it, and file URLs use it rather than the Host a request came with.
+ */
+export function readPublicUrl(env: Env, problems: string[]): string | undefined {
+  const publicUrl = env.MCP_PUBLIC_URL?.trim() || undefined;
+  if (publicUrl === undefined) return undefined;
+  const origin = parseUrl(publicUrl);
+  if (
+    origin === undefined ||
+    (origin.protocol !== 'https:' && origin.protocol !== 'http:') ||
+    origin.pathname !== '/' ||
+    origin.search !== '' ||
+    origin.hash !== '' ||
+    origin.username !== '' ||
+    origin.password !== ''
+  ) {
+    problems.push(
+      `MCP_PUBLIC_URL must be an origin such as https://mcp.example.com, without a path, query or credentials ` +
+        `(got "${publicUrl}")`,
+    );
+    return undefined;
+  }
+  return origin.origin;
 }
 
 function parseUrl(value: string): URL | undefined {

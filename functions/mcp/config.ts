@@ -8,6 +8,7 @@ import { isIP } from 'node:net';
 import { tmpdir } from 'node:os';
 import { isAbsolute } from 'node:path';
 
+import { type FileUrlConfig, loadFileUrlConfig } from './config-files';
 import { loadOAuthConfig, type OAuthConfig } from './config-oauth';
 import { e2bPolicyProblems, e2bSecretProblems } from './egress/e2b-network';
 import { type EgressConfig, loadEgressConfig } from './egress/egress-config';
@@ -216,6 +217,8 @@ export interface Config {
   readonly sleeping: SleepingConfig;
   /** What sandboxes may reach (egress/egress-config.ts). */
   readonly egress: EgressConfig;
+  /** The URLs of `get_file_url` (config-files.ts). */
+  readonly fileUrls: FileUrlConfig;
   /** LOG_LEVEL. @default 'info' */
   readonly logLevel: LogLevel;
 }
@@ -485,6 +488,7 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): Config {
       maxDiskMbPerCredential: int('MCP_MAX_SLEEPING_DISK_MB_PER_CREDENTIAL', 10_240, 0, 1_073_741_824),
     },
     egress,
+    fileUrls: loadFileUrlConfig(env, problems, int, onFc),
     logLevel: isLogLevel(logLevel) ? logLevel : 'info',
   };
   if (problems.length > 0) throw new ConfigError(problems);

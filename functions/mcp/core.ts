@@ -10,6 +10,9 @@ import { policyFor, secretsFor } from './egress/egress-config';
 import { summarize } from './egress/policy';
 import { summarizeSecrets } from './egress/secrets';
 import { describeError } from './errors';
+import { createFileRoute } from './files/file-route';
+import { createFileUrlSigner } from './files/file-url-token';
+import { createFileUrlFactory } from './files/file-urls';
 import { createApp } from './http/app';
 import { createOAuthGate } from './http/oauth/oauth-gate';
 import type { OAuthVerifierOptions } from './http/oauth/token-verifier';
@@ -27,6 +30,7 @@ import { withSandboxArgument } from './protocol/sandbox-argument';
 import { MODERN_SERVER_INSTRUCTIONS } from './protocol/server-identity';
 import { HTTP_PROTOCOL_VERSIONS, PROTOCOL_VERSIONS_BY_TRANSPORT } from './protocol/versions';
 import { createSandboxProvider, type SelectedProvider } from './sandbox/create-provider';
+import { createSandboxAccess } from './sessions/sandbox-access';
 import { createSandboxTable } from './sessions/sandbox-table';
 import { createToolCatalog } from './tools/registry';
 
@@ -131,18 +135,20 @@ export function createCoreApp({
     now,
     logger,
   };
+  const signer = createFileUrlSigner(config.sessionSecret);
+  const fileUrls = createFileUrlFactory({ signer, config: config.fileUrls, now });
   const serve = createMcpServing(
     {
       legacy: {
         tools: catalog.list,
         versions: HTTP_PROTOCOL_VERSIONS,
-        call: createLegacyCall({ table, catalog, context, idleTtlMs, directory }),
+        call: createLegacyCall({ table, catalog, context, idleTtlMs, directory, fileUrls }),
       },
       modern: {
         tools: withSandboxArgument(catalog.list),
         versions: HTTP_PROTOCOL_VERSIONS,
         instructions: MODERN_SERVER_INSTRUCTIONS,
-        call: createModernCall({ table, ids, catalog, context, idleTtlMs, now, directory, provider }),
+        call: createModernCall({ table, ids, catalog, context, idleTtlMs, now, directory, provider, fileUrls }),
       },
     },
     logger,
@@ -165,6 +171,7 @@ export function createCoreApp({
       maxBodyBytes: config.maxBodyBytes,
       calls: createCallShare(config.perCredential.calls),
     }),
+    files: createFileRoute({ signer, access: createSandboxAccess(table), now, onFc: config.onFc, logger }),
     health: createHealthReport({
       backend: () => provider.status(),
       counts: () => table.counts(),

@@ -12,6 +12,10 @@ export type ErrorCode =
   | 'sandbox_timeout'
   | 'sandbox_error'
   | 'sandbox_gone'
+  /** The sandbox's disk (or its quota) is full. */
+  | 'disk_full'
+  /** More bytes than a limit allows (an upload past its cap). */
+  | 'too_large'
   | 'backend_auth'
   | 'backend_busy'
   | 'backend_unreachable'

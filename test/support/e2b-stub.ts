@@ -143,6 +143,42 @@ export class StubSandbox implements E2BSandboxApi {
     return { name: path.split('/').pop() ?? '', path };
   }
 
+  async readStream(path: string): Promise<ReadableStream<Uint8Array>> {
+    this.check();
+    const data = this.files.get(path);
+    if (data === undefined) throw new e2b.FileNotFoundError(`file ${path} not found`);
+    return new Blob([data]).stream();
+  }
+
+  async writeStream(path: string, body: ReadableStream<Uint8Array>): Promise<unknown> {
+    this.check();
+    const data = new Uint8Array(await new Response(body).arrayBuffer());
+    this.files.set(path, data);
+    return { name: path.split('/').pop() ?? '', path };
+  }
+
+  async rename(from: string, to: string): Promise<unknown> {
+    this.check();
+    const data = this.files.get(from);
+    if (data === undefined) throw new e2b.FileNotFoundError(`file ${from} not found`);
+    this.files.delete(from);
+    this.files.set(to, data);
+    return { name: to.split('/').pop() ?? '', path: to };
+  }
+
+  async remove(path: string): Promise<void> {
+    this.check();
+    this.files.delete(path);
+  }
+
+  /** What `signedFileUrl` answers (a stub sandbox is not `secure` unless a test says so). */
+  signedUrls: ((path: string, mode: 'download' | 'upload', expiresS: number) => string) | undefined;
+
+  async signedFileUrl(path: string, mode: 'download' | 'upload', expiresS: number): Promise<string | undefined> {
+    this.check();
+    return this.signedUrls?.(path, mode, expiresS);
+  }
+
   async listFiles(path: string, depth: number): Promise<e2b.EntryInfo[]> {
     this.check();
     const prefix = path.endsWith('/') ? path : `${path}/`;

@@ -9,12 +9,19 @@ import type { OriginPolicy } from './origin';
 import { toErrorResponse } from './refusals';
 import { withErrorBoundary, withRequestLog } from './request-log';
 
+/** The path every file URL starts with (files/file-urls.ts makes them, files/file-route.ts serves them). */
+export const FILES_PATH = '/files/';
+
 /** What `/health` reports; no secrets. */
 export type HealthReport = Record<string, unknown>;
 
 export interface AppDeps {
   /** Serves POST and DELETE on `/mcp` once the gates passed. */
   mcp: FetchHandler;
+  /**
+   * Serves `/files/…`: file URLs, whose signed token is their only credential (files/file-route.ts). @default none
+   */
+  files?: FetchHandler;
   /** Builds the `/health` body. */
   health: () => HealthReport;
   /** Runs when FC's PreStop hook calls: flush logs; never kill live sandboxes (another instance may adopt them). */
@@ -49,6 +56,7 @@ export function createApp(deps: AppDeps): FetchHandler {
         await deps.preStop();
         return new Response('ok\n');
       default:
+        if (deps.files !== undefined && path.startsWith(FILES_PATH)) return deps.files(req, ctx);
         if (deps.oauth !== undefined) {
           if (!RESOURCE_METADATA_PATHS.includes(path)) return toErrorResponse({ kind: 'no_route', path });
           if (req.method !== 'GET' && req.method !== 'HEAD')

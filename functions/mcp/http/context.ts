@@ -23,6 +23,11 @@ export interface RequestContext {
    * is used without the shell (the body is then the web `Request`'s).
    */
   readonly readBody?: () => Promise<RequestBody | undefined>;
+  /**
+   * The body as it arrives, unbounded, for a handler that streams it somewhere (an upload: files/file-route.ts);
+   * instead of `readBody`, never with it. Stopping early leaves the rest to be drained after the answer.
+   */
+  readonly bodyStream?: () => AsyncIterable<Uint8Array>;
   /** The platform's request id (FC: `x-fc-request-id`) or a random one. */
   readonly requestId: string;
   /**

@@ -80,6 +80,10 @@ export function createNodeListener(handler: FetchHandler, options: NodeListenerO
       peer: clientOf(req),
       log: {},
       readBody: () => (body ??= readBodyOrHangUp()),
+      bodyStream: () => {
+        body ??= Promise.resolve(undefined);
+        return readChunks(req, abort);
+      },
       signal: abort.signal,
       onSent: (done) => sent.push(done),
     };
@@ -163,6 +167,37 @@ export function readBody(req: IncomingMessage, maxBytes: number): Promise<Reques
     req.once('end', () => resolve({ tooLarge: false, text: Buffer.concat(chunks).toString('utf8') }));
     req.once('error', reject);
   });
+}
+
+/**
+ * The body chunk by chunk, as the reader takes them (back-pressure reaches the client). A reader that stops early
+ * leaves the stream as it is, for discardUnread to drain after the answer; a client that goes away aborts the
+ * request and ends the reading with an error.
+ */
+async function* readChunks(req: IncomingMessage, abort: AbortController): AsyncGenerator<Uint8Array> {
+  for (;;) {
+    for (let chunk = req.read() as Buffer | null; chunk !== null; chunk = req.read() as Buffer | null) yield chunk;
+    if (req.readableEnded) return;
+    if (req.destroyed) {
+      abort.abort();
+      throw new Error('the client went away during the upload');
+    }
+    await new Promise<void>((resolve, reject) => {
+      const settle = (err?: Error): void => {
+        req.off('readable', onMore);
+        req.off('end', onMore);
+        req.off('close', onMore);
+        req.off('error', settle);
+        if (err === undefined) resolve();
+        else reject(err);
+      };
+      const onMore = (): void => settle();
+      req.once('readable', onMore);
+      req.once('end', onMore);
+      req.once('close', onMore);
+      req.once('error', settle);
+    });
+  }
 }
 
 /** Bytes of an unread request body discarded after the answer, so that the client can read it (RFC 9112 §9.6). */

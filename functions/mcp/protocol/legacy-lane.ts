@@ -13,7 +13,9 @@ import { AppError, describeError, isAppError } from '../errors';
 import { ANONYMOUS_PRINCIPAL } from '../http/auth';
 import type { RequestContext } from '../http/context';
 import { toErrorResponse } from '../http/refusals';
+import { type FileUrlFactory, originOf } from '../files/file-urls';
 import { createSessionLookup, type SessionLookupOptions } from '../sessions/entry-lookup';
+import { placeOf } from '../sessions/sandbox-access';
 import { type CallScope, createCallDirectory, type DirectoryDeps } from '../sessions/sandbox-directory';
 import type { Refusal } from '../sessions/fair-share';
 import type { InitializeRate } from '../sessions/initialize-rate';
@@ -51,6 +53,8 @@ export interface LegacyCallOptions {
   idleTtlMs: number;
   /** What each call's directory of the owner's sandboxes is made of. */
   directory: DirectoryDeps;
+  /** Makes each call's file URLs. @default none offered */
+  fileUrls?: FileUrlFactory;
 }
 
 /**
@@ -58,10 +62,11 @@ export interface LegacyCallOptions {
  * client's `notifications/cancelled` or when the session ends, never because its stream dropped: in the 2025 era a
  * dropped connection is not a cancel.
  */
-export function createLegacyCall({ table, catalog, context, idleTtlMs, directory }: LegacyCallOptions): BoundCall {
+export function createLegacyCall(options: LegacyCallOptions): BoundCall {
+  const { table, catalog, context, idleTtlMs, directory, fileUrls } = options;
   const { now, maxAgeMs, logger } = directory;
   const { catalog: sandboxes } = directory.provider;
-  return async (name, args, ctx, { session }) => {
+  return async (name, args, ctx, { session, origin }) => {
     if (session === undefined) throw new Error('a 2025-era tool call outside a session');
     let target: TableEntry;
     try {
@@ -103,6 +108,8 @@ export function createLegacyCall({ table, catalog, context, idleTtlMs, directory
             sandbox: target.sandbox,
             sandboxes: () => createCallDirectory(directory, scope),
             expiresAt: () => new Date(target.lastUsedMs + idleTtlMs),
+            ...(fileUrls !== undefined &&
+              origin !== undefined && { fileUrls: fileUrls(() => placeOf(target), origin) }),
             signal,
           }),
         ),
@@ -194,7 +201,8 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
       return toErrorResponse({ kind: 'batch_not_allowed', allowed: BATCH_PROTOCOL_VERSION, version });
     }
     for (const message of Array.isArray(body) ? body : [body]) cancelNamed(session, message);
-    return options.serve(withCanonicalAccept(req), body, { principal: session.principal, session });
+    const binding = { principal: session.principal, session, origin: originOf(req) };
+    return options.serve(withCanonicalAccept(req), body, binding);
   };
 
   /** A `notifications/cancelled` stops the call it names, which runs under its own request. */

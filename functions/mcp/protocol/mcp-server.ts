@@ -10,6 +10,7 @@ import type { RequestContext } from '../http/context';
 import type { Logger } from '../log';
 import type { TableEntry } from '../sessions/sandbox-table';
 import type { HandleCheck } from '../sessions/entry-lookup';
+import type { RequestOrigin } from '../files/file-urls';
 import { createProtocolServer, type ProtocolServerOptions } from './server-factory';
 
 /** What a lane knows of a request before the SDK serves it. */
@@ -19,6 +20,8 @@ export interface RequestBinding {
   readonly session?: TableEntry;
   /** A 2026-07-28 tool call's `sandbox` handle, as the lane checked it before the SDK saw the call. */
   readonly handle?: { readonly value: unknown; readonly check: HandleCheck };
+  /** Where the request came to: file URLs made for it start there (files/file-urls.ts). */
+  readonly origin?: RequestOrigin;
 }
 
 /** A lane: serves a POST whose body the endpoint read and parsed. */

@@ -6,10 +6,12 @@
  * handle lives on a short first lease until its handle comes back, so clients that never pass it leave cheap
  * leftovers.
  */
+import { type FileUrlFactory, originOf } from '../files/file-urls';
 import { ANONYMOUS_PRINCIPAL } from '../http/auth';
 import { toErrorResponse } from '../http/refusals';
 import type { SandboxProvider } from '../sandbox/types';
 import { checkHandle, createHandleLookup } from '../sessions/entry-lookup';
+import { placeOf } from '../sessions/sandbox-access';
 import { type CallScope, createCallDirectory, type DirectoryDeps } from '../sessions/sandbox-directory';
 import type { SandboxTable, TableEntry } from '../sessions/sandbox-table';
 import type { SignedIdCodec } from '../sessions/session-id';
@@ -37,6 +39,8 @@ export interface ModernCallOptions extends Omit<ModernLaneOptions, 'serve'> {
   directory: DirectoryDeps;
   /** Tombstones of deleted sandboxes. */
   provider: Pick<SandboxProvider, 'hasEnded'>;
+  /** Makes each call's file URLs. @default none offered */
+  fileUrls?: FileUrlFactory;
 }
 
 /**
@@ -48,7 +52,7 @@ export function createModernCall(options: ModernCallOptions): BoundCall {
   const { ids, now } = options;
   return async (name, args, ctx, binding) => {
     const { handle, rest } = takeSandboxArgument(args);
-    const { principal } = binding;
+    const { principal, origin } = binding;
     // The lane checked the handle before the SDK saw the call: not again.
     const checked = binding.handle?.value === handle ? binding.handle?.check : undefined;
     const found = await lookup(handle, principal, checked);
@@ -71,10 +75,12 @@ export function createModernCall(options: ModernCallOptions): BoundCall {
       },
     };
     const { entry } = found;
+    const { fileUrls } = options;
     const context = {
       ...options.context,
       principal,
       sandbox: entry.sandbox,
+      ...(fileUrls !== undefined && origin !== undefined && { fileUrls: fileUrls(() => placeOf(entry), origin) }),
       sandboxes: () => createCallDirectory(options.directory, scope),
       expiresAt: () => new Date(entry.lastUsedMs + options.idleTtlMs),
     };
@@ -103,7 +109,11 @@ export function createModernLane({ table, ids, serve, now }: ModernLaneOptions):
         return toErrorResponse(refusal, message?.id ?? null);
       }
       const check = handle === undefined ? undefined : checkHandle(ids, handle, principal, now());
-      const binding: RequestBinding = { principal, ...(check !== undefined && { handle: { value: handle, check } }) };
+      const binding: RequestBinding = {
+        principal,
+        origin: originOf(req),
+        ...(check !== undefined && { handle: { value: handle, check } }),
+      };
       // A call that would need a new entry when there is no room is refused before the SDK sees it, with the
       // status and Retry-After of fair-share.ts (a bad handle is answered by the call, as a tool result).
       const needsEntry = check === undefined || (check.ok && table.get('handle', check.key) === undefined);

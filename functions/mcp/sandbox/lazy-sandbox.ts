@@ -18,6 +18,11 @@ export interface LazySandbox {
   get(): Promise<Sandbox>;
   /** The sandbox if it exists, without creating it. */
   current(): Sandbox | undefined;
+  /**
+   * The sandbox if it exists here or can be re-attached (woken), never making one: `undefined` when there is none
+   * (a later `get()` still looks again, then makes one).
+   */
+  existing(): Promise<Sandbox | undefined>;
   /** True while the sandbox exists or is being made (it counts against its credential's share). */
   active(): boolean;
   /**
@@ -62,6 +67,9 @@ export interface LazySandboxOptions {
   /** Resolves once nothing else is putting this sandbox to sleep here (it is woken only then). */
   settled?: () => Promise<void>;
 }
+
+/** What `existing()` meets when its owner has no sandbox to re-attach. */
+const NOT_FOUND = new Error('no sandbox to re-attach');
 
 /** The note a recovered session gets when its earlier sandbox is gone. */
 export const FRESH_SANDBOX_NOTICE =
@@ -109,6 +117,19 @@ export function createLazySandbox(
     return made;
   };
 
+  /** Re-attaches the owner's sandbox or finds there is none (NOT_FOUND); never makes one. */
+  const attachOnly = async (): Promise<Sandbox> => {
+    options.admit?.();
+    await options.settled?.();
+    const attached = await provider.attach(owner);
+    if (attached === undefined) throw NOT_FOUND;
+    resume = false;
+    obtained = true;
+    if (attached.woke !== undefined) notice = toWakeNotice(attached.woke);
+    if (confirmed) attached.confirmLease?.();
+    return attached;
+  };
+
   /** Asks `admit` first: a refusal starts nothing. */
   const start = (): Promise<Sandbox> => {
     options.admit?.();
@@ -132,6 +153,15 @@ export function createLazySandbox(
       return sandbox.get(start);
     },
     current: () => (sandbox.value?.isGone() === true ? undefined : sandbox.value),
+    async existing() {
+      if (gone) return undefined;
+      const usable = (found: Sandbox): Sandbox | undefined => (found.isGone() ? undefined : found);
+      if (!resume) return sandbox.current()?.then(usable, () => undefined);
+      return sandbox.get(attachOnly).then(usable, (err: unknown) => {
+        if (err === NOT_FOUND) return undefined;
+        throw err;
+      });
+    },
     active: () => sandbox.starting || (sandbox.value !== undefined && !sandbox.value.isGone()),
     mayExist: () => resume || obtained,
     async kill() {

@@ -141,6 +141,43 @@ export interface ReadFileResult {
   readonly sizeBytes: number;
 }
 
+/** A regular file opened to be sent out whole or in part (a download). */
+export interface FileSource {
+  /** The file as the sandbox sees it. */
+  readonly path: string;
+  /** Its size when it was opened: what a download promises (a file that shrinks since ends it early). */
+  readonly sizeBytes: number;
+  readonly modifiedAt: Date;
+  /** Bytes `start` to `end`, inclusive, as they are read: never past `end`, however the file grows. */
+  read(start: number, end: number): AsyncIterable<Uint8Array>;
+  /** Lets go of the file (after the read, or instead of it). */
+  close(): Promise<void>;
+}
+
+/** A file to be written from a stream of unknown length (an upload). */
+export interface ReceiveFileRequest {
+  /** The file, as the sandbox sees it; parent directories are made. */
+  readonly path: string;
+  readonly body: AsyncIterable<Uint8Array>;
+  /** More bytes than this are refused (`too_large`), and nothing is written. */
+  readonly maxBytes: number;
+}
+
+/** An upload that landed: the file was replaced whole, never left half written. */
+export interface ReceivedFile {
+  readonly path: string;
+  readonly created: boolean;
+  readonly bytes: number;
+}
+
+/** A URL of the backend's own that moves a file without passing through this server (E2B's signed file URLs). */
+export interface NativeFileUrl {
+  readonly url: string;
+  readonly method: 'GET' | 'POST';
+  /** How to use it, when it is not a plain GET or a PUT of the bytes. */
+  readonly note?: string;
+}
+
 /** Where a port in the sandbox can be reached from outside. */
 export interface PreviewInfo {
   /** A URL that leads to the port (E2B's host for it; locally, a forwarder on the server's host or the port itself). */
@@ -228,6 +265,18 @@ export interface Sandbox {
   /** Writes a file, creating parent directories. */
   writeFile(path: string, data: Buffer): Promise<{ path: string; created: boolean }>;
   listFiles(req: ListFilesRequest): Promise<ListFilesResult>;
+  /** Opens a regular file to send it out (refused as `readFile` refuses: directories, links outside, FIFOs). */
+  openFile(path: string): Promise<FileSource>;
+  /**
+   * Writes a file from a stream, whole or not at all: a body past `maxBytes` (`too_large`) or a full disk
+   * (`disk_full`) leaves the path as it was.
+   */
+  receiveFile(req: ReceiveFileRequest): Promise<ReceivedFile>;
+  /**
+   * The backend's own signed URL for a file, when it has one for this sandbox (E2B's, for sandboxes created
+   * `secure`); `undefined` when the server must serve the file itself.
+   */
+  nativeFileUrl?(path: string, mode: 'download' | 'upload', expiresS: number): Promise<NativeFileUrl | undefined>;
   /** A URL for `port` (E2B host; loopback for local) and whether something listens there. */
   preview(port: number): Promise<PreviewInfo>;
   /** Starts a process that outlives the call (but never the sandbox); its output goes to a capped log. */

@@ -8,6 +8,7 @@ import { describeArgumentIssues } from './argument-errors';
 import { portableSchema } from './portable-schema';
 import { editFileTool } from './edit-file';
 import { deleteSandboxTool } from './delete-sandbox';
+import { getFileUrlTool } from './get-file-url';
 import { getPreviewUrlTool } from './get-preview-url';
 import { listFilesTool } from './list-files';
 import { listSandboxesTool } from './list-sandboxes';
@@ -33,6 +34,7 @@ export const TOOLS: readonly ToolDefinition[] = [
   sandboxStatusTool,
   manageProcessTool,
   getPreviewUrlTool,
+  getFileUrlTool,
   resetSandboxTool,
   openSandboxTool,
   listSandboxesTool,

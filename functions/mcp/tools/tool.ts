@@ -6,6 +6,7 @@ import type { ServerContext } from '@modelcontextprotocol/server';
 import type * as z from 'zod';
 
 import type { EgressSummary } from '../egress/policy';
+import type { FileUrls } from '../files/file-urls';
 import type { SecretSummary } from '../egress/secrets';
 import type { SandboxDirectory } from '../sandbox/directory';
 import type { LazySandbox } from '../sandbox/lazy-sandbox';
@@ -25,6 +26,8 @@ export interface ToolContext {
   egress?: () => EgressStatus;
   /** When the sandbox will be reclaimed if nothing uses it. */
   expiresAt: () => Date;
+  /** Makes URLs for the sandbox's files (get_file_url); absent where no HTTP listener serves them (stdio). */
+  fileUrls?: FileUrls;
   /** Aborted when the client cancels the call. */
   signal: AbortSignal;
   /** Receives live output of commands and code. */
@@ -93,6 +96,8 @@ export interface CallContextOptions {
   sandboxes?: () => SandboxDirectory;
   backend: () => BackendStatus;
   expiresAt: () => Date;
+  /** Makes URLs for the sandbox's files. @default none (stdio) */
+  fileUrls?: FileUrls;
   /** MCP_TOOL_TIMEOUT_MAX_S in milliseconds. */
   toolTimeoutMaxMs: number;
   /** Cancels the call. @default the request's signal (the SDK aborts it when the request is cancelled or gone) */
@@ -118,6 +123,7 @@ export function toToolContext(ctx: ServerContext, options: CallContextOptions): 
     backend: options.backend,
     ...(egressOf !== undefined && principal !== undefined && { egress: () => egressOf(principal) }),
     expiresAt: options.expiresAt,
+    ...(options.fileUrls !== undefined && { fileUrls: options.fileUrls }),
     signal: options.signal ?? ctx.mcpReq.signal,
     timeoutMs: (requested) => Math.min(requested ?? DEFAULT_TOOL_TIMEOUT_MS, options.toolTimeoutMaxMs),
     ...(forwarder !== undefined && {

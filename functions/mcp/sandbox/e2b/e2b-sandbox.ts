@@ -9,11 +9,15 @@ import { RunToCompletion } from '../run-to-completion';
 import type {
   BackgroundProcess,
   CodeError,
+  FileSource,
   ListFilesRequest,
   ListFilesResult,
+  NativeFileUrl,
   PreviewInfo,
   ProcessLogPage,
   ReadFileResult,
+  ReceivedFile,
+  ReceiveFileRequest,
   RunCodeRequest,
   RunCodeResult,
   RunCommandRequest,
@@ -27,6 +31,7 @@ import type {
 import { createE2BBackgroundProcesses, type E2BBackgroundProcesses } from './background';
 import { saveOpenFigures } from './charts';
 import { toE2BAppError } from './errors';
+import { openE2BFile, receiveE2BFile } from './file-streams';
 import { listE2BFiles, readE2BFile, writeE2BFile } from './files';
 import { Lease, type LeaseTerms } from './lease';
 import { commandBusyMs, runE2BCommand } from './run-command';
@@ -253,6 +258,29 @@ export class E2BSandbox implements Sandbox {
   async listFiles(req: ListFilesRequest): Promise<ListFilesResult> {
     const target = this.resolve(req.path);
     return this.call(`listing ${target}`, () => listE2BFiles(this.options.api, target, req));
+  }
+
+  async openFile(path: string): Promise<FileSource> {
+    const target = this.resolve(path);
+    return this.call(`opening ${target}`, () => openE2BFile(this.options.api, target));
+  }
+
+  async receiveFile(req: ReceiveFileRequest): Promise<ReceivedFile> {
+    const target = this.resolve(req.path);
+    return this.call(`writing ${target}`, () => receiveE2BFile(this.options.api, target, req));
+  }
+
+  async nativeFileUrl(path: string, mode: 'download' | 'upload', expiresS: number): Promise<NativeFileUrl | undefined> {
+    const target = this.resolve(path);
+    const url = await this.call('signing a file URL', () => this.options.api.signedFileUrl(target, mode, expiresS));
+    if (url === undefined) return undefined;
+    return mode === 'download'
+      ? { url, method: 'GET' }
+      : {
+          url,
+          method: 'POST',
+          note: 'POST the bytes with Content-Type: application/octet-stream (or as multipart/form-data field "file").',
+        };
   }
 
   async preview(port: number): Promise<PreviewInfo> {

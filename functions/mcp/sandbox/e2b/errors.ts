@@ -113,7 +113,7 @@ export function toE2BAppError(err: unknown, classes: E2BErrorClasses, ctx: E2BEr
     );
   }
   if (err instanceof classes.NotEnoughSpaceError) {
-    return new AppError('sandbox_error', 'The sandbox is out of disk space; delete files and retry.', { cause: err });
+    return new AppError('disk_full', 'The sandbox is out of disk space; delete files and retry.', { cause: err });
   }
   if (err instanceof classes.FileNotFoundError || err instanceof classes.NotFoundError) {
     return new AppError('not_found', `Not found while ${ctx.operation}.`, { cause: err });

@@ -24,6 +24,17 @@ export interface E2BSandboxApi {
   /** At most `maxBytes` + 1 bytes of the file from its start: more than `maxBytes` means it is larger. */
   readFile(path: string, maxBytes: number): Promise<Uint8Array>;
   writeFile(path: string, data: ArrayBuffer): Promise<unknown>;
+  /** The file's bytes as envd sends them, from its start. */
+  readStream(path: string): Promise<ReadableStream<Uint8Array>>;
+  /** Writes the file from a stream, sent as it is read (parent directories made). */
+  writeStream(path: string, body: ReadableStream<Uint8Array>): Promise<unknown>;
+  rename(from: string, to: string): Promise<unknown>;
+  remove(path: string): Promise<void>;
+  /**
+   * E2B's own signed URL for a file (`downloadUrl`/`uploadUrl`, valid `expiresS`), for a sandbox created `secure`;
+   * `undefined` for one without an access token, whose URLs would need none.
+   */
+  signedFileUrl(path: string, mode: 'download' | 'upload', expiresS: number): Promise<string | undefined>;
   listFiles(path: string, depth: number): Promise<EntryInfo[]>;
   getInfo(path: string): Promise<EntryInfo>;
   exists(path: string): Promise<boolean>;
@@ -99,6 +110,11 @@ export async function loadE2BSdk(): Promise<E2BSdk> {
   const { e2b, codeInterpreter } = await loadE2BModules();
   /** The interpreter's sandbox, with what execute.ts needs to send an execution as the SDK's `runCode` does. */
   class InterpreterSandbox extends codeInterpreter.Sandbox {
+    /** Created `secure`: envd wants its access token, and file URLs carry E2B's signature. */
+    get secured(): boolean {
+      return Boolean(this.envdAccessToken);
+    }
+
     runBounded(code: string, opts: ExecuteOptions): Promise<ExecutionOutcome> {
       const source = this.connectionConfig.requestSource;
       const url = `${this.jupyterUrl}/execute`;
@@ -144,6 +160,15 @@ export async function loadE2BSdk(): Promise<E2BSdk> {
     readFile: async (path, maxBytes) =>
       readStreamAtMost(await sandbox.files.read(path, { format: 'stream' }), maxBytes + 1),
     writeFile: (path, data) => sandbox.files.write(path, data),
+    readStream: (path) => sandbox.files.read(path, { format: 'stream' }),
+    writeStream: (path, body) => sandbox.files.write(path, body),
+    rename: (from, to) => sandbox.files.rename(from, to),
+    remove: (path) => sandbox.files.remove(path),
+    async signedFileUrl(path, mode, expiresS) {
+      if (!sandbox.secured) return undefined;
+      const opts = { useSignatureExpiration: expiresS };
+      return mode === 'download' ? sandbox.downloadUrl(path, opts) : sandbox.uploadUrl(path, opts);
+    },
     listFiles: (path, depth) => sandbox.files.list(path, { depth }),
     getInfo: (path) => sandbox.files.getInfo(path),
     exists: (path) => sandbox.files.exists(path),

@@ -41,12 +41,12 @@ export function toFileError(err: unknown, shownPath: string, diskLimitBytes?: nu
     case 'EDQUOT':
       if (diskLimitBytes !== undefined) {
         return new AppError(
-          'sandbox_error',
+          'disk_full',
           `${diskFullLead(diskLimitBytes)}; delete files (in the working directory or /tmp) and retry.`,
           { cause: err },
         );
       }
-      return new AppError('sandbox_error', 'The sandbox is out of disk space; delete files and retry.', { cause: err });
+      return new AppError('disk_full', 'The sandbox is out of disk space; delete files and retry.', { cause: err });
     default:
       return new AppError('sandbox_error', `File operation on ${shownPath} failed (${code || 'unknown error'}).`, {
         cause: err,
@@ -55,7 +55,7 @@ export function toFileError(err: unknown, shownPath: string, diskLimitBytes?: nu
 }
 
 /** The error for a symlink whose target does not exist. */
-const dangling = (shown: string): AppError =>
+export const dangling = (shown: string): AppError =>
   new AppError('invalid_input', `Path "${shown}" is a symbolic link that points nowhere; refusing to follow it.`);
 
 /** Reads a whole regular file of at most `maxBytes`. */

@@ -9,11 +9,14 @@ import { AppError } from '../../errors';
 import type { SleepState } from '../records';
 import type {
   BackgroundProcess,
+  FileSource,
   ListFilesRequest,
   ListFilesResult,
   PreviewInfo,
   ProcessLogPage,
   ReadFileResult,
+  ReceivedFile,
+  ReceiveFileRequest,
   RunCodeRequest,
   RunCodeResult,
   RunCommandRequest,
@@ -154,6 +157,16 @@ export class LocalSandbox implements Sandbox {
   listFiles(req: ListFilesRequest): Promise<ListFilesResult> {
     this.assertAlive();
     return this.files.listFiles(req);
+  }
+
+  openFile(path: string): Promise<FileSource> {
+    this.assertAlive();
+    return this.files.openFile(path);
+  }
+
+  receiveFile(req: ReceiveFileRequest): Promise<ReceivedFile> {
+    this.assertAlive();
+    return this.files.receiveFile(req);
   }
 
   async startBackground(req: StartBackgroundRequest): Promise<BackgroundProcess> {

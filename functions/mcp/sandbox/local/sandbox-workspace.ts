@@ -6,7 +6,15 @@ import { stat, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 import type { Clock } from '../../clock';
-import type { ListFilesRequest, ListFilesResult, ReadFileResult } from '../types';
+import type {
+  FileSource,
+  ListFilesRequest,
+  ListFilesResult,
+  ReadFileResult,
+  ReceivedFile,
+  ReceiveFileRequest,
+} from '../types';
+import { openWorkspaceFile, receiveWorkspaceFile } from './file-streams';
 import { listWorkspaceFiles, readWorkspaceFile, writeWorkspaceFile } from './files';
 import { removeWorkspace, type Workspace } from './workspace';
 
@@ -34,6 +42,14 @@ export class SandboxWorkspace {
 
   listFiles(req: ListFilesRequest): Promise<ListFilesResult> {
     return listWorkspaceFiles(this.workspace, req);
+  }
+
+  openFile(path: string): Promise<FileSource> {
+    return openWorkspaceFile(this.workspace, path);
+  }
+
+  receiveFile(req: ReceiveFileRequest): Promise<ReceivedFile> {
+    return receiveWorkspaceFile(this.workspace, req);
   }
 
   /** Marks the sandbox used now, for every instance that shares the workspace root. */

@@ -1,0 +1,137 @@
+/**
+ * Files moved as streams (the file URLs of files/file-route.ts), by descriptor beneath the working directory as
+ * files.ts moves them: a download reads one descriptor opened with O_NOFOLLOW, and an upload is written to a new
+ * file beside its target and renamed over it once whole, so that a body cut short, past its cap or past the disk
+ * leaves the target as it was and no partial file behind.
+ */
+import { randomBytes } from 'node:crypto';
+import { constants } from 'node:fs';
+import { type FileHandle, lstat, open, rename, unlink } from 'node:fs/promises';
+
+import { AppError } from '../../errors';
+import type { FileSource, ReceivedFile, ReceiveFileRequest } from '../types';
+import { inside, type Located, locate } from './beneath';
+import { dangling, toFileError } from './files';
+import { toWorkspacePath, type Workspace } from './workspace';
+
+/** Bytes read from the file per chunk of a download. */
+const CHUNK_BYTES = 256 * 1024;
+
+/** Opens the regular file `path` to be read out. */
+export async function openWorkspaceFile(ws: Workspace, path: string): Promise<FileSource> {
+  const target = toWorkspacePath(ws, path);
+  const shown = target.sandboxPath;
+  try {
+    const at = await locate(ws, target.parts, { shown: path });
+    let handle: FileHandle;
+    try {
+      if (at.name === undefined) throw new AppError('invalid_input', `${shown} is a directory, not a file.`);
+      if (!at.exists && at.lastWasLink) throw dangling(path);
+      // O_NONBLOCK: a FIFO put in its place does not hang the request (and is refused below).
+      handle = await open(inside(at.parent, at.name), constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
+    } finally {
+      await at.parent.handle.close();
+    }
+    try {
+      const info = await handle.stat();
+      if (info.isDirectory()) throw new AppError('invalid_input', `${shown} is a directory, not a file.`);
+      if (!info.isFile()) throw new AppError('invalid_input', `${shown} is not a regular file.`);
+      return {
+        path: shown,
+        sizeBytes: info.size,
+        modifiedAt: info.mtime,
+        read: (start, end) => readRange(handle, start, end),
+        close: () => handle.close(),
+      };
+    } catch (err: unknown) {
+      await handle.close();
+      throw err;
+    }
+  } catch (err: unknown) {
+    throw toFileError(err, shown, ws.diskLimitBytes);
+  }
+}
+
+/** Bytes `start` to `end` of `handle`, a fresh buffer a chunk (the socket may still hold the last one). */
+async function* readRange(handle: FileHandle, start: number, end: number): AsyncGenerator<Uint8Array> {
+  for (let position = start; position <= end; ) {
+    const buffer = Buffer.allocUnsafe(Math.min(CHUNK_BYTES, end - position + 1));
+    const { bytesRead } = await handle.read(buffer, 0, buffer.length, position);
+    // The file shrank since it was opened: the answer ends short, and the client sees it cut.
+    if (bytesRead === 0) throw new AppError('sandbox_error', 'The file shrank while it was being sent.');
+    position += bytesRead;
+    yield buffer.subarray(0, bytesRead);
+  }
+}
+
+/** Writes `req.body` to `req.path`, whole or not at all. */
+export async function receiveWorkspaceFile(ws: Workspace, req: ReceiveFileRequest): Promise<ReceivedFile> {
+  const target = toWorkspacePath(ws, req.path);
+  const shown = target.sandboxPath;
+  if (target.parts.length === 0) throw new AppError('invalid_input', 'Give a file name, not the working directory.');
+  try {
+    const at = await locate(ws, target.parts, { shown: req.path, createDirs: true });
+    try {
+      const name = await writableName(at, shown, req.path);
+      // Beside the target, so that the rename stays on one file system; hidden, and named so no one mistakes it.
+      const temporary = `.${name.slice(0, 100)}.upload-${randomBytes(6).toString('hex')}`;
+      const bytes = await writeNew(ws, at, temporary, req);
+      try {
+        // Through the directory's descriptor: a name swapped meanwhile is replaced, never followed.
+        await rename(inside(at.parent, temporary), inside(at.parent, name));
+      } catch (err: unknown) {
+        await unlink(inside(at.parent, temporary)).catch(() => undefined);
+        throw err;
+      }
+      return { path: shown, created: !at.exists, bytes };
+    } finally {
+      await at.parent.handle.close();
+    }
+  } catch (err: unknown) {
+    throw toFileError(err, shown, ws.diskLimitBytes);
+  }
+}
+
+/** The last name of an upload's target, once it is known to be a regular file or nothing yet. */
+async function writableName(at: Located, shown: string, given: string): Promise<string> {
+  if (at.name === undefined) throw new AppError('invalid_input', `${shown} is a directory.`);
+  if (!at.exists && at.lastWasLink) throw dangling(given);
+  if (!at.exists) return at.name;
+  const info = await lstat(inside(at.parent, at.name));
+  if (info.isDirectory()) throw new AppError('invalid_input', `${shown} is a directory.`);
+  if (!info.isFile()) throw new AppError('invalid_input', `${shown} is not a regular file.`);
+  return at.name;
+}
+
+/** Creates `name` in the target's directory and fills it from the body; on any failure it is removed. */
+async function writeNew(ws: Workspace, at: Located, name: string, req: ReceiveFileRequest): Promise<number> {
+  const path = inside(at.parent, name);
+  const handle = await open(
+    path,
+    constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+    0o644,
+  );
+  let written = 0;
+  try {
+    for await (const chunk of req.body) {
+      written += chunk.length;
+      if (written > req.maxBytes) {
+        throw new AppError(
+          'too_large',
+          `The upload is larger than its limit of ${req.maxBytes} bytes; nothing was written.`,
+        );
+      }
+      for (let done = 0; done < chunk.length; ) {
+        const { bytesWritten } = await handle.write(chunk, done, chunk.length - done);
+        done += bytesWritten;
+      }
+    }
+    if (ws.owner !== undefined) await handle.chown(ws.owner.uid, ws.owner.gid);
+    await handle.close();
+    return written;
+  } catch (err: unknown) {
+    await handle.close().catch(() => undefined);
+    await unlink(path).catch(() => undefined);
+    throw err;
+  }
+}
