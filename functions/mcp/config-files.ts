@@ -11,8 +11,9 @@ export interface FileUrlConfig {
   /** MCP_FILE_URL_MAX_BYTES: the largest upload a URL takes. @default 1 GiB */
   readonly maxBytes: number;
   /**
-   * MCP_FILE_URLS: `auto` (E2B's own signed URLs for sandboxes that have them, else the server's), `server` (always
-   * the server's), or `backend` (E2B's, refusing where there are none). @default auto
+   * MCP_FILE_URLS: `auto` (E2B's own signed URLs for sandboxes that have them, else the server's; the server's on
+   * Alibaba Cloud's service, which signs no URLs of secure sandboxes), `server` (always the server's), or `backend`
+   * (E2B's, refusing where there are none). Here `auto` is already resolved for Alibaba Cloud. @default auto
    */
   readonly source: 'auto' | 'server' | 'backend';
   /** MCP_PUBLIC_URL: the origin file URLs start with. @default the origin each request came to */
@@ -35,15 +36,16 @@ export function loadFileUrlConfig(
   env: Env,
   problems: string[],
   int: (name: string, fallback: number, min: number, max: number) => number,
-  onFc: boolean,
+  where: { onFc: boolean; onAlibaba: boolean },
 ): FileUrlConfig {
+  const { onFc, onAlibaba } = where;
   const source = env.MCP_FILE_URLS?.trim() || 'auto';
   if (source !== 'auto' && source !== 'server' && source !== 'backend')
     problems.push(`MCP_FILE_URLS must be auto, server or backend (got "${source}")`);
   return {
     maxExpiresS: int('MCP_FILE_URL_MAX_S', 86_400, 60, 7 * 86_400),
     maxBytes: int('MCP_FILE_URL_MAX_BYTES', DEFAULT_MAX_BYTES, 1024, 2 ** 40),
-    source: source === 'server' || source === 'backend' ? source : 'auto',
+    source: source === 'server' || source === 'backend' ? source : onAlibaba ? 'server' : 'auto',
     publicOrigin: readPublicUrl(env, []),
     platformMaxBodyBytes: onFc ? FC_MAX_REQUEST_BYTES : undefined,
   };

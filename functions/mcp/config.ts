@@ -284,8 +284,8 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): Config {
   const apiUrl = env.E2B_API_URL?.trim() || undefined;
   if (apiUrl !== undefined && !/^https?:\/\/[^/\s]+/.test(apiUrl))
     problems.push(`E2B_API_URL must be an http(s) URL (got "${apiUrl}")`);
-  const charts =
-    env.E2B_CHARTS?.trim() || (/aliyuncs\.com/i.test(`${env.E2B_DOMAIN ?? ''} ${apiUrl ?? ''}`) ? 'files' : 'inline');
+  const onAlibaba = /aliyuncs\.com/i.test(`${env.E2B_DOMAIN ?? ''} ${apiUrl ?? ''}`);
+  const charts = env.E2B_CHARTS?.trim() || (onAlibaba ? 'files' : 'inline');
   if (charts !== 'inline' && charts !== 'files')
     problems.push(`E2B_CHARTS must be "inline" or "files" (got "${charts}")`);
   const sleep = env.E2B_SLEEP?.trim() || 'memory';
@@ -488,7 +488,7 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): Config {
       maxDiskMbPerCredential: int('MCP_MAX_SLEEPING_DISK_MB_PER_CREDENTIAL', 10_240, 0, 1_073_741_824),
     },
     egress,
-    fileUrls: loadFileUrlConfig(env, problems, int, onFc),
+    fileUrls: loadFileUrlConfig(env, problems, int, { onFc, onAlibaba }),
     logLevel: isLogLevel(logLevel) ? logLevel : 'info',
   };
   if (problems.length > 0) throw new ConfigError(problems);

@@ -21,7 +21,7 @@ import { STDIO_PROTOCOL_VERSIONS } from './protocol/versions';
 import { createSandboxProvider } from './sandbox/create-provider';
 import { createLazySandbox } from './sandbox/lazy-sandbox';
 import { installStackMaps } from './stack-maps';
-import { createToolCatalog, SANDBOX_DIRECTORY_TOOLS } from './tools/registry';
+import { createToolCatalog, HTTP_ONLY_TOOLS } from './tools/registry';
 import { toToolContext } from './tools/tool';
 
 /** Answers a line that is not a JSON-RPC message; returns true when the line may go to the SDK. */
@@ -70,7 +70,7 @@ async function main(): Promise<void> {
   });
   const startedMs = Date.now();
   // One connection, one sandbox: no owner whose other sandboxes a call could open.
-  const catalog = createToolCatalog(logger, undefined, { omit: SANDBOX_DIRECTORY_TOOLS });
+  const catalog = createToolCatalog(logger, undefined, { omit: HTTP_ONLY_TOOLS });
   const server = createProtocolServer({
     tools: catalog.list,
     versions: STDIO_PROTOCOL_VERSIONS,

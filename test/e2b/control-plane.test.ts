@@ -127,7 +127,7 @@ serviceDescribe.each(NODES)('the E2B control plane as the server uses it, server
 
   it('calls E2B for neither initialize, tools/list nor sandbox_status', async () => {
     const c = await connect();
-    expect((await c.listTools()).tools).toHaveLength(14);
+    expect((await c.listTools()).tools).toHaveLength(15);
     expect(await status(c)).toMatchObject({ state: 'not_started', sandbox_id: null });
     expect(d.e2b.requests().slice(mark)).toEqual([]);
   });

@@ -16,6 +16,7 @@ const EXPECTED_TOOLS = [
   'sandbox_status',
   'manage_process',
   'get_preview_url',
+  'get_file_url',
   'reset_sandbox',
   'open_sandbox',
   'list_sandboxes',
@@ -30,7 +31,7 @@ beforeAll(async () => {
 afterAll(stopAllServers);
 
 describe.each(['v2', 'v1'] as const)('the %s client', (kind) => {
-  it('lists the fourteen tools with input and output schemas that forbid extra arguments', async () => {
+  it('lists the fifteen tools with input and output schemas that forbid extra arguments', async () => {
     const client = await connectClient(kind, server.url, { token: TOKEN });
     const { tools } = await client.listTools();
     expect(tools.map((t) => t.name)).toEqual(EXPECTED_TOOLS);

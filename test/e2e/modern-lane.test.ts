@@ -44,7 +44,7 @@ it('speaks 2026-07-28 without a session, and every tool schema takes a sandbox h
   expect(client.getProtocolEra()).toBe('modern');
   expect(client.getNegotiatedProtocolVersion()).toBe('2026-07-28');
   const { tools } = await client.listTools();
-  expect(tools).toHaveLength(14);
+  expect(tools).toHaveLength(15);
   for (const tool of tools) {
     expect(tool.inputSchema.properties).toHaveProperty('sandbox');
     expect(tool.inputSchema.required ?? []).not.toContain('sandbox');

@@ -65,7 +65,7 @@ async function modelText(name: string, output: Result): Promise<string> {
 }
 
 it(
-  'negotiates 2026-07-28 through server/discover and lists the ' + 'fourteen tools, each taking a sandbox handle',
+  'negotiates 2026-07-28 through server/discover and lists the ' + 'fifteen tools, each taking a sandbox handle',
   async () => {
     expect(client.initializeResult.protocolVersion).toBe('2026-07-28');
     expect(Object.keys(tools)).toEqual(SERVER_TOOLS);

@@ -54,7 +54,7 @@ function tool(name: string): DynamicStructuredTool {
 const invoke = async (name: string, args: Record<string, unknown>): Promise<TextWithStructure> =>
   (await tool(name).invoke(args)) as TextWithStructure;
 
-it('negotiates 2025-11-25 with a session and lists the fourteen tools', async () => {
+it('negotiates 2025-11-25 with a session and lists the fifteen tools', async () => {
   expect(tools.map((t) => t.name)).toEqual(SERVER_TOOLS);
   const sdkClient = await client.getClient('sandbox');
   expect(sdkClient?.getServerVersion()).toMatchObject({ name: 'sandbox-mcp-fc' });

@@ -115,7 +115,7 @@ describe('by default (the initialize passed through)', () => {
     proxied = await connectThroughMcpRemote([]);
   });
 
-  it('negotiates 2025-11-25 and lists the fourteen tools', async () => {
+  it('negotiates 2025-11-25 and lists the fifteen tools', async () => {
     expect(proxied.client.getNegotiatedProtocolVersion()).toBe('2025-11-25');
     expect(proxied.client.getServerVersion()).toMatchObject({ name: 'sandbox-mcp-fc' });
     expect((await proxied.client.listTools()).tools.map((t) => t.name)).toEqual(SERVER_TOOLS);
@@ -172,7 +172,7 @@ describe('with --protocol auto (bridged to 2026-07-28)', () => {
   });
 
   it(
-    'answers the stdio client’s 2025-11-25 handshake itself and lists the fourteen tools, ' +
+    'answers the stdio client’s 2025-11-25 handshake itself and lists the fifteen tools, ' +
       'each taking a sandbox handle',
     async () => {
       expect(proxied.client.getNegotiatedProtocolVersion()).toBe('2025-11-25');

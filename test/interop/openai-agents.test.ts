@@ -46,7 +46,7 @@ function handleOf(result: CallToolResultContent): string {
 const textLines = (result: CallToolResultContent): string[] =>
   result.flatMap((part) => (part.type === 'text' && typeof part.text === 'string' ? part.text.split('\n') : []));
 
-it('connects without a session and lists the fourteen tools, each taking a sandbox handle', async () => {
+it('connects without a session and lists the fifteen tools, each taking a sandbox handle', async () => {
   expect(mcp.sessionId).toBeUndefined();
   const tools = await mcp.listTools();
   expect(tools.map((t) => t.name)).toEqual(SERVER_TOOLS);

@@ -8,7 +8,7 @@ import { startServer, type StartedServer } from './server';
 
 export const INTEROP_TOKEN = 'interop-token-0123456789abcdef';
 
-/** The fourteen tools, in the order the server lists them (test/e2e/clients.test.ts checks the same list). */
+/** The fifteen tools, in the order the server lists them (test/e2e/clients.test.ts checks the same list). */
 export const SERVER_TOOLS = [
   'run_code',
   'run_command',
@@ -19,6 +19,7 @@ export const SERVER_TOOLS = [
   'sandbox_status',
   'manage_process',
   'get_preview_url',
+  'get_file_url',
   'reset_sandbox',
   'open_sandbox',
   'list_sandboxes',

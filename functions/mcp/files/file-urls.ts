@@ -53,8 +53,8 @@ export interface RequestOrigin {
   readonly scheme?: 'http' | 'https';
 }
 
-/** Makes a call's `FileUrls` from its sandbox's place (as it is when a URL is made) and where its request came to. */
-export type FileUrlFactory = (place: () => SandboxPlace, origin: RequestOrigin) => FileUrls;
+/** Makes a call's `FileUrls` from its sandbox's place and where its request came to. */
+export type FileUrlFactory = (place: SandboxPlace, origin: RequestOrigin) => FileUrls;
 
 export interface FileUrlFactoryOptions {
   readonly signer: FileUrlSigner;
@@ -98,7 +98,7 @@ export function createFileUrlFactory({ signer, config, now }: FileUrlFactoryOpti
       const uploadCap = Math.min(config.maxBytes, config.platformMaxBodyBytes ?? Number.POSITIVE_INFINITY);
       const maxBytes = req.mode === 'download' ? (sizeBytes ?? 0) : uploadCap;
       const token = signer.sign({
-        place: place(),
+        place,
         sandboxId: sandbox.info().id,
         path,
         mode: req.mode,

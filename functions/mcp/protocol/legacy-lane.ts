@@ -109,7 +109,7 @@ export function createLegacyCall(options: LegacyCallOptions): BoundCall {
             sandboxes: () => createCallDirectory(directory, scope),
             expiresAt: () => new Date(target.lastUsedMs + idleTtlMs),
             ...(fileUrls !== undefined &&
-              origin !== undefined && { fileUrls: fileUrls(() => placeOf(target), origin) }),
+              origin !== undefined && { fileUrls: () => fileUrls(placeOf(target), origin()) }),
             signal,
           }),
         ),
@@ -201,7 +201,7 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
       return toErrorResponse({ kind: 'batch_not_allowed', allowed: BATCH_PROTOCOL_VERSION, version });
     }
     for (const message of Array.isArray(body) ? body : [body]) cancelNamed(session, message);
-    const binding = { principal: session.principal, session, origin: originOf(req) };
+    const binding = { principal: session.principal, session, origin: () => originOf(req) };
     return options.serve(withCanonicalAccept(req), body, binding);
   };
 

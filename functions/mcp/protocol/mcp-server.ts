@@ -20,8 +20,8 @@ export interface RequestBinding {
   readonly session?: TableEntry;
   /** A 2026-07-28 tool call's `sandbox` handle, as the lane checked it before the SDK saw the call. */
   readonly handle?: { readonly value: unknown; readonly check: HandleCheck };
-  /** Where the request came to: file URLs made for it start there (files/file-urls.ts). */
-  readonly origin?: RequestOrigin;
+  /** Where the request came to, read when needed: file URLs made for it start there (files/file-urls.ts). */
+  readonly origin?: () => RequestOrigin;
 }
 
 /** A lane: serves a POST whose body the endpoint read and parsed. */

@@ -80,7 +80,7 @@ export function createModernCall(options: ModernCallOptions): BoundCall {
       ...options.context,
       principal,
       sandbox: entry.sandbox,
-      ...(fileUrls !== undefined && origin !== undefined && { fileUrls: fileUrls(() => placeOf(entry), origin) }),
+      ...(fileUrls !== undefined && origin !== undefined && { fileUrls: () => fileUrls(placeOf(entry), origin()) }),
       sandboxes: () => createCallDirectory(options.directory, scope),
       expiresAt: () => new Date(entry.lastUsedMs + options.idleTtlMs),
     };
@@ -111,7 +111,7 @@ export function createModernLane({ table, ids, serve, now }: ModernLaneOptions):
       const check = handle === undefined ? undefined : checkHandle(ids, handle, principal, now());
       const binding: RequestBinding = {
         principal,
-        origin: originOf(req),
+        origin: () => originOf(req),
         ...(check !== undefined && { handle: { value: handle, check } }),
       };
       // A call that would need a new entry when there is no room is refused before the SDK sees it, with the

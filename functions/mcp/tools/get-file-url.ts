@@ -41,7 +41,7 @@ export const getFileUrlTool = defineTool({
   output: Output,
   annotations: { readOnlyHint: true, openWorldHint: true },
   async run(args, ctx) {
-    const urls = ctx.fileUrls;
+    const urls = ctx.fileUrls?.();
     if (urls === undefined) {
       throw new AppError(
         'invalid_input',

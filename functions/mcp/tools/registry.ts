@@ -74,8 +74,12 @@ export function describeTools(tools: readonly ToolDefinition[]): Tool[] {
  */
 declare const __TOOL_LIST_JSON__: string | undefined;
 
-/** The tools that reach the owner's other sandboxes: served where a call has an owner (HTTP), not over stdio. */
-export const SANDBOX_DIRECTORY_TOOLS: readonly string[] = [
+/**
+ * The tools only an HTTP server offers, not a stdio connection: those that reach the owner's other sandboxes (a call
+ * there has no owner to speak of), and file URLs (no listener serves them).
+ */
+export const HTTP_ONLY_TOOLS: readonly string[] = [
+  getFileUrlTool.name,
   openSandboxTool.name,
   listSandboxesTool.name,
   nameSandboxTool.name,

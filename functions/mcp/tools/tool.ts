@@ -27,7 +27,7 @@ export interface ToolContext {
   /** When the sandbox will be reclaimed if nothing uses it. */
   expiresAt: () => Date;
   /** Makes URLs for the sandbox's files (get_file_url); absent where no HTTP listener serves them (stdio). */
-  fileUrls?: FileUrls;
+  fileUrls?: () => FileUrls;
   /** Aborted when the client cancels the call. */
   signal: AbortSignal;
   /** Receives live output of commands and code. */
@@ -96,8 +96,8 @@ export interface CallContextOptions {
   sandboxes?: () => SandboxDirectory;
   backend: () => BackendStatus;
   expiresAt: () => Date;
-  /** Makes URLs for the sandbox's files. @default none (stdio) */
-  fileUrls?: FileUrls;
+  /** Makes URLs for the sandbox's files, when a call asks. @default none (stdio) */
+  fileUrls?: () => FileUrls;
   /** MCP_TOOL_TIMEOUT_MAX_S in milliseconds. */
   toolTimeoutMaxMs: number;
   /** Cancels the call. @default the request's signal (the SDK aborts it when the request is cancelled or gone) */

@@ -29,7 +29,7 @@ describe('the E2B error mapping', () => {
       'sandbox_gone',
       /next call starts a fresh sandbox/,
     ],
-    ['NotEnoughSpaceError', new e2b.NotEnoughSpaceError('no space'), 'sandbox_error', /out of disk space/],
+    ['NotEnoughSpaceError', new e2b.NotEnoughSpaceError('no space'), 'disk_full', /out of disk space/],
     ['FileNotFoundError', new e2b.FileNotFoundError('file /x not found'), 'not_found', /Not found/],
     [
       'InvalidArgumentError',
