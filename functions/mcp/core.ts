@@ -22,10 +22,10 @@ import { createHealthReport } from './http/health';
 import { createNodeListener, type NodeListener } from './http/node-listener';
 import type { Logger } from './log';
 import { createCallShare } from './sessions/call-share';
-import { createLegacyCall, createLegacyLane } from './protocol/legacy-lane';
+import { createLegacyCall, createLegacyLane, createLegacyResources } from './protocol/legacy-lane';
 import { createMcpEndpoint } from './protocol/mcp-endpoint';
 import { createMcpServing } from './protocol/mcp-server';
-import { createModernCall, createModernLane } from './protocol/modern-lane';
+import { createModernCall, createModernLane, createModernResources } from './protocol/modern-lane';
 import { withSandboxArgument } from './protocol/sandbox-argument';
 import { MODERN_SERVER_INSTRUCTIONS } from './protocol/server-identity';
 import { HTTP_PROTOCOL_VERSIONS, PROTOCOL_VERSIONS_BY_TRANSPORT } from './protocol/versions';
@@ -143,12 +143,14 @@ export function createCoreApp({
         tools: catalog.list,
         versions: HTTP_PROTOCOL_VERSIONS,
         call: createLegacyCall({ table, catalog, context, idleTtlMs, directory, fileUrls }),
+        resources: createLegacyResources({ table, now }),
       },
       modern: {
         tools: withSandboxArgument(catalog.list),
         versions: HTTP_PROTOCOL_VERSIONS,
         instructions: MODERN_SERVER_INSTRUCTIONS,
         call: createModernCall({ table, ids, catalog, context, idleTtlMs, now, directory, provider, fileUrls }),
+        resources: createModernResources({ table, ids, idleTtlMs, now, provider }),
       },
     },
     logger,

@@ -16,6 +16,8 @@ import { toErrorAnswer } from './http/refusals';
 import { createLogger, createStreamSink } from './log';
 import { jsonRpcIdOf } from './protocol/plain-message';
 import { createProtocolServer } from './protocol/server-factory';
+import { createSessionResources } from './resources/file-resources';
+import { SESSION_SANDBOX } from './resources/sandbox-uris';
 import { STDIO_INSTRUCTIONS } from './protocol/server-identity';
 import { STDIO_PROTOCOL_VERSIONS } from './protocol/versions';
 import { createSandboxProvider } from './sandbox/create-provider';
@@ -73,6 +75,7 @@ async function main(): Promise<void> {
   const catalog = createToolCatalog(logger, undefined, { omit: HTTP_ONLY_TOOLS });
   const server = createProtocolServer({
     tools: catalog.list,
+    resources: createSessionResources("this connection's sandbox", async (_ctx, use) => use(await sandbox.existing())),
     versions: STDIO_PROTOCOL_VERSIONS,
     instructions: STDIO_INSTRUCTIONS,
     call: (name, args, ctx) =>
@@ -81,6 +84,7 @@ async function main(): Promise<void> {
         args,
         toToolContext(ctx, {
           sandbox,
+          sandboxRef: SESSION_SANDBOX,
           backend: () => provider.status(),
           // One connection, one sandbox: it lasts as long as the process.
           expiresAt: () => new Date(startedMs + 365 * 24 * 3600 * 1000),

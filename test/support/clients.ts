@@ -18,13 +18,33 @@ export interface TestClient {
     args?: Record<string, unknown>,
     options?: { signal?: AbortSignal; timeoutMs?: number },
   ): Promise<ToolResult>;
+  /** `resources/read`, `resources/list` and `resources/templates/list`, as each client's own methods send them. */
+  readResource(uri: string): Promise<{ contents: ResourceContents[] }>;
+  listResources(): Promise<{ resources: Array<{ uri: string; name: string; mimeType?: string; size?: number }> }>;
+  listResourceTemplates(): Promise<{ resourceTemplates: Array<{ uriTemplate: string; name: string }> }>;
   /** DELETE /mcp, then close. */
   terminate(): Promise<void>;
   close(): Promise<void>;
 }
 
+/** One content of a resource read: text or base64 `blob`. */
+export interface ResourceContents {
+  uri: string;
+  mimeType?: string;
+  text?: string;
+  blob?: string;
+}
+
 export interface ToolResult {
-  content: Array<{ type: string; text?: string; data?: string; mimeType?: string }>;
+  content: Array<{
+    type: string;
+    text?: string;
+    data?: string;
+    mimeType?: string;
+    uri?: string;
+    name?: string;
+    size?: number;
+  }>;
   structuredContent?: Record<string, unknown>;
   isError?: boolean;
 }
@@ -52,6 +72,9 @@ export async function connectClient(kind: 'v1' | 'v2', url: string, options: Con
         return transport.sessionId;
       },
       listTools: () => client.listTools() as ReturnType<TestClient['listTools']>,
+      readResource: (uri) => client.readResource({ uri }) as ReturnType<TestClient['readResource']>,
+      listResources: () => client.listResources() as ReturnType<TestClient['listResources']>,
+      listResourceTemplates: () => client.listResourceTemplates() as ReturnType<TestClient['listResourceTemplates']>,
       callTool: (name, args = {}, opts = {}) =>
         client.callTool(
           { name, arguments: args },
@@ -76,6 +99,9 @@ export async function connectClient(kind: 'v1' | 'v2', url: string, options: Con
       return transport.sessionId;
     },
     listTools: () => client.listTools() as ReturnType<TestClient['listTools']>,
+    readResource: (uri) => client.readResource({ uri }) as ReturnType<TestClient['readResource']>,
+    listResources: () => client.listResources() as ReturnType<TestClient['listResources']>,
+    listResourceTemplates: () => client.listResourceTemplates() as ReturnType<TestClient['listResourceTemplates']>,
     callTool: (name, args = {}, opts = {}) =>
       client.callTool({ name, arguments: args }, undefined, {
         signal: opts.signal,

@@ -107,6 +107,7 @@ async function sdkAnswer(message: unknown): Promise<string> {
   const server = createProtocolServer({
     tools: [],
     call: async () => ({ content: [] }),
+    resources: { templates: [], list: async () => ({ resources: [] }), read: async () => ({ contents: [] }) },
     versions: HTTP_PROTOCOL_VERSIONS,
   });
   const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: () => 'session' });

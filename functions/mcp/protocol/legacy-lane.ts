@@ -23,7 +23,9 @@ import type { SandboxTable, TableEntry } from '../sessions/sandbox-table';
 import { toSessionTag } from '../sessions/session-id';
 import type { ToolCatalog } from '../tools/registry';
 import { type CallContextOptions, toToolContext } from '../tools/tool';
-import type { BoundCall, PostLane, ServeMcp } from './mcp-server';
+import { createSessionResources, sessionFileTemplate } from '../resources/file-resources';
+import { SESSION_SANDBOX } from '../resources/sandbox-uris';
+import type { BoundCall, BoundResources, PostLane, RequestBinding, ServeMcp } from './mcp-server';
 import { hasMethod, isJsonRpcEnvelope, isObject, jsonRpcIdOf } from './plain-message';
 import { BATCH_PROTOCOL_VERSION, HTTP_PROTOCOL_VERSIONS, negotiateVersion } from './versions';
 
@@ -108,6 +110,7 @@ export function createLegacyCall(options: LegacyCallOptions): BoundCall {
             sandbox: target.sandbox,
             sandboxes: () => createCallDirectory(directory, scope),
             expiresAt: () => new Date(target.lastUsedMs + idleTtlMs),
+            sandboxRef: SESSION_SANDBOX,
             ...(fileUrls !== undefined &&
               origin !== undefined && { fileUrls: () => fileUrls(placeOf(target), origin()) }),
             signal,
@@ -115,6 +118,32 @@ export function createLegacyCall(options: LegacyCallOptions): BoundCall {
         ),
       target,
     );
+  };
+}
+
+/**
+ * Sandbox files as resources in a 2025 session: `sandbox://session/<path>` is a file of the sandbox its calls work
+ * in (its own, or the named one it opened); a sandbox not made yet has no files.
+ */
+const WHOSE = "this session's sandbox";
+
+export function createLegacyResources({
+  table,
+  now,
+}: Pick<LegacyCallOptions['directory'], 'now'> & {
+  table: SandboxTable;
+}): BoundResources {
+  const forBinding = ({ session }: RequestBinding) => {
+    if (session === undefined) throw new Error('a 2025-era resources request outside a session');
+    return createSessionResources(WHOSE, (ctx, use) => {
+      const target = targetOf(table, session, now());
+      return table.run(session, ctx.mcpReq.id, async () => use(await target.sandbox.existing()), target);
+    });
+  };
+  return {
+    templates: [sessionFileTemplate(WHOSE)],
+    list: (ctx, binding) => forBinding(binding).list(ctx),
+    read: (uri, ctx, binding) => forBinding(binding).read(uri, ctx),
   };
 }
 

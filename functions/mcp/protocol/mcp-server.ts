@@ -11,7 +11,7 @@ import type { Logger } from '../log';
 import type { TableEntry } from '../sessions/sandbox-table';
 import type { HandleCheck } from '../sessions/entry-lookup';
 import type { RequestOrigin } from '../files/file-urls';
-import { createProtocolServer, type ProtocolServerOptions } from './server-factory';
+import { createProtocolServer, type ProtocolServerOptions, type ResourceHandlers } from './server-factory';
 
 /** What a lane knows of a request before the SDK serves it. */
 export interface RequestBinding {
@@ -40,9 +40,22 @@ export type BoundCall = (
   binding: RequestBinding,
 ) => Promise<CallToolResult>;
 
+/** The resources methods, with the request's binding. */
+export interface BoundResources {
+  readonly templates: ResourceHandlers['templates'];
+  list(ctx: ServerContext, binding: RequestBinding): ReturnType<ResourceHandlers['list']>;
+  read(uri: string, ctx: ServerContext, binding: RequestBinding): ReturnType<ResourceHandlers['read']>;
+}
+
+/** One era's server, its handlers taking the request's binding. */
+export type EraServer = Omit<ProtocolServerOptions, 'call' | 'resources'> & {
+  call: BoundCall;
+  resources: BoundResources;
+};
+
 export interface EraServers {
-  legacy: Omit<ProtocolServerOptions, 'call'> & { call: BoundCall };
-  modern: Omit<ProtocolServerOptions, 'call'> & { call: BoundCall };
+  legacy: EraServer;
+  modern: EraServer;
 }
 
 /**
@@ -58,8 +71,16 @@ export function createMcpServing(servers: EraServers, logger: Logger): ServeMcp 
     ({ era, requestInfo }) => {
       const binding = requestInfo === undefined ? undefined : bindings.get(requestInfo);
       if (binding === undefined) throw new Error('a request reached the SDK without its binding');
-      const { call, ...rest } = servers[era];
-      return createProtocolServer({ ...rest, call: (name, args, ctx) => call(name, args, ctx, binding) });
+      const { call, resources, ...rest } = servers[era];
+      return createProtocolServer({
+        ...rest,
+        call: (name, args, ctx) => call(name, args, ctx, binding),
+        resources: {
+          templates: resources.templates,
+          list: (ctx) => resources.list(ctx, binding),
+          read: (uri, ctx) => resources.read(uri, ctx, binding),
+        },
+      });
     },
     // Always a stream: in 'auto' mode a call that prints nothing sends no byte until its result (no keep-alive
     // either), and a proxy may cut it.

@@ -7,6 +7,8 @@
  * leftovers.
  */
 import { type FileUrlFactory, originOf } from '../files/file-urls';
+import { ResourceNotFoundError } from '@modelcontextprotocol/server';
+
 import { ANONYMOUS_PRINCIPAL } from '../http/auth';
 import { toErrorResponse } from '../http/refusals';
 import type { SandboxProvider } from '../sandbox/types';
@@ -17,7 +19,9 @@ import type { SandboxTable, TableEntry } from '../sessions/sandbox-table';
 import type { SignedIdCodec } from '../sessions/session-id';
 import type { ToolCatalog } from '../tools/registry';
 import { type CallContextOptions, toToolContext } from '../tools/tool';
-import type { BoundCall, PostLane, RequestBinding, ServeMcp } from './mcp-server';
+import { asResourceRequest, readFileResource, sandboxFileTemplate } from '../resources/file-resources';
+import { parseSandboxUri } from '../resources/sandbox-uris';
+import type { BoundCall, BoundResources, PostLane, RequestBinding, ServeMcp } from './mcp-server';
 import { readPlainMessage } from './plain-message';
 import { SANDBOX_HEADER, sandboxHeaderMismatch, takeSandboxArgument, withSandboxHandle } from './sandbox-argument';
 
@@ -80,6 +84,7 @@ export function createModernCall(options: ModernCallOptions): BoundCall {
       ...options.context,
       principal,
       sandbox: entry.sandbox,
+      sandboxRef: found.handle,
       ...(fileUrls !== undefined && origin !== undefined && { fileUrls: () => fileUrls(placeOf(entry), origin()) }),
       sandboxes: () => createCallDirectory(options.directory, scope),
       expiresAt: () => new Date(entry.lastUsedMs + options.idleTtlMs),
@@ -88,6 +93,35 @@ export function createModernCall(options: ModernCallOptions): BoundCall {
       options.catalog.call(name, rest, toToolContext(ctx, context)),
     );
     return withSandboxHandle(result, given.handle, given.fresh);
+  };
+}
+
+/**
+ * Sandbox files as resources in the 2026-07-28 lane: `sandbox://<handle>/<path>`, the handle checked as a call's.
+ * Without a handle there is no sandbox to list.
+ */
+export function createModernResources(
+  options: Omit<ModernCallOptions, 'catalog' | 'context' | 'directory'>,
+): BoundResources {
+  const lookup = createHandleLookup(options);
+  return {
+    templates: [sandboxFileTemplate('a sandbox handle, as tool results give it in structuredContent.sandbox')],
+    list: async () => ({ resources: [] }),
+    read: async (uri, _ctx, { principal }) => {
+      const named = parseSandboxUri(uri);
+      if (named === undefined)
+        throw new ResourceNotFoundError(uri, 'Not a sandbox file: their URIs are sandbox://<handle>/<path>.');
+      const found = await lookup(named.sandbox, principal);
+      if ('message' in found) throw new ResourceNotFoundError(uri, found.message);
+      const { entry } = found;
+      return asResourceRequest(() =>
+        options.table.run(entry, undefined, async () => {
+          const sandbox = await entry.sandbox.existing();
+          if (sandbox === undefined) throw new ResourceNotFoundError(uri, 'The sandbox of this handle is gone.');
+          return readFileResource(sandbox, uri, named.path);
+        }),
+      );
+    },
   };
 }
 

@@ -1,32 +1,53 @@
 /** Builds SDK servers (one per HTTP request, or one per stdio connection) over a prebuilt tool list. */
-import { type CallToolResult, Server, type ServerContext, type Tool } from '@modelcontextprotocol/server';
+import {
+  type CallToolResult,
+  type ListResourcesResult,
+  type ReadResourceResult,
+  type ResourceTemplateType,
+  Server,
+  type ServerContext,
+  type Tool,
+} from '@modelcontextprotocol/server';
 
 import { SERVER_CAPABILITIES, SERVER_INFO, SERVER_INSTRUCTIONS } from './server-identity';
+
+/** Sandbox files as resources (resources/file-resources.ts), as one lane names its sandboxes. */
+export interface ResourceHandlers {
+  readonly templates: readonly ResourceTemplateType[];
+  list(ctx: ServerContext): Promise<ListResourcesResult>;
+  read(uri: string, ctx: ServerContext): Promise<ReadResourceResult>;
+}
 
 export interface ProtocolServerOptions {
   /** What `tools/list` answers (built once per process). */
   tools: readonly Tool[];
   /** Answers `tools/call`. */
   call: (name: string, args: unknown, ctx: ServerContext) => Promise<CallToolResult>;
+  /** Answers `resources/list`, `resources/templates/list` and `resources/read`. */
+  resources: ResourceHandlers;
   /** Protocol versions this entry serves, preferred first. */
   versions: readonly string[];
   /** What the server tells the model about itself. @default SERVER_INSTRUCTIONS (the 2025 eras') */
   instructions?: string;
 }
 
-/** A low-level SDK server answering `tools/list` from the prebuilt list and `tools/call` through `call`. */
+/** A low-level SDK server answering the tools and resources methods through the given handlers. */
 export function createProtocolServer({
   tools,
   call,
+  resources,
   versions,
   instructions = SERVER_INSTRUCTIONS,
 }: ProtocolServerOptions): Server {
   const server = new Server(SERVER_INFO, {
-    capabilities: { tools: { ...SERVER_CAPABILITIES.tools } },
+    capabilities: { tools: { ...SERVER_CAPABILITIES.tools }, resources: { ...SERVER_CAPABILITIES.resources } },
     instructions,
     supportedProtocolVersions: [...versions],
   });
   server.setRequestHandler('tools/list', () => ({ tools: [...tools] }));
   server.setRequestHandler('tools/call', (request, ctx) => call(request.params.name, request.params.arguments, ctx));
+  server.setRequestHandler('resources/templates/list', () => ({ resourceTemplates: [...resources.templates] }));
+  server.setRequestHandler('resources/list', (_request, ctx) => resources.list(ctx));
+  server.setRequestHandler('resources/read', (request, ctx) => resources.read(request.params.uri, ctx));
   return server;
 }

@@ -4,8 +4,8 @@
  */
 export { SERVER_INFO } from '../version';
 
-/** The server's capabilities: tools only. */
-export const SERVER_CAPABILITIES = Object.freeze({ tools: Object.freeze({}) });
+/** The server's capabilities: tools, and sandbox files as resources. */
+export const SERVER_CAPABILITIES = Object.freeze({ tools: Object.freeze({}), resources: Object.freeze({}) });
 
 /** The `instructions` of a stdio connection, which owns one sandbox for as long as it lasts. */
 export const STDIO_INSTRUCTIONS =

@@ -60,6 +60,7 @@ export const editFileTool = defineTool({
     return {
       text: `Edited ${file.path}: ${count} replacement${count === 1 ? '' : 's'}.`,
       structured: { path: file.path, replacements: count },
+      links: [{ path: file.path }],
     };
   },
 });

@@ -64,6 +64,7 @@ export const getFileUrlTool = defineTool({
     ];
     return {
       text: lines.join('\n'),
+      ...(args.mode === 'download' && { links: [{ path: issued.path, sizeBytes: issued.maxBytes ?? undefined }] }),
       structured: {
         url: issued.url,
         method: issued.method,

@@ -4,6 +4,7 @@ import * as z from 'zod';
 
 import { isAppError, toFaultFields } from '../errors';
 import type { Logger } from '../log';
+import { type FileLink, toResourceLink } from '../resources/file-resources';
 import { describeArgumentIssues } from './argument-errors';
 import { portableSchema } from './portable-schema';
 import { editFileTool } from './edit-file';
@@ -41,6 +42,11 @@ export const TOOLS: readonly ToolDefinition[] = [
   nameSandboxTool,
   deleteSandboxTool,
 ] as readonly ToolDefinition[];
+
+/** The `resource_link` blocks of a result's files, where the call's sandbox can be named. */
+function linksOf(links: readonly FileLink[] | undefined, sandboxRef: string | undefined) {
+  return links === undefined || sandboxRef === undefined ? [] : links.map((link) => toResourceLink(sandboxRef, link));
+}
 
 /** The tools as `tools/list` describes them, and the dispatcher for `tools/call`. */
 export interface ToolCatalog {
@@ -137,7 +143,11 @@ export function createToolCatalog(
       try {
         const outcome = await tool.run(parsed.data, ctx).finally(() => ctx.settle?.());
         return {
-          content: [{ type: 'text', text: withNotice(outcome.text) }, ...(outcome.images ?? [])],
+          content: [
+            { type: 'text', text: withNotice(outcome.text) },
+            ...(outcome.images ?? []),
+            ...linksOf(outcome.links, ctx.sandboxRef),
+          ],
           structuredContent: outcome.structured as Record<string, unknown>,
           ...(outcome.isError === true && { isError: true }),
         };

@@ -10,6 +10,7 @@ import {
   renderStream,
   TimeoutSchema,
 } from './shared-schemas';
+import { linkFiles, OutputFilesSchema } from './file-links';
 import { defineTool, type ImageBlock } from './tool';
 
 const Input = z.strictObject({
@@ -20,6 +21,7 @@ const Input = z.strictObject({
     .describe('Python keeps variables and imports between calls; the others run each call on its own.'),
   timeout_ms: TimeoutSchema.optional(),
   env: EnvSchema.optional(),
+  files: OutputFilesSchema,
 });
 
 const Output = z.object({
@@ -96,6 +98,8 @@ export const runCodeTool = defineTool({
     else if (oom !== undefined) lines.push(outOfMemoryNote(oom));
     if (result.stateLost && oom === undefined)
       lines.push('The interpreter was restarted: variables and imports from earlier calls are gone.');
+    const linked = await linkFiles(sandbox, args.files);
+    if (linked.note !== undefined) lines.push(linked.note);
     const text =
       [renderStream('stdout', result.stdout), renderStream('stderr', result.stderr), ...lines]
         .filter(Boolean)
@@ -103,6 +107,7 @@ export const runCodeTool = defineTool({
     return {
       text,
       images,
+      links: linked.links,
       isError: result.error !== null || result.timedOut || result.cancelled || oom !== undefined,
       structured: {
         stdout: result.stdout.text,

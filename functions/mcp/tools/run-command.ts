@@ -10,6 +10,7 @@ import {
   renderStream,
   TimeoutSchema,
 } from './shared-schemas';
+import { linkFiles, OutputFilesSchema } from './file-links';
 import { defineTool } from './tool';
 
 const Input = z.strictObject({
@@ -25,6 +26,7 @@ const Input = z.strictObject({
       'Start it in the background (a dev server, a long job) and return its process_id at once; see ' +
         'manage_process. timeout_ms does not apply; it ends with the sandbox.',
     ),
+  files: OutputFilesSchema,
 });
 
 const Output = z.object({
@@ -102,16 +104,19 @@ export const runCommandTool = defineTool({
           ? `Killed by ${result.signal ?? 'a signal'}.`
           : `Exit code ${result.exitCode}.`;
     const status = result.outOfMemory === undefined ? ended : `${outOfMemoryNote(result.outOfMemory)} ${ended}`;
+    const linked = await linkFiles(sandbox, args.files);
     const text = [
       status,
       result.diskFull?.note,
       renderStream('stdout', result.stdout),
       renderStream('stderr', result.stderr),
+      linked.note,
     ]
       .filter(Boolean)
       .join('\n');
     return {
       text,
+      links: linked.links,
       isError: result.timedOut || result.cancelled || result.outOfMemory !== undefined,
       structured: {
         exit_code: result.exitCode,

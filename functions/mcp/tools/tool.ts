@@ -7,6 +7,7 @@ import type * as z from 'zod';
 
 import type { EgressSummary } from '../egress/policy';
 import type { FileUrls } from '../files/file-urls';
+import type { FileLink } from '../resources/file-resources';
 import type { SecretSummary } from '../egress/secrets';
 import type { SandboxDirectory } from '../sandbox/directory';
 import type { LazySandbox } from '../sandbox/lazy-sandbox';
@@ -28,6 +29,11 @@ export interface ToolContext {
   expiresAt: () => Date;
   /** Makes URLs for the sandbox's files (get_file_url); absent where no HTTP listener serves them (stdio). */
   fileUrls?: () => FileUrls;
+  /**
+   * What names the call's sandbox in resource URIs (resources/sandbox-uris.ts): `session`, or a 2026-07-28 handle.
+   * @default none: results link no files
+   */
+  sandboxRef?: string;
   /** Aborted when the client cancels the call. */
   signal: AbortSignal;
   /** Receives live output of commands and code. */
@@ -52,6 +58,8 @@ export interface ToolOutcome<O> {
   /** Conforms to the tool's output schema. */
   structured: O;
   images?: ImageBlock[];
+  /** Files the tool made or names, linked from the result as resources (`resource_link`). */
+  links?: FileLink[];
   /** The tool could not do its job (timeout, failed code); the result still carries what happened. */
   isError?: boolean;
 }
@@ -98,6 +106,8 @@ export interface CallContextOptions {
   expiresAt: () => Date;
   /** Makes URLs for the sandbox's files, when a call asks. @default none (stdio) */
   fileUrls?: () => FileUrls;
+  /** What names the sandbox in resource URIs. @default none: no links */
+  sandboxRef?: string;
   /** MCP_TOOL_TIMEOUT_MAX_S in milliseconds. */
   toolTimeoutMaxMs: number;
   /** Cancels the call. @default the request's signal (the SDK aborts it when the request is cancelled or gone) */
@@ -124,6 +134,7 @@ export function toToolContext(ctx: ServerContext, options: CallContextOptions): 
     ...(egressOf !== undefined && principal !== undefined && { egress: () => egressOf(principal) }),
     expiresAt: options.expiresAt,
     ...(options.fileUrls !== undefined && { fileUrls: options.fileUrls }),
+    ...(options.sandboxRef !== undefined && { sandboxRef: options.sandboxRef }),
     signal: options.signal ?? ctx.mcpReq.signal,
     timeoutMs: (requested) => Math.min(requested ?? DEFAULT_TOOL_TIMEOUT_MS, options.toolTimeoutMaxMs),
     ...(forwarder !== undefined && {

@@ -32,6 +32,7 @@ export const writeFileTool = defineTool({
     return {
       text: `${written.created ? 'Created' : 'Overwrote'} ${written.path} (${data.length} bytes).`,
       structured: { path: written.path, bytes_written: data.length, created: written.created },
+      links: [{ path: written.path, sizeBytes: data.length }],
     };
   },
 });
