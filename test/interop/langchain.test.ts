@@ -104,8 +104,22 @@ it(
 );
 
 it('writes and reads back a file in the session’s sandbox', async () => {
-  const written = await invoke('write_file', { path: 'notes/hello.txt', content: 'hello from LangChain\n' });
-  expect(written.structuredContent).toMatchObject({ bytes_written: 21, created: true });
+  // A result that links a file is two blocks to LangChain: the text, and the link as a file block by URL (the
+  // structuredContent then rides only in the artifact).
+  const written = await tool('write_file').invoke({
+    id: 'call-w',
+    name: 'write_file',
+    args: { path: 'notes/hello.txt', content: 'hello from LangChain\n' },
+    type: 'tool_call',
+  });
+  expect(written).toMatchObject({
+    status: 'success',
+    content: [
+      { type: 'text', text: expect.stringContaining('Created /home/user/notes/hello.txt') },
+      { type: 'file', source_type: 'url', url: 'sandbox://session/home/user/notes/hello.txt', mime_type: 'text/plain' },
+    ],
+    artifact: [{ type: 'mcp_structured_content', data: { bytes_written: 21, created: true } }],
+  });
   const read = await invoke('read_file', { path: 'notes/hello.txt' });
   expect(read.structuredContent).toMatchObject({ content: 'hello from LangChain\n', total_lines: 1 });
   // Every call went over the one session (the log line of each names it).

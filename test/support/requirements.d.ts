@@ -7,6 +7,7 @@ export type RequirementName =
   | 'disk images'
   | 'cgroups'
   | 'the MCP conformance suite'
+  | 'the MCP Inspector'
   | 'the deploy tools';
 export const REQUIREMENTS: Readonly<Record<RequirementName, { readonly install: string; probe(): string | undefined }>>;
 export const SKIP_TAG: RegExp;

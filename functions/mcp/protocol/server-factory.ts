@@ -8,6 +8,7 @@ import {
   type ServerContext,
   type Tool,
 } from '@modelcontextprotocol/server';
+import * as z from 'zod';
 
 import { SERVER_CAPABILITIES, SERVER_INFO, SERVER_INSTRUCTIONS } from './server-identity';
 
@@ -31,6 +32,11 @@ export interface ProtocolServerOptions {
   instructions?: string;
 }
 
+/** What `resources/list` takes: a cursor (one page is all there is, so it is not read). */
+const LIST_PARAMS = z.object({ cursor: z.string().optional() });
+/** What `resources/read` takes. */
+const READ_PARAMS = z.object({ uri: z.string() });
+
 /** A low-level SDK server answering the tools and resources methods through the given handlers. */
 export function createProtocolServer({
   tools,
@@ -47,7 +53,9 @@ export function createProtocolServer({
   server.setRequestHandler('tools/list', () => ({ tools: [...tools] }));
   server.setRequestHandler('tools/call', (request, ctx) => call(request.params.name, request.params.arguments, ctx));
   server.setRequestHandler('resources/templates/list', () => ({ resourceTemplates: [...resources.templates] }));
-  server.setRequestHandler('resources/list', (_request, ctx) => resources.list(ctx));
-  server.setRequestHandler('resources/read', (request, ctx) => resources.read(request.params.uri, ctx));
+  // With their params' schemas given here, params that do not fit are Invalid Params (-32602), as for tools/call;
+  // the SDK's own check of these methods would answer an internal error (-32603).
+  server.setRequestHandler('resources/list', { params: LIST_PARAMS }, (_params, ctx) => resources.list(ctx));
+  server.setRequestHandler('resources/read', { params: READ_PARAMS }, (params, ctx) => resources.read(params.uri, ctx));
   return server;
 }

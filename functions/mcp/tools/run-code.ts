@@ -98,7 +98,8 @@ export const runCodeTool = defineTool({
     else if (oom !== undefined) lines.push(outOfMemoryNote(oom));
     if (result.stateLost && oom === undefined)
       lines.push('The interpreter was restarted: variables and imports from earlier calls are gone.');
-    const linked = await linkFiles(sandbox, args.files);
+    // Only when asked: a plain call does no more than it did.
+    const linked = args.files === undefined ? { links: [], note: undefined } : await linkFiles(sandbox, args.files);
     if (linked.note !== undefined) lines.push(linked.note);
     const text =
       [renderStream('stdout', result.stdout), renderStream('stderr', result.stderr), ...lines]

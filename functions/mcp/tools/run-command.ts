@@ -104,7 +104,8 @@ export const runCommandTool = defineTool({
           ? `Killed by ${result.signal ?? 'a signal'}.`
           : `Exit code ${result.exitCode}.`;
     const status = result.outOfMemory === undefined ? ended : `${outOfMemoryNote(result.outOfMemory)} ${ended}`;
-    const linked = await linkFiles(sandbox, args.files);
+    // Only when asked: a plain call does no more than it did.
+    const linked = args.files === undefined ? { links: [], note: undefined } : await linkFiles(sandbox, args.files);
     const text = [
       status,
       result.diskFull?.note,
