@@ -3,6 +3,7 @@
 import { cpus, release, totalmem, type } from 'node:os';
 
 import { sleepingMemoryRows, wakeRows } from './report-sleep.mjs';
+import { fileTransferRows } from './report-transfer.mjs';
 
 /** The machine the run is on. */
 export function describeMachine() {
@@ -21,7 +22,7 @@ const verdict = (met, actual, target) => (met ? 'met' : `MISSED: ${actual} vs ${
 
 /**
  * One row per figure (two for each mode of figure 2, one per tool of figure 7, one per backend of figure 8, two for
- * figures 9 and 10), for the figures measured.
+ * figure 9, three for figures 10 and 11), for the figures measured.
  */
 export function toRows({
   coldStart,
@@ -34,6 +35,7 @@ export function toRows({
   wake,
   sleepingMemory,
   egress,
+  fileTransfer,
 }) {
   const rows = [];
   if (coldStart !== undefined) rows.push(...coldStartRows(coldStart));
@@ -46,6 +48,7 @@ export function toRows({
   if (wake !== undefined) rows.push(...wakeRows(wake));
   if (sleepingMemory !== undefined) rows.push(...sleepingMemoryRows(sleepingMemory));
   if (egress !== undefined) rows.push(...egressRows(egress));
+  if (fileTransfer !== undefined) rows.push(...fileTransferRows(fileTransfer));
   return rows;
 }
 

@@ -4,6 +4,7 @@ import { BIG_BYTES, EGRESS_HOST, RELAY_HOST, WARM_CONNECTIONS } from './figures/
 import { LIVE_OUTPUT_COMMAND } from './figures/live-output.mjs';
 import { BARE_BWRAP_ARGS, TOOL_CALLS } from './figures/tool-latency.mjs';
 import { describeSleepFigures, sleepRuns } from './results-sleep.mjs';
+import { describeFileTransferFigure, fileTransferRuns } from './results-transfer.mjs';
 
 /** The whole RESULTS.md text. */
 export function renderResults({ date, machine, isolation, settings, rows, results, durationS }) {
@@ -50,8 +51,8 @@ the same run on the same machine, so read the ratios, not the absolute numbers.
 - \`npm run bench\` = \`npm ci --prefix bench --no-audit --no-fund && node build.mjs && node bench/run.mjs\`
   (\`node bench/run.mjs\` bundles the references with \`bench/build.mjs\` first).
 - One figure or a few alone: \`node bench/run.mjs --only tool-latency\` (names: cold-start, throughput, overhead,
-  live-output, session-memory, sandbox-memory, tool-latency, wake, sleeping-memory, egress; comma-separated); prints
-  their rows, writes no file.
+  live-output, session-memory, sandbox-memory, tool-latency, wake, sleeping-memory, egress, file-transfer;
+  comma-separated); prints their rows, writes no file.
 - Ours: \`node dist/index.js\` with \`HOST=127.0.0.1 PORT=<free> MCP_AUTH=none LOCAL_SANDBOX_ROOT=<fresh dir, 0711>
   LOCAL_SANDBOX_DISK_MB=0 MCP_MAX_SESSIONS=${settings.maxSessions}\` and no \`LOG_LEVEL\`, i.e. its default \`info\` \
 (one JSON line
@@ -190,6 +191,7 @@ ms of \`sandbox_status\`'s
    (which does no sandbox work: what a file tool adds over the MCP call itself).
 ${describeSleepFigures(settings)}
 ${describeEgressFigure(settings)}
+${describeFileTransferFigure(settings)}
 
 ## Every run
 
@@ -226,6 +228,7 @@ ${liveOutput.linesReceived}/${liveOutput.linesExpected}
 ${toolRuns}
 ${sleepRuns(results)}
 ${egressRuns(results.egress)}
+${fileTransferRuns(results.fileTransfer)}
 `;
 }
 

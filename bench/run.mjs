@@ -1,7 +1,8 @@
-// `npm run bench`: every figure of issue 7, and issue 31's egress figure, in one go, ours against the reference
-// servers in the same run. Prints the table on stdout (progress on stderr) and writes bench/RESULTS.md. `--quick`
-// runs each figure briefly to check the harness and writes nothing. `--only <figure>[,<figure>...]` (names in
-// FIGURES below, e.g. `--only tool-latency`) runs just those figures, prints their rows and writes nothing either.
+// `npm run bench`: every figure of issue 7, issue 31's egress figure and issue 32's file transfers, in one go, ours
+// against the reference servers in the same run. Prints the table on stdout (progress on stderr) and writes
+// bench/RESULTS.md. `--quick` runs each figure briefly to check the harness and writes nothing. `--only
+// <figure>[,<figure>...]` (names in FIGURES below, e.g. `--only tool-latency`) runs just those figures, prints their
+// rows and writes nothing either.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -9,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { buildReferences } from './build.mjs';
 import { measureColdStart, summarizeColdStart } from './figures/cold-start.mjs';
 import { measureEgress } from './figures/egress.mjs';
+import { measureFileTransfer } from './figures/file-transfer.mjs';
 import { measureLiveOutput } from './figures/live-output.mjs';
 import { measureOverhead } from './figures/overhead.mjs';
 import { measureSandboxMemory } from './figures/sandbox-memory.mjs';
@@ -38,6 +40,7 @@ const FIGURES = {
   wake: {},
   'sleeping-memory': {},
   egress: {},
+  'file-transfer': {},
 };
 
 const settings = quick
@@ -60,6 +63,7 @@ const settings = quick
       sleepRuns: 1,
       egressRuns: 2,
       egressConnections: 50,
+      transferRuns: 1,
     }
   : {
       coldRuns: 15,
@@ -80,6 +84,7 @@ const settings = quick
       sleepRuns: 3,
       egressRuns: 10,
       egressConnections: 200,
+      transferRuns: 3,
     };
 settings.maxSessions = 2000;
 settings.autocannonVersion = JSON.parse(
@@ -182,6 +187,15 @@ async function main() {
     );
     results.egress = await measureEgress({ runs: settings.egressRuns, connections: settings.egressConnections });
     if (results.egress.skipped !== undefined) progress(`10 egress not measured: ${results.egress.skipped}`);
+  }
+  if (selected('file-transfer')) {
+    progress(
+      `11 files through the server: ${settings.transferRuns} run(s) (after one uncounted) of a 200 MB download ` +
+        'and upload through get_file_url URLs, and of cat to and from a socket',
+    );
+    results.fileTransfer = await measureFileTransfer({ runs: settings.transferRuns });
+    if (results.fileTransfer.skipped !== undefined)
+      progress(`11 file transfer not measured: ${results.fileTransfer.skipped}`);
   }
 
   const rows = toRows(results);
