@@ -183,6 +183,9 @@ function download(source: FileSource, req: Request, signal: AbortSignal, onFc: b
   return new Response(toStream(source, start, end, signal), { status, headers });
 }
 
+/** Chunks of a download read before the client asks for them (the backends read 256 KiB a chunk). */
+const READ_AHEAD_CHUNKS = 4;
+
 /** The file's bytes as a web stream, read only as fast as the client takes them; the file is closed at the end. */
 function toStream(source: FileSource, start: number, end: number, signal: AbortSignal): ReadableStream<Uint8Array> {
   const chunks = source.read(start, end)[Symbol.asyncIterator]();
@@ -207,7 +210,8 @@ function toStream(source: FileSource, start: number, end: number, signal: AbortS
         close();
       },
     },
-    { highWaterMark: 0 },
+    // A few chunks read ahead (a megabyte at most): the next read overlaps the socket's write.
+    { highWaterMark: READ_AHEAD_CHUNKS },
   );
 }
 

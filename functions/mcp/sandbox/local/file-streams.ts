@@ -16,6 +16,8 @@ import { toWorkspacePath, type Workspace } from './workspace';
 
 /** Bytes read from the file per chunk of a download. */
 const CHUNK_BYTES = 256 * 1024;
+/** Bytes of an upload gathered into one write. */
+const WRITE_BATCH_BYTES = 1024 * 1024;
 
 /** Opens the regular file `path` to be read out. */
 export async function openWorkspaceFile(ws: Workspace, path: string): Promise<FileSource> {
@@ -106,12 +108,23 @@ async function writableName(at: Located, shown: string, given: string): Promise<
 /** Creates `name` in the target's directory and fills it from the body; on any failure it is removed. */
 async function writeNew(ws: Workspace, at: Located, name: string, req: ReceiveFileRequest): Promise<number> {
   const path = inside(at.parent, name);
-  const handle = await open(
-    path,
-    constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
-    0o644,
-  );
+  const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
+  const handle = await open(path, flags, 0o644);
+  // One write in flight while the next WRITE_BATCH_BYTES are read from the client: the two overlap, and a slow
+  // disk holds the client back (back-pressure), never more than two batches in the server's memory.
+  let inFlight: Promise<void> = Promise.resolve();
+  let batch: Buffer[] = [];
+  let batchBytes = 0;
   let written = 0;
+  const flush = async (): Promise<void> => {
+    await inFlight;
+    const data = Buffer.concat(batch, batchBytes);
+    batch = [];
+    batchBytes = 0;
+    inFlight = writeAll(handle, data);
+    // Seen at the next flush, or at the end; never an unhandled rejection meanwhile.
+    inFlight.catch(() => undefined);
+  };
   try {
     for await (const chunk of req.body) {
       written += chunk.length;
@@ -121,17 +134,27 @@ async function writeNew(ws: Workspace, at: Located, name: string, req: ReceiveFi
           `The upload is larger than its limit of ${req.maxBytes} bytes; nothing was written.`,
         );
       }
-      for (let done = 0; done < chunk.length; ) {
-        const { bytesWritten } = await handle.write(chunk, done, chunk.length - done);
-        done += bytesWritten;
-      }
+      batch.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+      batchBytes += chunk.length;
+      if (batchBytes >= WRITE_BATCH_BYTES) await flush();
     }
+    await flush();
+    await inFlight;
     if (ws.owner !== undefined) await handle.chown(ws.owner.uid, ws.owner.gid);
     await handle.close();
     return written;
   } catch (err: unknown) {
+    await inFlight.catch(() => undefined);
     await handle.close().catch(() => undefined);
     await unlink(path).catch(() => undefined);
     throw err;
+  }
+}
+
+/** Writes all of `data` at the file's position. */
+async function writeAll(handle: FileHandle, data: Buffer): Promise<void> {
+  for (let done = 0; done < data.length; ) {
+    const { bytesWritten } = await handle.write(data, done, data.length - done);
+    done += bytesWritten;
   }
 }
