@@ -183,8 +183,8 @@ function download(source: FileSource, req: Request, signal: AbortSignal, onFc: b
   return new Response(toStream(source, start, end, signal), { status, headers });
 }
 
-/** Chunks of a download read before the client asks for them (the backends read 256 KiB a chunk). */
-const READ_AHEAD_CHUNKS = 4;
+/** Chunks of a download read before the client asks for them (the local backend reads a MiB a chunk). */
+const READ_AHEAD_CHUNKS = 2;
 
 /** The file's bytes as a web stream, read only as fast as the client takes them; the file is closed at the end. */
 function toStream(source: FileSource, start: number, end: number, signal: AbortSignal): ReadableStream<Uint8Array> {

@@ -15,9 +15,11 @@ import { dangling, toFileError } from './files';
 import { toWorkspacePath, type Workspace } from './workspace';
 
 /** Bytes read from the file per chunk of a download. */
-const CHUNK_BYTES = 256 * 1024;
+const CHUNK_BYTES = 1024 * 1024;
 /** Bytes of an upload gathered into one write. */
 const WRITE_BATCH_BYTES = 1024 * 1024;
+/** Chunks gathered into one write at most (a client sending tiny chunks makes many). */
+const WRITE_BATCH_CHUNKS = 256;
 
 /** Opens the regular file `path` to be read out. */
 export async function openWorkspaceFile(ws: Workspace, path: string): Promise<FileSource> {
@@ -118,10 +120,10 @@ async function writeNew(ws: Workspace, at: Located, name: string, req: ReceiveFi
   let written = 0;
   const flush = async (): Promise<void> => {
     await inFlight;
-    const data = Buffer.concat(batch, batchBytes);
+    const buffers = batch;
     batch = [];
     batchBytes = 0;
-    inFlight = writeAll(handle, data);
+    inFlight = writeAll(handle, buffers);
     // Seen at the next flush, or at the end; never an unhandled rejection meanwhile.
     inFlight.catch(() => undefined);
   };
@@ -136,7 +138,7 @@ async function writeNew(ws: Workspace, at: Located, name: string, req: ReceiveFi
       }
       batch.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
       batchBytes += chunk.length;
-      if (batchBytes >= WRITE_BATCH_BYTES) await flush();
+      if (batchBytes >= WRITE_BATCH_BYTES || batch.length >= WRITE_BATCH_CHUNKS) await flush();
     }
     await flush();
     await inFlight;
@@ -151,10 +153,24 @@ async function writeNew(ws: Workspace, at: Located, name: string, req: ReceiveFi
   }
 }
 
-/** Writes all of `data` at the file's position. */
-async function writeAll(handle: FileHandle, data: Buffer): Promise<void> {
-  for (let done = 0; done < data.length; ) {
-    const { bytesWritten } = await handle.write(data, done, data.length - done);
-    done += bytesWritten;
+/** Writes all of `buffers` at the file's position, in one system call when the kernel takes them whole. */
+async function writeAll(handle: FileHandle, buffers: readonly Buffer[]): Promise<void> {
+  let rest = buffers;
+  while (rest.length > 0) {
+    const { bytesWritten } = await handle.writev(rest as Buffer[]);
+    rest = dropBytes(rest, bytesWritten);
   }
+}
+
+/** `buffers` without their first `count` bytes. */
+function dropBytes(buffers: readonly Buffer[], count: number): readonly Buffer[] {
+  let left = count;
+  let index = 0;
+  while (index < buffers.length && left >= (buffers[index] as Buffer).length) {
+    left -= (buffers[index] as Buffer).length;
+    index += 1;
+  }
+  if (index === buffers.length) return [];
+  const first = (buffers[index] as Buffer).subarray(left);
+  return [first, ...buffers.slice(index + 1)];
 }
