@@ -1,17 +1,19 @@
 /**
  * Making the URLs of `get_file_url`: the backend's own signed URL where it has one and the settings allow
  * (E2B's, for sandboxes created `secure`: the bytes then never pass through this server or FC), else one the
- * server serves itself at `/files/<name>?t=<token>` (file-route.ts), signed for exactly this sandbox, path, method,
+ * server serves itself at `/files/<name>?t=<token>` (http/file-route.ts), signed for exactly this sandbox, path, method,
  * size cap and expiry.
  */
 import { posix } from 'node:path';
 
 import type { FileUrlConfig } from '../config-files';
 import { AppError } from '../errors';
-import { FILES_PATH } from '../http/app';
 import type { Sandbox } from '../sandbox/types';
 import type { SandboxPlace } from '../sessions/sandbox-access';
 import type { FileUrlSigner } from './file-url-token';
+
+/** The path every file URL the server serves starts with (http/file-route.ts serves them). */
+export const FILES_PATH = '/files/';
 
 /** How long a URL lives when the call does not say. */
 export const DEFAULT_EXPIRES_S = 15 * 60;

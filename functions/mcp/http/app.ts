@@ -2,15 +2,13 @@
 import type { Logger } from '../log';
 import type { BearerVerifier, OAuthGate } from './auth';
 import type { FetchHandler } from './context';
+import { FILES_PATH } from '../files/file-urls';
 import { isOAuthPath } from './no-oauth';
 import { RESOURCE_METADATA_PATHS } from './oauth/resource-metadata';
 import { withMcpGates } from './mcp-gates';
 import type { OriginPolicy } from './origin';
 import { toErrorResponse } from './refusals';
 import { withErrorBoundary, withRequestLog } from './request-log';
-
-/** The path every file URL starts with (files/file-urls.ts makes them, files/file-route.ts serves them). */
-export const FILES_PATH = '/files/';
 
 /** What `/health` reports; no secrets. */
 export type HealthReport = Record<string, unknown>;
@@ -19,7 +17,7 @@ export interface AppDeps {
   /** Serves POST and DELETE on `/mcp` once the gates passed. */
   mcp: FetchHandler;
   /**
-   * Serves `/files/…`: file URLs, whose signed token is their only credential (files/file-route.ts). @default none
+   * Serves `/files/…`: file URLs, whose signed token is their only credential (http/file-route.ts). @default none
    */
   files?: FetchHandler;
   /** Builds the `/health` body. */

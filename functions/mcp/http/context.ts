@@ -24,7 +24,7 @@ export interface RequestContext {
    */
   readonly readBody?: () => Promise<RequestBody | undefined>;
   /**
-   * The body as it arrives, unbounded, for a handler that streams it somewhere (an upload: files/file-route.ts);
+   * The body as it arrives, unbounded, for a handler that streams it somewhere (an upload: http/file-route.ts);
    * instead of `readBody`, never with it. Stopping early leaves the rest to be drained after the answer.
    */
   readonly bodyStream?: () => AsyncIterable<Uint8Array>;

@@ -15,8 +15,7 @@ import {
 
 import { isAppError } from '../errors';
 import type { Sandbox } from '../sandbox/types';
-import { toText } from '../tools/file-content';
-import { mediaTypeOf } from './media-types';
+import { mediaTypeOf, toText } from './media-types';
 import { parseSandboxUri, SANDBOX_FILE_TEMPLATE, SESSION_SANDBOX, toSandboxUri } from './sandbox-uris';
 
 /** The largest file `resources/read` returns (as text, or base64 in a blob). */

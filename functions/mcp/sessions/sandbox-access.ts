@@ -1,5 +1,5 @@
 /**
- * Reaching a sandbox from outside any MCP request (a file URL: files/file-route.ts), through the same table the
+ * Reaching a sandbox from outside any MCP request (a file URL: http/file-route.ts), through the same table the
  * lanes use: the entry held here, or held anew from what the URL names, and its sandbox found, re-attached or woken,
  * never made. The entry stays busy until the transfer is over, so it is neither put to sleep nor let go under it.
  */

@@ -2,7 +2,8 @@
 import * as z from 'zod';
 
 import { AppError } from '../errors';
-import { MAX_FILE_BYTES, toText } from './file-content';
+import { toText } from '../resources/media-types';
+import { MAX_FILE_BYTES } from './file-content';
 import { PathSchema } from './shared-schemas';
 import { defineTool } from './tool';
 

@@ -2,7 +2,8 @@
 import * as z from 'zod';
 
 import { AppError } from '../errors';
-import { MAX_BINARY_BYTES, MAX_FILE_BYTES, toImageMime, toText } from './file-content';
+import { toImageMime, toText } from '../resources/media-types';
+import { MAX_BINARY_BYTES, MAX_FILE_BYTES } from './file-content';
 import { PathSchema } from './shared-schemas';
 import { defineTool } from './tool';
 

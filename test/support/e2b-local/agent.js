@@ -2,8 +2,8 @@
  * The agent inside one local E2B sandbox (plain JS, run by Node as the first process under bwrap's init in
  * the sandbox's PID and mount namespace, see sandbox-runtime.ts; it calls itself `envd`). It does what needs the
  * sandbox's own view on the service's behalf: starts and signals processes (so their pids, /proc, /home/user and /tmp
- * are the sandbox's), and does
- * the file operations (so paths and symlinks resolve as the sandbox sees them, never on the host).
+ * are the sandbox's), and does the file operations (so paths and symlinks resolve as the sandbox sees them, never on
+ * the host), /files transfers among them, a chunk at a time.
  *
  * Protocol (agent-protocol.ts): frames of [u32 header length][u32 payload length][JSON header][payload] on
  * stdin (requests) and stdout (replies and events). Requests carry `id`; replies are `{t:'reply', id, ok}`
@@ -101,10 +101,10 @@ const ERRNO_TEXT = {
   EBUSY: 'device or resource busy',
 };
 
-function goError(err) {
+function goError(err, filePath = err.path) {
   const text = ERRNO_TEXT[err.code];
   if (!text) return err.message;
-  return err.path ? `${err.syscall} ${err.path}: ${text}` : `${err.syscall}: ${text}`;
+  return filePath ? `${err.syscall} ${filePath}: ${text}` : `${err.syscall}: ${text}`;
 }
 
 // ---- processes ----
@@ -407,7 +407,30 @@ function remove(msg) {
 
 // ---- file transfers (/files) ----
 
-function readFile(id, msg) {
+/**
+ * Files open for a transfer, by handle (agent-transfers.ts on the service's side): `openRead`/`openWrite` open one,
+ * `read` answers up to `length` bytes at `offset` (at most TRANSFER_CHUNK_BYTES), `write` appends its payload,
+ * `close` closes it once no read or write on it is under way. The service keeps a chunk or two in flight, so
+ * neither side holds a whole file.
+ */
+const transfers = new Map();
+let nextTransfer = 1;
+const TRANSFER_CHUNK_BYTES = 4 * 1024 * 1024;
+
+function transferOf(msg) {
+  const transfer = transfers.get(msg.handle);
+  if (!transfer) throw new OpError('internal', 500, `file handle ${msg.handle} is not open`);
+  return transfer;
+}
+
+function openTransfer(filePath, fd) {
+  const handle = nextTransfer++;
+  transfers.set(handle, { path: filePath, fd, busy: 0, closing: false });
+  return handle;
+}
+
+/** envd's GetFiles up to the open: stat (404, 400 for a directory), then open. */
+function openRead(msg) {
   let stat;
   try {
     stat = fs.statSync(msg.path);
@@ -417,16 +440,31 @@ function readFile(id, msg) {
     throw new OpError('internal', 500, `error checking if path exists '${msg.path}': ${goError(err)}`);
   }
   if (stat.isDirectory()) throw new OpError('invalid_argument', 400, `path '${msg.path}' is a directory`);
-  let data;
+  let fd;
   try {
-    data = fs.readFileSync(msg.path);
+    fd = fs.openSync(msg.path, 'r');
   } catch (err) {
     throw new OpError('internal', 500, `error opening file '${msg.path}': ${goError(err)}`);
   }
-  reply(id, { size: data.length, modifiedMs: stat.mtimeMs }, data);
+  // The size of what was opened (ServeContent seeks to its end), the time of what was stat'ed (envd's stat).
+  const { size } = fs.fstatSync(fd);
+  return { handle: openTransfer(msg.path, fd), size, modifiedMs: stat.mtimeMs };
 }
 
-function writeFile(msg, payload) {
+/** Up to `length` bytes at `offset` (fewer at the end of the file). */
+function readChunk(id, msg) {
+  const transfer = transferOf(msg);
+  const buffer = Buffer.allocUnsafe(Math.max(0, Math.min(Number(msg.length) || 0, TRANSFER_CHUNK_BYTES)));
+  transfer.busy++;
+  fs.read(transfer.fd, buffer, 0, buffer.length, msg.offset, (err, bytesRead) => {
+    settle(transfer);
+    if (err) fail(id, new OpError('internal', 500, `error reading file: ${goError(err, transfer.path)}`));
+    else reply(id, { bytes: bytesRead }, buffer.subarray(0, bytesRead));
+  });
+}
+
+/** envd's processFile up to the copy: parent directories, not a directory, then O_WRONLY|O_CREATE|O_TRUNC. */
+function openWrite(msg) {
   try {
     ensureDirs(path.dirname(msg.path));
   } catch (err) {
@@ -439,14 +477,50 @@ function writeFile(msg, payload) {
     if (err.code !== 'ENOENT') throw new OpError('internal', 500, `error getting file info: ${goError(err)}`);
   }
   if (stat && stat.isDirectory()) throw new OpError('invalid_argument', 400, `path is a directory: ${msg.path}`);
+  let fd;
   try {
-    fs.writeFileSync(msg.path, payload);
+    fd = fs.openSync(msg.path, 'w', 0o666);
   } catch (err) {
     if (err.code === 'ENOSPC')
-      throw new OpError('resource_exhausted', 507, `not enough disk space available: ${goError(err)}`);
+      throw new OpError('resource_exhausted', 507, `not enough inodes available: ${goError(err)}`);
     throw new OpError('internal', 500, `error opening file: ${goError(err)}`);
   }
-  return { path: msg.path };
+  return { handle: openTransfer(msg.path, fd) };
+}
+
+/** Writes all of `payload` at the end of what this transfer wrote; a full disk is `no_space` (507). */
+function writeChunk(id, msg, payload) {
+  const transfer = transferOf(msg);
+  const done = (err) => {
+    settle(transfer);
+    if (!err) reply(id, {});
+    else if (err.code === 'ENOSPC') fail(id, new OpError('no_space', 507, 'not enough disk space available'));
+    else fail(id, new OpError('internal', 500, `error writing file: ${goError(err, transfer.path)}`));
+  };
+  const writeFrom = (offset) => {
+    if (offset >= payload.length) return done();
+    fs.write(transfer.fd, payload, offset, payload.length - offset, null, (err, written) => {
+      if (err) done(err);
+      else writeFrom(offset + written);
+    });
+  };
+  transfer.busy++;
+  writeFrom(0);
+}
+
+/** An operation on `transfer` ended; a close asked for meanwhile happens now (never under a read or write). */
+function settle(transfer) {
+  transfer.busy--;
+  if (transfer.closing && transfer.busy === 0) fs.close(transfer.fd, () => undefined);
+}
+
+function closeTransfer(msg) {
+  const transfer = transfers.get(msg.handle);
+  transfers.delete(msg.handle);
+  if (!transfer) return {};
+  transfer.closing = true;
+  if (transfer.busy === 0) fs.close(transfer.fd, () => undefined);
+  return {};
 }
 
 // ---- egress connections ----
@@ -551,10 +625,16 @@ function handle(msg, payload) {
         return reply(id, move(msg));
       case 'remove':
         return reply(id, remove(msg));
-      case 'readFile':
-        return readFile(id, msg);
-      case 'writeFile':
-        return reply(id, writeFile(msg, payload));
+      case 'openRead':
+        return reply(id, openRead(msg));
+      case 'read':
+        return readChunk(id, msg);
+      case 'openWrite':
+        return reply(id, openWrite(msg));
+      case 'write':
+        return writeChunk(id, msg, payload);
+      case 'close':
+        return reply(id, closeTransfer(msg));
       default:
         throw new OpError('unimplemented', 501, `unknown request ${msg.t}`);
     }

@@ -108,10 +108,15 @@ async function serveInterpreter(
   await interpreter.handle(req, res, url.pathname);
 }
 
-/** envd: the access token on everything but `GET /health` and `/files` (which also take a signature). */
+/**
+ * envd: the access token on everything but `GET /health` and `GET`/`POST /files` (which take a signature instead;
+ * any other method on /files needs the token, then gets envd's 405).
+ */
 async function serveEnvd(sandbox: LocalSandbox, req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
   const { pathname } = url;
-  const open = (req.method === 'GET' && pathname === '/health') || pathname === '/files';
+  const open =
+    (req.method === 'GET' && pathname === '/health') ||
+    (pathname === '/files' && (req.method === 'GET' || req.method === 'POST'));
   if (!open && sandbox.accessToken !== undefined && header(req, 'x-access-token') !== sandbox.accessToken) {
     req.resume();
     writeJsonError(res, 401, 'unauthorized access, please provide a valid access token or method signing if supported');

@@ -1,5 +1,5 @@
 /** Sandbox file URIs (functions/mcp/resources/sandbox-uris.ts) and a download's file name header. */
-import { contentDisposition } from '../../../functions/mcp/files/file-route';
+import { contentDisposition } from '../../../functions/mcp/http/file-route';
 import { parseSandboxUri, toSandboxUri } from '../../../functions/mcp/resources/sandbox-uris';
 
 it('round-trips paths with spaces, unicode and reserved characters', () => {

@@ -1,5 +1,5 @@
 import { countOccurrences } from '../../../functions/mcp/tools/edit-file';
-import { toImageMime, toText } from '../../../functions/mcp/tools/file-content';
+import { toImageMime, toText } from '../../../functions/mcp/resources/media-types';
 
 describe('file content helpers', () => {
   it('counts non-overlapping occurrences', () => {

@@ -1,5 +1,5 @@
 /**
- * Files moved as streams on E2B (the file URLs the server serves itself, files/file-route.ts), at paths already
+ * Files moved as streams on E2B (the file URLs the server serves itself, http/file-route.ts), at paths already
  * resolved in the sandbox (e2b-sandbox.ts). envd's reads start at the file's start, so a range skips what comes
  * before it; an upload goes to a new file beside its target and is renamed over it once whole, so that a body past
  * its cap or a full disk leaves the target as it was.

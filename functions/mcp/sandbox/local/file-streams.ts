@@ -1,5 +1,5 @@
 /**
- * Files moved as streams (the file URLs of files/file-route.ts), by descriptor beneath the working directory as
+ * Files moved as streams (the file URLs of http/file-route.ts), by descriptor beneath the working directory as
  * files.ts moves them: a download reads one descriptor opened with O_NOFOLLOW, and an upload is written to a new
  * file beside its target and renamed over it once whole, so that a body cut short, past its cap or past the disk
  * leaves the target as it was and no partial file behind.

@@ -1,10 +1,10 @@
 /**
- * The file route's rules in process (functions/mcp/files/file-route.ts), over a fake sandbox: the answers FC
+ * The file route's rules in process (functions/mcp/http/file-route.ts), over a fake sandbox: the answers FC
  * allows (no Content-Length, an inline disposition), what each outcome of reaching the sandbox is answered, the
  * status of each failure, and that the sandbox is held in use until the body was sent.
  */
 import { AppError } from '../../../functions/mcp/errors';
-import { createFileRoute } from '../../../functions/mcp/files/file-route';
+import { createFileRoute } from '../../../functions/mcp/http/file-route';
 import { createFileUrlSigner, type FileGrant } from '../../../functions/mcp/files/file-url-token';
 import type { RequestContext } from '../../../functions/mcp/http/context';
 import { SILENT_LOGGER } from '../../../functions/mcp/log';

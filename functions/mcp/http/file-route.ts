@@ -1,18 +1,18 @@
 /**
- * `/files/<name>?t=<token>`: the file URLs the server serves itself (file-urls.ts). The token is the only
+ * `/files/<name>?t=<token>`: the file URLs the server serves itself (files/file-urls.ts makes them). The token is the only
  * credential: it is checked before anything else, and a URL changed in any part, expired, or used with another
  * method is answered 403 with nothing read or written. Then the sandbox is reached through the table
  * (sessions/sandbox-access.ts, never made anew): a session ended or a sandbox deleted is 410 or 404, and a sandbox
  * reset since (another sandbox id) is 410. Downloads stream with Content-Length, Range and a file name; uploads
  * stream the PUT body to the file, whole or not at all (413 past the cap, 507 past the disk).
  */
-import type { FetchHandler, RequestContext } from '../http/context';
+import type { FetchHandler, RequestContext } from './context';
 import type { Logger } from '../log';
 import { AppError, isAppError } from '../errors';
 import type { FileSource, Sandbox } from '../sandbox/types';
 import type { SandboxAccess } from '../sessions/sandbox-access';
-import { toRange } from './byte-range';
-import type { FileGrant, FileUrlSigner } from './file-url-token';
+import { toRange } from '../files/byte-range';
+import type { FileGrant, FileUrlSigner } from '../files/file-url-token';
 
 export interface FileRouteOptions {
   readonly signer: FileUrlSigner;
