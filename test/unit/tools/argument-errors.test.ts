@@ -31,7 +31,7 @@ it.each([
   [
     'run_command',
     { command: 'true', colour: 'blue' },
-    'Unknown argument "colour": it takes "command", "cwd", "env", "timeout_ms", "stdin", "background".',
+    'Unknown argument "colour": it takes "command", "cwd", "env", "timeout_ms", "stdin", "background", "files".',
   ],
   ['reset_sandbox', { force: true }, 'Unknown argument "force": it takes no arguments.'],
   [
