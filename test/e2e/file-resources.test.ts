@@ -4,9 +4,7 @@
  * refuses a large file, naming get_file_url), `resources/list` and `resources/templates/list` describe them, and a
  * handle of another credential reads nothing.
  */
-import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-
-import { connectClient, type TestClient, type ToolResult } from '../support/clients';
+import { connectClient, connectModern, type TestClient, type ToolResult } from '../support/clients';
 import { startServer, stopAllServers, type StartedServer } from '../support/server';
 
 const TOKEN = 'e2e-resources-token-0123456789abcdef';
@@ -89,18 +87,7 @@ describe.each(['v2', 'v1'] as const)('the %s client in a 2025 session', (kind) =
 });
 
 describe('the 2026-07-28 lane', () => {
-  const connect = async (token: string): Promise<Client> => {
-    const client = new Client(
-      { name: 'resources-e2e', version: '1.0.0' },
-      { capabilities: {}, versionNegotiation: { mode: { pin: '2026-07-28' } } },
-    );
-    await client.connect(
-      new StreamableHTTPClientTransport(new URL(server.url), {
-        requestInit: { headers: { Authorization: `Bearer ${token}` } },
-      }),
-    );
-    return client;
-  };
+  const connect = (token: string) => connectModern(server.url, token, 'resources-e2e');
 
   it('links files by handle, reads them by handle, and never for another credential', async () => {
     const client = await connect(TOKEN);

@@ -4,14 +4,11 @@
  * sandbox reset, ended or deleted; a path swapped for a link or a FIFO; an upload past its cap or the disk)
  * answers with a status and leaves the files as they were. Both protocol eras make the URLs.
  */
-import { createHash, randomBytes } from 'node:crypto';
-
-import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-
 import { createFileUrlSigner } from '../../functions/mcp/files/file-url-token';
-import { connectClient, textOf, type TestClient, type ToolResult } from '../support/clients';
+import { connectClient, connectModern, textOf, type TestClient, type ToolResult } from '../support/clients';
 import { needs } from '../support/needs';
 import { startServer, stopAllServers, type StartedServer } from '../support/server';
+import { randomBody, sendBody, shaOfBody } from '../support/transfers';
 
 const TOKEN = 'e2e-file-urls-token-0123456789abcdef';
 const SECRET = 'e2e-file-urls-secret-0123456789abcdef0123456789';
@@ -54,37 +51,8 @@ async function sandboxSha(path: string, on: TestClient = client): Promise<string
   return (await shell(`sha256sum ${path}`, on)).split(' ')[0] ?? '';
 }
 
-async function shaOfBody(res: Response): Promise<{ sha: string; bytes: number }> {
-  const hash = createHash('sha256');
-  let bytes = 0;
-  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-    hash.update(chunk);
-    bytes += chunk.length;
-  }
-  return { sha: hash.digest('hex'), bytes };
-}
-
-/** A body of `size` random bytes, made as it is sent, and the sha256 it will have had. */
-function randomBody(size: number): { body: ReadableStream<Uint8Array>; sha: () => string } {
-  const hash = createHash('sha256');
-  let left = size;
-  const body = new ReadableStream<Uint8Array>({
-    pull(controller) {
-      if (left === 0) {
-        controller.close();
-        return;
-      }
-      const chunk = randomBytes(Math.min(left, 1 << 20));
-      left -= chunk.length;
-      hash.update(chunk);
-      controller.enqueue(chunk);
-    },
-  });
-  return { body, sha: () => hash.digest('hex') };
-}
-
-function put(url: string, body: RequestInit['body'], headers: Record<string, string> = {}): Promise<Response> {
-  return fetch(url, { method: 'PUT', body, headers, duplex: 'half' } as RequestInit);
+function put(url: string, body: RequestInit['body']): Promise<Response> {
+  return sendBody(url, 'PUT', body);
 }
 
 /** The token of a file URL, decoded, and a way to sign a changed one with the server's secret. */
@@ -310,15 +278,7 @@ describe('ended sandboxes', () => {
 
 describe('the 2026-07-28 lane', () => {
   it('makes URLs for the sandbox a handle names', async () => {
-    const modern = new Client(
-      { name: 'file-urls-e2e', version: '1.0.0' },
-      { capabilities: {}, versionNegotiation: { mode: { pin: '2026-07-28' } } },
-    );
-    await modern.connect(
-      new StreamableHTTPClientTransport(new URL(server.url), {
-        requestInit: { headers: { Authorization: `Bearer ${TOKEN}` } },
-      }),
-    );
+    const modern = await connectModern(server.url, TOKEN, 'file-urls-e2e');
     const first = (await modern.callTool({
       name: 'run_command',
       arguments: { command: 'echo modern > m.txt' },

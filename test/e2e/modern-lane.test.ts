@@ -2,9 +2,9 @@
  * The 2026-07-28 revision on the same /mcp: the v2 client in modern mode runs every tool, carrying its
  * sandbox handle from call to call; handles are bound to the credential and cannot be forged.
  */
-import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import type { Client } from '@modelcontextprotocol/client';
 
-import { connectClient } from '../support/clients';
+import { connectClient, connectModern as connectTo } from '../support/clients';
 import { expectedNotes, runModelLoop } from '../support/model-loop';
 import { startServer, stopAllServers, type StartedServer } from '../support/server';
 
@@ -18,18 +18,7 @@ beforeAll(async () => {
 });
 afterAll(stopAllServers);
 
-async function connectModern(token = TOKEN): Promise<Client> {
-  const client = new Client(
-    { name: 'modern-e2e', version: '1.0.0' },
-    { capabilities: {}, versionNegotiation: { mode: { pin: '2026-07-28' } } },
-  );
-  await client.connect(
-    new StreamableHTTPClientTransport(new URL(server.url), {
-      requestInit: { headers: { Authorization: `Bearer ${token}` } },
-    }),
-  );
-  return client;
-}
+const connectModern = (token = TOKEN): Promise<Client> => connectTo(server.url, token);
 
 type Result = {
   content: Array<{ type: string; text?: string }>;
@@ -172,15 +161,7 @@ it('keeps a handle’s files when calls alternate between two instances without 
   const b = await startServer({ env, sandboxRoot: root });
   const proxy = await startRoundRobinProxy([a.port, b.port]);
   try {
-    const client = new Client(
-      { name: 'modern-rr', version: '1.0.0' },
-      { capabilities: {}, versionNegotiation: { mode: { pin: '2026-07-28' } } },
-    );
-    await client.connect(
-      new StreamableHTTPClientTransport(new URL(proxy.url), {
-        requestInit: { headers: { Authorization: `Bearer ${TOKEN}` } },
-      }),
-    );
+    const client = await connectTo(proxy.url, TOKEN, 'modern-rr');
     const sandbox = (await call(client, 'write_file', { path: 'shared.txt', content: 'one\n' })).structuredContent
       ?.sandbox as string;
     await call(client, 'edit_file', { path: 'shared.txt', old_string: 'one', new_string: 'two', sandbox });

@@ -119,3 +119,15 @@ export async function connectClient(kind: 'v1' | 'v2', url: string, options: Con
 export function textOf(result: ToolResult): string {
   return result.content.find((c) => c.type === 'text')?.text ?? '';
 }
+
+/** A v2 client pinned to 2026-07-28 (no session: every call names its sandbox by handle), with a bearer token. */
+export async function connectModern(url: string, token: string, name = 'modern-e2e'): Promise<ClientV2> {
+  const client = new ClientV2(
+    { name, version: '1.0.0' },
+    { capabilities: {}, versionNegotiation: { mode: { pin: '2026-07-28' } } },
+  );
+  await client.connect(
+    new TransportV2(new URL(url), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }),
+  );
+  return client;
+}
