@@ -1,8 +1,8 @@
 /**
  * Making the URLs of `get_file_url`: the backend's own signed URL where it has one and the settings allow
  * (E2B's, for sandboxes created `secure`: the bytes then never pass through this server or FC), else one the
- * server serves itself at `/files/<name>?t=<token>` (http/file-route.ts), signed for exactly this sandbox, path, method,
- * size cap and expiry.
+ * server serves itself at `/files/<name>?t=<token>` (http/file-route.ts), signed for exactly this sandbox, path,
+ * method, size cap and expiry.
  */
 import { posix } from 'node:path';
 

@@ -1,7 +1,7 @@
 /**
- * `/files/<name>?t=<token>`: the file URLs the server serves itself (files/file-urls.ts makes them). The token is the only
- * credential: it is checked before anything else, and a URL changed in any part, expired, or used with another
- * method is answered 403 with nothing read or written. Then the sandbox is reached through the table
+ * `/files/<name>?t=<token>`: the file URLs the server serves itself (files/file-urls.ts makes them). The token is
+ * the only credential: it is checked before anything else, and a URL changed in any part, expired, or used with
+ * another method is answered 403 with nothing read or written. Then the sandbox is reached through the table
  * (sessions/sandbox-access.ts, never made anew): a session ended or a sandbox deleted is 410 or 404, and a sandbox
  * reset since (another sandbox id) is 410. Downloads stream with Content-Length, Range and a file name; uploads
  * stream the PUT body to the file, whole or not at all (413 past the cap, 507 past the disk).
