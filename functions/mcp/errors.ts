@@ -16,6 +16,8 @@ export type ErrorCode =
   | 'disk_full'
   /** More bytes than a limit allows (an upload past its cap). */
   | 'too_large'
+  /** A client stopped sending what it started (an upload that stalled). */
+  | 'request_timeout'
   | 'backend_auth'
   | 'backend_busy'
   | 'backend_unreachable'

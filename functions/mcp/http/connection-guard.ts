@@ -21,7 +21,7 @@ import type { Socket } from 'node:net';
 
 import type { Logger } from '../log';
 import { type ClientAddresses, toAddress } from './client-address';
-import { UNTRUSTED_DRAIN_BYTES } from './node-listener';
+import { DEFAULT_REQUEST_MS, isStreamingBody, UNTRUSTED_DRAIN_BYTES } from './node-listener';
 import { type HttpRefusal, toErrorAnswer } from './refusals';
 
 export interface ConnectionLimits {
@@ -34,7 +34,10 @@ export interface ConnectionLimits {
   readonly firstRequestMs?: number;
   /** A request's headers must arrive within this. @default 10 s */
   readonly headersMs?: number;
-  /** A request (headers and body, not the answer) must arrive within this. @default 30 s */
+  /**
+   * A request (headers and body, not the answer) must arrive within this, or it is answered 408 and its connection
+   * closed; a body streamed to a file (an upload) instead may stall no longer than this between bytes. @default 30 s
+   */
   readonly requestMs?: number;
   /** An idle keep-alive connection is closed after this (0: never). @default 75 s */
   readonly keepAliveMs?: number;
@@ -77,7 +80,9 @@ export function serverTimeouts(limits: ConnectionLimits): {
 } {
   return {
     headersTimeout: limits.headersMs ?? 10_000,
-    requestTimeout: limits.requestMs ?? 30_000,
+    // Node's own deadline covers every body whole, uploads too, so that a large file on a slow link would be cut:
+    // the guard keeps the request deadline itself, and lets a streamed body go on while its bytes come.
+    requestTimeout: 0,
     connectionsCheckingInterval: 1_000,
   };
 }
@@ -86,6 +91,7 @@ export function serverTimeouts(limits: ConnectionLimits): {
 export function guardConnections(server: Server, { limits, clients, logger, serve }: ConnectionGuardOptions): void {
   const { maxConnections, maxPerPeer } = limits;
   const { maxRefusing = DEFAULT_MAX_REFUSING, refusalHoldMs = 5_000, firstRequestMs = 10_000 } = limits;
+  const requestMs = limits.requestMs ?? DEFAULT_REQUEST_MS;
   // Past the hard ceiling Node itself closes a new connection before any event ('drop').
   server.maxConnections = maxConnections + maxRefusing;
   server.keepAliveTimeout = limits.keepAliveMs ?? DEFAULT_KEEP_ALIVE_MS;
@@ -193,8 +199,29 @@ export function guardConnections(server: Server, { limits, clients, logger, serv
       count(perClient, client, 1);
       res.once('close', () => count(perClient, client, -1));
     }
+    if (requestMs > 0 && !req.complete) {
+      const bodyDeadline = setTimeout(() => {
+        if (!req.complete && !isStreamingBody(req)) refuseSlowBody(req, res, requestMs);
+      }, requestMs);
+      bodyDeadline.unref();
+      res.once('close', () => clearTimeout(bodyDeadline));
+    }
     serve(req, res);
   });
+}
+
+/**
+ * A body that did not arrive in time: answered 408 (when nothing was answered yet) and its connection closed, so
+ * that the handler waiting for it ends (node-listener.ts readBody settles when the request closes).
+ */
+function refuseSlowBody(req: IncomingMessage, res: ServerResponse, requestMs: number): void {
+  if (!res.headersSent) {
+    const { status, headers, body } = toErrorAnswer({ kind: 'body_timeout', seconds: requestMs / 1000 });
+    res.writeHead(status, { ...headers, connection: 'close', 'content-length': String(Buffer.byteLength(body)) });
+    res.end(body, () => req.socket.destroy());
+    return;
+  }
+  req.socket.destroy();
 }
 
 function count(counts: Map<string, number>, key: string, by: 1 | -1): void {

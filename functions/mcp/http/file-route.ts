@@ -127,6 +127,7 @@ const STATUS_OF: Partial<Record<string, number>> = {
   not_found: 404,
   invalid_input: 403,
   too_large: 413,
+  request_timeout: 408,
   disk_full: 507,
   sandbox_gone: 410,
   capacity: 503,

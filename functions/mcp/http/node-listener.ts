@@ -2,6 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 
+import { AppError } from '../errors';
 import { toAddress } from './client-address';
 import type { FetchHandler, RequestBody, RequestContext } from './context';
 import { MCP_ALLOW, targetsMcp } from './mcp-methods';
@@ -16,6 +17,19 @@ export interface NodeListenerOptions {
   maxBodyBytes: number;
   /** The client's address, for `ctx.peer` (client-address.ts). @default the socket's peer */
   clientOf?: (req: IncomingMessage) => string | undefined;
+  /** A streamed body (ctx.bodyStream) that sends nothing this long ends with a `request_timeout`. @default 30 s */
+  stallMs?: number;
+}
+
+/** How long a request's body may take, or a streamed one stall, unless configured (connection-guard.ts). */
+export const DEFAULT_REQUEST_MS = 30_000;
+
+/** Requests whose body a handler streams: the connection guard's whole-body deadline does not apply to them. */
+const STREAMING = new WeakSet<IncomingMessage>();
+
+/** True once a handler took `req`'s body as a stream (an upload). */
+export function isStreamingBody(req: IncomingMessage): boolean {
+  return STREAMING.has(req);
 }
 
 /** Methods a web `Request` can carry; anything else is answered 405 here. */
@@ -36,6 +50,7 @@ export function createNodeListener(handler: FetchHandler, options: NodeListenerO
     onError,
     maxBodyBytes,
     clientOf = (req: IncomingMessage) => toAddress(req.socket.remoteAddress),
+    stallMs = DEFAULT_REQUEST_MS,
   } = options;
   return (req, res, preRead) => {
     const abort = new AbortController();
@@ -82,7 +97,8 @@ export function createNodeListener(handler: FetchHandler, options: NodeListenerO
       readBody: () => (body ??= readBodyOrHangUp()),
       bodyStream: () => {
         body ??= Promise.resolve(undefined);
-        return readChunks(req, abort);
+        STREAMING.add(req);
+        return readChunks(req, abort, stallMs);
       },
       signal: abort.signal,
       onSent: (done) => sent.push(done),
@@ -166,6 +182,10 @@ export function readBody(req: IncomingMessage, maxBytes: number): Promise<Reques
     req.on('data', onData);
     req.once('end', () => resolve({ tooLarge: false, text: Buffer.concat(chunks).toString('utf8') }));
     req.once('error', reject);
+    // Closed before its end (the client went, or the connection guard closed a body that came too slowly).
+    req.once('close', () => {
+      if (!req.complete) reject(new Error('the request closed before its body ended'));
+    });
   });
 }
 
@@ -174,7 +194,7 @@ export function readBody(req: IncomingMessage, maxBytes: number): Promise<Reques
  * leaves the stream as it is, for discardUnread to drain after the answer; a client that goes away aborts the
  * request and ends the reading with an error.
  */
-async function* readChunks(req: IncomingMessage, abort: AbortController): AsyncGenerator<Uint8Array> {
+async function* readChunks(req: IncomingMessage, abort: AbortController, stallMs: number): AsyncGenerator<Uint8Array> {
   for (;;) {
     for (let chunk = req.read() as Buffer | null; chunk !== null; chunk = req.read() as Buffer | null) yield chunk;
     if (req.readableEnded) return;
@@ -184,6 +204,7 @@ async function* readChunks(req: IncomingMessage, abort: AbortController): AsyncG
     }
     await new Promise<void>((resolve, reject) => {
       const settle = (err?: Error): void => {
+        clearTimeout(stalled);
         req.off('readable', onMore);
         req.off('end', onMore);
         req.off('close', onMore);
@@ -192,6 +213,10 @@ async function* readChunks(req: IncomingMessage, abort: AbortController): AsyncG
         else reject(err);
       };
       const onMore = (): void => settle();
+      const stalled = setTimeout(
+        () => settle(new AppError('request_timeout', `The upload stalled: no bytes came for ${stallMs / 1000} s.`)),
+        stallMs,
+      );
       req.once('readable', onMore);
       req.once('end', onMore);
       req.once('close', onMore);
@@ -206,7 +231,10 @@ const MAX_DRAIN_BYTES = 64 * 1024 * 1024;
  * budget. */
 export const UNTRUSTED_DRAIN_BYTES = 64 * 1024;
 
-/** After the answer, the rest of an unread body is discarded, up to `budget` bytes; beyond it the connection goes. */
+/**
+ * After the answer, the rest of an unread body is discarded, up to `budget` bytes and DEFAULT_REQUEST_MS; beyond
+ * either the connection goes.
+ */
 function discardUnread(req: IncomingMessage, budget: number): void {
   if (req.complete || req.destroyed) return;
   req.removeAllListeners('data');
@@ -215,6 +243,9 @@ function discardUnread(req: IncomingMessage, budget: number): void {
     discarded += chunk.length;
     if (discarded > budget) req.destroy();
   });
+  const deadline = setTimeout(() => req.destroy(), DEFAULT_REQUEST_MS);
+  deadline.unref();
+  req.once('close', () => clearTimeout(deadline));
   req.resume();
 }
 

@@ -42,6 +42,8 @@ interface RefusalDetails {
   not_acceptable: None;
   unsupported_media_type: None;
   body_too_large: { maxBytes: number };
+  /** The body did not arrive within `seconds` (http/connection-guard.ts). */
+  body_timeout: { seconds: number };
   parse_error: None;
   // 2025-era sessions.
   delete_without_session: None;
@@ -211,6 +213,11 @@ const ROWS: Rows = {
     message: `Payload Too Large: request bodies are limited to ${maxBytes} bytes (MCP_MAX_BODY_BYTES)`,
   }),
   parse_error: () => ({ status: 400, code: PARSE_ERROR, message: 'Parse error: the body is not valid JSON' }),
+  body_timeout: ({ seconds }) => ({
+    status: 408,
+    code: SERVER_ERROR,
+    message: `Request Timeout: the request body did not arrive within ${seconds} s`,
+  }),
 
   delete_without_session: () => ({
     status: 400,

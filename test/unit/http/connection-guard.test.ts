@@ -12,7 +12,9 @@ import {
   type ConnectionLimits,
   DEFAULT_KEEP_ALIVE_MS,
   guardConnections,
+  serverTimeouts,
 } from '../../../functions/mcp/http/connection-guard';
+import { createNodeListener } from '../../../functions/mcp/http/node-listener';
 import type { LogFields, Logger } from '../../../functions/mcp/log';
 import { openFrom, type RawConnection } from '../../support/tcp';
 
@@ -35,7 +37,10 @@ afterEach(async () => {
 });
 
 /** A guarded server whose requests, once their body is read, are answered 200 (or held, with `hold`). */
-async function startGuarded(limits: ConnectionLimits, { hold = false }: { hold?: boolean } = {}): Promise<Guarded> {
+async function startGuarded(
+  limits: ConnectionLimits,
+  { hold = false, serveWith }: { hold?: boolean; serveWith?: (req: IncomingMessage, res: ServerResponse) => void } = {},
+): Promise<Guarded> {
   const held: ServerResponse[] = [];
   const logged: Guarded['logged'] = [];
   const record = (msg: string, fields?: LogFields): void => void logged.push({ msg, ...fields });
@@ -47,12 +52,12 @@ async function startGuarded(limits: ConnectionLimits, { hold = false }: { hold?:
       else res.end('ok');
     });
   };
-  const server = createServer();
+  const server = createServer(serverTimeouts(limits));
   guardConnections(server, {
     limits,
     clients: createClientAddresses({ trustedProxies: [`${PROXY}/32`] }),
     logger,
-    serve,
+    serve: serveWith ?? serve,
   });
   servers.push(server);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -243,4 +248,55 @@ describe('behind a trusted proxy (MCP_TRUSTED_PROXIES)', () => {
       for (const conn of refused) await expectRefused(conn, 'MCP_MAX_CONNECTIONS_PER_PEER');
     },
   );
+});
+
+describe('request deadlines', () => {
+  /** A node listener whose handler streams the body (as an upload does) and answers its byte count, or its error. */
+  const streaming = (stallMs: number) =>
+    createNodeListener(
+      async (_req, ctx) => {
+        let bytes = 0;
+        try {
+          for await (const chunk of ctx.bodyStream?.() ?? []) bytes += chunk.length;
+        } catch (err: unknown) {
+          return new Response(`stalled after ${bytes}: ${err instanceof Error ? err.message : ''}`, { status: 408 });
+        }
+        return new Response(`got ${bytes}`);
+      },
+      { maxBodyBytes: 1024, stallMs },
+    );
+  const head = (length: number): string =>
+    `PUT /files/x HTTP/1.1\r\nHost: localhost\r\nContent-Length: ${length}\r\n\r\n`;
+
+  it('answers a body that has not arrived by the deadline 408 and closes its connection, never a reset', async () => {
+    const g = await startGuarded({ maxConnections: 8, maxPerPeer: 0, requestMs: 100 });
+    const [conn] = await openAll(g.port, 1);
+    conn?.socket.write(`${head(10).replace('PUT /files/x', 'POST /mcp')}abc`);
+    await conn?.closed;
+    expect(statusOf(conn?.received() ?? '')).toBe(408);
+    expect(conn?.received()).toContain('the request body did not arrive within 0.1 s');
+    expect(conn?.error()).toBeUndefined();
+  });
+
+  it('lets a streamed body arrive for longer than the deadline while its bytes keep coming', async () => {
+    const g = await startGuarded({ maxConnections: 8, maxPerPeer: 0, requestMs: 100 }, { serveWith: streaming(1000) });
+    const [conn] = await openAll(g.port, 1);
+    conn?.socket.write(head(8));
+    // Past Node's own check of request deadlines (every second), which must not cut it either.
+    for (let i = 0; i < 8; i += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      conn?.socket.write('x');
+    }
+    await until(() => conn?.received().includes('got 8') === true);
+    expect(statusOf(conn?.received() ?? '')).toBe(200);
+  });
+
+  it('ends a streamed body that stalls with a request timeout, answered', async () => {
+    const g = await startGuarded({ maxConnections: 8, maxPerPeer: 0, requestMs: 50 }, { serveWith: streaming(150) });
+    const [conn] = await openAll(g.port, 1);
+    conn?.socket.write(`${head(100)}abc`);
+    await until(() => conn !== undefined && hasHead(conn));
+    expect(statusOf(conn?.received() ?? '')).toBe(408);
+    expect(conn?.received()).toContain('stalled after 3: The upload stalled');
+  });
 });

@@ -128,6 +128,7 @@ it.each([
   ['invalid_input', 403],
   ['not_found', 404],
   ['backend_unreachable', 502],
+  ['request_timeout', 408],
 ] as const)('answers an upload that fails with %s as %i', async (code, status) => {
   const sandbox = fakeSandbox({
     receiveFile: async () => {
