@@ -16,6 +16,8 @@ export interface FileUrlConfig {
    * (E2B's, refusing where there are none). Here `auto` is already resolved for Alibaba Cloud. @default auto
    */
   readonly source: 'auto' | 'server' | 'backend';
+  /** MCP_MAX_FILE_TRANSFERS: transfers through the server's URLs in flight on one instance at most. @default 32 */
+  readonly maxTransfers: number;
   /** MCP_PUBLIC_URL: the origin file URLs start with. @default the origin each request came to */
   readonly publicOrigin: string | undefined;
   /**
@@ -45,6 +47,7 @@ export function loadFileUrlConfig(
   return {
     maxExpiresS: int('MCP_FILE_URL_MAX_S', 86_400, 60, 7 * 86_400),
     maxBytes: int('MCP_FILE_URL_MAX_BYTES', DEFAULT_MAX_BYTES, 1024, 2 ** 40),
+    maxTransfers: int('MCP_MAX_FILE_TRANSFERS', 32, 1, 10_000),
     source: source === 'server' || source === 'backend' ? source : onAlibaba ? 'server' : 'auto',
     publicOrigin: readPublicUrl(env, []),
     platformMaxBodyBytes: onFc ? FC_MAX_REQUEST_BYTES : undefined,

@@ -136,6 +136,8 @@ export function createCoreApp({
     logger,
   };
   const signer = createFileUrlSigner(config.sessionSecret);
+  // Tool calls and file transfers in flight share one count per credential.
+  const calls = createCallShare(config.perCredential.calls);
   const fileUrls = createFileUrlFactory({ signer, config: config.fileUrls, now });
   const serve = createMcpServing(
     {
@@ -171,9 +173,17 @@ export function createCoreApp({
       legacy,
       modern,
       maxBodyBytes: config.maxBodyBytes,
-      calls: createCallShare(config.perCredential.calls),
+      calls,
     }),
-    files: createFileRoute({ signer, access: createSandboxAccess(table), now, onFc: config.onFc, logger }),
+    files: createFileRoute({
+      signer,
+      access: createSandboxAccess(table),
+      now,
+      onFc: config.onFc,
+      calls,
+      maxTransfers: config.fileUrls.maxTransfers,
+      logger,
+    }),
     health: createHealthReport({
       backend: () => provider.status(),
       counts: () => table.counts(),

@@ -10,6 +10,7 @@ import type { FetchHandler, RequestContext } from './context';
 import type { Logger } from '../log';
 import { AppError, isAppError } from '../errors';
 import type { FileSource, Sandbox } from '../sandbox/types';
+import type { CallShare } from '../sessions/call-share';
 import type { SandboxAccess } from '../sessions/sandbox-access';
 import { toRange } from '../files/byte-range';
 import type { FileGrant, FileUrlSigner } from '../files/file-url-token';
@@ -23,6 +24,10 @@ export interface FileRouteOptions {
    * `Content-Disposition: attachment`: the file name goes in an `inline` disposition instead.
    */
   readonly onFc: boolean;
+  /** MCP_MAX_CALLS_PER_CREDENTIAL: a transfer holds one of its credential's slots of calls in flight. */
+  readonly calls: CallShare;
+  /** MCP_MAX_FILE_TRANSFERS: transfers in flight on this instance at most (each holds a few MiB of buffers). */
+  readonly maxTransfers: number;
   readonly logger: Logger;
 }
 
@@ -39,7 +44,8 @@ const COMMON = {
 
 /** Serves one request to the route. */
 export function createFileRoute(options: FileRouteOptions): FetchHandler {
-  const { signer, access, now, onFc, logger } = options;
+  const { signer, access, now, onFc, calls, maxTransfers, logger } = options;
+  let transfers = 0;
 
   return async (req: Request, ctx: RequestContext): Promise<Response> => {
     if (req.method === 'OPTIONS') return preflight();
@@ -65,6 +71,28 @@ export function createFileRoute(options: FileRouteOptions): FetchHandler {
         allow: allowed.join(', '),
       });
     }
+    // Bounded per instance (every transfer holds buffers) and per credential (one cannot starve the others).
+    if (transfers >= maxTransfers) {
+      ctx.log.error_code = 'file_transfers';
+      return refuse(503, `Too many file transfers on this server right now (${maxTransfers}); retry in a second.`, {
+        'retry-after': '1',
+      });
+    }
+    const admitted = calls.admit(grant.place.principal, 1);
+    if ('refused' in admitted) {
+      ctx.log.error_code = 'credential_calls';
+      const { running, max, retryAfterS } = admitted.refused;
+      const message = `Too many calls and transfers at once: this credential has ${running} (MCP_MAX_CALLS_PER_CREDENTIAL=${max}).`;
+      return refuse(429, message, { 'retry-after': String(retryAfterS) });
+    }
+    transfers += 1;
+    let counted = true;
+    ctx.onSent(() => {
+      if (!counted) return;
+      counted = false;
+      transfers -= 1;
+      admitted.release();
+    });
     let reached: Awaited<ReturnType<SandboxAccess>>;
     try {
       reached = await access(grant.place);

@@ -5,6 +5,7 @@
  */
 import { AppError } from '../../../functions/mcp/errors';
 import { createFileRoute } from '../../../functions/mcp/http/file-route';
+import { createCallShare } from '../../../functions/mcp/sessions/call-share';
 import { createFileUrlSigner, type FileGrant } from '../../../functions/mcp/files/file-url-token';
 import type { RequestContext } from '../../../functions/mcp/http/context';
 import { SILENT_LOGGER } from '../../../functions/mcp/log';
@@ -51,6 +52,7 @@ function fakeSandbox(overrides: Partial<Sandbox> = {}): Sandbox {
 function setUp(
   onFc: boolean,
   sandbox: Sandbox = fakeSandbox(),
+  caps: { calls?: number; transfers?: number } = {},
 ): Harness & { serve: (req: Request) => Promise<Response> } {
   const harness: Harness = {
     reach: { sandbox, signal: new AbortController().signal, release: () => undefined },
@@ -68,6 +70,8 @@ function setUp(
     },
     now: () => NOW_MS,
     onFc,
+    calls: createCallShare(caps.calls ?? 64),
+    maxTransfers: caps.transfers ?? 32,
     logger: SILENT_LOGGER,
   });
   const serve = (req: Request): Promise<Response> => {
@@ -146,4 +150,24 @@ it('answers a CORS preflight without looking at the token', async () => {
   const res = await setUp(false).serve(new Request('http://x/files/a.bin', { method: 'OPTIONS' }));
   expect(res.status).toBe(204);
   expect(res.headers.get('access-control-allow-methods')).toBe('GET, HEAD, PUT');
+});
+
+it('bounds transfers per credential (429) and per instance (503), each slot freed once its answer was sent', async () => {
+  const perCredential = setUp(false, fakeSandbox(), { calls: 2 });
+  const first = await perCredential.serve(new Request(url()));
+  await perCredential.serve(new Request(url()));
+  const third = await perCredential.serve(new Request(url()));
+  expect(third.status).toBe(429);
+  expect(third.headers.get('retry-after')).toBe('1');
+  expect(await first.text()).toBe('0123456789');
+  for (const done of perCredential.sent.splice(0)) done();
+  expect((await perCredential.serve(new Request(url()))).status).toBe(200);
+
+  const perInstance = setUp(false, fakeSandbox(), { transfers: 1 });
+  expect((await perInstance.serve(new Request(url()))).status).toBe(200);
+  const over = await perInstance.serve(new Request(url()));
+  expect(over.status).toBe(503);
+  expect(await over.text()).toContain('Too many file transfers');
+  for (const done of perInstance.sent.splice(0)) done();
+  expect((await perInstance.serve(new Request(url()))).status).toBe(200);
 });
