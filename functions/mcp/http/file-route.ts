@@ -82,7 +82,9 @@ export function createFileRoute(options: FileRouteOptions): FetchHandler {
     if ('refused' in admitted) {
       ctx.log.error_code = 'credential_calls';
       const { running, max, retryAfterS } = admitted.refused;
-      const message = `Too many calls and transfers at once: this credential has ${running} (MCP_MAX_CALLS_PER_CREDENTIAL=${max}).`;
+      const message =
+        `Too many calls and transfers at once: this credential has ${running} ` +
+        `(MCP_MAX_CALLS_PER_CREDENTIAL=${max}).`;
       return refuse(429, message, { 'retry-after': String(retryAfterS) });
     }
     transfers += 1;

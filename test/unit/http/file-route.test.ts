@@ -152,7 +152,7 @@ it('answers a CORS preflight without looking at the token', async () => {
   expect(res.headers.get('access-control-allow-methods')).toBe('GET, HEAD, PUT');
 });
 
-it('bounds transfers per credential (429) and per instance (503), each slot freed once its answer was sent', async () => {
+it('bounds transfers per credential (429) and per instance (503), each freed once its answer was sent', async () => {
   const perCredential = setUp(false, fakeSandbox(), { calls: 2 });
   const first = await perCredential.serve(new Request(url()));
   await perCredential.serve(new Request(url()));
