@@ -19,8 +19,13 @@ const LASTING =
   ' Unused, a sandbox sleeps and wakes with its next call. For work that should outlast this conversation, open a ' +
   'named sandbox (open_sandbox, e.g. with the project name): any later session of yours continues it by that name.';
 
+/** What every HTTP lane says of files that leave or enter the sandbox. */
+const FILES =
+  ' To hand the user a file the sandbox made, or to take a large one from them, call get_file_url for a link ' +
+  '(any size); results also link the files they write as resources.';
+
 /** The `instructions` of the 2025-era lane (a session owns a sandbox, or works in a named one it opened). */
-export const SERVER_INSTRUCTIONS = `${STDIO_INSTRUCTIONS}${LASTING}`;
+export const SERVER_INSTRUCTIONS = `${STDIO_INSTRUCTIONS}${FILES}${LASTING}`;
 
 /**
  * The `instructions` of the 2026-07-28 lane, where no session holds the sandbox: the `sandbox` handle does, and a
@@ -32,4 +37,4 @@ export const MODERN_SERVER_INSTRUCTIONS =
   'handle in structuredContent.sandbox. Pass that handle as the "sandbox" argument of every later call to keep ' +
   'working in the same sandbox, with its files, processes and Python state; a call without "sandbox" gets a new, ' +
   'empty sandbox. Relative paths resolve against the sandbox working directory. Call sandbox_status for your ' +
-  `bearings.${LASTING}`;
+  `bearings.${FILES}${LASTING}`;

@@ -18,7 +18,8 @@ export const writeFileTool = defineTool({
   title: 'Write a file',
   description:
     'Write a file in the sandbox (replacing it if it exists), creating parent directories. Use encoding "base64" ' +
-    'for binary data.',
+    'for binary data. The result links the file as a resource; for large files or to hand one to a person, use ' +
+    'get_file_url.',
   input: Input,
   output: Output,
   annotations: { destructiveHint: true, idempotentHint: true },
