@@ -46,6 +46,13 @@ describe.each(['v2', 'v1'] as const)('the %s client in a 2025 session', (kind) =
     ]);
   });
 
+  it('links a file whose path has lone surrogates by the name it has on disk', async () => {
+    const written = await client.callTool('write_file', { path: 'odd\udfff.txt', content: 'odd\n' });
+    const [link] = linksOf(written);
+    expect(link?.uri).toBe('sandbox://session/home/user/odd%EF%BF%BD.txt');
+    expect((await client.readResource(String(link?.uri))).contents[0]?.text).toBe('odd\n');
+  });
+
   it('reads binary files as blobs with their media type', async () => {
     await client.callTool('write_file', { path: 'dot.png', content: PNG_BASE64, encoding: 'base64' });
     const read = await client.readResource('sandbox://session/home/user/dot.png');

@@ -10,6 +10,7 @@ import type { FileUrlConfig } from '../config-files';
 import { AppError } from '../errors';
 import type { Sandbox } from '../sandbox/types';
 import type { SandboxPlace } from '../sessions/sandbox-access';
+import { toUriComponent } from '../uri-component';
 import type { FileUrlSigner } from './file-url-token';
 
 /** The path every file URL the server serves starts with (http/file-route.ts serves them). */
@@ -110,7 +111,7 @@ export function createFileUrlFactory({ signer, config, now }: FileUrlFactoryOpti
       // FC's front end speaks https to clients, and plain http to the function.
       const scheme = requestOrigin.scheme ?? (config.platformMaxBodyBytes === undefined ? 'http' : 'https');
       const origin = config.publicOrigin ?? `${scheme}://${requestOrigin.host}`;
-      const url = `${origin}${FILES_PATH}${encodeURIComponent(posix.basename(path))}?t=${token}`;
+      const url = `${origin}${FILES_PATH}${toUriComponent(posix.basename(path))}?t=${token}`;
       if (url.length > MAX_URL_CHARS) {
         throw new AppError(
           'invalid_input',

@@ -10,6 +10,7 @@ import type { FetchHandler, RequestContext } from './context';
 import type { Logger } from '../log';
 import { AppError, isAppError } from '../errors';
 import type { FileSource, Sandbox } from '../sandbox/types';
+import { toUriComponent } from '../uri-component';
 import type { CallShare } from '../sessions/call-share';
 import type { SandboxAccess } from '../sessions/sandbox-access';
 import { toRange } from '../files/byte-range';
@@ -249,5 +250,5 @@ function toStream(source: FileSource, start: number, end: number, signal: AbortS
 /** `attachment; filename="…"; filename*=UTF-8''…` (RFC 6266), the plain name kept to safe ASCII. */
 export function contentDisposition(kind: 'attachment' | 'inline', name: string): string {
   const ascii = name.replace(/[^\x20-\x7e]|["\\%]/g, '_') || 'file';
-  return `${kind}; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(name)}`;
+  return `${kind}; filename="${ascii}"; filename*=UTF-8''${toUriComponent(name)}`;
 }

@@ -4,6 +4,8 @@
  * connection's, whichever sandbox it works in) or a 2026-07-28 sandbox handle, checked like a tool call's.
  */
 
+import { toUriComponent } from '../uri-component';
+
 /** The `<sandbox>` of a 2025 session's (or a stdio connection's) own sandbox. */
 export const SESSION_SANDBOX = 'session';
 
@@ -13,7 +15,7 @@ export const SANDBOX_FILE_TEMPLATE = 'sandbox://{sandbox}/{+path}';
 /** The URI of `path` (absolute) in the sandbox `sandbox` names. */
 export function toSandboxUri(sandbox: string, path: string): string {
   const segments = path.split('/').filter((segment) => segment !== '');
-  return `sandbox://${sandbox}/${segments.map(encodeURIComponent).join('/')}`;
+  return `sandbox://${sandbox}/${segments.map(toUriComponent).join('/')}`;
 }
 
 /** What a sandbox URI names, or `undefined` when it is not one. */

@@ -10,6 +10,15 @@ it('round-trips paths with spaces, unicode and reserved characters', () => {
   expect(toSandboxUri('h.1.x', '/home/user/a b.txt')).toBe('sandbox://h.1.x/home/user/a%20b.txt');
 });
 
+it('names a path with lone surrogates as its file on disk is named (U+FFFD), never throwing', () => {
+  const uri = toSandboxUri('session', '/home/user/\udfff\ud800x.txt');
+  expect(uri).toBe('sandbox://session/home/user/%EF%BF%BD%EF%BF%BDx.txt');
+  expect(parseSandboxUri(uri)?.path).toBe('/home/user/\ufffd\ufffdx.txt');
+  expect(contentDisposition('attachment', '\ud800.bin')).toBe(
+    'attachment; filename="_.bin"; filename*=UTF-8\'\'%EF%BF%BD.bin',
+  );
+});
+
 it('reads no other scheme, no query, no encoded slash or NUL', () => {
   for (const uri of [
     'file:///etc/passwd',
