@@ -58,7 +58,8 @@ const FUNCTION_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_-]{0,63}$/;
 /** The HTTP methods an FC HTTP trigger can allow; MCP session affinity needs GET, POST and DELETE. */
 const HTTP_METHODS = Object.freeze(['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'HEAD', 'OPTIONS']);
 const AFFINITY_METHODS = Object.freeze(['GET', 'POST', 'DELETE']);
-const DEFAULT_TRIGGER_METHODS = Object.freeze(['GET', 'POST', 'DELETE', 'OPTIONS']);
+/** Those, OPTIONS for browsers' preflights, and PUT and HEAD for the server's file URLs (docs/files.md). */
+const DEFAULT_TRIGGER_METHODS = Object.freeze(['GET', 'POST', 'PUT', 'DELETE', 'HEAD', 'OPTIONS']);
 const TRIGGER_NAME = 'mcp';
 
 module.exports = {

@@ -72,7 +72,7 @@ describe('the default artifact', () => {
       sessionAffinity: { enabled: true, mode: 'MCP_STREAMABLE', header: 'Mcp-Session-Id' },
       http: {
         path: '/mcp',
-        methods: ['GET', 'POST', 'DELETE', 'OPTIONS'],
+        methods: ['GET', 'POST', 'PUT', 'DELETE', 'HEAD', 'OPTIONS'],
         triggerAuth: 'anonymous',
         healthPath: '/health',
       },
@@ -150,7 +150,7 @@ describe('the default artifact', () => {
           qualifier: 'LATEST',
           triggerConfig: {
             authType: 'anonymous',
-            methods: ['GET', 'POST', 'DELETE', 'OPTIONS'],
+            methods: ['GET', 'POST', 'PUT', 'DELETE', 'HEAD', 'OPTIONS'],
             disableURLInternet: false,
           },
         },
@@ -515,7 +515,7 @@ it.each([
                 path: '/*',
                 functionName: '${vars.functionName}',
                 qualifier: 'LATEST',
-                methods: ['GET', 'POST', 'DELETE', 'OPTIONS'],
+                methods: ['GET', 'POST', 'PUT', 'DELETE', 'HEAD', 'OPTIONS'],
               },
             ],
           },

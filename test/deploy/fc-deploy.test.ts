@@ -110,13 +110,13 @@ describe('a first deploy', () => {
     for (const entry of entries) expect(entry.data.equals(readFileSync(join(ROOT, 'dist', entry.name)))).toBe(true);
   });
 
-  it('creates an anonymous HTTP trigger allowing GET, POST, DELETE and OPTIONS', async () => {
+  it('creates an anonymous HTTP trigger allowing GET, POST, PUT, DELETE, HEAD and OPTIONS', async () => {
     await deploy();
     const body = fake.calls.find((c) => c.action === 'CreateTrigger')?.body ?? {};
     expect(body).toMatchObject({ triggerName: 'mcp', triggerType: 'http', qualifier: 'LATEST' });
     expect(JSON.parse(String(body.triggerConfig))).toEqual({
       authType: 'anonymous',
-      methods: ['GET', 'POST', 'DELETE', 'OPTIONS'],
+      methods: ['GET', 'POST', 'PUT', 'DELETE', 'HEAD', 'OPTIONS'],
       disableURLInternet: false,
     });
   });
@@ -325,7 +325,12 @@ it('creates, then updates, the custom-domain route (HTTP only, on purpose)', asy
     protocol: 'HTTP',
     routeConfig: {
       routes: [
-        { path: '/*', functionName: 'sandbox-mcp', qualifier: 'LATEST', methods: ['GET', 'POST', 'DELETE', 'OPTIONS'] },
+        {
+          path: '/*',
+          functionName: 'sandbox-mcp',
+          qualifier: 'LATEST',
+          methods: ['GET', 'POST', 'PUT', 'DELETE', 'HEAD', 'OPTIONS'],
+        },
       ],
     },
   });
