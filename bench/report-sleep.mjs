@@ -1,8 +1,7 @@
 // The table rows of the sleep figures (8: waking a sleeping sandbox, 9: the server's memory per sleeping sandbox),
 // beside report.mjs, which holds the other figures' rows and renders the table.
 import { median } from './harness/load.mjs';
-
-const f = (n, digits = 0) => (Number.isFinite(n) ? n.toFixed(digits) : 'n/a');
+import { f, notMeasuredRow } from './report-rows.mjs';
 
 /** How far below a running sandbox's a sleeping sandbox's JS data must be to count as nothing (×). */
 export const SLEEPING_DATA_TARGET = 0.1;
@@ -16,15 +15,7 @@ export function wakeRows(wake) {
       `8 wake: call to a sleeping sandbox, p50 (p90) ms, ${label}${setup === undefined ? '' : ` (${setup})`}`;
     const measured = wake[backend];
     if (measured.skipped !== undefined) {
-      return {
-        figure: figure(),
-        ours: 'n/a',
-        r1: '—',
-        r2: '—',
-        ratio: `not measured: ${measured.skipped}`,
-        target: '—',
-        verdict: 'not measured',
-      };
+      return notMeasuredRow(figure(), measured.skipped);
     }
     const { fresh, warm, wake: woken } = measured;
     const cell = (s) => `${f(s.p50Ms, 1)} (${f(s.p90Ms, 1)})`;

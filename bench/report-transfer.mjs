@@ -1,6 +1,6 @@
 // The table rows of figure 11 (files in and out through the server's file URLs), beside report.mjs, which holds
 // the other figures' rows and renders the table.
-const f = (n, digits = 0) => (Number.isFinite(n) ? n.toFixed(digits) : 'n/a');
+import { f, notMeasuredRow } from './report-rows.mjs';
 
 /**
  * Figure 11's targets (issue 32): each direction at least this share of cat's throughput to or from a socket, and
@@ -12,17 +12,7 @@ export const FILE_TRANSFER_TARGETS = { throughputRatio: 0.5, rssGrowthMiB: 32 };
 export function fileTransferRows(transfer) {
   const figure = (what) => `11 files through the server (get_file_url, local): ${what}`;
   if (transfer.skipped !== undefined) {
-    return [
-      {
-        figure: figure('all'),
-        ours: 'n/a',
-        r1: '—',
-        r2: '—',
-        ratio: `not measured: ${transfer.skipped}`,
-        target: '—',
-        verdict: 'not measured',
-      },
-    ];
+    return [notMeasuredRow(figure('all'), transfer.skipped)];
   }
   const { throughputRatio, rssGrowthMiB } = FILE_TRANSFER_TARGETS;
   const mb = transfer.bytes / 1e6;

@@ -3,6 +3,7 @@
 import { cpus, release, totalmem, type } from 'node:os';
 
 import { sleepingMemoryRows, wakeRows } from './report-sleep.mjs';
+import { f, notMeasuredRow } from './report-rows.mjs';
 import { fileTransferRows } from './report-transfer.mjs';
 
 /** The machine the run is on. */
@@ -17,7 +18,6 @@ export function describeMachine() {
   };
 }
 
-const f = (n, digits = 0) => (Number.isFinite(n) ? n.toFixed(digits) : 'n/a');
 const verdict = (met, actual, target) => (met ? 'met' : `MISSED: ${actual} vs ${target}`);
 
 /**
@@ -209,17 +209,7 @@ const TOOL_LABELS = {
 function toolLatencyRows(latency) {
   const label = (tool) => `7 tool call p50 (p95) ms, local bwrap: ${tool}`;
   if (latency.skipped !== undefined) {
-    return [
-      {
-        figure: label('all'),
-        ours: 'n/a',
-        r1: '—',
-        r2: '—',
-        ratio: `not measured: ${latency.skipped}`,
-        target: '—',
-        verdict: 'not measured',
-      },
-    ];
+    return [notMeasuredRow(label('all'), latency.skipped)];
   }
   const { tools, bareSpawn } = latency;
   const cell = (s) => `${f(s.p50Ms, 2)} (${f(s.p95Ms, 2)})`;
@@ -273,17 +263,7 @@ export const EGRESS_TARGETS = { throughputRatio: 0.8, setupOverheadMs: 2 };
 function egressRows(egress) {
   const figure = (what) => `10 egress through the local proxy (allowlist): ${what}`;
   if (egress.skipped !== undefined) {
-    return [
-      {
-        figure: figure('all'),
-        ours: 'n/a',
-        r1: '—',
-        r2: '—',
-        ratio: `not measured: ${egress.skipped}`,
-        target: '—',
-        verdict: 'not measured',
-      },
-    ];
+    return [notMeasuredRow(figure('all'), egress.skipped)];
   }
   const { proxied, direct, relayed, ratio, floorRatio, overheadMs } = egress;
   const { throughputRatio, setupOverheadMs } = EGRESS_TARGETS;
