@@ -9,6 +9,7 @@
 import type { FetchHandler, RequestContext } from './context';
 import type { Logger } from '../log';
 import { AppError, isAppError } from '../errors';
+import { tooLargeToUpload } from '../sandbox/read-limit';
 import type { FileSource, Sandbox } from '../sandbox/types';
 import { toUriComponent } from '../uri-component';
 import type { CallShare } from '../sessions/call-share';
@@ -135,7 +136,7 @@ export function createFileRoute(options: FileRouteOptions): FetchHandler {
     const declared = Number(req.headers.get('content-length'));
     if (declared > grant.maxBytes) {
       ctx.log.error_code = 'file_too_large';
-      return refuse(413, `The upload is larger than its limit of ${grant.maxBytes} bytes; nothing was written.`);
+      return refuse(413, tooLargeToUpload(grant.maxBytes).message);
     }
     if (ctx.bodyStream === undefined) throw new Error('an upload reached the route without its body stream');
     const written = await sandbox.receiveFile({ path: grant.path, body: ctx.bodyStream(), maxBytes: grant.maxBytes });

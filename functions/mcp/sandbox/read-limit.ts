@@ -1,4 +1,7 @@
-/** The read limit of `read_file`, the same on every backend: the refusal, and reading no more than the limit allows. */
+/**
+ * The size limits of files and their refusals, the same on every backend: `read_file`'s (and reading no more than the
+ * limit allows), an upload's cap, and a download whose file shrank under it.
+ */
 import { AppError } from '../errors';
 
 /** The refusal of a file over the read limit (`size`: how large it was seen to be, e.g. `11000000 bytes`). */
@@ -27,4 +30,14 @@ export async function readStreamAtMost(stream: ReadableStream<Uint8Array>, limit
     await reader.cancel().catch(() => undefined);
   }
   return Buffer.concat(parts, total);
+}
+
+/** The refusal of an upload past its cap (`maxBytes`): nothing of it was written. */
+export function tooLargeToUpload(maxBytes: number): AppError {
+  return new AppError('too_large', `The upload is larger than its limit of ${maxBytes} bytes; nothing was written.`);
+}
+
+/** A download whose file got shorter than it was when opened: the answer ends short, and the client sees it cut. */
+export function shrankWhileSent(): AppError {
+  return new AppError('sandbox_error', 'The file shrank while it was being sent.');
 }

@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { posix } from 'node:path';
 
 import { AppError } from '../../errors';
+import { shrankWhileSent, tooLargeToUpload } from '../read-limit';
 import type { FileSource, ReceivedFile, ReceiveFileRequest } from '../types';
 import type { E2BSandboxApi } from './sdk';
 
@@ -32,7 +33,7 @@ async function* readRange(api: E2BSandboxApi, target: string, start: number, end
   try {
     while (position <= end) {
       const { done, value } = await reader.read();
-      if (done) throw new AppError('sandbox_error', 'The file shrank while it was being sent.');
+      if (done) throw shrankWhileSent();
       const from = Math.max(0, start - position);
       const to = Math.min(value.length, end - position + 1);
       position += value.length;
@@ -81,15 +82,11 @@ export async function receiveE2BFile(
   });
   try {
     await api.writeStream(temporary, body);
-    if (overCap) throw tooLarge(req.maxBytes);
+    if (overCap) throw tooLargeToUpload(req.maxBytes);
     await api.rename(temporary, target);
   } catch (err: unknown) {
     await api.remove(temporary).catch(() => undefined);
-    throw overCap ? tooLarge(req.maxBytes) : err;
+    throw overCap ? tooLargeToUpload(req.maxBytes) : err;
   }
   return { path: target, created: existing === undefined, bytes };
-}
-
-function tooLarge(maxBytes: number): AppError {
-  return new AppError('too_large', `The upload is larger than its limit of ${maxBytes} bytes; nothing was written.`);
 }

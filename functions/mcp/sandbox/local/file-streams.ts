@@ -9,6 +9,7 @@ import { constants } from 'node:fs';
 import { type FileHandle, lstat, open, rename, unlink } from 'node:fs/promises';
 
 import { AppError } from '../../errors';
+import { shrankWhileSent, tooLargeToUpload } from '../read-limit';
 import type { FileSource, ReceivedFile, ReceiveFileRequest } from '../types';
 import { inside, type Located, locate } from './beneath';
 import { dangling, toFileError } from './files';
@@ -62,7 +63,7 @@ async function* readRange(handle: FileHandle, start: number, end: number): Async
     const buffer = Buffer.allocUnsafe(Math.min(CHUNK_BYTES, end - position + 1));
     const { bytesRead } = await handle.read(buffer, 0, buffer.length, position);
     // The file shrank since it was opened: the answer ends short, and the client sees it cut.
-    if (bytesRead === 0) throw new AppError('sandbox_error', 'The file shrank while it was being sent.');
+    if (bytesRead === 0) throw shrankWhileSent();
     position += bytesRead;
     yield buffer.subarray(0, bytesRead);
   }
@@ -130,12 +131,7 @@ async function writeNew(ws: Workspace, at: Located, name: string, req: ReceiveFi
   try {
     for await (const chunk of req.body) {
       written += chunk.length;
-      if (written > req.maxBytes) {
-        throw new AppError(
-          'too_large',
-          `The upload is larger than its limit of ${req.maxBytes} bytes; nothing was written.`,
-        );
-      }
+      if (written > req.maxBytes) throw tooLargeToUpload(req.maxBytes);
       batch.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
       batchBytes += chunk.length;
       if (batchBytes >= WRITE_BATCH_BYTES || batch.length >= WRITE_BATCH_CHUNKS) await flush();
