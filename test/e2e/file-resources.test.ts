@@ -5,12 +5,16 @@
  * handle of another credential reads nothing.
  */
 import { connectClient, connectModern, type TestClient, type ToolResult } from '../support/clients';
+import { needs } from '../support/needs';
 import { startServer, stopAllServers, type StartedServer } from '../support/server';
 
 const TOKEN = 'e2e-resources-token-0123456789abcdef';
 const OTHER_TOKEN = 'e2e-resources-other-token-fedcba98765';
 /** A valid 1×1 RGBA PNG. */
 const PNG_BASE64 = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==';
+
+/** The suites see paths as a sandbox does (`/home/user`): they need bubblewrap. */
+const describeInSandbox = needs('bubblewrap').describe;
 
 let server: StartedServer;
 beforeAll(async () => {
@@ -22,7 +26,7 @@ function linksOf(result: ToolResult): Array<{ uri?: string; name?: string; mimeT
   return result.content.filter((block) => block.type === 'resource_link');
 }
 
-describe.each(['v2', 'v1'] as const)('the %s client in a 2025 session', (kind) => {
+describeInSandbox.each(['v2', 'v1'] as const)('the %s client in a 2025 session', (kind) => {
   let client: TestClient;
   beforeAll(async () => {
     client = await connectClient(kind, server.url, { token: TOKEN });
@@ -93,7 +97,7 @@ describe.each(['v2', 'v1'] as const)('the %s client in a 2025 session', (kind) =
   });
 });
 
-describe('the 2026-07-28 lane', () => {
+describeInSandbox('the 2026-07-28 lane', () => {
   const connect = (token: string) => connectModern(server.url, token, 'resources-e2e');
 
   it('links files by handle, reads them by handle, and never for another credential', async () => {

@@ -14,6 +14,9 @@ const TOKEN = 'e2e-file-urls-token-0123456789abcdef';
 const SECRET = 'e2e-file-urls-secret-0123456789abcdef0123456789';
 const MB = 1_000_000;
 
+/** The suites see paths as a sandbox does (`/home/user`): they need bubblewrap. */
+const describeInSandbox = needs('bubblewrap').describe;
+
 let server: StartedServer;
 let client: TestClient;
 
@@ -60,7 +63,7 @@ function tokenOf(url: string): string {
   return new URL(url).searchParams.get('t') ?? '';
 }
 
-describe('downloads', () => {
+describeInSandbox('downloads', () => {
   let url: FileUrl;
   let sha: string;
   beforeAll(async () => {
@@ -107,7 +110,7 @@ describe('downloads', () => {
   });
 });
 
-describe('uploads', () => {
+describeInSandbox('uploads', () => {
   it('a 200 MB upload lands intact, parent directories made', async () => {
     const url = await fileUrl({ path: 'in/deep/upload.bin', mode: 'upload' });
     expect(url.method).toBe('PUT');
@@ -125,7 +128,7 @@ describe('uploads', () => {
   }, 120_000);
 });
 
-describe('refusals', () => {
+describeInSandbox('refusals', () => {
   it('a changed URL gets 403 and nothing is read or written', async () => {
     await shell('echo keep > kept.txt && echo secret > other.txt');
     const down = await fileUrl({ path: 'kept.txt' });
@@ -232,7 +235,7 @@ describe('refusals', () => {
   });
 });
 
-needs('disk images').describe('the disk limit', () => {
+needs('bubblewrap', 'disk images').describe('the disk limit', () => {
   it('an upload past the disk gets 507, the old file kept and no partial file left', async () => {
     const small = await startServer({ env: { MCP_AUTH_TOKENS: TOKEN, LOCAL_SANDBOX_DISK_MB: '64' } });
     const other = await connectClient('v2', small.url, { token: TOKEN });
@@ -249,7 +252,7 @@ needs('disk images').describe('the disk limit', () => {
   }, 60_000);
 });
 
-describe('ended sandboxes', () => {
+describeInSandbox('ended sandboxes', () => {
   it('a URL of a reset sandbox gets 410, of an ended session 410, of a deleted named sandbox 404', async () => {
     const own = await connectClient('v2', server.url, { token: TOKEN });
     await shell('echo one > a.txt', own);
@@ -276,7 +279,7 @@ describe('ended sandboxes', () => {
   });
 });
 
-describe('the 2026-07-28 lane', () => {
+describeInSandbox('the 2026-07-28 lane', () => {
   it('makes URLs for the sandbox a handle names', async () => {
     const modern = await connectModern(server.url, TOKEN, 'file-urls-e2e');
     const first = (await modern.callTool({
