@@ -1,42 +1,46 @@
 /**
  * A loopback fake of the Function Compute 3.0 API (2023-03-30) for the deploy CLI: the REST paths the SDK calls for
- * functions, triggers and custom domains, each request's ACS3-HMAC-SHA256 signature (Alibaba Cloud's signature method
- * V3) recomputed and checked as @alicloud/openapi-core signs: canonical URI, sorted query, the x-acs-*, host and
- * content-type headers, the body hash (docs/platform-facts.md); every call recorded, and failures scriptable
- * (throttling, 5xx, AccessDenied, pending).
+ * functions, versions, aliases, triggers, custom domains and capacity settings, and at `/` the RPC actions of Resource
+ * Manager (FC's service-linked role) and Certificate Management Service. Each request's ACS3-HMAC-SHA256 signature
+ * (Alibaba Cloud's signature method V3) is recomputed and checked as @alicloud/openapi-core signs
+ * (fake-fc-signature.ts, docs/platform-facts.md); every call recorded, and failures scriptable (throttling, 5xx,
+ * AccessDenied, pending).
  */
-import { createHash, createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 
-export const API_VERSION = '2023-03-30';
-const ALGORITHM = 'ACS3-HMAC-SHA256';
-/** Headers a signature must cover, besides content-type when there is a body. */
-const REQUIRED_SIGNED = [
-  'host',
-  'x-acs-action',
-  'x-acs-content-sha256',
-  'x-acs-date',
-  'x-acs-signature-nonce',
-  'x-acs-version',
-];
-const MAX_CLOCK_SKEW_MS = 15 * 60_000;
+import { ALIAS_ROUTES } from './fake-fc-aliases';
+import { CAPACITY_ROUTES } from './fake-fc-capacity';
+import { DOMAIN_ROUTES } from './fake-fc-domains';
+import { FUNCTION_ROUTES } from './fake-fc-functions';
+import { RPC_ACTIONS } from './fake-fc-rpc';
+import { type Credentials, type SignatureCheck, verifyAcs3Signature } from './fake-fc-signature';
+import {
+  type Answer,
+  API_VERSION,
+  type Certificate,
+  createState,
+  type FcRequest,
+  type FcState,
+  type FunctionVersion,
+  type Resource,
+  type RestRoute,
+  type Result,
+  refuse,
+} from './fake-fc-state';
+import { TRIGGER_ROUTES } from './fake-fc-triggers';
+import { VERSION_ROUTES } from './fake-fc-versions';
 
-export interface Credentials {
-  accessKeyId: string;
-  accessKeySecret: string;
-  /** When set, requests must carry it as x-acs-security-token (signed). */
-  securityToken?: string;
-}
-
-export type SignatureCheck = { ok: true } | { ok: false; reason: string };
+export { type Credentials, type SignatureCheck, type SignedRequest, verifyAcs3Signature } from './fake-fc-signature';
+export { API_VERSION, type Certificate, type FunctionVersion } from './fake-fc-state';
 
 export interface RecordedCall {
   method: string;
   path: string;
-  /** The route's API action (GetFunction, CreateTrigger, …), or undefined for an unknown route. */
+  /** The API action (GetFunction, CreateTrigger, CreateServiceLinkedRole, …), or undefined for an unknown one. */
   action: string | undefined;
   query: Record<string, string>;
-  /** The parsed JSON body, if any. */
+  /** The parsed body (JSON, or an RPC form), if any. */
   body: Record<string, unknown> | undefined;
   signature: SignatureCheck;
   /** What the fake answered. */
@@ -61,7 +65,21 @@ export interface FakeFc {
   /** Keyed `<function>/<trigger>`. */
   readonly triggers: Map<string, Record<string, unknown>>;
   readonly domains: Map<string, Record<string, unknown>>;
-  /** Makes the next calls of `action` fail with `failure`. */
+  /** Published versions per function, oldest first, each with the configuration it snapshotted. */
+  readonly versions: Map<string, FunctionVersion[]>;
+  /** Keyed `<function>/<alias>`. */
+  readonly aliases: Map<string, Record<string, unknown>>;
+  /** Keyed `<function>/<qualifier>`, as PutScalingConfig answered. */
+  readonly scalingConfigs: Map<string, Record<string, unknown>>;
+  /** Keyed `<function>/<qualifier>`, as PutProvisionConfig answered. */
+  readonly provisionConfigs: Map<string, Record<string, unknown>>;
+  /** Keyed by function: {functionArn, reservedConcurrency}. */
+  readonly concurrencyConfigs: Map<string, Record<string, unknown>>;
+  /** Certificate Management Service's certificates by id, for GetUserCertificateDetail. */
+  readonly certificates: Map<string, Certificate>;
+  /** Whether the account has FC's service-linked role AliyunServiceRoleForFC. @default false */
+  serviceLinkedRole: boolean;
+  /** Makes the next calls of `action` (a REST or an RPC action) fail with `failure`. */
   fail(action: string, failure: ScriptedFailure): void;
   /** After each create or update, this many GetFunction answers say Pending / InProgress. @default 0 */
   pendingPolls: number;
@@ -70,99 +88,74 @@ export interface FakeFc {
   close(): Promise<void>;
 }
 
-interface Route {
-  action: string;
-  params: string[];
-}
-
-const ROUTES: Array<{ method: string; pattern: RegExp; action: string }> = [
-  { method: 'GET', pattern: /^\/2023-03-30\/functions\/([^/]+)$/, action: 'GetFunction' },
-  { method: 'POST', pattern: /^\/2023-03-30\/functions$/, action: 'CreateFunction' },
-  { method: 'PUT', pattern: /^\/2023-03-30\/functions\/([^/]+)$/, action: 'UpdateFunction' },
-  { method: 'GET', pattern: /^\/2023-03-30\/functions\/([^/]+)\/triggers\/([^/]+)$/, action: 'GetTrigger' },
-  { method: 'POST', pattern: /^\/2023-03-30\/functions\/([^/]+)\/triggers$/, action: 'CreateTrigger' },
-  { method: 'PUT', pattern: /^\/2023-03-30\/functions\/([^/]+)\/triggers\/([^/]+)$/, action: 'UpdateTrigger' },
-  { method: 'GET', pattern: /^\/2023-03-30\/custom-domains\/([^/]+)$/, action: 'GetCustomDomain' },
-  { method: 'POST', pattern: /^\/2023-03-30\/custom-domains$/, action: 'CreateCustomDomain' },
-  { method: 'PUT', pattern: /^\/2023-03-30\/custom-domains\/([^/]+)$/, action: 'UpdateCustomDomain' },
+const ROUTES: RestRoute[] = [
+  ...FUNCTION_ROUTES,
+  ...VERSION_ROUTES,
+  ...ALIAS_ROUTES,
+  ...TRIGGER_ROUTES,
+  ...DOMAIN_ROUTES,
+  ...CAPACITY_ROUTES,
 ];
 
-function matchRoute(method: string, path: string): Route | undefined {
+/** What a request is: a REST route with its path parameters, an RPC action at `/`, or nothing the fake serves. */
+type Target =
+  | { kind: 'rest'; route: RestRoute; params: string[] }
+  | { kind: 'rpc'; action: string | undefined }
+  | { kind: 'none' };
+
+function target(method: string, path: string, actionHeader: string): Target {
+  if (path === '/' && (method === 'POST' || method === 'GET'))
+    return { kind: 'rpc', action: Object.hasOwn(RPC_ACTIONS, actionHeader) ? actionHeader : undefined };
   for (const route of ROUTES) {
     const match = route.method === method ? route.pattern.exec(path) : null;
-    if (match !== null) return { action: route.action, params: match.slice(1).map((p) => decodeURIComponent(p)) };
+    if (match !== null) return { kind: 'rest', route, params: match.slice(1).map((p) => decodeURIComponent(p)) };
   }
-  return undefined;
+  return { kind: 'none' };
 }
 
-/** openapi-core's percent-encoding of query values (encodeURIComponent plus !'()*). */
-function encodeRfc3986(value: string): string {
-  return encodeURIComponent(value).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
-}
-
-/** What the verifier reads of a request: node's IncomingMessage fits. */
-export interface SignedRequest {
-  method?: string | undefined;
-  url?: string | undefined;
-  headers: Record<string, string | string[] | undefined>;
-}
-
-const sha256Hex = (data: Buffer | string): string => createHash('sha256').update(data).digest('hex');
-
-/**
- * Recomputes the request's ACS3-HMAC-SHA256 signature and compares it with the one in `authorization`.
- * Also checks: the body hash, the signed-header set (every x-acs-* header signed), the date's skew and the key id.
- */
-export function verifyAcs3Signature(
-  req: SignedRequest,
-  body: Buffer,
-  credentials: Credentials,
-  now = Date.now(),
-): SignatureCheck {
-  const auth = String(req.headers.authorization ?? '');
-  const match = /^ACS3-HMAC-SHA256 Credential=([^,]+),SignedHeaders=([^,]+),Signature=([0-9a-f]{64})$/.exec(auth);
-  if (match === null)
-    return { ok: false, reason: `authorization is not "${ALGORITHM} Credential=…,SignedHeaders=…,Signature=…"` };
-  const [, keyId = '', signedList = '', signature = ''] = match;
-  if (keyId !== credentials.accessKeyId) return { ok: false, reason: `unknown access key id ${keyId}` };
-  const signed = signedList.split(';');
-  if (signed.join(';') !== [...signed].sort().join(';')) return { ok: false, reason: 'SignedHeaders is not sorted' };
-  const mustSign = [...REQUIRED_SIGNED, ...Object.keys(req.headers).filter((h) => h.startsWith('x-acs-'))];
-  if (body.length > 0) mustSign.push('content-type');
-  const unsigned = [...new Set(mustSign)].filter((h) => !signed.includes(h));
-  if (unsigned.length > 0) return { ok: false, reason: `headers not signed: ${unsigned.join(', ')}` };
-  const payloadHash = sha256Hex(body);
-  if (req.headers['x-acs-content-sha256'] !== payloadHash)
-    return { ok: false, reason: 'x-acs-content-sha256 does not match the body' };
-  const date = Date.parse(String(req.headers['x-acs-date']));
-  if (!Number.isFinite(date) || Math.abs(now - date) > MAX_CLOCK_SKEW_MS)
-    return { ok: false, reason: `x-acs-date ${String(req.headers['x-acs-date'])} is not within 15 minutes` };
-  if (credentials.securityToken !== undefined && req.headers['x-acs-security-token'] !== credentials.securityToken) {
-    return { ok: false, reason: 'x-acs-security-token missing or wrong' };
+/** The body as JSON (REST) or a form (RPC); `invalid` when it claims JSON and is not a JSON object. */
+function parseBody(contentType: string, body: Buffer): Resource | undefined | 'invalid' {
+  if (body.length === 0) return undefined;
+  const text = body.toString('utf8');
+  if (contentType.startsWith('application/x-www-form-urlencoded')) return Object.fromEntries(new URLSearchParams(text));
+  try {
+    const parsed: unknown = JSON.parse(text);
+    return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as Resource) : 'invalid';
+  } catch {
+    return 'invalid';
   }
+}
 
-  const url = new URL(req.url ?? '/', 'http://fake');
-  const rawPath = (req.url ?? '/').split('?')[0] ?? '/';
-  const canonicalUri = rawPath.replace(/\+/g, '%20').replace(/\*/g, '%2A').replace(/%7E/g, '~');
-  const canonicalQuery = [...new Set(url.searchParams.keys())]
-    .sort()
-    .map((key) => `${key}=${encodeRfc3986(url.searchParams.get(key) ?? '')}`)
-    .join('&');
-  const canonicalHeaders = signed.map((h) => `${h}:${String(req.headers[h] ?? '').trim()}\n`).join('');
-  const canonicalRequest = [
-    req.method,
-    canonicalUri,
-    canonicalQuery,
-    canonicalHeaders,
-    signed.join(';'),
-    payloadHash,
-  ].join('\n');
-  const stringToSign = `${ALGORITHM}\n${sha256Hex(canonicalRequest)}`;
-  const expected = createHmac('sha256', credentials.accessKeySecret).update(stringToSign).digest();
-  const given = Buffer.from(signature, 'hex');
-  if (given.length !== expected.length || !timingSafeEqual(given, expected))
-    return { ok: false, reason: 'signature does not match the canonical request' };
-  return { ok: true };
+/** The action a request runs and how, or why the fake refuses to run it (unknown action, wrong version). */
+function resolve(
+  to: Exclude<Target, { kind: 'none' }>,
+  actionHeader: string,
+  versionHeader: string,
+  state: FcState,
+): Result<{ action: string; run(request: FcRequest): Answer }> {
+  if (to.kind === 'rest') {
+    const { route } = to;
+    if (actionHeader !== route.action || versionHeader !== API_VERSION) {
+      const message = `x-acs-action/x-acs-version do not match ${route.action} ${API_VERSION}`;
+      return { refusal: refuse(400, 'InvalidAction', message) };
+    }
+    return { value: { action: route.action, run: (request) => route.handle(state, request) } };
+  }
+  const known = to.action === undefined ? undefined : RPC_ACTIONS[to.action];
+  if (to.action === undefined || known === undefined)
+    return { refusal: refuse(400, 'InvalidAction', `the specified action "${actionHeader}" is not valid`) };
+  if (versionHeader !== known.version) {
+    const message = `${to.action} is of version ${known.version}, not "${versionHeader}"`;
+    return { refusal: refuse(400, 'InvalidVersion', message) };
+  }
+  // An RPC action's parameters are in the query, or in a form body.
+  const parameters = (request: FcRequest): Record<string, string> => ({
+    ...Object.fromEntries(Object.entries(request.body).map(([key, value]) => [key, String(value)])),
+    ...request.query,
+  });
+  return {
+    value: { action: to.action, run: (request) => known.handle(state, { ...request, query: parameters(request) }) },
+  };
 }
 
 /**
@@ -178,39 +171,50 @@ export function unsignedCalls(
 /** Starts the fake on a free loopback port. */
 export async function startFakeFc(credentials: Credentials, accountId = '1234567890123456'): Promise<FakeFc> {
   const calls: RecordedCall[] = [];
-  const functions = new Map<string, Record<string, unknown>>();
-  const triggers = new Map<string, Record<string, unknown>>();
-  const domains = new Map<string, Record<string, unknown>>();
+  const state: FcState = createState(accountId);
   const failures = new Map<string, ScriptedFailure[]>();
   const nonces = new Set<string>();
-  const pending = new Map<string, number>();
-  const state = { pendingPolls: 0, hiddenGets: 0 };
 
   const handle = (req: IncomingMessage, body: Buffer, res: ServerResponse): void => {
     const requestId = randomUUID();
+    const method = req.method ?? 'GET';
     const url = new URL(req.url ?? '/', 'http://fake');
-    const route = matchRoute(req.method ?? 'GET', url.pathname);
-    const parsed = body.length > 0 ? (JSON.parse(body.toString('utf8')) as Record<string, unknown>) : undefined;
+    const actionHeader = String(req.headers['x-acs-action'] ?? '');
+    const versionHeader = String(req.headers['x-acs-version'] ?? '');
+    const to = target(method, url.pathname, actionHeader);
+    const parsed = parseBody(String(req.headers['content-type'] ?? ''), body);
+    const query = Object.fromEntries(url.searchParams);
     const call: RecordedCall = {
-      method: req.method ?? 'GET',
+      method,
       path: url.pathname,
-      action: route?.action,
-      query: Object.fromEntries(url.searchParams),
-      body: parsed,
+      action: to.kind === 'rest' ? to.route.action : to.kind === 'rpc' ? to.action : undefined,
+      query,
+      body: parsed === 'invalid' ? undefined : parsed,
       signature: verifyAcs3Signature(req, body, credentials),
       status: 200,
       code: undefined,
       requestId,
     };
     calls.push(call);
-    const reply = (status: number, payload: unknown, code?: string): void => {
-      call.status = status;
-      call.code = code;
-      res.writeHead(status, { 'content-type': 'application/json', 'x-fc-request-id': requestId });
+    const reply = (answer: Answer): void => {
+      call.status = answer.status;
+      call.code = 'code' in answer ? answer.code : undefined;
+      if (answer.status === 204) {
+        res.writeHead(204, { 'x-fc-request-id': requestId }).end();
+        return;
+      }
+      res.writeHead(answer.status, { 'content-type': 'application/json', 'x-fc-request-id': requestId });
+      // RPC answers carry their request id in the body, errors of either style too (with HostId for RPC).
+      const rpc = to.kind === 'rpc';
+      const payload =
+        'code' in answer
+          ? { Code: answer.code, Message: answer.message, RequestId: requestId, ...(rpc && { HostId: url.host }) }
+          : rpc
+            ? { RequestId: requestId, ...(answer.payload as Resource) }
+            : answer.payload;
       res.end(JSON.stringify(payload));
     };
-    const error = (status: number, code: string, message: string): void =>
-      reply(status, { Code: code, Message: message, RequestId: requestId }, code);
+    const error = (status: number, code: string, message: string): void => reply({ status, code, message });
 
     const nonce = String(req.headers['x-acs-signature-nonce'] ?? '');
     if (call.signature.ok && nonces.has(nonce))
@@ -222,121 +226,19 @@ export async function startFakeFc(credentials: Credentials, accountId = '1234567
         'SignatureDoesNotMatch',
         `The request signature does not conform to Aliyun standards: ${call.signature.reason}`,
       );
-    if (route === undefined) return error(404, 'NotFound', `no route for ${req.method} ${url.pathname}`);
-    if (req.headers['x-acs-action'] !== route.action || req.headers['x-acs-version'] !== API_VERSION) {
-      return error(400, 'InvalidAction', `x-acs-action/x-acs-version do not match ${route.action} ${API_VERSION}`);
-    }
-    const scripted = failures.get(route.action)?.[0];
+    if (to.kind === 'none') return error(404, 'NotFound', `no route for ${method} ${url.pathname}`);
+    const resolved = resolve(to, actionHeader, versionHeader, state);
+    if ('refusal' in resolved) return reply(resolved.refusal);
+    const { action, run } = resolved.value;
+    const scripted = failures.get(action)?.[0];
     if (scripted !== undefined) {
       scripted.times = (scripted.times ?? 1) - 1;
-      if (scripted.times <= 0) failures.get(route.action)?.shift();
+      if (scripted.times <= 0) failures.get(action)?.shift();
       return error(scripted.status, scripted.code, scripted.message ?? `scripted ${scripted.code}`);
     }
-
-    const [name = '', second = ''] = route.params;
-    const now = new Date().toISOString();
-    switch (route.action) {
-      case 'GetFunction': {
-        const fn = state.hiddenGets > 0 ? undefined : functions.get(name);
-        state.hiddenGets = Math.max(0, state.hiddenGets - 1);
-        if (fn === undefined) return error(404, 'FunctionNotFound', `function '${name}' does not exist`);
-        const left = pending.get(name) ?? 0;
-        if (left > 0) pending.set(name, left - 1);
-        return reply(200, {
-          ...fn,
-          state: left > 0 ? 'Pending' : 'Active',
-          lastUpdateStatus: left > 0 ? 'InProgress' : 'Successful',
-        });
-      }
-      case 'CreateFunction': {
-        const fnName = String(parsed?.functionName ?? '');
-        if (functions.has(fnName)) return error(409, 'FunctionAlreadyExists', `function '${fnName}' already exists`);
-        const { code, ...config } = parsed ?? {};
-        const fn = {
-          ...config,
-          codeSize: codeSize(code),
-          functionArn: `acs:fc:cn:${accountId}:functions/${fnName}`,
-          createdTime: now,
-          lastModifiedTime: now,
-        };
-        functions.set(fnName, fn);
-        pending.set(fnName, state.pendingPolls);
-        return reply(200, { ...fn, state: 'Pending', lastUpdateStatus: 'InProgress' });
-      }
-      case 'UpdateFunction': {
-        const fn = functions.get(name);
-        if (fn === undefined) return error(404, 'FunctionNotFound', `function '${name}' does not exist`);
-        const { code, ...config } = parsed ?? {};
-        const updated = {
-          ...fn,
-          ...config,
-          ...(code !== undefined && { codeSize: codeSize(code) }),
-          lastModifiedTime: now,
-        };
-        functions.set(name, updated);
-        pending.set(name, state.pendingPolls);
-        return reply(200, { ...updated, state: 'Active', lastUpdateStatus: 'InProgress' });
-      }
-      case 'GetTrigger': {
-        const trigger = triggers.get(`${name}/${second}`);
-        return trigger === undefined
-          ? error(404, 'TriggerNotFound', `trigger '${second}' does not exist`)
-          : reply(200, trigger);
-      }
-      case 'CreateTrigger': {
-        if (!functions.has(name)) return error(404, 'FunctionNotFound', `function '${name}' does not exist`);
-        const triggerName = String(parsed?.triggerName ?? '');
-        if (triggers.has(`${name}/${triggerName}`))
-          return error(409, 'TriggerAlreadyExists', `trigger '${triggerName}' already exists`);
-        const trigger = {
-          ...parsed,
-          triggerId: randomUUID(),
-          createdTime: now,
-          lastModifiedTime: now,
-          httpTrigger: {
-            urlInternet: `https://${name}-abcdefghij.cn-hangzhou.fcapp.run`,
-            urlIntranet: `https://${name}-abcdefghij.cn-hangzhou-vpc.fcapp.run`,
-          },
-        };
-        triggers.set(`${name}/${triggerName}`, trigger);
-        return reply(200, trigger);
-      }
-      case 'UpdateTrigger': {
-        const trigger = triggers.get(`${name}/${second}`);
-        if (trigger === undefined) return error(404, 'TriggerNotFound', `trigger '${second}' does not exist`);
-        const updated = { ...trigger, ...parsed, lastModifiedTime: now };
-        triggers.set(`${name}/${second}`, updated);
-        return reply(200, updated);
-      }
-      case 'GetCustomDomain': {
-        const domain = domains.get(name);
-        return domain === undefined
-          ? error(404, 'DomainNameNotFound', `domain '${name}' does not exist`)
-          : reply(200, withoutPrivateKey(domain));
-      }
-      case 'CreateCustomDomain': {
-        const domainName = String(parsed?.domainName ?? '');
-        if (domains.has(domainName))
-          return error(409, 'DomainNameAlreadyExists', `domain '${domainName}' already exists`);
-        const tlsProblem = checkDomainTls({ protocol: 'HTTP', ...parsed });
-        if (tlsProblem !== undefined) return error(400, 'InvalidArgument', tlsProblem);
-        const domain = { protocol: 'HTTP', ...parsed, accountId, createdTime: now, lastModifiedTime: now };
-        domains.set(domainName, domain);
-        return reply(200, domain);
-      }
-      case 'UpdateCustomDomain': {
-        const domain = domains.get(name);
-        if (domain === undefined) return error(404, 'DomainNameNotFound', `domain '${name}' does not exist`);
-        // A partial update: fields left out stay as they are (the certificate too).
-        const updated = { ...domain, ...parsed, lastModifiedTime: now };
-        const tlsProblem = checkDomainTls(updated);
-        if (tlsProblem !== undefined) return error(400, 'InvalidArgument', tlsProblem);
-        domains.set(name, updated);
-        return reply(200, withoutPrivateKey(updated));
-      }
-      default:
-        return error(404, 'NotFound', route.action);
-    }
+    if (parsed === 'invalid') return error(400, 'InvalidArgument', 'the body is not a JSON object');
+    const params = to.kind === 'rest' ? to.params : [];
+    return reply(run({ action, params, query, body: parsed ?? {}, now: new Date().toISOString() }));
   };
 
   const server = createServer((req, res) => {
@@ -351,9 +253,21 @@ export async function startFakeFc(credentials: Credentials, accountId = '1234567
   return {
     endpoint: `http://127.0.0.1:${port}`,
     calls,
-    functions,
-    triggers,
-    domains,
+    functions: state.functions,
+    triggers: state.triggers,
+    domains: state.domains,
+    versions: state.versions,
+    aliases: state.aliases,
+    scalingConfigs: state.scalingConfigs,
+    provisionConfigs: state.provisionConfigs,
+    concurrencyConfigs: state.concurrencyConfigs,
+    certificates: state.certificates,
+    get serviceLinkedRole() {
+      return state.serviceLinkedRole;
+    },
+    set serviceLinkedRole(value: boolean) {
+      state.serviceLinkedRole = value;
+    },
     fail(action, failure) {
       failures.set(action, [...(failures.get(action) ?? []), { ...failure }]);
     },
@@ -375,33 +289,4 @@ export async function startFakeFc(credentials: Credentials, accountId = '1234567
         server.close(() => resolve());
       }),
   };
-}
-
-/** FC serves HTTPS only with a whole certificate: name, certificate and private key. */
-function checkDomainTls(domain: Record<string, unknown>): string | undefined {
-  const protocol = String(domain.protocol ?? '');
-  if (!['HTTP', 'HTTPS', 'HTTP,HTTPS'].includes(protocol))
-    return `protocol must be HTTP, HTTPS or HTTP,HTTPS (got "${protocol}")`;
-  const cert = (domain.certConfig ?? undefined) as Record<string, unknown> | undefined;
-  if (
-    cert !== undefined &&
-    !['certName', 'certificate', 'privateKey'].every((field) => typeof cert[field] === 'string' && cert[field] !== '')
-  ) {
-    return 'certConfig needs certName, certificate and privateKey';
-  }
-  if (protocol.includes('HTTPS') && cert === undefined) return `protocol ${protocol} needs certConfig`;
-  return undefined;
-}
-
-/** The fake never gives a private key back: a deploy that needs FC to return one (to re-send it) fails here. */
-function withoutPrivateKey(domain: Record<string, unknown>): Record<string, unknown> {
-  const cert = domain.certConfig as Record<string, unknown> | undefined;
-  if (cert === undefined) return domain;
-  const { privateKey: _privateKey, ...rest } = cert;
-  return { ...domain, certConfig: rest };
-}
-
-function codeSize(code: unknown): number {
-  const zipFile = typeof code === 'object' && code !== null && 'zipFile' in code ? String(code.zipFile) : '';
-  return Buffer.from(zipFile, 'base64').length;
 }
