@@ -11,6 +11,10 @@ const GROUPS = Object.freeze({
   function: 'Function:',
   sessions: 'Sessions and trigger:',
   logs: 'Logs (FC keeps none unless the function names an SLS project and logstore):',
+  state:
+    'Shared state (E2B_STATE_DIR: revocations and sleeping sandboxes, on storage every instance mounts; NAS needs a ' +
+    'VPC, and the function keeps its internet access):',
+  release: 'Versions, warm instances and limits:',
   auth: 'Auth (secrets come from files or the environment, never from flags):',
   oauth:
     'OAuth (access tokens from an authorization server, beside or instead of static tokens; not secrets; with ' +
@@ -39,14 +43,16 @@ const DEPLOY_OPTIONS = {
     group: GROUPS.function,
     type: 'string',
     default: DEFAULT_RUNTIME,
-    describe: 'FC runtime; custom.debian10 runs the bundle on its built-in Node 20.10 (/var/fc/lang/nodejs20/bin/node)',
+    describe:
+      "FC runtime: custom.debian12 runs the bundle on Node 22.23.2 from FC's official Nodejs22 layer " +
+      '(/opt/nodejs22/bin/node); custom.debian10 on its built-in Node 20.10 (end of life since 2026-04-30)',
   },
   'node-path': {
     group: GROUPS.function,
     type: 'string',
     default: undefined,
     defaultDescription: "the runtime's built-in Node",
-    describe: 'Node ≥ 20.10 inside the runtime; needed for custom runtimes other than custom.debian10',
+    describe: 'Node ≥ 20.10 inside the runtime; needed for custom runtimes other than custom.debian12 and 10',
   },
   memory: {
     group: GROUPS.function,
@@ -156,6 +162,14 @@ const DEPLOY_OPTIONS = {
       'Serve --custom-domain over plain HTTP, on purpose (tokens in clear text). Without a certificate an update ' +
       'keeps the HTTPS one the domain has',
   },
+  logs: {
+    group: GROUPS.logs,
+    type: 'boolean',
+    default: true,
+    describe:
+      'Keep logs: a new function needs --sls-project and --sls-logstore (s.yaml: logConfig auto); --no-logs ' +
+      'deploys one without logs, on purpose',
+  },
   'sls-project': {
     group: GROUPS.logs,
     type: 'string',
@@ -169,6 +183,83 @@ const DEPLOY_OPTIONS = {
     default: undefined,
     defaultDescription: "the function's current one",
     describe: 'SLS logstore of --sls-project',
+  },
+  nas: {
+    group: GROUPS.state,
+    type: 'string',
+    default: undefined,
+    defaultDescription: 'none',
+    describe:
+      'NAS mounted at --nas-mount-dir, which becomes E2B_STATE_DIR: a mount target SERVER:/PATH (with --vpc-id, ' +
+      '--vswitch-id and --security-group-id), auto (s deploy creates a file system and its VPC; --deploy keeps the ' +
+      "function's), or none",
+  },
+  'nas-mount-dir': {
+    group: GROUPS.state,
+    type: 'string',
+    default: '/mnt/state',
+    describe: 'Where the function mounts --nas (an absolute path under /mnt, /home or /data)',
+  },
+  'vpc-id': { group: GROUPS.state, type: 'string', default: undefined, describe: 'VPC of the NAS mount target' },
+  'vswitch-id': {
+    group: GROUPS.state,
+    type: 'string',
+    array: true,
+    default: [],
+    describe: 'vSwitch of that VPC the function attaches to (repeatable, one per zone)',
+  },
+  'security-group-id': {
+    group: GROUPS.state,
+    type: 'string',
+    default: undefined,
+    describe: 'Security group of the function in that VPC',
+  },
+  alias: {
+    group: GROUPS.release,
+    type: 'string',
+    default: 'live',
+    describe: 'Alias every deploy publishes a version behind, and that the trigger and the domain route to',
+  },
+  rollback: {
+    group: GROUPS.release,
+    type: 'string',
+    default: undefined,
+    defaultDescription: 'no rollback',
+    describe:
+      'Move --alias back to VERSION (--rollback alone: the version before the one it serves) in one call, and ' +
+      'change nothing else',
+  },
+  'min-instances': {
+    group: GROUPS.release,
+    type: 'number',
+    default: 0,
+    describe:
+      'Instances FC keeps warm for --alias (no cold start for their sessions; each is billed while it idles); 0: ' +
+      'none',
+  },
+  'max-concurrency': {
+    group: GROUPS.release,
+    type: 'number',
+    default: undefined,
+    defaultDescription: 'no reservation',
+    describe:
+      "Reserved concurrency: requests the function may run at once across its instances, taken from the account's " +
+      'quota (also bounds how many instances share one E2B rate limit)',
+  },
+  'disable-fcapp-url': {
+    group: GROUPS.sessions,
+    type: 'boolean',
+    default: false,
+    describe: "Turn the trigger's public fcapp.run URL off (clients then reach the function only by --custom-domain)",
+  },
+  'domain-cert-id': {
+    group: GROUPS.sessions,
+    type: 'string',
+    default: undefined,
+    defaultDescription: 'none',
+    describe:
+      "Id of the custom domain's certificate in Alibaba Cloud's certificate service (instead of --domain-cert and " +
+      '--domain-key)',
   },
   auth: {
     group: GROUPS.auth,
@@ -299,6 +390,20 @@ const DEPLOY_OPTIONS = {
     default: undefined,
     defaultDescription: 'from --account-id and --region, else fcv3.<region>.aliyuncs.com',
     describe: 'FC API endpoint (host, or http://host:port for a local fake in tests)',
+  },
+  'resource-manager-endpoint': {
+    group: GROUPS.output,
+    type: 'string',
+    default: undefined,
+    defaultDescription: 'resourcemanager.aliyuncs.com',
+    describe: 'Resource Manager API endpoint, where the service-linked role is checked (a local fake in tests)',
+  },
+  'cas-endpoint': {
+    group: GROUPS.output,
+    type: 'string',
+    default: undefined,
+    defaultDescription: 'cas.aliyuncs.com',
+    describe: 'Certificate service API endpoint, where --domain-cert-id is read (a local fake in tests)',
   },
   'dry-run': {
     group: GROUPS.output,

@@ -16,6 +16,7 @@ const {
 } = require('./fc-limits');
 const { checkOAuthVariables, OAUTH_VARIABLES, planOAuth } = require('./oauth-settings');
 const { optionalString } = require('./option-values');
+const { planState } = require('./state-plan');
 const { validatePlan } = require('./validate-plan');
 
 /** A variable name FC takes: a letter, then letters, digits and _. */
@@ -86,8 +87,15 @@ const LOCAL_ON_FC =
  * @property {string | undefined} customDomain
  * @property {'https' | 'http-only' | 'keep' | undefined} domainProtocol with a custom domain: HTTPS with the given
  *   certificate, HTTP on purpose, or (no option given) what the existing domain has, which must be HTTPS
- * @property {{ certName: string, certFile: string, keyFile: string } | undefined} domainCertificate the PEM files
+ * @property {{ certName: string, certFile: string, keyFile: string } | { certId: string } | undefined}
+ *   domainCertificate the PEM files, or the id of a certificate in Alibaba Cloud's certificate service
  * @property {{ project: string, logstore: string } | undefined} logConfig the SLS project and logstore for the logs
+ * @property {boolean} logs false with --no-logs: the function keeps no logs, on purpose
+ * @property {import('./state-plan').StatePlan} state the NAS, its VPC and E2B_STATE_DIR
+ * @property {string} alias the alias each deploy publishes a version behind; the trigger and the domain route to it
+ * @property {number} minInstances instances kept warm for the alias (0: no scaling config)
+ * @property {number | undefined} maxConcurrency the function's reserved concurrency (undefined: none)
+ * @property {boolean} disableUrlInternet whether the trigger's public fcapp.run URL is off
  * @property {'bearer' | 'none'} auth
  * @property {'e2b' | 'local'} sandbox the backend (SANDBOX_BACKEND)
  * @property {{ domain?: string, apiUrl?: string, template?: string }} e2b
@@ -207,6 +215,7 @@ function createPlan(args, env) {
 
   const domain = planDomain(args, problems, warnings);
   const logConfig = planLogs(args, problems);
+  const state = planState(args, environment, sandbox, problems);
 
   /** @type {DeploymentPlan} */
   const plan = {
@@ -234,6 +243,12 @@ function createPlan(args, env) {
     domainProtocol: domain.protocol,
     domainCertificate: domain.certificate,
     logConfig,
+    logs: args.logs !== false,
+    state,
+    alias: String(args.alias ?? 'live'),
+    minInstances: Number(args.minInstances ?? 0),
+    maxConcurrency: args.maxConcurrency === undefined ? undefined : Number(args.maxConcurrency),
+    disableUrlInternet: args.disableFcappUrl === true,
     auth: auth.choice.mode,
     sandbox,
     e2b,
@@ -250,6 +265,8 @@ function createPlan(args, env) {
   };
   for (const { name } of fromShell) secretSizes[name] ??= Buffer.byteLength(env[name]?.trim() ?? '');
   problems.push(...validatePlan(plan, { secretSizes }));
+  warnings.push(...runtimeWarnings(plan));
+  problems.push(...checkE2bRegion(plan, env));
 
   // With --deploy, a token, an E2B key or OAuth settings the function already has will do: checkAgainstFunction and
   // checkOAuthVariables (run-deploy.js, lookUpTarget) decide. Without it, s.yaml holds only what this run sets.
@@ -284,6 +301,74 @@ function createPlan(args, env) {
 }
 
 /**
+ * Regions FC's custom-runtime page listed for custom.debian12 while it was in preview (docs/platform-facts.md); a
+ * region outside it gets a warning, not a refusal, since the list may have grown.
+ */
+const DEBIAN12_REGIONS = Object.freeze([
+  'cn-hangzhou',
+  'cn-qingdao',
+  'cn-beijing',
+  'cn-zhangjiakou',
+  'cn-huhehaote',
+  'cn-chengdu',
+]);
+
+/**
+ * What the runtime choice means: an end-of-life Node, or a runtime FC may not offer in the region.
+ * @param {DeploymentPlan} plan
+ * @returns {string[]}
+ */
+function runtimeWarnings(plan) {
+  const runtime = Object.hasOwn(RUNTIMES, plan.runtime)
+    ? RUNTIMES[/** @type {keyof typeof RUNTIMES} */ (plan.runtime)]
+    : undefined;
+  const warnings = [];
+  if (runtime !== undefined && 'endOfLife' in runtime)
+    warnings.push(`--runtime ${plan.runtime}: ${runtime.endOfLife}; custom.debian12 (Node 22) is the default`);
+  if (plan.runtime === 'custom.debian12' && !DEBIAN12_REGIONS.includes(plan.region)) {
+    warnings.push(
+      `custom.debian12 was listed for ${DEBIAN12_REGIONS.join(', ')} only; if FC refuses it in ${plan.region}, ` +
+        'pass --runtime custom.debian10 (Node 20, end of life)',
+    );
+  }
+  return warnings;
+}
+
+/** The region in a host of Alibaba Cloud's E2B service (`cn-hangzhou.e2b.fc.aliyuncs.com`, `api.cn-hangzhou.…`). */
+const E2B_SERVICE_REGION = /(?:^|[/.])([a-z]{2,}-[a-z0-9]+(?:-[a-z0-9]+)*)\.e2b\.fc\.aliyuncs\.com(?::\d+)?(?:\/|$)/;
+
+/**
+ * Alibaba Cloud's E2B-compatible service is regional (<region>.e2b.fc.aliyuncs.com): sandboxes in another region
+ * than the function cross regions on every call, which is slow and billed as traffic between regions, so a mismatch
+ * is refused. The domain and API URL are read from the options, else from the shell s deploy would read them from.
+ * @param {DeploymentPlan} plan
+ * @param {Record<string, string | undefined>} env
+ * @returns {string[]}
+ */
+function checkE2bRegion(plan, env) {
+  if (plan.sandbox !== 'e2b') return [];
+  const problems = [];
+  /** @type {Array<[string, string | undefined]>} */
+  const sources = [
+    plan.e2b.domain === undefined ? ['E2B_DOMAIN', optionalString(env.E2B_DOMAIN)] : ['--e2b-domain', plan.e2b.domain],
+    plan.e2b.apiUrl === undefined
+      ? ['E2B_API_URL', optionalString(env.E2B_API_URL)]
+      : ['--e2b-api-url', plan.e2b.apiUrl],
+  ];
+  for (const [source, value] of sources) {
+    const region = E2B_SERVICE_REGION.exec(value ?? '')?.[1];
+    if (region !== undefined && region !== plan.region) {
+      problems.push(
+        `${source} ${value} is Alibaba Cloud's E2B service in ${region}, but the function goes to --region ` +
+          `${plan.region}: every sandbox call would cross regions; deploy to --region ${region}, or use the E2B ` +
+          `service of ${plan.region}`,
+      );
+    }
+  }
+  return problems;
+}
+
+/**
  * --sls-project and --sls-logstore: both or neither, each a name SLS takes.
  * @param {Record<string, unknown>} args
  * @param {string[]} problems
@@ -292,6 +377,10 @@ function planLogs(args, problems) {
   const project = optionalString(args.slsProject);
   const logstore = optionalString(args.slsLogstore);
   if (project === undefined && logstore === undefined) return undefined;
+  if (args.logs === false) {
+    problems.push('--no-logs conflicts with --sls-project and --sls-logstore: choose one');
+    return undefined;
+  }
   if (project === undefined || logstore === undefined) {
     problems.push(
       '--sls-project and --sls-logstore go together: the SLS project and the logstore in it that keep the ' +

@@ -60,6 +60,7 @@ function toHumanReport(input) {
       '',
       `Deployed ${plan.name} in ${plan.region} (function ${input.deployed.function}, trigger ` +
         `${input.deployed.trigger}).`,
+      toServingLine(input.deployed.release),
       `MCP URL: ${url}`,
     );
   } else {
@@ -77,6 +78,15 @@ function toHumanReport(input) {
   if (plan.auth === 'bearer' && !signInOnly) lines.push(`  (replace <token> with ${tokenWhere(input, dir)})`);
   lines.push('');
   return lines.join('\n');
+}
+
+/**
+ * Which version serves, and how to go back to the one before.
+ * @param {import('./fc-release').Release} release
+ */
+function toServingLine({ alias, version, previous }) {
+  const back = previous === undefined ? '' : ` (was ${previous}; node scripts/deploy.js --rollback goes back to it)`;
+  return `Serving: alias ${alias} → version ${version}${back}.`;
 }
 
 /**
@@ -144,12 +154,13 @@ function toManualSteps(input, dir, rel) {
   const lines = [
     'Deploy with Serverless Devs (npm i -g @serverless-devs/s; s config add to store your AccessKey):',
     ...exportLines(input, dir, rel).map((l) => `  ${l}`),
-    `  s deploy -t ${dir}/s.yaml -y`,
+    ...sDeployCommands(plan, `${dir}/s.yaml`).map((l) => `  ${l}`),
     ...sDeployNotes(input).map((l) => `  ${l}`),
     '',
     'Or in the FC console (https://fcnext.console.aliyun.com), region ' + plan.region + ':',
     `  1. Create function → Web function; name ${plan.name}; runtime ${plan.runtime}; upload ${dir}/code.zip.`,
-    `  2. Startup command: ${plan.nodePath} ${CODE_DIR}/${ENTRY_FILE}; listening port ${LISTEN_PORT}.`,
+    `  2. Startup command: ${plan.nodePath} ${CODE_DIR}/${ENTRY_FILE}; listening port ${LISTEN_PORT}` +
+      `${plan.runtime === 'custom.debian12' ? "; layer: FC's official Nodejs22 (version 3)" : ''}.`,
     `  3. ${plan.memoryMb} MB memory, ${plan.cpu} vCPU, 512 MB disk; execution timeout ${plan.timeoutS} s; ` +
       `instance concurrency ${plan.instanceConcurrency}.`,
     `  4. Environment variables:`,
@@ -165,10 +176,14 @@ function toManualSteps(input, dir, rel) {
     `  8. ${consoleLogging(plan)}`,
   ];
   if (plan.customDomain !== undefined) {
+    const certificate = plan.domainCertificate;
     const served =
       plan.domainProtocol === 'https'
-        ? `protocol HTTPS with the certificate ${plan.domainCertificate?.certFile} and its key ` +
-          `${plan.domainCertificate?.keyFile}`
+        ? `protocol HTTPS (TLS 1.2 and up) with ${
+            certificate === undefined || 'certId' in certificate
+              ? `certificate ${certificate?.certId} of the certificate service`
+              : `the certificate ${certificate.certFile} and its key ${certificate.keyFile}`
+          }`
         : plan.domainProtocol === 'http-only'
           ? 'protocol HTTP (--domain-http-only: tokens cross the network in clear text)'
           : 'keep its HTTPS certificate (this s.yaml leaves the domain out, so that s deploy does not replace it)';
@@ -178,6 +193,22 @@ function toManualSteps(input, dir, rel) {
     );
   }
   return lines;
+}
+
+/**
+ * The `s` commands of a deploy: the function alone, a version of it, the alias moved to that version, then the rest
+ * (trigger, warm instances, limits, domain), which route to the alias and so need it to exist. The same four on every
+ * deploy; `-y` lets fc3 overwrite what differs from s.yaml without asking, as CI needs.
+ * @param {import('./deploy-plan').DeploymentPlan} plan
+ * @param {string} file the s.yaml
+ */
+function sDeployCommands(plan, file) {
+  return [
+    `s mcp deploy -t ${file} -y --function           # the function (its code and configuration)`,
+    `s mcp version publish -t ${file}                 # a version of it`,
+    `s mcp alias publish -t ${file} --alias-name ${plan.alias} --version-id latest   # ${plan.alias} serves it`,
+    `s deploy -t ${file} -y                           # trigger, warm instances, limits, domain: on ${plan.alias}`,
+  ];
 }
 
 /**
@@ -301,4 +332,4 @@ function indent(text) {
   return text.split('\n').map((line) => `  ${line}`);
 }
 
-module.exports = { toHumanReport, toUrlForm, toClientSnippet };
+module.exports = { toHumanReport, toUrlForm, toClientSnippet, sDeployCommands };

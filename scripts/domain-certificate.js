@@ -27,37 +27,52 @@ const DAY_MS = 24 * 60 * 60 * 1000;
 function readDomainCertificate({ certFile, keyFile, domain, now = new Date() }) {
   /** @type {string[]} */
   const problems = [];
-  /** @type {string[]} */
-  const warnings = [];
   const certificate = readPem(certFile, '--domain-cert', problems);
   const privateKey = readPem(keyFile, '--domain-key', problems);
-  if (certificate === undefined || privateKey === undefined) return { certConfig: undefined, problems, warnings };
+  if (certificate === undefined || privateKey === undefined) return { certConfig: undefined, problems, warnings: [] };
+  return checkCertificatePair({
+    certificate,
+    privateKey,
+    domain,
+    now,
+    certLabel: `--domain-cert ${certFile}`,
+    keyLabel: `--domain-key ${keyFile}`,
+    inCert: `the certificate in ${certFile}`,
+  });
+}
 
+/**
+ * Checks a certificate (chain) and its key, from files or from the certificate service, for `domain`.
+ * @param {{ certificate: string, privateKey: string, domain: string, now: Date, certLabel: string, keyLabel: string,
+ *   inCert: string }} pair the labels name where each came from, for the problems
+ * @returns {{ certConfig: CertConfig | undefined, problems: string[], warnings: string[] }}
+ */
+function checkCertificatePair({ certificate, privateKey, domain, now, certLabel, keyLabel, inCert }) {
+  /** @type {string[]} */
+  const problems = [];
+  /** @type {string[]} */
+  const warnings = [];
   let cert;
   let key;
   try {
     cert = new X509Certificate(certificate);
   } catch {
-    problems.push(`--domain-cert ${certFile} holds no PEM certificate (-----BEGIN CERTIFICATE-----)`);
+    problems.push(`${certLabel} holds no PEM certificate (-----BEGIN CERTIFICATE-----)`);
   }
   try {
     key = createPrivateKey(privateKey);
   } catch {
-    problems.push(`--domain-key ${keyFile} holds no unencrypted PEM private key`);
+    problems.push(`${keyLabel} holds no unencrypted PEM private key`);
   }
   if (cert === undefined || key === undefined) return { certConfig: undefined, problems, warnings };
 
-  if (!cert.checkPrivateKey(key))
-    problems.push(`--domain-key ${keyFile} is not the private key of the certificate in ${certFile}`);
+  if (!cert.checkPrivateKey(key)) problems.push(`${keyLabel} is not the private key of ${inCert}`);
   if (cert.checkHost(domain) === undefined)
-    problems.push(
-      `the certificate in ${certFile} does not name ${domain} (it is for ${cert.subjectAltName ?? cert.subject})`,
-    );
+    problems.push(`${inCert} does not name ${domain} (it is for ${cert.subjectAltName ?? cert.subject})`);
   const validTo = new Date(cert.validTo);
   const validFrom = new Date(cert.validFrom);
-  if (validTo <= now) problems.push(`the certificate in ${certFile} expired on ${validTo.toISOString()}`);
-  else if (validFrom > now)
-    problems.push(`the certificate in ${certFile} is not valid before ${validFrom.toISOString()}`);
+  if (validTo <= now) problems.push(`${inCert} expired on ${validTo.toISOString()}`);
+  else if (validFrom > now) problems.push(`${inCert} is not valid before ${validFrom.toISOString()}`);
   else if (validTo.getTime() - now.getTime() < EXPIRY_WARNING_DAYS * DAY_MS)
     warnings.push(`the certificate of ${domain} expires on ${validTo.toISOString()}: renew it and re-deploy`);
   if (problems.length > 0) return { certConfig: undefined, problems, warnings };
@@ -86,4 +101,4 @@ function readPem(file, option, problems) {
   }
 }
 
-module.exports = { readDomainCertificate };
+module.exports = { readDomainCertificate, checkCertificatePair };

@@ -20,12 +20,21 @@ function planDomain(args, problems, warnings) {
   const customDomain = optionalString(args.customDomain);
   const certFile = optionalString(args.domainCert);
   const keyFile = optionalString(args.domainKey);
+  const certId = optionalString(args.domainCertId);
   const httpOnly = args.domainHttpOnly === true;
   const none = { customDomain, protocol: undefined, certificate: undefined, certConfig: undefined };
   if (customDomain === undefined) {
-    if (certFile !== undefined || keyFile !== undefined || httpOnly)
-      problems.push('--domain-cert, --domain-key and --domain-http-only go with --custom-domain');
+    if (certFile !== undefined || keyFile !== undefined || certId !== undefined || httpOnly)
+      problems.push('--domain-cert, --domain-key, --domain-cert-id and --domain-http-only go with --custom-domain');
     return none;
+  }
+  if (certId !== undefined) {
+    if (certFile !== undefined || keyFile !== undefined || httpOnly)
+      problems.push('--domain-cert-id conflicts with --domain-cert, --domain-key and --domain-http-only: choose one');
+    if (!/^\d{1,20}$/.test(certId))
+      problems.push(`--domain-cert-id "${certId}" must be the numeric id of a certificate in the certificate service`);
+    // --deploy reads the certificate and its key from the certificate service (run-deploy.js); s.yaml names the id.
+    return { ...none, protocol: /** @type {const} */ ('https'), certificate: { certId } };
   }
   if (httpOnly) {
     if (certFile !== undefined || keyFile !== undefined)

@@ -16,6 +16,19 @@
  * @property {(domain: string) => Promise<Record<string, any> | undefined>} getCustomDomain
  * @property {(input: Record<string, unknown>) => Promise<Record<string, any>>} createCustomDomain
  * @property {(domain: string, input: Record<string, unknown>) => Promise<Record<string, any>>} updateCustomDomain
+ * @property {(name: string, description: string) => Promise<Record<string, any>>} publishVersion
+ * @property {(name: string, nextToken?: string) => Promise<Record<string, any>>} listVersions newest first
+ * @property {(name: string, alias: string) => Promise<Record<string, any> | undefined>} getAlias
+ * @property {(name: string, input: Record<string, unknown>) => Promise<Record<string, any>>} createAlias
+ * @property {(name: string, alias: string, input: Record<string, unknown>) => Promise<Record<string, any>>}
+ * updateAlias
+ * @property {(name: string, qualifier: string) => Promise<Record<string, any> | undefined>} getScalingConfig
+ * @property {(name: string, qualifier: string, input: Record<string, unknown>) => Promise<Record<string, any>>}
+ * putScalingConfig
+ * @property {(name: string, qualifier: string) => Promise<unknown>} deleteScalingConfig
+ * @property {(name: string) => Promise<Record<string, any> | undefined>} getConcurrencyConfig
+ * @property {(name: string, reservedConcurrency: number) => Promise<Record<string, any>>} putConcurrencyConfig
+ * @property {(name: string) => Promise<unknown>} deleteConcurrencyConfig
  */
 
 /** FC 3.0 wants both SDK timeouts set: the defaults (connect 5 s, read 10 s or less) cut a code upload short. */
@@ -77,16 +90,16 @@ function createFcApi(options) {
       readTimeout: READ_TIMEOUT_MS,
     }),
   );
-  /** @template T @param {() => Promise<{ body?: T }>} call @returns {Promise<T>} */
+  /** @template T @param {() => Promise<{ body?: T } | object>} call @returns {Promise<T>} */
   const body = async (call) => {
     try {
       const response = await call();
-      return /** @type {T} */ (toPlain(response.body));
+      return /** @type {T} */ (toPlain('body' in response ? response.body : undefined));
     } catch (err) {
       throw toFcApiError(err);
     }
   };
-  /** @template T @param {() => Promise<{ body?: T }>} call */
+  /** @template T @param {() => Promise<{ body?: T } | object>} call */
   const unlessNotFound = async (call) => {
     try {
       return await body(call);
@@ -122,6 +135,45 @@ function createFcApi(options) {
           new FC.UpdateCustomDomainRequest({ body: new FC.UpdateCustomDomainInput(input) }),
         ),
       ),
+    publishVersion: (name, description) =>
+      body(() =>
+        client.publishFunctionVersion(
+          name,
+          new FC.PublishFunctionVersionRequest({ body: new FC.PublishVersionInput({ description }) }),
+        ),
+      ),
+    listVersions: (name, nextToken) =>
+      body(() =>
+        client.listFunctionVersions(
+          name,
+          new FC.ListFunctionVersionsRequest({ direction: 'BACKWARD', limit: 100, ...(nextToken && { nextToken }) }),
+        ),
+      ),
+    getAlias: (name, alias) => unlessNotFound(() => client.getAlias(name, alias)),
+    createAlias: (name, input) =>
+      body(() => client.createAlias(name, new FC.CreateAliasRequest({ body: new FC.CreateAliasInput(input) }))),
+    updateAlias: (name, alias, input) =>
+      body(() => client.updateAlias(name, alias, new FC.UpdateAliasRequest({ body: new FC.UpdateAliasInput(input) }))),
+    getScalingConfig: (name, qualifier) =>
+      unlessNotFound(() => client.getScalingConfig(name, new FC.GetScalingConfigRequest({ qualifier }))),
+    putScalingConfig: (name, qualifier, input) =>
+      body(() =>
+        client.putScalingConfig(
+          name,
+          new FC.PutScalingConfigRequest({ qualifier, body: new FC.PutScalingConfigInput(input) }),
+        ),
+      ),
+    deleteScalingConfig: (name, qualifier) =>
+      unlessNotFound(() => client.deleteScalingConfig(name, new FC.DeleteScalingConfigRequest({ qualifier }))),
+    getConcurrencyConfig: (name) => unlessNotFound(() => client.getConcurrencyConfig(name)),
+    putConcurrencyConfig: (name, reservedConcurrency) =>
+      body(() =>
+        client.putConcurrencyConfig(
+          name,
+          new FC.PutConcurrencyConfigRequest({ body: new FC.PutConcurrencyInput({ reservedConcurrency }) }),
+        ),
+      ),
+    deleteConcurrencyConfig: (name) => unlessNotFound(() => client.deleteConcurrencyConfig(name)),
   };
 }
 
@@ -160,4 +212,4 @@ function toFcApiError(err) {
   return new FcApiError(detail, { code, statusCode, requestId, retryAfterMs, cause: err });
 }
 
-module.exports = { createFcApi, resolveEndpoint, FcApiError };
+module.exports = { createFcApi, resolveEndpoint, FcApiError, toFcApiError };

@@ -1,6 +1,8 @@
 /**
- * --deploy: the FC API calls, idempotent and shown one by one. Function: get → create (409: update) or update; wait
- * until it is active; HTTP trigger: get → create (409: update) or update; the optional custom-domain route; the URL.
+ * --deploy: the FC API calls, idempotent and shown one by one. The service-linked role when logs or a VPC need it;
+ * function: get → create (409: update) or update; wait until it is active; publish a version behind the alias
+ * (fc-release.js); HTTP trigger on the alias: get → create (409: update) or update; warm instances and reserved
+ * concurrency; the optional custom-domain route to the alias; the URL.
  */
 'use strict';
 
@@ -9,9 +11,18 @@ const { setTimeout: sleep } = require('node:timers/promises');
 const { DeployError, describeError } = require('./deploy-errors');
 const { FcApiError } = require('./fc-api');
 const { toErrorHint } = require('./fc-error-hints');
-const { toDomainRoute, toFunctionConfig, toHttpTriggerConfig } = require('./fc-function-config');
+const {
+  toDomainRoute,
+  toFunctionConfig,
+  toHttpTriggerConfig,
+  toLogPlacement,
+  toStatePlacement,
+  toTlsConfig,
+} = require('./fc-function-config');
 const { MCP_PATH } = require('./fc-limits');
+const { applyCapacity, publishBehindAlias, rollbackAlias } = require('./fc-release');
 const { withRetry } = require('./retry');
+const { ensureServiceLinkedRole } = require('./service-role');
 
 /** Waits between status checks while FC prepares the function, then every 3 s. */
 const POLL_DELAYS_MS = [500, 1000, 2000];
@@ -23,6 +34,7 @@ const ACTIVE_TIMEOUT_MS = 5 * 60_000;
  * @typedef {object} DeployOptions
  * @property {import('./deploy-plan').DeploymentPlan} plan
  * @property {import('./fc-api').FcApi} api
+ * @property {import('./aliyun-rpc').RpcCall} resourceManager checks and makes the service-linked role
  * @property {Buffer} zip code.zip
  * @property {Record<string, any> | undefined} existing the function as lookUpFunction found it (undefined: none)
  * @property {Record<string, string>} variables the function's whole environment (function-variables.js)
@@ -41,6 +53,9 @@ const ACTIVE_TIMEOUT_MS = 5 * 60_000;
  * @property {'created' | 'updated' | undefined} customDomain
  * @property {string} url the MCP endpoint clients connect to
  * @property {string | undefined} triggerUrl the trigger's own URL (FC's test domain)
+ * @property {import('./fc-release').Release} release the version the alias serves, and the one before
+ * @property {{ minInstances: number, maxConcurrency: number | undefined }} capacity
+ * @property {'exists' | 'created' | 'not needed'} serviceRole
  */
 
 /**
@@ -93,13 +108,22 @@ function lookUpFunction(options) {
 async function deployToFc(options) {
   const { plan, api, step, existing, wait = sleep } = options;
   const call = createCaller(options);
-  const input = { ...toFunctionConfig(plan, options.variables), code: { zipFile: options.zip.toString('base64') } };
-  if (existing !== undefined && existing.sessionAffinity && !plan.sessionAffinity) {
-    step(
-      `  note: the function keeps its session affinity (${existing.sessionAffinity}); turn it off in the FC ` +
-        `console if you mean to`,
-    );
-  }
+  const logConfig = toLogPlacement(plan, existing);
+  if (logConfig === undefined)
+    throw new DeployError('no logs: run-deploy.js refuses a function without logs before this', { step: 'plan' });
+  const placement = { logConfig, ...toStatePlacement(plan, existing) };
+  const input = {
+    ...toFunctionConfig(plan, options.variables, placement),
+    code: { zipFile: options.zip.toString('base64') },
+  };
+  const needs = [
+    ...(typeof logConfig.project === 'string' && logConfig.project !== '' ? ['the logs'] : []),
+    ...(plan.state.nas.mode === 'none' ? [] : ['the VPC of the NAS']),
+  ];
+  const serviceRole =
+    needs.length === 0
+      ? 'not needed'
+      : await ensureServiceLinkedRole({ call, rpc: options.resourceManager, step, why: needs.join(' and ') });
 
   let functionOutcome = /** @type {'created' | 'updated'} */ ('updated');
   if (existing === undefined) {
@@ -125,13 +149,15 @@ async function deployToFc(options) {
   }
 
   await waitUntilActive({ plan, api, call, step, wait });
+  const context = { plan, api, call, step };
+  const release = await publishBehindAlias(context);
 
-  const triggerOutcome = await upsertTrigger({ plan, api, call, step });
+  const triggerOutcome = await upsertTrigger(context);
   const trigger = await call('GetTrigger', () => api.getTrigger(plan.name, plan.triggerName));
-  const triggerUrl = trigger?.httpTrigger?.urlInternet;
+  const triggerUrl = plan.disableUrlInternet ? undefined : trigger?.httpTrigger?.urlInternet;
+  const capacity = await applyCapacity(context);
 
-  const domainOutcome =
-    plan.customDomain === undefined ? undefined : await upsertCustomDomain({ plan, api, call, step }, options);
+  const domainOutcome = plan.customDomain === undefined ? undefined : await upsertCustomDomain(context, options);
   const base =
     plan.customDomain === undefined
       ? triggerUrl
@@ -142,8 +168,26 @@ async function deployToFc(options) {
       hint: 'Open the function in the FC console: Triggers shows its URL.',
     });
   const url = `${base.replace(/\/$/, '')}${MCP_PATH}`;
-  step(`Deployed: ${url}`);
-  return { function: functionOutcome, trigger: triggerOutcome, customDomain: domainOutcome, url, triggerUrl };
+  step(`Deployed: ${url} (alias ${release.alias} → version ${release.version})`);
+  return {
+    function: functionOutcome,
+    trigger: triggerOutcome,
+    customDomain: domainOutcome,
+    url,
+    triggerUrl,
+    release,
+    capacity,
+    serviceRole,
+  };
+}
+
+/**
+ * --rollback: the alias back to a version, with one write.
+ * @param {Pick<DeployOptions, 'plan' | 'api' | 'step' | 'random' | 'wait'> & { to: string | undefined }} options
+ */
+function rollbackOnFc(options) {
+  const { plan, api, step, to } = options;
+  return rollbackAlias({ plan, api, call: createCaller(options), step, to });
 }
 
 /**
@@ -206,7 +250,9 @@ async function waitUntilActive({ plan, api, call, step, wait }) {
 async function upsertTrigger({ plan, api, call, step }) {
   const triggerConfig = JSON.stringify(toHttpTriggerConfig(plan));
   const update = () =>
-    call('UpdateTrigger', () => api.updateTrigger(plan.name, plan.triggerName, { triggerConfig, qualifier: 'LATEST' }));
+    call('UpdateTrigger', () =>
+      api.updateTrigger(plan.name, plan.triggerName, { triggerConfig, qualifier: plan.alias }),
+    );
   step(`Looking up HTTP trigger ${plan.triggerName}…`);
   const existing = await call('GetTrigger', () => api.getTrigger(plan.name, plan.triggerName));
   if (existing !== undefined) {
@@ -223,7 +269,7 @@ async function upsertTrigger({ plan, api, call, step }) {
       api.createTrigger(plan.name, {
         triggerName: plan.triggerName,
         triggerType: 'http',
-        qualifier: 'LATEST',
+        qualifier: plan.alias,
         triggerConfig,
       }),
     );
@@ -250,7 +296,7 @@ async function upsertCustomDomain({ plan, api, call, step }, { existingDomain, c
   const route = toDomainRoute(plan);
   const tls =
     plan.domainProtocol === 'https'
-      ? { protocol: 'HTTPS', certConfig }
+      ? { protocol: 'HTTPS', certConfig, tlsConfig: toTlsConfig() }
       : plan.domainProtocol === 'http-only'
         ? { protocol: 'HTTP' }
         : {};
@@ -260,6 +306,8 @@ async function upsertCustomDomain({ plan, api, call, step }, { existingDomain, c
       : plan.domainProtocol === 'http-only'
         ? 'HTTP only'
         : 'HTTPS, its certificate kept';
+  // A domain whose certificate only FC holds keeps it, and gets TLS 1.2 and up all the same.
+  if (plan.domainProtocol === 'keep') Object.assign(tls, { tlsConfig: toTlsConfig() });
   if (existingDomain === undefined) {
     step(`Creating custom domain ${domain} → ${plan.name} (${served})…`);
     await call('CreateCustomDomain', () =>
@@ -312,4 +360,4 @@ function toDeployError(what, err) {
   return new DeployError(`${what} failed: ${describeError(err)}`, { step: what, cause: err });
 }
 
-module.exports = { deployToFc, lookUpFunction, lookUpCustomDomain };
+module.exports = { deployToFc, rollbackOnFc, lookUpFunction, lookUpCustomDomain, createCaller };

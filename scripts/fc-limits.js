@@ -5,22 +5,45 @@
 'use strict';
 
 /**
- * Runtimes this CLI knows. `custom`: an HTTP-server runtime that can hold MCP session affinity (built-in runtimes run
- * one request per instance, so FC limits them to one session). `nodePath`: the Node ≥ 20.10 it ships, when known.
+ * Runtimes this CLI knows (docs/platform-facts.md, "Runtimes and their Node"). `custom`: an HTTP-server runtime that
+ * can hold MCP session affinity (built-in runtimes run one request per instance, so FC limits them to one session).
+ * `nodePath`: the Node it runs the bundle on, when known; `layer`: FC's official layer that puts it there (its ARN is
+ * per region: officialLayerArn); `node`: that Node's version, which test/deploy/bundle-node.test.ts boots the bundle
+ * on; `endOfLife`: said when it is chosen.
  */
 const RUNTIMES = Object.freeze({
-  'custom.debian10': { custom: true, nodePath: '/var/fc/lang/nodejs20/bin/node' },
-  'custom.debian11': { custom: true, nodePath: undefined },
-  'custom.debian12': { custom: true, nodePath: undefined },
-  custom: { custom: true, nodePath: undefined },
-  nodejs20: { custom: false, nodePath: undefined },
-  nodejs18: { custom: false, nodePath: undefined },
-  'python3.10': { custom: false, nodePath: undefined },
-  'python3.12': { custom: false, nodePath: undefined },
+  'custom.debian12': {
+    custom: true,
+    nodePath: '/opt/nodejs22/bin/node',
+    layer: 'Nodejs22/versions/3',
+    node: '22.23.2',
+  },
+  'custom.debian10': {
+    custom: true,
+    nodePath: '/var/fc/lang/nodejs20/bin/node',
+    layer: undefined,
+    node: '20.10.0',
+    endOfLife: 'Node 20 reached its end of life on 2026-04-30',
+  },
+  'custom.debian11': { custom: true, nodePath: undefined, layer: undefined, node: undefined },
+  custom: { custom: true, nodePath: undefined, layer: undefined, node: undefined },
+  nodejs20: { custom: false, nodePath: undefined, layer: undefined, node: undefined },
+  nodejs18: { custom: false, nodePath: undefined, layer: undefined, node: undefined },
+  'python3.10': { custom: false, nodePath: undefined, layer: undefined, node: undefined },
+  'python3.12': { custom: false, nodePath: undefined, layer: undefined, node: undefined },
 });
 
-/** The runtime whose built-in Node (20.10.0) the bundle is tested on. */
-const DEFAULT_RUNTIME = 'custom.debian10';
+/** Debian 12 with FC's official Node 22 layer (22.23.2). */
+const DEFAULT_RUNTIME = 'custom.debian12';
+
+/**
+ * The ARN of one of FC's official layers in a region.
+ * @param {string} region
+ * @param {string} layer e.g. Nodejs22/versions/3
+ */
+function officialLayerArn(region, layer) {
+  return `acs:fc:${region}:official:layers/${layer}`;
+}
 
 /** Where FC unpacks the code, and the file the bundle becomes there. */
 const CODE_DIR = '/code';
@@ -65,6 +88,7 @@ const TRIGGER_NAME = 'mcp';
 module.exports = {
   RUNTIMES,
   DEFAULT_RUNTIME,
+  officialLayerArn,
   CODE_DIR,
   ENTRY_FILE,
   LISTEN_PORT,

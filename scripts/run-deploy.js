@@ -12,19 +12,14 @@ const { readFilesBeside, renderArtifact, writeArtifact } = require('./artifact')
 const { ensureBundle } = require('./bundle');
 const { optionalString } = require('./option-values');
 const { keepSessionSecret } = require('./session-secret-file');
-const { checkAgainstFunction, createPlan } = require('./deploy-plan');
-const { checkAgainstDomain } = require('./domain-plan');
+const { createPlan } = require('./deploy-plan');
 const { UsageError } = require('./deploy-errors');
 const { toHumanReport, toUrlForm } = require('./deploy-report');
-const { createFcApi, resolveEndpoint } = require('./fc-api');
-const { resolveFcCredentials } = require('./fc-credentials');
-const { deployToFc, lookUpCustomDomain, lookUpFunction } = require('./fc-deploy');
+const { connect, lookUpTarget, shellValues } = require('./deploy-target');
+const { resolveEndpoint } = require('./fc-api');
+const { deployToFc, rollbackOnFc } = require('./fc-deploy');
 const { describeDiff, toVariables } = require('./function-variables');
-const { checkOAuthVariables, describeOAuth } = require('./oauth-settings');
-const { checkVariablesSize } = require('./validate-plan');
-
-/** Stands in for a token still to generate (auth-tokens.js makes 64 hex digits): only its length is ever used. */
-const TOKEN_TO_GENERATE = '-'.repeat(64);
+const { describeOAuth } = require('./oauth-settings');
 
 /**
  * @typedef {object} RunContext
@@ -45,7 +40,14 @@ async function runDeploy(args, context) {
   const log = (/** @type {string} */ line) => context.stderr.write(`${line}\n`);
   const outputDir = resolve(context.cwd, String(args.outputDir));
 
-  const { plan, authChoice, certConfig, problems, warnings } = createPlan({ ...args, outputDir }, context.env);
+  const {
+    plan,
+    authChoice,
+    certConfig: certFromFiles,
+    problems,
+    warnings,
+  } = createPlan({ ...args, outputDir }, context.env);
+  if (args.rollback !== undefined) return runRollback({ args, context, plan, problems, json, log });
   if (existsSync(outputDir) && !statSync(outputDir).isDirectory())
     problems.push(`--output-dir ${args.outputDir} exists and is not a directory`);
   if (problems.length > 0) throw new UsageError(problems);
@@ -59,9 +61,12 @@ async function runDeploy(args, context) {
     region: plan.region,
   });
   const target =
-    args.deploy === true ? await lookUpTarget({ args, context, plan, authChoice, endpoint, log }) : undefined;
+    args.deploy === true
+      ? await lookUpTarget({ args, env: context.env, plan, authChoice, endpoint, log, warnings })
+      : undefined;
   // No token given, yet the deploy goes on: the function's tokens are kept, or (without any) OAuth is its auth.
   if (authChoice.source === 'missing' && target?.tokensKept === true) authChoice.source = 'kept';
+  const certConfig = target?.certConfig ?? certFromFiles;
 
   const bundle = await ensureBundle({ root: context.root, log });
   const artifact = await renderArtifact(plan, readFileSync(bundle.path), readFilesBeside(bundle.path));
@@ -157,18 +162,28 @@ async function runDeploy(args, context) {
  */
 function toPlannedCalls(plan, endpoint) {
   const base = `${endpoint.protocol}://${endpoint.host}/2023-03-30`;
+  const fn = `${base}/functions/${plan.name}`;
   return [
-    `GET  ${base}/functions/${plan.name}`,
-    `POST ${base}/functions (create), or PUT ${base}/functions/${plan.name} (update)`,
-    `GET  ${base}/functions/${plan.name} (until active)`,
-    `GET  ${base}/functions/${plan.name}/triggers/${plan.triggerName}`,
-    `POST ${base}/functions/${plan.name}/triggers (create), or PUT ` +
-      `${base}/functions/${plan.name}/triggers/${plan.triggerName} (update)`,
+    `GET  ${fn}`,
+    'Resource Manager CheckServiceLinkedRoleExistence (and CreateServiceLinkedRole when missing), when logs or a ' +
+      'VPC need AliyunServiceRoleForFC',
+    `POST ${base}/functions (create), or PUT ${fn} (update)`,
+    `GET  ${fn} (until active)`,
+    `POST ${fn}/versions (publish)`,
+    `GET  ${fn}/aliases/${plan.alias}, then POST ${fn}/aliases (create) or PUT ${fn}/aliases/${plan.alias} (move)`,
+    `GET  ${fn}/triggers/${plan.triggerName}`,
+    `POST ${fn}/triggers (create), or PUT ${fn}/triggers/${plan.triggerName} (update; qualifier ${plan.alias})`,
+    plan.minInstances > 0
+      ? `PUT  ${fn}/scaling-config?qualifier=${plan.alias} (${plan.minInstances} warm)`
+      : `GET  ${fn}/scaling-config?qualifier=${plan.alias} (DELETE when it keeps instances warm)`,
+    plan.maxConcurrency === undefined
+      ? `GET  ${fn}/concurrency (DELETE when one is reserved)`
+      : `PUT  ${fn}/concurrency (${plan.maxConcurrency})`,
     ...(plan.customDomain === undefined
       ? []
       : [
           `GET  ${base}/custom-domains/${plan.customDomain}`,
-          `POST or PUT ${base}/custom-domains[/${plan.customDomain}]`,
+          `POST or PUT ${base}/custom-domains[/${plan.customDomain}] (route /* → ${plan.alias})`,
         ]),
   ];
 }
@@ -176,8 +191,7 @@ function toPlannedCalls(plan, endpoint) {
 /**
  * --deploy after the artifact: the function's whole environment and its diff (shown, secrets masked), then the
  * calls that create or update (none for a dry run, which lists them instead).
- * @param {{ target: { api: import('./fc-api').FcApi, existing: Record<string, any> | undefined, existingDomain:
- * Record<string, any> | undefined }, plan: import('./deploy-plan').DeploymentPlan, authChoice:
+ * @param {{ target: import('./deploy-target').Target, plan: import('./deploy-plan').DeploymentPlan, authChoice:
  * import('./auth-tokens').AuthChoice, certConfig: import('./domain-certificate').CertConfig | undefined, env:
  * Record<string, string | undefined>, sessionSecretFile: string | undefined, zip: Buffer, endpoint: { host: string,
  * protocol: 'http' | 'https' }, dryRun: boolean, log: (line: string) => void }} options
@@ -194,7 +208,7 @@ async function applyToTarget({
   dryRun,
   log,
 }) {
-  const { api, existing, existingDomain } = target;
+  const { api, resourceManager, existing, existingDomain } = target;
   const shell = shellValues(plan, authChoice, env);
   if (sessionSecretFile !== undefined && existsSync(sessionSecretFile))
     shell.MCP_SESSION_SECRET = readFileSync(sessionSecretFile, 'utf8').trim();
@@ -208,7 +222,17 @@ async function applyToTarget({
   const oauth = describeOAuth(variables);
   if (dryRun) return { environmentDiff, oauth, plannedCalls: toPlannedCalls(plan, endpoint), deployed: undefined };
   log(`Deploying through the FC API at ${endpoint.protocol}://${endpoint.host}…`);
-  const result = await deployToFc({ plan, api, existing, existingDomain, certConfig, variables, zip, step: log });
+  const result = await deployToFc({
+    plan,
+    api,
+    resourceManager,
+    existing,
+    existingDomain,
+    certConfig,
+    variables,
+    zip,
+    step: log,
+  });
   return {
     environmentDiff,
     oauth,
@@ -221,80 +245,32 @@ async function applyToTarget({
 }
 
 /**
- * --deploy's reads before anything is written: the credentials, the function and the custom domain as FC has them,
- * then what the plan still lacks (a token, an E2B key, a certificate, room in FC's 4 KB of variables, the rest of an
- * OAuth configuration) is refused.
+ * --rollback [VERSION]: the alias back to a version, and nothing else (no artifact, no bundle, no other call that
+ * writes); only --name, --region, --alias and the credential and endpoint options are read.
  * @param {{ args: Record<string, unknown>, context: RunContext, plan: import('./deploy-plan').DeploymentPlan,
- * authChoice: import('./auth-tokens').AuthChoice, endpoint: { host: string, protocol: 'http' | 'https' }, log: (line:
- * string) => void }} options
+ *   problems: string[], json: boolean, log: (line: string) => void }} options
  */
-async function lookUpTarget({ args, context, plan, authChoice, endpoint, log }) {
-  const credentials = await resolveFcCredentials({
-    env: context.env,
-    home: context.env.HOME,
-    profile: optionalString(args.profile),
-    sAccess: optionalString(args.sAccess),
+async function runRollback({ args, context, plan, problems, json, log }) {
+  const own = problems.filter((p) => /^--(name|region|alias) /.test(p));
+  if (own.length > 0) throw new UsageError(own);
+  const to = optionalString(args.rollback);
+  if (to !== undefined && !/^\d+$/.test(to))
+    throw new UsageError([`--rollback ${to} must be a version number (or nothing: the version before)`]);
+  const endpoint = resolveEndpoint({
+    endpoint: optionalString(args.endpoint),
+    accountId: optionalString(args.accountId),
+    region: plan.region,
   });
-  log(`Credentials: ${credentials.source}.`);
-  const api = createFcApi({
-    ...endpoint,
-    accessKeyId: credentials.accessKeyId,
-    accessKeySecret: credentials.accessKeySecret,
-    securityToken: credentials.securityToken,
-  });
-  const existing = await lookUpFunction({ api, step: log, name: plan.name, region: plan.region });
-  const existingDomain =
-    plan.customDomain === undefined
-      ? undefined
-      : await lookUpCustomDomain({ api, step: log, domain: plan.customDomain });
-  const shell = shellValues(plan, authChoice, context.env);
-  const { variables } = toVariables(plan, shell, existing);
-  const refused = [
-    ...checkAgainstFunction(plan, authChoice, shell, existing),
-    ...checkAgainstDomain(plan, existingDomain),
-    ...checkVariablesSize(variables),
-    ...checkOAuthVariables(variables),
-  ];
-  if (refused.length > 0) throw new UsageError(refused);
-  log(describeLogs(plan, existing));
-  return { api, existing, existingDomain, tokensKept: variables.MCP_AUTH_TOKENS !== undefined };
-}
-
-/**
- * Where the function's logs will go: the given SLS project, the function's current one (an update that sends no
- * logConfig keeps it), or nowhere, said plainly.
- * @param {import('./deploy-plan').DeploymentPlan} plan
- * @param {Record<string, any> | undefined} existing
- */
-function describeLogs(plan, existing) {
-  if (plan.logConfig !== undefined)
-    return `Logs: SLS project ${plan.logConfig.project}, logstore ${plan.logConfig.logstore}.`;
-  const current = existing?.logConfig;
-  if (typeof current?.project === 'string' && current.project !== '')
-    return `Logs: kept (SLS project ${current.project}, logstore ${current.logstore}).`;
-  return (
-    'warning: FC will keep no logs for this function: pass --sls-project P --sls-logstore L (an SLS project and ' +
-    'logstore in the same region), or turn logging on in the FC console (function → Logging)'
-  );
-}
-
-/**
- * The values of the plan's shell variables given now: the tokens as resolved (or a stand-in for one a dry run would
- * generate), the rest from the environment, trimmed; empty means not given.
- * @param {import('./deploy-plan').DeploymentPlan} plan
- * @param {import('./auth-tokens').AuthChoice} authChoice
- * @param {Record<string, string | undefined>} env
- * @returns {Record<string, string | undefined>}
- */
-function shellValues(plan, authChoice, env) {
-  /** @type {Record<string, string | undefined>} */
-  const values = {};
-  for (const { name } of plan.fromShell) values[name] = env[name]?.trim() || undefined;
-  if (plan.auth === 'bearer') {
-    values.MCP_AUTH_TOKENS =
-      authChoice.tokens.join(',') || (authChoice.source === 'generated' ? TOKEN_TO_GENERATE : undefined);
+  const { api } = await connect({ args, env: context.env, endpoint, log });
+  const release = await rollbackOnFc({ plan, api, step: log, to });
+  if (json) {
+    context.stdout.write(`${JSON.stringify({ ok: true, rollback: release }, null, 2)}\n`);
+  } else {
+    context.stdout.write(
+      `\nAlias ${release.alias} of ${plan.name} serves version ${release.version}` +
+        `${release.previous === release.version ? '' : ` (was ${release.previous})`}.\n`,
+    );
   }
-  return values;
 }
 
 module.exports = { runDeploy };

@@ -1,12 +1,19 @@
 /**
  * s.yaml for Serverless Devs (`s deploy`, component fc3). fc3 sends the function's whole configuration on every
- * `s deploy`, so whatever s.yaml leaves out or renders empty replaces what the function has: the variables from the
- * operator's shell are `${env(...)}` references that fail `s deploy` when a required one is unset, and logging is
- * always set.
+ * `s deploy`, so whatever s.yaml leaves out or renders empty replaces what the function has: every field is stated
+ * (fc-function-config.js), the variables from the operator's shell are `${env(...)}` references that fail `s deploy`
+ * when a required one is unset, and logs, NAS and VPC left to fc3 are `auto` (the function's current ones, or new).
  */
 'use strict';
 
-const { toDomainRoute, toFunctionConfig, toHttpTriggerConfig } = require('./fc-function-config');
+const {
+  toDomainRoute,
+  toFunctionConfig,
+  toHttpTriggerConfig,
+  toLogPlacement,
+  toStatePlacement,
+  toTlsConfig,
+} = require('./fc-function-config');
 
 /**
  * `${env(NAME)}` when required: `s` stops with "env('NAME') not found" when the shell lacks it, instead of sending
@@ -28,10 +35,7 @@ function toServerlessDevsYaml(plan, options) {
   /** @type {Record<string, string>} */
   const environmentVariables = { ...plan.environment };
   for (const variable of plan.fromShell) environmentVariables[variable.name] = toEnvReference(variable);
-  // logConfig is set by --sls-project/--sls-logstore. Left out, fc3 would send an empty one and switch the function's
-  // logging off on every deploy; `auto` keeps the SLS project and logstore the function logs to, or has fc3 create
-  // them.
-  const { description, logConfig = 'auto', ...config } = toFunctionConfig(plan, environmentVariables);
+  const { description, layers, ...config } = toFunctionConfig(plan, environmentVariables, toPlacement(plan));
   /** @type {Record<string, unknown>} */
   const resources = {
     mcp: {
@@ -42,15 +46,18 @@ function toServerlessDevsYaml(plan, options) {
         description,
         code: options.codePath,
         ...config,
-        logConfig,
+        layers: layers.map((arn) => arn.replace(`acs:fc:${plan.region}:`, 'acs:fc:${vars.region}:')),
         triggers: [
           {
             triggerName: plan.triggerName,
             triggerType: 'http',
-            qualifier: 'LATEST',
+            qualifier: plan.alias,
             triggerConfig: toHttpTriggerConfig(plan),
           },
         ],
+        // fc3 removes a scaling or concurrency config s.yaml leaves out, as --deploy does.
+        ...(plan.minInstances > 0 && { scalingConfig: { qualifier: plan.alias, minInstances: plan.minInstances } }),
+        ...(plan.maxConcurrency !== undefined && { concurrencyConfig: { reservedConcurrency: plan.maxConcurrency } }),
       },
     },
   };
@@ -68,11 +75,16 @@ function toServerlessDevsYaml(plan, options) {
           ? { protocol: 'HTTP' }
           : {
               protocol: 'HTTPS',
-              certConfig: {
-                certName: certificate.certName,
-                certificate: certificate.certFile,
-                privateKey: certificate.keyFile,
-              },
+              // fc3-domain reads a certificate of the certificate service by its id, with the deploy's credentials.
+              certConfig:
+                'certId' in certificate
+                  ? { certId: Number(certificate.certId) }
+                  : {
+                      certName: certificate.certName,
+                      certificate: certificate.certFile,
+                      privateKey: certificate.keyFile,
+                    },
+              tlsConfig: toTlsConfig(),
             }),
         routeConfig: { routes: [{ ...toDomainRoute(plan), functionName: '${vars.functionName}' }] },
       },
@@ -85,6 +97,22 @@ function toServerlessDevsYaml(plan, options) {
     vars: { region: plan.region, functionName: plan.name },
     resources,
   };
+}
+
+/**
+ * Logs, NAS and VPC in fc3's terms: what the plan gives, else `auto`, which fc3 resolves to the function's current
+ * ones (or creates: an SLS project and logstore; a NAS file system, its mount target and a VPC).
+ * @param {import('./deploy-plan').DeploymentPlan} plan
+ * @returns {import('./fc-function-config').Placement}
+ */
+function toPlacement(plan) {
+  const { nas } = plan.state;
+  const logConfig =
+    plan.logConfig === undefined && plan.logs
+      ? 'auto'
+      : /** @type {Record<string, unknown>} */ (toLogPlacement(plan, undefined));
+  if (nas.mode === 'auto') return { logConfig, nasConfig: `auto|mountDir=${nas.mountDir}`, vpcConfig: 'auto' };
+  return { logConfig, ...toStatePlacement(plan, undefined) };
 }
 
 module.exports = { toServerlessDevsYaml };

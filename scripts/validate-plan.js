@@ -35,6 +35,7 @@ function validatePlan(plan, sizes) {
     ...checkSessions(plan),
     ...checkEnvironment(plan, sizes),
     ...checkHosts(plan),
+    ...checkRelease(plan),
   ];
 }
 
@@ -60,25 +61,25 @@ function checkRuntime(plan) {
   if (runtime === undefined) {
     return [
       `--runtime "${plan.runtime}" is not one this CLI knows (${Object.keys(RUNTIMES).join(', ')}); use ` +
-        `custom.debian10`,
+        `custom.debian12`,
     ];
   }
   const problems = [];
   if (!runtime.custom && plan.sessionAffinity) {
     problems.push(
       `--runtime ${plan.runtime} cannot hold session affinity (--enable-session-affinity): FC runs one request ` +
-        `per instance on built-in runtimes, so MCP_STREAMABLE needs a custom runtime such as custom.debian10`,
+        `per instance on built-in runtimes, so MCP_STREAMABLE needs a custom runtime such as custom.debian12`,
     );
   }
   if (!runtime.custom) {
     problems.push(
       `--runtime ${plan.runtime} runs event handlers, not an HTTP server: this server needs a custom runtime ` +
-        `such as custom.debian10`,
+        `such as custom.debian12`,
     );
   } else if (plan.nodePath === undefined) {
     problems.push(
-      `--runtime ${plan.runtime} has no Node 20 at a known path: pass --node-path (a Node ≥ 20.10 inside the ` +
-        `runtime), or use custom.debian10`,
+      `--runtime ${plan.runtime} has no Node at a known path: pass --node-path (a Node ≥ 20.10 inside the ` +
+        `runtime), or use custom.debian12`,
     );
   } else if (!plan.nodePath.startsWith('/')) {
     problems.push(`--node-path must be an absolute path inside the runtime (got "${plan.nodePath}")`);
@@ -160,6 +161,12 @@ function checkSessions(plan) {
       `--session-ttl ${plan.sessionTtlS} must be a whole number of seconds from 60 to ${SESSION_TTL_MAX_S}`,
     );
   }
+  if (plan.sessionAffinity && plan.sessionIdleTtlS > plan.sessionTtlS) {
+    problems.push(
+      `--session-idle-ttl ${plan.sessionIdleTtlS} is longer than --session-ttl ${plan.sessionTtlS}: FC ends a ` +
+        'session at its TTL whatever its idle time, so the idle timeout must not exceed it',
+    );
+  }
   if (!plan.triggerMethods.includes('POST'))
     problems.push('--trigger-methods must include POST: every MCP request is a POST');
   if (plan.sessionAffinity) {
@@ -215,6 +222,37 @@ function checkHosts(plan) {
   }
   if (plan.e2b.template !== undefined && !/^[\w.:/-]+$/.test(plan.e2b.template))
     problems.push(`--template "${plan.e2b.template}" is not a template name or id`);
+  return problems;
+}
+
+/** FC's alias names: a letter first, then letters, digits, _ and -, at most 128; LATEST is the unpublished code. */
+const ALIAS_PATTERN = /^[A-Za-z][A-Za-z0-9_-]{0,127}$/;
+/** The most instances --min-instances may keep warm: a guard against a typo that bills hundreds of idle instances. */
+const MAX_MIN_INSTANCES = 100;
+
+/** @param {import('./deploy-plan').DeploymentPlan} plan */
+function checkRelease(plan) {
+  const problems = [];
+  if (!ALIAS_PATTERN.test(plan.alias) || plan.alias.toUpperCase() === 'LATEST') {
+    problems.push(
+      `--alias "${plan.alias}" must start with a letter and hold only letters, digits, _ and - (at most 128), and ` +
+        'not be LATEST',
+    );
+  }
+  if (!Number.isInteger(plan.minInstances) || plan.minInstances < 0 || plan.minInstances > MAX_MIN_INSTANCES) {
+    problems.push(`--min-instances ${plan.minInstances} must be a whole number from 0 to ${MAX_MIN_INSTANCES}`);
+  }
+  if (plan.maxConcurrency !== undefined && (!Number.isInteger(plan.maxConcurrency) || plan.maxConcurrency < 1)) {
+    problems.push(
+      `--max-concurrency ${plan.maxConcurrency} must be a whole number ≥ 1 (0 would stop the function; leave the ` +
+        'option out for no reservation)',
+    );
+  }
+  if (plan.disableUrlInternet && plan.customDomain === undefined) {
+    problems.push(
+      '--disable-fcapp-url leaves clients no way in without --custom-domain: pass one, or keep the fcapp.run URL',
+    );
+  }
   return problems;
 }
 

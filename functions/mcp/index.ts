@@ -4,6 +4,7 @@
  * instance's first `initialize` (answered without it, early-initialize.ts), or 2 s after listening.
  * The only module besides config.ts that knows it may be running on FC.
  */
+import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 
@@ -19,6 +20,7 @@ import { writeErrorAnswer } from './http/refusals';
 import { createEarlyListener } from './early-initialize';
 import { createLogger, createProcessLogSink, type Logger } from './log';
 import { installStackMaps } from './stack-maps';
+import { stateDirProblem } from './sandbox/state-dir-mount';
 import { RecentSet } from './sessions/recent-set';
 import { SERVER_INFO } from './version';
 
@@ -39,6 +41,20 @@ const SHUTDOWN_FLUSH_MS = 300;
 
 /** FC adds this header to every request it forwards. */
 const FC_REQUEST_ID_HEADER = 'x-fc-request-id';
+
+/** On FC, E2B_STATE_DIR on no mount of its own is said once at start-up (sandbox/state-dir-mount.ts). */
+function reportStateDir(config: Config, logger: Logger): void {
+  const stateDir = config.e2b.stateDir;
+  if (config.sandboxBackend !== 'e2b' || stateDir === undefined) return;
+  let mountinfo: string;
+  try {
+    mountinfo = readFileSync('/proc/self/mountinfo', 'utf8');
+  } catch {
+    return;
+  }
+  const problem = stateDirProblem(stateDir, mountinfo);
+  if (problem !== undefined) logger.warn('state directory not shared', { code: 'state_dir_not_shared', problem });
+}
 
 function main(): void {
   // Logged stacks name functions/…/*.ts through the maps beside the bundle (read only when a stack is formatted).
@@ -144,6 +160,7 @@ function main(): void {
       on_fc: config.onFc,
     });
     if (!config.onFc) process.stderr.write(toBanner(config, port));
+    if (config.onFc) reportStateDir(config, logger);
     setTimeout(theCore, IDLE_CORE_LOAD_DELAY_MS).unref();
   });
 

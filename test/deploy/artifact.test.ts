@@ -65,7 +65,7 @@ describe('the default artifact', () => {
       kind: 'sandbox-mcp-fc/deployment',
       name: 'sandbox-mcp',
       region: 'cn-hangzhou',
-      start: { command: ['/var/fc/lang/nodejs20/bin/node', '/code/index.js'], listen: '0.0.0.0', port: 9000 },
+      start: { command: ['/opt/nodejs22/bin/node', '/code/index.js'], listen: '0.0.0.0', port: 9000 },
       resources: { memoryMb: 1024, cpu: 1, diskMb: 512 },
       timeouts: { functionS: 600, toolMaxS: 300 },
       concurrency: { requestsPerInstance: 200, sessionsPerInstance: 20 },
@@ -132,7 +132,7 @@ describe('the default artifact', () => {
       });
       expect(props.logConfig).toBe('auto');
       expect(props).toMatchObject({
-        runtime: 'custom.debian10',
+        runtime: 'custom.debian12',
         code: './code',
         timeout: 600,
         instanceConcurrency: 200,
@@ -147,7 +147,7 @@ describe('the default artifact', () => {
         {
           triggerName: 'mcp',
           triggerType: 'http',
-          qualifier: 'LATEST',
+          qualifier: 'live',
           triggerConfig: {
             authType: 'anonymous',
             methods: ['GET', 'POST', 'PUT', 'DELETE', 'HEAD', 'OPTIONS'],
@@ -181,7 +181,9 @@ it('prints the manual steps (console and s), the URL form and a client configura
   const token = readFileSync(join(dir, 'auth-token'), 'utf8').trim();
   expect(run.stdout).toContain(`s deploy -t ${dir}/s.yaml`);
   expect(run.stdout).toContain(`export MCP_AUTH_TOKENS="$(cat ${dir}/auth-token)"`);
-  expect(run.stdout).toContain('Startup command: /var/fc/lang/nodejs20/bin/node /code/index.js; listening port 9000');
+  expect(run.stdout).toContain(
+    "Startup command: /opt/nodejs22/bin/node /code/index.js; listening port 9000; layer: FC's official Nodejs22",
+  );
   expect(run.stdout).toContain('MCP Streamable HTTP; 20 sessions per instance');
   expect(run.stdout).toContain('https://sandbox-mcp-<id>.cn-hangzhou.fcapp.run/mcp');
   expect(run.stdout).toContain('"Authorization": "Bearer <token>"');
@@ -397,9 +399,11 @@ it.each([
   ],
   [
     '--runtime with --node-path',
-    ['--runtime', 'custom.debian12', '--node-path', '/opt/nodejs20/bin/node'],
+    ['--runtime', 'custom.debian11', '--node-path', '/opt/nodejs20/bin/node'],
     (p: ReturnType<typeof fc3Props>, m: Record<string, unknown>) => {
-      expect(p.runtime).toBe('custom.debian12');
+      expect(p.runtime).toBe('custom.debian11');
+      // A Node of the operator's own: no layer this CLI knows puts it there.
+      expect(p.layers).toEqual([]);
       expect(p.customRuntimeConfig.command).toEqual(['/opt/nodejs20/bin/node']);
       expect(m.start).toMatchObject({ command: ['/opt/nodejs20/bin/node', '/code/index.js'] });
     },
@@ -448,7 +452,8 @@ it.each([
     '--no-enable-session-affinity',
     ['--no-enable-session-affinity', '--trigger-methods', 'POST', 'OPTIONS'],
     (p: ReturnType<typeof fc3Props>, m: Record<string, unknown>) => {
-      expect(p).not.toHaveProperty('sessionAffinity');
+      // Stated, so that s deploy turns affinity off as --deploy does.
+      expect(p.sessionAffinity).toBe('NONE');
       expect(p).not.toHaveProperty('sessionAffinityConfig');
       expect(p.triggers[0]?.triggerConfig.methods).toEqual(['POST', 'OPTIONS']);
       expect(m.sessionAffinity).toEqual({ enabled: false });
@@ -514,7 +519,7 @@ it.each([
               {
                 path: '/*',
                 functionName: '${vars.functionName}',
-                qualifier: 'LATEST',
+                qualifier: 'live',
                 methods: ['GET', 'POST', 'PUT', 'DELETE', 'HEAD', 'OPTIONS'],
               },
             ],
@@ -527,7 +532,7 @@ it.each([
   const { sYaml, manifest } = await generate(['--generate-token', ...args]);
   const props = fc3Props(sYaml);
   check(props, manifest, sYaml);
-  if (props.customRuntimeConfig.command[0] === '/var/fc/lang/nodejs20/bin/node')
+  if (props.customRuntimeConfig.command[0] === '/opt/nodejs22/bin/node')
     expect(checkFc3Props(resolveVars(props, sYaml))).toEqual([]);
 });
 

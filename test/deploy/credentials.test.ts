@@ -15,6 +15,7 @@ import { DefaultCredentialsProvider } from '@alicloud/credentials';
 import { UsageError } from '../../scripts/deploy-errors';
 import { CHAIN_PROVIDERS, CREDENTIALS_HELP, resolveFcCredentials } from '../../scripts/fc-credentials';
 import { makeTempDir, removeTempDirs, runDeployCli } from '../support/deploy-cli';
+import { fakeEndpoints } from '../support/deploy-to-fake';
 import { type Credentials, startFakeFc, unsignedCalls } from '../support/fake-fc';
 
 const OFFLINE = { ALIBABA_CLOUD_ECS_METADATA_DISABLED: 'true' };
@@ -463,8 +464,7 @@ describe('the CLI with credentials only in HOME', () => {
           '--output-dir',
           makeTempDir(),
           '--deploy',
-          '--endpoint',
-          fake.endpoint,
+          ...fakeEndpoints(fake, args),
           '--auth-token-file',
           tokens,
           '--json',

@@ -111,7 +111,8 @@ describe('a custom domain over HTTPS', () => {
     expect({ code: run.code, error: run.json.error }).toEqual({ code: 0, error: undefined });
     expect(run.json.url).toBe(`https://${DOMAIN}/mcp`);
     const update = domainCalls().find((c) => c.action === 'UpdateCustomDomain')?.body ?? {};
-    expect(Object.keys(update)).toEqual(['routeConfig']);
+    // The certificate FC holds is not sent (it cannot be read back); TLS 1.2 and up is.
+    expect(Object.keys(update)).toEqual(['routeConfig', 'tlsConfig']);
     expect(storedDomain()).toMatchObject({ protocol: 'HTTPS', certConfig: before });
     expect(run.stderr).toContain('HTTPS, its certificate kept');
   });
@@ -316,13 +317,58 @@ describe('logs', () => {
     expect(run.stderr).toContain('Logs: SLS project mcp-logs, logstore function-logs.');
   });
 
-  it('a new function without them is deployed, with a plain warning that FC keeps no logs', async () => {
-    const run = await deployToFake(fake, ['--auth-token-file', tokenFile()], SHELL);
+  it('a new function without them is refused before any write; --no-logs deploys one on purpose', async () => {
+    const refused = await deployToFake(fake, ['--auth-token-file', tokenFile(), '--logs'], SHELL);
+    expect(refused.code).toBe(2);
+    expect(refused.json.error?.problems).toEqual([
+      expect.stringContaining('function sandbox-mcp is new, and FC would keep none: pass --sls-project P'),
+    ]);
+    expect(fake.calls.map((c) => c.action)).toEqual(['GetFunction']);
+
+    const run = await deployToFake(fake, ['--auth-token-file', tokenFile(), '--no-logs'], SHELL);
     expect(run.code).toBe(0);
-    expect(fake.calls.find((c) => c.action === 'CreateFunction')?.body).not.toHaveProperty('logConfig');
-    expect(run.stderr).toContain(
-      'warning: FC will keep no logs for this function: pass --sls-project P --sls-logstore L',
+    expect(fake.calls.find((c) => c.action === 'CreateFunction')?.body?.logConfig).toEqual({
+      project: '',
+      logstore: '',
+      enableRequestMetrics: false,
+      enableInstanceMetrics: false,
+      logBeginRule: 'None',
+    });
+    expect(run.stderr).toContain('warning: --no-logs: FC keeps no logs of this function');
+    // No logs and no VPC: the service-linked role is not needed, and not touched.
+    expect(fake.calls.filter((c) => c.path === '/')).toEqual([]);
+  });
+
+  it('creates the service-linked role logs need when the account lacks it, and only then', async () => {
+    const args = ['--auth-token-file', tokenFile(), '--sls-project', 'mcp-logs', '--sls-logstore', 'function-logs'];
+    expect((await deployToFake(fake, args, SHELL)).code).toBe(0);
+    const roleCalls = () => fake.calls.filter((c) => c.path === '/').map((c) => c.action);
+    expect(roleCalls()).toEqual(['CheckServiceLinkedRoleExistence', 'CreateServiceLinkedRole']);
+    expect(fake.calls.findIndex((c) => c.action === 'CreateServiceLinkedRole')).toBeLessThan(
+      fake.calls.findIndex((c) => c.action === 'CreateFunction'),
     );
+    expect((await deployToFake(fake, args, SHELL)).code).toBe(0);
+    expect(roleCalls()).toEqual([
+      'CheckServiceLinkedRoleExistence',
+      'CreateServiceLinkedRole',
+      'CheckServiceLinkedRoleExistence',
+    ]);
+    expect(unsignedCalls(fake.calls)).toEqual([]);
+  });
+
+  it('stops before changing anything when the role cannot be made, and says how to make it', async () => {
+    fake.fail('CreateServiceLinkedRole', { status: 403, code: 'NoPermission', message: 'not allowed' });
+    const run = await deployToFake(
+      fake,
+      ['--auth-token-file', tokenFile(), '--sls-project', 'mcp-logs', '--sls-logstore', 'function-logs'],
+      SHELL,
+    );
+    expect(run.code).toBe(1);
+    expect(run.json.error).toMatchObject({ step: 'CreateServiceLinkedRole', code: 'NoPermission' });
+    expect(run.json.error?.hint).toContain(
+      'aliyun resourcemanager CreateServiceLinkedRole --ServiceName fc.aliyuncs.com',
+    );
+    expect(fake.calls.map((c) => c.action)).not.toContain('CreateFunction');
   });
 
   it('refuses one without the other, and names SLS would refuse, before any call', async () => {

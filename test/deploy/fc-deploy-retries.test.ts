@@ -4,6 +4,7 @@
  * waits are injected: each records the delay asked for and returns at once, so the policy's timing is asserted
  * without being spent. fc-deploy.test.ts keeps one run of the CLI itself through a retry, to show it is wired in.
  */
+import { createRpcApi } from '../../scripts/aliyun-rpc';
 import { DeployError } from '../../scripts/deploy-errors';
 import { DEPLOY_OPTIONS } from '../../scripts/deploy-options';
 import { createPlan } from '../../scripts/deploy-plan';
@@ -30,7 +31,8 @@ function defaultPlan() {
     ALIBABA_CLOUD_ACCESS_KEY_ID: CREDENTIALS.accessKeyId,
     ALIBABA_CLOUD_ACCESS_KEY_SECRET: CREDENTIALS.accessKeySecret,
   };
-  const { plan, problems } = createPlan({ ...args, deploy: true }, env);
+  // Without logs: the service-linked role the logs need is checked in fc-deploy.test.ts and service-role.test.ts.
+  const { plan, problems } = createPlan({ ...args, deploy: true, logs: false }, env);
   expect(problems).toEqual([]);
   return plan;
 }
@@ -53,6 +55,7 @@ async function deploy(options: { random?: () => number } = {}) {
   const api = createFcApi({ ...resolveEndpoint({ endpoint: fake.endpoint, region: plan.region }), ...CREDENTIALS });
   const calls = {
     api,
+    resourceManager: createRpcApi({ endpoint: fake.endpoint, ...CREDENTIALS }),
     step: (line: string) => timeline.push(line),
     wait: async (ms: number) => {
       delays.push(ms);
@@ -92,7 +95,7 @@ describe('retries', () => {
     // The first backoff: 500 ms, plus half of the largest jitter (50 %) since random() gave 0.5.
     expect(run.delays).toEqual([625]);
     expect(run.timeline.slice(1, 5)).toEqual([
-      'Creating function sandbox-mcp (custom.debian10, 1024 MB, 1 vCPU, timeout 600 s)…',
+      'Creating function sandbox-mcp (custom.debian12, 1024 MB, 1 vCPU, timeout 600 s)…',
       '  CreateFunction: Throttling.User (HTTP 429); retrying in 0.6 s (attempt 2)',
       '(wait 625 ms)',
       'Waiting for the function to become active…',
@@ -160,9 +163,14 @@ describe('waiting until the function is active', () => {
       'GetFunction',
       'CreateFunction',
       ...Array<string>(6).fill('GetFunction'),
+      'PublishFunctionVersion',
+      'GetAlias',
+      'CreateAlias',
       'GetTrigger',
       'CreateTrigger',
       'GetTrigger',
+      'GetScalingConfig',
+      'GetConcurrencyConfig',
     ]);
     const pending = '  still pending (state Pending, last update InProgress)…';
     const waiting = run.timeline.indexOf('Waiting for the function to become active…');

@@ -9,7 +9,15 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { makeTempDir, removeTempDirs, ROOT, runDeployCli } from '../support/deploy-cli';
-import { CREDENTIALS, deployToFake, E2B_KEY, EMPTY_SHELL, TOKEN, tokenFile } from '../support/deploy-to-fake';
+import {
+  CREDENTIALS,
+  deployToFake,
+  E2B_KEY,
+  EMPTY_SHELL,
+  fakeEndpoints,
+  TOKEN,
+  tokenFile,
+} from '../support/deploy-to-fake';
 import { type FakeFc, type RecordedCall, startFakeFc, unsignedCalls } from '../support/fake-fc';
 import { shippedFiles } from '../support/shipped-files';
 import { readZip } from '../support/zip-reader';
@@ -39,9 +47,14 @@ describe('a first deploy', () => {
       'GetFunction',
       'CreateFunction',
       'GetFunction',
+      'PublishFunctionVersion',
+      'GetAlias',
+      'CreateAlias',
       'GetTrigger',
       'CreateTrigger',
       'GetTrigger',
+      'GetScalingConfig',
+      'GetConcurrencyConfig',
     ]);
     expect(fake.calls.map((c) => `${c.method} ${c.path}`).slice(0, 2)).toEqual([
       'GET /2023-03-30/functions/sandbox-mcp',
@@ -70,19 +83,19 @@ describe('a first deploy', () => {
     }
   });
 
-  it('sends the function FC needs: custom runtime, Node 20, port, hooks, affinity, limits and the code', async () => {
+  it('sends the function FC needs: custom runtime, Node 22, port, hooks, affinity, limits and the code', async () => {
     await deploy();
     const body = fake.calls.find((c) => c.action === 'CreateFunction')?.body ?? {};
     expect(body).toMatchObject({
       functionName: 'sandbox-mcp',
-      runtime: 'custom.debian10',
+      runtime: 'custom.debian12',
       memorySize: 1024,
       cpu: 1,
       diskSize: 512,
       timeout: 600,
       instanceConcurrency: 200,
       customRuntimeConfig: {
-        command: ['/var/fc/lang/nodejs20/bin/node'],
+        command: ['/opt/nodejs22/bin/node'],
         args: ['/code/index.js'],
         port: 9000,
         healthCheckConfig: { httpGetUrl: '/health' },
@@ -113,7 +126,7 @@ describe('a first deploy', () => {
   it('creates an anonymous HTTP trigger allowing GET, POST, PUT, DELETE, HEAD and OPTIONS', async () => {
     await deploy();
     const body = fake.calls.find((c) => c.action === 'CreateTrigger')?.body ?? {};
-    expect(body).toMatchObject({ triggerName: 'mcp', triggerType: 'http', qualifier: 'LATEST' });
+    expect(body).toMatchObject({ triggerName: 'mcp', triggerType: 'http', qualifier: 'live' });
     expect(JSON.parse(String(body.triggerConfig))).toEqual({
       authType: 'anonymous',
       methods: ['GET', 'POST', 'PUT', 'DELETE', 'HEAD', 'OPTIONS'],
@@ -145,9 +158,14 @@ describe('a re-deploy', () => {
       'GetFunction',
       'UpdateFunction',
       'GetFunction',
+      'PublishFunctionVersion',
+      'GetAlias',
+      'UpdateAlias',
       'GetTrigger',
       'UpdateTrigger',
       'GetTrigger',
+      'GetScalingConfig',
+      'GetConcurrencyConfig',
     ]);
     expect(fake.calls.find((c) => c.action === 'UpdateFunction')).toMatchObject({
       method: 'PUT',
@@ -212,7 +230,7 @@ describe('a re-deploy', () => {
       expect(fake.functions.get('sandbox-mcp')?.environmentVariables).toMatchObject({ TEAM_SETTING: 'blue' });
 
       const open = await runDeployCli(
-        ['--output-dir', makeTempDir(), '--deploy', '--endpoint', fake.endpoint, '--no-auth', '--json'],
+        ['--output-dir', makeTempDir(), '--deploy', ...fakeEndpoints(fake, []), '--no-auth', '--json'],
         {
           env: {
             ALIBABA_CLOUD_ACCESS_KEY_ID: CREDENTIALS.accessKeyId,
@@ -328,7 +346,7 @@ it('creates, then updates, the custom-domain route (HTTP only, on purpose)', asy
         {
           path: '/*',
           functionName: 'sandbox-mcp',
-          qualifier: 'LATEST',
+          qualifier: 'live',
           methods: ['GET', 'POST', 'PUT', 'DELETE', 'HEAD', 'OPTIONS'],
         },
       ],

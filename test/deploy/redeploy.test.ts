@@ -60,15 +60,22 @@ describe('a re-deploy from an empty shell', () => {
     async () => {
       await firstDeploy();
       const before = functionState();
-      const run = await deployToFake(fake, []);
+      // --logs: neither an SLS project nor --no-logs, so the function's logs are kept.
+      const run = await deployToFake(fake, ['--logs']);
       expect({ code: run.code, error: run.json.error }).toEqual({ code: 0, error: undefined });
       expect(actions()).toEqual([
         'GetFunction',
+        'CheckServiceLinkedRoleExistence',
         'UpdateFunction',
         'GetFunction',
+        'PublishFunctionVersion',
+        'GetAlias',
+        'UpdateAlias',
         'GetTrigger',
         'UpdateTrigger',
         'GetTrigger',
+        'GetScalingConfig',
+        'GetConcurrencyConfig',
       ]);
       expect(functionState()).toEqual(before);
       expect(fake.functions.get('sandbox-mcp')?.environmentVariables).toMatchObject({
@@ -78,8 +85,8 @@ describe('a re-deploy from an empty shell', () => {
         ...ALIBABA,
         TEAM_SETTING: 'blue',
       });
-      // The logs stay where they were because the update leaves logConfig out, and the run says so.
-      expect(fake.calls.find((c) => c.action === 'UpdateFunction')?.body).not.toHaveProperty('logConfig');
+      // The logs stay where they were: the update sends the function's own logConfig back, and the run says so.
+      expect(fake.calls.find((c) => c.action === 'UpdateFunction')?.body?.logConfig).toEqual(before.logConfig);
       expect(run.stderr).toContain('Logs: kept (SLS project mcp-logs, logstore function-logs).');
       expect(run.json.deployed.sessionSecret).toBe('kept');
       // The function's secret is kept, not copied out: no session-secret file is made beside the artifact.

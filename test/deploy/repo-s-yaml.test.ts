@@ -1,8 +1,8 @@
 /**
- * The repository's s.yaml (`npm run build && s deploy`): the same settings as `node scripts/deploy.js` with its
- * defaults, code from the build output, secrets as ${env(...)} references, logging on.
+ * The repository's s.yaml: the same settings as `node scripts/deploy.js` with its defaults, the code the CLI writes to
+ * fc-deploy/code (exactly the artifact's), secrets as ${env(...)} references, logging on.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import {
@@ -20,22 +20,30 @@ afterAll(removeTempDirs);
 
 const repo = readYaml(join(ROOT, 's.yaml'));
 
-it('has the settings of the deploy CLI with its defaults, with the code taken from dist/', async () => {
+it('has the settings of the deploy CLI with its defaults, with the code of the artifact', async () => {
   const dir = makeTempDir();
   const run = await runDeployCli(['--output-dir', dir], { env: { E2B_API_KEY: 'k' } });
   expect(run.code).toBe(0);
   const generated = readYaml(join(dir, 's.yaml'));
   const props = fc3Props(generated);
-  expect(repo).toEqual({ ...generated, resources: { mcp: { component: 'fc3', props: { ...props, code: './dist' } } } });
+  expect(repo).toEqual({
+    ...generated,
+    resources: { mcp: { component: 'fc3', props: { ...props, code: './fc-deploy/code' } } },
+  });
 });
 
-it('runs the build output: code ./dist holds index.js, started as /code/index.js on the runtime Node', () => {
+it('ships the code the CLI writes to fc-deploy/code: index.js and what it loads, not the stdio entry', async () => {
   const props = resolveVars(fc3Props(repo), repo);
   expect(checkFc3Props(props)).toEqual([]);
-  expect(props.code).toBe('./dist');
-  expect(existsSync(join(ROOT, 'dist/index.js'))).toBe(true);
+  expect(props.code).toBe('./fc-deploy/code');
+  const dir = makeTempDir();
+  const run = await runDeployCli(['--output-dir', join(dir, 'fc-deploy')], { env: { E2B_API_KEY: 'k' } });
+  expect(run.code).toBe(0);
+  const shipped = readdirSync(join(dir, props.code));
+  expect(shipped).toContain('index.js');
+  expect(shipped.filter((f) => f.startsWith('stdio'))).toEqual([]);
   expect(props.customRuntimeConfig).toMatchObject({
-    command: ['/var/fc/lang/nodejs20/bin/node'],
+    command: ['/opt/nodejs22/bin/node'],
     args: ['/code/index.js'],
     port: 9000,
   });

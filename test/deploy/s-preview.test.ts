@@ -3,7 +3,7 @@
  * their fc3 props checked against the rules. `s preview` resolves variables and `${env(...)}` but does not load
  * the fc3 component, so its schema is not applied: test/support/fc3-rules.ts restates the rules that matter.
  */
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -160,7 +160,7 @@ describeIfInstalled('s preview', () => {
       ...E2B,
     });
     const props = fc3Props(preview.document ?? {});
-    expect(props.sessionAffinity).toBeUndefined();
+    expect(props.sessionAffinity).toBe('NONE');
     expect(checkFc3Props(props)).toEqual([]);
   });
 
@@ -173,15 +173,14 @@ describeIfInstalled('s preview', () => {
     expect(preview.output).toContain("env('MCP_AUTH_TOKENS') not found");
   });
 
-  it("renders the repository's s.yaml, whose code is the build output and whose props pass the rules", async () => {
+  it("renders the repository's s.yaml, whose code is the artifact's and whose props pass the rules", async () => {
     const preview = await sPreview(join(ROOT, 's.yaml'), { ...SECRETS, ...E2B });
     expect(preview.code).toBe(0);
     const props = fc3Props(preview.document ?? {});
     expect(checkFc3Props(props)).toEqual([]);
-    expect(props.code).toBe('./dist');
+    expect(props.code).toBe('./fc-deploy/code');
     expect(props.logConfig).toBe('auto');
     expect(props.environmentVariables).toMatchObject({ ...SECRETS, ...E2B, SANDBOX_BACKEND: 'e2b' });
-    expect(existsSync(join(ROOT, props.code, 'index.js'))).toBe(true);
   });
 
   it.each([['E2B_API_KEY'], ['E2B_DOMAIN'], ['MCP_AUTH_TOKENS'], ['MCP_SESSION_SECRET']])(

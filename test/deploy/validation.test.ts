@@ -43,7 +43,7 @@ describe('refuses, naming the option', () => {
       ['--runtime', 'nodejs20'],
       /--runtime nodejs20 cannot hold session affinity \(--enable-session-affinity\)/,
     );
-    expect(problems.join('\n')).toContain('needs a custom runtime such as custom.debian10');
+    expect(problems.join('\n')).toContain('needs a custom runtime such as custom.debian12');
   });
 
   it('a built-in runtime even without affinity (the server is an HTTP server)', async () => {
@@ -56,8 +56,8 @@ describe('refuses, naming the option', () => {
 
   it('a custom runtime without a known Node, unless --node-path is given', async () => {
     await expectRefusal(
-      ['--runtime', 'custom.debian12'],
-      /--runtime custom.debian12 has no Node 20 at a known path: pass --node-path/,
+      ['--runtime', 'custom.debian11'],
+      /--runtime custom.debian11 has no Node at a known path: pass --node-path/,
     );
   });
 

@@ -47,13 +47,31 @@ export const EMPTY_SHELL: Record<string, string> = {
 };
 
 /**
+ * The options that point every API of a deploy at the fake (FC, Resource Manager, the certificate service), and
+ * --no-logs unless the test says how the function logs: a new function needs logs or --no-logs, and the tests of
+ * logs (domain-and-logs.test.ts, fc-deploy-production.test.ts) name them.
+ */
+export function fakeEndpoints(fake: FakeFc, args: readonly string[]): string[] {
+  const namesLogs = args.some((a) => a === '--sls-project' || a === '--logs' || a === '--no-logs');
+  return [
+    '--endpoint',
+    fake.endpoint,
+    '--resource-manager-endpoint',
+    fake.endpoint,
+    '--cas-endpoint',
+    fake.endpoint,
+    ...(namesLogs ? [] : ['--no-logs']),
+  ];
+}
+
+/**
  * Runs the CLI against `fake`. `env` is the whole environment besides PATH and HOME (EMPTY_SHELL plus what the test
- * adds); `args` come after --deploy, --endpoint, --output-dir and --json.
+ * adds); `args` come after --deploy, the endpoints (fakeEndpoints), --output-dir and --json.
  */
 export async function deployToFake(fake: FakeFc, args: string[], env: Record<string, string> = EMPTY_SHELL) {
   const outputDir = makeTempDir();
   const run = await runDeployCli(
-    ['--output-dir', outputDir, '--deploy', '--endpoint', fake.endpoint, '--json', ...args],
+    ['--output-dir', outputDir, '--deploy', ...fakeEndpoints(fake, args), '--json', ...args],
     { env },
   );
   return { ...run, outputDir, json: JSON.parse(run.stdout) as DeployJson };

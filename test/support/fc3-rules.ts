@@ -25,6 +25,16 @@ export interface Fc3Props {
   sessionAffinityConfig?: string;
   environmentVariables: Record<string, string>;
   logConfig?: Fc3LogConfig;
+  layers?: string[];
+  internetAccess?: boolean;
+  instanceIsolationMode?: string;
+  nasConfig?: unknown;
+  vpcConfig?: unknown;
+  ossMountConfig?: unknown;
+  tracingConfig?: unknown;
+  role?: string;
+  scalingConfig?: { qualifier: string; minInstances: number };
+  concurrencyConfig?: { reservedConcurrency: number };
   triggers: Array<{
     triggerName: string;
     triggerType: string;
@@ -77,10 +87,22 @@ export function checkFc3Props(props: Fc3Props): string[] {
   );
 
   const crc = props.customRuntimeConfig;
+  // custom.debian10 has Node 20 built in; custom.debian12 gets Node 22 from FC's official Nodejs22 layer.
+  const nodeOf: Record<string, string> = {
+    'custom.debian10': '/var/fc/lang/nodejs20/bin/node',
+    'custom.debian12': '/opt/nodejs22/bin/node',
+  };
   fail(
-    crc.command.length === 1 && crc.command[0] === '/var/fc/lang/nodejs20/bin/node',
-    `command ${JSON.stringify(crc.command)} is not the runtime's Node 20`,
+    crc.command.length === 1 && crc.command[0] === nodeOf[props.runtime],
+    `command ${JSON.stringify(crc.command)} is not the Node of ${props.runtime}`,
   );
+  if (props.runtime === 'custom.debian12') {
+    fail(
+      (props.layers ?? []).some((arn) => /^acs:fc:[^:]+:official:layers\/Nodejs22\/versions\/\d+$/.test(arn)),
+      'custom.debian12 needs the official Nodejs22 layer for /opt/nodejs22/bin/node',
+    );
+  }
+  fail(props.internetAccess === true, 'internetAccess must be true: the sandboxes are reached over the internet');
   fail(JSON.stringify(crc.args) === JSON.stringify(['/code/index.js']), `args ${JSON.stringify(crc.args)}`);
   fail(crc.port === 9000, `port ${crc.port}`);
   fail(crc.healthCheckConfig.httpGetUrl === '/health', 'health check must GET /health');
@@ -111,8 +133,12 @@ export function checkFc3Props(props: Fc3Props): string[] {
     );
     fail(trigger.triggerConfig.methods.includes('POST'), 'the http trigger must allow POST');
   }
-  if (props.sessionAffinity !== undefined) {
-    fail(props.sessionAffinity === 'MCP_STREAMABLE', `sessionAffinity ${props.sessionAffinity}`);
+  fail(
+    props.sessionAffinity === 'MCP_STREAMABLE' || props.sessionAffinity === 'NONE',
+    `sessionAffinity ${String(props.sessionAffinity)} must be stated, MCP_STREAMABLE or NONE`,
+  );
+  fail(props.instanceIsolationMode === 'SHARE', 'instanceIsolationMode must be SHARE: sessions share an instance');
+  if (props.sessionAffinity === 'MCP_STREAMABLE') {
     const config = JSON.parse(String(props.sessionAffinityConfig)) as Record<string, number>;
     const perInstance = Number(config.sessionConcurrencyPerInstance);
     fail(
@@ -142,6 +168,9 @@ export function checkFc3Props(props: Fc3Props): string[] {
 function checkLogConfig(logConfig: unknown): string[] {
   if (logConfig === undefined) return ["logConfig is missing: every s deploy would turn the function's logging off"];
   if (logConfig === 'auto') return [];
+  // --no-logs states logging off in fc3's own empty form.
+  const off = logConfig as Record<string, unknown> | null;
+  if (off !== null && typeof off === 'object' && off.project === '' && off.logstore === '') return [];
   if (typeof logConfig !== 'object' || logConfig === null || Array.isArray(logConfig))
     return [`logConfig ${JSON.stringify(logConfig)} is neither auto nor {project, logstore}`];
   const config = logConfig as Record<string, unknown>;
