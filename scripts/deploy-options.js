@@ -220,10 +220,10 @@ const DEPLOY_OPTIONS = {
     default: 'live',
     describe: 'Alias every deploy publishes a version behind, and that the trigger and the domain route to',
   },
+  // No `default` key: with one, yargs drops the empty value of a bare --rollback.
   rollback: {
     group: GROUPS.release,
     type: 'string',
-    default: undefined,
     defaultDescription: 'no rollback',
     describe:
       'Move --alias back to VERSION (--rollback alone: the version before the one it serves) in one call, and ' +

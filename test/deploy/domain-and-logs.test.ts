@@ -3,52 +3,17 @@
  * The certificates are made by openssl for each run; the fake refuses HTTPS without a whole certificate and never
  * gives a private key back, so a deploy that kept a certificate by re-sending it would fail here.
  */
-import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { readDomainCertificate } from '../../scripts/domain-certificate';
+import { makeCertificate, type Pem } from '../support/certificates';
 import { makeTempDir, readYaml, removeTempDirs, runDeployCli } from '../support/deploy-cli';
 import { CREDENTIALS, deployToFake, E2B_KEY, EMPTY_SHELL, tokenFile } from '../support/deploy-to-fake';
 import { type FakeFc, startFakeFc, unsignedCalls } from '../support/fake-fc';
 
 const DOMAIN = 'mcp.example.com';
 const SHELL = { ...EMPTY_SHELL, E2B_API_KEY: E2B_KEY };
-
-interface Pem {
-  cert: string;
-  key: string;
-}
-
-/** A self-signed certificate for `name` (P-256), valid for `days`, as files. */
-function makeCertificate(dir: string, name: string, days = 30): Pem {
-  const cert = join(dir, `${name}.crt`);
-  const key = join(dir, `${name}.key`);
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-subj',
-      `/CN=${name}`,
-      '-addext',
-      `subjectAltName=DNS:${name}`,
-      '-days',
-      String(days),
-      '-keyout',
-      key,
-      '-out',
-      cert,
-    ],
-    { stdio: 'ignore' },
-  );
-  return { cert, key };
-}
 
 let pem: Pem;
 let renewed: Pem;
