@@ -1,7 +1,7 @@
 /**
  * The plan in FC 3.0's own shapes: the function configuration, the HTTP trigger and the custom-domain route. The
  * API calls (fc-deploy.js) and the fc3 props of s.yaml (s-yaml.js) are both built from these. The function states
- * every field fc3 would otherwise fill with its default on `s deploy` (fc3 `src/default/config.ts`: no VPC, NAS, OSS
+ * every field fc3 would otherwise fill with its default on `s deploy` (docs/deploy.md: no VPC, NAS, OSS
  * mount, layers, tracing or role, SHARE isolation, no affinity, no logs), so that both paths mean one function
  * (docs/deploy.md, "One function, whichever path").
  */
