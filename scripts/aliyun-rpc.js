@@ -6,7 +6,7 @@
  */
 'use strict';
 
-const { toFcApiError } = require('./fc-api');
+const { parseEndpoint, toFcApiError } = require('./fc-api');
 
 /** Connect and read timeouts, as for the FC API. */
 const CONNECT_TIMEOUT_MS = 10_000;
@@ -27,14 +27,13 @@ const NO_RUNTIME_OPTIONS = /** @type {any} */ ({});
 function createRpcApi(options) {
   // Loaded here, not at the top: the artifact-only path never pays for the client.
   const { $OpenApiUtil, default: OpenApi } = require('@alicloud/openapi-core');
-  const match = /^(https?):\/\/([^/]+)\/?$/.exec(options.endpoint);
-  const protocol = match?.[1] ?? 'https';
+  const { host, protocol } = parseEndpoint(options.endpoint);
   const client = new OpenApi(
     new $OpenApiUtil.Config({
       accessKeyId: options.accessKeyId,
       accessKeySecret: options.accessKeySecret,
       ...(options.securityToken && { securityToken: options.securityToken }),
-      endpoint: match?.[2] ?? options.endpoint,
+      endpoint: host,
       protocol,
       connectTimeout: CONNECT_TIMEOUT_MS,
       readTimeout: READ_TIMEOUT_MS,

@@ -9,7 +9,7 @@ const { planDomain } = require('./domain-plan');
 const {
   FUNCTION_TIMEOUT_MARGIN_S,
   INSTANCE_CONCURRENCY,
-  RUNTIMES,
+  runtimeOf,
   TOOL_TIMEOUT_MAX_S,
   TRIGGER_NAME,
   DISK_MB,
@@ -222,11 +222,7 @@ function createPlan(args, env) {
     name: String(args.name),
     region: String(args.region),
     runtime,
-    nodePath:
-      optionalString(args.nodePath) ??
-      (Object.hasOwn(RUNTIMES, runtime)
-        ? RUNTIMES[/** @type {keyof typeof RUNTIMES} */ (runtime)].nodePath
-        : undefined),
+    nodePath: optionalString(args.nodePath) ?? runtimeOf(runtime)?.nodePath,
     memoryMb: Number(args.memory),
     cpu: Number(args.cpu),
     diskMb: DISK_MB,
@@ -319,9 +315,7 @@ const DEBIAN12_REGIONS = Object.freeze([
  * @returns {string[]}
  */
 function runtimeWarnings(plan) {
-  const runtime = Object.hasOwn(RUNTIMES, plan.runtime)
-    ? RUNTIMES[/** @type {keyof typeof RUNTIMES} */ (plan.runtime)]
-    : undefined;
+  const runtime = runtimeOf(plan.runtime);
   const warnings = [];
   if (runtime !== undefined && 'endOfLife' in runtime)
     warnings.push(`--runtime ${plan.runtime}: ${runtime.endOfLife}; custom.debian12 (Node 22) is the default`);

@@ -57,16 +57,23 @@ class FcApiError extends Error {
  * @returns {{ host: string, protocol: 'http' | 'https' }}
  */
 function resolveEndpoint({ endpoint, accountId, region }) {
-  if (endpoint !== undefined) {
-    const match = /^(https?):\/\/([^/]+)\/?$/.exec(endpoint);
-    return match === null
-      ? { host: endpoint.replace(/\/$/, ''), protocol: 'https' }
-      : { host: String(match[2]), protocol: /** @type {'http' | 'https'} */ (match[1]) };
-  }
+  if (endpoint !== undefined) return parseEndpoint(endpoint);
   return {
     host: accountId === undefined ? `fcv3.${region}.aliyuncs.com` : `${accountId}.${region}.fc.aliyuncs.com`,
     protocol: 'https',
   };
+}
+
+/**
+ * An endpoint option (a host, or http(s)://host:port) as the SDK's Config takes it.
+ * @param {string} endpoint
+ * @returns {{ host: string, protocol: 'http' | 'https' }}
+ */
+function parseEndpoint(endpoint) {
+  const match = /^(https?):\/\/([^/]+)\/?$/.exec(endpoint);
+  return match === null
+    ? { host: endpoint.replace(/\/$/, ''), protocol: 'https' }
+    : { host: String(match[2]), protocol: /** @type {'http' | 'https'} */ (match[1]) };
 }
 
 /**
@@ -212,4 +219,4 @@ function toFcApiError(err) {
   return new FcApiError(detail, { code, statusCode, requestId, retryAfterMs, cause: err });
 }
 
-module.exports = { createFcApi, resolveEndpoint, FcApiError, toFcApiError };
+module.exports = { createFcApi, resolveEndpoint, parseEndpoint, FcApiError, toFcApiError };

@@ -7,7 +7,7 @@
  */
 'use strict';
 
-const { CODE_DIR, ENTRY_FILE, HEALTH_PATH, HOOKS, LISTEN_PORT, officialLayerArn, RUNTIMES } = require('./fc-limits');
+const { CODE_DIR, ENTRY_FILE, HEALTH_PATH, HOOKS, LISTEN_PORT, officialLayerArn, runtimeOf } = require('./fc-limits');
 
 /** FC ignores the handler of a custom runtime, but the API and fc3 want one. */
 const CUSTOM_RUNTIME_HANDLER = 'index.handler';
@@ -90,9 +90,7 @@ function toFunctionConfig(plan, environmentVariables, placement) {
  * @returns {string[]}
  */
 function toLayers(plan) {
-  const runtime = Object.hasOwn(RUNTIMES, plan.runtime)
-    ? RUNTIMES[/** @type {keyof typeof RUNTIMES} */ (plan.runtime)]
-    : undefined;
+  const runtime = runtimeOf(plan.runtime);
   // A --node-path of the operator's own means a Node the layer does not put there.
   const fromLayer = runtime?.layer !== undefined && plan.nodePath === runtime.nodePath;
   return fromLayer ? [officialLayerArn(plan.region, /** @type {string} */ (runtime?.layer))] : [];
@@ -197,7 +195,6 @@ module.exports = {
   toFunctionConfig,
   toStatePlacement,
   toLogPlacement,
-  hasLogs,
   toHttpTriggerConfig,
   toDomainRoute,
   toLogConfig,

@@ -37,6 +37,14 @@ const RUNTIMES = Object.freeze({
 const DEFAULT_RUNTIME = 'custom.debian12';
 
 /**
+ * What this CLI knows of a runtime, or undefined for one it does not know.
+ * @param {string} name
+ */
+function runtimeOf(name) {
+  return Object.hasOwn(RUNTIMES, name) ? RUNTIMES[/** @type {keyof typeof RUNTIMES} */ (name)] : undefined;
+}
+
+/**
  * The ARN of one of FC's official layers in a region.
  * @param {string} region
  * @param {string} layer e.g. Nodejs22/versions/3
@@ -88,6 +96,7 @@ const TRIGGER_NAME = 'mcp';
 module.exports = {
   RUNTIMES,
   DEFAULT_RUNTIME,
+  runtimeOf,
   officialLayerArn,
   CODE_DIR,
   ENTRY_FILE,

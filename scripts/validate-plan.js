@@ -13,6 +13,7 @@ const {
   MEMORY_GB_PER_CPU,
   MEMORY_MB,
   RUNTIMES,
+  runtimeOf,
   SESSION_CONCURRENCY_RANGE,
   SESSION_TTL_MAX_S,
 } = require('./fc-limits');
@@ -55,9 +56,7 @@ function checkName(plan) {
 
 /** @param {import('./deploy-plan').DeploymentPlan} plan */
 function checkRuntime(plan) {
-  const runtime = Object.hasOwn(RUNTIMES, plan.runtime)
-    ? RUNTIMES[/** @type {keyof typeof RUNTIMES} */ (plan.runtime)]
-    : undefined;
+  const runtime = runtimeOf(plan.runtime);
   if (runtime === undefined) {
     return [
       `--runtime "${plan.runtime}" is not one this CLI knows (${Object.keys(RUNTIMES).join(', ')}); use ` +

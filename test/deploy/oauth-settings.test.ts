@@ -5,10 +5,10 @@
  * --unset, and are refused, naming the option, in any shape the server would refuse at start
  * (functions/mcp/config-oauth.ts).
  */
-import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 
+import { makeCertificate } from '../support/certificates';
 import { fc3Props, makeTempDir, readYaml, removeTempDirs, runDeployCli } from '../support/deploy-cli';
 import { CREDENTIALS, deployToFake, E2B_KEY, EMPTY_SHELL, TOKEN, tokenFile } from '../support/deploy-to-fake';
 import { type FakeFc, startFakeFc, unsignedCalls } from '../support/fake-fc';
@@ -215,31 +215,7 @@ describe('a re-deploy', () => {
 
 describe('the public URL', () => {
   it('defaults to https://<custom domain> with --oauth-issuer', async () => {
-    const dir = makeTempDir('certs-');
-    const [cert, key] = [join(dir, 'domain.crt'), join(dir, 'domain.key')];
-    execFileSync(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'ec',
-        '-pkeyopt',
-        'ec_paramgen_curve:prime256v1',
-        '-nodes',
-        '-subj',
-        `/CN=${DOMAIN}`,
-        '-addext',
-        `subjectAltName=DNS:${DOMAIN}`,
-        '-days',
-        '30',
-        '-keyout',
-        key,
-        '-out',
-        cert,
-      ],
-      { stdio: 'ignore' },
-    );
+    const { cert, key } = makeCertificate(makeTempDir('certs-'), DOMAIN);
     const run = await deployToFake(
       fake,
       ['--oauth-issuer', ISSUER, '--custom-domain', DOMAIN, '--domain-cert', cert, '--domain-key', key],
