@@ -201,15 +201,20 @@ function createPlan(args, env) {
   }
 
   // E2B_DOMAIN is required so that `s deploy` never sends an Alibaba Cloud key to E2B's cloud for want of it.
+  // E2B_API_URL and E2B_TEMPLATE are optional (empty means the server's default) unless this shell sets them: then
+  // an `s deploy` from a shell without them stops, instead of moving the function back to the default silently.
+  const setHere = (/** @type {string} */ name) => Boolean(env[name]?.trim());
   /** @type {ShellVariable[]} */
   const fromShell = [
     ...(auth.choice.mode === 'bearer' ? [{ name: 'MCP_AUTH_TOKENS', required: !oauthOnly, secret: true }] : []),
     { name: 'MCP_SESSION_SECRET', required: true, secret: true },
     ...(sandbox === 'e2b' ? [{ name: 'E2B_API_KEY', required: true, secret: true }] : []),
     ...(sandbox === 'e2b' && e2b.domain === undefined ? [{ name: 'E2B_DOMAIN', required: true, secret: false }] : []),
-    ...(sandbox === 'e2b' && e2b.apiUrl === undefined ? [{ name: 'E2B_API_URL', required: false, secret: false }] : []),
+    ...(sandbox === 'e2b' && e2b.apiUrl === undefined
+      ? [{ name: 'E2B_API_URL', required: setHere('E2B_API_URL'), secret: false }]
+      : []),
     ...(sandbox === 'e2b' && e2b.template === undefined
-      ? [{ name: 'E2B_TEMPLATE', required: false, secret: false }]
+      ? [{ name: 'E2B_TEMPLATE', required: setHere('E2B_TEMPLATE'), secret: false }]
       : []),
   ];
 

@@ -148,51 +148,94 @@ const OAUTH_ONLY = 'left out: OAuth access tokens only';
  */
 function toManualSteps(input, dir, rel) {
   const { plan } = input;
-  const env = [...Object.entries(plan.environment)].map(([k, v]) => `${k}=${v}`);
-  const shellLines = plan.fromShell.map((v) => `${v.name}=<${consolePlaceholder(v, input, dir, rel)}>`);
-  const cname = `${input.accountId ?? '<account-id>'}.${plan.region}.fc.aliyuncs.com`;
-  const lines = [
+  return [
     'Deploy with Serverless Devs (npm i -g @serverless-devs/s; s config add to store your AccessKey):',
     ...exportLines(input, dir, rel).map((l) => `  ${l}`),
     ...sDeployCommands(plan, `${dir}/s.yaml`).map((l) => `  ${l}`),
     ...sDeployNotes(input).map((l) => `  ${l}`),
     '',
     'Or in the FC console (https://fcnext.console.aliyun.com), region ' + plan.region + ':',
-    `  1. Create function → Web function; name ${plan.name}; runtime ${plan.runtime}; upload ${dir}/code.zip.`,
-    `  2. Startup command: ${plan.nodePath} ${CODE_DIR}/${ENTRY_FILE}; listening port ${LISTEN_PORT}` +
+    ...consoleSteps(input, dir, rel).flatMap((step, i) =>
+      step.split('\n').map((line, j) => (j === 0 ? `  ${i + 1}. ${line}` : `       ${line}`)),
+    ),
+  ];
+}
+
+/**
+ * The console's steps, in order: the function, its network and NAS, a version behind the alias, the trigger and the
+ * domain on the alias, warm instances and limits. Lines after the first of a step are its continuation.
+ * @param {ReportInput} input
+ * @param {string} dir
+ * @param {(path: string) => string} rel
+ */
+function consoleSteps(input, dir, rel) {
+  const { plan } = input;
+  const env = [...Object.entries(plan.environment)].map(([k, v]) => `${k}=${v}`);
+  const shellLines = plan.fromShell.map((v) => `${v.name}=<${consolePlaceholder(v, input, dir, rel)}>`);
+  const cname = `${input.accountId ?? '<account-id>'}.${plan.region}.fc.aliyuncs.com`;
+  const { nas, vpc } = plan.state;
+  const steps = [
+    `Create function → Web function; name ${plan.name}; runtime ${plan.runtime}; upload ${dir}/code.zip.`,
+    `Startup command: ${plan.nodePath} ${CODE_DIR}/${ENTRY_FILE}; listening port ${LISTEN_PORT}` +
       `${plan.runtime === 'custom.debian12' ? "; layer: FC's official Nodejs22 (version 3)" : ''}.`,
-    `  3. ${plan.memoryMb} MB memory, ${plan.cpu} vCPU, 512 MB disk; execution timeout ${plan.timeoutS} s; ` +
+    `${plan.memoryMb} MB memory, ${plan.cpu} vCPU, 512 MB disk; execution timeout ${plan.timeoutS} s; ` +
       `instance concurrency ${plan.instanceConcurrency}.`,
-    `  4. Environment variables:`,
-    ...[...env, ...shellLines].map((l) => `       ${l}`),
-    `  5. Health check: HTTP GET ${HEALTH_PATH}. Lifecycle: Initializer (POST ${HOOKS.initializer.path}, ` +
+    ['Environment variables:', ...env, ...shellLines].join('\n'),
+    `Health check: HTTP GET ${HEALTH_PATH}. Lifecycle: Initializer (POST ${HOOKS.initializer.path}, ` +
       `${HOOKS.initializer.timeoutS} s), PreStop (GET ${HOOKS.preStop.path}, ${HOOKS.preStop.timeoutS} s).`,
     plan.sessionAffinity
-      ? `  6. Isolation and affinity → session affinity: MCP Streamable HTTP; ${plan.sessionConcurrency} sessions ` +
-        `per instance; session TTL ${plan.sessionTtlS} s, idle ${plan.sessionIdleTtlS} s.`
-      : '  6. Session affinity: off.',
-    `  7. HTTP trigger "${plan.triggerName}": authentication none (the function checks the bearer token); ` +
-      `methods ${plan.triggerMethods.join(', ')}.`,
-    `  8. ${consoleLogging(plan)}`,
+      ? `Isolation and affinity: instance isolation shared; session affinity MCP Streamable HTTP; ` +
+        `${plan.sessionConcurrency} sessions per instance; session TTL ${plan.sessionTtlS} s, ` +
+        `idle ${plan.sessionIdleTtlS} s.`
+      : 'Isolation and affinity: instance isolation shared; session affinity off.',
   ];
-  if (plan.customDomain !== undefined) {
-    const certificate = plan.domainCertificate;
-    const served =
-      plan.domainProtocol === 'https'
-        ? `protocol HTTPS (TLS 1.2 and up) with ${
-            certificate === undefined || 'certId' in certificate
-              ? `certificate ${certificate?.certId} of the certificate service`
-              : `the certificate ${certificate.certFile} and its key ${certificate.keyFile}`
-          }`
-        : plan.domainProtocol === 'http-only'
-          ? 'protocol HTTP (--domain-http-only: tokens cross the network in clear text)'
-          : 'keep its HTTPS certificate (this s.yaml leaves the domain out, so that s deploy does not replace it)';
-    lines.push(
-      `  9. Custom domain ${plan.customDomain}: CNAME it to ${cname}, then add it under Custom domains with ` +
-        `route /* → ${plan.name}; ${served}.`,
+  if (nas.mode === 'mount')
+    steps.push(
+      `Network: VPC ${vpc?.vpcId}, vSwitch ${vpc?.vSwitchIds.join(', ')}, security group ${vpc?.securityGroupId}, ` +
+        'internet access on (the sandboxes are reached over it). Storage → NAS: mount ' +
+        `${nas.serverAddr} at ${nas.mountDir} (E2B_STATE_DIR lies under it).`,
     );
-  }
-  return lines;
+  else if (nas.mode === 'auto')
+    steps.push(
+      `Storage → NAS: keep the function's NAS mounted at ${nas.mountDir} (or add one, with its VPC, and keep ` +
+        'internet access on): E2B_STATE_DIR lies under it.',
+    );
+  steps.push(
+    `${consoleLogging(plan)}`,
+    `Versions → publish a version; Aliases → point ${plan.alias} at it (and at each new version after).`,
+    `HTTP trigger "${plan.triggerName}" on version or alias ${plan.alias}: authentication none (the function ` +
+      `checks the bearer token); methods ${plan.triggerMethods.join(', ')}` +
+      `${plan.disableUrlInternet ? '; public fcapp.run URL off' : ''}.`,
+  );
+  if (plan.minInstances > 0)
+    steps.push(`Elastic scaling → alias ${plan.alias}: ${plan.minInstances} minimum instances (billed while idle).`);
+  if (plan.maxConcurrency !== undefined)
+    steps.push(`Concurrency: reserve ${plan.maxConcurrency} for the function (from the account's quota).`);
+  if (plan.customDomain !== undefined) steps.push(toConsoleDomain(plan, cname));
+  return steps;
+}
+
+/**
+ * The console's custom-domain step.
+ * @param {import('./deploy-plan').DeploymentPlan} plan
+ * @param {string} cname
+ */
+function toConsoleDomain(plan, cname) {
+  const certificate = plan.domainCertificate;
+  const served =
+    plan.domainProtocol === 'https'
+      ? `protocol HTTPS (TLS 1.2 and up) with ${
+          certificate === undefined || 'certId' in certificate
+            ? `certificate ${certificate?.certId} of the certificate service`
+            : `the certificate ${certificate.certFile} and its key ${certificate.keyFile}`
+        }`
+      : plan.domainProtocol === 'http-only'
+        ? 'protocol HTTP (--domain-http-only: tokens cross the network in clear text)'
+        : 'keep its HTTPS certificate (this s.yaml leaves the domain out, so that s deploy does not replace it)';
+  return (
+    `Custom domain ${plan.customDomain}: CNAME it to ${cname}, then add it under Custom domains with ` +
+    `route /* → ${plan.name}, version or alias ${plan.alias}; ${served}.`
+  );
 }
 
 /**

@@ -192,6 +192,32 @@ it('prints the manual steps (console and s), the URL form and a client configura
   expect(run.stdout).not.toContain(E2B_KEY);
 });
 
+describe("the console's steps for a production deploy", () => {
+  it('mount the NAS in its VPC, publish a version behind the alias, and set warm instances and the limit', async () => {
+    const nas = 'fs-1.cn-hangzhou.nas.aliyuncs.com:/mcp';
+    const run = await runDeployCli(
+      [
+        ...['--output-dir', makeTempDir(), '--generate-token', '--nas', nas, '--vpc-id', 'vpc-1'],
+        ...['--vswitch-id', 'vsw-1', '--security-group-id', 'sg-1', '--min-instances', '2', '--max-concurrency', '30'],
+      ],
+      { env: { E2B_API_KEY: E2B_KEY } },
+    );
+    expect(run.code).toBe(0);
+    const steps = run.stdout.slice(run.stdout.indexOf('Or in the FC console')).split('\n');
+    const step = (text: string) => steps.find((line) => line.includes(text)) ?? `no step says ${text}`;
+    expect(step('Network:')).toMatch(
+      /^ {2}\d+\. Network: VPC vpc-1, vSwitch vsw-1, security group sg-1, internet access on/,
+    );
+    expect(step('Network:')).toContain(`Storage → NAS: mount ${nas} at /mnt/state`);
+    expect(step('Aliases')).toMatch(/Versions → publish a version; Aliases → point live at it/);
+    expect(step('HTTP trigger')).toContain('on version or alias live');
+    expect(step('Elastic scaling')).toContain('alias live: 2 minimum instances (billed while idle)');
+    expect(step('Concurrency:')).toContain('reserve 30 for the function');
+    const numbers = steps.map((line) => /^ {2}(\d+)\. /.exec(line)?.[1]).filter((n) => n !== undefined);
+    expect(numbers.map(Number)).toEqual(numbers.map((_, i) => i + 1));
+  });
+});
+
 describe('the manual steps name every variable from the shell', () => {
   let stdout: string;
   beforeAll(async () => {

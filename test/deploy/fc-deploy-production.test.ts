@@ -6,6 +6,10 @@
  */
 import { readFileSync } from 'node:fs';
 
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+import { loadConfig } from '../../functions/mcp/config';
 import { makeTempDir, removeTempDirs, runDeployCli } from '../support/deploy-cli';
 import { makeCertificate } from '../support/certificates';
 import { CREDENTIALS, deployToFake, E2B_KEY, EMPTY_SHELL, fakeEndpoints, tokenFile } from '../support/deploy-to-fake';
@@ -168,4 +172,55 @@ describe('shared state, capacity and the domain', () => {
     );
     expect(writes()).toEqual([]);
   });
+});
+
+describe('affinity', () => {
+  it.each([['SESSION_EXCLUSIVE'], ['REQUEST_EXCLUSIVE']])(
+    'refuses a function whose isolation mode was set to %s elsewhere, before any write',
+    async (mode) => {
+      const tokens = tokenFile();
+      expect((await deploy([], tokens)).code).toBe(0);
+      const fn = fake.functions.get('sandbox-mcp') ?? {};
+      fake.functions.set('sandbox-mcp', { ...fn, instanceIsolationMode: mode });
+      const before = fake.calls.length;
+      const run = await deploy([], tokens);
+      expect(run.code).toBe(2);
+      expect(run.json.error?.problems).toEqual([
+        expect.stringContaining(`has instanceIsolationMode ${mode} (set outside this CLI)`),
+      ]);
+      expect(writes(before)).toEqual([]);
+      expect(fake.functions.get('sandbox-mcp')?.instanceIsolationMode).toBe(mode);
+    },
+  );
+
+  it('sends NONE through --deploy with --no-enable-session-affinity, and MCP_STREAMABLE again without it', async () => {
+    const tokens = tokenFile();
+    expect((await deploy(['--no-enable-session-affinity'], tokens)).code).toBe(0);
+    expect(fake.functions.get('sandbox-mcp')).toMatchObject({ sessionAffinity: 'NONE' });
+    expect((await deploy([], tokens)).code).toBe(0);
+    expect(fake.functions.get('sandbox-mcp')).toMatchObject({ sessionAffinity: 'MCP_STREAMABLE' });
+  });
+
+  it.each([
+    ['one static token gets the whole instance', 1, 40],
+    ['three tokens get a quarter each', 3, 10],
+  ])(
+    "the function's environment, read by the server, agrees with FC's sessions per instance: %s",
+    async (_name, tokens, perCredential) => {
+      const file = join(makeTempDir(), 'tokens');
+      const list = Array.from({ length: tokens }, (_, i) => `deploy-token-${i}-0123456789abcdefghij`);
+      writeFileSync(file, `${list.join('\n')}\n`, { mode: 0o600 });
+      expect((await deploy(['--session-concurrency', '40'], file)).code).toBe(0);
+      const fn = fake.functions.get('sandbox-mcp') as {
+        environmentVariables: Record<string, string>;
+        sessionAffinityConfig: string;
+      };
+      const affinity = JSON.parse(fn.sessionAffinityConfig) as { sessionConcurrencyPerInstance: number };
+      // The deploy sets no share of its own: the server's rule decides from the tokens it is given.
+      expect(Object.keys(fn.environmentVariables).filter((name) => name.includes('PER_CREDENTIAL'))).toEqual([]);
+      const config = loadConfig(fn.environmentVariables);
+      expect(config.maxSessions).toBe(affinity.sessionConcurrencyPerInstance);
+      expect([config.perCredential.sessions, config.perCredential.sandboxes]).toEqual([perCredential, perCredential]);
+    },
+  );
 });

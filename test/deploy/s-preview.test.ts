@@ -95,6 +95,69 @@ describeIfInstalled('s preview', () => {
     },
   );
 
+  it(
+    'requires at s deploy an E2B_TEMPLATE or E2B_API_URL the generating shell set, so that a shell without it ' +
+      "stops instead of moving the function back to the server's default",
+    async () => {
+      const dir = makeTempDir();
+      const shell = { E2B_API_KEY: 'k', E2B_TEMPLATE: 'team-template', E2B_API_URL: 'https://api.e2b.example' };
+      const run = await runDeployCli(['--output-dir', dir, '--json', '--generate-token'], { env: shell });
+      expect(run.code).toBe(0);
+      const file = join(dir, 's.yaml');
+      const full = { ...SECRETS, ...E2B, E2B_TEMPLATE: 'team-template', E2B_API_URL: 'https://api.e2b.example' };
+      const preview = await sPreview(file, full);
+      expect(preview.code).toBe(0);
+      expect(fc3Props(preview.document ?? {}).environmentVariables).toMatchObject({
+        E2B_TEMPLATE: 'team-template',
+        E2B_API_URL: 'https://api.e2b.example',
+      });
+      for (const name of ['E2B_TEMPLATE', 'E2B_API_URL']) {
+        const without: Record<string, string> = { ...full };
+        delete without[name];
+        const refused = await sPreview(file, without);
+        expect({ code: refused.code, named: refused.output.includes(`env('${name}') not found`) }).toEqual({
+          code: 1,
+          named: true,
+        });
+      }
+    },
+  );
+
+  it.each([
+    [
+      'a given NAS mount target in its VPC',
+      [
+        '--nas',
+        'fs-1.cn-hangzhou.nas.aliyuncs.com:/mcp',
+        '--vpc-id',
+        'vpc-1',
+        '--vswitch-id',
+        'vsw-1',
+        '--security-group-id',
+        'sg-1',
+      ],
+      {
+        nasConfig: {
+          userId: 0,
+          groupId: 0,
+          mountPoints: [
+            { serverAddr: 'fs-1.cn-hangzhou.nas.aliyuncs.com:/mcp', mountDir: '/mnt/state', enableTLS: false },
+          ],
+        },
+        vpcConfig: { vpcId: 'vpc-1', vSwitchIds: ['vsw-1'], securityGroupId: 'sg-1' },
+      },
+    ],
+    // fc3 keeps the function's NAS and VPC, or creates both and mounts the NAS at mountDir.
+    ['fc3 auto', ['--nas', 'auto'], { nasConfig: 'auto|mountDir=/mnt/state', vpcConfig: 'auto' }],
+  ])('renders the NAS that holds E2B_STATE_DIR: %s', async (_name, args, expected) => {
+    const preview = await sPreview(await generate(['--generate-token', ...args]), { ...SECRETS, ...E2B });
+    expect(preview.code).toBe(0);
+    const props = fc3Props(preview.document ?? {});
+    expect(checkFc3Props(props)).toEqual([]);
+    expect(props).toMatchObject({ ...expected, internetAccess: true });
+    expect(props.environmentVariables.E2B_STATE_DIR).toBe('/mnt/state');
+  });
+
   it('renders a named SLS project and logstore as fc3 takes them', async () => {
     const dir = makeTempDir();
     const file = join(dir, 's.yaml');
