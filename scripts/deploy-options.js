@@ -327,14 +327,14 @@ const DEPLOY_OPTIONS = {
     group: GROUPS.sandbox,
     type: 'string',
     default: undefined,
-    defaultDescription: "E2B's cloud",
+    defaultDescription: "the shell's E2B_DOMAIN, else the function's, else E2B's cloud (e2b.app)",
     describe: 'E2B_DOMAIN, e.g. cn-hangzhou.e2b.fc.aliyuncs.com',
   },
   'e2b-api-url': {
     group: GROUPS.sandbox,
     type: 'string',
     default: undefined,
-    defaultDescription: "E2B's cloud",
+    defaultDescription: "the shell's E2B_API_URL, else the function's, else https://api.<E2B_DOMAIN>",
     describe: 'E2B_API_URL, e.g. https://api.cn-hangzhou.e2b.fc.aliyuncs.com',
   },
   template: {
@@ -411,7 +411,7 @@ const DEPLOY_OPTIONS = {
     default: false,
     describe:
       'Validate and show what would be written and called; write and change nothing (with --deploy it reads the ' +
-      'function to show the environment diff)',
+      'function to show the environment diff; with --rollback it reads the alias and says where it would move it)',
   },
   json: {
     group: GROUPS.output,

@@ -85,7 +85,10 @@ function toHumanReport(input) {
  * @param {import('./fc-release').Release} release
  */
 function toServingLine({ alias, version, previous }) {
-  const back = previous === undefined ? '' : ` (was ${previous}; node scripts/deploy.js --rollback goes back to it)`;
+  const back =
+    previous === undefined || previous === version
+      ? ''
+      : ` (was ${previous}; node scripts/deploy.js --rollback ${previous} goes back to it)`;
   return `Serving: alias ${alias} → version ${version}${back}.`;
 }
 

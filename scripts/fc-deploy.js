@@ -182,12 +182,13 @@ async function deployToFc(options) {
 }
 
 /**
- * --rollback: the alias back to a version, with one write.
- * @param {Pick<DeployOptions, 'plan' | 'api' | 'step' | 'random' | 'wait'> & { to: string | undefined }} options
+ * --rollback: the alias back to a version, with one write (none with dryRun).
+ * @param {Pick<DeployOptions, 'plan' | 'api' | 'step' | 'random' | 'wait'> &
+ *   { to: string | undefined, dryRun?: boolean }} options
  */
 function rollbackOnFc(options) {
-  const { plan, api, step, to } = options;
-  return rollbackAlias({ plan, api, call: createCaller(options), step, to });
+  const { plan, api, step, to, dryRun } = options;
+  return rollbackAlias({ plan, api, call: createCaller(options), step, to, dryRun });
 }
 
 /**

@@ -13,6 +13,7 @@ const { DeployError } = require('./deploy-errors');
  * @property {string} alias
  * @property {string} version the version the alias serves now
  * @property {string | undefined} previous the one it served before (undefined: the alias is new)
+ * @property {string} [wouldServe] a dry run's target: the version a real run would move the alias to
  */
 
 /**
@@ -86,11 +87,11 @@ async function applyCapacity({ plan, api, call, step }) {
 
 /**
  * Points the alias at `to`, or (undefined) at the newest version older than the one it serves: reads the alias and
- * the versions, then one UpdateAlias. Nothing else changes.
- * @param {StepContext & { to: string | undefined }} context
+ * the versions, then one UpdateAlias (none with dryRun). Nothing else changes.
+ * @param {StepContext & { to: string | undefined, dryRun?: boolean }} context
  * @returns {Promise<Release>}
  */
-async function rollbackAlias({ plan, api, call, step, to }) {
+async function rollbackAlias({ plan, api, call, step, to, dryRun = false }) {
   step(`Looking up alias ${plan.alias} of ${plan.name}…`);
   const current = await call('GetAlias', () => api.getAlias(plan.name, plan.alias));
   if (current === undefined) {
@@ -114,6 +115,10 @@ async function rollbackAlias({ plan, api, call, step, to }) {
   if (target === serving) {
     step(`Alias ${plan.alias} already serves version ${target}; nothing to change.`);
     return { alias: plan.alias, version: target, previous: serving };
+  }
+  if (dryRun) {
+    step(`Dry run: would move alias ${plan.alias}: version ${serving} → ${target} (UpdateAlias); nothing changed.`);
+    return { alias: plan.alias, version: serving, previous: serving, wouldServe: target };
   }
   step(`Moving alias ${plan.alias}: version ${serving} → ${target}…`);
   await call('UpdateAlias', () =>

@@ -246,7 +246,7 @@ async function applyToTarget({
 
 /**
  * --rollback [VERSION]: the alias back to a version, and nothing else (no artifact, no bundle, no other call that
- * writes); only --name, --region, --alias and the credential and endpoint options are read.
+ * writes); only --name, --region, --alias, --dry-run and the credential and endpoint options are read.
  * @param {{ args: Record<string, unknown>, context: RunContext, plan: import('./deploy-plan').DeploymentPlan,
  *   problems: string[], json: boolean, log: (line: string) => void }} options
  */
@@ -262,9 +262,15 @@ async function runRollback({ args, context, plan, problems, json, log }) {
     region: plan.region,
   });
   const { api } = await connect({ args, env: context.env, endpoint, log });
-  const release = await rollbackOnFc({ plan, api, step: log, to });
+  const dryRun = args.dryRun === true;
+  const release = await rollbackOnFc({ plan, api, step: log, to, dryRun });
   if (json) {
-    context.stdout.write(`${JSON.stringify({ ok: true, rollback: release }, null, 2)}\n`);
+    context.stdout.write(`${JSON.stringify({ ok: true, ...(dryRun && { dryRun }), rollback: release }, null, 2)}\n`);
+  } else if (dryRun) {
+    context.stdout.write(
+      `\nDry run: alias ${release.alias} of ${plan.name} serves version ${release.version}; --rollback would move it ` +
+        `to ${release.wouldServe}.\n`,
+    );
   } else {
     context.stdout.write(
       `\nAlias ${release.alias} of ${plan.name} serves version ${release.version}` +

@@ -78,6 +78,22 @@ describe('versions behind an alias', () => {
     expect(writes(before)).toEqual([]);
   });
 
+  it('--rollback --dry-run says where it would move the alias and writes nothing', async () => {
+    const tokens = tokenFile();
+    await deploy([], tokens);
+    await deploy([], tokens);
+    const before = fake.calls.length;
+    const dry = await rollback(['--dry-run']);
+    expect(dry.code).toBe(0);
+    expect(JSON.parse(dry.stdout)).toEqual({
+      ok: true,
+      dryRun: true,
+      rollback: { alias: 'live', version: '2', previous: '2', wouldServe: '1' },
+    });
+    expect(writes(before)).toEqual([]);
+    expect(fake.aliases.get('sandbox-mcp/live')).toMatchObject({ versionId: '2' });
+  });
+
   it('says in words which version serves', async () => {
     const tokens = tokenFile();
     await deploy([], tokens);
@@ -85,7 +101,7 @@ describe('versions behind an alias', () => {
       ['--output-dir', makeTempDir(), '--deploy', ...fakeEndpoints(fake, []), '--auth-token-file', tokens],
       { env: SHELL },
     );
-    expect(run.stdout).toContain('Serving: alias live → version 2 (was 1; node scripts/deploy.js --rollback');
+    expect(run.stdout).toContain('Serving: alias live → version 2 (was 1; node scripts/deploy.js --rollback 1 goes');
   });
 });
 

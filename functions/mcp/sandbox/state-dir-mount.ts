@@ -1,8 +1,9 @@
 /**
  * Whether E2B_STATE_DIR is on storage the instances share. On Function Compute a directory on the instance's own
  * disk (the root file system) is seen by no other instance and is lost with the instance: revocations and sleeping
- * sandboxes recorded there would be forgotten. The deploy CLI mounts a NAS for it (docs/deploy.md, "Shared state");
- * this check reports at start-up a function that was set up otherwise. Pure: the caller reads /proc/self/mountinfo.
+ * sandboxes recorded there would be forgotten. The deploy CLI mounts a NAS for it (docs/deploy-fc.md, "Shared state
+ * on NAS"); this check reports at start-up a function that was set up otherwise. Pure: the caller reads
+ * /proc/self/mountinfo.
  */
 import { posix } from 'node:path';
 
@@ -47,6 +48,6 @@ export function stateDirProblem(stateDir: string, mountinfo: string): string | u
   return (
     `E2B_STATE_DIR=${stateDir} is on the instance's own disk${mount === undefined ? '' : ` (${mount.fsType} at /)`}, ` +
     'which no other instance sees and which goes with the instance: revocations and sleeping sandboxes recorded ' +
-    'there are forgotten. Mount a NAS there (node scripts/deploy.js --nas; docs/deploy.md, "Shared state")'
+    'there are forgotten. Mount a NAS there (node scripts/deploy.js --nas; docs/deploy-fc.md, "Shared state on NAS")'
   );
 }
