@@ -1,12 +1,11 @@
 /**
  * Work that lasts days on the E2B backend, through the built bundle and the real SDKs against the local E2B service
- * (which pauses with and without memory, resumes on connect, lists by state and metadata, and snapshots), on each
- * Node the product runs on: day 1 opens a named sandbox and leaves files, Python state and a running process; idle,
- * it is paused with its memory; the server restarts; day 2 a new session lists it, opens it and finds all of it.
- * On the current Node only, as no Node changes them: another credential never sees it; a fork has its files and goes
- * its own way; a service without memory snapshots sleeps with files only; Alibaba Cloud's service (no listing) names
- * sandboxes only with E2B_STATE_DIR. Retention and
- * the caps, which need a clock, are test/core/sleeping-e2b-wire.test.ts, with the same SDKs and service.
+ * (which pauses with and without memory, resumes on connect, lists by state and metadata, and snapshots): day 1 opens
+ * a named sandbox and leaves files, Python state and a running process; idle, it is paused with its memory; the
+ * server restarts; day 2 a new session lists it, opens it and finds all of it. Another credential never sees it; a
+ * fork has its files and goes its own way; a service without memory snapshots sleeps with files only; Alibaba
+ * Cloud's service (no listing) names sandboxes only with E2B_STATE_DIR. Retention and the caps, which need a clock,
+ * are test/core/sleeping-e2b-wire.test.ts, with the same SDKs and service.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -32,12 +31,8 @@ async function idle(wire: Wire, until: () => boolean): Promise<void> {
   await pollUntil(until, (done) => done, SETTLE_MS);
 }
 
-/**
- * Starts the suite's servers on `node` (stopped after each test), with a short idle TTL and two credentials; returns
- * the starter and the E2B_STATE_DIR the suite may use.
- */
-function wireOn(node: string) {
-  let wire: Wire | undefined;
+serviceDescribe.each(NODES)('sandboxes that sleep and wake on E2B, server on %s', (_name, node) => {
+  let wire: Wire;
   const state = mkdtempSync(join(tmpdir(), 'mcp-e2b-state-'));
   afterEach(() => wire?.stop());
   afterAll(() => rmSync(state, { recursive: true, force: true }));
@@ -48,12 +43,6 @@ function wireOn(node: string) {
     });
     return wire;
   };
-  return { start, state };
-}
-
-// The whole story on each Node the product runs on: it is the one that drives the SDK's pause, resume and connect.
-serviceDescribe.each(NODES)('sandboxes that sleep and wake on E2B, server on %s', (_name, node) => {
-  const { start } = wireOn(node);
 
   it(
     'day 1 opens proj, leaves files, Python state and a process; idle, it is paused with its memory; after a ' +
@@ -88,11 +77,6 @@ serviceDescribe.each(NODES)('sandboxes that sleep and wake on E2B, server on %s'
       expect(w.e2b.sandboxes()).toEqual([expect.objectContaining({ state: 'running' })]);
     },
   );
-});
-
-// The server's own rules around sleeping, which no Node changes: on the current Node.
-serviceDescribe('sandboxes that sleep on E2B: credentials, forks, services without memory or listing', () => {
-  const { start, state } = wireOn(process.execPath);
 
   it('keeps a named sandbox from another credential: it neither lists it nor opens it', async () => {
     const w = await start();

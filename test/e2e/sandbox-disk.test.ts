@@ -242,11 +242,12 @@ needs('bubblewrap', 'disk images').describe('the local sandbox’s disk limit (L
     expect(mountsUnder(root)).not.toContain(join(root, name));
     expect(existsSync(join(root, name))).toBe(false);
     expect(existsSync(image(name))).toBe(false);
-    expect(loopDevicesUnder(root)).toHaveLength(devicesBefore - 1);
+    // An autoclear loop device is detached by the kernel after its last close, asynchronously: wait for it to settle.
+    expect(await loopDevicesSettledUnder(root, devicesBefore - 1)).toHaveLength(devicesBefore - 1);
 
     await client.terminate();
     expect(mountsUnder(root)).toEqual([]);
-    expect(loopDevicesUnder(root)).toEqual([]);
+    expect(await loopDevicesSettledUnder(root)).toEqual([]);
     expect(readdirSync(join(root, '.disks'))).toEqual([]);
   });
 });

