@@ -30,10 +30,10 @@ module.exports = {
   // require); its CommonJS twin keeps it on the one zod every other module loads.
   moduleNameMapper: { '^zod/v4/locales/en\\.js$': '<rootDir>/node_modules/zod/v4/locales/en.cjs' },
   testTimeout: 60_000,
-  // Three workers on two cores: most suites wait on child processes (the bundle, sandboxes, kernels) more than
-  // they compute. On this project's 2-core machine the suite took 191 s with two workers and 123–131 s with
-  // three, and passed with three beside two CPU-bound processes (188 s).
-  maxWorkers: 3,
+  // Four workers on two cores: most suites wait on child processes (the bundle, sandboxes, kernels) more than
+  // they compute. On this project's 2-core machine (2026-12-06) the suite took 182 s with three workers and 157 s
+  // with four, and passed with four beside two CPU-bound processes (228 s).
+  maxWorkers: 4,
   // The last line names what was skipped for want of something on this machine (test/support/needs.ts).
   reporters: ['default', '<rootDir>/test/support/skip-reporter.js'],
 };
