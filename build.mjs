@@ -2,8 +2,8 @@
 /**
  * Builds the server for Function Compute into dist/, as plain CommonJS files with their source maps beside them
  * (SOURCE_MAPS): index.js (HTTP, FC's entry) and stdio.js, and the modules they load on first use
- * (DEFERRED_MODULES: mcp-core.js, e2b-sdk.js, jose.js), which each entry requires from its own directory. Beside
- * them, the core's V8 code cache for each Node asked (scripts/build/make-code-cache.ts).
+ * (DEFERRED_MODULES: mcp-core.js, e2b-sdk.js, jose.js, telemetry.js), which each entry requires from its own
+ * directory. Beside them, the core's V8 code cache for each Node asked (scripts/build/make-code-cache.ts).
  * CommonJS: the E2B SDK fails at run time as ESM (a dynamic require of node:fs); see docs/platform-facts.md.
  */
 import { build as esbuild } from 'esbuild';
@@ -44,6 +44,12 @@ export const DEFERRED_MODULES = [
     module: 'functions/mcp/http/oauth/jose-modules.ts',
     standIn: 'functions/mcp/bundle/deferred-jose.ts',
     file: 'jose.js',
+  },
+  // OpenTelemetry: only a server with OTEL_* settings (telemetry/settings.ts) loads it, when its core starts.
+  {
+    module: 'functions/mcp/telemetry/telemetry-modules.ts',
+    standIn: 'functions/mcp/bundle/deferred-telemetry.ts',
+    file: 'telemetry.js',
   },
 ];
 

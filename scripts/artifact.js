@@ -26,16 +26,22 @@ const ARTIFACT_FILES = Object.freeze({
 
 /**
  * The files index.js requires from its own directory on first use (build.mjs `DEFERRED_MODULES`): the core, the
- * E2B SDK, jose. Each must ship: without one, the feature that needs it fails at run time.
+ * E2B SDK, jose, OpenTelemetry. Each must ship: without one, the feature that needs it fails at run time.
  */
-const DEFERRED_FILES = Object.freeze(['mcp-core.js', 'e2b-sdk.js', 'jose.js']);
+const DEFERRED_FILES = Object.freeze(['mcp-core.js', 'e2b-sdk.js', 'jose.js', 'telemetry.js']);
 
 /**
  * The bundle's source maps (build.mjs writes them beside dist/index.js): the entry's, and those of the files it
  * loads on first use. Shipped beside index.js so that a logged stack names functions/…/*.ts
  * (functions/mcp/stack-maps.ts reads them only when a stack is formatted).
  */
-const SOURCE_MAP_FILES = Object.freeze(['index.js.map', 'mcp-core.js.map', 'e2b-sdk.js.map', 'jose.js.map']);
+const SOURCE_MAP_FILES = Object.freeze([
+  'index.js.map',
+  'mcp-core.js.map',
+  'e2b-sdk.js.map',
+  'jose.js.map',
+  'telemetry.js.map',
+]);
 
 /**
  * The core's V8 code caches (build.mjs writes one per Node it was asked to make one for): the bundle reads the one

@@ -14,6 +14,7 @@ import { e2bPolicyProblems, e2bSecretProblems } from './egress/e2b-network';
 import { type EgressConfig, loadEgressConfig } from './egress/egress-config';
 import { ConfigError, toErrnoCode } from './errors';
 import { isLogLevel, type LogLevel } from './log';
+import { readTelemetrySettings, type TelemetrySettings } from './telemetry/settings';
 
 export type AuthMode = 'bearer' | 'none';
 export type IsolationSetting = 'auto' | 'bwrap' | 'none';
@@ -221,6 +222,8 @@ export interface Config {
   readonly fileUrls: FileUrlConfig;
   /** LOG_LEVEL. @default 'info' */
   readonly logLevel: LogLevel;
+  /** OpenTelemetry's OTEL_* settings (telemetry/settings.ts); undefined: telemetry off. */
+  readonly telemetry: TelemetrySettings | undefined;
 }
 
 type Env = Record<string, string | undefined>;
@@ -490,6 +493,7 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): Config {
     egress,
     fileUrls: loadFileUrlConfig(env, problems, int, { onFc, onAlibaba }),
     logLevel: isLogLevel(logLevel) ? logLevel : 'info',
+    telemetry: readTelemetrySettings(env, problems),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(config);

@@ -33,6 +33,8 @@ import { createSandboxProvider, type SelectedProvider } from './sandbox/create-p
 import { createSandboxAccess } from './sessions/sandbox-access';
 import { createSandboxTable } from './sessions/sandbox-table';
 import { createToolCatalog } from './tools/registry';
+import { createTelemetry } from './telemetry/load-telemetry';
+import type { Telemetry } from './telemetry/telemetry';
 
 /** What enforces a sandbox's egress policy, by backend. */
 const ENFORCED_BY = {
@@ -58,6 +60,8 @@ export interface CoreDeps extends EntryDeps {
    * @default its defaults
    */
   oauth?: OAuthVerifierOptions;
+  /** FC's variables, which describe the process in telemetry's exports. @default process.env */
+  env?: Readonly<Record<string, string | undefined>>;
 }
 
 /** The core as a web-standard handler, before the Node shell (what the in-process tests drive). */
@@ -71,6 +75,8 @@ export interface CoreApp {
    * calls still running end with a result, given `flushMs` to be written.
    */
   shutdown(options: { keepSandboxes: boolean; flushMs: number }): Promise<void>;
+  /** Spans and metrics (telemetry/telemetry.ts): NO_TELEMETRY without OTEL_* settings. */
+  telemetry: Telemetry;
 }
 
 /** The core behind its Node shell. */
@@ -92,8 +98,15 @@ export function createCoreApp({
   sandboxes,
   clock = SYSTEM_CLOCK,
   oauth,
+  env = process.env,
 }: CoreDeps): CoreApp {
-  const { provider, ready } = sandboxes ?? createSandboxProvider(config, logger, clock);
+  // Telemetry first: the backend traces through it. What it reports as held is read from the table, made below.
+  const telemetry = createTelemetry(config.telemetry, {
+    logger,
+    env,
+    held: () => ({ sessions: table.counts().sessions, sandboxesByCredential: table.sandboxesByPrincipal() }),
+  });
+  const { provider, ready } = sandboxes ?? createSandboxProvider(config, logger, clock, telemetry);
   const now = (): number => clock.now();
   const catalog = createToolCatalog(logger);
   const idleTtlMs = config.sessionIdleTtlS * 1000;
@@ -193,7 +206,11 @@ export function createCoreApp({
       startedAtMs,
       now,
     }),
-    preStop: () => logger.flush(),
+    // FC calls PreStop before it reclaims the instance: what telemetry still holds goes out first.
+    preStop: async () => {
+      await telemetry.flush();
+      await logger.flush();
+    },
     verifier,
     oauth:
       config.auth.oauth === undefined
@@ -201,11 +218,17 @@ export function createCoreApp({
         : createOAuthGate(config.auth.oauth, { now, sleep: (ms) => clock.sleep(ms), ...oauth }),
     policy,
     logger,
+    telemetry,
+    flushTelemetryWhenIdle: config.onFc,
   });
   return {
     handle,
     ready,
-    shutdown: (options) => table.shutdown(options),
+    shutdown: async (options) => {
+      await table.shutdown(options);
+      await telemetry.shutdown();
+    },
+    telemetry,
   };
 }
 

@@ -6,7 +6,7 @@
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
 import { describeTools, TOOLS } from '../../functions/mcp/tools/registry';
@@ -56,6 +56,8 @@ it('builds plain CommonJS files: the entries, the deferred files they require, e
       'mcp-core.js.map',
       'stdio.js',
       'stdio.js.map',
+      'telemetry.js',
+      'telemetry.js.map',
     ]);
     // Every file index.js requires at run time ships with it (scripts/artifact.js).
     expect(files.filter((file) => file.endsWith('.js') && !['index.js', 'stdio.js'].includes(file))).toEqual(
@@ -75,6 +77,16 @@ it('builds plain CommonJS files: the entries, the deferred files they require, e
     // The deferred files are required lazily, by their name beside the requiring file.
     expect(readFileSync(join(outdir, 'mcp-core.js'), 'latin1')).toContain('require("./e2b-sdk.js")');
     expect(readFileSync(join(outdir, 'mcp-core.js'), 'latin1')).toContain('require("./jose.js")');
+    expect(readFileSync(join(outdir, 'mcp-core.js'), 'latin1')).toContain('require("./telemetry.js")');
+    // OpenTelemetry is in telemetry.js alone: no other file carries a line of it.
+    for (const [path, output] of Object.entries(metafile.outputs)) {
+      if (path.endsWith('.map')) continue;
+      const otel = Object.keys(output.inputs).filter((input) => input.includes('node_modules/@opentelemetry/'));
+      expect({ path: basename(path), otel: otel.length > 0 }).toEqual({
+        path: basename(path),
+        otel: path.endsWith('/telemetry.js'),
+      });
+    }
     for (const file of files.filter((name) => name.endsWith('.js'))) {
       const text = readFileSync(join(outdir, file), 'latin1');
       // ASCII: the core's loader reads its file as latin1 (functions/mcp/bundle/code-cache.ts).
@@ -108,7 +120,9 @@ it('builds plain CommonJS files: the entries, the deferred files they require, e
       expect(output.bytes).toBeLessThan(MAX_BUNDLE_BYTES);
       const externals = output.imports.filter((i) => i.external).map((i) => i.path);
       for (const external of externals)
-        expect(`${path}: ${external}`).toMatch(/: (?:(node:)?[a-z_]+(\/[a-z_]+)?|\.\/(?:mcp-core|e2b-sdk|jose)\.js)$/);
+        expect(`${path}: ${external}`).toMatch(
+          /: (?:(node:)?[a-z_]+(\/[a-z_]+)?|\.\/(?:mcp-core|e2b-sdk|jose|telemetry)\.js)$/,
+        );
     }
   } finally {
     rmSync(outdir, { recursive: true, force: true });

@@ -7,9 +7,9 @@ import { resolve } from 'node:path';
 
 export const DIST = resolve(__dirname, '../../dist');
 /** The files index.js requires from its own directory on first use. */
-export const DEFERRED_FILES = ['mcp-core.js', 'e2b-sdk.js', 'jose.js'];
+export const DEFERRED_FILES = ['mcp-core.js', 'e2b-sdk.js', 'jose.js', 'telemetry.js'];
 /** The maps index.js is shipped with: its own and those of the files it loads on first use. */
-export const SHIPPED_MAPS = ['index.js.map', 'mcp-core.js.map', 'e2b-sdk.js.map', 'jose.js.map'];
+export const SHIPPED_MAPS = ['index.js.map', 'mcp-core.js.map', 'e2b-sdk.js.map', 'jose.js.map', 'telemetry.js.map'];
 const CODE_CACHE = /^mcp-core\.js\.[0-9a-f]{12}-[0-9a-f]{8}\.cache$/;
 
 /** The core's code caches in dist/ (one per Node the build made one for), sorted. */

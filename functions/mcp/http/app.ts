@@ -9,6 +9,8 @@ import { withMcpGates } from './mcp-gates';
 import type { OriginPolicy } from './origin';
 import { toErrorResponse } from './refusals';
 import { withErrorBoundary, withRequestLog } from './request-log';
+import { withRequestTrace } from './request-trace';
+import type { Telemetry } from '../telemetry/telemetry';
 
 /** What `/health` reports; no secrets. */
 export type HealthReport = Record<string, unknown>;
@@ -30,9 +32,16 @@ export interface AppDeps {
   oauth: { gate: OAuthGate; metadata: Record<string, unknown> } | undefined;
   policy: OriginPolicy;
   logger: Logger;
+  /** Spans for every request when on (http/request-trace.ts). @default none */
+  telemetry?: Telemetry;
+  /** Export before the last answer in flight ends, as FC freezes an idle instance. @default false */
+  flushTelemetryWhenIdle?: boolean;
 }
 
-/** Composes the app: error boundary → request log → router → (for /mcp) the gates → MCP lanes. */
+/**
+ * Composes the app: (with telemetry) request trace → error boundary → request log → router → (for /mcp) the gates →
+ * MCP lanes.
+ */
 export function createApp(deps: AppDeps): FetchHandler {
   const mcp = withMcpGates(deps.mcp, { policy: deps.policy, verifier: deps.verifier, oauth: deps.oauth?.gate });
 
@@ -67,5 +76,8 @@ export function createApp(deps: AppDeps): FetchHandler {
         return toErrorResponse(isOAuthPath(path) ? { kind: 'no_oauth' } : { kind: 'no_route', path });
     }
   };
-  return withErrorBoundary(withRequestLog(router, deps.logger), deps.logger);
+  const app = withErrorBoundary(withRequestLog(router, deps.logger), deps.logger);
+  const telemetry = deps.telemetry;
+  if (telemetry === undefined || !telemetry.enabled) return app;
+  return withRequestTrace(app, telemetry, { flushWhenIdle: deps.flushTelemetryWhenIdle === true });
 }

@@ -1,4 +1,5 @@
 /** The web-standard core's handler shape and the per-request context that travels with it. */
+import type { RequestTrace } from '../telemetry/telemetry';
 
 /** Fields the request log line carries; lanes fill in the MCP ones as they learn them. */
 export interface RequestLogFields {
@@ -50,6 +51,8 @@ export interface RequestContext {
   readonly onSent: (done: () => void) => void;
   /** A stable, non-secret id of the credential that authenticated this request; set by http/mcp-gates.ts. */
   principal?: string;
+  /** The request's trace, when telemetry is on (http/request-trace.ts); MCP messages run in its spans. */
+  trace?: RequestTrace;
   readonly log: RequestLogFields;
 }
 

@@ -6,7 +6,7 @@
 import { isLegacyRequest } from '@modelcontextprotocol/server';
 
 import { ANONYMOUS_PRINCIPAL } from '../http/auth';
-import type { FetchHandler } from '../http/context';
+import type { FetchHandler, RequestContext } from '../http/context';
 import { readJsonPost } from '../http/json-body';
 import { toErrorResponse } from '../http/refusals';
 import { noteMcpMessage } from '../http/request-log';
@@ -39,16 +39,25 @@ export function createMcpEndpoint({ legacy, modern, maxBodyBytes, calls }: McpEn
     const post = await readJsonPost(req, maxBodyBytes, ctx);
     if (!post.ok) return post.response;
     noteMcpMessage(post.body, ctx.log);
-    const toolCalls = countToolCalls(post.body);
+    const body = post.body;
+    // With telemetry, the message's span is active while it is handled: the work it starts becomes its children.
+    return ctx.trace === undefined
+      ? handleMessage(req, body, ctx)
+      : ctx.trace.mcp(body, () => handleMessage(req, body, ctx));
+  };
+
+  /** A POST's JSON-RPC message (or batch), past the per-credential cap on calls in flight, to its lane. */
+  async function handleMessage(req: Request, body: unknown, ctx: RequestContext): Promise<Response> {
+    const toolCalls = countToolCalls(body);
     const admitted = toolCalls === 0 ? undefined : calls.admit(ctx.principal ?? ANONYMOUS_PRINCIPAL, toolCalls);
     if (admitted !== undefined && 'refused' in admitted) {
       ctx.log.error_code = 'credential_calls';
-      return toErrorResponse({ kind: 'too_many_calls', ...admitted.refused }, jsonRpcIdOf(post.body));
+      return toErrorResponse({ kind: 'too_many_calls', ...admitted.refused }, jsonRpcIdOf(body));
     }
     let response: Response;
     try {
-      const isLegacy = isPlainLegacyMessage(req, post.body) || (await isLegacyRequest(req, post.body));
-      response = await (isLegacy ? legacy.handlePost(req, post.body, ctx) : modern.handlePost(req, post.body, ctx));
+      const isLegacy = isPlainLegacyMessage(req, body) || (await isLegacyRequest(req, body));
+      response = await (isLegacy ? legacy.handlePost(req, body, ctx) : modern.handlePost(req, body, ctx));
     } catch (err: unknown) {
       admitted?.release();
       throw err;
@@ -56,7 +65,7 @@ export function createMcpEndpoint({ legacy, modern, maxBodyBytes, calls }: McpEn
     // The calls hold their slots until the answer has been sent (it streams while they run).
     if (admitted !== undefined) ctx.onSent(admitted.release);
     return response;
-  };
+  }
 }
 
 /**

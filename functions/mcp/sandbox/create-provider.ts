@@ -5,9 +5,13 @@ import { toE2BEgress } from '../egress/e2b-network';
 import { policyFor, secretsFor } from '../egress/egress-config';
 import { hashTag } from '../hash-tag';
 import type { Logger } from '../log';
+import { NO_TELEMETRY, type Telemetry } from '../telemetry/telemetry';
 import { createE2BSandboxProvider } from './e2b/provider';
+import { loadE2BSdk } from './e2b/sdk';
+import { traceE2BSdk } from './e2b/traced-sdk';
 import { createLocalSandboxProvider } from './local/provider';
 import type { RetentionPolicy } from './retention';
+import { traceSandboxProvider } from './traced-provider';
 import type { SandboxProvider } from './types';
 
 /**
@@ -24,9 +28,21 @@ export interface SelectedProvider {
 
 /**
  * Creates the provider named by SANDBOX_BACKEND; `clock` times E2B's retries, gate and leases, and dates local
- * workspaces' use.
+ * workspaces' use. With telemetry on, the sandboxes' work and the E2B SDK's calls are traced.
  */
-export function createSandboxProvider(config: Config, logger: Logger, clock?: Clock): SelectedProvider {
+export function createSandboxProvider(
+  config: Config,
+  logger: Logger,
+  clock?: Clock,
+  telemetry: Telemetry = NO_TELEMETRY,
+): SelectedProvider {
+  const selected = selectProvider(config, logger, clock, telemetry);
+  if (!telemetry.enabled) return selected;
+  const options = { commandText: config.telemetry?.commandText === true };
+  return { provider: traceSandboxProvider(selected.provider, telemetry, options), ready: selected.ready };
+}
+
+function selectProvider(config: Config, logger: Logger, clock: Clock | undefined, telemetry: Telemetry) {
   const retention = toRetentionPolicy(config);
   if (config.sandboxBackend === 'e2b') {
     // Nothing to probe: the SDK loads, and E2B is called, when the first sandbox is needed.
@@ -38,6 +54,7 @@ export function createSandboxProvider(config: Config, logger: Logger, clock?: Cl
       retention,
       secretTag: toSecretTag(config.sessionSecret),
       egressOf: (principal) => toE2BEgress(policyFor(config.egress, principal), secretsFor(config.egress, principal)),
+      ...(telemetry.enabled && { loadSdk: async () => traceE2BSdk(await loadE2BSdk(), telemetry) }),
     });
     return { provider, ready: async () => undefined };
   }

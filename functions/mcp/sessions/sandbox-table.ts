@@ -126,6 +126,8 @@ export interface SandboxTable {
   /** Lets entries idle past their lease go. */
   sweep(): void;
   counts(): { sessions: number; sandboxes: number };
+  /** Running sandboxes by the principal that holds them (for the telemetry's held-sandboxes gauge). */
+  sandboxesByPrincipal(): Map<string, number>;
   /** Ends every entry at shutdown: sandboxes kept (`keepSandboxes`) or destroyed, then `flushMs` for answers. */
   shutdown(options: { keepSandboxes: boolean; flushMs: number }): Promise<void>;
 }
@@ -342,6 +344,12 @@ export function createSandboxTable(options: SandboxTableOptions): SandboxTable {
         if (entry.sandbox.current() !== undefined) sandboxes += 1;
       }
       return { sessions, sandboxes };
+    },
+    sandboxesByPrincipal() {
+      const held = new Map<string, number>();
+      for (const entry of entries.values())
+        if (entry.sandbox.current() !== undefined) held.set(entry.principal, (held.get(entry.principal) ?? 0) + 1);
+      return held;
     },
     async shutdown({ keepSandboxes, flushMs }) {
       if (keepSandboxes) {
