@@ -33,6 +33,7 @@ import { createSandboxProvider, type SelectedProvider } from './sandbox/create-p
 import { createSandboxAccess } from './sessions/sandbox-access';
 import { createSandboxTable } from './sessions/sandbox-table';
 import { createToolCatalog } from './tools/registry';
+import { traceToolCatalog } from './tools/traced-catalog';
 import { createTelemetry } from './telemetry/load-telemetry';
 import type { Telemetry } from './telemetry/telemetry';
 
@@ -108,7 +109,8 @@ export function createCoreApp({
   });
   const { provider, ready } = sandboxes ?? createSandboxProvider(config, logger, clock, telemetry);
   const now = (): number => clock.now();
-  const catalog = createToolCatalog(logger);
+  const tools = createToolCatalog(logger);
+  const catalog = telemetry.enabled ? traceToolCatalog(tools, telemetry) : tools;
   const idleTtlMs = config.sessionIdleTtlS * 1000;
   const table = createSandboxTable({
     provider,

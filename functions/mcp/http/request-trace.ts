@@ -13,9 +13,13 @@ export interface RequestTraceOptions {
   readonly flushWhenIdle: boolean;
 }
 
+/** FC's health check polls this every few seconds: no span for it, as no log line (request-log.ts). */
+const UNTRACED_PATH = '/health';
+
 export function withRequestTrace(next: FetchHandler, telemetry: Telemetry, options: RequestTraceOptions): FetchHandler {
   let inFlight = 0;
   return async (req, ctx) => {
+    if (ctx.path === UNTRACED_PATH) return next(req, ctx);
     inFlight += 1;
     const trace = telemetry.startRequest(req.method, ctx.path, req.headers);
     ctx.trace = trace;

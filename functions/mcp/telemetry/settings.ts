@@ -59,11 +59,12 @@ const SAMPLERS = new Set(['always_on', 'always_off', 'traceidratio']);
  */
 export function readTelemetrySettings(env: Env, problems: string[]): TelemetrySettings | undefined {
   if (value(env, 'OTEL_SDK_DISABLED')?.toLowerCase() === 'true') return undefined;
-  const traces = readSignal(env, 'traces', problems);
-  const metrics = readSignal(env, 'metrics', problems);
-  if (traces === undefined && metrics === undefined) return undefined;
+  const sharedHeaders = readPairs(env, 'OTEL_EXPORTER_OTLP_HEADERS', problems);
+  const traces = readSignal(env, 'traces', sharedHeaders, problems);
+  const metrics = readSignal(env, 'metrics', sharedHeaders, problems);
   const resourceAttributes = readPairs(env, 'OTEL_RESOURCE_ATTRIBUTES', problems);
-  return {
+  // Read whole, so that every problem is said at once, even when no signal is left to export.
+  const settings: TelemetrySettings = {
     traces,
     metrics,
     serviceName: value(env, 'OTEL_SERVICE_NAME') ?? resourceAttributes['service.name'] ?? DEFAULT_SERVICE_NAME,
@@ -73,6 +74,7 @@ export function readTelemetrySettings(env: Env, problems: string[]): TelemetrySe
     spanDelayMs: readMs(env, 'OTEL_BSP_SCHEDULE_DELAY', 5_000, problems),
     commandText: value(env, 'MCP_TELEMETRY_COMMAND_TEXT')?.toLowerCase() === 'true',
   };
+  return traces === undefined && metrics === undefined ? undefined : settings;
 }
 
 function value(env: Env, name: string): string | undefined {
@@ -81,7 +83,12 @@ function value(env: Env, name: string): string | undefined {
 }
 
 /** A signal's export: its own `OTEL_EXPORTER_OTLP_<SIGNAL>_*` variable first, then the shared one. */
-function readSignal(env: Env, signal: 'traces' | 'metrics', problems: string[]): SignalExport | undefined {
+function readSignal(
+  env: Env,
+  signal: 'traces' | 'metrics',
+  sharedHeaders: Readonly<Record<string, string>>,
+  problems: string[],
+): SignalExport | undefined {
   const upper = signal.toUpperCase();
   const exporter = value(env, `OTEL_${upper}_EXPORTER`) ?? 'otlp';
   if (exporter === 'none') return undefined;
@@ -113,8 +120,7 @@ function readSignal(env: Env, signal: 'traces' | 'metrics', problems: string[]):
     problems.push(`OTEL_EXPORTER_OTLP_COMPRESSION must be gzip or none (got "${compression}")`);
     return undefined;
   }
-  const ownHeaders = readPairs(env, `OTEL_EXPORTER_OTLP_${upper}_HEADERS`, problems);
-  const headers = { ...readPairs(env, 'OTEL_EXPORTER_OTLP_HEADERS', problems), ...ownHeaders };
+  const headers = { ...sharedHeaders, ...readPairs(env, `OTEL_EXPORTER_OTLP_${upper}_HEADERS`, problems) };
   const ownTimeout = `OTEL_EXPORTER_OTLP_${upper}_TIMEOUT`;
   const timeoutName = value(env, ownTimeout) === undefined ? 'OTEL_EXPORTER_OTLP_TIMEOUT' : ownTimeout;
   const timeoutMs = readMs(env, timeoutName, 10_000, problems);
