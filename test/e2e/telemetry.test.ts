@@ -147,6 +147,59 @@ function moduleLoadLog(): { preload: string; log: string; loaded: () => string[]
   return { preload, log, loaded: () => readFileSync(log, 'utf8').split('\n').filter(Boolean) };
 }
 
+describe('the traceparent header and refusals', () => {
+  it('continues a traceparent header; counts a refusal by its code, the refused token in no export', async () => {
+    const receiver = await startOtlpReceiver();
+    const server = await startServer({
+      env: {
+        MCP_AUTH_TOKENS: TOKEN,
+        OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint,
+        OTEL_BSP_SCHEDULE_DELAY: '20',
+        OTEL_METRIC_EXPORT_INTERVAL: '50',
+      },
+    });
+    try {
+      const post = (token: string, extra: Record<string, string> = {}) =>
+        fetch(server.url, {
+          method: 'POST',
+          headers: {
+            authorization: `Bearer ${token}`,
+            'content-type': 'application/json',
+            accept: 'application/json, text/event-stream',
+            ...extra,
+          },
+          body: JSON.stringify(initializeBody()),
+        }).then(async (res) => ({ status: res.status, body: await res.text() }));
+      // A cold instance answers its first initialize before its core (and telemetry) is loaded.
+      expect((await post(TOKEN)).status).toBe(200);
+      const { traceId, spanId, traceparent } = clientTraceContext();
+      expect((await post(TOKEN, { traceparent })).status).toBe(200);
+      const wrongToken = 'wrong-token-that-must-not-be-exported-42';
+      expect((await post(wrongToken)).status).toBe(401);
+
+      await receiver.waitFor(
+        (r) => r.spans().some((span) => span.traceId === traceId && span.name === 'initialize'),
+        'the initialize span in the header’s trace',
+      );
+      const inTrace = receiver.spans().filter((span) => span.traceId === traceId);
+      const http = inTrace.find((span) => span.name === 'POST /mcp');
+      expect(http?.parentSpanId).toBe(spanId);
+      expect(inTrace.find((span) => span.name === 'initialize')?.parentSpanId).toBe(http?.spanId);
+      await receiver.waitFor(
+        (r) =>
+          r.metrics().some((m) => m.name === 'sandbox_mcp.refusals' && m.attributes['error.type'] === 'auth_invalid'),
+        'the refusal of the wrong token, counted by its code',
+      );
+      const refused = receiver.spans().find((span) => span.attributes['http.response.status_code'] === 401);
+      expect(refused?.attributes).toMatchObject({ 'error.type': 'auth_invalid' });
+      expect(receiver.allText()).not.toContain(wrongToken);
+      expect(receiver.allText()).not.toContain(TOKEN);
+    } finally {
+      await receiver.close();
+    }
+  });
+});
+
 describe('telemetry off by default', () => {
   it.each([
     ['without OTEL_* settings, no OpenTelemetry module is loaded', false],
