@@ -22,6 +22,37 @@ const { validatePlan } = require('./validate-plan');
 /** A variable name FC takes: a letter, then letters, digits and _. */
 const VARIABLE_NAME = /^[A-Za-z][A-Za-z0-9_]*$/;
 
+/**
+ * OpenTelemetry's settings (docs/observability.md), taken from the deploying shell when set there, like the E2B key:
+ * endpoints and headers are secrets (an endpoint of Alibaba Cloud's Managed Service for OpenTelemetry carries its
+ * token in its path), so they never enter s.yaml or the output. The server checks their values at start-up.
+ * [name, secret]
+ * @type {ReadonlyArray<[string, boolean]>}
+ */
+const TELEMETRY_FROM_SHELL = Object.freeze([
+  ['OTEL_EXPORTER_OTLP_ENDPOINT', true],
+  ['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', true],
+  ['OTEL_EXPORTER_OTLP_METRICS_ENDPOINT', true],
+  ['OTEL_EXPORTER_OTLP_HEADERS', true],
+  ['OTEL_EXPORTER_OTLP_TRACES_HEADERS', true],
+  ['OTEL_EXPORTER_OTLP_METRICS_HEADERS', true],
+  ['OTEL_EXPORTER_OTLP_PROTOCOL', false],
+  ['OTEL_EXPORTER_OTLP_TRACES_PROTOCOL', false],
+  ['OTEL_EXPORTER_OTLP_METRICS_PROTOCOL', false],
+  ['OTEL_EXPORTER_OTLP_COMPRESSION', false],
+  ['OTEL_EXPORTER_OTLP_TIMEOUT', false],
+  ['OTEL_TRACES_EXPORTER', false],
+  ['OTEL_METRICS_EXPORTER', false],
+  ['OTEL_SERVICE_NAME', false],
+  ['OTEL_RESOURCE_ATTRIBUTES', false],
+  ['OTEL_TRACES_SAMPLER', false],
+  ['OTEL_TRACES_SAMPLER_ARG', false],
+  ['OTEL_BSP_SCHEDULE_DELAY', false],
+  ['OTEL_METRIC_EXPORT_INTERVAL', false],
+  ['OTEL_SDK_DISABLED', false],
+  ['MCP_TELEMETRY_COMMAND_TEXT', false],
+]);
+
 /** Variables the CLI sets itself; --env may not override them. */
 const MANAGED_NAMES = new Set([
   'MCP_AUTH',
@@ -42,6 +73,7 @@ const MANAGED_NAMES = new Set([
   'LOG_LEVEL',
   'PORT',
   'HOST',
+  ...TELEMETRY_FROM_SHELL.map(([name]) => name),
 ]);
 
 /**
@@ -181,6 +213,11 @@ function createPlan(args, env) {
         `--env "${entry.split('=')[0]}" must be NAME=VALUE with a NAME of letters, digits and _ that starts with ` +
           `a letter`,
       );
+    } else if (TELEMETRY_FROM_SHELL.some(([telemetry]) => telemetry === name)) {
+      problems.push(
+        `--env ${name}: telemetry settings come from the shell you deploy from (export ${name}=…), so that an ` +
+          'endpoint or header that carries a credential enters neither s.yaml nor the command line',
+      );
     } else if (MANAGED_NAMES.has(name)) {
       problems.push(`--env ${name} is set by this CLI; use its own option (see --help) instead`);
     } else {
@@ -216,6 +253,12 @@ function createPlan(args, env) {
     ...(sandbox === 'e2b' && e2b.template === undefined
       ? [{ name: 'E2B_TEMPLATE', required: setHere('E2B_TEMPLATE'), secret: false }]
       : []),
+    // Telemetry's settings as this shell has them: each then required at s deploy, like E2B_TEMPLATE.
+    ...TELEMETRY_FROM_SHELL.filter(([name]) => setHere(name)).map(([name, secret]) => ({
+      name,
+      required: true,
+      secret,
+    })),
   ];
 
   const domain = planDomain(args, problems, warnings);

@@ -240,3 +240,23 @@ describe('affinity', () => {
     },
   );
 });
+
+describe('telemetry', () => {
+  it("passes the shell's OTEL_* settings to the function, the endpoint's token in no output or s.yaml", async () => {
+    const endpoint = 'http://tracing-analysis-dc-hz-internal.aliyuncs.com/adapt_secret-token-8f2e/api/otlp/traces';
+    const run = await deployToFake(fake, ['--auth-token-file', tokenFile(), '--no-logs'], {
+      ...SHELL,
+      OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: endpoint,
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+    });
+    expect(run.code).toBe(0);
+    expect(fake.functions.get('sandbox-mcp')?.environmentVariables).toMatchObject({
+      OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: endpoint,
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+    });
+    expect(`${run.stdout}${run.stderr}`).not.toContain('secret-token-8f2e');
+    const sYaml = readFileSync(join(run.outputDir, 's.yaml'), 'utf8');
+    expect(sYaml).toContain('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: ${env(OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)}');
+    expect(sYaml).not.toContain('secret-token-8f2e');
+  });
+});

@@ -210,3 +210,27 @@ describe('runtime and region', () => {
     expect(plan(['--region', 'cn-guangzhou'], { ...SHELL, E2B_DOMAIN: 'e2b.app' }).problems).toEqual([]);
   });
 });
+
+describe('telemetry settings from the deploying shell', () => {
+  it('take each OTEL_* variable the shell sets, required at s deploy, endpoints and headers as secrets', () => {
+    const shell = {
+      ...SHELL,
+      OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://tracing.example/adapt_token/api/otlp/traces',
+      OTEL_EXPORTER_OTLP_HEADERS: 'x-api-key=abc',
+      OTEL_SERVICE_NAME: 'mcp-prod',
+    };
+    const { plan: p, problems } = plan([], shell);
+    expect(problems).toEqual([]);
+    expect(p.fromShell.filter((v) => v.name.startsWith('OTEL_'))).toEqual([
+      { name: 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', required: true, secret: true },
+      { name: 'OTEL_EXPORTER_OTLP_HEADERS', required: true, secret: true },
+      { name: 'OTEL_SERVICE_NAME', required: true, secret: false },
+    ]);
+    expect(Object.keys(p.environment).filter((name) => name.startsWith('OTEL_'))).toEqual([]);
+  });
+
+  it('refuse them through --env, which would put them in s.yaml and the command line', () => {
+    const { problems } = plan(['--env', 'OTEL_EXPORTER_OTLP_ENDPOINT=http://c:4318']);
+    expect(problems).toEqual([expect.stringContaining('telemetry settings come from the shell you deploy from')]);
+  });
+});

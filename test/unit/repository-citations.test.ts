@@ -26,6 +26,8 @@ const KNOWN: Readonly<Record<string, string>> = {
   'mcp-core.js': 'the core, a file the build writes beside index.js (build.mjs DEFERRED_MODULES)',
   'e2b-sdk.js': 'the E2B SDK, a file the build writes beside index.js (build.mjs DEFERRED_MODULES)',
   'jose.js': 'jose, a file the build writes beside index.js (build.mjs DEFERRED_MODULES)',
+  'telemetry.js': 'OpenTelemetry, a file the build writes beside index.js (build.mjs DEFERRED_MODULES)',
+  'dist/telemetry.js': 'OpenTelemetry as the build writes it (build.mjs DEFERRED_MODULES)',
   './e2b-sdk.js': 'the E2B SDK as its stand-in requires it (functions/mcp/bundle/deferred-e2b-sdk.ts)',
   'stdio.js': 'the stdio bundle by its name in dist/',
   'code/mcp-core.js': 'the core inside the deploy artifact',

@@ -102,7 +102,8 @@ function readSignal(
   const url = own ?? `${shared?.replace(/\/+$/, '')}${PATHS[signal]}`;
   const source = own === undefined ? 'OTEL_EXPORTER_OTLP_ENDPOINT' : `OTEL_EXPORTER_OTLP_${upper}_ENDPOINT`;
   if (!/^https?:\/\/[^/\s]+/.test(url)) {
-    problems.push(`${source} must be an http(s) URL (got "${own ?? shared}")`);
+    // Not quoted: an endpoint may carry its credential in the path (Alibaba Cloud's Managed Service for OpenTelemetry).
+    problems.push(`${source} must be an http(s) URL (starting http:// or https://; its value is not shown)`);
     return undefined;
   }
   const pick = (name: string): string | undefined =>
