@@ -6,6 +6,7 @@
  */
 import { NODES, ok, startWire, type Wire, wireDescribe } from '../support/e2b-wire';
 import { type OtlpReceiver, startOtlpReceiver } from '../support/otlp-receiver';
+import { SETTLE_MS } from '../support/processes';
 
 const COMMAND_SECRET = 'e2b-telemetry-secret-3c9d';
 
@@ -33,6 +34,7 @@ wireDescribe.each(NODES)('telemetry on E2B, server on %s', (_name, node) => {
     await receiver.waitFor(
       (r) => r.spans().some((span) => span.name === 'sandbox.run_command'),
       'the run_command call’s sandbox span',
+      SETTLE_MS,
     );
     const spans = receiver.spans();
     const byId = new Map(spans.map((span) => [span.spanId, span]));
@@ -50,6 +52,7 @@ wireDescribe.each(NODES)('telemetry on E2B, server on %s', (_name, node) => {
     await receiver.waitFor(
       () => measured('sandbox.create') && measured('command.start'),
       'the durations of the E2B calls that created the sandbox and started the command',
+      SETTLE_MS,
     );
     const exported = receiver.allText();
     for (const secret of [wire.env.E2B_API_KEY ?? '', COMMAND_SECRET])

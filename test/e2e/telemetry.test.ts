@@ -15,7 +15,8 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from '../support/otlp-receiver';
 import { initializeBody } from '../support/http';
-import { findFreePort, startServer, stopAllServers } from '../support/server';
+import { pollUntil, SETTLE_MS } from '../support/processes';
+import { findFreePort, type StartedServer, startServer, stopAllServers } from '../support/server';
 
 const TOKEN = 'telemetry-test-token-0123456789abcdef';
 const SESSION_SECRET = 'telemetry-session-secret-0123456789abcdef0123';
@@ -41,6 +42,13 @@ function clientTraceContext() {
 }
 
 const named = (spans: ReceivedSpan[], name: string) => spans.filter((span) => span.name === name);
+
+/**
+ * A cold instance answers its first initialize before its core (and telemetry) is loaded (early-initialize.ts), then
+ * loads it: this waits for that, so that the next request is the core's, and traced.
+ */
+const coreLoaded = (server: StartedServer) =>
+  pollUntil(() => server.logs().some((line) => line.msg === 'core loaded'), Boolean, SETTLE_MS);
 
 describe.each([['http/protobuf'], ['http/json']])('telemetry exported over %s', (protocol) => {
   let receiver: OtlpReceiver;
@@ -77,6 +85,7 @@ describe.each([['http/protobuf'], ['http/json']])('telemetry exported over %s', 
     await receiver.waitFor(
       () => named(inTrace(), 'sandbox.run_command').length === 1 && named(inTrace(), 'POST /mcp').length === 1,
       'the trace of the run_command call',
+      SETTLE_MS,
     );
     const spans = inTrace();
     const [http] = named(spans, 'POST /mcp');
@@ -109,6 +118,7 @@ describe.each([['http/protobuf'], ['http/json']])('telemetry exported over %s', 
     await receiver.waitFor(
       (r) => r.metrics().some((m) => m.name === 'mcp.server.operation.duration' && m.attributes['gen_ai.tool.name']),
       'the MCP operation duration of the tool calls',
+      SETTLE_MS,
     );
     const names = new Set(receiver.metrics().map((m) => m.name));
     for (const name of [
@@ -170,8 +180,8 @@ describe('the traceparent header and refusals', () => {
           },
           body: JSON.stringify(initializeBody()),
         }).then(async (res) => ({ status: res.status, body: await res.text() }));
-      // A cold instance answers its first initialize before its core (and telemetry) is loaded.
       expect((await post(TOKEN)).status).toBe(200);
+      await coreLoaded(server);
       const { traceId, spanId, traceparent } = clientTraceContext();
       expect((await post(TOKEN, { traceparent })).status).toBe(200);
       const wrongToken = 'wrong-token-that-must-not-be-exported-42';
@@ -180,6 +190,7 @@ describe('the traceparent header and refusals', () => {
       await receiver.waitFor(
         (r) => r.spans().some((span) => span.traceId === traceId && span.name === 'initialize'),
         'the initialize span in the header’s trace',
+        SETTLE_MS,
       );
       const inTrace = receiver.spans().filter((span) => span.traceId === traceId);
       const http = inTrace.find((span) => span.name === 'POST /mcp');
@@ -189,9 +200,11 @@ describe('the traceparent header and refusals', () => {
         (r) =>
           r.metrics().some((m) => m.name === 'sandbox_mcp.refusals' && m.attributes['error.type'] === 'auth_invalid'),
         'the refusal of the wrong token, counted by its code',
+        SETTLE_MS,
       );
-      const refused = receiver.spans().find((span) => span.attributes['http.response.status_code'] === 401);
-      expect(refused?.attributes).toMatchObject({ 'error.type': 'auth_invalid' });
+      const refused = () => receiver.spans().find((span) => span.attributes['http.response.status_code'] === 401);
+      await receiver.waitFor(() => refused() !== undefined, 'the span of the refused request', SETTLE_MS);
+      expect(refused()?.attributes).toMatchObject({ 'error.type': 'auth_invalid' });
       expect(receiver.allText()).not.toContain(wrongToken);
       expect(receiver.allText()).not.toContain(TOKEN);
     } finally {
@@ -253,11 +266,13 @@ describe('on FC, the last answer in flight ends only once its spans are exported
         'content-type': 'application/json',
         accept: 'application/json, text/event-stream',
       };
-      // A cold instance answers its first initialize before its core (and telemetry) is loaded; the second is traced.
-      for (let i = 0; i < 2; i += 1) {
-        const res = await fetch(`${server.url}`, { method: 'POST', headers, body: JSON.stringify(initializeBody()) });
+      const initialize = async () => {
+        const res = await fetch(server.url, { method: 'POST', headers, body: JSON.stringify(initializeBody()) });
         await res.text();
-      }
+      };
+      await initialize();
+      await coreLoaded(server);
+      await initialize();
       const initializeSpans = receiver.spans().filter((span) => span.name === 'initialize');
       expect(initializeSpans).toHaveLength(onFc ? 1 : 0);
     } finally {
