@@ -93,7 +93,14 @@ needs('bubblewrap').describe('named sandboxes that sleep and wake, local backend
       out(await a.callTool('run_code', { code: 'x = 42' }));
       const server = markedSleep(1000);
       out(await a.callTool('run_command', { command: server, background: true }));
-      expect(processesWithCmdline(server)).toHaveLength(1);
+      // Started means spawned: the exec of `sleep` may still be on its way on a busy machine.
+      expect(
+        await pollUntil(
+          () => processesWithCmdline(server),
+          (found) => found.length > 0,
+          SETTLE_MS,
+        ),
+      ).toHaveLength(1);
       const status = out<{ name: string; sleep: { mode: string } }>(await a.callTool('sandbox_status'));
       expect(status).toMatchObject({ name: 'proj', sleep: { mode: 'files' } });
 
