@@ -28,6 +28,7 @@ import {
   mcpStartAttributes,
   requestEndAttributes,
 } from '../mcp-messages';
+import { redactorOf } from '../redact';
 import type { TelemetrySettings } from '../settings';
 import type { HeldCounts, RequestTrace, SpanAttributes, SpanNote, Telemetry } from '../telemetry';
 import { createMetrics, type Metrics } from './metrics';
@@ -56,9 +57,10 @@ const headerGetter = {
 export function createOtelTelemetry(options: OtelTelemetryOptions): Telemetry {
   const { settings, logger } = options;
   let diagnosed = 0;
+  const redact = redactorOf(settings);
   const providers = createProviders(settings, options.resource, (message) => {
     // The SDK repeats a failing export every few seconds: the first few are enough to say why.
-    if (++diagnosed <= 5) logger.warn('telemetry export problem', { detail: message });
+    if (++diagnosed <= 5) logger.warn('telemetry export problem', { detail: redact(message) });
   });
   const tracer: Tracer = (providers.tracerProvider ?? trace).getTracer(SERVER_INFO.name, SERVER_INFO.version);
   const metrics = createMetrics(providers.meterProvider, options.held);
