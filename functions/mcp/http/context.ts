@@ -5,6 +5,7 @@ import type { RequestTrace } from '../telemetry/telemetry';
 export interface RequestLogFields {
   mcp_method?: string;
   tool?: string;
+  /** The tag of the 2025 session, or of the 2026-07-28 sandbox handle the call named (never either itself). */
   session?: string;
   protocol_version?: string;
   era?: 'legacy' | 'modern';

@@ -79,8 +79,11 @@ export function mcpStartAttributes(facts: McpMessageFacts): SpanAttributes {
  * version, and a refusal's code as `error.type` (the HTTP status is the request span's own).
  */
 export function requestEndAttributes(facts: RequestFacts): SpanAttributes {
+  const modern = facts.era === 'modern';
   return {
-    'mcp.session.id': facts.session,
+    // A 2026-07-28 call has no session: the tag names its sandbox handle instead.
+    'mcp.session.id': modern ? undefined : facts.session,
+    'sandbox_mcp.handle': modern ? facts.session : undefined,
     'mcp.protocol.version': facts.protocol_version,
     'error.type': facts.error_code,
     'sandbox_mcp.era': facts.era,

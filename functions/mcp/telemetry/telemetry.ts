@@ -8,7 +8,7 @@
 export interface RequestFacts {
   readonly mcp_method?: string;
   readonly tool?: string;
-  /** The session's non-reversible tag, never its id. */
+  /** The non-reversible tag of the session (2025) or of the sandbox handle (2026-07-28), never either itself. */
   readonly session?: string;
   readonly protocol_version?: string;
   readonly era?: 'legacy' | 'modern';

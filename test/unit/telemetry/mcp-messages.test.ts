@@ -1,5 +1,10 @@
 /** MCP spans' names and attributes (functions/mcp/telemetry/mcp-messages.ts): the conventions', no argument values. */
-import { mcpMessagesOf, mcpSpanName, mcpStartAttributes } from '../../../functions/mcp/telemetry/mcp-messages';
+import {
+  mcpMessagesOf,
+  mcpSpanName,
+  mcpStartAttributes,
+  requestEndAttributes,
+} from '../../../functions/mcp/telemetry/mcp-messages';
 
 const TRACEPARENT = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
 
@@ -46,5 +51,20 @@ describe('MCP messages as spans', () => {
     expect(message?.traceparent).toBeUndefined();
     const [numeric] = mcpMessagesOf({ jsonrpc: '2.0', id: 1, method: 'ping', params: { _meta: { traceparent: 5 } } });
     expect(numeric?.traceparent).toBeUndefined();
+  });
+});
+
+describe('what a request learned, on its spans', () => {
+  it('names a 2025 session as mcp.session.id and a 2026-07-28 handle as sandbox_mcp.handle, by their tags', () => {
+    expect(requestEndAttributes({ era: 'legacy', session: 'aaaa11112222', protocol_version: '2025-11-25' })).toEqual(
+      expect.objectContaining({ 'mcp.session.id': 'aaaa11112222', 'sandbox_mcp.handle': undefined }),
+    );
+    expect(requestEndAttributes({ era: 'modern', session: 'bbbb33334444', error_code: 'no_room' })).toEqual(
+      expect.objectContaining({
+        'mcp.session.id': undefined,
+        'sandbox_mcp.handle': 'bbbb33334444',
+        'error.type': 'no_room',
+      }),
+    );
   });
 });
