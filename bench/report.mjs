@@ -4,6 +4,7 @@ import { cpus, release, totalmem, type } from 'node:os';
 
 import { sleepingMemoryRows, wakeRows } from './report-sleep.mjs';
 import { f, notMeasuredRow } from './report-rows.mjs';
+import { telemetryRows } from './report-telemetry.mjs';
 import { fileTransferRows } from './report-transfer.mjs';
 
 /** The machine the run is on. */
@@ -36,6 +37,7 @@ export function toRows({
   sleepingMemory,
   egress,
   fileTransfer,
+  telemetry,
 }) {
   const rows = [];
   if (coldStart !== undefined) rows.push(...coldStartRows(coldStart));
@@ -49,6 +51,7 @@ export function toRows({
   if (sleepingMemory !== undefined) rows.push(...sleepingMemoryRows(sleepingMemory));
   if (egress !== undefined) rows.push(...egressRows(egress));
   if (fileTransfer !== undefined) rows.push(...fileTransferRows(fileTransfer));
+  if (telemetry !== undefined) rows.push(...telemetryRows(telemetry));
   return rows;
 }
 

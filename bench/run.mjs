@@ -16,6 +16,7 @@ import { measureOverhead } from './figures/overhead.mjs';
 import { measureSandboxMemory } from './figures/sandbox-memory.mjs';
 import { measureSessionMemory } from './figures/session-memory.mjs';
 import { measureSleepingMemory } from './figures/sleeping-memory.mjs';
+import { measureTelemetry } from './figures/telemetry.mjs';
 import { measureThroughput } from './figures/throughput.mjs';
 import { measureToolLatency } from './figures/tool-latency.mjs';
 import { measureWake } from './figures/wake.mjs';
@@ -41,6 +42,7 @@ const FIGURES = {
   'sleeping-memory': {},
   egress: {},
   'file-transfer': {},
+  telemetry: {},
 };
 
 const settings = quick
@@ -187,6 +189,18 @@ async function main() {
     );
     results.egress = await measureEgress({ runs: settings.egressRuns, connections: settings.egressConnections });
     if (results.egress.skipped !== undefined) progress(`10 egress not measured: ${results.egress.skipped}`);
+  }
+  if (selected('telemetry')) {
+    progress(
+      `12 telemetry: ours off and on (exporting to a loopback OTLP sink), ${settings.tpRuns} × ${settings.durationS} ` +
+        's per server and load client, 1 and 64 sessions',
+    );
+    results.telemetry = await measureTelemetry({
+      connections: settings.connections,
+      runs: settings.tpRuns,
+      durationMs: settings.durationS * 1000,
+      warmupMs: settings.warmupS * 1000,
+    });
   }
   if (selected('file-transfer')) {
     progress(

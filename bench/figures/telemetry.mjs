@@ -1,0 +1,52 @@
+// Figure 12: what telemetry costs. Ours twice, in the same run and under the same load as figure 2 (`tools/call`
+// of `sandbox_status`, 32 connections, 1 and 64 sessions, both load clients): telemetry off, and on with traces
+// and metrics exported over OTLP/HTTP (protobuf) to a loopback sink that takes everything. The ratio of the two is
+// the cost of tracing every request; the sink's counts show that the spans did go out.
+import { startOtlpSink } from '../harness/otlp-sink.mjs';
+import { callTool, openSession, runPool } from '../harness/mcp-wire.mjs';
+import { MANY_SESSIONS_ENV, startServer } from '../harness/servers.mjs';
+import { PREPARED_SESSIONS } from '../harness/targets.mjs';
+import { measureThroughput } from './throughput.mjs';
+
+/**
+ * Resolves with `{ throughput, exported }`: figure 2's results for targets `ours` (off) and `ours-telemetry` (on),
+ * and what the sink received (requests and bytes by path).
+ */
+export async function measureTelemetry(options) {
+  const sink = await startOtlpSink();
+  const telemetryEnv = {
+    OTEL_EXPORTER_OTLP_ENDPOINT: sink.origin,
+    // The defaults of a deployment: spans in batches every 5 s, metrics every 60 s (at least once, at the end).
+    OTEL_SERVICE_NAME: 'bench',
+  };
+  const [off, on] = await Promise.all([
+    startServer('ours', { env: MANY_SESSIONS_ENV }),
+    startServer('ours', { env: { ...MANY_SESSIONS_ENV, ...telemetryEnv } }),
+  ]);
+  try {
+    const targets = [];
+    for (const [server, name] of [
+      [off, 'ours'],
+      [on, 'ours-telemetry'],
+    ]) {
+      const sessionIds = await runPool(PREPARED_SESSIONS, 8, async () => {
+        const id = await openSession(server.url);
+        await callTool(server.url, id, 'run_command', { command: 'true' });
+        return id;
+      });
+      targets.push({
+        name,
+        origin: server.origin,
+        url: server.url,
+        pid: server.pid,
+        tool: 'sandbox_status',
+        sessionIds,
+      });
+    }
+    const throughput = await measureThroughput(targets, options);
+    return { throughput, exported: sink.stats() };
+  } finally {
+    await Promise.all([off.stop(), on.stop()]);
+    await sink.close();
+  }
+}
