@@ -50,6 +50,11 @@ export interface RequestContext {
    * writes it knows when (node-listener.ts; in the tests, the in-process harness).
    */
   readonly onSent: (done: () => void) => void;
+  /**
+   * Runs `step`, awaited, once the answer's body has ended and before its end is written (node-listener.ts): on FC,
+   * what must happen while the request is still in flight (an instance with none is frozen). Absent without the shell.
+   */
+  readonly beforeEnd?: (step: () => Promise<void>) => void;
   /** A stable, non-secret id of the credential that authenticated this request; set by http/mcp-gates.ts. */
   principal?: string;
   /** The request's trace, when telemetry is on (http/request-trace.ts); MCP messages run in its spans. */

@@ -89,6 +89,7 @@ export function createNodeListener(handler: FetchHandler, options: NodeListenerO
       });
     // Run once the answer was written or failed, or the client went away (writeResponse stops then too).
     const sent: Array<() => void> = [];
+    const beforeEnd: Array<() => Promise<void>> = [];
     const ctx: RequestContext = {
       requestId,
       path: new URL(request.url).pathname,
@@ -102,6 +103,7 @@ export function createNodeListener(handler: FetchHandler, options: NodeListenerO
       },
       signal: abort.signal,
       onSent: (done) => sent.push(done),
+      beforeEnd: (step) => beforeEnd.push(step),
     };
     // Trusted: it got past the token check (or its body was wanted). An untrusted one still sending a body is
     // answered with its connection closed, its body discarded up to a small budget.
@@ -116,7 +118,7 @@ export function createNodeListener(handler: FetchHandler, options: NodeListenerO
           // the rest is drained (discardUnread), and the client closes it (RFC 9112 §9.6, lingering close).
           else res.shouldKeepAlive = true;
         }
-        return writeResponse(response, res, abort.signal);
+        return writeResponse(response, res, abort.signal, beforeEnd);
       })
       .catch((err: unknown) => {
         onError?.(err, req.destroyed || res.destroyed);
@@ -249,13 +251,19 @@ function discardUnread(req: IncomingMessage, budget: number): void {
   req.resume();
 }
 
-async function writeResponse(response: Response, res: ServerResponse, signal: AbortSignal): Promise<void> {
+async function writeResponse(
+  response: Response,
+  res: ServerResponse,
+  signal: AbortSignal,
+  beforeEnd: ReadonlyArray<() => Promise<void>>,
+): Promise<void> {
   const headers: Record<string, string> = {};
   response.headers.forEach((value, name) => {
     headers[name] = value;
   });
   res.writeHead(response.status, headers);
   if (response.body === null) {
+    await runSteps(beforeEnd);
     res.end();
     return;
   }
@@ -279,6 +287,12 @@ async function writeResponse(response: Response, res: ServerResponse, signal: Ab
     }
   } finally {
     signal.removeEventListener('abort', cancel);
+    await runSteps(beforeEnd);
     res.end();
   }
+}
+
+/** The context's before-end steps, in order; one that fails does not keep the answer from ending. */
+async function runSteps(steps: ReadonlyArray<() => Promise<void>>): Promise<void> {
+  for (const step of steps) await step().catch(() => undefined);
 }

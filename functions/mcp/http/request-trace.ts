@@ -1,9 +1,9 @@
 /**
- * Traces each request when telemetry is on (telemetry/telemetry.ts): its span starts on arrival and ends with the
- * last byte of the answer, with the status and what the request log learned. On FC an instance with no request in
- * flight is frozen, and nothing it buffered could be exported until the next request thaws it: there, the answer
- * that leaves no other request in flight waits for the export (at most the export timeout, capped at 2 s) before
- * its end is written. Not composed at all when telemetry is off.
+ * Traces each request when telemetry is on (telemetry/telemetry.ts): its span starts on arrival and ends once the
+ * answer is written, with the status and what the request log learned. On FC an instance with no request in flight
+ * is frozen, and nothing it buffered could be exported until the next request thaws it: there, the answer that
+ * leaves no other request in flight waits for the export (at most the export timeout, capped at 2 s) before its end
+ * is written (`beforeEnd`, node-listener.ts). Not composed at all when telemetry is off.
  */
 import type { RequestFacts, Telemetry } from '../telemetry/telemetry';
 import type { FetchHandler, RequestContext } from './context';
@@ -24,31 +24,28 @@ export function withRequestTrace(next: FetchHandler, telemetry: Telemetry, optio
     const trace = telemetry.startRequest(req.method, ctx.path, req.headers);
     ctx.trace = trace;
     let status = 500;
-    let finished = false;
-    /** Ends the request's spans, once; on FC, the last one out exports. */
-    const finish = async (): Promise<void> => {
-      if (finished) return;
-      finished = true;
+    let ended = false;
+    /** Ends the request's spans, once: when the answer is written, or (on FC) just before its end. */
+    const end = (): boolean => {
+      if (ended) return false;
+      ended = true;
       trace.end(status, factsOf(ctx));
       inFlight -= 1;
-      if (options.flushWhenIdle && inFlight === 0) await telemetry.flush();
+      return true;
     };
-    // A client that goes away before the end still ends the spans.
-    ctx.onSent(() => void finish());
-    let res: Response;
+    ctx.onSent(() => void end());
+    if (options.flushWhenIdle)
+      ctx.beforeEnd?.(async () => {
+        if (end() && inFlight === 0) await telemetry.flush();
+      });
     try {
-      res = await next(req, ctx);
+      const res = await next(req, ctx);
+      status = res.status;
+      return res;
     } catch (err: unknown) {
-      await finish();
+      end();
       throw err;
     }
-    status = res.status;
-    if (res.body === null) {
-      await finish();
-      return res;
-    }
-    const body = res.body.pipeThrough(new TransformStream<Uint8Array, Uint8Array>({ flush: finish }));
-    return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
   };
 }
 

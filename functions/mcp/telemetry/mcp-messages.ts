@@ -69,8 +69,6 @@ export function mcpStartAttributes(facts: McpMessageFacts): SpanAttributes {
     'jsonrpc.request.id': facts.requestId,
     'gen_ai.tool.name': facts.tool,
     'gen_ai.operation.name': facts.tool === undefined ? undefined : 'execute_tool',
-    'network.transport': 'tcp',
-    'network.protocol.name': 'http',
   };
 }
 

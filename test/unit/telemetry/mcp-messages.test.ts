@@ -23,8 +23,6 @@ describe('MCP messages as spans', () => {
       'jsonrpc.request.id': '7',
       'gen_ai.tool.name': 'run_command',
       'gen_ai.operation.name': 'execute_tool',
-      'network.transport': 'tcp',
-      'network.protocol.name': 'http',
     });
     expect(JSON.stringify(call)).not.toContain('secret');
   });

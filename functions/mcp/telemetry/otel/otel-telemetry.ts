@@ -158,7 +158,7 @@ function startRequest(deps: TraceDeps, method: string, path: string, headers: He
       {
         kind: SpanKind.SERVER,
         startTime: arrivedMs,
-        attributes: { 'http.request.method': method, 'http.route': route, 'url.path': route, 'url.scheme': 'http' },
+        attributes: { 'http.request.method': method, 'http.route': route },
       },
       parent,
     );
@@ -208,8 +208,9 @@ function startRequest(deps: TraceDeps, method: string, path: string, headers: He
           'sandbox_mcp.credential': facts.principal,
         });
       }
+      // The MCP attributes are on the MCP spans; a request without one (refused before it, or not a POST) has them.
       const span = ensureHttpSpan(headerContext ?? ROOT_CONTEXT);
-      span.setAttributes(endAttributes);
+      if (mcpSpans.length === 0) span.setAttributes(endAttributes);
       span.setAttribute('http.response.status_code', status);
       if (status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
       span.end(endedMs);
