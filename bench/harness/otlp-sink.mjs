@@ -11,7 +11,8 @@ export function startOtlpSink() {
       bytes += chunk.length;
     });
     req.on('end', () => {
-      const entry = (counts[req.url] ??= { requests: 0, bytes: 0 });
+      counts[req.url] ??= { requests: 0, bytes: 0 };
+      const entry = counts[req.url];
       entry.requests += 1;
       entry.bytes += bytes;
       const json = String(req.headers['content-type']).startsWith('application/json');
