@@ -223,3 +223,17 @@ it(
     expect(h.sdk.sandboxes.map((s) => s.killed)).toEqual([true, true, false]);
   },
 );
+
+it("names each call's sandbox handle in its request log line by the handle's tag, never the handle", async () => {
+  const h = createHarness();
+  const client = await h.connectModern();
+  const sandbox = handleOf(await call(client, 'write_file', { path: 'a.txt', content: 'a' }));
+  await call(client, 'read_file', { path: 'a.txt', sandbox });
+  const calls = h.logs().filter((line) => line.msg === 'request' && line.mcp_method === 'tools/call');
+  expect(calls.map((line) => line.era)).toEqual(['modern', 'modern']);
+  // Both calls are on the one sandbox: the same tag, which is no part of the handle.
+  const [first, second] = calls.map((line) => String(line.session));
+  expect(first).toMatch(/^[0-9a-f]{12}$/);
+  expect(second).toBe(first);
+  expect(sandbox).not.toContain(first);
+});

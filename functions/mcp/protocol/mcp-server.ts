@@ -6,7 +6,7 @@
  */
 import { type CallToolResult, createMcpHandler, type ServerContext } from '@modelcontextprotocol/server';
 
-import type { RequestContext } from '../http/context';
+import type { RequestContext, RequestLogFields } from '../http/context';
 import type { Logger } from '../log';
 import type { TableEntry } from '../sessions/sandbox-table';
 import type { HandleCheck } from '../sessions/entry-lookup';
@@ -22,6 +22,8 @@ export interface RequestBinding {
   readonly handle?: { readonly value: unknown; readonly check: HandleCheck };
   /** Where the request came to, read when needed: file URLs made for it start there (files/file-urls.ts). */
   readonly origin?: () => RequestOrigin;
+  /** The request's log fields, for what only the call learns (the 2026-07-28 handle's tag). */
+  readonly log?: RequestLogFields;
 }
 
 /** A lane: serves a POST whose body the endpoint read and parsed. */

@@ -16,7 +16,7 @@ import { checkHandle, createHandleLookup } from '../sessions/entry-lookup';
 import { placeOf } from '../sessions/sandbox-access';
 import { type CallScope, createCallDirectory, type DirectoryDeps } from '../sessions/sandbox-directory';
 import type { SandboxTable, TableEntry } from '../sessions/sandbox-table';
-import { type SignedIdCodec, toSessionTag } from '../sessions/session-id';
+import type { SignedIdCodec } from '../sessions/session-id';
 import type { ToolCatalog } from '../tools/registry';
 import { type CallContextOptions, toToolContext } from '../tools/tool';
 import { asResourceRequest, readFileResource, sandboxFileTemplate } from '../resources/file-resources';
@@ -79,6 +79,8 @@ export function createModernCall(options: ModernCallOptions): BoundCall {
       },
     };
     const { entry } = found;
+    // The handle's tag, as its entry carries it: the log's (and telemetry's) non-reversible name for it.
+    if (binding.log !== undefined) binding.log.session = entry.tag;
     const { fileUrls } = options;
     const context = {
       ...options.context,
@@ -143,10 +145,9 @@ export function createModernLane({ table, ids, serve, now }: ModernLaneOptions):
         return toErrorResponse(refusal, message?.id ?? null);
       }
       const check = handle === undefined ? undefined : checkHandle(ids, handle, principal, now());
-      // The handle's tag, as its entry carries it: the log's (and telemetry's) non-reversible name for it.
-      if (check?.ok === true && typeof handle === 'string') ctx.log.session = toSessionTag(handle);
       const binding: RequestBinding = {
         principal,
+        log: ctx.log,
         origin: () => originOf(req),
         ...(check !== undefined && { handle: { value: handle, check } }),
       };
