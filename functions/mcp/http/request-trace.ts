@@ -5,6 +5,7 @@
  * leaves no other request in flight waits for the export (at most the export timeout, capped at 2 s) before its end
  * is written (`beforeEnd`, node-listener.ts). Not composed at all when telemetry is off.
  */
+import { FILES_PATH } from '../files/file-urls';
 import type { RequestFacts, Telemetry } from '../telemetry/telemetry';
 import type { FetchHandler, RequestContext } from './context';
 
@@ -15,13 +16,19 @@ export interface RequestTraceOptions {
 
 /** FC's health check polls this every few seconds: no span for it, as no log line (request-log.ts). */
 const UNTRACED_PATH = '/health';
+/** The routes a request span is named after; any other path is `other`, so that span names stay few. */
+const ROUTES = new Set(['/mcp', '/initialize', '/pre-stop']);
+
+function routeOf(path: string): string {
+  return ROUTES.has(path) ? path : path.startsWith(FILES_PATH) ? `${FILES_PATH}*` : 'other';
+}
 
 export function withRequestTrace(next: FetchHandler, telemetry: Telemetry, options: RequestTraceOptions): FetchHandler {
   let inFlight = 0;
   return async (req, ctx) => {
     if (ctx.path === UNTRACED_PATH) return next(req, ctx);
     inFlight += 1;
-    const trace = telemetry.startRequest(req.method, ctx.path, req.headers);
+    const trace = telemetry.startRequest(req.method, routeOf(ctx.path), req.headers);
     ctx.trace = trace;
     let status = 500;
     let ended = false;

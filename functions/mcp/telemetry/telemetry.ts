@@ -50,8 +50,11 @@ export interface RequestTrace {
 export interface Telemetry {
   /** False for NO_TELEMETRY: callers skip building what only telemetry would read. */
   readonly enabled: boolean;
-  /** Starts the trace of a request that arrived now; `headers` may carry the client's `traceparent`. */
-  startRequest(method: string, path: string, headers: Headers): RequestTrace;
+  /**
+   * Starts the trace of a request that arrived now, to `route` (a path, or a few paths' name: `/files/*`, `other`);
+   * `headers` may carry the client's `traceparent`.
+   */
+  startRequest(method: string, route: string, headers: Headers): RequestTrace;
   /**
    * Runs `fn` in a span of its own, a child of whatever span is active (a sandbox operation): `fn` may add what it
    * learns (an exit code, a size) through the note. An error thrown marks the span failed with the error's class.

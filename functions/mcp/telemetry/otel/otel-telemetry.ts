@@ -18,7 +18,6 @@ import {
   trace,
 } from '@opentelemetry/api';
 
-import { FILES_PATH } from '../../files/file-urls';
 import type { Logger } from '../../log';
 import { SERVER_INFO } from '../../version';
 import {
@@ -45,9 +44,6 @@ export interface OtelTelemetryOptions {
 /** Longest a flush may hold an answer (on FC) or the shutdown; the export timeout when shorter. */
 const FLUSH_MAX_MS = 2_000;
 
-/** The routes a request span is named after; any other path is `other`, so that span names stay few. */
-const ROUTES = new Set(['/mcp', '/health', '/initialize', '/pre-stop']);
-
 const headerGetter = {
   get: (carrier: Headers, key: string) => carrier.get(key) ?? undefined,
   keys: (carrier: Headers) => [...carrier.keys()],
@@ -70,7 +66,7 @@ export function createOtelTelemetry(options: OtelTelemetryOptions): Telemetry {
 
   return {
     enabled: true,
-    startRequest: (method, path, headers) => startRequest({ tracer, metrics, outcomes }, method, path, headers),
+    startRequest: (method, route, headers) => startRequest({ tracer, metrics, outcomes }, method, route, headers),
     span: (name, attributes, fn) => inSpan(tracer, name, SpanKind.INTERNAL, attributes, fn),
     async clientCall(service, operation, fn) {
       const started = nowMs();
@@ -143,12 +139,11 @@ interface McpSpan {
  * One request's trace. Its span is created once its parent is known: the `traceparent` header's context, else
  * (for a single message) the message's `_meta` one, else none; it starts at the request's arrival either way.
  */
-function startRequest(deps: TraceDeps, method: string, path: string, headers: Headers): RequestTrace {
+function startRequest(deps: TraceDeps, method: string, route: string, headers: Headers): RequestTrace {
   const arrivedMs = nowMs();
   const headerContext = headers.has('traceparent')
     ? propagation.extract(ROOT_CONTEXT, headers, headerGetter)
     : undefined;
-  const route = ROUTES.has(path) ? path : path.startsWith(FILES_PATH) ? `${FILES_PATH}*` : 'other';
   let httpSpan: Span | undefined;
   const mcpSpans: McpSpan[] = [];
   let ended = false;
