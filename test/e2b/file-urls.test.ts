@@ -7,6 +7,7 @@
 import { describeTransfers, type FileUrl, MB, send, shell } from '../support/e2b-file-url-suite';
 import { ok, serviceDescribe, suiteWire } from '../support/e2b-wire';
 import { randomBody } from '../support/transfers';
+import { tamperBase64Url } from '../support/tamper';
 
 serviceDescribe("E2B's own signed URLs (MCP_FILE_URLS=auto, secure sandboxes)", () => {
   describeTransfers(20 * MB, { origin: 'backend', uploadMethod: 'POST' });
@@ -25,7 +26,7 @@ serviceDescribe("the server's own URLs on E2B (MCP_FILE_URLS=server)", () => {
       const down = await fileUrl({ path: 'kept.txt' });
       const up = await fileUrl({ path: 'kept.txt', mode: 'upload' });
       const token = new URL(down.url).searchParams.get('t') ?? '';
-      const changed = `${token.slice(0, -1)}${token.endsWith('A') ? 'B' : 'A'}`;
+      const changed = tamperBase64Url(token);
       expect((await fetch(down.url.replace(token, changed))).status).toBe(403);
       expect((await fetch(up.url)).status).toBe(403);
       const tooLarge = await send(up, randomBody(2 * MB).body);

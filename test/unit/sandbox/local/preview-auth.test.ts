@@ -12,6 +12,7 @@ import {
 } from '../../../../functions/mcp/sandbox/local/preview-auth';
 import { RequestFramer } from '../../../../functions/mcp/request-framing';
 import { createPreviewSigner } from '../../../../functions/mcp/sandbox/local/preview-token';
+import { tamperBase64Url } from '../../../support/tamper';
 
 const GATE: PreviewGate = {
   cookieName: 'mcp_preview_9',
@@ -138,7 +139,7 @@ describe('the preview tokens', () => {
     const later = (parseInt(issued, 36) + 30).toString(36);
     for (const bad of [
       `${later}.${mac}`,
-      `${issued}.${mac.slice(0, -1)}${mac.endsWith('A') ? 'B' : 'A'}`,
+      `${issued}.${tamperBase64Url(mac)}`,
       `${issued}.${mac}x`,
       `${issued}${mac}`,
       '',

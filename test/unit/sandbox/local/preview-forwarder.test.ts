@@ -24,6 +24,7 @@ import type { Supervisor } from '../../../../functions/mcp/sandbox/local/supervi
 import { pollUntil, SETTLE_MS } from '../../../support/processes';
 import { startHostSupervisor } from '../../../support/supervisor';
 import { bodyOf, exchange, exchangeOn, fetchPreview, httpGet, openConnection, openPreview } from '../../../support/tcp';
+import { tamperBase64Url } from '../../../support/tamper';
 
 const SECRET = 'preview-test-secret-0123456789abcdef';
 const TTL_MS = 3_600_000;
@@ -570,7 +571,7 @@ describe('behind a capability URL, on loopback as on a public address', () => {
         'another sandbox': signer.mint('url', { sandbox: 'sandbox-b', port }, now),
         'another secret': createPreviewSigner(`${SECRET}-other`, TTL_MS).mint('url', { sandbox: SANDBOX, port }, now),
         'issued too far ahead': signer.mint('url', { sandbox: SANDBOX, port }, now + 120_000),
-        tampered: `${token.slice(0, -1)}${token.endsWith('A') ? 'B' : 'A'}`,
+        tampered: tamperBase64Url(token),
         'the cookie as a token': cookie,
         garbage: 'x'.repeat(40),
       };
