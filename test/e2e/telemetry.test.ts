@@ -121,12 +121,7 @@ describe.each([['http/protobuf'], ['http/json']])('telemetry exported over %s', 
       SETTLE_MS,
     );
     const names = new Set(receiver.metrics().map((m) => m.name));
-    for (const name of [
-      'mcp.server.operation.duration',
-      'http.server.request.duration',
-      'sandbox_mcp.sessions',
-      'sandbox_mcp.sandboxes',
-    ])
+    for (const name of ['mcp.server.operation.duration', 'sandbox_mcp.sessions', 'sandbox_mcp.sandboxes'])
       expect({ name, exported: names.has(name) }).toEqual({ name, exported: true });
 
     // Nothing secret anywhere in what was exported (attribute keys and values, names, resources, metrics).

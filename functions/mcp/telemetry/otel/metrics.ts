@@ -1,9 +1,10 @@
 /**
  * The server's metrics: MCP operation durations as the semantic conventions for MCP name them
- * (`mcp.server.operation.duration`), HTTP request durations (`http.server.request.duration`), refusals by code, E2B
- * API call durations, and what the instance holds (sessions, and sandboxes per credential, by its non-reversible
- * principal). Durations are in seconds, as the conventions ask. Without a meter provider (metrics off) every
- * recording does nothing.
+ * (`mcp.server.operation.duration`), refusals by code, E2B API call durations, and what the instance holds
+ * (sessions, and sandboxes per credential, by its non-reversible principal). Durations are in seconds, as the
+ * conventions ask. One record per MCP message: HTTP request durations are left to the spans, as each record costs
+ * every request its share (docs/observability.md). Without a meter provider (metrics off) every recording does
+ * nothing.
  */
 import type { Attributes, Meter } from '@opentelemetry/api';
 import type { MeterProvider } from '@opentelemetry/sdk-metrics';
@@ -13,7 +14,6 @@ import type { HeldCounts, SpanAttributes } from '../telemetry';
 
 export interface Metrics {
   operation(ms: number, attributes: SpanAttributes): void;
-  request(ms: number, request: { method: string; route: string; status: number }): void;
   refusal(code: string): void;
   e2bCall(ms: number, attributes: SpanAttributes): void;
 }
@@ -25,7 +25,6 @@ const DURATION_BUCKETS_S = [
 
 const NO_METRICS: Metrics = {
   operation: () => undefined,
-  request: () => undefined,
   refusal: () => undefined,
   e2bCall: () => undefined,
 };
@@ -36,7 +35,6 @@ export function createMetrics(provider: MeterProvider | undefined, held: () => H
   const seconds = (name: string, description: string) =>
     meter.createHistogram(name, { unit: 's', description, advice: { explicitBucketBoundaries: DURATION_BUCKETS_S } });
   const operations = seconds('mcp.server.operation.duration', 'MCP request or notification duration on the server');
-  const requests = seconds('http.server.request.duration', 'HTTP request duration on the server');
   const e2bCalls = seconds('sandbox_mcp.e2b.api.duration', "Duration of the E2B SDK's calls, each attempt");
   const refusals = meter.createCounter('sandbox_mcp.refusals', {
     unit: '{request}',
@@ -59,12 +57,6 @@ export function createMetrics(provider: MeterProvider | undefined, held: () => H
     });
   return {
     operation: (ms, attributes) => operations.record(ms / 1000, clean(attributes)),
-    request: (ms, { method, route, status }) =>
-      requests.record(ms / 1000, {
-        'http.request.method': method,
-        'http.route': route,
-        'http.response.status_code': status,
-      }),
     refusal: (code) => refusals.add(1, { 'error.type': code }),
     e2bCall: (ms, attributes) => e2bCalls.record(ms / 1000, clean(attributes)),
   };

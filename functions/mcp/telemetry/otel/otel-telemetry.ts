@@ -2,8 +2,7 @@
  * Telemetry through OpenTelemetry (telemetry.ts's interface): a server span per HTTP request, an MCP server span
  * per JSON-RPC message (named and attributed as the semantic conventions for MCP say, mcp-messages.ts), and child
  * spans for the work they start; the client's trace is continued from the `traceparent` header or from the
- * message's `params._meta`. Metrics: MCP operation and HTTP request durations, refusals by code, and what
- * metrics.ts adds. This file is the deferred module telemetry.js of the bundle: loaded only when telemetry is on.
+ * message's `params._meta`. Metrics: metrics.ts. This file is the deferred module telemetry.js of the bundle: loaded only when telemetry is on.
  */
 import {
   type Attributes,
@@ -209,7 +208,6 @@ function startRequest(deps: TraceDeps, method: string, route: string, headers: H
       span.setAttribute('http.response.status_code', status);
       if (status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
       span.end(endedMs);
-      deps.metrics.request(endedMs - arrivedMs, { method, route, status });
       if (facts.error_code !== undefined) deps.metrics.refusal(facts.error_code);
     },
   };
