@@ -2,7 +2,8 @@
  * Telemetry through OpenTelemetry (telemetry.ts's interface): a server span per HTTP request, an MCP server span
  * per JSON-RPC message (named and attributed as the semantic conventions for MCP say, mcp-messages.ts), and child
  * spans for the work they start; the client's trace is continued from the `traceparent` header or from the
- * message's `params._meta`. Metrics: metrics.ts. This file is the deferred module telemetry.js of the bundle: loaded only when telemetry is on.
+ * message's `params._meta`. Metrics: metrics.ts. This file is the deferred module telemetry.js of the bundle,
+ * loaded only when telemetry is on.
  */
 import {
   type Attributes,
