@@ -1,8 +1,10 @@
 /**
- * The SDK on the wire, for both eras: one `createMcpHandler` serves every request through a fresh SDK server
- * built for it (2026-07-28 requests natively, 2025-era ones through the SDK's stateless serving). The lanes
- * decide first which session or credential a request belongs to and hand that over as its binding; the server
- * built for the request reads it back, so its tools act on the right sandbox.
+ * The SDK on the wire, for both eras: every request is served through a fresh SDK server built for it, by one
+ * `createMcpHandler` (2026-07-28 requests natively, 2025-era ones through the SDK's stateless serving), except a
+ * plain request inside a 2025 session, which the server built for it answers over a transport of its own exchange
+ * (protocol/legacy-exchange.ts: the same answer with less work). The lanes decide first which session or
+ * credential a request belongs to and hand that over as its binding; the server built for the request reads it
+ * back, so its tools act on the right sandbox.
  */
 import { type CallToolResult, createMcpHandler, type ServerContext } from '@modelcontextprotocol/server';
 
@@ -11,6 +13,7 @@ import type { Logger } from '../log';
 import type { TableEntry } from '../sessions/sandbox-table';
 import type { HandleCheck } from '../sessions/entry-lookup';
 import type { RequestOrigin } from '../files/file-urls';
+import { exchangeableRequest, serveExchange } from './legacy-exchange';
 import { createProtocolServer, type ProtocolServerOptions, type ResourceHandlers } from './server-factory';
 
 /** What a lane knows of a request before the SDK serves it. */
@@ -69,20 +72,23 @@ export const SSE_KEEP_ALIVE_MS = 10_000;
 /** Creates the one SDK handler, and the function the lanes serve through. */
 export function createMcpServing(servers: EraServers, logger: Logger): ServeMcp {
   const bindings = new WeakMap<Request, RequestBinding>();
+  const build = (era: keyof EraServers, binding: RequestBinding) => {
+    const { call, resources, ...rest } = servers[era];
+    return createProtocolServer({
+      ...rest,
+      call: (name, args, ctx) => call(name, args, ctx, binding),
+      resources: {
+        templates: resources.templates,
+        list: (ctx) => resources.list(ctx, binding),
+        read: (uri, ctx) => resources.read(uri, ctx, binding),
+      },
+    });
+  };
   const handler = createMcpHandler(
     ({ era, requestInfo }) => {
       const binding = requestInfo === undefined ? undefined : bindings.get(requestInfo);
       if (binding === undefined) throw new Error('a request reached the SDK without its binding');
-      const { call, resources, ...rest } = servers[era];
-      return createProtocolServer({
-        ...rest,
-        call: (name, args, ctx) => call(name, args, ctx, binding),
-        resources: {
-          templates: resources.templates,
-          list: (ctx) => resources.list(ctx, binding),
-          read: (uri, ctx) => resources.read(uri, ctx, binding),
-        },
-      });
+      return build(era, binding);
     },
     // Always a stream: in 'auto' mode a call that prints nothing sends no byte until its result (no keep-alive
     // either), and a proxy may cut it.
@@ -94,6 +100,9 @@ export function createMcpServing(servers: EraServers, logger: Logger): ServeMcp 
     },
   );
   return (req, body, binding) => {
+    // Inside a 2025 session (the lane found it), a plain request is answered over its own exchange.
+    const request = binding.session === undefined ? undefined : exchangeableRequest(req, body, servers.legacy.versions);
+    if (request !== undefined) return serveExchange(build('legacy', binding), request, req, SSE_KEEP_ALIVE_MS);
     bindings.set(req, binding);
     return handler.fetch(req, { parsedBody: body });
   };

@@ -1,0 +1,140 @@
+/**
+ * One request of a 2025 session, served by the SDK server built for it over a transport of one exchange, instead of
+ * through `createMcpHandler`'s stateless fallback. The server is the same and so is every byte of the answer (an
+ * SSE stream: the request's notifications, then its result or error, with a `:` keep-alive meanwhile); what is left
+ * out is work that the lane has already done or that answers nothing: the body's classification by era, its second
+ * check against the JSON-RPC schema, the fallback's second stream that re-streams the answer only to see it end,
+ * and closing the server after its answer (see `send`). test/unit/protocol/legacy-exchange.test.ts compares the
+ * two answer by answer.
+ *
+ * It takes only what the fallback would answer this way: a plain request (readPlainMessage, an id, no `_meta`),
+ * whose protocol version header, if any, the server serves and whose Content-Type the SDK calls JSON. Anything
+ * else (notifications, batches, odd shapes, refusals the SDK words) is left to the SDK.
+ */
+import {
+  isJsonContentType,
+  type JSONRPCMessage,
+  type Server,
+  type Transport,
+  type TransportSendOptions,
+} from '@modelcontextprotocol/server';
+
+import { type PlainMessage, readPlainMessage } from './plain-message';
+
+/** A plain JSON-RPC request: a message with an id. */
+export type PlainRequest = PlainMessage & { readonly id: string | number };
+
+/** The headers of the SDK transport's SSE answer to a POST (`WebStandardStreamableHTTPServerTransport`). */
+const SSE_HEADERS: Readonly<Record<string, string>> = Object.freeze({
+  'Content-Type': 'text/event-stream',
+  'Cache-Control': 'no-cache, no-transform',
+  Connection: 'keep-alive',
+  'X-Accel-Buffering': 'no',
+});
+const KEEP_ALIVE_FRAME = ': keepalive\n\n';
+/** setInterval's longest delay, as the SDK clamps it. */
+const MAX_TIMER_DELAY_MS = 2 ** 31 - 1;
+const encoder = new TextEncoder();
+
+/** The request in `body` when this exchange serves it as the SDK's stateless fallback would, else `undefined`. */
+export function exchangeableRequest(
+  req: Request,
+  body: unknown,
+  versions: readonly string[],
+): PlainRequest | undefined {
+  const message = readPlainMessage(body);
+  if (message?.id === undefined || (message.params !== undefined && '_meta' in message.params)) return undefined;
+  const version = req.headers.get('mcp-protocol-version');
+  if (version !== null && !versions.includes(version)) return undefined;
+  return isJsonContentType(req.headers.get('content-type')) ? (message as PlainRequest) : undefined;
+}
+
+/**
+ * Serves `message` through `server` (fresh, not connected) and resolves with the answer, whose body streams while
+ * the request runs. `req` reaches the handlers as the SDK's `ctx.http.req`.
+ */
+export async function serveExchange(
+  server: Server,
+  message: PlainRequest,
+  req: Request,
+  keepAliveMs: number,
+): Promise<Response> {
+  const exchange = new ExchangeTransport(message.id);
+  await server.connect(exchange);
+  return exchange.serve(message, req, keepAliveMs);
+}
+
+/**
+ * The transport of one request: its answer's SSE stream. The server's messages about the request go on the stream
+ * as events; its result or error ends it. Others have nowhere to go, as in the SDK's stateless serving (no
+ * standalone stream).
+ */
+class ExchangeTransport implements Transport {
+  onclose?: () => void;
+  onerror?: (error: Error) => void;
+  onmessage?: Transport['onmessage'];
+  private stream: ReadableStreamDefaultController<Uint8Array> | undefined;
+  private keepAlive: ReturnType<typeof setInterval> | undefined;
+  private open = true;
+
+  constructor(private readonly id: string | number) {}
+
+  async start(): Promise<void> {}
+
+  serve(message: PlainRequest, req: Request, keepAliveMs: number): Response {
+    const body = new ReadableStream<Uint8Array>({
+      start: (controller) => {
+        this.stream = controller;
+      },
+      // The client went away: the server is closed, as the fallback's teardown does (its calls' signals abort).
+      cancel: () => this.close(),
+    });
+    this.onmessage?.(message as JSONRPCMessage, { request: req });
+    // An answer given at once (an unknown method) ended the stream already: no keep-alive then.
+    if (this.open && Number.isFinite(keepAliveMs) && keepAliveMs >= 1) {
+      const keepAlive = setInterval(() => this.write(KEEP_ALIVE_FRAME), Math.min(keepAliveMs, MAX_TIMER_DELAY_MS));
+      keepAlive.unref();
+      this.keepAlive = keepAlive;
+    }
+    return new Response(body, { status: 200, headers: SSE_HEADERS });
+  }
+
+  /**
+   * Writes the server's message about this request as an SSE event; its response ends the stream. The server is
+   * not closed then: closing it would only abort the call's signal, which the SDK drops once the answer is sent,
+   * and it would cost an error object (with its stack) per request.
+   */
+  async send(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
+    const isResponse = 'result' in message || 'error' in message;
+    const related = isResponse ? message.id : options?.relatedRequestId;
+    if (related !== this.id) return;
+    this.write(`event: message\ndata: ${JSON.stringify(message)}\n\n`);
+    if (isResponse) this.finish();
+  }
+
+  async close(): Promise<void> {
+    if (!this.open) return;
+    this.finish();
+    this.onclose?.();
+  }
+
+  private write(text: string): void {
+    if (!this.open) return;
+    try {
+      this.stream?.enqueue(encoder.encode(text));
+    } catch {
+      // The stream went away under the write (cancelled): nothing to write to.
+      this.finish();
+    }
+  }
+
+  private finish(): void {
+    this.open = false;
+    clearInterval(this.keepAlive);
+    try {
+      this.stream?.close();
+    } catch {
+      // Already closed or cancelled.
+    }
+  }
+}
