@@ -15,6 +15,7 @@ import { type Config, loadConfig } from '../../functions/mcp/config';
 import { type CoreApp, createCoreApp } from '../../functions/mcp/core';
 import { createEntryDeps } from '../../functions/mcp/entry-deps';
 import type { RequestBody } from '../../functions/mcp/http/context';
+import { webBodyOf } from '../../functions/mcp/http/node-listener';
 import type { OAuthVerifierOptions } from '../../functions/mcp/http/oauth/token-verifier';
 import { createLogger, type Logger } from '../../functions/mcp/log';
 import { type SelectedProvider, toRetentionPolicy, toSecretTag } from '../../functions/mcp/sandbox/create-provider';
@@ -157,13 +158,15 @@ export function createHarness(options: HarnessOptions = {}): Harness {
       settle();
       throw err;
     });
-    if (response.body === null) {
+    // As the Node shell does, the body may be pushed by its producer (http/node-listener.ts).
+    const answer = webBodyOf(response);
+    if (answer === null) {
       settle();
       return response;
     }
     // A client that hangs up cancels the answer's stream, as a closed connection does.
     const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
-    void response.body
+    void answer
       .pipeTo(writable, { signal: hangUp.signal })
       .catch(() => undefined)
       .finally(settle);

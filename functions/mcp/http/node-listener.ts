@@ -1,4 +1,7 @@
-/** The thin Node shell: `node:http` request → web `Request` → core handler → streamed `ServerResponse`. */
+/**
+ * The thin Node shell: `node:http` request → web `Request` → core handler → streamed `ServerResponse`; and the
+ * answers whose body is pushed to it as text.
+ */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 
@@ -7,6 +10,57 @@ import { toAddress } from './client-address';
 import type { FetchHandler, RequestBody, RequestContext } from './context';
 import { MCP_ALLOW, targetsMcp } from './mcp-methods';
 import { writeErrorAnswer } from './refusals';
+
+/**
+ * Answers whose body its producer pushes as text while the request runs (the SSE stream of a request in a 2025
+ * session, protocol/legacy-exchange.ts), which the shell writes to the socket as it comes. Such an answer is a web
+ * `Response` with no body of its own, tied to its pushed body here. Why not a web stream: on Node 20 each
+ * `ReadableStream` costs tens of µs to make (its constructor makes it transferable to workers) and one promise per
+ * chunk read, a measurable share of a cheap call (bench/PROFILE.md). Every host of the core reads an answer's body
+ * through `pushedBodyOf` or `webBodyOf`: this shell takes the text; another host (the in-process test harness) gets
+ * a web stream made on demand.
+ */
+
+/** Where a pushed body goes: its text in order, then its end. */
+export interface BodySink {
+  write(text: string): void;
+  end(): void;
+}
+
+/** A body pushed by its producer. */
+export interface PushedBody {
+  /** Delivers the text written so far and everything after it to `sink`, then its end; once per body. */
+  pipe(sink: BodySink): void;
+  /** The reader went away before the end: the producer stops. */
+  cancel(): void;
+}
+
+const PUSHED = new WeakMap<Response, PushedBody>();
+
+/** An answer with `init`'s status and headers whose body is `body`. */
+export function pushedResponse(body: PushedBody, init: ResponseInit): Response {
+  const response = new Response(null, init);
+  PUSHED.set(response, body);
+  return response;
+}
+
+/** The pushed body of `response`, when it has one. */
+export function pushedBodyOf(response: Response): PushedBody | undefined {
+  return PUSHED.get(response);
+}
+
+/** The body of `response` as a web stream: its own, or one made now from its pushed body (UTF-8); `null` if none. */
+export function webBodyOf(response: Response): ReadableStream<Uint8Array> | null {
+  const pushed = PUSHED.get(response);
+  if (pushed === undefined) return response.body;
+  const encoder = new TextEncoder();
+  return new ReadableStream<Uint8Array>({
+    start(controller) {
+      pushed.pipe({ write: (text) => controller.enqueue(encoder.encode(text)), end: () => controller.close() });
+    },
+    cancel: () => pushed.cancel(),
+  });
+}
 
 export interface NodeListenerOptions {
   /** Header that carries the platform's request id (FC: `x-fc-request-id`). */
@@ -262,6 +316,8 @@ async function writeResponse(
     headers[name] = value;
   });
   res.writeHead(response.status, headers);
+  const pushed = pushedBodyOf(response);
+  if (pushed !== undefined) return writePushed(pushed, res, signal, beforeEnd);
   if (response.body === null) {
     await runSteps(beforeEnd);
     res.end();
@@ -295,4 +351,37 @@ async function writeResponse(
 /** The context's before-end steps, in order; one that fails does not keep the answer from ending. */
 async function runSteps(steps: ReadonlyArray<() => Promise<void>>): Promise<void> {
   for (const step of steps) await step().catch(() => undefined);
+}
+
+/**
+ * Writes a pushed body as its text comes (above), the before-end steps before its end, as for any
+ * answer; a client that goes away stops its producer.
+ */
+function writePushed(
+  body: PushedBody,
+  res: ServerResponse,
+  signal: AbortSignal,
+  beforeEnd: ReadonlyArray<() => Promise<void>>,
+): Promise<void> {
+  return new Promise((resolve) => {
+    const end = (): void => {
+      signal.removeEventListener('abort', gone);
+      const finish = (): void => {
+        res.end();
+        resolve();
+      };
+      if (beforeEnd.length === 0) finish();
+      else void runSteps(beforeEnd).then(finish);
+    };
+    const gone = (): void => {
+      body.cancel();
+      end();
+    };
+    if (signal.aborted) {
+      gone();
+      return;
+    }
+    signal.addEventListener('abort', gone, { once: true });
+    body.pipe({ write: (text) => void res.write(text), end });
+  });
 }

@@ -4,7 +4,8 @@
  * SSE stream: the request's notifications, then its result or error, with a `:` keep-alive meanwhile); what is left
  * out is work that the lane has already done or that answers nothing: the body's classification by era, its second
  * check against the JSON-RPC schema, the fallback's second stream that re-streams the answer only to see it end,
- * and closing the server after its answer (see `send`). test/unit/protocol/legacy-exchange.test.ts compares the
+ * closing the server after its answer (see `send`), and web streams: the answer's body is pushed to the Node shell
+ * as text (http/node-listener.ts). test/unit/protocol/legacy-exchange.test.ts compares the
  * two answer by answer.
  *
  * It takes only what the fallback would answer this way: a plain request (readPlainMessage, an id, no `_meta`),
@@ -19,6 +20,7 @@ import {
   type TransportSendOptions,
 } from '@modelcontextprotocol/server';
 
+import { type BodySink, type PushedBody, pushedResponse } from '../http/node-listener';
 import { type PlainMessage, readPlainMessage } from './plain-message';
 
 /** A plain JSON-RPC request: a message with an id. */
@@ -34,7 +36,6 @@ const SSE_HEADERS: Readonly<Record<string, string>> = Object.freeze({
 const KEEP_ALIVE_FRAME = ': keepalive\n\n';
 /** setInterval's longest delay, as the SDK clamps it. */
 const MAX_TIMER_DELAY_MS = 2 ** 31 - 1;
-const encoder = new TextEncoder();
 
 /** The request in `body` when this exchange serves it as the SDK's stateless fallback would, else `undefined`. */
 export function exchangeableRequest(
@@ -65,15 +66,17 @@ export async function serveExchange(
 }
 
 /**
- * The transport of one request: its answer's SSE stream. The server's messages about the request go on the stream
- * as events; its result or error ends it. Others have nowhere to go, as in the SDK's stateless serving (no
- * standalone stream).
+ * The transport of one request, and its answer's SSE body (http/node-listener.ts). The server's messages about the
+ * request go on the stream as events; its result or error ends it. Others have nowhere to go, as in the SDK's
+ * stateless serving (no standalone stream).
  */
-class ExchangeTransport implements Transport {
+class ExchangeTransport implements Transport, PushedBody {
   onclose?: () => void;
   onerror?: (error: Error) => void;
   onmessage?: Transport['onmessage'];
-  private stream: ReadableStreamDefaultController<Uint8Array> | undefined;
+  private sink: BodySink | undefined;
+  /** What was written before the shell took the body (a quick answer is complete by then). */
+  private pending: string[] = [];
   private keepAlive: ReturnType<typeof setInterval> | undefined;
   private open = true;
 
@@ -82,13 +85,6 @@ class ExchangeTransport implements Transport {
   async start(): Promise<void> {}
 
   serve(message: PlainRequest, req: Request, keepAliveMs: number): Response {
-    const body = new ReadableStream<Uint8Array>({
-      start: (controller) => {
-        this.stream = controller;
-      },
-      // The client went away: the server is closed, as the fallback's teardown does (its calls' signals abort).
-      cancel: () => this.close(),
-    });
     this.onmessage?.(message as JSONRPCMessage, { request: req });
     // An answer given at once (an unknown method) ended the stream already: no keep-alive then.
     if (this.open && Number.isFinite(keepAliveMs) && keepAliveMs >= 1) {
@@ -96,7 +92,7 @@ class ExchangeTransport implements Transport {
       keepAlive.unref();
       this.keepAlive = keepAlive;
     }
-    return new Response(body, { status: 200, headers: SSE_HEADERS });
+    return pushedResponse(this, { status: 200, headers: SSE_HEADERS });
   }
 
   /**
@@ -118,23 +114,28 @@ class ExchangeTransport implements Transport {
     this.onclose?.();
   }
 
+  pipe(sink: BodySink): void {
+    this.sink = sink;
+    for (const text of this.pending) sink.write(text);
+    this.pending = [];
+    if (!this.open) sink.end();
+  }
+
+  /** The client went away: the server is closed, as the fallback's teardown does (its calls' signals abort). */
+  cancel(): void {
+    this.sink = undefined;
+    void this.close();
+  }
+
   private write(text: string): void {
     if (!this.open) return;
-    try {
-      this.stream?.enqueue(encoder.encode(text));
-    } catch {
-      // The stream went away under the write (cancelled): nothing to write to.
-      this.finish();
-    }
+    if (this.sink === undefined) this.pending.push(text);
+    else this.sink.write(text);
   }
 
   private finish(): void {
     this.open = false;
     clearInterval(this.keepAlive);
-    try {
-      this.stream?.close();
-    } catch {
-      // Already closed or cancelled.
-    }
+    this.sink?.end();
   }
 }

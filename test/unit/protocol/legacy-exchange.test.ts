@@ -11,6 +11,7 @@ import {
   type ServerContext,
 } from '@modelcontextprotocol/server';
 
+import { webBodyOf } from '../../../functions/mcp/http/node-listener';
 import { exchangeableRequest, serveExchange } from '../../../functions/mcp/protocol/legacy-exchange';
 import { createProtocolServer } from '../../../functions/mcp/protocol/server-factory';
 import { HTTP_PROTOCOL_VERSIONS } from '../../../functions/mcp/protocol/versions';
@@ -93,7 +94,7 @@ async function viaExchange(body: unknown, headers?: Record<string, string>): Pro
 }
 
 async function answer(res: Response) {
-  return { status: res.status, headers: [...res.headers], body: await res.text() };
+  return { status: res.status, headers: [...res.headers], body: await new Response(webBodyOf(res)).text() };
 }
 
 const call = (name: string, args?: unknown, id: string | number = 3) => ({
@@ -153,7 +154,7 @@ it("aborts the call's signal when the client goes away, as the fallback does", a
     await new Promise((resolve) => setImmediate(resolve));
     expect(hanging).toHaveLength(1);
     expect(hanging[0]?.aborted).toBe(false);
-    await res.body?.cancel();
+    await webBodyOf(res)?.cancel();
     await new Promise((resolve) => setImmediate(resolve));
     expect(hanging[0]?.aborted).toBe(true);
   }
