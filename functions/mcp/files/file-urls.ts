@@ -7,6 +7,7 @@
 import { posix } from 'node:path';
 
 import type { FileUrlConfig } from '../config-files';
+import type { IncomingRequest } from '../http/context';
 import { AppError } from '../errors';
 import type { Sandbox } from '../sandbox/types';
 import type { SandboxPlace } from '../sessions/sandbox-access';
@@ -124,7 +125,7 @@ export function createFileUrlFactory({ signer, config, now }: FileUrlFactoryOpti
 }
 
 /** Where `req` came to, by its Host and X-Forwarded-Proto. */
-export function originOf(req: Request): RequestOrigin {
+export function originOf(req: IncomingRequest): RequestOrigin {
   const host = req.headers.get('host') ?? 'localhost';
   const forwarded = req.headers.get('x-forwarded-proto')?.split(',')[0]?.trim().toLowerCase();
   return forwarded === 'https' || forwarded === 'http' ? { host, scheme: forwarded } : { host };

@@ -1,4 +1,4 @@
-/** The web-standard core's handler shape and the per-request context that travels with it. */
+/** The web-standard core's handler shape, the request it reads and the per-request context that travels with it. */
 import type { RequestTrace } from '../telemetry/telemetry';
 
 /** Fields the request log line carries; lanes fill in the MCP ones as they learn them. */
@@ -22,7 +22,7 @@ export interface RequestContext {
   /**
    * Reads the body (once; later calls get the same), as the shell does it: only when a handler past the
    * gates asks, so that nothing of a request is read before its token is checked. `undefined` when the handler
-   * is used without the shell (the body is then the web `Request`'s).
+   * is given a web `Request` without the shell (the body is then the `Request`'s).
    */
   readonly readBody?: () => Promise<RequestBody | undefined>;
   /**
@@ -33,7 +33,7 @@ export interface RequestContext {
   /** The platform's request id (FC: `x-fc-request-id`) or a random one. */
   readonly requestId: string;
   /**
-   * Aborted when the client disconnects before the answer was written. The web `Request` carries no signal
+   * Aborted when the client disconnects before the answer was written. The request carries no signal
    * (see node-listener.ts); a lane whose SDK cancels through `Request.signal` attaches this one.
    */
   readonly signal?: AbortSignal;
@@ -62,5 +62,18 @@ export interface RequestContext {
   readonly log: RequestLogFields;
 }
 
+/**
+ * What the core reads of a request: its method, its URL (`http://localhost` and the target: only the path and
+ * query mean anything) and its headers; a web `Request` is one. The Node shell passes a plain one, without a web
+ * `Request` behind it (on Node 20 each costs an AbortSignal and more, a measurable share of a cheap call:
+ * bench/PROFILE.md); the handlers that give a request to the SDK make a `Request` of it (`webRequestOf`,
+ * protocol/mcp-server.ts).
+ */
+export interface IncomingRequest {
+  readonly method: string;
+  readonly url: string;
+  readonly headers: Headers;
+}
+
 /** Every layer below the Node shell speaks this. */
-export type FetchHandler = (req: Request, ctx: RequestContext) => Promise<Response>;
+export type FetchHandler = (req: IncomingRequest, ctx: RequestContext) => Promise<Response>;

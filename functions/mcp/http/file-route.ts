@@ -6,7 +6,7 @@
  * reset since (another sandbox id) is 410. Downloads stream with Content-Length, Range and a file name; uploads
  * stream the PUT body to the file, whole or not at all (413 past the cap, 507 past the disk).
  */
-import type { FetchHandler, RequestContext } from './context';
+import type { FetchHandler, IncomingRequest, RequestContext } from './context';
 import type { Logger } from '../log';
 import { AppError, isAppError } from '../errors';
 import { tooLargeToUpload } from '../sandbox/read-limit';
@@ -49,7 +49,7 @@ export function createFileRoute(options: FileRouteOptions): FetchHandler {
   const { signer, access, now, onFc, calls, maxTransfers, logger } = options;
   let transfers = 0;
 
-  return async (req: Request, ctx: RequestContext): Promise<Response> => {
+  return async (req: IncomingRequest, ctx: RequestContext): Promise<Response> => {
     if (req.method === 'OPTIONS') return preflight();
     const token = new URL(req.url).searchParams.get('t') ?? '';
     const check = signer.verify(token, now());
@@ -132,7 +132,12 @@ export function createFileRoute(options: FileRouteOptions): FetchHandler {
     }
   };
 
-  async function upload(sandbox: Sandbox, grant: FileGrant, req: Request, ctx: RequestContext): Promise<Response> {
+  async function upload(
+    sandbox: Sandbox,
+    grant: FileGrant,
+    req: IncomingRequest,
+    ctx: RequestContext,
+  ): Promise<Response> {
     const declared = Number(req.headers.get('content-length'));
     if (declared > grant.maxBytes) {
       ctx.log.error_code = 'file_too_large';
@@ -189,7 +194,7 @@ function preflight(): Response {
 }
 
 /** The answer to a download: the whole file or one range of it, streamed as it is read. */
-function download(source: FileSource, req: Request, signal: AbortSignal, onFc: boolean): Response {
+function download(source: FileSource, req: IncomingRequest, signal: AbortSignal, onFc: boolean): Response {
   const size = source.sizeBytes;
   const range = toRange(req.headers.get('range'), size);
   const name = source.path.slice(source.path.lastIndexOf('/') + 1);

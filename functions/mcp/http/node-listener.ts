@@ -1,5 +1,5 @@
 /**
- * The thin Node shell: `node:http` request → web `Request` → core handler → streamed `ServerResponse`; and the
+ * The thin Node shell: `node:http` request → IncomingRequest → core handler → streamed `ServerResponse`; and the
  * answers whose body is pushed to it as text.
  */
 import { randomUUID } from 'node:crypto';
@@ -7,7 +7,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 
 import { AppError } from '../errors';
 import { toAddress } from './client-address';
-import type { FetchHandler, RequestBody, RequestContext } from './context';
+import type { FetchHandler, IncomingRequest, RequestBody, RequestContext } from './context';
 import { MCP_ALLOW, targetsMcp } from './mcp-methods';
 import { writeErrorAnswer } from './refusals';
 
@@ -94,9 +94,10 @@ export type NodeListener = (req: IncomingMessage, res: ServerResponse, body?: Re
 
 /**
  * Adapts a core handler to `http.createServer`. A client that disconnects cancels the response stream and
- * aborts `ctx.signal`. The web `Request` itself carries no signal: undici follows a given signal through a
- * `WeakRef`, which V8's minor GC treats as strong, so every request's objects would be promoted to the old
- * space (measured: more and longer GC pauses under load). The modern lane attaches the signal itself.
+ * aborts `ctx.signal`. The request is a plain IncomingRequest (http/context.ts), not a web `Request`, and carries
+ * no signal: a `Request` given one follows it through a `WeakRef`, which V8's minor GC treats as strong, so every
+ * request's objects would be promoted to the old space (measured: more and longer GC pauses under load). The
+ * modern lane makes a `Request` with the signal itself.
  */
 export function createNodeListener(handler: FetchHandler, options: NodeListenerOptions): NodeListener {
   const {
@@ -124,9 +125,10 @@ export function createNodeListener(handler: FetchHandler, options: NodeListenerO
       writeErrorAnswer(res, { kind: 'duplicate_host' });
       return;
     }
-    let request: Request;
+    let request: IncomingRequest;
+    let path: string;
     try {
-      request = toWebRequest(req);
+      ({ request, path } = toIncomingRequest(req));
     } catch {
       writeErrorAnswer(res, { kind: 'bad_target' });
       return;
@@ -146,7 +148,7 @@ export function createNodeListener(handler: FetchHandler, options: NodeListenerO
     const beforeEnd: Array<() => Promise<void>> = [];
     const ctx: RequestContext = {
       requestId,
-      path: new URL(request.url).pathname,
+      path,
       peer: clientOf(req),
       log: {},
       readBody: () => (body ??= readBodyOrHangUp()),
@@ -202,7 +204,12 @@ export function hasDuplicateHost(req: IncomingMessage): boolean {
   return false;
 }
 
-function toWebRequest(req: IncomingMessage): Request {
+/**
+ * The request as the core reads it, and its path. Throws where a web `Request` could not be made of it either: a
+ * target that makes no URL or one with credentials (`@host/…` reads as `http://localhost@host/…`), a header value
+ * the Fetch standard refuses.
+ */
+export function toIncomingRequest(req: IncomingMessage): { request: IncomingRequest; path: string } {
   const headers = new Headers();
   for (const [name, value] of Object.entries(req.headers)) {
     if (value === undefined) continue;
@@ -210,8 +217,10 @@ function toWebRequest(req: IncomingMessage): Request {
     else headers.set(name, value);
   }
   // The URL's authority is never trusted for routing; only the path is read from it. The body travels in
-  // the context (see readBody), so the Request itself carries none.
-  return new Request(`http://localhost${req.url ?? '/'}`, { method: req.method ?? 'GET', headers });
+  // the context (see readBody).
+  const url = new URL(`http://localhost${req.url ?? '/'}`);
+  if (url.username !== '' || url.password !== '') throw new TypeError('a request target with credentials');
+  return { request: { method: req.method ?? 'GET', url: url.href, headers }, path: url.pathname };
 }
 
 /**

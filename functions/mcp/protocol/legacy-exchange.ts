@@ -20,6 +20,7 @@ import {
   type TransportSendOptions,
 } from '@modelcontextprotocol/server';
 
+import type { IncomingRequest } from '../http/context';
 import { type BodySink, type PushedBody, pushedResponse } from '../http/node-listener';
 import { type PlainMessage, readPlainMessage } from './plain-message';
 
@@ -39,7 +40,7 @@ const MAX_TIMER_DELAY_MS = 2 ** 31 - 1;
 
 /** The request in `body` when this exchange serves it as the SDK's stateless fallback would, else `undefined`. */
 export function exchangeableRequest(
-  req: Request,
+  req: IncomingRequest,
   body: unknown,
   versions: readonly string[],
 ): PlainRequest | undefined {
@@ -52,17 +53,14 @@ export function exchangeableRequest(
 
 /**
  * Serves `message` through `server` (fresh, not connected) and resolves with the answer, whose body streams while
- * the request runs. `req` reaches the handlers as the SDK's `ctx.http.req`.
+ * the request runs. The handlers get no `ctx.http` (the fallback gives them the web `Request` there): none of ours
+ * reads it, since the lanes bind what a call needs (protocol/mcp-server.ts), and making a `Request` for it would
+ * cost what the Node shell saves by not making one (http/context.ts).
  */
-export async function serveExchange(
-  server: Server,
-  message: PlainRequest,
-  req: Request,
-  keepAliveMs: number,
-): Promise<Response> {
+export async function serveExchange(server: Server, message: PlainRequest, keepAliveMs: number): Promise<Response> {
   const exchange = new ExchangeTransport(message.id);
   await server.connect(exchange);
-  return exchange.serve(message, req, keepAliveMs);
+  return exchange.serve(message, keepAliveMs);
 }
 
 /**
@@ -84,8 +82,8 @@ class ExchangeTransport implements Transport, PushedBody {
 
   async start(): Promise<void> {}
 
-  serve(message: PlainRequest, req: Request, keepAliveMs: number): Response {
-    this.onmessage?.(message as JSONRPCMessage, { request: req });
+  serve(message: PlainRequest, keepAliveMs: number): Response {
+    this.onmessage?.(message as JSONRPCMessage);
     // An answer given at once (an unknown method) ended the stream already: no keep-alive then.
     if (this.open && Number.isFinite(keepAliveMs) && keepAliveMs >= 1) {
       const keepAlive = setInterval(() => this.write(KEEP_ALIVE_FRAME), Math.min(keepAliveMs, MAX_TIMER_DELAY_MS));

@@ -11,7 +11,7 @@ import { isInitializeRequest } from '@modelcontextprotocol/server';
 
 import { AppError, describeError, isAppError } from '../errors';
 import { ANONYMOUS_PRINCIPAL } from '../http/auth';
-import type { RequestContext } from '../http/context';
+import type { IncomingRequest, RequestContext } from '../http/context';
 import { toErrorResponse } from '../http/refusals';
 import { type FileUrlFactory, originOf } from '../files/file-urls';
 import { createSessionLookup, type SessionLookupOptions } from '../sessions/entry-lookup';
@@ -37,7 +37,7 @@ export interface LegacyLaneOptions extends SessionLookupOptions {
 
 export interface LegacyLane extends PostLane {
   /** DELETE: ends the session, on every instance. */
-  handleDelete(req: Request, ctx: RequestContext): Promise<Response>;
+  handleDelete(req: IncomingRequest, ctx: RequestContext): Promise<Response>;
 }
 
 /**
@@ -183,7 +183,7 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
     return 'status' in found ? refused(found, ctx, null) : found;
   };
 
-  const initialize = async (req: Request, message: unknown, ctx: RequestContext): Promise<Response> => {
+  const initialize = async (req: IncomingRequest, message: unknown, ctx: RequestContext): Promise<Response> => {
     const body = withDefaultVersion(message);
     if (!isInitializeRequest(body)) {
       if (hasMethod(body, 'initialize')) return toErrorResponse({ kind: 'initialize_params' }, jsonRpcIdOf(body));
@@ -216,7 +216,7 @@ export function createLegacyLane(options: LegacyLaneOptions): LegacyLane {
     return new Response(res.body, { status: res.status, headers });
   };
 
-  const forward = async (req: Request, id: string, body: unknown, ctx: RequestContext): Promise<Response> => {
+  const forward = async (req: IncomingRequest, id: string, body: unknown, ctx: RequestContext): Promise<Response> => {
     const version = versionOf(req);
     const session = await find(id, ctx, version);
     if (session instanceof Response) return session;
@@ -285,7 +285,7 @@ function withDefaultVersion(body: unknown): unknown {
   return { ...body, params: { ...body.params, protocolVersion: HTTP_PROTOCOL_VERSIONS[0] } };
 }
 
-function versionOf(req: Request): string {
+function versionOf(req: IncomingRequest): string {
   const header = req.headers.get('mcp-protocol-version');
   return header !== null && HTTP_PROTOCOL_VERSIONS.includes(header) ? header : DEFAULT_SESSION_VERSION;
 }
@@ -294,10 +294,10 @@ function versionOf(req: Request): string {
  * Media types are case-insensitive (RFC 9110 §8.3.1), but the SDK transport looks for them in lower case:
  * hand it a lower-cased Accept (the gate already checked it case-insensitively).
  */
-function withCanonicalAccept(req: Request): Request {
+function withCanonicalAccept(req: IncomingRequest): IncomingRequest {
   const accept = req.headers.get('accept');
   if (accept === null || accept === accept.toLowerCase()) return req;
   const headers = new Headers(req.headers);
   headers.set('accept', accept.toLowerCase());
-  return new Request(req.url, { method: req.method, headers });
+  return { method: req.method, url: req.url, headers };
 }

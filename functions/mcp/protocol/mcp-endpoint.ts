@@ -6,13 +6,13 @@
 import { isLegacyRequest } from '@modelcontextprotocol/server';
 
 import { ANONYMOUS_PRINCIPAL } from '../http/auth';
-import type { FetchHandler, RequestContext } from '../http/context';
+import type { FetchHandler, IncomingRequest, RequestContext } from '../http/context';
 import { readJsonPost } from '../http/json-body';
 import { toErrorResponse } from '../http/refusals';
 import { noteMcpMessage } from '../http/request-log';
 import type { CallShare } from '../sessions/call-share';
 import type { LegacyLane } from './legacy-lane';
-import type { PostLane } from './mcp-server';
+import { type PostLane, webRequestOf } from './mcp-server';
 import { hasMethod, jsonRpcIdOf, readPlainMessage } from './plain-message';
 import { HTTP_PROTOCOL_VERSIONS } from './versions';
 
@@ -47,7 +47,7 @@ export function createMcpEndpoint({ legacy, modern, maxBodyBytes, calls }: McpEn
   };
 
   /** A POST's JSON-RPC message (or batch), past the per-credential cap on calls in flight, to its lane. */
-  async function handleMessage(req: Request, body: unknown, ctx: RequestContext): Promise<Response> {
+  async function handleMessage(req: IncomingRequest, body: unknown, ctx: RequestContext): Promise<Response> {
     const toolCalls = countToolCalls(body);
     const admitted = toolCalls === 0 ? undefined : calls.admit(ctx.principal ?? ANONYMOUS_PRINCIPAL, toolCalls);
     if (admitted !== undefined && 'refused' in admitted) {
@@ -56,7 +56,7 @@ export function createMcpEndpoint({ legacy, modern, maxBodyBytes, calls }: McpEn
     }
     let response: Response;
     try {
-      const isLegacy = isPlainLegacyMessage(req, body) || (await isLegacyRequest(req, body));
+      const isLegacy = isPlainLegacyMessage(req, body) || (await isLegacyRequest(webRequestOf(req), body));
       response = await (isLegacy ? legacy.handlePost(req, body, ctx) : modern.handlePost(req, body, ctx));
     } catch (err: unknown) {
       admitted?.release();
@@ -75,7 +75,7 @@ export function createMcpEndpoint({ legacy, modern, maxBodyBytes, calls }: McpEn
  * a 2025-era one. `isLegacyRequest` says "legacy" for every such message (test/unit/protocol/mcp-endpoint.test.ts);
  * anything else is left to it.
  */
-export function isPlainLegacyMessage(req: Request, body: unknown): boolean {
+export function isPlainLegacyMessage(req: IncomingRequest, body: unknown): boolean {
   const header = req.headers.get('mcp-protocol-version');
   if (header !== null && !HTTP_PROTOCOL_VERSIONS.includes(header)) return false;
   const message = readPlainMessage(body);

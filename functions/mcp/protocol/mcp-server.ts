@@ -8,7 +8,7 @@
  */
 import { type CallToolResult, createMcpHandler, type ServerContext } from '@modelcontextprotocol/server';
 
-import type { RequestContext, RequestLogFields } from '../http/context';
+import type { IncomingRequest, RequestContext, RequestLogFields } from '../http/context';
 import type { Logger } from '../log';
 import type { TableEntry } from '../sessions/sandbox-table';
 import type { HandleCheck } from '../sessions/entry-lookup';
@@ -31,11 +31,11 @@ export interface RequestBinding {
 
 /** A lane: serves a POST whose body the endpoint read and parsed. */
 export interface PostLane {
-  handlePost(req: Request, body: unknown, ctx: RequestContext): Promise<Response>;
+  handlePost(req: IncomingRequest, body: unknown, ctx: RequestContext): Promise<Response>;
 }
 
 /** Serves one request (its body already parsed) through the SDK, bound to `binding`. */
-export type ServeMcp = (req: Request, body: unknown, binding: RequestBinding) => Promise<Response>;
+export type ServeMcp = (req: IncomingRequest, body: unknown, binding: RequestBinding) => Promise<Response>;
 
 /** A tool call, with the request's binding. */
 export type BoundCall = (
@@ -68,6 +68,15 @@ export interface EraServers {
  * balancers cut a stream that stays silent too long, and a long tool call may print nothing for minutes.
  */
 export const SSE_KEEP_ALIVE_MS = 10_000;
+
+/**
+ * `req` as a web `Request`, for the SDK, which takes nothing else: itself when it is one, else a new one with its
+ * method, URL and headers (no body: the context carries it). With `signal`, always a new one that carries it.
+ */
+export function webRequestOf(req: IncomingRequest, signal?: AbortSignal): Request {
+  if (signal === undefined && req instanceof Request) return req;
+  return new Request(req.url, { method: req.method, headers: req.headers, ...(signal !== undefined && { signal }) });
+}
 
 /** Creates the one SDK handler, and the function the lanes serve through. */
 export function createMcpServing(servers: EraServers, logger: Logger): ServeMcp {
@@ -102,8 +111,9 @@ export function createMcpServing(servers: EraServers, logger: Logger): ServeMcp 
   return (req, body, binding) => {
     // Inside a 2025 session (the lane found it), a plain request is answered over its own exchange.
     const request = binding.session === undefined ? undefined : exchangeableRequest(req, body, servers.legacy.versions);
-    if (request !== undefined) return serveExchange(build('legacy', binding), request, req, SSE_KEEP_ALIVE_MS);
-    bindings.set(req, binding);
-    return handler.fetch(req, { parsedBody: body });
+    if (request !== undefined) return serveExchange(build('legacy', binding), request, SSE_KEEP_ALIVE_MS);
+    const web = webRequestOf(req);
+    bindings.set(web, binding);
+    return handler.fetch(web, { parsedBody: body });
   };
 }

@@ -21,7 +21,14 @@ import type { ToolCatalog } from '../tools/registry';
 import { type CallContextOptions, toToolContext } from '../tools/tool';
 import { asResourceRequest, readFileResource, sandboxFileTemplate } from '../resources/file-resources';
 import { parseSandboxUri } from '../resources/sandbox-uris';
-import type { BoundCall, BoundResources, PostLane, RequestBinding, ServeMcp } from './mcp-server';
+import {
+  type BoundCall,
+  type BoundResources,
+  type PostLane,
+  type RequestBinding,
+  type ServeMcp,
+  webRequestOf,
+} from './mcp-server';
 import { readPlainMessage } from './plain-message';
 import { SANDBOX_HEADER, sandboxHeaderMismatch, takeSandboxArgument, withSandboxHandle } from './sandbox-argument';
 
@@ -160,7 +167,7 @@ export function createModernLane({ table, ids, serve, now }: ModernLaneOptions):
         return toErrorResponse({ kind: 'no_room', ...refusal }, message?.id ?? null);
       }
       // The SDK cancels a modern call through the request's signal when the client goes away.
-      const request = ctx.signal === undefined ? req : new Request(req, { signal: ctx.signal });
+      const request = webRequestOf(req, ctx.signal);
       return serve(request, body, binding);
     },
   };

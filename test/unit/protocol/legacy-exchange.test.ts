@@ -90,7 +90,7 @@ async function viaExchange(body: unknown, headers?: Record<string, string>): Pro
   const req = post(body, headers);
   const message = exchangeableRequest(req, body, HTTP_PROTOCOL_VERSIONS);
   if (message === undefined) throw new Error(`not exchangeable: ${JSON.stringify(body)}`);
-  return serveExchange(server(), message, req, KEEP_ALIVE_MS);
+  return serveExchange(server(), message, KEEP_ALIVE_MS);
 }
 
 async function answer(res: Response) {
