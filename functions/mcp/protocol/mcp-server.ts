@@ -1,10 +1,10 @@
 /**
  * The SDK on the wire, for both eras: every request is served through a fresh SDK server built for it, by one
  * `createMcpHandler` (2026-07-28 requests natively, 2025-era ones through the SDK's stateless serving), except a
- * plain request inside a 2025 session, which the server built for it answers over a transport of its own exchange
+ * plain request inside a 2025 session, which a server kept connected for such requests answers
  * (protocol/legacy-exchange.ts: the same answer with less work). The lanes decide first which session or
- * credential a request belongs to and hand that over as its binding; the server built for the request reads it
- * back, so its tools act on the right sandbox.
+ * credential a request belongs to and hand that over as its binding; the server serving the request reads it
+ * back when its handlers run, so its tools act on the right sandbox.
  */
 import { type CallToolResult, createMcpHandler, type ServerContext } from '@modelcontextprotocol/server';
 
@@ -13,7 +13,7 @@ import type { Logger } from '../log';
 import type { TableEntry } from '../sessions/sandbox-table';
 import type { HandleCheck } from '../sessions/entry-lookup';
 import type { RequestOrigin } from '../files/file-urls';
-import { exchangeableRequest, serveExchange } from './legacy-exchange';
+import { createServerSlots, exchangeableRequest, serveExchange } from './legacy-exchange';
 import { createProtocolServer, type ProtocolServerOptions, type ResourceHandlers } from './server-factory';
 
 /** What a lane knows of a request before the SDK serves it. */
@@ -78,26 +78,34 @@ export function webRequestOf(req: IncomingRequest, signal?: AbortSignal): Reques
   return new Request(req.url, { method: req.method, headers: req.headers, ...(signal !== undefined && { signal }) });
 }
 
+/** Servers of the 2025 era kept connected between requests, at most (protocol/legacy-exchange.ts). */
+const IDLE_LEGACY_SERVERS = 64;
+
 /** Creates the one SDK handler, and the function the lanes serve through. */
 export function createMcpServing(servers: EraServers, logger: Logger): ServeMcp {
   const bindings = new WeakMap<Request, RequestBinding>();
-  const build = (era: keyof EraServers, binding: RequestBinding) => {
+  /** A server for `era` whose handlers act for the request `binding()` names when they run. */
+  const build = (era: keyof EraServers, binding: () => RequestBinding) => {
     const { call, resources, ...rest } = servers[era];
     return createProtocolServer({
       ...rest,
-      call: (name, args, ctx) => call(name, args, ctx, binding),
+      call: (name, args, ctx) => call(name, args, ctx, binding()),
       resources: {
         templates: resources.templates,
-        list: (ctx) => resources.list(ctx, binding),
-        read: (uri, ctx) => resources.read(uri, ctx, binding),
+        list: (ctx) => resources.list(ctx, binding()),
+        read: (uri, ctx) => resources.read(uri, ctx, binding()),
       },
     });
   };
+  const legacySlots = createServerSlots(
+    (binding: () => RequestBinding) => build('legacy', binding),
+    IDLE_LEGACY_SERVERS,
+  );
   const handler = createMcpHandler(
     ({ era, requestInfo }) => {
       const binding = requestInfo === undefined ? undefined : bindings.get(requestInfo);
       if (binding === undefined) throw new Error('a request reached the SDK without its binding');
-      return build(era, binding);
+      return build(era, () => binding);
     },
     // Always a stream: in 'auto' mode a call that prints nothing sends no byte until its result (no keep-alive
     // either), and a proxy may cut it.
@@ -111,7 +119,7 @@ export function createMcpServing(servers: EraServers, logger: Logger): ServeMcp 
   return (req, body, binding) => {
     // Inside a 2025 session (the lane found it), a plain request is answered over its own exchange.
     const request = binding.session === undefined ? undefined : exchangeableRequest(req, body, servers.legacy.versions);
-    if (request !== undefined) return serveExchange(build('legacy', binding), request, SSE_KEEP_ALIVE_MS);
+    if (request !== undefined) return serveExchange(legacySlots, binding, request, SSE_KEEP_ALIVE_MS);
     const web = webRequestOf(req);
     bindings.set(web, binding);
     return handler.fetch(web, { parsedBody: body });

@@ -1,7 +1,8 @@
 /**
  * A request of a 2025 session served over its own exchange (protocol/legacy-exchange.ts) must be answered as the
  * SDK's stateless fallback answers it: the same status, headers and bytes, the same keep-alives while a call runs,
- * and the same aborted signal when the client goes away.
+ * and the same aborted signal when the client goes away; the servers it borrows (`createServerSlots`) serve
+ * one request at a time, each for its own binding, and one whose request was left is not used again.
  */
 import {
   type CallToolResult,
@@ -12,7 +13,7 @@ import {
 } from '@modelcontextprotocol/server';
 
 import { webBodyOf } from '../../../functions/mcp/http/node-listener';
-import { exchangeableRequest, serveExchange } from '../../../functions/mcp/protocol/legacy-exchange';
+import { createServerSlots, exchangeableRequest, serveExchange } from '../../../functions/mcp/protocol/legacy-exchange';
 import { createProtocolServer } from '../../../functions/mcp/protocol/server-factory';
 import { HTTP_PROTOCOL_VERSIONS } from '../../../functions/mcp/protocol/versions';
 
@@ -43,8 +44,11 @@ const CALLS: Record<string, (args: unknown, ctx: ServerContext) => Promise<CallT
 /** Signals of the calls that hang until the test lets them go. */
 const hanging: AbortSignal[] = [];
 
-function server() {
-  return createProtocolServer({
+/** Every server built for these tests, in order. */
+const built: Array<ReturnType<typeof createProtocolServer>> = [];
+
+function server(binding: () => string = () => 'none') {
+  const made = createProtocolServer({
     tools: [{ name: 'echo', inputSchema: { type: 'object' } }],
     versions: HTTP_PROTOCOL_VERSIONS,
     call: (name, args, ctx) => {
@@ -52,6 +56,7 @@ function server() {
         hanging.push(ctx.mcpReq.signal);
         return new Promise(() => undefined);
       }
+      if (name === 'whose') return Promise.resolve({ content: [{ type: 'text', text: binding() }] });
       const call = CALLS[name];
       if (call === undefined) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `No ${name}`);
       return call(args, ctx);
@@ -62,6 +67,8 @@ function server() {
       read: async (uri) => ({ contents: [{ uri, text: 'x' }] }),
     },
   });
+  built.push(made);
+  return made;
 }
 
 const fallback = createMcpHandler(() => server(), {
@@ -86,11 +93,18 @@ async function viaFallback(body: unknown, headers?: Record<string, string>): Pro
   return fallback.fetch(post(body, headers), { parsedBody: body });
 }
 
-async function viaExchange(body: unknown, headers?: Record<string, string>): Promise<Response> {
+const newSlots = () => createServerSlots((binding: () => string) => server(binding), 4);
+const slots = newSlots();
+
+async function viaExchange(
+  body: unknown,
+  headers?: Record<string, string>,
+  { binding = 'none', from = slots } = {},
+): Promise<Response> {
   const req = post(body, headers);
   const message = exchangeableRequest(req, body, HTTP_PROTOCOL_VERSIONS);
   if (message === undefined) throw new Error(`not exchangeable: ${JSON.stringify(body)}`);
-  return serveExchange(server(), message, KEEP_ALIVE_MS);
+  return serveExchange(from, binding, message, KEEP_ALIVE_MS);
 }
 
 async function answer(res: Response) {
@@ -158,6 +172,31 @@ it("aborts the call's signal when the client goes away, as the fallback does", a
     await new Promise((resolve) => setImmediate(resolve));
     expect(hanging[0]?.aborted).toBe(true);
   }
+});
+
+it('lends a server to one request at a time, for its binding, and not again after a request it left', async () => {
+  const from = newSlots();
+  const whose = async (binding: string) =>
+    answer(await viaExchange(call('whose', {}), undefined, { binding, from })).then(({ body }) => body);
+  built.length = 0;
+  expect(await whose('a')).toContain('"text":"a"');
+  expect(await whose('b')).toContain('"text":"b"');
+  expect(built).toHaveLength(1);
+  // Two at once: two servers, each for its own request.
+  const [c, d] = await Promise.all([whose('c'), whose('d')]);
+  expect([c, d].map((text) => text.includes('"text":"c"') || text.includes('"text":"d"'))).toEqual([true, true]);
+  expect(c).not.toBe(d);
+  expect(built).toHaveLength(2);
+  // A request left unanswered: its server is closed and the next request gets another.
+  hanging.length = 0;
+  const left = await viaExchange(call('hang', {}), undefined, { from });
+  await new Promise((resolve) => setImmediate(resolve));
+  const leftOn = built.at(-1);
+  await webBodyOf(left)?.cancel();
+  expect(hanging[0]?.aborted).toBe(true);
+  expect(leftOn?.transport).toBeUndefined();
+  expect(await whose('e')).toContain('"text":"e"');
+  expect(await whose('f')).toContain('"text":"f"');
 });
 
 it('takes only plain requests the fallback would answer this way', () => {
