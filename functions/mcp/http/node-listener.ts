@@ -108,9 +108,16 @@ export function createNodeListener(handler: FetchHandler, options: NodeListenerO
     stallMs = DEFAULT_REQUEST_MS,
   } = options;
   return (req, res, preRead) => {
+    // The client went away: `ctx.signal` aborts. The signal itself is made only if something asks for it (on Node 20
+    // an AbortSignal is a costly object, and most requests never look at theirs).
     const abort = new AbortController();
+    let gone = false;
+    const hangUp = (): void => {
+      gone = true;
+      abort.abort();
+    };
     res.on('close', () => {
-      if (!res.writableFinished) abort.abort();
+      if (!res.writableFinished) hangUp();
     });
     const requestId = requestIdOf(req, requestIdHeader);
     if (!WEB_METHODS.has(req.method ?? '')) {
@@ -140,7 +147,7 @@ export function createNodeListener(handler: FetchHandler, options: NodeListenerO
     // A body that cannot be read means the client went away: the request's signal says so before the error.
     const readBodyOrHangUp = (): Promise<RequestBody | undefined> =>
       readBody(req, maxBodyBytes).catch((err: unknown) => {
-        abort.abort();
+        hangUp();
         throw err;
       });
     // Run once the answer was written or failed, or the client went away (writeResponse stops then too).
@@ -157,7 +164,9 @@ export function createNodeListener(handler: FetchHandler, options: NodeListenerO
         STREAMING.add(req);
         return readChunks(req, abort, stallMs);
       },
-      signal: abort.signal,
+      get signal() {
+        return abort.signal;
+      },
       onSent: (done) => sent.push(done),
       beforeEnd: (step) => beforeEnd.push(step),
     };
@@ -174,6 +183,8 @@ export function createNodeListener(handler: FetchHandler, options: NodeListenerO
           // the rest is drained (discardUnread), and the client closes it (RFC 9112 §9.6, lingering close).
           else res.shouldKeepAlive = true;
         }
+        const pushed = pushedBodyOf(response);
+        if (pushed !== undefined) return writePushed(response, pushed, res, () => gone, beforeEnd);
         return writeResponse(response, res, abort.signal, beforeEnd);
       })
       .catch((err: unknown) => {
@@ -314,19 +325,22 @@ function discardUnread(req: IncomingMessage, budget: number): void {
   req.resume();
 }
 
+/** Writes the status and headers of `response`. */
+function writeHead(response: Response, res: ServerResponse): void {
+  const headers: Record<string, string> = {};
+  response.headers.forEach((value, name) => {
+    headers[name] = value;
+  });
+  res.writeHead(response.status, headers);
+}
+
 async function writeResponse(
   response: Response,
   res: ServerResponse,
   signal: AbortSignal,
   beforeEnd: ReadonlyArray<() => Promise<void>>,
 ): Promise<void> {
-  const headers: Record<string, string> = {};
-  response.headers.forEach((value, name) => {
-    headers[name] = value;
-  });
-  res.writeHead(response.status, headers);
-  const pushed = pushedBodyOf(response);
-  if (pushed !== undefined) return writePushed(pushed, res, signal, beforeEnd);
+  writeHead(response, res);
   if (response.body === null) {
     await runSteps(beforeEnd);
     res.end();
@@ -363,18 +377,21 @@ async function runSteps(steps: ReadonlyArray<() => Promise<void>>): Promise<void
 }
 
 /**
- * Writes a pushed body as its text comes (above), the before-end steps before its end, as for any
- * answer; a client that goes away stops its producer.
+ * Writes an answer whose body is pushed (`pushedResponse`, above) as its text comes, and the before-end steps before
+ * its end, as for any answer; a client that goes away (`gone()`, or the response closes before it finished) stops
+ * the producer.
  */
 function writePushed(
+  response: Response,
   body: PushedBody,
   res: ServerResponse,
-  signal: AbortSignal,
+  gone: () => boolean,
   beforeEnd: ReadonlyArray<() => Promise<void>>,
 ): Promise<void> {
+  writeHead(response, res);
   return new Promise((resolve) => {
     const end = (): void => {
-      signal.removeEventListener('abort', gone);
+      res.off('close', left);
       const finish = (): void => {
         res.end();
         resolve();
@@ -382,15 +399,16 @@ function writePushed(
       if (beforeEnd.length === 0) finish();
       else void runSteps(beforeEnd).then(finish);
     };
-    const gone = (): void => {
+    const left = (): void => {
+      if (res.writableFinished) return;
       body.cancel();
       end();
     };
-    if (signal.aborted) {
-      gone();
+    if (gone()) {
+      left();
       return;
     }
-    signal.addEventListener('abort', gone, { once: true });
+    res.on('close', left);
     body.pipe({ write: (text) => void res.write(text), end });
   });
 }
