@@ -36,10 +36,14 @@ const SHAPES: Record<SignedIdPurpose, { randomBytes: number; macChars: number; p
   named: { randomBytes: 12, macChars: 16, pattern: /^([A-Za-z0-9_-]{16})\.([0-9a-z]{1,10})\.([A-Za-z0-9_-]{16})$/ },
 };
 
+/** Ids whose signature is remembered as checked (VerifiedIds, below): more than the sessions held at once. */
+const VERIFIED_IDS_REMEMBERED = 4_096;
+
 /**
  * Creates the codec. `secret` is MCP_SESSION_SECRET (≥ 32 bytes); `maxAgeMs` is MCP_SESSION_MAX_AGE_S.
  */
 export function createSignedIdCodec(secret: string, maxAgeMs: number): SignedIdCodec {
+  const verified = new VerifiedIds(VERIFIED_IDS_REMEMBERED);
   const sign = (purpose: SignedIdPurpose, random: string, issued: string, principal: string): string =>
     createHmac('sha256', secret)
       .update(`mcp-${purpose}-v1\n${random}\n${issued}\n${principal}`)
@@ -60,15 +64,21 @@ export function createSignedIdCodec(secret: string, maxAgeMs: number): SignedIdC
       return signed(purpose, key, principal, nowMs);
     },
     verify(purpose, id, principal, nowMs) {
-      const match = SHAPES[purpose].pattern.exec(id);
-      if (match === null) return { ok: false, reason: 'malformed' };
-      const [, random = '', issued = '', mac = ''] = match;
-      const expected = Buffer.from(sign(purpose, random, issued, principal));
-      if (!timingSafeEqual(expected, Buffer.from(mac))) return { ok: false, reason: 'bad_signature' };
-      const issuedAtMs = parseInt(issued, 36) * 1000;
+      let known = verified.get(id, purpose, principal);
+      if (known === undefined) {
+        const match = SHAPES[purpose].pattern.exec(id);
+        if (match === null) return { ok: false, reason: 'malformed' };
+        const [, random = '', issued = '', mac = ''] = match;
+        const expected = Buffer.from(sign(purpose, random, issued, principal));
+        if (!timingSafeEqual(expected, Buffer.from(mac))) return { ok: false, reason: 'bad_signature' };
+        known = { purpose, principal, key: random, issuedAtMs: parseInt(issued, 36) * 1000 };
+        verified.add(id, known);
+      }
+      // Time is checked on every request, remembered or not.
+      const { key, issuedAtMs } = known;
       if (!Number.isFinite(issuedAtMs) || nowMs - issuedAtMs > maxAgeMs || issuedAtMs - nowMs > 60_000)
         return { ok: false, reason: 'expired' };
-      return { ok: true, key: random, issuedAtMs };
+      return { ok: true, key, issuedAtMs };
     },
   };
 }
@@ -83,4 +93,36 @@ export function toIssuedAtMs(id: string): number | undefined {
   const issued = id.split('.')[1];
   if (issued === undefined || !/^[0-9a-z]{1,10}$/.test(issued)) return undefined;
   return parseInt(issued, 36) * 1000;
+}
+
+/**
+ * Signed ids whose signature was found good, with what it said: a request presents the same session id again and
+ * again, and the HMAC over it, for the same purpose and principal, can only come out the same, so it is computed
+ * once. Bounded: the oldest are forgotten first (and then checked again when they come).
+ */
+interface VerifiedId {
+  readonly purpose: string;
+  readonly principal: string;
+  readonly key: string;
+  readonly issuedAtMs: number;
+}
+
+class VerifiedIds {
+  private readonly entries = new Map<string, VerifiedId>();
+
+  constructor(private readonly capacity: number) {}
+
+  /** What `id` was verified as, for `purpose` and `principal` (exactly those), if it was. */
+  get(id: string, purpose: string, principal: string): VerifiedId | undefined {
+    const known = this.entries.get(id);
+    return known !== undefined && known.purpose === purpose && known.principal === principal ? known : undefined;
+  }
+
+  add(id: string, verified: VerifiedId): void {
+    this.entries.set(id, verified);
+    if (this.entries.size > this.capacity) {
+      const oldest = this.entries.keys().next();
+      if (oldest.done !== true) this.entries.delete(oldest.value);
+    }
+  }
 }
