@@ -77,19 +77,15 @@ ${renderMarkdownTable(rows)}
 Written by hand from profiles (\`node --cpu-prof\` on the server, the unminified build \`build({ minify: false })\`
 of build.mjs), on 2026-12-01; the table above is the latest run's.
 
-- **Steady load (figure 2).** Ours uses more server CPU per \`tools/call\` than R1: about 1.1-1.6× at its default
-  \`LOG_LEVEL=info\`, 1.05-1.35× at warn (runs of 2026-12-01); req/s and p99 follow it. The per-request log line is \
-not the main cost
-  (10-15 µs a line, 2-3 % of a call, two thirds of it the \`write\` system call; batching lines per event-loop turn
-  saved 4 µs and was dropped, since FC freezes the instance right after the answer). At warn, the JavaScript
-  thread spent ~377 µs a call against R1's ~330: garbage collection +22 µs, the call-share wrapper re-streaming
-  every answer body through a second \`ReadableStream\` ~20 µs, the SDK v2 checking each message as an initialize
-  request twice ~11 µs, the rest spread over the layers (the web \`Request\`/\`Response\` the SDK's transport needs,
-  the gates, the era check). The re-streaming is gone: behind the Node shell a call's slot is released when the
-  shell has written the answer (\`RequestContext.onSent\`), which took server CPU per call from ~330 to ~300 µs in
-  alternating runs here. The rest is not closed; fewer allocations per request in the Node shell are the next step.
-  The independent run that saw 0.66× at info most likely had its stdout on a terminal or a slow pipe; here every
-  server's stdout goes to a file.
+- **Steady load (figure 2).** Closed on 2026-12-06 (issue 34; how, and what each step bought: bench/PROFILE.md). A
+  2025 session's plain request is answered by SDK servers kept connected, over a transport of its own exchange,
+  without the SDK's stateless serving's second classification, second schema check, second stream and server
+  close; the Node shell makes no web \`Request\` and no web stream for it; a session id's signature is checked once.
+  In the runs of that day ours took 0.85-0.94× R1's server CPU per call at its default \`LOG_LEVEL=info\`, with
+  1.11-1.20× its req/s and 0.85-0.95× its p99. What still costs more than in R1: what each call promotes to the old
+  space (11 KB against 6 KB), and so the scavenge pauses a p99 feels; the request log line (10-15 µs, two thirds of
+  it the \`write\` system call; batching lines per event-loop turn saved 4 µs and was dropped, since FC freezes the
+  instance right after the answer).
 - **Cold path (figure 1).** Ours answers \`initialize\` before loading its core; the core then loads in ~75 ms (the
   \`load_ms\` of its \`core loaded\` log line: decoding and inflating its text ~15 ms, reading and using its code
   cache ~15 ms, its top level ~40 ms, most of it zod schemas of the SDK and the tools), and the session's first
