@@ -6,6 +6,7 @@
  * MCP_TELEMETRY_COMMAND_TEXT=true. Used only when telemetry is on (create-provider.ts).
  */
 import type { SpanAttributes, Telemetry } from '../telemetry/telemetry';
+import { withTracedMethods } from '../telemetry/traced-methods';
 import type { RunCodeResult, RunCommandResult, Sandbox, SandboxProvider } from './types';
 
 export interface TracedProviderOptions {
@@ -16,10 +17,8 @@ export interface TracedProviderOptions {
 /** Longest command or code text a span keeps, with the opt-in. */
 const TEXT_MAX = 1_024;
 
-type AsyncMethod = (...args: never[]) => Promise<unknown>;
-
 /** The traced methods of a sandbox, by span name: what each records before and after. */
-const TRACED: Partial<Record<keyof Sandbox, string>> = {
+const TRACED: Partial<Record<keyof Sandbox & string, string>> = {
   runCommand: 'sandbox.run_command',
   runCode: 'sandbox.run_code',
   readFile: 'sandbox.read_file',
@@ -77,20 +76,13 @@ export function traceSandboxProvider(
 }
 
 function traceSandbox(sandbox: Sandbox, telemetry: Telemetry, options: TracedProviderOptions): Sandbox {
-  return new Proxy(sandbox, {
-    get(target, property, receiver) {
-      const value: unknown = Reflect.get(target, property, receiver);
-      const name = typeof property === 'string' ? TRACED[property as keyof Sandbox] : undefined;
-      if (name === undefined || typeof value !== 'function') return value;
-      const method = value as AsyncMethod;
-      return (...args: never[]) =>
-        telemetry.span(name, startAttributes(property as string, args, options), async (note) => {
-          const result = await method.apply(target, args);
-          note.set(endAttributes(property as string, result));
-          return result;
-        });
-    },
-  });
+  return withTracedMethods(sandbox, TRACED, (name, method, args, run) =>
+    telemetry.span(name, startAttributes(method, args, options), async (note) => {
+      const result = await run();
+      note.set(endAttributes(method, result));
+      return result;
+    }),
+  );
 }
 
 /** What a call says before it runs: only the text of a command or code, and only with the opt-in. */

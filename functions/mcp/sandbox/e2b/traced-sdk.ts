@@ -5,12 +5,11 @@
  * class. No argument is recorded: not the template, the metadata, a path or code. Used only when telemetry is on.
  */
 import type { Telemetry } from '../../telemetry/telemetry';
+import { withTracedMethods } from '../../telemetry/traced-methods';
 import type { E2BSandboxApi, E2BSdk } from './sdk';
 
-type AsyncMethod = (...args: never[]) => Promise<unknown>;
-
 /** The control plane's calls, by operation name. */
-const SDK_CALLS: Partial<Record<keyof E2BSdk, string>> = {
+const SDK_CALLS: Partial<Record<keyof E2BSdk & string, string>> = {
   create: 'sandbox.create',
   findByMetadata: 'sandbox.list',
   connect: 'sandbox.connect',
@@ -22,7 +21,7 @@ const SDK_CALLS: Partial<Record<keyof E2BSdk, string>> = {
 };
 
 /** A sandbox's calls (envd, the interpreter, and the lease on the control plane), by operation name. */
-const SANDBOX_CALLS: Partial<Record<keyof E2BSandboxApi, string>> = {
+const SANDBOX_CALLS: Partial<Record<keyof E2BSandboxApi & string, string>> = {
   runCode: 'code.run',
   startCommand: 'command.start',
   readFile: 'files.read',
@@ -45,33 +44,18 @@ export function traceE2BSdk(sdk: E2BSdk, telemetry: Telemetry): E2BSdk {
   const wrapSandbox = (api: E2BSandboxApi): E2BSandboxApi => {
     let traced = sandboxes.get(api);
     if (traced === undefined) {
-      traced = traceCalls(api, SANDBOX_CALLS, telemetry, (result) => result);
+      traced = withTracedMethods(api, SANDBOX_CALLS, (operation, _method, _args, run) =>
+        telemetry.clientCall('e2b', operation, run),
+      );
       sandboxes.set(api, traced);
     }
     return traced;
   };
   // create and connect hand back a sandbox, whose own calls are traced too.
-  return traceCalls(sdk, SDK_CALLS, telemetry, (result, name) =>
-    name === 'create' || name === 'connect' ? wrapSandbox(result as E2BSandboxApi) : result,
+  return withTracedMethods(sdk, SDK_CALLS, (operation, method, _args, run) =>
+    telemetry.clientCall('e2b', operation, async () => {
+      const result = await run();
+      return method === 'create' || method === 'connect' ? wrapSandbox(result as E2BSandboxApi) : result;
+    }),
   );
-}
-
-function traceCalls<T extends object>(
-  target: T,
-  calls: Partial<Record<keyof T, string>>,
-  telemetry: Telemetry,
-  adapt: (result: unknown, name: keyof T) => unknown,
-): T {
-  return new Proxy(target, {
-    get(object, property, receiver) {
-      const value: unknown = Reflect.get(object, property, receiver);
-      const operation = typeof property === 'string' ? calls[property as keyof T] : undefined;
-      if (operation === undefined || typeof value !== 'function') return value;
-      const method = value as AsyncMethod;
-      return (...args: never[]) =>
-        telemetry.clientCall('e2b', operation, async () =>
-          adapt(await method.apply(object, args), property as keyof T),
-        );
-    },
-  });
 }

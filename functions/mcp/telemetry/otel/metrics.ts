@@ -6,11 +6,12 @@
  * every request its share (docs/observability.md). Without a meter provider (metrics off) every recording does
  * nothing.
  */
-import type { Attributes, Meter } from '@opentelemetry/api';
+import type { Meter } from '@opentelemetry/api';
 import type { MeterProvider } from '@opentelemetry/sdk-metrics';
 
 import { SERVER_INFO } from '../../version';
 import type { HeldCounts, SpanAttributes } from '../telemetry';
+import { clean } from './attributes';
 
 export interface Metrics {
   operation(ms: number, attributes: SpanAttributes): void;
@@ -60,10 +61,4 @@ export function createMetrics(provider: MeterProvider | undefined, held: () => H
     refusal: (code) => refusals.add(1, { 'error.type': code }),
     e2bCall: (ms, attributes) => e2bCalls.record(ms / 1000, clean(attributes)),
   };
-}
-
-function clean(attributes: SpanAttributes): Attributes {
-  const kept: Attributes = {};
-  for (const [key, value] of Object.entries(attributes)) if (value !== undefined) kept[key] = value;
-  return kept;
 }

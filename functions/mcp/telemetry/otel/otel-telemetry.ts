@@ -6,7 +6,6 @@
  * loaded only when telemetry is on.
  */
 import {
-  type Attributes,
   type Context,
   context,
   propagation,
@@ -30,6 +29,7 @@ import {
 import { redactorOf } from '../redact';
 import type { TelemetrySettings } from '../settings';
 import type { HeldCounts, RequestTrace, SpanAttributes, SpanNote, Telemetry } from '../telemetry';
+import { clean } from './attributes';
 import { createMetrics, type Metrics } from './metrics';
 import { createProviders, type ResourceFacts } from './providers';
 
@@ -223,13 +223,6 @@ function extractFromMeta(facts: McpMessageFacts): Context | undefined {
 
 function differ(a: Context, b: Context): boolean {
   return trace.getSpanContext(a)?.spanId !== trace.getSpanContext(b)?.spanId;
-}
-
-/** Attributes without the undefined ones (OpenTelemetry drops them, but only after a warning). */
-function clean(attributes: SpanAttributes): Attributes {
-  const kept: Attributes = {};
-  for (const [key, value] of Object.entries(attributes)) if (value !== undefined) kept[key] = value;
-  return kept;
 }
 
 /** An error's class (and code), never its message: messages may quote a path, a command or a server's answer. */
