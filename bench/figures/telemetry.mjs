@@ -3,9 +3,8 @@
 // and metrics exported over OTLP/HTTP (protobuf) to a loopback sink that takes everything. The ratio of the two is
 // the cost of tracing every request; the sink's counts show that the spans did go out.
 import { startOtlpSink } from '../harness/otlp-sink.mjs';
-import { callTool, openSession, runPool } from '../harness/mcp-wire.mjs';
 import { MANY_SESSIONS_ENV, startServer } from '../harness/servers.mjs';
-import { PREPARED_SESSIONS } from '../harness/targets.mjs';
+import { prepareOurs } from '../harness/targets.mjs';
 import { measureThroughput } from './throughput.mjs';
 
 /**
@@ -29,11 +28,7 @@ export async function measureTelemetry(options) {
       [off, 'ours'],
       [on, 'ours-telemetry'],
     ]) {
-      const sessionIds = await runPool(PREPARED_SESSIONS, 8, async () => {
-        const id = await openSession(server.url);
-        await callTool(server.url, id, 'run_command', { command: 'true' });
-        return id;
-      });
+      const sessionIds = await prepareOurs(server);
       targets.push({
         name,
         origin: server.origin,

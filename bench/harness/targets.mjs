@@ -45,7 +45,7 @@ export async function startSteadyServers() {
 }
 
 /** "Once the sandbox exists": one run_command per session creates it; sandbox_status never does. */
-function prepareOurs(server) {
+export function prepareOurs(server) {
   return runPool(PREPARED_SESSIONS, 8, async () => {
     const id = await openSession(server.url);
     await callTool(server.url, id, 'run_command', { command: 'true' });

@@ -12,12 +12,19 @@ import { join } from 'node:path';
 import { loadConfig } from '../../functions/mcp/config';
 import { makeTempDir, removeTempDirs, runDeployCli } from '../support/deploy-cli';
 import { makeCertificate } from '../support/certificates';
-import { CREDENTIALS, deployToFake, E2B_KEY, EMPTY_SHELL, fakeEndpoints, tokenFile } from '../support/deploy-to-fake';
+import {
+  CREDENTIALS,
+  deployToFake,
+  E2B_KEY,
+  EMPTY_SHELL,
+  fakeEndpoints,
+  NAS,
+  tokenFile,
+  VPC,
+} from '../support/deploy-to-fake';
 import { type FakeFc, startFakeFc, unsignedCalls } from '../support/fake-fc';
 
 const SHELL = { ...EMPTY_SHELL, E2B_API_KEY: E2B_KEY };
-const NAS = '0a1b2c3d4e-abc12.cn-hangzhou.nas.aliyuncs.com:/sandbox-mcp';
-const VPC = ['--vpc-id', 'vpc-bp1abc', '--vswitch-id', 'vsw-bp1def', '--security-group-id', 'sg-bp1ghi'];
 
 let fake: FakeFc;
 beforeEach(async () => {

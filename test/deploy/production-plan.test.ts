@@ -7,6 +7,7 @@ import { DEPLOY_OPTIONS } from '../../scripts/deploy-options';
 import { createPlan } from '../../scripts/deploy-plan';
 import { toFunctionConfig, toLogPlacement, toStatePlacement } from '../../scripts/fc-function-config';
 import { checkStateAgainstFunction } from '../../scripts/state-plan';
+import { NAS, VPC } from '../support/deploy-to-fake';
 
 const SHELL = {
   MCP_AUTH_TOKENS: 'plan-test-token-0123456789abcdef',
@@ -14,8 +15,6 @@ const SHELL = {
   E2B_API_KEY: 'e2b-key',
   E2B_DOMAIN: 'cn-hangzhou.e2b.fc.aliyuncs.com',
 };
-const NAS = '0a1b2c3d4e-abc12.cn-hangzhou.nas.aliyuncs.com:/sandbox-mcp';
-const VPC = ['--vpc-id', 'vpc-bp1abc', '--vswitch-id', 'vsw-bp1def', '--security-group-id', 'sg-bp1ghi'];
 
 const camelCase = (name: string): string => name.replace(/-([a-z])/g, (_, letter: string) => letter.toUpperCase());
 

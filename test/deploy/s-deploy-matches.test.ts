@@ -6,7 +6,7 @@
 import { join } from 'node:path';
 
 import { makeTempDir, removeTempDirs, runDeployCli, fc3Props } from '../support/deploy-cli';
-import { CREDENTIALS, deployToFake, E2B_KEY, EMPTY_SHELL, tokenFile } from '../support/deploy-to-fake';
+import { CREDENTIALS, deployToFake, E2B_KEY, EMPTY_SHELL, NAS, tokenFile, VPC } from '../support/deploy-to-fake';
 import { sPreview } from '../support/deploy-tools';
 import { fc3UpdateFunctionBody } from '../support/fc3-deploy';
 import { type FakeFc, startFakeFc } from '../support/fake-fc';
@@ -15,8 +15,6 @@ import { needs } from '../support/needs';
 const describeIfInstalled = needs('the deploy tools').describe;
 
 const SHELL = { ...EMPTY_SHELL, E2B_API_KEY: E2B_KEY, E2B_DOMAIN: 'cn-hangzhou.e2b.fc.aliyuncs.com' };
-const NAS = '0a1b2c3d4e-abc12.cn-hangzhou.nas.aliyuncs.com:/sandbox-mcp';
-const VPC = ['--vpc-id', 'vpc-bp1abc', '--vswitch-id', 'vsw-bp1def', '--security-group-id', 'sg-bp1ghi'];
 
 let fake: FakeFc;
 beforeEach(async () => {

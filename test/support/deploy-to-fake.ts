@@ -14,6 +14,9 @@ export const CREDENTIALS: Credentials = {
 };
 export const E2B_KEY = 'e2b_key_for_the_function_0123456789';
 export const TOKEN = 'deploy-test-token-0123456789abcdef';
+/** A NAS mount target of the deploy tests, and the VPC options it is reached through. */
+export const NAS = '0a1b2c3d4e-abc12.cn-hangzhou.nas.aliyuncs.com:/sandbox-mcp';
+export const VPC = ['--vpc-id', 'vpc-bp1abc', '--vswitch-id', 'vsw-bp1def', '--security-group-id', 'sg-bp1ghi'];
 
 export interface DeployJson {
   ok: boolean;

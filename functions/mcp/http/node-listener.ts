@@ -342,7 +342,8 @@ async function writeResponse(
 ): Promise<void> {
   writeHead(response, res);
   if (response.body === null) {
-    await runSteps(beforeEnd);
+    // Nothing to wait for in most answers: no await for them.
+    if (beforeEnd.length > 0) await runSteps(beforeEnd);
     res.end();
     return;
   }
@@ -366,7 +367,8 @@ async function writeResponse(
     }
   } finally {
     signal.removeEventListener('abort', cancel);
-    await runSteps(beforeEnd);
+    // Nothing to wait for in most answers: no await for them.
+    if (beforeEnd.length > 0) await runSteps(beforeEnd);
     res.end();
   }
 }
