@@ -4,7 +4,7 @@ import { f } from './report-rows.mjs';
 /** The target: tracing every request costs at most this share of req/s, p99 and CPU per call. */
 export const TELEMETRY_TARGET = 0.1;
 
-export function telemetryRows({ throughput, exported }) {
+export function telemetryRows({ throughput, exported, floor }) {
   const rows = [];
   const spans = exported['/v1/traces'] ?? { requests: 0, bytes: 0 };
   for (const [client, bySessions] of Object.entries(throughput)) {
@@ -25,7 +25,11 @@ export function telemetryRows({ throughput, exported }) {
         r2: '—',
         ratio:
           `req/s ${f(rps, 2)}×, p99 ${f(p99, 2)}×, CPU ${f(cpu, 2)}× of off; exported ${spans.requests} trace ` +
-          `requests, ${f(spans.bytes / 1024)} KiB`,
+          `requests, ${f(spans.bytes / 1024)} KiB` +
+          (floor === undefined
+            ? ''
+            : `; the SDK's floor for these spans and record, no server: ${f(floor.cpuUsPerRequest, 1)} µs ` +
+              `(${f((floor.cpuUsPerRequest / off.cpuUsPerCall) * 100)} % of a call off)`),
         target: `within ${TELEMETRY_TARGET * 100} % of off`,
         verdict: misses.length === 0 ? 'met' : `MISSED: ${misses.join(', ')}`,
       });

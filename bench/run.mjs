@@ -193,13 +193,14 @@ async function main() {
   if (selected('telemetry')) {
     progress(
       `12 telemetry: ours off and on (exporting to a loopback OTLP sink), ${settings.tpRuns} × ${settings.durationS} ` +
-        's per server and load client, 1 and 64 sessions',
+        "s per server and load client, 1 and 64 sessions; then the OpenTelemetry SDK's floor alone",
     );
     results.telemetry = await measureTelemetry({
       connections: settings.connections,
       runs: settings.tpRuns,
       durationMs: settings.durationS * 1000,
       warmupMs: settings.warmupS * 1000,
+      floorRequests: quick ? 20_000 : 100_000,
     });
   }
   if (selected('file-transfer')) {

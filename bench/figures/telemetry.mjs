@@ -1,7 +1,12 @@
 // Figure 12: what telemetry costs. Ours twice, in the same run and under the same load as figure 2 (`tools/call`
 // of `sandbox_status`, 32 connections, 1 and 64 sessions, both load clients): telemetry off, and on with traces
 // and metrics exported over OTLP/HTTP (protobuf) to a loopback sink that takes everything. The ratio of the two is
-// the cost of tracing every request; the sink's counts show that the spans did go out.
+// the cost of tracing every request; the sink's counts show that the spans did go out. Beside them, the floor: what
+// the OpenTelemetry SDK alone costs for the same spans and record of one request, in a loop with no server around it
+// (bench/harness/otel-floor.mjs), as a share of a call's CPU with telemetry off.
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
 import { startOtlpSink } from '../harness/otlp-sink.mjs';
 import { MANY_SESSIONS_ENV, startServer } from '../harness/servers.mjs';
 import { prepareOurs } from '../harness/targets.mjs';
@@ -9,7 +14,8 @@ import { measureThroughput } from './throughput.mjs';
 
 /**
  * Resolves with `{ throughput, exported }`: figure 2's results for targets `ours` (off) and `ours-telemetry` (on),
- * and what the sink received (requests and bytes by path).
+ * what the sink received from the server (requests and bytes by path), and the SDK's floor per request
+ * (`{ cpuUsPerRequest, alsUsPerRequest, exportedSpans }`).
  */
 export async function measureTelemetry(options) {
   const sink = await startOtlpSink();
@@ -39,9 +45,29 @@ export async function measureTelemetry(options) {
       });
     }
     const throughput = await measureThroughput(targets, options);
-    return { throughput, exported: sink.stats() };
+    const exported = sink.stats();
+    return { throughput, exported, floor: await measureFloor(sink.origin, options.floorRequests) };
   } finally {
     await Promise.all([off.stop(), on.stop()]);
     await sink.close();
   }
+}
+
+const FLOOR_SCRIPT = fileURLToPath(new URL('../harness/otel-floor.mjs', import.meta.url));
+
+/** Runs the floor in a process of its own, exporting to `origin`; resolves with what it printed. */
+function measureFloor(origin, requests = 100_000) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [FLOOR_SCRIPT, origin, String(requests)], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let out = '';
+    child.stdout.on('data', (chunk) => {
+      out += chunk;
+    });
+    child.on('error', reject);
+    child.on('exit', (code) =>
+      code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`the OpenTelemetry floor exited with ${code}`)),
+    );
+  });
 }

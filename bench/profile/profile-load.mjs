@@ -14,6 +14,7 @@ import { parseArgs } from 'node:util';
 
 import { requestMaker } from '../figures/throughput.mjs';
 import { runClosedLoop } from '../harness/load.mjs';
+import { startOtlpSink } from '../harness/otlp-sink.mjs';
 import { callTool, openSession, runPool } from '../harness/mcp-wire.mjs';
 import { createSandboxRoot, findFreePort, readCpuMs, serverEnv, stopChild } from '../harness/servers.mjs';
 import { removeRootWithDisks } from '../harness/sandbox-host.mjs';
@@ -29,6 +30,10 @@ const { values } = parseArgs({
     'log-level': { type: 'string' },
     log: { type: 'string' },
     stdout: { type: 'string' },
+    // KEY=VALUE for the server's environment, repeatable; `--otlp-sink` points OTEL_EXPORTER_OTLP_ENDPOINT at a
+    // loopback sink (bench/harness/otlp-sink.mjs), to profile telemetry on.
+    env: { type: 'string', multiple: true, default: [] },
+    'otlp-sink': { type: 'boolean', default: false },
   },
 });
 const ours = values.server === 'ours';
@@ -36,9 +41,17 @@ if (values.bundle === undefined) throw new Error('--bundle is required');
 
 const port = await findFreePort();
 const sandboxRoot = ours ? createSandboxRoot() : undefined;
+const sink = values['otlp-sink'] ? await startOtlpSink() : undefined;
+const extraEnv = Object.fromEntries(
+  values.env.map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]),
+);
 const env = serverEnv(ours ? 'ours' : values.server, port, {
   sandboxRoot,
-  env: values['log-level'] === undefined ? {} : { LOG_LEVEL: values['log-level'] },
+  env: {
+    ...(values['log-level'] !== undefined && { LOG_LEVEL: values['log-level'] }),
+    ...(sink !== undefined && { OTEL_EXPORTER_OTLP_ENDPOINT: sink.origin }),
+    ...extraEnv,
+  },
 });
 const logFd = openSync(values.stdout ?? '/dev/null', 'w');
 const errFd = values.log === undefined ? 'inherit' : openSync(values.log, 'w');
@@ -85,6 +98,7 @@ for (const [name, ms] of Object.entries(threadCpuMs(child.pid))) {
 }
 await stopChild(child, 30_000);
 if (sandboxRoot !== undefined) await removeRootWithDisks(sandboxRoot);
+if (sink !== undefined) console.error(`[profile] the sink got ${JSON.stringify(sink.stats())}`);
 console.log(JSON.stringify({ ...result, cpuUsPerCall: Math.round((cpuMs * 1000) / calls), threads }));
 process.exit(0);
 

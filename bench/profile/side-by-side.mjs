@@ -3,13 +3,17 @@
 // of one change (bench/PROFILE.md), not a figure of its own.
 //
 //   node bench/profile/side-by-side.mjs [--rounds 3] [--seconds 5] [--sessions 1] [--connections 16]
-//     <name>=<ours|r1>:<bundle> ...
+//     [--env <name>:KEY=VALUE ...] <name>=<ours|r1>:<bundle> ...
+//
+// `--env` adds to one server's environment; a value `{sink}` is the origin of a loopback OTLP sink
+// (bench/harness/otlp-sink.mjs), to compare telemetry settings: `--env on:OTEL_EXPORTER_OTLP_ENDPOINT={sink}`.
 import { spawn } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 
 import { requestMaker } from '../figures/throughput.mjs';
 import { median, runClosedLoop } from '../harness/load.mjs';
+import { startOtlpSink } from '../harness/otlp-sink.mjs';
 import { callTool, openSession, runPool } from '../harness/mcp-wire.mjs';
 import { removeRootWithDisks } from '../harness/sandbox-host.mjs';
 import { createSandboxRoot, findFreePort, readCpuMs, serverEnv, stopChild } from '../harness/servers.mjs';
@@ -21,8 +25,21 @@ const { values, positionals } = parseArgs({
     seconds: { type: 'string', default: '5' },
     sessions: { type: 'string', default: '1' },
     connections: { type: 'string', default: '16' },
+    env: { type: 'string', multiple: true, default: [] },
   },
 });
+const sink = values.env.some((pair) => pair.includes('{sink}')) ? await startOtlpSink() : undefined;
+
+/** The `--env` additions for the server called `name`. */
+function envOf(name) {
+  const env = {};
+  for (const spec of values.env) {
+    const [server, pair] = [spec.slice(0, spec.indexOf(':')), spec.slice(spec.indexOf(':') + 1)];
+    if (server !== name) continue;
+    env[pair.slice(0, pair.indexOf('='))] = pair.slice(pair.indexOf('=') + 1).replace('{sink}', sink?.origin);
+  }
+  return env;
+}
 
 async function start(spec) {
   const [name, rest] = spec.split('=');
@@ -32,7 +49,7 @@ async function start(spec) {
   const sandboxRoot = ours ? createSandboxRoot() : undefined;
   const out = openSync('/dev/null', 'w');
   const child = spawn(process.execPath, [bundle], {
-    env: serverEnv(ours ? 'ours' : kind, port, { sandboxRoot }),
+    env: serverEnv(ours ? 'ours' : kind, port, { sandboxRoot, env: envOf(name) }),
     stdio: ['ignore', out, 'ignore'],
   });
   closeSync(out);
@@ -92,4 +109,5 @@ for (const server of servers) {
   await stopChild(server.child, 30_000);
   if (server.sandboxRoot !== undefined) await removeRootWithDisks(server.sandboxRoot);
 }
+if (sink !== undefined) console.log(`the sink got ${JSON.stringify(sink.stats())}`);
 process.exit(0);
