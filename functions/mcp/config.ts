@@ -141,6 +141,8 @@ export interface PerCredentialLimits {
   readonly sandboxes: number;
   /** MCP_MAX_CALLS_PER_CREDENTIAL: tool calls in flight at once. @default 64 */
   readonly calls: number;
+  /** MCP_MAX_TASKS_PER_CREDENTIAL: MCP tasks running at once, across the instances that share the state. @default 16 */
+  readonly tasks: number;
   /** MCP_INITIALIZE_BURST: sessions one credential may open on an instance at once, before the rate applies. @default
    * 120 */
   readonly initializeBurst: number;
@@ -213,6 +215,11 @@ export interface Config {
   readonly functionTimeoutS: number | undefined;
   /** SANDBOX_BACKEND. @default 'e2b' when E2B_API_KEY is set, else 'local' */
   readonly sandboxBackend: 'local' | 'e2b';
+  /**
+   * Where MCP tasks are kept, for every instance to find (tasks/task-store.ts): the local root, or E2B_STATE_DIR;
+   * `undefined` (E2B without a state directory): no tasks.
+   */
+  readonly taskRoot?: string;
   readonly local: LocalSandboxConfig;
   readonly e2b: E2BConfig;
   readonly sleeping: SleepingConfig;
@@ -448,6 +455,7 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): Config {
       sessions: sessionsPerCredential,
       sandboxes: int('MCP_MAX_SANDBOXES_PER_CREDENTIAL', sessionsPerCredential, 1, 100_000),
       calls: int('MCP_MAX_CALLS_PER_CREDENTIAL', 64, 1, 100_000),
+      tasks: int('MCP_MAX_TASKS_PER_CREDENTIAL', 16, 1, 10_000),
       initializeBurst: int('MCP_INITIALIZE_BURST', 120, 1, 100_000),
       initializePerMin: int('MCP_INITIALIZE_PER_MIN', 120, 0, 1_000_000),
     },
@@ -461,6 +469,7 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): Config {
     toolTimeoutMaxS,
     functionTimeoutS,
     sandboxBackend: backend === 'e2b' ? 'e2b' : 'local',
+    ...((backend === 'e2b' ? stateDir : root) !== undefined && { taskRoot: backend === 'e2b' ? stateDir : root }),
     local: {
       root,
       diskBytes: diskMb * 2 ** 20,

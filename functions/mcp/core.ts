@@ -27,11 +27,14 @@ import { createMcpEndpoint } from './protocol/mcp-endpoint';
 import { createMcpServing } from './protocol/mcp-server';
 import { createModernCall, createModernLane, createModernResources } from './protocol/modern-lane';
 import { withSandboxArgument } from './protocol/sandbox-argument';
+import { legacyTaskMethods, modernTaskMethods, taskToolsOf, withoutTaskSupport } from './protocol/task-methods';
 import { MODERN_SERVER_INSTRUCTIONS } from './protocol/server-identity';
 import { HTTP_PROTOCOL_VERSIONS, PROTOCOL_VERSIONS_BY_TRANSPORT } from './protocol/versions';
 import { createSandboxProvider, type SelectedProvider } from './sandbox/create-provider';
 import { createSandboxAccess } from './sessions/sandbox-access';
 import { createSandboxTable } from './sessions/sandbox-table';
+import { createTaskRunner } from './tasks/task-runner';
+import { createTaskStore } from './tasks/task-store';
 import { createToolCatalog } from './tools/registry';
 import { traceToolCatalog } from './tools/traced-catalog';
 import { createTelemetry } from './telemetry/load-telemetry';
@@ -42,6 +45,9 @@ const ENFORCED_BY = {
   local: 'the server (an HTTP proxy outside the sandbox)',
   e2b: "E2B's egress rules, set when the sandbox is created",
 } as const;
+
+/** A task's ttl when its client asks none: an hour (capped by MCP_SESSION_MAX_AGE_S). */
+const DEFAULT_TASK_TTL_MS = 3_600_000;
 
 /** What the entry made before the core was needed; the core shares it rather than making its own. */
 export interface CoreDeps extends EntryDeps {
@@ -154,6 +160,19 @@ export function createCoreApp({
   // Tool calls and file transfers in flight share one count per credential.
   const calls = createCallShare(config.perCredential.calls);
   const fileUrls = createFileUrlFactory({ signer, config: config.fileUrls, now });
+  const { taskRoot } = config;
+  const maxTaskTtlMs = config.sessionMaxAgeS * 1000;
+  const tasks = createTaskRunner({
+    store: taskRoot === undefined ? undefined : createTaskStore(taskRoot),
+    offReason: 'on E2B they are kept in E2B_STATE_DIR, which is not set',
+    ids,
+    clock,
+    maxRunningPerCredential: config.perCredential.tasks,
+    maxTtlMs: maxTaskTtlMs,
+    defaultTtlMs: Math.min(DEFAULT_TASK_TTL_MS, maxTaskTtlMs),
+    logger,
+  });
+  const taskTools = taskToolsOf(catalog.list);
   const serve = createMcpServing(
     {
       legacy: {
@@ -161,13 +180,15 @@ export function createCoreApp({
         versions: HTTP_PROTOCOL_VERSIONS,
         call: createLegacyCall({ table, catalog, context, idleTtlMs, directory, fileUrls }),
         resources: createLegacyResources({ table, now }),
+        tasks: (principal) => legacyTaskMethods({ runner: tasks, principal, taskTools }),
       },
       modern: {
-        tools: withSandboxArgument(catalog.list),
+        tools: withoutTaskSupport(withSandboxArgument(catalog.list)),
         versions: HTTP_PROTOCOL_VERSIONS,
         instructions: MODERN_SERVER_INSTRUCTIONS,
         call: createModernCall({ table, ids, catalog, context, idleTtlMs, now, directory, provider, fileUrls }),
         resources: createModernResources({ table, ids, idleTtlMs, now, provider }),
+        tasks: (principal) => modernTaskMethods({ runner: tasks, principal, taskTools }),
       },
     },
     logger,
@@ -227,6 +248,7 @@ export function createCoreApp({
     handle,
     ready,
     shutdown: async (options) => {
+      await tasks.stopAll();
       await table.shutdown(options);
       await telemetry.shutdown();
     },

@@ -23,7 +23,7 @@ import type { OriginPolicy } from './http/origin';
 import { logRequest } from './http/request-log';
 import type { Logger } from './log';
 import { isObject, readPlainMessage } from './protocol/plain-message';
-import { SERVER_CAPABILITIES, SERVER_INFO, SERVER_INSTRUCTIONS } from './protocol/server-identity';
+import { legacyCapabilities, SERVER_INFO, SERVER_INSTRUCTIONS } from './protocol/server-identity';
 import { HTTP_PROTOCOL_VERSIONS, negotiateVersion } from './protocol/versions';
 import type { InitializeRate } from './sessions/initialize-rate';
 import { type SignedIdCodec, toSessionTag } from './sessions/session-id';
@@ -41,6 +41,8 @@ export interface EarlyListenerOptions {
   onMinted: (id: string) => void;
   /** Header that carries the platform's request id (FC: `x-fc-request-id`). */
   requestIdHeader?: string;
+  /** The server keeps MCP tasks (Config's `taskRoot`): `initialize` says so, as the core's does. */
+  tasks: boolean;
   logger: Logger;
   /** @default Date.now */
   now?: () => number;
@@ -85,7 +87,7 @@ export function createEarlyListener(options: EarlyListenerOptions): EarlyListene
     const minted = ids.mint('session', principal, now());
     options.onMinted(minted.id);
     res.writeHead(200, { ...SSE_HEADERS, 'mcp-session-id': minted.id });
-    res.end(`event: message\ndata: ${earlyInitializeResponse(request)}\n\n`);
+    res.end(`event: message\ndata: ${earlyInitializeResponse(request, options.tasks)}\n\n`);
     // The request line the core would log, with the fields its 2025 lane adds.
     const line = {
       requestId: requestIdOf(req, options.requestIdHeader),
@@ -137,10 +139,10 @@ export function readEarlyInitialize(value: unknown): EarlyInitialize | undefined
 }
 
 /** The JSON-RPC response to `request`, serialized as the SDK's server and transport write it. */
-export function earlyInitializeResponse(request: EarlyInitialize): string {
+export function earlyInitializeResponse(request: EarlyInitialize, tasks: boolean): string {
   const result = {
     protocolVersion: negotiateVersion(request.requestedVersion),
-    capabilities: SERVER_CAPABILITIES,
+    capabilities: legacyCapabilities(tasks),
     serverInfo: SERVER_INFO,
     instructions: SERVER_INSTRUCTIONS,
   };

@@ -101,6 +101,7 @@ function main(): void {
     initializeRate,
     onMinted: (id) => mintedEarly.add(id),
     requestIdHeader: FC_REQUEST_ID_HEADER,
+    tasks: config.taskRoot !== undefined,
     logger,
   });
   const serve = (req: IncomingMessage, res: ServerResponse): void => {

@@ -6,6 +6,7 @@ import { isInitializeRequest, WebStandardStreamableHTTPServerTransport } from '@
 
 import { earlyInitializeResponse, readEarlyInitialize } from '../../functions/mcp/early-initialize';
 import { createProtocolServer } from '../../functions/mcp/protocol/server-factory';
+import { LEGACY_TASKS_CAPABILITY } from '../../functions/mcp/protocol/server-identity';
 import { HTTP_PROTOCOL_VERSIONS, negotiateVersion } from '../../functions/mcp/protocol/versions';
 
 type Json = Record<string, unknown>;
@@ -102,13 +103,16 @@ function mutations(): unknown[] {
   return out;
 }
 
-/** The SDK server's answer to `message`, as the `data:` line of its SSE response. */
-async function sdkAnswer(message: unknown): Promise<string> {
+/** The SDK server's answer to `message`, as the `data:` line of its SSE response; with tasks as the core's says. */
+async function sdkAnswer(message: unknown, tasks = false): Promise<string> {
   const server = createProtocolServer({
     tools: [],
     call: async () => ({ content: [] }),
     resources: { templates: [], list: async () => ({ resources: [] }), read: async () => ({ contents: [] }) },
     versions: HTTP_PROTOCOL_VERSIONS,
+    ...(tasks && {
+      tasks: { capabilities: LEGACY_TASKS_CAPABILITY, call: () => undefined, install: () => undefined },
+    }),
   });
   const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: () => 'session' });
   await server.connect(transport);
@@ -154,7 +158,7 @@ it(
       params.capabilities = {};
       params.clientInfo = { name: 'client', version: '1.0.0' };
       expect(isInitializeRequest(valid)).toBe(true);
-      expect(earlyInitializeResponse(request)).toBe(await sdkAnswer(valid));
+      expect(earlyInitializeResponse(request, false)).toBe(await sdkAnswer(valid));
     }
     // The mutations leave many valid requests and many refused ones: the check is exercised on every side.
     expect(taken).toBeGreaterThan(60);
@@ -190,11 +194,13 @@ it('leaves to the core what it cannot answer', () => {
   expect(readEarlyInitialize([base()])).toBeUndefined();
 });
 
-it('answers byte for byte what the SDK server answers', async () => {
+it('answers byte for byte what the SDK server answers, with tasks and without', async () => {
   for (const message of CLIENT_SHAPES) {
     const request = readEarlyInitialize(message);
     if (request === undefined) throw new Error('a client shape was not taken');
-    expect(earlyInitializeResponse(request)).toBe(await sdkAnswer(message));
+    expect(earlyInitializeResponse(request, false)).toBe(await sdkAnswer(message));
+    expect(earlyInitializeResponse(request, true)).toBe(await sdkAnswer(message, true));
+    expect(earlyInitializeResponse(request, true)).toContain('"tasks":{"list":{},"cancel":{}');
   }
 });
 

@@ -25,6 +25,7 @@ async function start(env: Record<string, string>) {
   const early = createEarlyListener({
     ...deps,
     maxBodyBytes: config.maxBodyBytes,
+    tasks: config.taskRoot !== undefined,
     onMinted: (id) => minted.push(id),
     logger: createLogger(
       {

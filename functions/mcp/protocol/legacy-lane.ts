@@ -68,7 +68,7 @@ export function createLegacyCall(options: LegacyCallOptions): BoundCall {
   const { table, catalog, context, idleTtlMs, directory, fileUrls } = options;
   const { now, maxAgeMs, logger } = directory;
   const { catalog: sandboxes } = directory.provider;
-  return async (name, args, ctx, { session, origin }) => {
+  return async (name, args, ctx, { session, origin }, task) => {
     if (session === undefined) throw new Error('a 2025-era tool call outside a session');
     let target: TableEntry;
     try {
@@ -97,9 +97,11 @@ export function createLegacyCall(options: LegacyCallOptions): BoundCall {
       },
       left: async () => undefined,
     };
+    // A task's call is not named by its request's id (`notifications/cancelled` does not reach tasks) and stops
+    // on the task's cancel as well as on the session's end.
     return table.run(
       session,
-      ctx.mcpReq.id,
+      task === undefined ? ctx.mcpReq.id : undefined,
       (signal) =>
         catalog.call(
           name,
@@ -113,7 +115,8 @@ export function createLegacyCall(options: LegacyCallOptions): BoundCall {
             sandboxRef: SESSION_SANDBOX,
             ...(fileUrls !== undefined &&
               origin !== undefined && { fileUrls: () => fileUrls(placeOf(target), origin()) }),
-            signal,
+            signal: task === undefined ? signal : AbortSignal.any([signal, task.signal]),
+            ...(task !== undefined && { task }),
           }),
         ),
       target,

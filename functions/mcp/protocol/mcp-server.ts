@@ -13,8 +13,10 @@ import type { Logger } from '../log';
 import type { TableEntry } from '../sessions/sandbox-table';
 import type { HandleCheck } from '../sessions/entry-lookup';
 import type { RequestOrigin } from '../files/file-urls';
+import type { TaskControls } from '../tasks/task-runner';
 import { createServerSlots, exchangeableRequest, serveExchange } from './legacy-exchange';
 import { createProtocolServer, type ProtocolServerOptions, type ResourceHandlers } from './server-factory';
+import type { EraTasks } from './task-methods';
 
 /** What a lane knows of a request before the SDK serves it. */
 export interface RequestBinding {
@@ -37,12 +39,13 @@ export interface PostLane {
 /** Serves one request (its body already parsed) through the SDK, bound to `binding`. */
 export type ServeMcp = (req: IncomingRequest, body: unknown, binding: RequestBinding) => Promise<Response>;
 
-/** A tool call, with the request's binding. */
+/** A tool call, with the request's binding; with `controls`, a task's call, which runs on after its request. */
 export type BoundCall = (
   name: string,
   args: unknown,
   ctx: ServerContext,
   binding: RequestBinding,
+  controls?: TaskControls,
 ) => Promise<CallToolResult>;
 
 /** The resources methods, with the request's binding. */
@@ -53,9 +56,11 @@ export interface BoundResources {
 }
 
 /** One era's server, its handlers taking the request's binding. */
-export type EraServer = Omit<ProtocolServerOptions, 'call' | 'resources'> & {
+export type EraServer = Omit<ProtocolServerOptions, 'call' | 'resources' | 'tasks'> & {
   call: BoundCall;
   resources: BoundResources;
+  /** Its tasks methods, for the credential `principal()` names. @default no tasks */
+  tasks?: (principal: () => string) => EraTasks;
 };
 
 export interface EraServers {
@@ -86,10 +91,11 @@ export function createMcpServing(servers: EraServers, logger: Logger): ServeMcp 
   const bindings = new WeakMap<Request, RequestBinding>();
   /** A server for `era` whose handlers act for the request `binding()` names when they run. */
   const build = (era: keyof EraServers, binding: () => RequestBinding) => {
-    const { call, resources, ...rest } = servers[era];
+    const { call, resources, tasks, ...rest } = servers[era];
     return createProtocolServer({
       ...rest,
-      call: (name, args, ctx) => call(name, args, ctx, binding()),
+      ...(tasks !== undefined && { tasks: tasks(() => binding().principal) }),
+      call: (name, args, ctx, controls) => call(name, args, ctx, binding(), controls),
       resources: {
         templates: resources.templates,
         list: (ctx) => resources.list(ctx, binding()),

@@ -61,7 +61,7 @@ export interface ModernCallOptions extends Omit<ModernLaneOptions, 'serve'> {
 export function createModernCall(options: ModernCallOptions): BoundCall {
   const lookup = createHandleLookup(options);
   const { ids, now } = options;
-  return async (name, args, ctx, binding) => {
+  return async (name, args, ctx, binding, task) => {
     const { handle, rest } = takeSandboxArgument(args);
     const { principal, origin } = binding;
     // The lane checked the handle before the SDK saw the call: not again.
@@ -98,8 +98,10 @@ export function createModernCall(options: ModernCallOptions): BoundCall {
       sandboxes: () => createCallDirectory(options.directory, scope),
       expiresAt: () => new Date(entry.lastUsedMs + options.idleTtlMs),
     };
+    // A task's call stops on the task's cancel, not when its request ends.
+    const callContext = task === undefined ? context : { ...context, signal: task.signal, task };
     const result = await options.table.run(entry, undefined, () =>
-      options.catalog.call(name, rest, toToolContext(ctx, context)),
+      options.catalog.call(name, rest, toToolContext(ctx, callContext)),
     );
     return withSandboxHandle(result, given.handle, given.fresh);
   };

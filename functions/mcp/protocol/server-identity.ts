@@ -7,6 +7,16 @@ export { SERVER_INFO } from '../version';
 /** The server's capabilities: tools, and sandbox files as resources. */
 export const SERVER_CAPABILITIES = Object.freeze({ tools: Object.freeze({}), resources: Object.freeze({}) });
 
+/** What a 2025-era server adds when it keeps MCP tasks (protocol/task-methods.ts): list, cancel, and tool calls. */
+export const LEGACY_TASKS_CAPABILITY = Object.freeze({
+  tasks: Object.freeze({ list: {}, cancel: {}, requests: Object.freeze({ tools: Object.freeze({ call: {} }) }) }),
+});
+
+/** The capabilities `initialize` answers: with tasks when the server keeps them (Config's `taskRoot`). */
+export function legacyCapabilities(tasks: boolean): Record<string, object> {
+  return tasks ? { ...SERVER_CAPABILITIES, ...LEGACY_TASKS_CAPABILITY } : SERVER_CAPABILITIES;
+}
+
 /** The `instructions` of a stdio connection, which owns one sandbox for as long as it lasts. */
 export const STDIO_INSTRUCTIONS =
   'Tools act in a sandbox that belongs to this session: ' +

@@ -11,9 +11,10 @@ import { hashTag } from '../hash-tag';
 
 /**
  * What a signed id is for; ids of one purpose are never valid as another. `named`: a handle of a named sandbox
- * (open_sandbox), shaped as a sandbox handle, which says that its sandbox, once gone, is gone for good.
+ * (open_sandbox), shaped as a sandbox handle, which says that its sandbox, once gone, is gone for good. `task`: an
+ * MCP task's id (tasks/task-runner.ts), shaped as a sandbox handle.
  */
-export type SignedIdPurpose = 'session' | 'sandbox' | 'named';
+export type SignedIdPurpose = 'session' | 'sandbox' | 'named' | 'task';
 
 export type SignedIdCheck =
   | { ok: true; key: string; issuedAtMs: number }
@@ -34,6 +35,7 @@ const SHAPES: Record<SignedIdPurpose, { randomBytes: number; macChars: number; p
   session: { randomBytes: 16, macChars: 22, pattern: /^([A-Za-z0-9_-]{22})\.([0-9a-z]{1,10})\.([A-Za-z0-9_-]{22})$/ },
   sandbox: { randomBytes: 12, macChars: 16, pattern: /^([A-Za-z0-9_-]{16})\.([0-9a-z]{1,10})\.([A-Za-z0-9_-]{16})$/ },
   named: { randomBytes: 12, macChars: 16, pattern: /^([A-Za-z0-9_-]{16})\.([0-9a-z]{1,10})\.([A-Za-z0-9_-]{16})$/ },
+  task: { randomBytes: 12, macChars: 16, pattern: /^([A-Za-z0-9_-]{16})\.([0-9a-z]{1,10})\.([A-Za-z0-9_-]{16})$/ },
 };
 
 /** Ids whose signature is remembered as checked (VerifiedIds, below): more than the sessions held at once. */

@@ -71,6 +71,7 @@ export function describeTools(tools: readonly ToolDefinition[]): Tool[] {
     inputSchema: toJsonSchema(tool.input, 'input'),
     outputSchema: toJsonSchema(tool.output, 'output'),
     annotations: { title: tool.title, ...tool.annotations },
+    ...(tool.taskSupport !== undefined && { execution: { taskSupport: tool.taskSupport } }),
   }));
 }
 

@@ -57,6 +57,7 @@ export const runCodeTool = defineTool({
   input: Input,
   output: Output,
   annotations: { destructiveHint: true, openWorldHint: true },
+  taskSupport: 'optional',
   async run(args, ctx) {
     const sandbox = await ctx.sandbox.get();
     const timeoutMs = ctx.timeoutMs(args.timeout_ms);

@@ -64,6 +64,7 @@ export const runCommandTool = defineTool({
   input: Input,
   output: Output,
   annotations: { destructiveHint: true, openWorldHint: true },
+  taskSupport: 'optional',
   async run(args, ctx) {
     const sandbox = await ctx.sandbox.get();
     if (args.background) {

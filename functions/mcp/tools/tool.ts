@@ -72,6 +72,11 @@ export interface ToolDefinition<I extends z.ZodType = z.ZodType, O extends z.Zod
   input: I;
   output: O;
   annotations: { readOnlyHint?: boolean; destructiveHint?: boolean; idempotentHint?: boolean; openWorldHint?: boolean };
+  /**
+   * `optional`: a client may run a call of it as an MCP task (protocol/task-methods.ts), for work that outlasts a
+   * request. @default forbidden
+   */
+  taskSupport?: 'optional';
   run(args: z.output<I>, ctx: ToolContext): Promise<ToolOutcome<z.output<O>>>;
 }
 
@@ -112,6 +117,12 @@ export interface CallContextOptions {
   toolTimeoutMaxMs: number;
   /** Cancels the call. @default the request's signal (the SDK aborts it when the request is cancelled or gone) */
   signal?: AbortSignal;
+  /**
+   * A task's call (tasks/task-runner.ts): it runs on after its request was answered, so nothing goes to that
+   * request's stream, and its timeout defaults to, and is capped by, the task's time instead of
+   * MCP_TOOL_TIMEOUT_MAX_S. @default a call answered on its request
+   */
+  task?: { readonly maxTimeoutMs: number };
 }
 
 /**
@@ -119,8 +130,8 @@ export interface CallContextOptions {
  * carries a progress token, live output forwarded as progress notifications on the request's stream.
  */
 export function toToolContext(ctx: ServerContext, options: CallContextOptions): ToolContext {
-  const token = ctx.mcpReq._meta?.progressToken;
-  const { egressOf, principal } = options;
+  const { egressOf, principal, task } = options;
+  const token = task === undefined ? ctx.mcpReq._meta?.progressToken : undefined;
   const forwarder =
     token === undefined
       ? undefined
@@ -136,7 +147,10 @@ export function toToolContext(ctx: ServerContext, options: CallContextOptions): 
     ...(options.fileUrls !== undefined && { fileUrls: options.fileUrls }),
     ...(options.sandboxRef !== undefined && { sandboxRef: options.sandboxRef }),
     signal: options.signal ?? ctx.mcpReq.signal,
-    timeoutMs: (requested) => Math.min(requested ?? DEFAULT_TOOL_TIMEOUT_MS, options.toolTimeoutMaxMs),
+    timeoutMs:
+      task === undefined
+        ? (requested) => Math.min(requested ?? DEFAULT_TOOL_TIMEOUT_MS, options.toolTimeoutMaxMs)
+        : (requested) => Math.min(requested ?? task.maxTimeoutMs, task.maxTimeoutMs),
     ...(forwarder !== undefined && {
       onOutput: (_stream, text) => forwarder.push(text),
       settle: () => forwarder.close(),
