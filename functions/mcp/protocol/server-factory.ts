@@ -62,7 +62,7 @@ export function createProtocolServer({
   server.setRequestHandler('tools/list', () => ({ tools: [...tools] }));
   server.setRequestHandler('tools/call', (request, ctx) => {
     const { name, arguments: args } = request.params;
-    const asTask = tasks?.call(request.params, ctx, (controls) => call(name, args, ctx, controls));
+    const asTask = tasks?.call(request.params, ctx, (controls) => call(name, args, ctx, controls), server);
     return (asTask as Promise<CallToolResult> | undefined) ?? call(name, args, ctx);
   });
   tasks?.install(server);

@@ -17,7 +17,6 @@
  * `content` array beside a task in a `tools/call` result, so an empty one goes along.
  */
 import {
-  CLIENT_CAPABILITIES_META_KEY,
   type CallToolResult,
   MissingRequiredClientCapabilityError,
   ProtocolError,
@@ -53,6 +52,7 @@ export interface EraTasks {
     params: { name: string; task?: unknown },
     ctx: ServerContext,
     run: (controls: TaskControls) => Promise<CallToolResult>,
+    server: Server,
   ): Promise<Record<string, unknown>> | undefined;
   /** Adds the tasks methods to `server`. */
   install(server: Server): void;
@@ -134,14 +134,11 @@ export function legacyTaskMethods({ runner, principal, taskTools }: TaskMethodsD
 /** The 2026-07-28 extension. */
 export function modernTaskMethods({ runner, principal, taskTools }: TaskMethodsDeps): EraTasks {
   const on = runner.offReason === undefined;
-  /** Whether the client named the extension in this request's capabilities. */
-  const declared = (ctx: ServerContext): boolean => {
-    const meta = ctx.mcpReq._meta as Record<string, unknown> | undefined;
-    const capabilities = meta?.[CLIENT_CAPABILITIES_META_KEY] as { extensions?: Record<string, unknown> } | undefined;
-    return capabilities?.extensions?.[TASKS_EXTENSION] !== undefined;
-  };
-  const requireDeclared = (ctx: ServerContext): void => {
-    if (!declared(ctx))
+  /** Whether the client named the extension in this request's capabilities (a server serves one request). */
+  const declared = (server: Server): boolean =>
+    server.getClientCapabilities()?.extensions?.[TASKS_EXTENSION] !== undefined;
+  const requireDeclared = (server: Server): void => {
+    if (!declared(server))
       throw new MissingRequiredClientCapabilityError({
         requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } },
       });
@@ -153,8 +150,8 @@ export function modernTaskMethods({ runner, principal, taskTools }: TaskMethodsD
   };
   return {
     capabilities: on ? { extensions: { [TASKS_EXTENSION]: {} } } : {},
-    call(params, ctx, run) {
-      if (!on || !taskTools.has(params.name) || !declared(ctx)) return undefined;
+    call(params, ctx, run, server) {
+      if (!on || !taskTools.has(params.name) || !declared(server)) return undefined;
       return (async () => {
         const started = await runner.start(
           { principal: principal(), tool: params.name, graceMs: MODERN_GRACE_MS, requestSignal: ctx.mcpReq.signal },
@@ -166,20 +163,20 @@ export function modernTaskMethods({ runner, principal, taskTools }: TaskMethodsD
     install(server) {
       if (!on) return;
       server.setRequestHandler('tasks/get', { params: TASK_ID }, async ({ taskId }, ctx) => {
-        requireDeclared(ctx);
+        requireDeclared(server);
         const task = await found(taskId);
         if (task.status === 'working' || task.status === 'cancelled') return toModernTask(task);
         const { outcome } = await runner.outcome(principal(), taskId, ctx.mcpReq.signal);
         return { ...toModernTask(task), ...inline(outcome) };
       });
       server.setRequestHandler('tasks/cancel', { params: TASK_ID }, async ({ taskId }, ctx) => {
-        requireDeclared(ctx);
+        requireDeclared(server);
         if ((await runner.cancel(principal(), taskId)) === undefined) throw taskNotFound();
         return {};
       });
       // No tool of ours asks for input: answers are acknowledged and, as the extension says of unknown keys, ignored.
       server.setRequestHandler('tasks/update', { params: TASK_ID }, async ({ taskId }, ctx) => {
-        requireDeclared(ctx);
+        requireDeclared(server);
         await found(taskId);
         return {};
       });
@@ -226,9 +223,12 @@ function toModernTask(task: TaskView): Record<string, unknown> {
   };
 }
 
-/** An ended 2026-07-28 task's answer, inline: the tool's result (`completed`), or its error (`failed`). */
+/**
+ * An ended 2026-07-28 task's answer, inline: the tool's result (`completed`), a result of that revision (so with its
+ * `resultType`, as the SDK puts on a call answered at once), or its error (`failed`).
+ */
 function inline(outcome: TaskOutcome): Record<string, unknown> {
-  return 'result' in outcome ? { result: outcome.result } : { error: outcome.error };
+  return 'result' in outcome ? { result: { ...outcome.result, resultType: 'complete' } } : { error: outcome.error };
 }
 
 /** A page's cursor: where its last task sorts (time made, then tag), so pages hold while tasks come and go. */
