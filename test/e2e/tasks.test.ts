@@ -175,6 +175,29 @@ describe('in raw JSON-RPC', () => {
     expect(errorOf(refused)?.code).toBe(-32601);
   }, 60_000);
 
+  it('2025-11-25: a waiting tasks/result carries the live output as progress of the task, then its status', async () => {
+    const call = await legacySession(first, A);
+    const created = resultOf(
+      await call('tools/call', {
+        name: 'run_command',
+        arguments: { command: 'for i in 1 2 3 4; do echo line$i; sleep 1; done' },
+        task: {},
+        _meta: { progressToken: 'build-1' },
+      }),
+    );
+    const { taskId } = created.task;
+    const messages = messagesOf(await call('tasks/result', { taskId }));
+    const related = { 'io.modelcontextprotocol/related-task': { taskId } };
+    const progress = messages.filter((m) => m.method === 'notifications/progress') as Json[];
+    expect(progress.length).toBeGreaterThan(0);
+    for (const note of progress) expect(note.params).toMatchObject({ progressToken: 'build-1', _meta: related });
+    expect(progress.map((note) => note.params.message).join('')).toContain('line4');
+    const status = messages.find((m) => m.method === 'notifications/tasks/status') as Json;
+    expect(status.params).toMatchObject({ taskId, status: 'completed' });
+    // The result comes last, once the task ended.
+    expect(messages.at(-1)).toMatchObject({ result: { structuredContent: { exit_code: 0 }, _meta: related } });
+  }, 60_000);
+
   it('2025-11-25: a tool error is a failed task, whose result still says what happened', async () => {
     const call = await legacySession(first, A);
     const created = resultOf(

@@ -29,6 +29,7 @@ import {
 import * as z from 'zod';
 
 import type { TaskControls, TaskRunner, TaskView } from '../tasks/task-runner';
+import { createProgressForwarder, type ProgressForwarder } from '../tools/progress';
 import { LEGACY_TASKS_CAPABILITY } from './server-identity';
 import { taskNotFound } from '../tasks/task-runner';
 import type { TaskOutcome } from '../tasks/task-store';
@@ -79,7 +80,7 @@ export function legacyTaskMethods({ runner, principal, taskTools }: TaskMethodsD
   };
   return {
     capabilities: on ? LEGACY_TASKS_CAPABILITY : {},
-    call(params, _ctx, run) {
+    call(params, ctx, run) {
       if (params.task === undefined) return undefined;
       return (async () => {
         if (!taskTools.has(params.name))
@@ -91,7 +92,16 @@ export function legacyTaskMethods({ runner, principal, taskTools }: TaskMethodsD
         const asked = TASK_PARAM.safeParse(params.task);
         if (!asked.success)
           throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'task.ttl must be a positive integer.');
-        const started = await runner.start({ principal: principal(), tool: params.name, ttlMs: asked.data.ttl }, run);
+        const progressToken = ctx.mcpReq._meta?.progressToken;
+        const started = await runner.start(
+          {
+            principal: principal(),
+            tool: params.name,
+            ttlMs: asked.data.ttl,
+            ...(progressToken !== undefined && { progressToken }),
+          },
+          run,
+        );
         if ('done' in started) return started.done;
         return { content: [], task: toLegacyTask(started.task) };
       })();
@@ -102,7 +112,26 @@ export function legacyTaskMethods({ runner, principal, taskTools }: TaskMethodsD
         toLegacyTask(await found(taskId)),
       );
       server.setRequestHandler('tasks/result', { params: TASK_ID }, async ({ taskId }, ctx) => {
-        const { outcome } = await runner.outcome(principal(), taskId, ctx.mcpReq.signal);
+        // While it waits: the task's live output as progress of the call that made it, with the related task.
+        let forwarder: ProgressForwarder | undefined;
+        const related = { [RELATED_TASK_META_KEY]: { taskId } };
+        const onOutput = (progressToken: string | number) => {
+          forwarder = createProgressForwarder(({ progress, message }) =>
+            ctx.mcpReq.notify({
+              method: 'notifications/progress',
+              params: { progressToken, progress, message, _meta: related },
+            }),
+          );
+          const sink = forwarder;
+          return (text: string) => sink.push(text);
+        };
+        const { task, outcome } = await runner
+          .outcome(principal(), taskId, ctx.mcpReq.signal, onOutput)
+          .finally(() => forwarder?.close());
+        // Its end, on the stream that is open for it, before its result.
+        await ctx.mcpReq
+          .notify({ method: 'notifications/tasks/status', params: toLegacyTask(task) })
+          .catch(() => undefined);
         if ('error' in outcome) throw new ProtocolError(outcome.error.code, outcome.error.message);
         const meta = (outcome.result._meta as Record<string, unknown> | undefined) ?? {};
         return { ...outcome.result, _meta: { ...meta, [RELATED_TASK_META_KEY]: { taskId } } };

@@ -31,11 +31,19 @@ const CANCELLED_ANSWER_WAIT_MS = 10_000;
 /** The most tasks one credential may keep (running or ended, until their ttl). */
 export const MAX_TASKS_KEPT = 1_000;
 
-/** What a task's call gets in place of its request's: its cancellation and its time. */
+/** What a task's call gets in place of its request's: its cancellation, its time, and where its output goes. */
 export interface TaskControls {
   readonly signal: AbortSignal;
   /** The longest its timeout may be: the task's ttl. */
   readonly maxTimeoutMs: number;
+  /** Live output, for whoever waits on the task here (`outcome`'s `onOutput`). */
+  readonly onOutput: (text: string) => void;
+}
+
+/** Live output of a task, as a waiter on this instance gets it: with the progress token its call was made with. */
+export interface TaskOutput {
+  readonly progressToken: string | number;
+  push(text: string): void;
 }
 
 /** A task as the wire shows it. */
@@ -58,6 +66,8 @@ export interface StartOptions {
    */
   readonly graceMs?: number;
   readonly requestSignal?: AbortSignal;
+  /** The call's progress token: its task's live output goes out with it (`outcome`). @default none */
+  readonly progressToken?: string | number;
 }
 
 export interface TaskRunnerOptions {
@@ -87,8 +97,16 @@ export interface TaskRunner {
   ): Promise<StartedTask>;
   /** The task `id` names for `principal`, or `undefined` (unknown, expired, another credential's, not an id). */
   get(principal: string, id: string): Promise<TaskView | undefined>;
-  /** Waits until the task ended (or `signal` aborts), then what its call answered. */
-  outcome(principal: string, id: string, signal: AbortSignal): Promise<{ task: TaskView; outcome: TaskOutcome }>;
+  /**
+   * Waits until the task ended (or `signal` aborts), then what its call answered. Meanwhile, when the task runs here
+   * and its call carried a progress token, its live output goes to the sink `onOutput` makes.
+   */
+  outcome(
+    principal: string,
+    id: string,
+    signal: AbortSignal,
+    onOutput?: (progressToken: string | number) => (text: string) => void,
+  ): Promise<{ task: TaskView; outcome: TaskOutcome }>;
   /** The credential's tasks, oldest first. */
   list(principal: string): Promise<TaskView[]>;
   /** Cancels the task: resolves with it, and the status it had already ended with when it had. */
@@ -101,6 +119,9 @@ export interface TaskRunner {
 interface Running {
   readonly state: TaskState;
   readonly controller: AbortController;
+  readonly progressToken?: string | number;
+  /** Where its live output goes: the sinks of the waiters on it here. */
+  readonly sinks: Set<(text: string) => void>;
   /** Settles once its outcome and end are kept. */
   readonly finished: Promise<void>;
 }
@@ -177,6 +198,36 @@ export function createTaskRunner(options: TaskRunnerOptions): TaskRunner {
     return () => clearInterval(timer);
   };
 
+  /** The task's end and outcome, looked for until there (its call's end here, or every POLL_MS). */
+  const waitForOutcome = async (
+    owner: string,
+    tag: string,
+    id: string,
+    signal: AbortSignal,
+  ): Promise<{ task: TaskView; outcome: TaskOutcome }> => {
+    if (store === undefined) throw taskNotFound();
+    let endedSinceMs: number | undefined;
+    for (;;) {
+      signal.throwIfAborted();
+      const state = await current(owner, tag);
+      if (state === undefined) throw taskNotFound();
+      if (state.status !== 'working') {
+        const outcome = await store.getOutcome(owner, tag);
+        if (outcome !== undefined) return { task: viewOf(id, state), outcome };
+        // Ended by a cancel, here or elsewhere: its call answers once its work is stopped (elsewhere, within
+        // ALIVE_CHECK_MS and the kill), unless the instance that ran it is gone too.
+        endedSinceMs ??= clock.now();
+        if (clock.now() - endedSinceMs >= CANCELLED_ANSWER_WAIT_MS)
+          return {
+            task: viewOf(id, state),
+            outcome: { error: { code: ProtocolErrorCode.InvalidRequest, message: `Task ${state.status}.` } },
+          };
+      }
+      const here = running.get(tag);
+      await (here === undefined ? clock.sleep(POLL_MS) : Promise.race([here.finished, clock.sleep(POLL_MS)]));
+    }
+  };
+
   const start: TaskRunner['start'] = async (start, call) => {
     if (store === undefined) throw new ProtocolError(ProtocolErrorCode.MethodNotFound, taskModeOff(options.offReason));
     const owner = toOwnerTag(start.principal);
@@ -196,7 +247,14 @@ export function createTaskRunner(options: TaskRunnerOptions): TaskRunner {
 
     const ttlMs = Math.min(Math.max(start.ttlMs ?? options.defaultTtlMs, 1_000), options.maxTtlMs);
     const controller = new AbortController();
-    const controls: TaskControls = { signal: controller.signal, maxTimeoutMs: ttlMs };
+    const sinks = new Set<(text: string) => void>();
+    const controls: TaskControls = {
+      signal: controller.signal,
+      maxTimeoutMs: ttlMs,
+      onOutput: (text) => {
+        for (const sink of sinks) sink(text);
+      },
+    };
     // Until the call becomes a task, the request's end (the client gone) cancels it.
     const onRequestAbort = () => controller.abort();
     start.requestSignal?.addEventListener('abort', onRequestAbort, { once: true });
@@ -245,7 +303,13 @@ export function createTaskRunner(options: TaskRunnerOptions): TaskRunner {
         unwatch();
         running.delete(tag);
       });
-    running.set(tag, { state, controller, finished });
+    running.set(tag, {
+      state,
+      controller,
+      finished,
+      sinks,
+      ...(start.progressToken !== undefined && { progressToken: start.progressToken }),
+    });
     logger.info('task started', { tool: start.tool, task: tag.slice(0, 12), ttl_ms: ttlMs });
     return { task: viewOf(minted.id, state) };
   };
@@ -259,29 +323,19 @@ export function createTaskRunner(options: TaskRunnerOptions): TaskRunner {
       const state = await current(toOwnerTag(principal), toTaskTag(key));
       return state === undefined ? undefined : viewOf(id, state);
     },
-    async outcome(principal, id, signal) {
+    async outcome(principal, id, signal, onOutput) {
       const key = keyOf(principal, id);
       if (key === undefined || store === undefined) throw taskNotFound();
       const owner = toOwnerTag(principal);
       const tag = toTaskTag(key);
-      let cancelledSinceMs: number | undefined;
-      for (;;) {
-        signal.throwIfAborted();
-        const state = await current(owner, tag);
-        if (state === undefined) throw taskNotFound();
-        if (state.status !== 'working') {
-          const outcome = await store.getOutcome(owner, tag);
-          if (outcome !== undefined) return { task: viewOf(id, state), outcome };
-          // Cancelled here or elsewhere: its call answers once its work is stopped; a lost one never does.
-          cancelledSinceMs ??= clock.now();
-          if (clock.now() - cancelledSinceMs >= CANCELLED_ANSWER_WAIT_MS || !running.has(tag))
-            return {
-              task: viewOf(id, state),
-              outcome: { error: { code: ProtocolErrorCode.InvalidRequest, message: `Task ${state.status}.` } },
-            };
-        }
-        const here = running.get(tag);
-        await (here === undefined ? clock.sleep(POLL_MS) : Promise.race([here.finished, clock.sleep(POLL_MS)]));
+      const here = running.get(tag);
+      const sink =
+        here?.progressToken === undefined || onOutput === undefined ? undefined : onOutput(here.progressToken);
+      if (sink !== undefined) here?.sinks.add(sink);
+      try {
+        return await waitForOutcome(owner, tag, id, signal);
+      } finally {
+        if (sink !== undefined) here?.sinks.delete(sink);
       }
     },
     async list(principal) {

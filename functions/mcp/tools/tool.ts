@@ -118,11 +118,11 @@ export interface CallContextOptions {
   /** Cancels the call. @default the request's signal (the SDK aborts it when the request is cancelled or gone) */
   signal?: AbortSignal;
   /**
-   * A task's call (tasks/task-runner.ts): it runs on after its request was answered, so nothing goes to that
-   * request's stream, and its timeout defaults to, and is capped by, the task's time instead of
-   * MCP_TOOL_TIMEOUT_MAX_S. @default a call answered on its request
+   * A task's call (tasks/task-runner.ts): it runs on after its request was answered, so its live output goes to
+   * the task's waiters (`onOutput`) rather than that request's stream, and its timeout defaults to, and is capped
+   * by, the task's time instead of MCP_TOOL_TIMEOUT_MAX_S. @default a call answered on its request
    */
-  task?: { readonly maxTimeoutMs: number };
+  task?: { readonly maxTimeoutMs: number; readonly onOutput: (text: string) => void };
 }
 
 /**
@@ -155,6 +155,7 @@ export function toToolContext(ctx: ServerContext, options: CallContextOptions): 
       onOutput: (_stream, text) => forwarder.push(text),
       settle: () => forwarder.close(),
     }),
+    ...(task !== undefined && { onOutput: (_stream, text) => task.onOutput(text) }),
   };
 }
 
