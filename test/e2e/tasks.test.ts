@@ -175,7 +175,7 @@ describe('in raw JSON-RPC', () => {
     expect(errorOf(refused)?.code).toBe(-32601);
   }, 60_000);
 
-  it('2025-11-25: a waiting tasks/result carries the live output as progress of the task, then its status', async () => {
+  it('2025-11-25: a waiting tasks/result carries the live output as progress of the task, then its end', async () => {
     const call = await legacySession(first, A);
     const created = resultOf(
       await call('tools/call', {
