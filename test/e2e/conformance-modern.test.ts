@@ -43,6 +43,34 @@ const MODERN = [
   'input-required-result-unsupported-methods',
 ];
 
+/**
+ * The tasks extension's scenarios (io.modelcontextprotocol/tasks). They are extension scenarios, not on the
+ * revision's timeline: run without `--spec-version` (the suite then speaks its draft, 2026-07-28), since with it the
+ * suite skips them. Most of their checks call the suite's fixture tools (listed as expected failures). Not run:
+ * `tasks-status-notifications`, whose one check this alpha skips without a request ("pending subscriptions/listen
+ * rewrite").
+ */
+const TASKS = [
+  'tasks-lifecycle',
+  'tasks-capability-negotiation',
+  'tasks-wire-fields',
+  'tasks-request-state-removal',
+  'tasks-mrtr-input',
+  'tasks-request-headers',
+  'tasks-dispatch-and-envelope',
+  'tasks-required-task-error',
+  'tasks-mrtr-composition',
+];
+
+/** What each modern scenario is run with. */
+const MODERN_RUNS: Array<[string, string[]]> = [
+  ...MODERN.map((scenario): [string, string[]] => [
+    scenario,
+    ['--scenario', scenario, '--spec-version', MODERN_VERSION],
+  ]),
+  ...TASKS.map((scenario): [string, string[]] => [scenario, ['--scenario', scenario]]),
+];
+
 /** The 2025-era scenarios conformance.test.ts requires, run here by the alpha at 2025-11-25. */
 const LEGACY = ['server-initialize', 'ping', 'tools-list', 'server-sse-multiple-streams', 'dns-rebinding-protection'];
 const LEGACY_VERSION = '2025-11-25';
@@ -122,18 +150,15 @@ describeIfInstalled('the MCP conformance suite, 2026-07-28 (0.2.0-alpha.12)', ()
   afterAll(stopAllServers);
 
   it('lists expected failures only for scenarios this file runs', () => {
-    expect([...expectedFailures.keys()].filter((scenario) => !MODERN.includes(scenario))).toEqual([]);
+    const runs = MODERN_RUNS.map(([scenario]) => scenario);
+    expect([...expectedFailures.keys()].filter((scenario) => !runs.includes(scenario))).toEqual([]);
   });
 
-  it.each(MODERN)(
+  it.each(MODERN_RUNS)(
     '%s: every check passes except the listed ones, which fail',
-    async (scenario) => {
+    async (scenario, args) => {
       const offset = server.stdout().length;
-      const run = await runConformance(
-        server.url,
-        ['--scenario', scenario, '--spec-version', MODERN_VERSION],
-        SCENARIO_TIMEOUT_MS,
-      );
+      const run = await runConformance(server.url, args, SCENARIO_TIMEOUT_MS);
       await settle(server);
       const listed = expectedFailures.get(scenario) ?? [];
       const unexpected = run.checks
