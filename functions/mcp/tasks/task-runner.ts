@@ -82,6 +82,8 @@ export interface TaskRunnerOptions {
   readonly maxTtlMs: number;
   readonly defaultTtlMs: number;
   readonly logger: Logger;
+  /** How often a running task's end is looked for, in real time (tests shorten it). @default ALIVE_CHECK_MS */
+  readonly aliveCheckMs?: number;
 }
 
 export interface TaskRunner {
@@ -193,7 +195,7 @@ export function createTaskRunner(options: TaskRunnerOptions): TaskRunner {
         .finally(() => {
           busy = false;
         });
-    }, ALIVE_CHECK_MS);
+    }, options.aliveCheckMs ?? ALIVE_CHECK_MS);
     timer.unref();
     return () => clearInterval(timer);
   };
