@@ -75,9 +75,9 @@ function modernPost(url: string, token: string, method: string, params: Record<s
   });
 }
 
-/** The result of an answer's first message. */
+/** The result of an answer's response (a notification may come before it, as `tasks/result`'s status does). */
 const resultOf = (res: Awaited<ReturnType<typeof postMcp>>): Json =>
-  (messagesOf(res)[0] as { result?: unknown } | undefined)?.result;
+  (messagesOf(res).find((m) => 'result' in m || 'error' in m) as { result?: unknown } | undefined)?.result;
 
 /** A 2025 session on `server` for `token`, and a JSON-RPC call inside it. */
 async function legacySession(server: StartedServer, token: string) {

@@ -104,7 +104,8 @@ async function run() {
         return { tasks: page.tasks.map((t) => ({ taskId: t.taskId, status: t.status })), nextCursor: page.nextCursor };
       }
       case 'call':
-        return { result: await client.callTool({ name: plan.tool, arguments: plan.args }) };
+        // As long as the slowest call of the suites takes (the SDK's default gives up after 60 s).
+        return { result: await client.callTool({ name: plan.tool, arguments: plan.args }, { timeout: 200_000 }) };
       default:
         throw new Error(`unknown op ${plan.op}`);
     }

@@ -131,8 +131,15 @@ interface Running {
 export function createTaskRunner(options: TaskRunnerOptions): TaskRunner {
   const { store, ids, clock, logger } = options;
   const running = new Map<string, Running>();
-  /** Starts of one credential, one after another: its count of running tasks holds within an instance. */
-  const starting = new Map<string, Promise<unknown>>();
+  /** Each credential's admissions, one after another, so that two starts cannot both take its last slot here. */
+  const admitting = new Map<string, Promise<unknown>>();
+  /** Each credential's tasks admitted here and not yet kept (their call is in its grace): slots they hold. */
+  const reserved = new Map<string, number>();
+  const reserve = (owner: string, by: 1 | -1): void => {
+    const count = (reserved.get(owner) ?? 0) + by;
+    if (count > 0) reserved.set(owner, count);
+    else reserved.delete(owner);
+  };
 
   const notFound = (): undefined => undefined;
   const keyOf = (principal: string, id: string): string | undefined => {
@@ -164,6 +171,8 @@ export function createTaskRunner(options: TaskRunnerOptions): TaskRunner {
   /** Keeps the call's answer and ends the task with it (unless something ended it first). */
   const finish = async (state: TaskState, outcome: TaskOutcome): Promise<void> => {
     if (store === undefined) return;
+    // Deleted meanwhile (its ttl passed): nothing to keep, and nothing may bring it back.
+    if ((await store.get(state.owner, state.tag)) === undefined) return;
     await store.putOutcome(state.owner, state.tag, outcome);
     const status: TerminalStatus = 'error' in outcome ? 'failed' : 'completed';
     const toolError = 'result' in outcome && outcome.result.isError === true;
@@ -233,19 +242,36 @@ export function createTaskRunner(options: TaskRunnerOptions): TaskRunner {
   const start: TaskRunner['start'] = async (start, call) => {
     if (store === undefined) throw new ProtocolError(ProtocolErrorCode.MethodNotFound, taskModeOff(options.offReason));
     const owner = toOwnerTag(start.principal);
-    // Counted and kept one after another within the instance; across instances a count may be off by a start.
-    const previous = starting.get(owner) ?? Promise.resolve();
-    const admitted = previous.then(async () => {
+    // Counted one after another within the instance, with the slots of tasks not kept yet; across instances two
+    // starts at the same moment may each miss the other.
+    const admitted = (admitting.get(owner) ?? Promise.resolve()).then(async () => {
       const tasks = await store.list(owner, clock.now());
       const live = tasks.filter((t) => t.status === 'working' && clock.now() - t.aliveMs <= LOST_AFTER_MS);
-      if (live.length >= options.maxRunningPerCredential) throw tooMany(options.maxRunningPerCredential);
+      const held = live.length + (reserved.get(owner) ?? 0);
+      if (held >= options.maxRunningPerCredential) throw tooMany(options.maxRunningPerCredential);
       if (tasks.length >= MAX_TASKS_KEPT) throw tooManyKept();
+      reserve(owner, 1);
     });
-    starting.set(
-      owner,
-      admitted.catch(() => undefined),
-    );
+    const turn = admitted.catch(() => undefined);
+    admitting.set(owner, turn);
+    void turn.then(() => {
+      if (admitting.get(owner) === turn) admitting.delete(owner);
+    });
     await admitted;
+    try {
+      return await run(owner, start, call);
+    } finally {
+      reserve(owner, -1);
+    }
+  };
+
+  /** Runs an admitted start: its call, its grace, then the task kept and watched. */
+  const run = async (
+    owner: string,
+    start: StartOptions,
+    call: (controls: TaskControls) => Promise<Record<string, unknown>>,
+  ): Promise<StartedTask> => {
+    if (store === undefined) throw new Error('tasks are off');
 
     const ttlMs = Math.min(Math.max(start.ttlMs ?? options.defaultTtlMs, 1_000), options.maxTtlMs);
     const controller = new AbortController();
