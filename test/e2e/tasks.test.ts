@@ -258,6 +258,23 @@ describe('in raw JSON-RPC', () => {
     expect(errorOf(await modernPost(second.url, A, 'tasks/get', { taskId: 'not-a-task' }))?.code).toBe(-32602);
   }, 60_000);
 
+  it('a sandbox stays awake while its task runs, past the idle TTL', async () => {
+    const server = await startServer({ env: { ...ENV, MCP_SESSION_IDLE_TTL_S: '1' } });
+    const call = await legacySession(server, A);
+    const { taskId } = resultOf(
+      await call('tools/call', { name: 'run_command', arguments: { command: 'sleep 5; echo awake' }, task: {} }),
+    ).task;
+    // Every request sweeps the idle sandboxes (a sleeping local sandbox's processes are stopped): five times the
+    // idle TTL goes by, asked about all the while.
+    for (let i = 0; i < 5; i += 1) {
+      await new Promise((r) => setTimeout(r, 1_000));
+      expect(resultOf(await call('tasks/get', { taskId })).status).toMatch(/^(working|completed)$/);
+    }
+    const result = resultOf(await call('tasks/result', { taskId }));
+    expect(result.structuredContent).toMatchObject({ exit_code: 0, stdout: 'awake\n' });
+    expect(server.logs().filter((line) => line.msg === 'sandbox asleep')).toEqual([]);
+  }, 60_000);
+
   it("a task is its credential's alone, and a changed id finds nothing", async () => {
     const mine = await legacySession(first, A);
     const { taskId } = resultOf(

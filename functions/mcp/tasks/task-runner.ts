@@ -30,6 +30,8 @@ export const POLL_MS = 1_000;
 const CANCELLED_ANSWER_WAIT_MS = 10_000;
 /** The most tasks one credential may keep (running or ended, until their ttl). */
 export const MAX_TASKS_KEPT = 1_000;
+/** How often a start also deletes every credential's expired tasks (a credential may never come back for its own). */
+const SWEEP_EVERY_MS = 3_600_000;
 
 /** What a task's call gets in place of its request's: its cancellation, its time, and where its output goes. */
 export interface TaskControls {
@@ -135,6 +137,7 @@ export function createTaskRunner(options: TaskRunnerOptions): TaskRunner {
   const admitting = new Map<string, Promise<unknown>>();
   /** Each credential's tasks admitted here and not yet kept (their call is in its grace): slots they hold. */
   const reserved = new Map<string, number>();
+  let sweptMs = Number.NEGATIVE_INFINITY;
   const reserve = (owner: string, by: 1 | -1): void => {
     const count = (reserved.get(owner) ?? 0) + by;
     if (count > 0) reserved.set(owner, count);
@@ -242,6 +245,10 @@ export function createTaskRunner(options: TaskRunnerOptions): TaskRunner {
   const start: TaskRunner['start'] = async (start, call) => {
     if (store === undefined) throw new ProtocolError(ProtocolErrorCode.MethodNotFound, taskModeOff(options.offReason));
     const owner = toOwnerTag(start.principal);
+    if (clock.now() - sweptMs >= SWEEP_EVERY_MS) {
+      sweptMs = clock.now();
+      void store.sweep(sweptMs).catch((err: unknown) => logger.warn('tasks not swept', { error: describeError(err) }));
+    }
     // Counted one after another within the instance, with the slots of tasks not kept yet; across instances two
     // starts at the same moment may each miss the other.
     const admitted = (admitting.get(owner) ?? Promise.resolve()).then(async () => {

@@ -10,7 +10,7 @@
  * Tags are hashes: a listing shows no task id or credential. Every file is read with a size limit and checked field
  * by field: a damaged one reads as absent.
  */
-import { readdir, stat, unlink } from 'node:fs/promises';
+import { readdir, rmdir, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 
 import { toErrnoCode } from '../errors';
@@ -88,6 +88,8 @@ export interface TaskStore {
   list(owner: string, nowMs: number): Promise<TaskState[]>;
   /** Deletes the task's files. */
   remove(owner: string, tag: string): Promise<void>;
+  /** Deletes every credential's expired tasks, and the folders of credentials left with none. */
+  sweep(nowMs: number): Promise<void>;
 }
 
 export function createTaskStore(root: string): TaskStore {
@@ -158,6 +160,20 @@ export function createTaskStore(root: string): TaskStore {
     async remove(owner, tag) {
       // The state last: a task with no state file is gone, whatever else is left.
       for (const ext of ['out', 'end', 'json'] as const) await unlink(file(owner, tag, ext)).catch(ignoreMissing);
+    },
+    async sweep(nowMs) {
+      let owners: string[];
+      try {
+        owners = await readdir(join(root, TASKS_DIR));
+      } catch (err: unknown) {
+        if (toErrnoCode(err) === 'ENOENT') return;
+        throw err;
+      }
+      for (const owner of owners) {
+        if ((await store.list(owner, nowMs)).length > 0) continue;
+        // Empty now (a task written meanwhile keeps it: rmdir refuses a folder with files).
+        await rmdir(dir(owner)).catch(() => undefined);
+      }
     },
   };
   return store;
