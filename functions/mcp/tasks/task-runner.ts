@@ -30,6 +30,8 @@ export const POLL_MS = 1_000;
 const CANCELLED_ANSWER_WAIT_MS = 10_000;
 /** The most tasks one credential may keep (running or ended, until their ttl). */
 export const MAX_TASKS_KEPT = 1_000;
+/** How long a shutdown waits for the calls of its running tasks to stop. */
+const STOP_WAIT_MS = 10_000;
 /** How often a start also deletes every credential's expired tasks (a credential may never come back for its own). */
 const SWEEP_EVERY_MS = 3_600_000;
 
@@ -126,6 +128,8 @@ interface Running {
   readonly progressToken?: string | number;
   /** Where its live output goes: the sinks of the waiters on it here. */
   readonly sinks: Set<(text: string) => void>;
+  /** Gives its credential's slot back (once): its call ended, or it was cancelled. */
+  release?: () => void;
   /** Settles once its outcome and end are kept. */
   readonly finished: Promise<void>;
 }
@@ -135,7 +139,10 @@ export function createTaskRunner(options: TaskRunnerOptions): TaskRunner {
   const running = new Map<string, Running>();
   /** Each credential's admissions, one after another, so that two starts cannot both take its last slot here. */
   const admitting = new Map<string, Promise<unknown>>();
-  /** Each credential's tasks admitted here and not yet kept (their call is in its grace): slots they hold. */
+  /**
+   * Each credential's tasks admitted here whose call has not ended (in its grace, or running): the slots they hold
+   * are counted from here, not from a listing that may have been read before their state was written.
+   */
   const reserved = new Map<string, number>();
   let sweptMs = Number.NEGATIVE_INFINITY;
   const reserve = (owner: string, by: 1 | -1): void => {
@@ -253,8 +260,10 @@ export function createTaskRunner(options: TaskRunnerOptions): TaskRunner {
     // starts at the same moment may each miss the other.
     const admitted = (admitting.get(owner) ?? Promise.resolve()).then(async () => {
       const tasks = await store.list(owner, clock.now());
-      const live = tasks.filter((t) => t.status === 'working' && clock.now() - t.aliveMs <= LOST_AFTER_MS);
-      const held = live.length + (reserved.get(owner) ?? 0);
+      const elsewhere = tasks.filter(
+        (t) => t.status === 'working' && !running.has(t.tag) && clock.now() - t.aliveMs <= LOST_AFTER_MS,
+      );
+      const held = elsewhere.length + (reserved.get(owner) ?? 0);
       if (held >= options.maxRunningPerCredential) throw tooMany(options.maxRunningPerCredential);
       if (tasks.length >= MAX_TASKS_KEPT) throw tooManyKept();
       reserve(owner, 1);
@@ -265,10 +274,24 @@ export function createTaskRunner(options: TaskRunnerOptions): TaskRunner {
       if (admitting.get(owner) === turn) admitting.delete(owner);
     });
     await admitted;
+    let started: StartedTask | undefined;
     try {
-      return await run(owner, start, call);
+      started = await run(owner, start, call);
+      return started;
     } finally {
-      reserve(owner, -1);
+      // A task's slot is given back once its call ended or it was cancelled here; a call answered within its
+      // grace, or a start that failed, gives it back now.
+      const here = started !== undefined && 'task' in started ? running.get(started.task.tag) : undefined;
+      let held = true;
+      const release = () => {
+        if (held) reserve(owner, -1);
+        held = false;
+      };
+      if (here === undefined) release();
+      else {
+        here.release = release;
+        void here.finished.then(release);
+      }
     }
   };
 
@@ -392,21 +415,25 @@ export function createTaskRunner(options: TaskRunnerOptions): TaskRunner {
       if (state === undefined) return undefined;
       if (state.status !== 'working') return { task: viewOf(id, state), ended: state.status };
       const status = await store.end(state, 'cancelled', { message: 'Cancelled by the client.' }, clock.now());
-      // Here, at once; elsewhere, the running instance sees the end within ALIVE_CHECK_MS.
-      running.get(state.tag)?.controller.abort();
-      const after = { ...state, status, updatedMs: clock.now() };
+      // Here, at once (its slot with it); elsewhere, the running instance sees the end within ALIVE_CHECK_MS.
+      const here = running.get(state.tag);
+      here?.controller.abort();
+      here?.release?.();
+      const after = (await store.get(state.owner, state.tag)) ?? { ...state, status, updatedMs: clock.now() };
       return status === 'cancelled' ? { task: viewOf(id, after) } : { task: viewOf(id, after), ended: status };
     },
     async stopAll() {
       const all = [...running.values()];
       const message = 'The server instance that ran it shut down; its work was stopped.';
-      await Promise.allSettled(
+      const stopped = Promise.allSettled(
         all.map(async (task) => {
           if (store !== undefined) await store.end(task.state, 'failed', { message }, clock.now());
           task.controller.abort();
           await task.finished;
         }),
       );
+      // A call that does not stop when told is not waited for past STOP_WAIT_MS.
+      await Promise.race([stopped, new Promise((resolve) => setTimeout(resolve, STOP_WAIT_MS).unref())]);
     },
   };
 }

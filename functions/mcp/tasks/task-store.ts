@@ -4,8 +4,8 @@
  *
  * Layout, under `<root>/.tasks/<owner tag>/` (the server's own, mode 0700; no sandbox sees it):
  * - `<task tag>.json`: the task's state (status, times, the running instance's last sign of life), written whole;
- * - `<task tag>.end`: its terminal status, put in place by `link` (one winner, also on NFS): whoever ends a task
- *   first (the call's end, a cancel, the finding that its instance was lost) decides how it ended;
+ * - `<task tag>.end`: how it ended (status, message, time), put in place by `link` (one winner, also on NFS):
+ *   whoever ends a task first (the call's end, a cancel, the finding that its instance was lost) decides how;
  * - `<task tag>.out`: what the call answered (its result, or its JSON-RPC error), written before its end.
  * Tags are hashes: a listing shows no task id or credential. Every file is read with a size limit and checked field
  * by field: a damaged one reads as absent.
@@ -56,6 +56,8 @@ export type TaskOutcome =
 
 /** The largest state file read: a few hundred bytes are written. */
 const STATE_MAX_BYTES = 4_096;
+/** The largest end file read (a status, a message of at most a few hundred characters, a time). */
+const END_MAX_BYTES = 4_096;
 /** The largest outcome kept: tool results are bounded well below this (output heads and tails, a few images). */
 export const OUTCOME_MAX_BYTES = 16 * 1024 * 1024;
 const STATUSES: readonly string[] = ['working', 'completed', 'failed', 'cancelled'];
@@ -70,6 +72,34 @@ export function toTaskTag(key: string): string {
 export interface EndDetails {
   readonly message?: string;
   readonly toolError?: boolean;
+}
+
+/** A task's end, as its end file keeps it: written once, by the one who ended it. */
+interface Ending extends EndDetails {
+  readonly status: TerminalStatus;
+  readonly updatedMs: number;
+}
+
+function withEnding(state: TaskState, ending: Ending): TaskState {
+  return {
+    ...state,
+    status: ending.status,
+    ...(ending.message !== undefined && { message: ending.message }),
+    ...(ending.toolError === true && { toolError: true }),
+    updatedMs: ending.updatedMs,
+  };
+}
+
+function parseEnding(text: string): Ending | undefined {
+  const o = jsonObjectOf(text);
+  if (o === undefined || typeof o.status !== 'string' || !TERMINAL.includes(o.status)) return undefined;
+  if (typeof o.updatedMs !== 'number' || !Number.isFinite(o.updatedMs)) return undefined;
+  return {
+    status: o.status as TerminalStatus,
+    updatedMs: o.updatedMs,
+    ...(typeof o.message === 'string' && { message: o.message }),
+    ...(o.toolError === true && { toolError: true }),
+  };
 }
 
 export interface TaskStore {
@@ -96,10 +126,20 @@ export function createTaskStore(root: string): TaskStore {
   const dir = (owner: string) => join(root, TASKS_DIR, owner);
   const file = (owner: string, tag: string, ext: 'json' | 'end' | 'out') => join(dir(owner), `${tag}.${ext}`);
 
-  const readEnd = async (owner: string, tag: string): Promise<TerminalStatus | undefined> => {
-    const text = await readSmall(file(owner, tag, 'end'), 64);
-    const status = text?.split('\n')[0] ?? '';
-    return TERMINAL.includes(status) ? (status as TerminalStatus) : undefined;
+  /** How the task ended, as its end file says (the one winner's status, message and time), if it did. */
+  const readEnd = async (owner: string, tag: string): Promise<Ending | undefined> => {
+    const text = await readSmall(file(owner, tag, 'end'), END_MAX_BYTES);
+    return text === undefined ? undefined : parseEnding(text);
+  };
+
+  /** Writes the state whole; once more if a sweep elsewhere took the credential's empty folder meanwhile. */
+  const put = async (state: TaskState): Promise<void> => {
+    const path = file(state.owner, state.tag, 'json');
+    const text = `${JSON.stringify(state)}\n`;
+    await writeWhole(path, text).catch((err: unknown) => {
+      if (toErrnoCode(err) !== 'ENOENT') throw err;
+      return writeWhole(path, text);
+    });
   };
 
   const store: TaskStore = {
@@ -108,23 +148,20 @@ export function createTaskStore(root: string): TaskStore {
       const state = text === undefined ? undefined : parseState(text, owner, tag);
       if (state === undefined || state.status !== 'working') return state;
       const ended = await readEnd(owner, tag);
-      // Ended, and the state file not rewritten yet (or its writer gone): the end file is the truth.
-      return ended === undefined ? state : { ...state, status: ended };
+      // Ended, and the state file not rewritten yet (or its writer gone): the end file is the truth, all of it.
+      return ended === undefined ? state : withEnding(state, ended);
     },
-    put: (state) => writeWhole(file(state.owner, state.tag, 'json'), `${JSON.stringify(state)}\n`),
+    put,
     async end(state, status, how, nowMs) {
-      const won = await linkNew(file(state.owner, state.tag, 'end'), `${status}\n`);
-      const ended = won ? status : ((await readEnd(state.owner, state.tag)) ?? status);
-      if (!won) return ended;
-      const current = (await store.get(state.owner, state.tag)) ?? state;
-      await store.put({
-        ...current,
-        status: ended,
-        ...(how.message !== undefined && { message: how.message }),
-        ...(how.toolError === true && { toolError: true }),
-        updatedMs: nowMs,
-      });
-      return ended;
+      // A task deleted meanwhile (its ttl passed) stays deleted: nothing is written back.
+      const current = await store.get(state.owner, state.tag);
+      if (current === undefined) return status;
+      const ending: Ending = { status, ...how, updatedMs: nowMs };
+      const won = await linkNew(file(state.owner, state.tag, 'end'), JSON.stringify(ending));
+      if (!won) return (await readEnd(state.owner, state.tag))?.status ?? status;
+      // The end file says it all already; the state follows, for readers of the state alone.
+      await put(withEnding(current, ending));
+      return status;
     },
     putOutcome: (owner, tag, outcome) => writeWhole(file(owner, tag, 'out'), JSON.stringify(outcome)),
     async getOutcome(owner, tag) {
