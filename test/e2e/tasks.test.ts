@@ -4,18 +4,16 @@
  * after its step) in both revisions' words, and raw JSON-RPC for what a package hides (shapes, error codes, another
  * credential). The long version, a 90-second command, is test/reliability/tasks-long.test.ts.
  */
-import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readdirSync, rmSync } from 'node:fs';
-import { join, resolve } from 'node:path';
-import { promisify } from 'node:util';
+import { join } from 'node:path';
 
 import { postMcp } from '../support/http';
+import { runTasksClient } from '../support/tasks-driver';
 import { markedSleep, pollUntil, processesWithCmdline, RUN_MARK, waitUntilGone } from '../support/processes';
 import { authed, errorOf, messagesOf, openSession, rpc } from '../support/raw-session';
 import { makeSandboxRoot, type StartedServer, startServer, stopAllServers } from '../support/server';
 
-const DRIVER = resolve(__dirname, '../support/tasks-client.mjs');
 const TOKENS = ['tasks-token-a-0123456789abcdef', 'tasks-token-b-0123456789abcdef', 'tasks-token-c-0123456789abcdef'];
 const [A, B, C] = TOKENS as [string, string, string];
 const LIMITED = 'tasks-token-limited-0123456789';
@@ -49,15 +47,6 @@ afterAll(async () => {
   await stopAllServers();
   rmSync(root, { recursive: true, force: true });
 });
-
-/** One client process: connects, does `plan.op`, goes away. */
-async function client(plan: Record<string, unknown>): Promise<Json> {
-  const { stdout } = await promisify(execFile)(process.execPath, [DRIVER, JSON.stringify(plan)], {
-    timeout: 120_000,
-    encoding: 'utf8',
-  });
-  return JSON.parse(stdout.trim().split('\n').at(-1) as string);
-}
 
 /** A 2026-07-28 request, with the extension named in its client capabilities unless `declare` is false. */
 function modernPost(url: string, token: string, method: string, params: Record<string, unknown>, declare = true) {
@@ -99,34 +88,38 @@ describe.each(['2025', '2026'] as const)('in %s words', (era: Era) => {
   it('a task outlives its client: another instance reports it working, then what a plain call gives', async () => {
     // Longer than the 2026-07-28 grace (2 s), after which a call becomes a task.
     const command = 'sleep 6; echo built; echo careful >&2';
-    const started = await client({ op: 'start', ...at(first), tool: 'run_command', args: { command } });
+    const started = await runTasksClient({ op: 'start', ...at(first), tool: 'run_command', args: { command } });
     expect(started).toMatchObject({ kind: 'task', reference: { generation: era === '2025' ? 'v1' : 'v2' } });
     // The client that started it is gone; the other instance answers for the task.
-    const seen = await client({ op: 'snapshot', ...at(second), taskId: started.taskId });
+    const seen = await runTasksClient({ op: 'snapshot', ...at(second), taskId: started.taskId });
     expect(seen.task).toMatchObject({ taskId: started.taskId, status: 'working', retentionMs: 3_600_000 });
 
-    const resumed = await client({ op: 'resume', ...at(second), reference: started.reference });
+    const resumed = await runTasksClient({ op: 'resume', ...at(second), reference: started.reference });
     expect(resumed.outcome.status).toBe('completed');
-    const plain = await client({ op: 'call', ...at(second), tool: 'run_command', args: { command } });
+    const plain = await runTasksClient({ op: 'call', ...at(second), tool: 'run_command', args: { command } });
     expect(comparable(resumed.outcome.result)).toEqual(comparable(plain.result));
     expect(comparable(plain.result).structured).toMatchObject({ exit_code: 0, stdout: 'built\n', stderr: 'careful\n' });
-    expect((await client({ op: 'snapshot', ...at(first), taskId: started.taskId })).task.status).toBe('completed');
+    expect((await runTasksClient({ op: 'snapshot', ...at(first), taskId: started.taskId })).task.status).toBe(
+      'completed',
+    );
   }, 120_000);
 
   it('a cancel on another instance ends the command and everything it started', async () => {
     const [one, two] = era === '2025' ? [300, 301] : [302, 303];
     const command = `${markedSleep(one)} & ${markedSleep(two)} & wait`;
-    const started = await client({ op: 'start', ...at(first), tool: 'run_command', args: { command } });
+    const started = await runTasksClient({ op: 'start', ...at(first), tool: 'run_command', args: { command } });
     expect(started.kind).toBe('task');
     // The two sleeps themselves (the shell that started them names them too, and goes with them).
     const mine = () =>
       processesWithCmdline(`.${RUN_MARK}`).filter((p) => [one, two].some((n) => p.cmdline.startsWith(`sleep ${n}.`)));
     expect((await pollUntil(mine, (list) => list.length === 2, 20_000)).length).toBe(2);
 
-    expect(await client({ op: 'cancel', ...at(second), taskId: started.taskId })).toEqual({ cancelled: true });
+    expect(await runTasksClient({ op: 'cancel', ...at(second), taskId: started.taskId })).toEqual({ cancelled: true });
     // The instance that runs it sees the cancel within seconds and kills the command's process group.
     expect(await waitUntilGone(mine, 30_000)).toEqual([]);
-    expect((await client({ op: 'snapshot', ...at(first), taskId: started.taskId })).task.status).toBe('cancelled');
+    expect((await runTasksClient({ op: 'snapshot', ...at(first), taskId: started.taskId })).task.status).toBe(
+      'cancelled',
+    );
   }, 120_000);
 });
 
@@ -314,7 +307,7 @@ describe('in raw JSON-RPC', () => {
     expect([...page1.tasks, ...page2.tasks].map((t: Json) => t.taskId)).toEqual(ids);
     expect(errorOf(await other('tasks/list', { cursor: 'bm90IGEgY3Vyc29y' }))?.code).toBe(-32602);
     // The official client reads the same pages.
-    const viaPackage = await client({ op: 'list', url: second.url, token: C, era: '2025' });
+    const viaPackage = await runTasksClient({ op: 'list', url: second.url, token: C, era: '2025' });
     expect(viaPackage.tasks.map((t: Json) => t.taskId)).toEqual(ids.slice(0, 20));
   }, 120_000);
 

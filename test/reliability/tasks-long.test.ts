@@ -4,16 +4,13 @@
  * away; the second reports it working for the whole run, then completed, and gives the result a plain call of the
  * same command gives (that call runs meanwhile, beside it). The short version of each step is test/e2e/tasks.test.ts.
  */
-import { execFile } from 'node:child_process';
 import { rmSync } from 'node:fs';
-import { resolve } from 'node:path';
-import { promisify } from 'node:util';
 
 import { postMcp } from '../support/http';
+import { runTasksClient } from '../support/tasks-driver';
 import { messagesOf, openSession, rpc } from '../support/raw-session';
 import { makeSandboxRoot, type StartedServer, startServer, stopAllServers } from '../support/server';
 
-const DRIVER = resolve(__dirname, '../support/tasks-client.mjs');
 const TOKEN = 'tasks-long-token-0123456789abcdef';
 const ENV = { MCP_AUTH_TOKENS: TOKEN, MCP_SESSION_SECRET: 'tasks-long-secret-0123456789abcdef0123456789' };
 const COMMAND = 'sleep 90; echo built; echo careful >&2';
@@ -39,14 +36,6 @@ afterAll(async () => {
   rmSync(root, { recursive: true, force: true });
 });
 
-async function client(plan: Record<string, unknown>): Promise<Json> {
-  const { stdout } = await promisify(execFile)(process.execPath, [DRIVER, JSON.stringify(plan)], {
-    timeout: 240_000,
-    encoding: 'utf8',
-  });
-  return JSON.parse(stdout.trim().split('\n').at(-1) as string);
-}
-
 /** What a run_command result says, less its duration and its sandbox's handle. */
 function comparable(result: Json) {
   const { duration_ms: _ms, sandbox: _sandbox, ...structured } = result.structuredContent;
@@ -58,8 +47,8 @@ it.each(['2025', '2026'] as const)(
   'in %s words: a 90-second task outlives its client, and another instance follows it to its result',
   async (era) => {
     const at = (server: StartedServer) => ({ url: server.url, token: TOKEN, era });
-    const plain = client({ op: 'call', ...at(second), tool: 'run_command', args: ARGS });
-    const started = await client({ op: 'start', ...at(first), tool: 'run_command', args: ARGS });
+    const plain = runTasksClient({ op: 'call', ...at(second), tool: 'run_command', args: ARGS });
+    const started = await runTasksClient({ op: 'start', ...at(first), tool: 'run_command', args: ARGS });
     expect(started.kind).toBe('task');
 
     // Asked every 10 s on the second instance, by raw JSON-RPC in the era's words.
@@ -70,7 +59,7 @@ it.each(['2025', '2026'] as const)(
         era === '2025'
           ? (messagesOf(await postMcp(second.url, rpc('tasks/get', 1, { taskId: started.taskId }), headers))[0] as Json)
               .result
-          : (await client({ op: 'snapshot', ...at(second), taskId: started.taskId })).task;
+          : (await runTasksClient({ op: 'snapshot', ...at(second), taskId: started.taskId })).task;
       statuses.push(task.status);
       if (task.status !== 'working' || statuses.length > 30) break;
       await new Promise((r) => setTimeout(r, 10_000));
@@ -80,7 +69,7 @@ it.each(['2025', '2026'] as const)(
     expect(new Set(statuses.slice(0, -1))).toEqual(new Set(['working']));
     expect(statuses.at(-1)).toBe('completed');
 
-    const resumed = await client({ op: 'resume', ...at(second), reference: started.reference });
+    const resumed = await runTasksClient({ op: 'resume', ...at(second), reference: started.reference });
     expect(resumed.outcome.status).toBe('completed');
     const answered = await plain;
     expect(comparable(resumed.outcome.result)).toEqual(comparable(answered.result));
