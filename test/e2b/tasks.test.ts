@@ -13,7 +13,7 @@ import { join } from 'node:path';
 
 import { NODES, serviceIt, startWire, type Wire, WIRE_TOKEN, wireDescribe } from '../support/e2b-wire';
 import { postMcp } from '../support/http';
-import { runTasksClient } from '../support/tasks-driver';
+import { comparableResult, runTasksClient } from '../support/tasks-driver';
 import { markedSleep, pollUntil, processesWithCmdline, RUN_MARK, SETTLE_MS, waitUntilGone } from '../support/processes';
 import { authed, errorOf, messagesOf, openSession, rpc } from '../support/raw-session';
 import { type StartedServer, startServer } from '../support/server';
@@ -43,21 +43,6 @@ function modernPost(url: string, method: string, params: Record<string, unknown>
 /** The result of an answer's first message. */
 const resultOf = (res: Awaited<ReturnType<typeof postMcp>>): Json =>
   (messagesOf(res)[0] as { result?: unknown } | undefined)?.result;
-
-/**
- * What a run_command result says, less what differs from run to run: its duration, and (2026-07-28) the handle of the
- * sandbox it ran in, which its text names too.
- */
-function comparable(result: Json) {
-  const { duration_ms: _ms, sandbox, ...structured } = result.structuredContent;
-  const text: string = result.content.map((c: Json) => c.text).join('\n');
-  const handle = typeof sandbox === 'string' ? sandbox : undefined;
-  return {
-    structured,
-    text: handle === undefined ? text : text.replaceAll(handle, '<sandbox>'),
-    isError: result.isError ?? false,
-  };
-}
 
 wireDescribe.each(NODES)('MCP tasks on E2B, two instances of one deployment, server on %s', (_name, node) => {
   const state = mkdtempSync(join(tmpdir(), 'mcp-e2b-tasks-state-'));
@@ -98,8 +83,12 @@ wireDescribe.each(NODES)('MCP tasks on E2B, two instances of one deployment, ser
       const resumed = await runTasksClient({ op: 'resume', ...at(second, era), reference: started.reference });
       expect(resumed.outcome.status).toBe('completed');
       const { result } = await plain;
-      expect(comparable(result).structured).toMatchObject({ exit_code: 0, stdout: 'built\n', stderr: 'careful\n' });
-      expect(comparable(resumed.outcome.result)).toEqual(comparable(result));
+      expect(comparableResult(result).structured).toMatchObject({
+        exit_code: 0,
+        stdout: 'built\n',
+        stderr: 'careful\n',
+      });
+      expect(comparableResult(resumed.outcome.result)).toEqual(comparableResult(result));
       expect(
         (await runTasksClient({ op: 'snapshot', ...at(wire.server, era), taskId: started.taskId })).task.status,
       ).toBe('completed');

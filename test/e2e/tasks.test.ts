@@ -9,10 +9,10 @@ import { readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { postMcp } from '../support/http';
-import { runTasksClient } from '../support/tasks-driver';
+import { comparableResult, runTasksClient } from '../support/tasks-driver';
 import { markedSleep, pollUntil, processesWithCmdline, RUN_MARK, waitUntilGone } from '../support/processes';
 import { authed, errorOf, messagesOf, openSession, rpc } from '../support/raw-session';
-import { makeSandboxRoot, type StartedServer, startServer, stopAllServers } from '../support/server';
+import { type StartedServer, startInstances, startServer, stopAllServers } from '../support/server';
 
 const TOKENS = ['tasks-token-a-0123456789abcdef', 'tasks-token-b-0123456789abcdef', 'tasks-token-c-0123456789abcdef'];
 const [A, B, C] = TOKENS as [string, string, string];
@@ -36,11 +36,9 @@ let first: StartedServer;
 let second: StartedServer;
 
 beforeAll(async () => {
-  root = makeSandboxRoot();
-  [first, second] = await Promise.all([
-    startServer({ env: ENV, sandboxRoot: root }),
-    startServer({ env: ENV, sandboxRoot: root }),
-  ]);
+  const started = await startInstances(2, ENV);
+  root = started.root;
+  [first, second] = started.servers as [StartedServer, StartedServer];
 }, 60_000);
 
 afterAll(async () => {
@@ -75,13 +73,6 @@ async function legacySession(server: StartedServer, token: string) {
   return (method: string, params?: Record<string, unknown>) => postMcp(server.url, rpc(method, id++, params), headers);
 }
 
-/** What a run_command result says, less what differs from run to run (its duration and its sandbox's handle). */
-function comparable(result: Json) {
-  const { duration_ms: _ms, sandbox: _sandbox, ...structured } = result.structuredContent;
-  const text: string = result.content[0].text;
-  return { structured, text: text.slice(text.indexOf('Exit code')), isError: result.isError ?? false };
-}
-
 describe.each(['2025', '2026'] as const)('in %s words', (era: Era) => {
   const at = (server: StartedServer, token = A) => ({ url: server.url, token, era });
 
@@ -97,8 +88,12 @@ describe.each(['2025', '2026'] as const)('in %s words', (era: Era) => {
     const resumed = await runTasksClient({ op: 'resume', ...at(second), reference: started.reference });
     expect(resumed.outcome.status).toBe('completed');
     const plain = await runTasksClient({ op: 'call', ...at(second), tool: 'run_command', args: { command } });
-    expect(comparable(resumed.outcome.result)).toEqual(comparable(plain.result));
-    expect(comparable(plain.result).structured).toMatchObject({ exit_code: 0, stdout: 'built\n', stderr: 'careful\n' });
+    expect(comparableResult(resumed.outcome.result)).toEqual(comparableResult(plain.result));
+    expect(comparableResult(plain.result).structured).toMatchObject({
+      exit_code: 0,
+      stdout: 'built\n',
+      stderr: 'careful\n',
+    });
     expect((await runTasksClient({ op: 'snapshot', ...at(first), taskId: started.taskId })).task.status).toBe(
       'completed',
     );

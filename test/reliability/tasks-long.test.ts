@@ -7,9 +7,9 @@
 import { rmSync } from 'node:fs';
 
 import { postMcp } from '../support/http';
-import { runTasksClient } from '../support/tasks-driver';
+import { comparableResult, runTasksClient } from '../support/tasks-driver';
 import { messagesOf, openSession, rpc } from '../support/raw-session';
-import { makeSandboxRoot, type StartedServer, startServer, stopAllServers } from '../support/server';
+import { type StartedServer, startInstances, stopAllServers } from '../support/server';
 
 const TOKEN = 'tasks-long-token-0123456789abcdef';
 const ENV = { MCP_AUTH_TOKENS: TOKEN, MCP_SESSION_SECRET: 'tasks-long-secret-0123456789abcdef0123456789' };
@@ -24,24 +24,15 @@ let first: StartedServer;
 let second: StartedServer;
 
 beforeAll(async () => {
-  root = makeSandboxRoot();
-  [first, second] = await Promise.all([
-    startServer({ env: ENV, sandboxRoot: root }),
-    startServer({ env: ENV, sandboxRoot: root }),
-  ]);
+  const started = await startInstances(2, ENV);
+  root = started.root;
+  [first, second] = started.servers as [StartedServer, StartedServer];
 }, 60_000);
 
 afterAll(async () => {
   await stopAllServers();
   rmSync(root, { recursive: true, force: true });
 });
-
-/** What a run_command result says, less its duration and its sandbox's handle. */
-function comparable(result: Json) {
-  const { duration_ms: _ms, sandbox: _sandbox, ...structured } = result.structuredContent;
-  const text: string = result.content[0].text;
-  return { structured, text: text.slice(text.indexOf('Exit code')) };
-}
 
 it.each(['2025', '2026'] as const)(
   'in %s words: a 90-second task outlives its client, and another instance follows it to its result',
@@ -72,8 +63,8 @@ it.each(['2025', '2026'] as const)(
     const resumed = await runTasksClient({ op: 'resume', ...at(second), reference: started.reference });
     expect(resumed.outcome.status).toBe('completed');
     const answered = await plain;
-    expect(comparable(resumed.outcome.result)).toEqual(comparable(answered.result));
-    expect(comparable(answered.result).structured).toMatchObject({ exit_code: 0, stdout: 'built\n' });
+    expect(comparableResult(resumed.outcome.result)).toEqual(comparableResult(answered.result));
+    expect(comparableResult(answered.result).structured).toMatchObject({ exit_code: 0, stdout: 'built\n' });
   },
   300_000,
 );

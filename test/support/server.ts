@@ -52,6 +52,19 @@ export function makeSandboxRoot(): string {
   return root;
 }
 
+/**
+ * Instances of one deployment on the local backend: `count` servers with one LOCAL_SANDBOX_ROOT (the caller removes
+ * it) and the same environment (give them one MCP_SESSION_SECRET).
+ */
+export async function startInstances(
+  count: number,
+  env: Record<string, string>,
+): Promise<{ root: string; servers: StartedServer[] }> {
+  const root = makeSandboxRoot();
+  const servers = await Promise.all(Array.from({ length: count }, () => startServer({ env, sandboxRoot: root })));
+  return { root, servers };
+}
+
 /** The session workspaces under a LOCAL_SANDBOX_ROOT (beside them: `.uids`, the sandbox users' claims). */
 export function workspacesIn(root: string): string[] {
   return readdirSync(root).filter((name) => name.startsWith('mcp-sandbox-'));

@@ -22,3 +22,17 @@ export async function runTasksClient(plan: Record<string, unknown>, timeoutMs = 
   if (out.error !== undefined) throw new Error(`the client's ${String(plan.op)} failed: ${JSON.stringify(out.error)}`);
   return out;
 }
+
+/**
+ * What a run_command result says, less what differs from run to run: its duration, and its sandbox's handle (a
+ * 2026-07-28 result names it in structuredContent and in its text, a new sandbox's for each call without one).
+ */
+export function comparableResult(result: DriverOutput) {
+  const { duration_ms: _ms, sandbox, ...structured } = result.structuredContent;
+  const text: string = result.content.map((c: DriverOutput) => c.text).join('\n');
+  return {
+    structured,
+    text: typeof sandbox === 'string' ? text.replaceAll(sandbox, '<sandbox>') : text,
+    isError: result.isError ?? false,
+  };
+}
