@@ -15,7 +15,9 @@ module.exports = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
-  testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/reliability/'],
+  // test/e2b/tasks.test.ts runs in test:reliability only (on FC's Node), to keep npm test under 3 minutes: its
+  // story is test/e2e/tasks.test.ts's on the local backend, with half a minute of commands.
+  testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/reliability/', '<rootDir>/test/e2b/tasks\\.test\\.ts$'],
   transform: {
     '^.+\\.ts$': swc,
     // The local sandbox's Python programs are imported as their text (build.mjs: esbuild's `text` loader).

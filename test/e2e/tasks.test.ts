@@ -79,6 +79,8 @@ describe.each(['2025', '2026'] as const)('in %s words', (era: Era) => {
   it('a task outlives its client: another instance reports it working, then what a plain call gives', async () => {
     // Longer than the 2026-07-28 grace (2 s), after which a call becomes a task.
     const command = 'sleep 6; echo built; echo careful >&2';
+    // The plain call, on the other instance in a sandbox of its own, runs meanwhile.
+    const plainCall = runTasksClient({ op: 'call', ...at(second), tool: 'run_command', args: { command } });
     const started = await runTasksClient({ op: 'start', ...at(first), tool: 'run_command', args: { command } });
     expect(started).toMatchObject({ kind: 'task', reference: { generation: era === '2025' ? 'v1' : 'v2' } });
     // The client that started it is gone; the other instance answers for the task.
@@ -87,7 +89,7 @@ describe.each(['2025', '2026'] as const)('in %s words', (era: Era) => {
 
     const resumed = await runTasksClient({ op: 'resume', ...at(second), reference: started.reference });
     expect(resumed.outcome.status).toBe('completed');
-    const plain = await runTasksClient({ op: 'call', ...at(second), tool: 'run_command', args: { command } });
+    const plain = await plainCall;
     expect(comparableResult(resumed.outcome.result)).toEqual(comparableResult(plain.result));
     expect(comparableResult(plain.result).structured).toMatchObject({
       exit_code: 0,
@@ -168,7 +170,7 @@ describe('in raw JSON-RPC', () => {
     const created = resultOf(
       await call('tools/call', {
         name: 'run_command',
-        arguments: { command: 'for i in 1 2 3 4; do echo line$i; sleep 1; done' },
+        arguments: { command: 'for i in 1 2 3 4; do echo line$i; sleep 0.5; done' },
         task: {},
         _meta: { progressToken: 'build-1' },
       }),
@@ -250,11 +252,11 @@ describe('in raw JSON-RPC', () => {
     const server = await startServer({ env: { ...ENV, MCP_SESSION_IDLE_TTL_S: '1' } });
     const call = await legacySession(server, A);
     const { taskId } = resultOf(
-      await call('tools/call', { name: 'run_command', arguments: { command: 'sleep 5; echo awake' }, task: {} }),
+      await call('tools/call', { name: 'run_command', arguments: { command: 'sleep 4; echo awake' }, task: {} }),
     ).task;
-    // Every request sweeps the idle sandboxes (a sleeping local sandbox's processes are stopped): five times the
+    // Every request sweeps the idle sandboxes (a sleeping local sandbox's processes are stopped): four times the
     // idle TTL goes by, asked about all the while.
-    for (let i = 0; i < 5; i += 1) {
+    for (let i = 0; i < 4; i += 1) {
       await new Promise((r) => setTimeout(r, 1_000));
       expect(resultOf(await call('tasks/get', { taskId })).status).toMatch(/^(working|completed)$/);
     }
