@@ -86,6 +86,11 @@ of build.mjs), on 2026-12-01; the table above is the latest run's.
   space (11 KB against 6 KB), and so the scavenge pauses a p99 feels; the request log line (10-15 µs, two thirds of
   it the \`write\` system call; batching lines per event-loop turn saved 4 µs and was dropped, since FC freezes the
   instance right after the answer).
+- **Telemetry on (figure 12).** Not within 10 % of off, and not reachable with the official OpenTelemetry SDK at
+  always-on sampling (issue 34 blocked there): its own floor for one request's two spans and record, in a loop, is
+  17 µs (the figure's last column), and inside the server the same work costs three to four times that, among the
+  request's other code. Where the rest goes, step by step (bookkeeping, recording, export, AsyncLocalStorage), and
+  what sampling and Node 22's \`--experimental-async-context-frame\` change: bench/PROFILE.md, "Telemetry on".
 - **Cold path (figure 1).** Ours answers \`initialize\` before loading its core; the core then loads in ~75 ms (the
   \`load_ms\` of its \`core loaded\` log line: decoding and inflating its text ~15 ms, reading and using its code
   cache ~15 ms, its top level ~40 ms, most of it zod schemas of the SDK and the tools), and the session's first
