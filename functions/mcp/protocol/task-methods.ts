@@ -196,7 +196,7 @@ export function modernTaskMethods({ runner, principal, taskTools }: TaskMethodsD
         const task = await found(taskId);
         if (task.status === 'working' || task.status === 'cancelled') return toModernTask(task);
         const { outcome } = await runner.outcome(principal(), taskId, ctx.mcpReq.signal);
-        return { ...toModernTask(task), ...inline(outcome) };
+        return { ...toModernTask(task), ...inline(task, outcome) };
       });
       server.setRequestHandler('tasks/cancel', { params: TASK_ID }, async ({ taskId }, ctx) => {
         requireDeclared(server);
@@ -254,9 +254,17 @@ function toModernTask(task: TaskView): Record<string, unknown> {
 
 /**
  * An ended 2026-07-28 task's answer, inline: the tool's result (`completed`), a result of that revision (so with its
- * `resultType`, as the SDK puts on a call answered at once), or its error (`failed`).
+ * `resultType`, as the SDK puts on a call answered at once), or an error (`failed`): the call's own, or, for a task
+ * failed by something else (its instance shut down or was lost) whose call still answered, why it failed.
  */
-function inline(outcome: TaskOutcome): Record<string, unknown> {
+function inline(task: TaskView, outcome: TaskOutcome): Record<string, unknown> {
+  if (task.status === 'failed')
+    return {
+      error:
+        'error' in outcome
+          ? outcome.error
+          : { code: ProtocolErrorCode.InternalError, message: task.message ?? 'The task failed.' },
+    };
   return 'result' in outcome ? { result: { ...outcome.result, resultType: 'complete' } } : { error: outcome.error };
 }
 

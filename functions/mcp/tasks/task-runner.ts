@@ -44,12 +44,6 @@ export interface TaskControls {
   readonly onOutput: (text: string) => void;
 }
 
-/** Live output of a task, as a waiter on this instance gets it: with the progress token its call was made with. */
-export interface TaskOutput {
-  readonly progressToken: string | number;
-  push(text: string): void;
-}
-
 /** A task as the wire shows it. */
 export interface TaskView extends TaskState {
   /** The signed task id. */

@@ -263,6 +263,19 @@ describe('2026-07-28', () => {
     expect((await runner.get(ALICE, working.id))?.status).toBe('cancelled');
   });
 
+  it('tasks/get gives a task failed by a shutdown its reason as the error, though its call still answered', async () => {
+    const alice = serve(ALICE);
+    // A call that answers (as a cancelled command does) once the shutdown stops it.
+    const task = await taskOf(ALICE);
+    await runner.stopAll();
+    const got = (await modern(alice, 'tasks/get', { taskId: task.id })).result;
+    expect(got).toMatchObject({
+      status: 'failed',
+      error: { code: ProtocolErrorCode.InternalError, message: expect.stringContaining('shut down') },
+    });
+    expect(got.result).toBeUndefined();
+  });
+
   it('answers -32021 to a client that did not name the extension, and changes nothing', async () => {
     const alice = serve(ALICE);
     const working = await taskOf(ALICE);
