@@ -263,7 +263,7 @@ describe('2026-07-28', () => {
     expect((await runner.get(ALICE, working.id))?.status).toBe('cancelled');
   });
 
-  it('tasks/get gives a task failed by a shutdown its reason as the error, though its call still answered', async () => {
+  it('tasks/get gives a task failed by a shutdown its reason as the error, though its call answered', async () => {
     const alice = serve(ALICE);
     // A call that answers (as a cancelled command does) once the shutdown stops it.
     const task = await taskOf(ALICE);
