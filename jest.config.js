@@ -15,9 +15,15 @@ module.exports = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
-  // test/e2b/tasks.test.ts runs in test:reliability only (on FC's Node), to keep npm test under 3 minutes: its
-  // story is test/e2e/tasks.test.ts's on the local backend, with half a minute of commands.
-  testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/reliability/', '<rootDir>/test/e2b/tasks\\.test\\.ts$'],
+  // Two E2B wire suites run in test:reliability only (on FC's Node), to keep npm test under 3 minutes: tasks.test.ts
+  // (its story is test/e2e/tasks.test.ts's on the local backend, with half a minute of commands) and sleeping.test.ts
+  // (half a minute of pauses and resumes across a restart; the rules of sleep are test/core/sleeping-e2b-wire.test.ts's,
+  // with the same SDKs and service).
+  testPathIgnorePatterns: [
+    '/node_modules/',
+    '<rootDir>/test/reliability/',
+    '<rootDir>/test/e2b/(tasks|sleeping)\\.test\\.ts$',
+  ],
   transform: {
     '^.+\\.ts$': swc,
     // The local sandbox's Python programs are imported as their text (build.mjs: esbuild's `text` loader).

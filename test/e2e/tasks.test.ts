@@ -36,10 +36,8 @@ describe.each(['2025', '2026'] as const)('in %s words', (era: Era) => {
   const at = (server: StartedServer, token = TOKEN) => ({ url: server.url, token, era });
 
   it('a task outlives its client: another instance reports it working, then what a plain call gives', async () => {
-    // Longer than the 2026-07-28 grace (2 s), after which a call becomes a task.
-    const command = 'sleep 6; echo built; echo careful >&2';
-    // The plain call, on the other instance in a sandbox of its own, runs meanwhile.
-    const plainCall = runTasksClient({ op: 'call', ...at(second), tool: 'run_command', args: { command } });
+    // Long enough to be seen working from the other instance; in 2026-07-28, past the grace (2 s) that makes a task.
+    const command = `sleep ${era === '2025' ? 3 : 5}; echo built; echo careful >&2`;
     const started = await runTasksClient({ op: 'start', ...at(first), tool: 'run_command', args: { command } });
     expect(started).toMatchObject({ kind: 'task', reference: { generation: era === '2025' ? 'v1' : 'v2' } });
     // The client that started it is gone; the other instance answers for the task.
@@ -48,7 +46,12 @@ describe.each(['2025', '2026'] as const)('in %s words', (era: Era) => {
 
     const resumed = await runTasksClient({ op: 'resume', ...at(second), reference: started.reference });
     expect(resumed.outcome.status).toBe('completed');
-    const plain = await plainCall;
+    const plain = await runTasksClient({ op: 'call', ...at(second), tool: 'run_command', args: { command } });
+    // Both answered by the tool (a failure to answer would show here whole).
+    expect([resumed.outcome.result, plain.result]).toEqual([
+      expect.objectContaining({ structuredContent: expect.any(Object) }),
+      expect.objectContaining({ structuredContent: expect.any(Object) }),
+    ]);
     expect(comparableResult(resumed.outcome.result)).toEqual(comparableResult(plain.result));
     expect(comparableResult(plain.result).structured).toMatchObject({
       exit_code: 0,

@@ -186,7 +186,7 @@ export function createTaskRunner(options: TaskRunnerOptions): TaskRunner {
   };
 
   /** Watches a running task: its sign of life renewed, its end by another hand or its ttl stopping the call. */
-  const watch = (state: TaskState, controller: AbortController): (() => void) => {
+  const watch = (state: TaskState, controller: AbortController, answered: () => boolean): (() => void) => {
     let lastAliveMs = clock.now();
     let busy = false;
     const timer = setInterval(() => {
@@ -196,7 +196,8 @@ export function createTaskRunner(options: TaskRunnerOptions): TaskRunner {
         const now = clock.now();
         const seen = await store.get(state.owner, state.tag);
         if (seen === undefined || seen.status !== 'working' || now >= state.createdMs + state.ttlMs) {
-          controller.abort();
+          // A call that answered is not stopped: its own end may be what the watcher just saw.
+          if (!answered()) controller.abort();
           return;
         }
         if (now - lastAliveMs >= ALIVE_EVERY_MS) {
@@ -347,7 +348,11 @@ export function createTaskRunner(options: TaskRunnerOptions): TaskRunner {
       controller.abort();
       throw err;
     }
-    const unwatch = watch(state, controller);
+    let answered = false;
+    void answer.then(() => {
+      answered = true;
+    });
+    const unwatch = watch(state, controller, () => answered);
     const finished = answer
       .then((outcome) => finish(state, outcome))
       .catch((err: unknown) => logger.error('task outcome not kept', { tool: start.tool, error: describeError(err) }))
