@@ -16,7 +16,7 @@ module.exports = {
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
   // Two E2B wire suites run in test:reliability only (on FC's Node), to keep npm test under 3 minutes: tasks.test.ts
-  // (its story is test/e2e/tasks.test.ts's on the local backend, with half a minute of commands) and sleeping.test.ts
+  // (its story is test/e2e/tasks-raw.test.ts's on the local backend, with half a minute of commands) and sleeping.test.ts
   // (half a minute of pauses and resumes across a restart; the rules of sleep are test/core/sleeping-e2b-wire.test.ts's,
   // with the same SDKs and service).
   testPathIgnorePatterns: [

@@ -5,7 +5,8 @@
  * client, so each goes away after its step) in both revisions' words. A run_command task started on one instance is
  * reported working and resumed on the other, with what a plain call gives; a cancel on the other ends the command and
  * everything it started in the sandbox; run_code runs as a task. Without E2B_STATE_DIR the server declares no tasks
- * and refuses a task with -32601, naming the setting. test/e2e/tasks.test.ts is the same story on the local backend.
+ * and refuses a task with -32601, naming the setting. test/reliability/tasks-clients.test.ts is the same story on the
+ * local backend.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

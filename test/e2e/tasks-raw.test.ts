@@ -1,16 +1,16 @@
 /**
- * MCP tasks through the bundle in raw JSON-RPC, two instances of one deployment: what a client package hides. The
- * 2025-11-25 shapes and error codes, live output as progress while `tasks/result` waits, a tool error as a failed
- * task; the 2026-07-28 extension's quick, slow and undeclared paths; a sandbox kept awake while its task runs;
- * another credential and a changed id; pages of `tasks/list`; the ttl; the per-credential cap. The same through the
- * official client: tasks.test.ts.
+ * MCP tasks through the bundle in raw JSON-RPC, two instances of one deployment. The 2025-11-25 shapes and error
+ * codes, a task followed and cancelled from the other instance (its process group gone), live output as progress while
+ * `tasks/result` waits, a tool error as a failed task; the 2026-07-28 extension's quick, slow and undeclared paths; a
+ * sandbox kept awake while its task runs; another credential and a changed id; pages of `tasks/list`; the ttl; the
+ * per-credential cap. The same through the official Tasks package: test/reliability/tasks-clients.test.ts.
  */
 import { createHash } from 'node:crypto';
 import { readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { postMcp } from '../support/http';
-import { markedSleep, pollUntil } from '../support/processes';
+import { markedSleep, pollUntil, processesWithCmdline, RUN_MARK, waitUntilGone } from '../support/processes';
 import { authed, errorOf, messagesOf, rpc } from '../support/raw-session';
 import { type StartedServer, startInstances, startServer, stopAllServers } from '../support/server';
 import {
@@ -116,6 +116,28 @@ describe('in raw JSON-RPC', () => {
     expect(messages.at(-1)).toMatchObject({ result: { structuredContent: { exit_code: 0 }, _meta: related } });
   }, 60_000);
 
+  it('2025-11-25: a cancel on the other instance ends the command and everything it started', async () => {
+    const here = await legacySession(first, A);
+    const there = await legacySession(second, A);
+    const command = `${markedSleep(320)} & ${markedSleep(321)} & wait`;
+    const { taskId } = resultOf(
+      await here('tools/call', { name: 'run_command', arguments: { command }, task: {} }),
+    ).task;
+    // The two sleeps themselves (the shell that started them names them too, and goes with them).
+    const sleeps = () =>
+      processesWithCmdline(`.${RUN_MARK}`).filter((p) => [320, 321].some((n) => p.cmdline.startsWith(`sleep ${n}.`)));
+    expect((await pollUntil(sleeps, (list) => list.length === 2, 20_000)).length).toBe(2);
+    expect(resultOf(await there('tasks/get', { taskId })).status).toBe('working');
+    expect(resultOf(await there('tasks/cancel', { taskId }))).toMatchObject({
+      taskId,
+      status: 'cancelled',
+      statusMessage: 'Cancelled by the client.',
+    });
+    // The instance that runs it sees the cancel within seconds and kills the command's process group.
+    expect(await waitUntilGone(sleeps, 30_000)).toEqual([]);
+    expect(resultOf(await here('tasks/get', { taskId })).status).toBe('cancelled');
+  }, 60_000);
+
   it('2025-11-25: a tool error is a failed task, whose result still says what happened', async () => {
     const call = await legacySession(first, A);
     const created = resultOf(
@@ -150,14 +172,14 @@ describe('in raw JSON-RPC', () => {
       const res = await modernPost(first.url, A, method, { taskId: slow.taskId, inputResponses: {} }, false);
       expect([method, errorOf(res)?.code]).toEqual([method, -32021]);
     }
-    const undeclared = await modernPost(
+    // Past the grace too, but plain: meanwhile the task is followed on the other instance.
+    const undeclared = modernPost(
       first.url,
       A,
       'tools/call',
       { name: 'run_command', arguments: { command: 'sleep 3; echo plain' } },
       false,
     );
-    expect(resultOf(undeclared)).toMatchObject({ resultType: 'complete', structuredContent: { stdout: 'plain\n' } });
 
     const done = await pollUntil(
       async () => resultOf(await modernPost(second.url, A, 'tasks/get', { taskId: slow.taskId })),
@@ -170,6 +192,10 @@ describe('in raw JSON-RPC', () => {
       result: { resultType: 'complete', structuredContent: { exit_code: 0 } },
     });
     expect(done.result._meta?.['io.modelcontextprotocol/related-task']).toBeUndefined();
+    expect(resultOf(await undeclared)).toMatchObject({
+      resultType: 'complete',
+      structuredContent: { stdout: 'plain\n' },
+    });
     expect(resultOf(await modernPost(second.url, A, 'tasks/cancel', { taskId: slow.taskId }))).toMatchObject({
       resultType: 'complete',
     });

@@ -2,7 +2,7 @@
  * A 90-second command as an MCP task, in both revisions' words, on two instances of one deployment: the official
  * v2 client with the official Tasks package (test/support/tasks-client.mjs) starts it on the first instance and goes
  * away; the second reports it working for the whole run, then completed, and gives the result a plain call of the
- * same command gives (that call runs meanwhile, beside it). The short version of each step is test/e2e/tasks.test.ts.
+ * same command gives (that call runs meanwhile, beside it). The short version of each step is tasks-clients.test.ts.
  */
 import { rmSync } from 'node:fs';
 

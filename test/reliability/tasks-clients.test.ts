@@ -2,9 +2,9 @@
  * MCP tasks through the bundle, two instances of one deployment (one secret, one LOCAL_SANDBOX_ROOT), driven by the
  * official v2 client with the official Tasks package (test/support/tasks-client.mjs, one process per client, so each
  * goes away after its step) in both revisions' words: a task started on one instance is reported and resumed on the
- * other with what a plain call gives, and a cancel on the other ends its process group. Raw JSON-RPC (shapes, error
- * codes, another credential, pages, ttl, the cap): tasks-raw.test.ts. A 90-second command:
- * test/reliability/tasks-long.test.ts.
+ * other with what a plain call gives, and a cancel on the other ends its process group. Here rather than in npm test
+ * for its half minute of commands; npm test has the same steps in raw JSON-RPC (test/e2e/tasks-raw.test.ts). A
+ * 90-second command: tasks-long.test.ts.
  */
 import { rmSync } from 'node:fs';
 
