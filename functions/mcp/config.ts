@@ -440,6 +440,8 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): Config {
   const defaultShare = oneCredential ? maxSessions : Math.ceil(maxSessions / 4);
   const sessionsPerCredential = int('MCP_MAX_SESSIONS_PER_CREDENTIAL', defaultShare, 1, 100_000);
 
+  // MCP tasks are kept where every instance of the deployment looks: the local root, or E2B_STATE_DIR.
+  const taskRoot = backend === 'e2b' ? stateDir : root;
   const config: Config = {
     port,
     host,
@@ -469,7 +471,7 @@ export function loadConfig(env: Env, options: LoadConfigOptions = {}): Config {
     toolTimeoutMaxS,
     functionTimeoutS,
     sandboxBackend: backend === 'e2b' ? 'e2b' : 'local',
-    ...((backend === 'e2b' ? stateDir : root) !== undefined && { taskRoot: backend === 'e2b' ? stateDir : root }),
+    ...(taskRoot !== undefined && { taskRoot }),
     local: {
       root,
       diskBytes: diskMb * 2 ** 20,

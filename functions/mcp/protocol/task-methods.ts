@@ -73,11 +73,7 @@ const TASK_PARAM = z.looseObject({ ttl: z.number().int().positive().optional() }
 /** The 2025-11-25 tasks. */
 export function legacyTaskMethods({ runner, principal, taskTools }: TaskMethodsDeps): EraTasks {
   const on = runner.offReason === undefined;
-  const found = async (id: string): Promise<TaskView> => {
-    const task = await runner.get(principal(), id);
-    if (task === undefined) throw taskNotFound();
-    return task;
-  };
+  const found = (id: string): Promise<TaskView> => foundTask(runner, principal(), id);
   return {
     capabilities: on ? LEGACY_TASKS_CAPABILITY : {},
     call(params, ctx, run) {
@@ -172,11 +168,7 @@ export function modernTaskMethods({ runner, principal, taskTools }: TaskMethodsD
         requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } },
       });
   };
-  const found = async (id: string): Promise<TaskView> => {
-    const task = await runner.get(principal(), id);
-    if (task === undefined) throw taskNotFound();
-    return task;
-  };
+  const found = (id: string): Promise<TaskView> => foundTask(runner, principal(), id);
   return {
     capabilities: on ? { extensions: { [TASKS_EXTENSION]: {} } } : {},
     call(params, ctx, run, server) {
@@ -221,6 +213,13 @@ export function taskToolsOf(tools: readonly Tool[]): Set<string> {
 /** The tools as 2026-07-28 describes them: that revision has no `execution` (a task is the server's choice). */
 export function withoutTaskSupport(tools: readonly Tool[]): Tool[] {
   return tools.map(({ execution: _execution, ...tool }) => tool);
+}
+
+/** The task `id` names for `principal`; else Invalid Params, as both revisions answer an unknown task. */
+async function foundTask(runner: TaskRunner, principal: string, id: string): Promise<TaskView> {
+  const task = await runner.get(principal, id);
+  if (task === undefined) throw taskNotFound();
+  return task;
 }
 
 /** A 2025-11-25 task's status: a result with `isError` makes it `failed`. */

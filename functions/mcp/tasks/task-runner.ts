@@ -145,7 +145,6 @@ export function createTaskRunner(options: TaskRunnerOptions): TaskRunner {
     else reserved.delete(owner);
   };
 
-  const notFound = (): undefined => undefined;
   const keyOf = (principal: string, id: string): string | undefined => {
     const check = ids.verify('task', id, principal, clock.now());
     return check.ok ? check.key : undefined;
@@ -154,9 +153,14 @@ export function createTaskRunner(options: TaskRunnerOptions): TaskRunner {
 
   /** The state, with a lost or expired task dealt with (ended, or deleted). */
   const current = async (owner: string, tag: string): Promise<TaskState | undefined> => {
+    const state = await store?.get(owner, tag);
+    return state === undefined ? undefined : settled(state);
+  };
+
+  /** A state as read, with a lost or expired task dealt with (ended, or deleted). */
+  const settled = async (state: TaskState): Promise<TaskState | undefined> => {
     if (store === undefined) return undefined;
-    const state = await store.get(owner, tag);
-    if (state === undefined) return undefined;
+    const { owner, tag } = state;
     const now = clock.now();
     if (now >= state.createdMs + state.ttlMs) {
       running.get(tag)?.controller.abort();
@@ -376,7 +380,7 @@ export function createTaskRunner(options: TaskRunnerOptions): TaskRunner {
     start,
     async get(principal, id) {
       const key = keyOf(principal, id);
-      if (key === undefined) return notFound();
+      if (key === undefined) return undefined;
       const state = await current(toOwnerTag(principal), toTaskTag(key));
       return state === undefined ? undefined : viewOf(id, state);
     },
@@ -401,7 +405,7 @@ export function createTaskRunner(options: TaskRunnerOptions): TaskRunner {
       const tasks = await store.list(owner, clock.now());
       const views: TaskView[] = [];
       for (const task of tasks.sort((a, b) => a.createdMs - b.createdMs || a.tag.localeCompare(b.tag))) {
-        const state = await current(owner, task.tag);
+        const state = await settled(task);
         // The id, signed again from its random part and issue time: the same text the task was given.
         if (state !== undefined) views.push(viewOf(ids.sign('task', state.key, principal, state.createdMs), state));
       }
