@@ -14,36 +14,12 @@ import { join } from 'node:path';
 
 import { NODES, serviceIt, startWire, type Wire, WIRE_TOKEN, wireDescribe } from '../support/e2b-wire';
 import { postMcp } from '../support/http';
-import { comparableResult, runTasksClient } from '../support/tasks-driver';
+import { comparableResult, modernPost, resultOf, runTasksClient } from '../support/tasks-driver';
 import { markedSleep, pollUntil, processesWithCmdline, RUN_MARK, SETTLE_MS, waitUntilGone } from '../support/processes';
-import { authed, errorOf, messagesOf, openSession, rpc } from '../support/raw-session';
+import { authed, errorOf, openSession, rpc } from '../support/raw-session';
 import { type StartedServer, startServer } from '../support/server';
 
-const MODERN = '2026-07-28';
-const EXTENSION = 'io.modelcontextprotocol/tasks';
-
 type Era = '2025' | '2026';
-// biome-ignore lint/suspicious/noExplicitAny: the driver prints JSON of several shapes.
-type Json = any;
-
-/** A 2026-07-28 request (no session), with the tasks extension named in its client capabilities. */
-function modernPost(url: string, method: string, params: Record<string, unknown>) {
-  const meta = {
-    'io.modelcontextprotocol/protocolVersion': MODERN,
-    'io.modelcontextprotocol/clientInfo': { name: 'tasks-raw', version: '1.0.0' },
-    'io.modelcontextprotocol/clientCapabilities': { extensions: { [EXTENSION]: {} } },
-  };
-  return postMcp(url, rpc(method, 1, { ...params, _meta: meta }), {
-    ...authed(WIRE_TOKEN),
-    'mcp-protocol-version': MODERN,
-    'mcp-method': method,
-    ...(typeof params.name === 'string' && { 'mcp-name': params.name }),
-  });
-}
-
-/** The result of an answer's first message. */
-const resultOf = (res: Awaited<ReturnType<typeof postMcp>>): Json =>
-  (messagesOf(res)[0] as { result?: unknown } | undefined)?.result;
 
 wireDescribe.each(NODES)('MCP tasks on E2B, two instances of one deployment, server on %s', (_name, node) => {
   const state = mkdtempSync(join(tmpdir(), 'mcp-e2b-tasks-state-'));
@@ -158,13 +134,13 @@ wireDescribe.each(NODES)('MCP tasks on E2B, two instances of one deployment, ser
       expect(refused?.code).toBe(-32601);
       expect(refused?.message).toContain('E2B_STATE_DIR');
 
-      const discovered = resultOf(await modernPost(stateless.url, 'server/discover', {}));
+      const discovered = resultOf(await modernPost(stateless.url, WIRE_TOKEN, 'server/discover', {}));
       expect(discovered.capabilities).toBeDefined();
       expect(discovered.capabilities.extensions ?? {}).toEqual({});
       expect(discovered.capabilities.tasks).toBeUndefined();
       // Longer than the grace: with tasks on it would become one; here it is answered when it ends.
       const call = { name: 'run_command', arguments: { command: 'sleep 3; echo plain' } };
-      expect(resultOf(await modernPost(stateless.url, 'tools/call', call))).toMatchObject({
+      expect(resultOf(await modernPost(stateless.url, WIRE_TOKEN, 'tools/call', call))).toMatchObject({
         resultType: 'complete',
         structuredContent: { exit_code: 0, stdout: 'plain\n' },
       });

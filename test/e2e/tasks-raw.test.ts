@@ -6,13 +6,13 @@
  * per-credential cap. The same through the official Tasks package: test/reliability/tasks-clients.test.ts.
  */
 import { createHash } from 'node:crypto';
-import { readdirSync, rmSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { postMcp } from '../support/http';
 import { markedSleep, pollUntil, processesWithCmdline, RUN_MARK, waitUntilGone } from '../support/processes';
 import { authed, errorOf, messagesOf, rpc } from '../support/raw-session';
-import { type StartedServer, startInstances, startServer, stopAllServers } from '../support/server';
+import { startServer, useInstances } from '../support/server';
 import {
   type DriverOutput as Json,
   legacySession,
@@ -33,25 +33,12 @@ const ENV = {
   MCP_MAX_TASKS_PER_CREDENTIAL: String(MAX_TASKS),
 };
 
-let root: string;
-let first: StartedServer;
-let second: StartedServer;
-
-beforeAll(async () => {
-  const started = await startInstances(2, ENV);
-  root = started.root;
-  [first, second] = started.servers as [StartedServer, StartedServer];
-}, 60_000);
-
-afterAll(async () => {
-  await stopAllServers();
-  rmSync(root, { recursive: true, force: true });
-});
+const deployment = useInstances(ENV);
 
 describe('in raw JSON-RPC', () => {
   it('2025-11-25: declares tasks, marks run_command and run_code optional, answers with the spec shapes', async () => {
     const opened = await postMcp(
-      first.url,
+      deployment.first.url,
       rpc('initialize', 1, {
         protocolVersion: '2025-11-25',
         capabilities: {},
@@ -60,7 +47,7 @@ describe('in raw JSON-RPC', () => {
       authed(A),
     );
     expect(resultOf(opened).capabilities.tasks).toEqual({ list: {}, cancel: {}, requests: { tools: { call: {} } } });
-    const call = await legacySession(first, A);
+    const call = await legacySession(deployment.first, A);
     const tools: Json[] = resultOf(await call('tools/list')).tools;
     expect(tools.filter((t) => t.execution !== undefined).map((t) => [t.name, t.execution])).toEqual([
       ['run_code', { taskSupport: 'optional' }],
@@ -94,7 +81,7 @@ describe('in raw JSON-RPC', () => {
   }, 60_000);
 
   it('2025-11-25: a waiting tasks/result carries the live output as progress of the task, then its end', async () => {
-    const call = await legacySession(first, A);
+    const call = await legacySession(deployment.first, A);
     const created = resultOf(
       await call('tools/call', {
         name: 'run_command',
@@ -117,8 +104,8 @@ describe('in raw JSON-RPC', () => {
   }, 60_000);
 
   it('2025-11-25: a cancel on the other instance ends the command and everything it started', async () => {
-    const here = await legacySession(first, A);
-    const there = await legacySession(second, A);
+    const here = await legacySession(deployment.first, A);
+    const there = await legacySession(deployment.second, A);
     const command = `${markedSleep(320)} & ${markedSleep(321)} & wait`;
     const { taskId } = resultOf(
       await here('tools/call', { name: 'run_command', arguments: { command }, task: {} }),
@@ -139,7 +126,7 @@ describe('in raw JSON-RPC', () => {
   }, 60_000);
 
   it('2025-11-25: a tool error is a failed task, whose result still says what happened', async () => {
-    const call = await legacySession(first, A);
+    const call = await legacySession(deployment.first, A);
     const created = resultOf(
       await call('tools/call', { name: 'run_command', arguments: { command: 'sleep 5', timeout_ms: 500 }, task: {} }),
     );
@@ -152,29 +139,35 @@ describe('in raw JSON-RPC', () => {
   }, 60_000);
 
   it('2026-07-28: lists the extension, answers quick calls at once, refuses clients that did not name it', async () => {
-    const discover = resultOf(await modernPost(first.url, A, 'server/discover', {}));
+    const discover = resultOf(await modernPost(deployment.first.url, A, 'server/discover', {}));
     expect(discover.capabilities.extensions).toEqual({ [EXTENSION]: {} });
     expect(discover.capabilities.tasks).toBeUndefined();
-    const tools: Json[] = resultOf(await modernPost(first.url, A, 'tools/list', {})).tools;
+    const tools: Json[] = resultOf(await modernPost(deployment.first.url, A, 'tools/list', {})).tools;
     expect(tools.filter((t) => t.execution !== undefined)).toEqual([]);
 
     const quick = resultOf(
-      await modernPost(first.url, A, 'tools/call', { name: 'run_command', arguments: { command: 'echo now' } }),
+      await modernPost(deployment.first.url, A, 'tools/call', {
+        name: 'run_command',
+        arguments: { command: 'echo now' },
+      }),
     );
     expect(quick).toMatchObject({ resultType: 'complete', structuredContent: { stdout: 'now\n' } });
     const slow = resultOf(
-      await modernPost(first.url, A, 'tools/call', { name: 'run_command', arguments: { command: 'sleep 4' } }),
+      await modernPost(deployment.first.url, A, 'tools/call', {
+        name: 'run_command',
+        arguments: { command: 'sleep 4' },
+      }),
     );
     expect(slow).toMatchObject({ resultType: 'task', status: 'working', ttlMs: 3_600_000, pollIntervalMs: 1_000 });
     expect(slow).not.toHaveProperty('task');
     // Without the extension named: no task, and the tasks methods are refused with -32021.
     for (const method of ['tasks/get', 'tasks/cancel', 'tasks/update']) {
-      const res = await modernPost(first.url, A, method, { taskId: slow.taskId, inputResponses: {} }, false);
+      const res = await modernPost(deployment.first.url, A, method, { taskId: slow.taskId, inputResponses: {} }, false);
       expect([method, errorOf(res)?.code]).toEqual([method, -32021]);
     }
     // Past the grace too, but plain: meanwhile the task is followed on the other instance.
     const undeclared = modernPost(
-      first.url,
+      deployment.first.url,
       A,
       'tools/call',
       { name: 'run_command', arguments: { command: 'sleep 3; echo plain' } },
@@ -182,7 +175,7 @@ describe('in raw JSON-RPC', () => {
     );
 
     const done = await pollUntil(
-      async () => resultOf(await modernPost(second.url, A, 'tasks/get', { taskId: slow.taskId })),
+      async () => resultOf(await modernPost(deployment.second.url, A, 'tasks/get', { taskId: slow.taskId })),
       (task) => task.status !== 'working',
       30_000,
       500,
@@ -196,10 +189,14 @@ describe('in raw JSON-RPC', () => {
       resultType: 'complete',
       structuredContent: { stdout: 'plain\n' },
     });
-    expect(resultOf(await modernPost(second.url, A, 'tasks/cancel', { taskId: slow.taskId }))).toMatchObject({
-      resultType: 'complete',
-    });
-    expect(errorOf(await modernPost(second.url, A, 'tasks/get', { taskId: 'not-a-task' }))?.code).toBe(-32602);
+    expect(resultOf(await modernPost(deployment.second.url, A, 'tasks/cancel', { taskId: slow.taskId }))).toMatchObject(
+      {
+        resultType: 'complete',
+      },
+    );
+    expect(errorOf(await modernPost(deployment.second.url, A, 'tasks/get', { taskId: 'not-a-task' }))?.code).toBe(
+      -32602,
+    );
   }, 60_000);
 
   it('a sandbox stays awake while its task runs, past the idle TTL', async () => {
@@ -220,18 +217,18 @@ describe('in raw JSON-RPC', () => {
   }, 60_000);
 
   it("a task is its credential's alone, and a changed id finds nothing", async () => {
-    const mine = await legacySession(first, A);
+    const mine = await legacySession(deployment.first, A);
     const { taskId } = resultOf(
       await mine('tools/call', { name: 'run_command', arguments: { command: 'sleep 2' }, task: {} }),
     ).task;
-    const theirs = await legacySession(second, B);
+    const theirs = await legacySession(deployment.second, B);
     for (const method of ['tasks/get', 'tasks/result', 'tasks/cancel'])
       expect([method, errorOf(await theirs(method, { taskId }))]).toEqual([
         method,
         { code: -32602, message: 'Task not found: unknown, expired, or not yours.' },
       ]);
     expect(resultOf(await theirs('tasks/list', {}))).toEqual({ tasks: [] });
-    expect(errorOf(await modernPost(second.url, B, 'tasks/get', { taskId }))?.code).toBe(-32602);
+    expect(errorOf(await modernPost(deployment.second.url, B, 'tasks/get', { taskId }))?.code).toBe(-32602);
     // One character changed: the signature no longer holds.
     const changed = `${taskId.slice(0, -1)}${taskId.endsWith('A') ? 'B' : 'A'}`;
     expect(errorOf(await mine('tasks/get', { taskId: changed }))?.code).toBe(-32602);
@@ -239,7 +236,7 @@ describe('in raw JSON-RPC', () => {
   }, 60_000);
 
   it('tasks/list pages through the tasks of the credential, oldest first, on any instance', async () => {
-    const call = await legacySession(first, C);
+    const call = await legacySession(deployment.first, C);
     const ids: string[] = [];
     for (let i = 0; i < 22; i += 1) {
       const created = resultOf(
@@ -249,7 +246,7 @@ describe('in raw JSON-RPC', () => {
       // One at a time: the credential may run only MAX_TASKS at once.
       await call('tasks/result', { taskId: created.task.taskId });
     }
-    const other = await legacySession(second, C);
+    const other = await legacySession(deployment.second, C);
     const page1 = resultOf(await other('tasks/list', {}));
     expect(page1.tasks).toHaveLength(20);
     expect(page1.nextCursor).toEqual(expect.any(String));
@@ -258,12 +255,12 @@ describe('in raw JSON-RPC', () => {
     expect([...page1.tasks, ...page2.tasks].map((t: Json) => t.taskId)).toEqual(ids);
     expect(errorOf(await other('tasks/list', { cursor: 'bm90IGEgY3Vyc29y' }))?.code).toBe(-32602);
     // The official client reads the same pages.
-    const viaPackage = await runTasksClient({ op: 'list', url: second.url, token: C, era: '2025' });
+    const viaPackage = await runTasksClient({ op: 'list', url: deployment.second.url, token: C, era: '2025' });
     expect(viaPackage.tasks.map((t: Json) => t.taskId)).toEqual(ids.slice(0, 20));
   }, 120_000);
 
   it('a task is gone, with its files, once its ttl has passed', async () => {
-    const call = await legacySession(first, B);
+    const call = await legacySession(deployment.first, B);
     const { taskId } = resultOf(
       await call('tools/call', { name: 'run_command', arguments: { command: 'true' }, task: { ttl: 1_000 } }),
     ).task;
@@ -281,15 +278,15 @@ describe('in raw JSON-RPC', () => {
       .update(`mcp-task:${taskId.split('.')[0]}`)
       .digest('hex')
       .slice(0, 32);
-    const owners = join(root, '.tasks');
+    const owners = join(deployment.root, '.tasks');
     const files = readdirSync(owners).flatMap((owner) => readdirSync(join(owners, owner)));
     expect(files.length).toBeGreaterThan(0);
     expect(files.filter((name) => name.startsWith(tag))).toEqual([]);
   }, 60_000);
 
   it(`runs at most MCP_MAX_TASKS_PER_CREDENTIAL (${MAX_TASKS}) tasks of one credential, across instances`, async () => {
-    const call = await legacySession(first, LIMITED);
-    const other = await legacySession(second, LIMITED);
+    const call = await legacySession(deployment.first, LIMITED);
+    const other = await legacySession(deployment.second, LIMITED);
     const running: string[] = [];
     for (let i = 0; i < MAX_TASKS; i += 1) {
       const server = i % 2 === 0 ? call : other;
@@ -304,7 +301,7 @@ describe('in raw JSON-RPC', () => {
     expect(refused?.code).toBe(-32600);
     expect(refused?.message).toContain('MCP_MAX_TASKS_PER_CREDENTIAL');
     // Another credential is not held back by this one.
-    const free = await legacySession(second, B);
+    const free = await legacySession(deployment.second, B);
     expect(
       resultOf(await free('tools/call', { name: 'run_command', arguments: { command: 'true' }, task: {} })).task,
     ).toMatchObject({ status: 'working' });

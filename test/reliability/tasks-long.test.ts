@@ -4,12 +4,10 @@
  * away; the second reports it working for the whole run, then completed, and gives the result a plain call of the
  * same command gives (that call runs meanwhile, beside it). The short version of each step is tasks-clients.test.ts.
  */
-import { rmSync } from 'node:fs';
-
 import { postMcp } from '../support/http';
 import { comparableResult, runTasksClient } from '../support/tasks-driver';
 import { messagesOf, openSession, rpc } from '../support/raw-session';
-import { type StartedServer, startInstances, stopAllServers } from '../support/server';
+import { type StartedServer, useInstances } from '../support/server';
 
 const TOKEN = 'tasks-long-token-0123456789abcdef';
 const ENV = { MCP_AUTH_TOKENS: TOKEN, MCP_SESSION_SECRET: 'tasks-long-secret-0123456789abcdef0123456789' };
@@ -19,38 +17,28 @@ const ARGS = { command: COMMAND, timeout_ms: 150_000 };
 // biome-ignore lint/suspicious/noExplicitAny: the driver prints JSON of several shapes.
 type Json = any;
 
-let root: string;
-let first: StartedServer;
-let second: StartedServer;
-
-beforeAll(async () => {
-  const started = await startInstances(2, ENV);
-  root = started.root;
-  [first, second] = started.servers as [StartedServer, StartedServer];
-}, 60_000);
-
-afterAll(async () => {
-  await stopAllServers();
-  rmSync(root, { recursive: true, force: true });
-});
+const deployment = useInstances(ENV);
 
 it.each(['2025', '2026'] as const)(
   'in %s words: a 90-second task outlives its client, and another instance follows it to its result',
   async (era) => {
     const at = (server: StartedServer) => ({ url: server.url, token: TOKEN, era });
-    const plain = runTasksClient({ op: 'call', ...at(second), tool: 'run_command', args: ARGS });
-    const started = await runTasksClient({ op: 'start', ...at(first), tool: 'run_command', args: ARGS });
+    const plain = runTasksClient({ op: 'call', ...at(deployment.second), tool: 'run_command', args: ARGS });
+    const started = await runTasksClient({ op: 'start', ...at(deployment.first), tool: 'run_command', args: ARGS });
     expect(started.kind).toBe('task');
 
     // Asked every 10 s on the second instance, by raw JSON-RPC in the era's words.
     const statuses: string[] = [];
-    const { headers } = await openSession(second.url, TOKEN);
+    const { headers } = await openSession(deployment.second.url, TOKEN);
     for (;;) {
       const task =
         era === '2025'
-          ? (messagesOf(await postMcp(second.url, rpc('tasks/get', 1, { taskId: started.taskId }), headers))[0] as Json)
-              .result
-          : (await runTasksClient({ op: 'snapshot', ...at(second), taskId: started.taskId })).task;
+          ? (
+              messagesOf(
+                await postMcp(deployment.second.url, rpc('tasks/get', 1, { taskId: started.taskId }), headers),
+              )[0] as Json
+            ).result
+          : (await runTasksClient({ op: 'snapshot', ...at(deployment.second), taskId: started.taskId })).task;
       statuses.push(task.status);
       if (task.status !== 'working' || statuses.length > 30) break;
       await new Promise((r) => setTimeout(r, 10_000));
@@ -60,7 +48,7 @@ it.each(['2025', '2026'] as const)(
     expect(new Set(statuses.slice(0, -1))).toEqual(new Set(['working']));
     expect(statuses.at(-1)).toBe('completed');
 
-    const resumed = await runTasksClient({ op: 'resume', ...at(second), reference: started.reference });
+    const resumed = await runTasksClient({ op: 'resume', ...at(deployment.second), reference: started.reference });
     expect(resumed.outcome.status).toBe('completed');
     const answered = await plain;
     expect(comparableResult(resumed.outcome.result)).toEqual(comparableResult(answered.result));

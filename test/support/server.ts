@@ -3,7 +3,7 @@
  * runs it, and stops it (and everything it started) after the test.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readdirSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
@@ -52,17 +52,48 @@ export function makeSandboxRoot(): string {
   return root;
 }
 
+/** Two instances of one deployment, for the tests of one file (`useInstances`). */
+export interface Deployment {
+  readonly first: StartedServer;
+  readonly second: StartedServer;
+  /** Their LOCAL_SANDBOX_ROOT. */
+  readonly root: string;
+}
+
 /**
- * Instances of one deployment on the local backend: `count` servers with one LOCAL_SANDBOX_ROOT (the caller removes
- * it) and the same environment (give them one MCP_SESSION_SECRET).
+ * Two instances of one deployment on the local backend for a whole test file: one LOCAL_SANDBOX_ROOT and the same
+ * environment (give it one MCP_SESSION_SECRET), started before the file's tests, stopped and the root removed after
+ * them. Read the fields inside the tests, once they are started.
  */
-export async function startInstances(
-  count: number,
-  env: Record<string, string>,
-): Promise<{ root: string; servers: StartedServer[] }> {
-  const root = makeSandboxRoot();
-  const servers = await Promise.all(Array.from({ length: count }, () => startServer({ env, sandboxRoot: root })));
-  return { root, servers };
+export function useInstances(env: Record<string, string>): Deployment {
+  let started: Deployment | undefined;
+  const get = (): Deployment => {
+    if (started === undefined) throw new Error('the instances are started before the tests, not before the file');
+    return started;
+  };
+  beforeAll(async () => {
+    const root = makeSandboxRoot();
+    const [first, second] = await Promise.all([
+      startServer({ env, sandboxRoot: root }),
+      startServer({ env, sandboxRoot: root }),
+    ]);
+    started = { first, second, root };
+  }, 60_000);
+  afterAll(async () => {
+    await stopAllServers();
+    if (started !== undefined) rmSync(started.root, { recursive: true, force: true });
+  });
+  return {
+    get first() {
+      return get().first;
+    },
+    get second() {
+      return get().second;
+    },
+    get root() {
+      return get().root;
+    },
+  };
 }
 
 /** The session workspaces under a LOCAL_SANDBOX_ROOT (beside them: `.uids`, the sandbox users' claims). */
